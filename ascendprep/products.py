@@ -1,0 +1,81 @@
+"""What differs between Ascend products: NPU counts, the device-subnet rule, chip names.
+
+Source: ``docs/ascend-reference.md`` §3 (device IP rules) and §4 (npu-smi), kept in one table so
+the planner, the lab and the checks agree on what a product is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class SubnetRule(str, Enum):
+    """How device IPs of one server relate to subnets."""
+
+    #: Atlas 800 (910): NPU i and i+4 share a subnet, NPUs 0-3 are in four different subnets,
+    #: the same index on every server is in the same subnet (4 subnets per cluster).
+    FOUR_PLANES = "four-planes"
+    #: Atlas A2 (910B): NPUs in the same subnet is enough; a list of subnets means rails
+    #: (NPU i uses subnet i mod k).
+    POOL = "pool"
+    #: Atlas A3 (910_93): each NPU has two dies (devids 2k and 2k+1) that must sit in different
+    #: subnets; the die index picks the plane.
+    DIE_PLANES = "die-planes"
+
+
+@dataclass(frozen=True)
+class Product:
+    id: str
+    title: str
+    chip: str
+    allowed_npus: tuple[int, ...]
+    default_npus: int
+    subnet_rule: SubnetRule
+    #: Planes (subnets) the rule needs, or 0 when any number of subnets will do.
+    planes: int
+
+    def plane_of(self, npu: int, subnet_count: int) -> int:
+        """Which of the configured subnets NPU index ``npu`` must use."""
+        if self.subnet_rule is SubnetRule.FOUR_PLANES:
+            return npu % 4
+        if self.subnet_rule is SubnetRule.DIE_PLANES:
+            return npu % 2
+        return npu % subnet_count
+
+
+PRODUCTS: dict[str, Product] = {
+    "atlas-800": Product(
+        id="atlas-800",
+        title="Atlas 800 training server (Ascend 910)",
+        chip="910A",
+        allowed_npus=(1, 2, 4, 8),
+        default_npus=8,
+        subnet_rule=SubnetRule.FOUR_PLANES,
+        planes=4,
+    ),
+    "atlas-a2": Product(
+        id="atlas-a2",
+        title="Atlas A2 training server (Ascend 910B)",
+        chip="910B3",
+        allowed_npus=tuple(range(1, 9)),
+        default_npus=8,
+        subnet_rule=SubnetRule.POOL,
+        planes=0,
+    ),
+    "atlas-a3": Product(
+        id="atlas-a3",
+        title="Atlas A3 server (Ascend 910_93, two dies per NPU)",
+        chip="Ascend910",
+        allowed_npus=tuple(range(1, 17)),
+        default_npus=16,
+        subnet_rule=SubnetRule.DIE_PLANES,
+        planes=2,
+    ),
+}
+
+#: The device vNIC's host side lives in 192.168.1.0/24; hccn_tool refuses device IPs there.
+RESERVED_VNIC_SUBNET = "192.168.1.0/24"
+
+#: The conventional Atlas 800 layout from the CANN install guide and ModelZoo: four /24s.
+CONVENTIONAL_910_SUBNETS = ("192.168.100.0/24", "192.168.101.0/24", "192.168.102.0/24", "192.168.103.0/24")
