@@ -1,0 +1,172 @@
+"""The desired state of a cluster: everything ``apply`` will make true, computed from the inventory.
+
+Pure: ``build_desired(inventory)`` reads nothing but the inventory and the shipped data. What a
+host already has (its reserved ports, its current values) enters later, in the diff.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from ascendprep import compat, envfiles, sysctl
+from ascendprep.findings import Finding, Severity
+from ascendprep.inventory import Inventory, Node
+from ascendprep.ipplan import IpPlan, plan_device_ips
+from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
+from ascendprep.ranktable import build_rank_table, render_rank_table
+
+SOFTWARE_KEYS = ("cann", "driver", "firmware", "python", "torch", "torch_npu", "torchvision")
+
+
+@dataclass(frozen=True)
+class HccnSettings:
+    """What ``hccn_tool`` should report for one NPU."""
+
+    npu: int
+    ip: str
+    netmask: str
+    gateway: Optional[str]
+    netdetect: Optional[str]
+    tls: Optional[int]
+
+
+@dataclass(frozen=True)
+class ManagedFile:
+    path: str
+    content: str
+    mode: int = 0o644
+    #: "cluster" when identical on every node, "node" when rendered per node.
+    scope: str = "node"
+
+
+@dataclass
+class NodeDesired:
+    node: Node
+    rank: int
+    nproc: int
+    hccn: list[HccnSettings]
+    #: Kernel settings with "at least" semantics (somaxconn, tcp_max_syn_backlog, overrides).
+    sysctl_minimums: dict[str, Union[int, str]]
+    #: Port ranges that must be in net.ipv4.ip_local_reserved_ports (merged with the host's).
+    reserved_ports: list[tuple[int, int]]
+    files: list[ManagedFile]
+    torchrun: str
+
+
+@dataclass
+class DesiredState:
+    inventory: Inventory
+    ipplan: IpPlan
+    nodes: dict[str, NodeDesired]
+    software: dict[str, Optional[str]]
+    firewall: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def invalid(self) -> bool:
+        """Rule violations in the inventory itself (exit code "invalid input")."""
+        return any(f.severity is Severity.ERROR and f.id.startswith("ipplan.") for f in self.findings)
+
+
+def _if_ip(node: Node) -> Optional[str]:
+    try:
+        return str(ipaddress.IPv4Address(node.host))
+    except ValueError:
+        return None
+
+
+def torchrun_command(python_path: str, nnodes: int, node_rank: int, nproc: int, master_addr: str, master_port: int, script: str = "train.py") -> str:
+    """The exact launch line for one node (``python -m torch.distributed.run`` is torchrun)."""
+    argv = [
+        python_path, "-m", "torch.distributed.run",
+        f"--nnodes={nnodes}", f"--node_rank={node_rank}", f"--nproc_per_node={nproc}",
+        f"--master_addr={master_addr}", f"--master_port={master_port}", script,
+    ]
+    return f". {shlex.quote(SET_ENV_SH)} && " + " ".join(shlex.quote(a) for a in argv)
+
+
+def required_port_ranges(inventory: Inventory) -> list[tuple[int, int]]:
+    """HCCL's host port range for the expected CANN, plus any the inventory reserves itself."""
+    ranges = [compat.hccl_port_range(inventory.model.software.cann)]
+    extra = inventory.model.sysctl.get(sysctl.RESERVED_PORTS)
+    if extra is not None:
+        ranges.extend(sysctl.parse_port_ranges(str(extra)))
+    return sysctl.normalise(ranges)
+
+
+def _software_findings(versions: dict[str, Optional[str]]) -> list[Finding]:
+    findings = []
+    for issue in compat.check_stack(versions):
+        severity = Severity(issue.severity)
+        findings.append(Finding(issue.id, severity, issue.message, issue.fix, evidence={"sources": list(issue.sources)}))
+    return findings
+
+
+def build_desired(inventory: Inventory) -> DesiredState:
+    """Everything the cluster should look like once applied, plus every rule finding."""
+    plan = plan_device_ips(inventory)
+    model = inventory.model
+    tls = None if model.device_network.tls is None else int(model.device_network.tls)
+    nnodes = len(inventory.nodes)
+    master = inventory.master
+    ports = required_port_ranges(inventory)
+    minimums = sysctl.minimums(model.sysctl)
+    env_sh = envfiles.render_env_sh(model.env)
+    rank_table = render_rank_table(build_rank_table(inventory, plan))
+    python_path = model.software.python_path
+
+    nodes: dict[str, NodeDesired] = {}
+    rank = 0
+    for node in inventory.nodes:
+        hccn = [HccnSettings(a.npu, a.ip, a.netmask, a.gateway, a.detect, tls) for a in plan.by_node.get(node.name, [])]
+        rendezvous = envfiles.rendezvous_values(
+            master_addr=master.host,
+            master_port=model.training.master_port,
+            nnodes=nnodes,
+            node_rank=node.index,
+            nproc_per_node=node.npus,
+            if_ip=_if_ip(node),
+            socket_ifname=model.training.socket_ifname,
+        )
+        files = [
+            ManagedFile(ENV_SH, env_sh, scope="cluster"),
+            ManagedFile(SET_ENV_SH, envfiles.render_set_env_sh(rendezvous)),
+            ManagedFile(RANK_TABLE, rank_table, scope="cluster"),
+        ]
+        nodes[node.name] = NodeDesired(
+            node=node,
+            rank=rank,
+            nproc=node.npus,
+            hccn=hccn,
+            sysctl_minimums=minimums,
+            reserved_ports=ports,
+            files=files,
+            torchrun=torchrun_command(python_path, nnodes, node.index, node.npus, master.host, model.training.master_port),
+        )
+        rank += node.npus
+
+    software = {key: getattr(model.software, key) for key in SOFTWARE_KEYS}
+    findings = list(plan.findings) + _software_findings(software)
+    for node in inventory.nodes:
+        if _if_ip(node) is None and model.training.socket_ifname is None:
+            findings.append(Finding("plan.hccl_if", Severity.WARNING, f"{node.name}: host '{node.host}' is a name, so HCCL_IF_IP cannot be set; HCCL will pick a NIC by its own order", "set training.socket_ifname (HCCL_SOCKET_IFNAME) or give the node's IP as host", node=node.name))
+    return DesiredState(inventory, plan, nodes, software, model.firewall, findings)
+
+
+def sysctl_target(node: NodeDesired, current: dict[str, Any]) -> dict[str, Union[int, str]]:
+    """The values to persist and apply on a node, given what it has now (``current``).
+
+    "At least" keys keep a higher current value; the reserved ports are the host's plus ours.
+    """
+    target: dict[str, Union[int, str]] = {}
+    for key, wanted in node.sysctl_minimums.items():
+        have = current.get(key)
+        if isinstance(wanted, int) and have is not None and str(have).strip().isdigit():
+            target[key] = max(wanted, int(str(have).strip()))
+        else:
+            target[key] = wanted
+    target[sysctl.RESERVED_PORTS] = sysctl.merge_reserved_ports(current.get(sysctl.RESERVED_PORTS), node.reserved_ports)
+    return target
