@@ -112,6 +112,8 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         reason = exc.problem or "invalid YAML"
+        if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
+            reason += f" ({exc.context} started at line {exc.context_mark.line + 1})"
         raise InputError([Located(file, line, "", f"YAML syntax error: {reason}")]) from None
     except yaml.YAMLError as exc:
         raise InputError([Located(file, None, "", f"YAML error: {exc}")]) from None

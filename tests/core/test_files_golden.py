@@ -1,0 +1,84 @@
+"""Golden files for what apply writes (env.sh, set_env.sh, the rank table), and shell syntax.
+
+Regenerate after an intended change with ``ASCENDPREP_UPDATE_GOLDEN=1 pytest tests/core``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ascendprep.desired import build_desired
+from ascendprep.inventory import load_inventory
+from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _files(inventory: str) -> dict[str, str]:
+    desired = build_desired(load_inventory(ROOT / "inventories" / inventory))
+    first, second = list(desired.nodes.values())[:2]
+    by_path = lambda nd: {f.path: f.content for f in nd.files}  # noqa: E731
+    return {
+        "env.sh": by_path(first)[ENV_SH],
+        f"set_env.{first.node.name}.sh": by_path(first)[SET_ENV_SH],
+        f"set_env.{second.node.name}.sh": by_path(second)[SET_ENV_SH],
+        "rank_table.json": by_path(first)[RANK_TABLE],
+    }
+
+
+@pytest.mark.parametrize("inventory", ["atlas800-2node.yaml", "a2-64node.yaml"])
+def test_rendered_files_match_golden(inventory: str) -> None:
+    folder = GOLDEN / Path(inventory).stem
+    files = _files(inventory)
+    if os.environ.get("ASCENDPREP_UPDATE_GOLDEN") == "1":
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            (folder / name).write_text(content)
+    for name, content in files.items():
+        assert (folder / name).read_text() == content, f"{folder.name}/{name} differs from the golden file"
+
+
+@pytest.mark.parametrize("inventory", ["atlas800-2node.yaml", "a2-64node.yaml"])
+def test_shell_files_parse(inventory: str, tmp_path: Path) -> None:
+    shells = [s for s in ("bash", "dash", "sh") if shutil.which(s)]
+    assert shells
+    for name, content in _files(inventory).items():
+        if not name.endswith(".sh"):
+            continue
+        script = tmp_path / name
+        script.write_text(content)
+        for shell in shells:
+            result = subprocess.run([shell, "-n", str(script)], capture_output=True, text=True)
+            assert result.returncode == 0, f"{shell} -n {name}: {result.stderr}"
+
+
+def test_rank_table_follows_version_1_0() -> None:
+    table = json.loads(_files("atlas800-2node.yaml")["rank_table.json"])
+    assert table["version"] == "1.0" and table["status"] == "completed" and table["server_count"] == "2"
+    ranks = [d["rank_id"] for s in table["server_list"] for d in s["device"]]
+    assert ranks == [str(i) for i in range(16)]
+    first = table["server_list"][0]
+    assert first["server_id"] == "10.0.0.11"
+    assert first["device"][0] == {"device_id": "0", "device_ip": "192.168.100.101", "rank_id": "0"}
+    assert all(isinstance(v, str) for s in table["server_list"] for d in s["device"] for v in d.values())
+
+
+def test_env_sh_sources_cann_and_sets_hccl(tmp_path: Path) -> None:
+    """Sourcing env.sh on a host with a CANN tree picks the toolkit's set_env.sh."""
+    env_sh = tmp_path / "env.sh"
+    env_sh.write_text(_files("atlas800-2node.yaml")["env.sh"])
+    toolkit = tmp_path / "Ascend" / "ascend-toolkit"
+    (toolkit / "latest").mkdir(parents=True)
+    (toolkit / "set_env.sh").write_text("export ASCEND_TOOLKIT_HOME=from-toolkit\n")
+    out = subprocess.run(
+        ["sh", "-c", f'ASCENDPREP_CANN_PATH={tmp_path}/Ascend . {env_sh} && echo "$ASCEND_TOOLKIT_HOME $HCCL_WHITELIST_DISABLE $HCCL_CONNECT_TIMEOUT"'],
+        capture_output=True, text=True, check=True,
+    )
+    assert out.stdout.strip() == "from-toolkit 1 1200"
