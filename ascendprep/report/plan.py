@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any, Optional
@@ -17,7 +18,10 @@ from ascendprep.report.findings import findings_table
 from ascendprep.sysctl import format_port_ranges
 
 
+@functools.lru_cache(maxsize=64)
 def _sha256(text: str) -> str:
+    """Cached: the cluster-wide files (the rank table of a large cluster is megabytes) are the
+    same string object on every node and must be hashed once, not once per node."""
     return hashlib.sha256(text.encode()).hexdigest()
 
 
