@@ -43,24 +43,47 @@ def main() -> None:
     """
 
 
+_host_key_option = click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")
+_forks_option = click.option("--forks", type=click.IntRange(1, 1024), default=None, help="Hosts worked on at once (default: the inventory's ssh.forks).")
+
+
 @main.command("plan")
 @click.argument("inventory", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--offline", is_flag=True, help="Compute the desired state only; contact no host.")
+@click.option("-o", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Where to save the plan (default .ascendprep/plan.json).")
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when nothing would change, 3 when changes are pending, 1 on errors.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version).")
-@click.option("--nodes", "node_limit", default="8", show_default=True, metavar="N|all", help="Text output: per-node tables to show.")
-def plan_command(inventory: Path, offline: bool, output_format: str, node_limit: str) -> None:
-    """Show what INVENTORY wants every node and NPU to look like.
+@click.option("--nodes", "node_limit", default="8", show_default=True, metavar="N|all", help="--offline text output: per-node tables to show.")
+@_host_key_option
+@_forks_option
+def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int]) -> None:
+    """Show what must change so that every host matches INVENTORY, and save that plan.
 
-    With --offline: device IPs, netmasks, gateways and detect IPs per NPU, sysctl values, the files
-    that will be written (env.sh, set_env.sh, the HCCL rank table), expected software versions and
-    every rule violation. Nothing is contacted and nothing is changed.
+    Reads every host (one SSH connection and one script each), diffs per host and NPU — device
+    IP, netmask, gateway, detect IP, TLS, sysctl, env files, rank table, firewall — and saves
+    the plan for 'ascendprep apply'. Nothing is changed on any host.
+
+    With --offline: no host is contacted; shows the desired state per node and NPU, the files
+    that will be written, expected software versions and every rule violation.
     """
+    if offline:
+        _plan_offline(inventory, output_format, node_limit)
+        return
+    from ascendprep.commands.plan import run_plan
+
+    try:
+        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks)
+    except InputError as error:
+        fail_input(error)
+    sys.exit(code)
+
+
+def _plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
     from ascendprep.desired import build_desired
     from ascendprep.inventory import load_inventory
     from ascendprep.report.plan import print_plan, render_json
 
-    if not offline:
-        raise click.UsageError("reading live hosts is not available yet: use --offline")
+    limit: Optional[int] = None if node_limit == "all" else _positive_int(node_limit, "--nodes")
     try:
         inv = load_inventory(inventory)
     except InputError as error:
@@ -69,12 +92,30 @@ def plan_command(inventory: Path, offline: bool, output_format: str, node_limit:
     if output_format == "json":
         sys.stdout.write(render_json(desired))
     else:
-        limit: Optional[int] = None if node_limit == "all" else _positive_int(node_limit, "--nodes")
         print_plan(Console(highlight=False), desired, node_limit=limit)
     if desired.invalid:
         sys.exit(exitcodes.INVALID)
     if any(f.severity.value == "error" for f in desired.findings):
         sys.exit(exitcodes.FAILED)
+
+
+@main.command("apply")
+@click.argument("planfile", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@_host_key_option
+@_forks_option
+def apply_command(planfile: Optional[Path], accept_new_host_keys: bool, forks: Optional[int]) -> None:
+    """Carry out exactly the saved plan (default .ascendprep/plan.json).
+
+    Every host is read again first: changes already in place are skipped, and if anything moved
+    since planning the plan is refused and nothing is changed. A second apply changes nothing.
+    """
+    from ascendprep.commands.apply import run_apply
+
+    try:
+        code = run_apply(planfile, accept_new_host_keys, forks)
+    except InputError as error:
+        fail_input(error)
+    sys.exit(code)
 
 
 def _positive_int(text: str, option: str) -> int:

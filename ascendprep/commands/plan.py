@@ -1,0 +1,76 @@
+"""``ascendprep plan INVENTORY``: read every host, diff against the desired state, save the plan."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+
+from ascendprep import exitcodes
+from ascendprep.desired import DesiredState, build_desired
+from ascendprep.findings import Severity
+from ascendprep.hosts import gather_facts, host_accesses
+from ascendprep.inventory import load_inventory
+from ascendprep.plan import HostPlan, diff_host, unreachable_host
+from ascendprep.planfile import DEFAULT_PLAN, from_host_plans, write_plan
+from ascendprep.remote.fanout import Session
+from ascendprep.remote.progress import Progress
+from ascendprep.report import SCHEMA_VERSION
+from ascendprep.report.changes import changes_table, plan_document
+from ascendprep.report.findings import findings_table
+
+
+def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optional[int], console: Console) -> list[HostPlan]:
+    """Gather facts on every node and diff each against its desired state."""
+    inventory = desired.inventory
+    accesses = host_accesses(inventory, accept_new_host_keys)
+    with Session(accesses, forks or inventory.model.ssh.forks) as session:
+        outcomes = gather_facts(session, inventory, Progress("reading hosts", console=console))
+    plans = []
+    for node in inventory.nodes:
+        outcome = outcomes[node.name]
+        if outcome.ok and outcome.value is not None:
+            plans.append(diff_host(desired, node.name, outcome.value.facts))
+        else:
+            plans.append(unreachable_host(desired, node.name, outcome.error or "unknown error"))
+    return plans
+
+
+def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int]) -> int:
+    err = Console(stderr=True, highlight=False)
+    inventory = load_inventory(inventory_path)
+    desired = build_desired(inventory)
+    if desired.invalid:
+        err.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP rules"))
+        return exitcodes.INVALID
+    plans = plan_hosts(desired, accept_new_host_keys, forks, err)
+    path = output or DEFAULT_PLAN
+    saved = from_host_plans(inventory_path, inventory.name, plans)
+    write_plan(saved, path)
+
+    findings = list(desired.findings) + [f for p in plans for f in p.findings]
+    if output_format == "json":
+        document = plan_document(plans, str(path), SCHEMA_VERSION)
+        document["findings"] = [f.to_dict() for f in findings]
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+    else:
+        out = Console(highlight=False)
+        out.print(changes_table(plans))
+        if findings:
+            out.print(findings_table(findings))
+        hosts_with_changes = sum(1 for p in plans if p.changes)
+        out.print(f"Plan: {saved.change_count} changes on {hosts_with_changes} of {len(plans)} hosts, saved to {path}")
+        if not saved.complete:
+            out.print("[yellow]The plan is incomplete: the hosts above marked as such were not (fully) read.[/]")
+        elif saved.change_count:
+            out.print(f"Run 'ascendprep apply {path}' to carry it out.")
+        else:
+            out.print("[green]No changes: every host matches the inventory.[/]")
+    if not saved.complete or any(f.severity is Severity.ERROR for f in findings):
+        return exitcodes.FAILED
+    if detailed_exitcode and saved.change_count:
+        return exitcodes.CHANGES
+    return exitcodes.OK
