@@ -1,0 +1,148 @@
+"""The diff (desired vs facts), the saved-plan reconciliation, and the apply script's behaviour."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from ascendprep.applyscript import parse_apply_output, render_apply_script
+from ascendprep.desired import build_desired
+from ascendprep.envfiles import render_sysctl_conf
+from ascendprep.facts import HccnConf, HostFacts, ManagedFile, NpuFacts, ProbeError, SysctlFile, TlsState
+from ascendprep.inventory import inventory_from_text
+from ascendprep.plan import Change, diff_host, reconcile
+from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
+
+INVENTORY = {
+    "name": "t",
+    "product": "atlas-a2",
+    "npus_per_node": 2,
+    "device_network": {"subnet": "10.20.0.0/24", "tls": False},
+    "nodes": [{"name": "n[1-2]", "host": "10.0.0.[11-12]"}],
+    "software": {"cann": "8.0.RC3"},
+}
+
+
+def desired():
+    return build_desired(inventory_from_text(yaml.safe_dump(INVENTORY)))
+
+
+def converged_facts(state, node="n1", **overrides) -> HostFacts:
+    """Facts of a host that already matches the desired state."""
+    nd = state.nodes[node]
+    npus = {h.npu: NpuFacts(devid=h.npu, ip=h.ip, netmask=h.netmask, netdetect=h.netdetect, link="UP", tls=TlsState(switch=0)) for h in nd.hccn}
+    conf_devices = {h.npu: {"address": h.ip, "netmask": h.netmask, "netdetect": h.netdetect} for h in nd.hccn}
+    sysctl = {"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031"}
+    import hashlib
+
+    files = {f.path: ManagedFile(f.path, True, hashlib.sha256(f.content.encode()).hexdigest()) for f in nd.files}
+    target = {"net.core.somaxconn": 65535, "net.ipv4.tcp_max_syn_backlog": 65535, "net.ipv4.ip_local_reserved_ports": "60000-60031"}
+    values = dict(npus=npus, hccn_conf=HccnConf(raw="", devices=conf_devices), sysctl=sysctl, sysctl_file=SysctlFile(render_sysctl_conf(target)), managed_files=files, hccn_tool="/usr/local/bin/hccn_tool")
+    values.update(overrides)
+    return HostFacts(**values)
+
+
+def test_converged_host_has_no_changes():
+    state = desired()
+    plan = diff_host(state, "n1", converged_facts(state))
+    assert plan.changes == [] and plan.incomplete == []
+
+
+def test_fresh_host_needs_everything_in_order():
+    state = desired()
+    fresh = HostFacts(
+        npus={0: NpuFacts(devid=0), 1: NpuFacts(devid=1)},
+        sysctl={"net.core.somaxconn": "4096", "net.ipv4.tcp_max_syn_backlog": "512", "net.ipv4.ip_local_reserved_ports": "8080"},
+    )
+    plan = diff_host(state, "n1", fresh)
+    keys = [c.key for c in plan.changes]
+    assert keys[:6] == ["hccn.ip:0", "hccn.netdetect:0", "hccn.tls:0", "hccn.ip:1", "hccn.netdetect:1", "hccn.tls:1"]
+    assert "sysctl:net.core.somaxconn" in keys and "sysctl:net.ipv4.tcp_max_syn_backlog" in keys
+    ports = next(c for c in plan.changes if c.key == "sysctl:net.ipv4.ip_local_reserved_ports")
+    assert ports.before == "8080" and ports.after == "8080,60000-60015"  # merged, never replaced (CANN 8.0 reserves 16 ports)
+    assert {f"file:{p}" for p in (ENV_SH, SET_ENV_SH, RANK_TABLE, SYSCTL_FILE)} <= set(keys)
+    summary = next(c for c in plan.changes if c.key == "sysctl:net.core.somaxconn").summary
+    assert summary == "sysctl net.core.somaxconn 4096 → 65535"
+
+
+def test_higher_sysctl_values_are_kept():
+    state = desired()
+    facts = converged_facts(state, sysctl={"net.core.somaxconn": "131072", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031"})
+    plan = diff_host(state, "n1", facts)
+    assert [c.key for c in plan.changes] == [f"file:{SYSCTL_FILE}"]
+    assert "net.core.somaxconn = 131072" in plan.changes[0].action["content"]
+
+
+def test_stale_hccn_conf_is_a_change_even_when_the_device_is_right():
+    state = desired()
+    good = converged_facts(state)
+    conf = dict(good.hccn_conf.devices)
+    conf[1] = {**conf[1], "address": "10.20.0.99"}
+    plan = diff_host(state, "n1", converged_facts(state, hccn_conf=HccnConf(raw="", devices=conf)))
+    assert [c.key for c in plan.changes] == ["hccn.ip:1"]
+    assert "/etc/hccn.conf says 10.20.0.99" in plan.changes[0].summary
+
+
+def test_unknown_probe_values_make_the_host_incomplete_not_changed():
+    state = desired()
+    facts = converged_facts(state)
+    facts = HostFacts(**{**facts.__dict__, "errors": (ProbeError("hccn.ip", "timeout", "hccn_tool timed out after 10s", npu=1),)})
+    plan = diff_host(state, "n1", facts)
+    assert plan.changes == []
+    assert plan.incomplete and "npu 1" in plan.incomplete[0] and "timed out" in plan.incomplete[0]
+
+
+def _change(key, before, after, npu=None):
+    return Change("n1", key, key, before, after, {}, npu)
+
+
+def test_reconcile_second_apply_is_all_done():
+    planned = [_change("hccn.ip:0", "none", "10.20.0.1/255.255.255.0", 0)]
+    result = reconcile(planned, [])
+    assert result.to_apply == [] and result.already_done == planned and result.stale == []
+
+
+def test_reconcile_partial_apply_continues():
+    planned = [_change("hccn.ip:0", "none", "a", 0), _change("hccn.ip:1", "none", "b", 1)]
+    result = reconcile(planned, [_change("hccn.ip:1", "none", "b", 1)])
+    assert [c.key for c in result.to_apply] == ["hccn.ip:1"] and not result.stale
+
+
+def test_reconcile_detects_drift_and_new_differences():
+    planned = [_change("sysctl:x", "1", "2")]
+    assert reconcile(planned, [_change("sysctl:x", "5", "2")]).stale == ["sysctl:x: was 1 at planning, is now 5"]
+    assert "not in the plan" in reconcile(planned, [_change("sysctl:y", "1", "2")]).stale[0]
+    assert "the plan sets 2" in reconcile(planned, [_change("sysctl:x", "1", "3")]).stale[0]
+
+
+def test_apply_script_runs_steps_and_skips_the_rest_of_a_failed_npu(tmp_path: Path):
+    """The rendered script, run by a real sh against a fake hccn_tool that fails NPU 1's IP."""
+    tool = tmp_path / "hccn_tool"
+    log = tmp_path / "calls"
+    tool.write_text(f"""#!/bin/sh
+echo "$@" >> {log}
+if [ "$2" = 1 ] && [ "$3" = -ip ]; then echo "The ip address configured is conflicted!" >&2; exit 7; fi
+echo "Cmd executed successfully!"
+""")
+    tool.chmod(0o755)
+    target = tmp_path / "etc" / "env.sh"
+    changes = [
+        Change("n1", "hccn.ip:1", "", None, "x", {"op": "hccn_ip", "npu": 1, "address": "10.20.0.2", "netmask": "255.255.255.0"}, 1),
+        Change("n1", "hccn.netdetect:1", "", None, "x", {"op": "hccn_netdetect", "npu": 1, "address": "10.20.0.3"}, 1),
+        Change("n1", "hccn.ip:0", "", None, "x", {"op": "hccn_ip", "npu": 0, "address": "10.20.0.1", "netmask": "255.255.255.0"}, 0),
+        Change("n1", f"file:{target}", "", None, "x", {"op": "write_file", "path": str(target), "content": "it's $(not) run\n", "mode": 0o640}),
+    ]
+    script = render_apply_script(changes, str(tool)).replace("/run/lock", str(tmp_path / "lock"))
+    done = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True)
+    results = parse_apply_output(done.stdout)
+    assert results["hccn.ip:0"].ok and "Cmd executed successfully!" in results["hccn.ip:0"].output
+    assert results["hccn.ip:1"].rc == 7 and "conflicted" in results["hccn.ip:1"].output
+    assert results["hccn.netdetect:1"].skipped
+    assert results[f"file:{target}"].ok
+    assert target.read_text() == "it's $(not) run\n" and oct(target.stat().st_mode & 0o777) == "0o640"
+    assert "-netdetect" not in log.read_text()
+    # a second write keeps the previous version as a backup
+    subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True)
+    assert Path(f"{target}.ascendprep.bak").read_text() == "it's $(not) run\n"
