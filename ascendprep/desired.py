@@ -97,9 +97,9 @@ def required_port_ranges(inventory: Inventory) -> list[tuple[int, int]]:
     return sysctl.normalise(ranges)
 
 
-def _software_findings(versions: dict[str, Optional[str]]) -> list[Finding]:
+def _software_findings(versions: dict[str, Optional[str]], chip: Optional[str]) -> list[Finding]:
     findings = []
-    for issue in compat.check_stack(versions):
+    for issue in compat.check_stack(versions, chip=chip):
         severity = Severity(issue.severity)
         findings.append(Finding(issue.id, severity, issue.message, issue.fix, evidence={"sources": list(issue.sources)}))
     return findings
@@ -149,7 +149,7 @@ def build_desired(inventory: Inventory) -> DesiredState:
         rank += node.npus
 
     software = {key: getattr(model.software, key) for key in SOFTWARE_KEYS}
-    findings = list(plan.findings) + _software_findings(software)
+    findings = list(plan.findings) + _software_findings(software, inventory.product.compat_chip)
     for node in inventory.nodes:
         if _if_ip(node) is None and model.training.socket_ifname is None:
             findings.append(Finding("plan.hccl_if", Severity.WARNING, f"{node.name}: host '{node.host}' is a name, so HCCL_IF_IP cannot be set; HCCL will pick a NIC by its own order", "set training.socket_ifname (HCCL_SOCKET_IFNAME) or give the node's IP as host", node=node.name))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Optional
 
 
 class SubnetRule(str, Enum):
@@ -34,6 +35,8 @@ class Product:
     subnet_rule: SubnetRule
     #: Planes (subnets) the rule needs, or 0 when any number of subnets will do.
     planes: int
+    #: The chip key of the compatibility data's per-chip driver/firmware tables, if it has one.
+    compat_chip: Optional[str] = None
 
     def plane_of(self, npu: int, subnet_count: int) -> int:
         """Which of the configured subnets NPU index ``npu`` must use."""
@@ -62,6 +65,7 @@ PRODUCTS: dict[str, Product] = {
         default_npus=8,
         subnet_rule=SubnetRule.POOL,
         planes=0,
+        compat_chip="910b",
     ),
     "atlas-a3": Product(
         id="atlas-a3",
