@@ -1,0 +1,346 @@
+"""What ascendprep knows about one host: the parsed result of its gather script.
+
+Facts are plain frozen dataclasses so that the pure core (plan, checks) can compare them
+without touching a host, and so that a plan file can record exactly what it was computed from.
+``HostFacts.to_dict()`` / ``HostFacts.from_dict()`` round-trip through JSON.
+
+How to read a ``None``: every probe that could not determine its value records a
+:class:`ProbeError` in ``HostFacts.errors``. So a ``None`` value *with* a matching error means
+"unknown", and a ``None`` *without* one means "not there / not configured" (no device IP,
+no gateway, file absent, tool not installed for the optional firewall tools). An error with
+probe ``gather`` means the script's output was cut short or damaged: values it did not reach
+are unknown even without an error of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from pydantic import TypeAdapter, ValidationError
+
+from ascendprep.probes.paths import CANN_RUNTIME_VERSION_FILE
+
+#: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
+FACTS_SCHEMA_VERSION = 1
+
+#: Why a probe yielded no value. ``unsupported``: the tool said the command does not exist
+#: on this product (hccn_tool exit 13 with "not supported"), which checks may treat as benign.
+ERROR_KINDS = ("timeout", "error", "missing", "unsupported")
+
+
+class FactsFormatError(ValueError):
+    """A facts document that this version of ascendprep cannot read."""
+
+
+@dataclass(frozen=True)
+class ProbeError:
+    """One probe that could not produce its value, e.g. ``hccn.ip`` on NPU 3 timed out.
+
+    ``npu`` is the hccn device id for ``hccn.*`` probes and the npu-smi NPU id for
+    ``npu_smi.*`` probes (they differ on A3, where one NPU has two devids).
+    """
+
+    probe: str
+    kind: str
+    message: str
+    npu: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ERROR_KINDS:
+            raise ValueError(f"ProbeError kind must be one of {ERROR_KINDS}, not {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class LldpNeighbor:
+    """The switch port an NPU port is cabled to, from ``hccn_tool -lldp -g``."""
+
+    system_name: Optional[str] = None
+    port_ifname: Optional[str] = None
+    port_id: Optional[str] = None
+    chassis_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LinkRecord:
+    """One link change from ``-link_stat -g``; ``time`` is kept in the tool's asctime() text."""
+
+    time: str
+    state: str
+
+
+@dataclass(frozen=True)
+class LinkStat:
+    """Link flap history. ``down_count`` is None on older drivers, which print no such line."""
+
+    current_time: Optional[str] = None
+    up_count: Optional[int] = None
+    down_count: Optional[int] = None
+    records: Tuple[LinkRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class TlsState:
+    """The TLS switch of one NPU port (``-tls -g``).
+
+    ``certificates`` is False when the tool answered "No certificate found" (exit 14); HCCL then
+    runs without TLS, so :attr:`enabled` is False. ``preconfigured`` is None on older drivers.
+    """
+
+    switch: Optional[int] = None
+    preconfigured: Optional[int] = None
+    certificates: bool = True
+
+    @property
+    def enabled(self) -> bool:
+        return self.certificates and self.switch == 1
+
+
+@dataclass(frozen=True)
+class NpuFacts:
+    """Live ``hccn_tool`` values of one NPU port, keyed by its physical device id."""
+
+    devid: int
+    ip: Optional[str] = None
+    netmask: Optional[str] = None
+    gateway: Optional[str] = None
+    gateway_iface: Optional[str] = None
+    netdetect: Optional[str] = None
+    link: Optional[str] = None
+    net_health: Optional[str] = None
+    lldp: Optional[LldpNeighbor] = None
+    tls: Optional[TlsState] = None
+    link_stat: Optional[LinkStat] = None
+    optical_present: Optional[bool] = None
+    speed_mbps: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class HccnConf:
+    """``/etc/hccn.conf``: ``<key>_<devid>=<value>`` lines grouped per device, plus the raw text.
+
+    ``duplicates`` names keys that appear more than once (hand edits; hccn_tool never writes
+    them); the last occurrence is kept. ``other_lines`` holds non-comment lines that are not
+    of that form, so that nothing in the file goes unseen.
+    """
+
+    raw: str
+    devices: Dict[int, Dict[str, str]] = field(default_factory=dict)
+    duplicates: Tuple[str, ...] = ()
+    other_lines: Tuple[str, ...] = ()
+
+    def get(self, devid: int, key: str) -> Optional[str]:
+        return self.devices.get(devid, {}).get(key)
+
+
+@dataclass(frozen=True)
+class NpuSmiDevice:
+    """One NPU listed by ``npu-smi info -l`` (A3 NPUs have two chips, i.e. two hccn devids)."""
+
+    npu_id: int
+    chip_count: int = 1
+    product_name: Optional[str] = None
+    serial_number: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class NpuSmiList:
+    total_count: Optional[int] = None
+    devices: Tuple[NpuSmiDevice, ...] = ()
+
+
+@dataclass(frozen=True)
+class NpuHealth:
+    """``npu-smi info -i N -c C -t health``; error fields are None when the tool says ``NA``."""
+
+    npu_id: int
+    chip: int
+    health: str
+    error_code: Optional[str] = None
+    error_info: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.health.upper() == "OK"
+
+
+@dataclass(frozen=True)
+class VersionFile:
+    """A ``key=value`` version/install file of the Ascend stack (driver, firmware, CANN)."""
+
+    path: str
+    values: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def version(self) -> Optional[str]:
+        """``Version=`` (driver, firmware, runtime) or ``version=`` (toolkit/nnae install info)."""
+        for key in ("Version", "version"):
+            if self.values.get(key):
+                return self.values[key]
+        return None
+
+
+@dataclass(frozen=True)
+class Versions:
+    """Driver, firmware and CANN version files found under the Ascend home.
+
+    ``cann`` lists the newer ``<home>/cann`` and ``<home>/cann-<ver>`` layouts (their
+    ``share/info/runtime/version.info``), in directory-name order.
+    """
+
+    driver: Optional[VersionFile] = None
+    firmware: Optional[VersionFile] = None
+    toolkit: Optional[VersionFile] = None
+    nnae: Optional[VersionFile] = None
+    cann: Tuple[VersionFile, ...] = ()
+
+    @property
+    def driver_version(self) -> Optional[str]:
+        return self.driver.version if self.driver else None
+
+    @property
+    def firmware_version(self) -> Optional[str]:
+        return self.firmware.version if self.firmware else None
+
+    @property
+    def cann_version(self) -> Optional[str]:
+        """The CANN a training job would use: toolkit, else nnae, else the new layout.
+
+        In the new layout ``<home>/cann`` (the unversioned link that ``cann/set_env.sh`` uses)
+        wins; several ``cann-<ver>`` directories without it are ambiguous, so None.
+        """
+        for info in (self.toolkit, self.nnae):
+            if info is not None and info.version:
+                return info.version
+        unversioned = [info for info in self.cann if info.path.endswith("/cann/" + CANN_RUNTIME_VERSION_FILE)]
+        candidates = unversioned or list(self.cann)
+        if len(candidates) == 1:
+            return candidates[0].version
+        return None
+
+
+@dataclass(frozen=True)
+class SysctlFile:
+    """Our persisted sysctl file: raw text and the ``key = value`` settings it holds."""
+
+    raw: str
+    values: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FirewallTool:
+    """One firewall front end. ``active`` is None when its state could not be read.
+
+    For nftables "active" means the ruleset holds at least one table; ``detail`` names them.
+    """
+
+    installed: bool
+    active: Optional[bool] = None
+    detail: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Firewall:
+    ufw: Optional[FirewallTool] = None
+    firewalld: Optional[FirewallTool] = None
+    nftables: Optional[FirewallTool] = None
+
+    @property
+    def any_active(self) -> bool:
+        return any(tool is not None and tool.active for tool in (self.ufw, self.firewalld, self.nftables))
+
+
+@dataclass(frozen=True)
+class ManagedFile:
+    """A file ascendprep writes on hosts: whether it exists and its sha256 (for drift checks)."""
+
+    path: str
+    exists: bool
+    sha256: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    """Versions seen by one interpreter through ``importlib.metadata`` (None = not installed)."""
+
+    interpreter: str
+    python_version: Optional[str] = None
+    executable: Optional[str] = None
+    packages: Dict[str, Optional[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PingResult:
+    """One ``hccn_tool -i N -ping -g address A`` run from this host."""
+
+    npu: int
+    target: str
+    ok: bool
+    sent: Optional[int] = None
+    received: Optional[int] = None
+    loss_percent: Optional[float] = None
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """Everything one gather run learned about a host. See the module docstring for ``None``."""
+
+    hostname: Optional[str] = None
+    os_release: Dict[str, str] = field(default_factory=dict)
+    arch: Optional[str] = None
+    ascend_home: Optional[str] = None
+    hccn_tool: Optional[str] = None
+    npu_smi_tool: Optional[str] = None
+    npus: Dict[int, NpuFacts] = field(default_factory=dict)
+    hccn_conf: Optional[HccnConf] = None
+    npu_smi: Optional[NpuSmiList] = None
+    npu_health: Tuple[NpuHealth, ...] = ()
+    sysctl: Dict[str, str] = field(default_factory=dict)
+    sysctl_file: Optional[SysctlFile] = None
+    firewall: Firewall = field(default_factory=Firewall)
+    managed_files: Dict[str, ManagedFile] = field(default_factory=dict)
+    versions: Versions = field(default_factory=Versions)
+    python: Optional[PythonEnv] = None
+    errors: Tuple[ProbeError, ...] = ()
+
+    @property
+    def os_id(self) -> Optional[str]:
+        return self.os_release.get("ID")
+
+    @property
+    def os_version_id(self) -> Optional[str]:
+        return self.os_release.get("VERSION_ID")
+
+    def errors_for(self, probe: str, npu: Optional[int] = None) -> Tuple[ProbeError, ...]:
+        """Errors of one probe (on one NPU when given); a probe name prefix such as ``hccn.`` works too."""
+        return tuple(
+            error
+            for error in self.errors
+            if (error.probe == probe or (probe.endswith(".") and error.probe.startswith(probe)))
+            and (npu is None or error.npu == npu)
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """A JSON-ready dict carrying ``schema_version``."""
+        return {"schema_version": FACTS_SCHEMA_VERSION, **_HOST_FACTS.dump_python(self, mode="json")}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "HostFacts":
+        """Read what :meth:`to_dict` wrote; a wrong version or shape raises :class:`FactsFormatError`."""
+        if not isinstance(data, dict):
+            raise FactsFormatError(f"host facts must be a JSON object, not {type(data).__name__}")
+        body = dict(data)
+        version = body.pop("schema_version", None)
+        if version != FACTS_SCHEMA_VERSION:
+            raise FactsFormatError(
+                f"host facts have schema_version {version!r}; this ascendprep reads version {FACTS_SCHEMA_VERSION}"
+                " (gather the facts again)"
+            )
+        try:
+            return _HOST_FACTS.validate_python(body)
+        except ValidationError as exc:
+            raise FactsFormatError(f"invalid host facts: {exc}") from None
+
+
+_HOST_FACTS = TypeAdapter(HostFacts)

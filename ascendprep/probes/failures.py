@@ -1,0 +1,43 @@
+"""Turn a section that did not yield a value into a :class:`ProbeError` with a readable message.
+
+hccn_tool collapses unrelated failures onto the same exit status (reference §1.2), so the
+kind is decided from the text where the text is specific, and from the status otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ascendprep.facts import ProbeError
+from ascendprep.probes.sections import NOT_FOUND_RC, Section
+from ascendprep.probes.text import first_line
+
+BUSY_TEXT = "hccn_tool is busy"
+UNSUPPORTED_TEXT = "not supported on this product"
+NO_SUCH_FILE_TEXT = "no such file or directory"
+
+
+def classify_failure(
+    section: Section, probe: str, what: str, npu: Optional[int] = None, timeout_s: Optional[int] = None
+) -> ProbeError:
+    """Why ``what`` (e.g. ``hccn_tool -i 3 -ip -g``) gave no value, as a ProbeError."""
+
+    def error(kind: str, message: str) -> ProbeError:
+        return ProbeError(probe=probe, kind=kind, message=message, npu=npu)
+
+    text = section.text.lower()
+    if section.rc is None:
+        return error("error", f"{what}: output ended inside this probe (the script was cut off)")
+    if section.timed_out:
+        limit = f" after {timeout_s}s" if timeout_s else ""
+        return error("timeout", f"{what} timed out{limit} and was killed")
+    if section.rc == NOT_FOUND_RC:
+        return error("missing", first_line(section.stderr) or f"{what}: command not found")
+    if UNSUPPORTED_TEXT in text:
+        return error("unsupported", f"{what}: {first_line(section.text)}")
+    if BUSY_TEXT in text:
+        return error("error", f"{what}: hccn_tool was still busy after {section.tries} tries")
+    if NO_SUCH_FILE_TEXT in text:
+        return error("missing", first_line(section.stderr) or f"{what}: no such file")
+    detail = first_line(section.stderr) or first_line(section.stdout) or "no output"
+    return error("error", f"{what} exited with status {section.rc}: {detail}")

@@ -1,0 +1,135 @@
+"""NPU-to-NPU reachability from one node: ``hccn_tool -i <npu> -ping -g address <ip>``.
+
+The pings of a node run one at a time (hccn_tool refuses concurrent calls with ``hccn_tool is
+busy, please try again.``); a busy answer is retried with back-off (1, 2, 4, 8, 8... s). The
+device prints ``N packets transmitted, M received, P% packet loss``; any loss makes hccn_tool
+exit 1 with ``Command execute failed!`` on stderr after the stdout block (reference §1.4).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shlex
+from typing import List, Optional, Sequence, Tuple
+
+from ascendprep.facts import PingResult
+from ascendprep.probes.failures import BUSY_TEXT, classify_failure
+from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
+from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
+from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamble
+
+KIND = "ping"
+
+_SUMMARY_RE = re.compile(
+    r"(\d+)\s+packets transmitted,\s*(\d+)\s+received,\s*([\d.]+)%\s+packets?\s+loss", re.IGNORECASE
+)
+
+_PING_FUNCTION = r"""# ap_ping NPU ADDRESS: one hccn_tool ping (exit 127 when hccn_tool is absent).
+ap_ping() {
+	if [ -z "$AP_HCCN" ]; then
+		echo 'hccn_tool: not installed' >&2
+		return 127
+	fi
+	ap_tool "$AP_HCCN" -i "$1" -ping -g address "$2"
+}
+"""
+
+
+def _check_target(target: object) -> str:
+    if not isinstance(target, str):
+        raise UnsafeValue(f"ping target must be an IPv4 address string, not {target!r}")
+    try:
+        return str(ipaddress.IPv4Address(target))
+    except ValueError:
+        raise UnsafeValue(f"ping target {target!r} is not an IPv4 address") from None
+
+
+def render_ping_script(
+    pairs: Sequence[Tuple[int, str]],
+    per_command_timeout: int,
+    busy_retries: int = 5,
+    ascend_home: str = DEFAULT_ASCEND_HOME,
+) -> str:
+    """A POSIX sh script pinging each ``(npu devid, target IPv4)`` from this node, in order."""
+    checked = [(check_devid(npu), _check_target(target)) for npu, target in pairs]
+    q = shlex.quote
+    lines = [
+        "ap_run settings '' printf 'timeout=%s\\n' \"$AP_T\"",
+        "ap_run pairs '' printf '%s\\n' " + " ".join(q(f"{npu} {target}") for npu, target in checked),
+        "ap_hccn_tool",
+    ]
+    for npu, target in checked:
+        attrs = render_attrs(npu=npu, target=target)
+        lines.append(f"ap_run ping {q(attrs)} ap_ping {npu} {q(target)}")
+    return "\n".join(
+        [
+            preamble(KIND, new_nonce(), per_command_timeout, busy_retries, ascend_home),
+            _PING_FUNCTION,
+            main_block("\n".join(lines) + "\n"),
+        ]
+    )
+
+
+def parse_ping_output(text: str) -> List[PingResult]:
+    """One PingResult per requested pair, in order; pairs the script never reached say so."""
+    transcript = parse_transcript(text, KIND)
+    timeout_s: Optional[int] = None
+    requested: List[Tuple[int, str]] = []
+    results: List[PingResult] = []
+    for section in transcript.sections:
+        if section.name == "settings":
+            for line in section.stdout.splitlines():
+                key, _, value = line.partition("=")
+                if key == "timeout" and value.isdigit():
+                    timeout_s = int(value)
+        elif section.name == "pairs":
+            for line in section.stdout.splitlines():
+                npu, _, target = line.partition(" ")
+                if npu.isdigit() and target:
+                    requested.append((int(npu), target))
+        elif section.name == "ping" and section.npu is not None and section.attrs.get("target"):
+            results.append(_result(section, timeout_s))
+    done = {(result.npu, result.target) for result in results}
+    reason = transcript.problem or "the script did not run this ping"
+    for npu, target in requested:
+        if (npu, target) not in done:
+            results.append(PingResult(npu=npu, target=target, ok=False, error=f"not run: {reason}"))
+    return results
+
+
+def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
+    """(sent, received, loss %) from the device's summary line, or None when there is none."""
+    match = _SUMMARY_RE.search(stdout)
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), float(match.group(3))
+
+
+def _result(section: Section, timeout_s: Optional[int]) -> PingResult:
+    npu, target = section.npu, section.attrs["target"]
+    assert npu is not None
+    summary = parse_ping_summary(section.stdout)
+    sent, received, loss = summary if summary else (None, None, None)
+    ok = section.rc == 0 and summary is not None and sent == received and (sent or 0) > 0
+    error = None
+    if not ok:
+        error = _error_text(section, summary, npu, target, timeout_s)
+    return PingResult(npu=npu, target=target, ok=ok, sent=sent, received=received, loss_percent=loss, error=error)
+
+
+def _error_text(
+    section: Section, summary: Optional[Tuple[int, int, float]], npu: int, target: str, timeout_s: Optional[int]
+) -> str:
+    what = f"hccn_tool -i {npu} -ping -g address {target}"
+    if summary is not None and not section.timed_out and BUSY_TEXT not in section.text:
+        sent, received, loss = summary
+        if sent == 0:
+            return "no packets sent"
+        message = f"{sent - received} of {sent} packets lost ({loss:g}% loss)"
+        if "destination host unreachable" in section.stdout.lower():
+            message += ", destination host unreachable"
+        return message
+    if section.rc == 0:
+        return f"{what}: no ping summary in the output"
+    return classify_failure(section, "ping", what, npu=npu, timeout_s=timeout_s).message

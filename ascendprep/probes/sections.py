@@ -1,0 +1,179 @@
+"""The wire format of probe scripts: one delimited section per command, read back into Python.
+
+A probe script prints, for every command it runs::
+
+    @@<nonce> begin <name>[ key=value]...
+    <stdout of the command>
+    @@<nonce> stderr
+    <stderr of the command>
+    @@<nonce> end rc=<exit status> tries=<attempts>
+
+after a header line ``@@ascendprep <kind> v1 <nonce>`` and before a final ``@@<nonce> done``.
+The nonce is random per rendered script, so no tool output can forge a marker, and text before
+the header (a login banner) is ignored. Captured text is ended with a newline by the script
+(``ap_cat``), so a section's stdout is either empty or ends with ``\\n``.
+
+The shell side of the format lives in :mod:`ascendprep.probes.shell`; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+FORMAT_VERSION = 1
+
+#: Values of section attributes are restricted to this set so that a plain split parses them.
+ATTR_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:/+@-]*$")
+_NAME_RE = re.compile(r"^[a-z0-9_.-]+$")
+_HEADER_RE = re.compile(r"^@@ascendprep (?P<kind>[a-z]+) v(?P<version>\d+) (?P<nonce>[0-9a-f]{16})$")
+_END_RE = re.compile(r"^end rc=(?P<rc>\d+) tries=(?P<tries>\d+)$")
+
+#: Exit statuses of coreutils ``timeout``: 124 after TERM, 137 when KILL (``-k``) was needed.
+TIMEOUT_RCS = (124, 137)
+#: What a shell (and our ``ap_locate``/``ap_installed``) reports for a command that is not there.
+NOT_FOUND_RC = 127
+
+
+def new_nonce() -> str:
+    """16 hex digits, fresh per rendered script."""
+    return secrets.token_hex(8)
+
+
+def header_line(kind: str, nonce: str) -> str:
+    return f"@@ascendprep {kind} v{FORMAT_VERSION} {nonce}"
+
+
+def render_attrs(**attrs: object) -> str:
+    """`` key=value`` pairs for a begin line (leading space included; '' when none)."""
+    parts = []
+    for key, value in attrs.items():
+        text = str(value)
+        if not ATTR_VALUE_RE.match(text):
+            raise ValueError(f"section attribute {key}={text!r} has characters outside {ATTR_VALUE_RE.pattern}")
+        parts.append(f" {key}={text}")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One command's output. ``rc`` is None when the output stopped inside the section."""
+
+    name: str
+    attrs: Dict[str, str] = field(default_factory=dict)
+    stdout: str = ""
+    stderr: str = ""
+    rc: Optional[int] = None
+    tries: int = 1
+
+    @property
+    def npu(self) -> Optional[int]:
+        return self.int_attr("npu")
+
+    def int_attr(self, key: str) -> Optional[int]:
+        value = self.attrs.get(key, "")
+        return int(value) if value.isdigit() else None
+
+    @property
+    def timed_out(self) -> bool:
+        return self.rc in TIMEOUT_RCS
+
+    @property
+    def text(self) -> str:
+        """stdout and stderr together, for messages that may be printed on either stream."""
+        return self.stdout + self.stderr
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """All sections of one script run. ``problem`` says why it is incomplete (None when whole)."""
+
+    kind: Optional[str]
+    sections: Tuple[Section, ...] = ()
+    problem: Optional[str] = None
+
+    @property
+    def complete(self) -> bool:
+        return self.problem is None
+
+
+def parse_transcript(text: str, kind: str) -> Transcript:
+    """Split a script's stdout into sections. Never raises: damage is reported in ``problem``."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline ending the last line does not start another one
+    nonce = None
+    start = 0
+    for index, line in enumerate(lines):
+        match = _HEADER_RE.match(line.rstrip("\r"))
+        if match:
+            if match.group("kind") != kind:
+                return Transcript(None, problem=f"expected a {kind} script's output, got a {match.group('kind')} script's")
+            if int(match.group("version")) != FORMAT_VERSION:
+                return Transcript(kind, problem=f"output format v{match.group('version')} is not v{FORMAT_VERSION}")
+            nonce, start = match.group("nonce"), index + 1
+            break
+    if nonce is None:
+        return Transcript(None, problem=f"no ascendprep {kind} header in the output (did the script run?)")
+
+    marker = f"@@{nonce} "
+    sections: List[Section] = []
+    current: Optional[_OpenSection] = None
+    done = False
+    for line in lines[start:]:
+        line = line.rstrip("\r")
+        if not line.startswith(marker):
+            if current is not None:
+                current.add(line)
+            continue
+        command = line[len(marker):]
+        end = _END_RE.match(command)
+        if command.startswith("begin "):
+            if current is not None:
+                sections.append(current.close(None, 1))
+            current = _OpenSection.begin(command[len("begin "):])
+        elif command == "stderr" and current is not None:
+            current.in_stderr = True
+        elif end and current is not None:
+            sections.append(current.close(int(end.group("rc")), int(end.group("tries"))))
+            current = None
+        elif command == "done":
+            done = True
+            break
+    problem = None
+    if current is not None:
+        sections.append(current.close(None, 1))
+        problem = f"output stopped inside section {current.name!r}"
+    elif not done:
+        problem = "output stopped before the script finished (no end marker)"
+    return Transcript(kind, tuple(sections), problem)
+
+
+@dataclass
+class _OpenSection:
+    """A section being read: its lines so far, and which stream they belong to."""
+
+    name: str
+    attrs: Dict[str, str]
+    out: List[str] = field(default_factory=list)
+    err: List[str] = field(default_factory=list)
+    in_stderr: bool = False
+
+    @classmethod
+    def begin(cls, rest: str) -> "_OpenSection":
+        """``name key=value ...`` of a begin line."""
+        name, *pairs = rest.split(" ")
+        attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
+        return cls(name=name if _NAME_RE.match(name) else "invalid", attrs=attrs)
+
+    def add(self, line: str) -> None:
+        (self.err if self.in_stderr else self.out).append(line)
+
+    def close(self, rc: Optional[int], tries: int) -> Section:
+        return Section(self.name, self.attrs, _join(self.out), _join(self.err), rc, tries)
+
+
+def _join(lines: List[str]) -> str:
+    return "".join(line + "\n" for line in lines)
