@@ -6,7 +6,6 @@ so a command keeps one connection per host and a failure on one host is that hos
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -15,7 +14,7 @@ from ascendprep.facts import HostFacts
 from ascendprep.inventory import Inventory, Node, parse_jump_host
 from ascendprep.plan import Change
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.remote.access import USER_KNOWN_HOSTS, HostAccess
+from ascendprep.remote.access import HostAccess, known_hosts_files
 from ascendprep.remote.errors import CommandTimeout
 from ascendprep.remote.fanout import HostOutcome, Session
 from ascendprep.remote.progress import Progress
@@ -25,7 +24,7 @@ from ascendprep.remote.transport import Transport
 def host_accesses(inventory: Inventory, accept_new_host_keys: bool = False, nodes: Optional[list[Node]] = None) -> list[HostAccess]:
     """One :class:`HostAccess` per node: the inventory's known_hosts first, then the user's."""
     ssh = inventory.model.ssh
-    known = [str(p) for p in inventory.known_hosts] + [os.path.expanduser(USER_KNOWN_HOSTS)]
+    known = known_hosts_files(inventory.known_hosts)
     key = str(inventory.key_file) if inventory.key_file else None
     jump = None
     if ssh.jump_host:

@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 echo "== system packages"
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-  openssh-server openssh-client iproute2 procps psmisc util-linux kmod dash >/dev/null
+  openssh-server openssh-client iproute2 procps psmisc util-linux kmod dash sudo >/dev/null
 
 echo "== python packages"
 python3 -m pip install -q "torch==2.13.0"

@@ -25,7 +25,7 @@ from ascendprep.inventory import load_inventory
 from ascendprep.plan import Change, diff_host, reconcile
 from ascendprep.planfile import DEFAULT_PLAN, PlanFile, file_sha256, read_plan, write_plan
 from ascendprep.remote.fanout import HostOutcome, Session
-from ascendprep.remote.progress import Progress
+from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.report.changes import apply_table
 from ascendprep.yamlsource import InputError, Located
 
@@ -70,7 +70,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
     nodes = [n for n in inventory.nodes if n.name in planned]
     accesses = host_accesses(inventory, accept_new_host_keys, nodes)
     with Session(accesses, forks or inventory.model.ssh.forks) as session:
-        gathered = gather_facts(session, inventory, Progress("re-reading hosts", console=err))
+        gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"))
         to_apply: dict[str, list[Change]] = {}
         problems: list[str] = []
         done: dict[str, list[Change]] = {}
@@ -96,7 +96,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
             out.print("No changes: every host already matches this plan. Nothing was touched.")
             return exitcodes.OK
         tools = {name: gathered[name].value.facts.hccn_tool for name in to_apply if gathered[name].value is not None}
-        outcomes = apply_changes(session, to_apply, tools, Progress("applying", console=err))
+        outcomes = apply_changes(session, to_apply, tools, progress_for_terminal("applying"))
 
     return _report(out, path, saved, to_apply, done, outcomes)
 

@@ -17,7 +17,7 @@ from ascendprep.inventory import load_inventory
 from ascendprep.plan import HostPlan, diff_host, unreachable_host
 from ascendprep.planfile import DEFAULT_PLAN, from_host_plans, write_plan
 from ascendprep.remote.fanout import Session
-from ascendprep.remote.progress import Progress
+from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.changes import changes_table, plan_document
 from ascendprep.report.findings import findings_table
@@ -28,7 +28,7 @@ def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optiona
     inventory = desired.inventory
     accesses = host_accesses(inventory, accept_new_host_keys)
     with Session(accesses, forks or inventory.model.ssh.forks) as session:
-        outcomes = gather_facts(session, inventory, Progress("reading hosts", console=console))
+        outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"))
     plans = []
     for node in inventory.nodes:
         outcome = outcomes[node.name]

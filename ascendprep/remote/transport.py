@@ -1,0 +1,185 @@
+"""The Transport interface, and the part of it every transport shares.
+
+Callers (probes, apply, verify) see only :class:`Transport`: run a script, put a file, count
+execs, close. :class:`ScriptTransport` implements the shared rules on top of one primitive,
+``_exec(command, stdin, timeout)``: the launcher and its started-marker, sudo (with the
+password retry), killing a script that ran past its limit, and put() through sudo.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Optional, Protocol, runtime_checkable
+
+from ascendprep.remote import shell
+from ascendprep.remote.errors import CommandTimeout, RemoteError, SudoError
+from ascendprep.remote.result import TIMED_OUT_RC, ExecResult
+from ascendprep.remote.sudo import SudoPassword, password_required_message, sudo_password_from_env
+
+log = logging.getLogger(__name__)
+
+#: Time allowed for the helper exec that kills a timed-out script's process group.
+KILL_TIMEOUT = 15.0
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Runs scripts on one host. One instance per host, reused for every call."""
+
+    name: str
+
+    @property
+    def exec_count(self) -> int:
+        """How many remote commands this transport started (benchmarks count round trips)."""
+        ...
+
+    def run_script(self, script: str, timeout: Optional[float] = None) -> ExecResult:
+        """Run ``script`` with ``sh -s`` (the script on stdin); ``timeout`` defaults to the host's.
+
+        Because stdin *is* the script, a command inside it that reads stdin (``read``, ``ssh``,
+        ``python -``) eats the following lines: give such commands ``</dev/null``. A script that
+        runs past ``timeout`` is killed with its whole process group, and the result says
+        ``timed_out``. Raises SudoError when sudo refuses, UnreachableError when the connection
+        is lost; a script's own failure is only its ``rc``.
+        """
+        ...
+
+    def put(self, data: bytes, remote_path: str, mode: int) -> None:
+        """Write ``data`` to ``remote_path`` atomically with permission bits ``mode``."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+@dataclass(frozen=True)
+class RawExec:
+    """What ``_exec`` saw: exit status and undecoded output, marker still in stderr."""
+
+    rc: int
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+
+
+class ScriptTransport(ABC):
+    """Shared behaviour of the transports; subclasses provide ``_exec`` and file writing."""
+
+    def __init__(
+        self,
+        name: str,
+        command_timeout: Optional[float],
+        needs_sudo: bool = False,
+        sudo_password: Optional[SudoPassword] = None,
+    ) -> None:
+        self.name = name
+        self.command_timeout = command_timeout
+        self._needs_sudo = needs_sudo
+        self._sudo_mode = shell.SUDO_NOPASSWD if needs_sudo else shell.NO_SUDO
+        self._sudo_password = sudo_password
+        self._exec_count = 0
+        self._count_lock = threading.Lock()
+
+    @property
+    def exec_count(self) -> int:
+        return self._exec_count
+
+    # -- what subclasses provide -------------------------------------------------------------
+
+    @abstractmethod
+    def _exec(self, command: str, stdin: bytes, timeout: Optional[float]) -> RawExec:
+        """Run ``command`` with ``stdin`` fed to it; on timeout stop waiting and say so."""
+
+    @abstractmethod
+    def _stop_group(self, pgid: int) -> None:
+        """Make sure no process of a timed-out script's group keeps running."""
+
+    @abstractmethod
+    def _write_file(self, data: bytes, remote_path: str, mode: int) -> None:
+        """Write a file as the login user, atomically (temp file + rename)."""
+
+    @abstractmethod
+    def _upload_temp(self, data: bytes) -> str:
+        """Write ``data`` to a fresh private temp file as the login user; return its path."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+
+    # -- the shared rules -------------------------------------------------------------------------
+
+    def run_script(self, script: str, timeout: Optional[float] = None) -> ExecResult:
+        limit = self.command_timeout if timeout is None else timeout
+        started = time.monotonic()
+        body = script.encode()
+        raw = self._launch(body, limit)
+        pgid, stderr = shell.split_started_marker(raw.stderr)
+        if pgid is None and self._sudo_mode == shell.SUDO_NOPASSWD and b"password is required" in raw.stderr:
+            # sudo -n refused before reading stdin, so nothing ran: safe to try again with -S.
+            self._sudo_mode = shell.SUDO_PASSWORD
+            if self._password() is None:
+                self._sudo_mode = shell.SUDO_NOPASSWD
+                raise SudoError(self.name, password_required_message(self.name))
+            remaining = None if limit is None else max(0.1, limit - (time.monotonic() - started))
+            raw = self._launch(body, remaining)
+            pgid, stderr = shell.split_started_marker(raw.stderr)
+        if pgid is None:
+            raise self._not_started_error(raw, limit)
+        if raw.timed_out:
+            self._stop_group(pgid)
+        return ExecResult(
+            rc=TIMED_OUT_RC if raw.timed_out else raw.rc,
+            stdout=raw.stdout.decode("utf-8", errors="replace"),
+            stderr=stderr.decode("utf-8", errors="replace"),
+            seconds=time.monotonic() - started,
+            timed_out=raw.timed_out,
+        )
+
+    def put(self, data: bytes, remote_path: str, mode: int) -> None:
+        shell.check_put_arguments(remote_path, mode)
+        if not self._needs_sudo:
+            self._write_file(data, remote_path, mode)
+            return
+        temp = self._upload_temp(data)
+        result = self.run_script(shell.install_file_script(temp, remote_path, mode))
+        result.raise_for_status(self.name, f"installing {remote_path}")
+
+    def _launch(self, body: bytes, timeout: Optional[float]) -> RawExec:
+        command = shell.launch_command(self._sudo_mode)
+        stdin = body
+        if self._sudo_mode == shell.SUDO_PASSWORD:
+            password = self._password()
+            assert password is not None  # the mode is only entered with a password at hand
+            stdin = password.stdin_line() + shell.PASSWORD_RETRY_PADDING + body
+        with self._count_lock:
+            self._exec_count += 1
+        return self._exec(command, stdin, timeout)
+
+    def _run_helper(self, script: str, timeout: float) -> RawExec:
+        """Run one of our own small scripts (kill, install) through the same launcher."""
+        return self._launch(script.encode(), timeout)
+
+    def _password(self) -> Optional[SudoPassword]:
+        if self._sudo_password is None:
+            self._sudo_password = sudo_password_from_env()
+        return self._sudo_password
+
+    def _not_started_error(self, raw: RawExec, limit: Optional[float]) -> RemoteError:
+        """Why the launcher never reported the script as started."""
+        text = raw.stderr.decode("utf-8", errors="replace").strip()
+        tail = " | ".join(text.splitlines()[-3:]) or "no output"
+        if self._sudo_mode == shell.NO_SUDO:
+            if raw.timed_out:
+                return CommandTimeout(self.name, f"sh did not start on {self.name} within {limit:g}s")
+            return RemoteError(self.name, f"could not start sh on {self.name} (rc {raw.rc}): {tail}")
+        if raw.timed_out:
+            return SudoError(self.name, f"sudo on {self.name} did not start the script within {limit:g}s")
+        if self._sudo_mode == shell.SUDO_PASSWORD and ("incorrect password" in text or "try again" in text):
+            return SudoError(self.name, f"sudo on {self.name} rejected the password in ASCENDPREP_SUDO_PASSWORD")
+        if raw.rc == 127 and "sudo" in text:
+            return SudoError(self.name, f"sudo is not installed on {self.name}: install it or connect as root")
+        return SudoError(self.name, f"sudo on {self.name} refused to run the script (rc {raw.rc}): {tail}")

@@ -1,0 +1,136 @@
+"""sudo through SSH with real sudo and real (temporary) users.
+
+These tests add two users and a sudoers file to the machine and remove them afterwards, so they
+only run where that is acceptable: as root, with sudo and useradd installed, and either in CI
+(``CI=true``) or when asked for with ``ASCENDPREP_TEST_SUDO=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from ascendprep.remote import SSHTransport, SudoError
+
+from .conftest import Sshd, wait_until_gone
+
+PASSWORD = "Correct-Horse-" + secrets.token_hex(4)
+
+pytestmark = pytest.mark.skipif(
+    not (
+        os.geteuid() == 0
+        and shutil.which("sudo")
+        and shutil.which("useradd")
+        and (os.environ.get("CI", "").lower() == "true" or os.environ.get("ASCENDPREP_TEST_SUDO") == "1")
+    ),
+    reason="needs root, sudo, useradd, and CI=true or ASCENDPREP_TEST_SUDO=1 (creates temporary users)",
+)
+
+
+def _make_user(name: str, sshd: Sshd) -> None:
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
+    subprocess.run(["chpasswd"], input=f"{name}:{PASSWORD}\n", text=True, check=True)
+    home = Path(pwd.getpwnam(name).pw_dir)
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "authorized_keys").write_text(sshd.client_key.with_suffix(".pub").read_text())
+    subprocess.run(["chown", "-R", f"{name}:{name}", str(home / ".ssh")], check=True)
+
+
+@pytest.fixture(scope="module")
+def sudo_users(sshd: Sshd) -> Iterator[dict]:
+    suffix = secrets.token_hex(3)
+    users = {"password": f"apsudopw{suffix}", "nopasswd": f"apsudonp{suffix}"}
+    sudoers = Path(f"/etc/sudoers.d/ascendprep-test-{suffix}")
+    try:
+        for name in users.values():
+            _make_user(name, sshd)
+        sudoers.write_text(
+            f"{users['password']} ALL=(ALL) ALL\n"
+            f"{users['nopasswd']} ALL=(ALL) NOPASSWD: ALL\n"
+            f"Defaults:{users['password']} !lecture\n"
+        )
+        sudoers.chmod(0o440)
+        subprocess.run(["visudo", "-c", "-f", str(sudoers)], check=True, capture_output=True)
+        yield users
+    finally:
+        sudoers.unlink(missing_ok=True)
+        for name in users.values():
+            subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+            subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+def test_nopasswd_sudo_runs_the_script_as_root_and_puts_root_files(
+    sshd: Sshd, known_hosts: Path, sudo_users: dict, tmp_path: Path
+) -> None:
+    target = tmp_path / "etc" / "env.sh"  # tmp_path is root-only: the login user cannot write here
+    target.parent.mkdir()
+    with SSHTransport(sshd.access(user=sudo_users["nopasswd"], known_hosts=[known_hosts], sudo=True)) as host:
+        result = host.run_script("id -u; id -un >&2")
+        host.put(b"export X=1\n", str(target), 0o644)
+        execs = host.exec_count
+    assert (result.rc, result.stdout, result.stderr) == (0, "0\n", "root\n")
+    assert target.read_bytes() == b"export X=1\n"
+    assert (target.stat().st_uid, target.stat().st_mode & 0o7777) == (0, 0o644)
+    assert execs == 2  # the script, and the install step of put()
+    assert not any(p.startswith(".ascendprep-upload-") for p in os.listdir("/tmp"))
+
+
+def test_password_sudo_without_a_password_says_what_to_do(
+    sshd: Sshd, known_hosts: Path, sudo_users: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ASCENDPREP_SUDO_PASSWORD", raising=False)
+    name = sudo_users["password"]
+    with SSHTransport(sshd.access(name="node4", user=name, known_hosts=[known_hosts], sudo=True)) as host:
+        with pytest.raises(SudoError) as caught:
+            host.run_script("touch /tmp/should-not-exist-sudo")
+    assert str(caught.value) == (
+        "sudo on node4 requires a password: set ASCENDPREP_SUDO_PASSWORD or configure NOPASSWD"
+    )
+    assert caught.value.kind == "sudo"
+
+
+def test_password_sudo_with_the_password_from_the_environment(
+    sshd: Sshd, known_hosts: Path, sudo_users: dict, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("ASCENDPREP_SUDO_PASSWORD", PASSWORD)
+    name = sudo_users["password"]
+    with SSHTransport(sshd.access(user=name, known_hosts=[known_hosts], sudo=True)) as host:
+        first = host.run_script("id -u")
+        second = host.run_script("echo $((1 + 1)); id -u")
+        execs = host.exec_count
+        shown = repr(host) + repr(vars(host))
+    assert (first.rc, first.stdout, first.stderr) == (0, "0\n", "")
+    assert (second.rc, second.stdout) == (0, "2\n0\n")
+    assert execs == 3  # sudo -n once to learn a password is needed, then -S for each script
+    for text in (first.stdout, first.stderr, second.stdout, second.stderr, shown, caplog.text):
+        assert PASSWORD not in text
+
+
+def test_wrong_password_is_reported_and_the_script_never_runs(
+    sshd: Sshd, known_hosts: Path, sudo_users: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ASCENDPREP_SUDO_PASSWORD", "not-the-password")
+    marker = tmp_path / "ran"
+    name = sudo_users["password"]
+    with SSHTransport(sshd.access(user=name, known_hosts=[known_hosts], sudo=True)) as host:
+        with pytest.raises(SudoError, match="rejected the password in ASCENDPREP_SUDO_PASSWORD") as caught:
+            host.run_script(f"touch {marker}\n" * 5)
+    assert "not-the-password" not in str(caught.value)
+    assert not marker.exists()
+
+
+def test_timeout_under_sudo_kills_the_root_processes(
+    sshd: Sshd, known_hosts: Path, sudo_users: dict, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pid"
+    with SSHTransport(sshd.access(user=sudo_users["nopasswd"], known_hosts=[known_hosts], sudo=True)) as host:
+        result = host.run_script(f"sleep 300 & echo $! > {pidfile}; sleep 300", timeout=1)
+    assert result.timed_out
+    assert wait_until_gone([int(pidfile.read_text())]) == []
