@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import click
 from rich.console import Console
+
+from ascendprep.report import console as report_console
 
 from ascendprep import __version__, exitcodes
 from ascendprep.lab.cli import lab_group
@@ -19,10 +21,10 @@ from ascendprep.yamlsource import InputError
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False)
+    return report_console(stderr=True)
 
 
-def fail_input(error: InputError) -> "NoReturn":  # noqa: F821 - typing only
+def fail_input(error: InputError) -> NoReturn:
     console = _stderr()
     for problem in error.problems:
         console.print(f"[bold red]error:[/] {problem}", markup=True, soft_wrap=True)
@@ -92,7 +94,7 @@ def _plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
     if output_format == "json":
         sys.stdout.write(render_json(desired))
     else:
-        print_plan(Console(highlight=False), desired, node_limit=limit)
+        print_plan(report_console(), desired, node_limit=limit)
     if desired.invalid:
         sys.exit(exitcodes.INVALID)
     if any(f.severity.value == "error" for f in desired.findings):

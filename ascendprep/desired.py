@@ -15,7 +15,7 @@ from ascendprep import compat, envfiles, sysctl
 from ascendprep.findings import Finding, Severity
 from ascendprep.inventory import Inventory, Node
 from ascendprep.ipplan import IpPlan, plan_device_ips
-from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
+from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 from ascendprep.ranktable import build_rank_table, render_rank_table
 
 SOFTWARE_KEYS = ("cann", "driver", "firmware", "python", "torch", "torch_npu", "torchvision")

@@ -18,6 +18,8 @@ from typing import Any, Optional
 
 from rich.console import Console
 
+from ascendprep.report import console as report_console
+
 from ascendprep import exitcodes
 from ascendprep.desired import build_desired
 from ascendprep.hosts import AppliedHost, apply_changes, gather_facts, host_accesses
@@ -47,8 +49,8 @@ def _public(change: Change) -> dict[str, Any]:
 
 
 def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int]) -> int:
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    out = report_console()
+    err = report_console(stderr=True)
     path = plan_path or DEFAULT_PLAN
     saved: PlanFile = read_plan(path)
     inventory_path = Path(saved.inventory_path)

@@ -9,6 +9,8 @@ from typing import Optional
 
 from rich.console import Console
 
+from ascendprep.report import console as report_console
+
 from ascendprep import exitcodes
 from ascendprep.desired import DesiredState, build_desired
 from ascendprep.findings import Severity
@@ -40,7 +42,7 @@ def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optiona
 
 
 def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int]) -> int:
-    err = Console(stderr=True, highlight=False)
+    err = report_console(stderr=True)
     inventory = load_inventory(inventory_path)
     desired = build_desired(inventory)
     if desired.invalid:
@@ -57,7 +59,7 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
         document["findings"] = [f.to_dict() for f in findings]
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
     else:
-        out = Console(highlight=False)
+        out = report_console()
         out.print(changes_table(plans))
         if findings:
             out.print(findings_table(findings))
