@@ -1,0 +1,127 @@
+"""Text renderers of ``hccn_tool`` queries whose output is more than a line or two.
+
+Pure functions of a device document (see :mod:`ascendprep.lab.sim.state`); the formats are those
+of ascend-reference §1.4 (``-stat -g``, ``-optical -g``, ``-tls -g``, ``-link_stat -g``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from .profiles import profile
+from .state import faults_for
+
+#: ``-stat -g`` counters in the order the tool prints them (ascend-reference §1.4).
+STAT_KEYS: tuple[str, ...] = (
+    ("mac_tx_mac_pause_num", "mac_rx_mac_pause_num", "mac_tx_pfc_pkt_num")
+    + tuple(f"mac_tx_pfc_pri{i}_pkt_num" for i in range(8))
+    + ("mac_rx_pfc_pkt_num",)
+    + tuple(f"mac_rx_pfc_pri{i}_pkt_num" for i in range(8))
+    + ("mac_tx_total_pkt_num", "mac_tx_total_oct_num", "mac_tx_bad_pkt_num", "mac_tx_bad_oct_num",
+       "mac_rx_total_pkt_num", "mac_rx_total_oct_num", "mac_rx_bad_pkt_num", "mac_rx_bad_oct_num",
+       "roce_rx_rc_pkt_num", "roce_rx_all_pkt_num", "roce_rx_err_pkt_num", "roce_tx_rc_pkt_num",
+       "roce_tx_all_pkt_num", "roce_tx_err_pkt_num", "roce_cqe_num", "roce_rx_cnp_pkt_num",
+       "roce_tx_cnp_pkt_num", "roce_unexpected_ack_num", "roce_out_of_order_num",
+       "roce_verification_err_num", "roce_qp_status_err_num", "roce_new_pkt_rty_num",
+       "nic_tx_all_pkg_num", "nic_tx_all_oct_num", "nic_rx_all_pkg_num", "nic_rx_all_oct_num")
+)
+
+#: Simulated factory certificates (``tls preconfigured[1]``: issued by a Huawei equipment CA).
+_CERTS = (
+    ("pub cert", "/C=CN/O=Huawei/OU=Ascend/CN=ascendprep-lab-npu", "/C=CN/O=Huawei/CN=Huawei Equipment CA"),
+    ("ca1 cert", "/C=CN/O=Huawei/CN=Huawei Equipment CA", "/C=CN/O=Huawei/CN=Huawei Equipment Root CA"),
+)
+_CERT_START = 1704679973  # Mon Jan  8 02:12:53 2024 UTC
+_CERT_END = 2335831973  # 20 years later
+
+
+def optical_lines(doc: dict, devid: int) -> list[str]:
+    """``-optical -g`` text for a simulated short-reach module (fibre cut = ``link-down`` fault)."""
+    device, prof = doc["devices"][devid], profile(doc["product"])
+
+    def row(name: str, value: str) -> str:
+        return f"{name:<21}: {value}"
+
+    lines = ["optical info:"]
+    if not device["optical_present"]:
+        lines += [row("present", "not present"), row("temperature", "NA"), row("high power enable reg", "not enabled"),
+                  row("vendor name", ""), row("vendor part number", ""), row("vendor serial number", ""),
+                  row("vendor org unique id", "0x0 0x0 0x0"), row("xsfp identifier", "NA"),
+                  row("xsfp wave length", "0 nm"), row("manufact date code", "")]
+        lines += [row(name, "NA") for name in ("Vcc", "Tx Power", "Rx Power", "Vcc High Thres", "Vcc Low Thres",
+                                               "Temp High Thres", "Temp Low Thres", "TxPower High Thres",
+                                               "TxPower Low Thres", "RxPower High Thres", "RxPower Low Thres")]
+        return lines
+    dark = "link-down" in faults_for(doc, devid)
+    lines += [
+        row("present", "present"),
+        row("temperature", f"{45 + devid % 5} C"),
+        row("high power enable reg", "enabled"),
+        row("vendor name", "HUAWEI"),
+        row("vendor part number", "34062286"),
+        row("vendor serial number", f"LAB{doc['node'][:8].upper()}{devid:02d}"),
+        row("vendor org unique id", "0x0 0xe0 0xfc"),
+        row("xsfp identifier", prof["xsfp_identifier"]),
+        row("xsfp wave length", "850 nm"),
+        row("manufact date code", "230415"),
+        row("Vcc", f"{3262.90 + devid * 0.7:.2f} mV"),
+    ]
+    for lane in range(4):
+        lines.append(row(f"Tx Power{lane}", f"{0.8912 + 0.0113 * lane:.4f} mW"))
+        rx = 0.0 if dark else 0.7943 + 0.0097 * lane
+        lines.append(row(f"Rx Power{lane}", f"{rx:.4f} mW"))
+    lines += [
+        row("Vcc High Thres", "3630.00 mV"), row("Vcc Low Thres", "2970.00 mV"),
+        row("Temp High Thres", "75 C"), row("Temp Low Thres", "-5 C"),
+        row("TxPower High Thres", "3.1623 mW"), row("TxPower Low Thres", "0.1585 mW"),
+        row("RxPower High Thres", "3.1623 mW"), row("RxPower Low Thres", "0.0525 mW"),
+    ]
+    lines += [row(f"Tx Bias{lane}", f"{7.5000 + 0.125 * lane:.4f} mA") for lane in range(4)]
+    lines += [row("Tx Los Flag", "0x0"), row("Rx Los Flag", "0xf" if dark else "0x0")]
+    return lines
+
+
+def stat_lines(device: dict) -> list[str]:
+    """``-stat -g``: ``packet statistics:`` then ``key:value`` counters."""
+    counters = device["counters"]
+    return ["packet statistics:"] + [f"{key}:{counters.get(key, 0)}" for key in STAT_KEYS]
+
+
+def link_stat_lines(devid: int, device: dict, legacy: bool, now: float) -> list[str]:
+    """``-link_stat -g``: counts and link changes, newest first, times in ``asctime`` form.
+
+    ``legacy`` (Atlas 800 / 910) drops the ``link down count`` line, as older captures show.
+    """
+    tag = f"[devid {devid}]"
+    lines = [f"{tag}current time        : {time.asctime(time.localtime(now))}",
+             f"{tag}link up count       : {device['link_up_count']}"]
+    if not legacy:
+        lines.append(f"{tag}link down count     : {device['link_down_count']}")
+    history = device["link_history"]
+    lines.append(f"{tag}link change records :" if history else f"{tag}link change records : NA")
+    for when, up in reversed(history):
+        lines.append(f"{tag}    {time.asctime(time.localtime(when))}    {'LINK UP' if up else 'LINK DOWN'}")
+    return lines
+
+
+def tls_lines(devid: int, switch: int, legacy: bool) -> list[str]:
+    """``-tls -g``: the switch line, then one block per (simulated factory) certificate.
+
+    ``legacy`` (Atlas 800 / 910) omits ``tls preconfigured[...]`` like older drivers.
+    """
+    head = f"dev_id:{devid}, tls switch[{switch}](0:disable, 1:enable), "
+    if not legacy:
+        head += "tls preconfigured[1](0:non-preset, 1:preset), "
+    lines = [head + "tls alarm time threshold[60]days"]
+    start = time.asctime(time.gmtime(_CERT_START))
+    end = time.asctime(time.gmtime(_CERT_END))
+    for kind, subject, issuer in _CERTS:
+        lines += [
+            f"dev_id:{devid}, [{kind}] info:",
+            f"\t subject[{subject}]",
+            f"\t issuer[{issuer}]",
+            f"\t start_time[{start} GMT]",
+            f"\t end_time[{end} GMT]",
+            "\t tls expiration status[0](0:normal, 1:near expiration, 2:has expired)",
+        ]
+    return lines

@@ -1,0 +1,248 @@
+"""Simulated ``npu-smi`` for the ascendprep lab: ``python -m ascendprep.lab.sim.npu_smi info ...``.
+
+Supported (ascend-reference §4): ``info`` (the 910B table; Atlas A3 prints two chip rows per NPU),
+``info -l``, ``info -t health -i N [-c C]``, ``info -t board -i N [-c C]``.
+
+* Versions come from the node's own files, as on a real host: the header and ``Software
+  Version`` read ``Version=`` of ``usr/local/Ascend/driver/version.info``, ``Firmware Version``
+  reads ``usr/local/Ascend/firmware/version.info`` (under ``ASCENDPREP_LAB_ROOT``, default /).
+* Health: ``OK``; ``Alarm`` with the ``npu-alarm`` fault, ``Critical`` with ``npu-critical``
+  (the worst wins). Lab faults name hccn devids; on A3 NPU ``n`` holds devids ``2n`` and ``2n+1``.
+* Key/value outputs are tab-indented with the key padded to 31 characters, as in captures.
+* [I] The real wording for an unknown NPU or chip id is not in any source we have; we print
+  ``Invalid NPU ID: N.`` (or ``Invalid chip ID``) plus a hint on stderr and exit 1, like the
+  other argument errors of this simulator. Unsupported ``info`` forms say so on stderr, exit 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .identity import LabSetupError, load_identity, system_root
+from .profiles import bus_id, profile
+from .state import LabStateError, faults_for, read_node
+
+DRIVER_VERSION_FILE = "usr/local/Ascend/driver/version.info"
+FIRMWARE_VERSION_FILE = "usr/local/Ascend/firmware/version.info"
+
+_RULE = "+" + "-" * 96 + "+"
+_COLUMNS = "+---------------------------+---------------+----------------------------------------------------+"
+_DOUBLE = "+===========================+===============+====================================================+"
+_HEADER_A = "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|"
+_HEADER_B = "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
+_HEADER_B_A3 = "| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
+_PROCESS_HEADER = "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
+
+#: Simulated alarm details per health state: (error code, error information).
+_ALARMS = {
+    "Alarm": ("80E18402", "node type=SOC, sensor type=Health, event state=major alarm "
+                          "(ascendprep lab fault npu-alarm)"),
+    "Critical": ("80CB8009", "node type=SOC, sensor type=Health, event state=critical alarm "
+                             "(ascendprep lab fault npu-critical)"),
+}
+
+
+class UsageError(Exception):
+    """Arguments the simulated npu-smi does not accept; the message is printed on stderr."""
+
+
+def read_key(path: str, key: str) -> str | None:
+    """``key=value`` lookup in a version.info-style file; None when the file or key is absent."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                name, sep, value = line.partition("=")
+                if sep and name.strip() == key:
+                    return value.strip()
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def _kv(key: str, value: object) -> str:
+    return f"\t{key:<31}: {value}"
+
+
+def health_of(doc: dict, devid: int) -> str:
+    """``OK``, ``Alarm`` or ``Critical`` from the node's injected faults for one devid."""
+    kinds = faults_for(doc, devid)
+    if "npu-critical" in kinds:
+        return "Critical"
+    if "npu-alarm" in kinds:
+        return "Alarm"
+    return "OK"
+
+
+def _worst(states: list[str]) -> str:
+    order = ("OK", "Alarm", "Critical")
+    return max(states, key=order.index)
+
+
+class Topology:
+    """NPU/chip numbering of a node: one chip per NPU, or two dies per NPU on A3."""
+
+    def __init__(self, doc: dict) -> None:
+        self.doc = doc
+        self.product = doc["product"]
+        self.prof = profile(self.product)
+        self.dies = self.prof["dies_per_npu"]
+        self.devid_count = len(doc["devices"])
+        self.npu_count = (self.devid_count + self.dies - 1) // self.dies
+
+    def devids(self, npu: int) -> list[int]:
+        """hccn devids of NPU ``npu`` (an odd A3 devid count leaves the last NPU one die)."""
+        return [d for d in range(npu * self.dies, (npu + 1) * self.dies) if d < self.devid_count]
+
+    def check(self, npu_text: str, chip_text: str | None) -> tuple[int, int | None]:
+        if not (npu_text.isascii() and npu_text.isdigit()) or int(npu_text) >= self.npu_count:
+            raise UsageError(f"Invalid NPU ID: {npu_text}. Run [npu-smi info -l] to query the valid NPU IDs.")
+        if chip_text is None:
+            return int(npu_text), None
+        chips = len(self.devids(int(npu_text)))
+        if not (chip_text.isascii() and chip_text.isdigit()) or int(chip_text) >= chips:
+            raise UsageError(f"Invalid chip ID: {chip_text}. NPU {npu_text} has {chips} chip(s).")
+        return int(npu_text), int(chip_text)
+
+
+def _usage_pair(used: int, total: int) -> str:
+    return f"{used:<5}/ {total}"
+
+
+def info_table(doc: dict, driver: str) -> str:
+    """The ``npu-smi info`` box: header, two rows per chip, then the (empty) process table."""
+    topo = Topology(doc)
+    prof = topo.prof
+    lines = [
+        _RULE,
+        "| " + f"npu-smi {driver}".ljust(33) + f"Version: {driver}".ljust(62) + "|",
+        _COLUMNS,
+        _HEADER_A,
+        _HEADER_B_A3 if topo.dies > 1 else _HEADER_B,
+        _DOUBLE,
+    ]
+    for npu in range(topo.npu_count):
+        for chip, devid in enumerate(topo.devids(npu)):
+            power = f"{prof['power_w'] + 0.6 * devid:.1f}" if chip == 0 else "-"
+            temp = str(38 + (devid * 3) % 9)
+            first = (" " + str(npu).ljust(6) + prof["chip_name"].ljust(20), " " + health_of(doc, devid).ljust(14),
+                     " " + power.ljust(12) + temp.ljust(18) + _usage_pair(0, 0).ljust(21))
+            label = (str(chip).ljust(6) + str(devid)) if topo.dies > 1 else str(chip)
+            hbm_used = prof["hbm_used_mb"] + (7 * devid if prof["hbm_used_mb"] else 0)
+            ddr_used = prof["ddr_used_mb"] + (37 * devid if prof["ddr_used_mb"] else 0)
+            second = (" " + label.ljust(26), " " + bus_id(topo.product, devid).ljust(14),
+                      " " + "0".ljust(12) + _usage_pair(ddr_used, prof["ddr_mb"]).ljust(18)
+                      + _usage_pair(hbm_used, prof["hbm_mb"]).ljust(21))
+            lines.append("|" + "|".join(first) + "|")
+            lines.append("|" + "|".join(second) + "|")
+            if chip + 1 < len(topo.devids(npu)):
+                lines.append(_RULE)
+        lines.append(_DOUBLE)
+    lines += [_COLUMNS, _PROCESS_HEADER, _DOUBLE]
+    for npu in range(topo.npu_count):
+        lines.append("|" + f" No running processes found in NPU {npu}".ljust(96) + "|")
+        lines.append(_DOUBLE)
+    return "\n".join(lines) + "\n"
+
+
+def info_list(doc: dict) -> str:
+    """``npu-smi info -l``."""
+    topo = Topology(doc)
+    lines = [_kv("Total Count", topo.npu_count), ""]
+    for npu in range(topo.npu_count):
+        lines += [_kv("NPU ID", npu), _kv("Chip Count", len(topo.devids(npu))), ""]
+    return "\n".join(lines) + "\n"
+
+
+def info_health(doc: dict, npu: int, chip: int | None) -> str:
+    """``npu-smi info -t health -i N [-c C]`` (the 910/910B ``Health Status`` form)."""
+    topo = Topology(doc)
+    devids = topo.devids(npu) if chip is None else [topo.devids(npu)[chip]]
+    state = _worst([health_of(doc, devid) for devid in devids])
+    code, information = _ALARMS.get(state, ("NA", "NA"))
+    rows = [_kv("Health Status", state), _kv("Error Code", code), _kv("Error Information", information)]
+    return "\n".join(rows) + "\n"
+
+
+def info_board(doc: dict, npu: int, chip: int | None, driver: str, firmware: str) -> str:
+    """``npu-smi info -t board -i N`` (board form) or ``... -c C`` (chip form)."""
+    topo = Topology(doc)
+    devid = topo.devids(npu)[chip or 0]
+    if chip is None:
+        rows = [("NPU ID", npu), ("Software Version", driver), ("Firmware Version", firmware),
+                ("Compatibility", "OK"), ("Board ID", "0x02"), ("PCB ID", "A"), ("BOM ID", 1),
+                ("PCIe Bus Info", bus_id(topo.product, devid)), ("Slot ID", npu), ("Class ID", "NA"),
+                ("PCI Vendor ID", "0x19e5"), ("PCI Device ID", topo.prof["pci_device_id"]),
+                ("Subsystem Vendor ID", "0x0200"), ("Subsystem Device ID", "0x0100"),
+                ("Chip Count", len(topo.devids(npu)))]
+    else:
+        rows = [("NPU ID", npu), ("Chip ID", chip), ("Chip Type", "Ascend"),
+                ("Chip Name", topo.prof["chip_name"]), ("Chip Version", "V1"), ("Board ID", "0x02"),
+                ("PCB ID", "NA"), ("BOM ID", 1), ("Chip Position ID", chip),
+                ("PCIe Bus Info", bus_id(topo.product, devid)), ("Firmware Version", firmware)]
+    return "\n".join(_kv(key, value) for key, value in rows) + "\n"
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    """``-t health -i 0 -c 0`` -> {"-t": "health", "-i": "0", "-c": "0"}; UsageError otherwise."""
+    options: dict[str, str] = {}
+    index = 0
+    while index < len(args):
+        flag = args[index]
+        if flag not in ("-t", "-i", "-c") or index + 1 >= len(args) or flag in options:
+            raise UsageError(f"unsupported arguments: {' '.join(args)}")
+        options[flag] = args[index + 1]
+        index += 2
+    return options
+
+
+def render(args: list[str], doc: dict, root: str) -> str:
+    """The stdout of ``npu-smi <args>``; UsageError for what the simulator does not offer."""
+    if not args or args[0] != "info":
+        raise UsageError(f"unsupported command: npu-smi {' '.join(args)} (the lab simulates 'npu-smi info')")
+    driver = read_key(os.path.join(root, DRIVER_VERSION_FILE), "Version")
+    if driver is None:
+        raise UsageError(f"driver not installed: {os.path.join(root, DRIVER_VERSION_FILE)} has no Version=")
+    rest = args[1:]
+    if not rest:
+        return info_table(doc, driver)
+    if rest == ["-l"]:
+        return info_list(doc)
+    options = _options(rest)
+    kind = options.get("-t")
+    if kind not in ("health", "board") or "-i" not in options:
+        raise UsageError(f"unsupported arguments: {' '.join(rest)} (simulated: -l, -t health|board -i N [-c C])")
+    npu, chip = Topology(doc).check(options["-i"], options.get("-c"))
+    if kind == "health":
+        return info_health(doc, npu, chip)
+    firmware = read_key(os.path.join(root, FIRMWARE_VERSION_FILE), "Version") or "NA"
+    return info_board(doc, npu, chip, driver, firmware)
+
+
+def run(args: list[str], out, err) -> int:
+    """Run one ``npu-smi`` invocation; return the exit status."""
+    try:
+        identity = load_identity()
+        doc = read_node(identity.state_dir, identity.node)
+        text = render(args, doc, system_root())
+    except (LabSetupError, LabStateError) as exc:
+        err.write(f"npu-smi (ascendprep lab simulator): {exc}\n")
+        return 1
+    except UsageError as exc:
+        err.write(f"{exc}\n")
+        return 1
+    out.write(text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``argv`` without the program name (defaults to ``sys.argv[1:]``)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return run(args, sys.stdout, sys.stderr)
+    finally:
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
