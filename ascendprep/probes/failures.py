@@ -15,6 +15,8 @@ from ascendprep.probes.text import first_line
 BUSY_TEXT = "hccn_tool is busy"
 UNSUPPORTED_TEXT = "not supported on this product"
 NO_SUCH_FILE_TEXT = "no such file or directory"
+#: What the scripts' ap_hccn says for calls it skipped after hccn_tool hung.
+NOT_RUN_TEXT = "not run: hccn_tool hung earlier"
 
 
 def classify_failure(
@@ -28,6 +30,8 @@ def classify_failure(
     text = section.text.lower()
     if section.rc is None:
         return error("error", f"{what}: output ended inside this probe (the script was cut off)")
+    if section.timed_out and NOT_RUN_TEXT in section.stderr:
+        return error("timeout", f"{what}: {first_line(section.stderr)}")
     if section.timed_out:
         limit = f" after {timeout_s}s" if timeout_s else ""
         return error("timeout", f"{what} timed out{limit} and was killed")

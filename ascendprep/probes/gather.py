@@ -148,7 +148,7 @@ def _body(npus: Optional[int], python_path: str) -> str:
         "\tfor ap_dev in $AP_DEVS; do",
     ]
     for probe, args in hccn.QUERIES.items():
-        lines.append(f'\t\tap_run {probe} " npu=$ap_dev" ap_tool "$AP_HCCN" -i "$ap_dev" {" ".join(args)}')
+        lines.append(f'\t\tap_run {probe} " npu=$ap_dev" ap_hccn -i "$ap_dev" {" ".join(args)}')
     lines += ["\tdone", "fi", "", "# Files and kernel settings."]
     lines.append(f"ap_run file.hccn_conf '' cat {q(paths.HCCN_CONF)}")
     for key in paths.SYSCTL_KEYS:

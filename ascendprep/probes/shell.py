@@ -165,6 +165,21 @@ ap_tool() {{
 	timeout -k 2 "$AP_T" "$@"
 }}
 
+# ap_hccn ARGS...: hccn_tool under the time limit. Once a call has hung, the later ones are not
+# made: a wedged driver does not recover within one run, and ten calls per NPU each waiting out
+# the limit would stall the host for minutes. They report exit 124 with "not run" on stderr.
+AP_HCCN_HUNG=
+ap_hccn() {{
+	if [ -n "$AP_HCCN_HUNG" ]; then
+		printf 'not run: hccn_tool hung earlier in this run (%s)\n' "$AP_HCCN_HUNG" >&2
+		return 124
+	fi
+	timeout -k 2 "$AP_T" "$AP_HCCN" "$@"
+	ap_hrc=$?
+	if [ "$ap_hrc" -eq 124 ] || [ "$ap_hrc" -eq 137 ]; then AP_HCCN_HUNG="hccn_tool $*"; fi
+	return "$ap_hrc"
+}}
+
 # ap_locate NAME FALLBACK: print where NAME is (PATH first, then FALLBACK), else exit 127.
 ap_locate() {{
 	if command -v "$1"; then return 0; fi
