@@ -1,0 +1,5 @@
+"""``python -m ascendprep`` runs the command line."""
+
+from ascendprep.cli import main
+
+main()
