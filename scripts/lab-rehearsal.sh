@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The whole job on a virtual cluster: set up this machine, bring a lab up, then
+#   plan -> apply -> verify --allreduce
+# exactly as against real servers, over real SSH. The lab is taken down at the end unless
+# KEEP_LAB=1. Options: NODES (default 4), PRODUCT (default atlas-a2), LAB (default rehearsal).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NODES=${NODES:-4}
+PRODUCT=${PRODUCT:-atlas-a2}
+LAB=${LAB:-rehearsal}
+WORKDIR=${WORKDIR:-$PWD/.ascendprep-rehearsal}
+
+if [ "${SKIP_SETUP:-0}" != 1 ]; then
+  bash scripts/setup.sh
+fi
+
+cleanup() {
+  if [ "${KEEP_LAB:-0}" = 1 ]; then
+    echo "== lab '$LAB' kept (take it down with: ascendprep lab down --name $LAB)"
+  else
+    echo "== lab down"
+    ascendprep lab down --name "$LAB" || true
+  fi
+}
+trap cleanup EXIT
+
+echo "== lab up: $NODES simulated $PRODUCT nodes"
+inventory=$(ascendprep lab up --name "$LAB" --nodes "$NODES" --product "$PRODUCT" | tail -n 1)
+echo "inventory: $inventory"
+
+mkdir -p "$WORKDIR"
+cd "$WORKDIR"
+
+echo "== plan"
+ascendprep plan "$inventory"
+
+echo "== apply"
+ascendprep apply
+
+echo "== plan again (nothing left to do)"
+ascendprep plan "$inventory" --detailed-exitcode
+
+echo "== verify --allreduce"
+ascendprep verify "$inventory" --allreduce
