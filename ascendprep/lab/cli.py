@@ -1,8 +1,189 @@
-"""``ascendprep lab``: the virtual Ascend cluster's commands (placeholder until the lab lands)."""
+"""``ascendprep lab``: the virtual Ascend cluster's commands (argument parsing and output only).
+
+Exit codes follow :mod:`ascendprep.exitcodes`: 0 success, 1 the lab operation failed (or the lab
+is not up), 2 invalid arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Callable, Optional, TypeVar
 
 import click
+
+from ascendprep import exitcodes
+from ascendprep.lab.faults import FAULT_KINDS
+from ascendprep.lab.lab import Lab, LabNotUp, not_up_status
+from ascendprep.lab.paths import LabPaths
+from ascendprep.lab.spec import (
+    DEFAULT_CANN,
+    DEFAULT_DRIVER,
+    DEFAULT_FIRMWARE,
+    DEFAULT_SUBNET,
+    DEFAULT_TORCH_NPU,
+    MAX_NODES,
+    LabSpec,
+    LabSpecError,
+    Versions,
+)
+from ascendprep.lab.system import LabError
+from ascendprep.products import PRODUCTS
+
+T = TypeVar("T")
+
+name_option = click.option("--name", default="lab", show_default=True, help="Which lab.")
+
+
+def _guarded(action: Callable[[], T]) -> T:
+    """Turn lab errors into a message and an exit code (never a traceback)."""
+    try:
+        return action()
+    except LabSpecError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exitcodes.INVALID)
+    except LabError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exitcodes.FAILED)
+    except PermissionError as exc:
+        click.echo(f"error: {exc.filename}: permission denied (run as root, e.g. with sudo)", err=True)
+        sys.exit(exitcodes.FAILED)
 
 
 @click.group("lab")
 def lab_group() -> None:
     """A virtual Ascend cluster on this machine (network namespaces, sshd, simulated tools)."""
+
+
+@lab_group.command("up")
+@name_option
+@click.option("--nodes", type=click.IntRange(1, MAX_NODES), default=4, show_default=True, help="Number of nodes.")
+@click.option("--product", type=click.Choice(sorted(PRODUCTS)), default="atlas-a2", show_default=True)
+@click.option("--npus", type=int, default=None, help="NPUs (device ids) per node  [default: the product's]")
+@click.option("--subnet", default=DEFAULT_SUBNET, show_default=True, help="Management subnet; node i gets .(10+i).")
+@click.option("--cann", default=DEFAULT_CANN, show_default=True, help="CANN toolkit version installed in every node.")
+@click.option("--driver", default=DEFAULT_DRIVER, show_default=True, help="Driver version.")
+@click.option("--firmware", default=DEFAULT_FIRMWARE, show_default=True, help="Firmware version.")
+@click.option("--torch-npu", default=DEFAULT_TORCH_NPU, show_default=True, help="torch_npu version (metadata only).")
+def up_command(
+    name: str,
+    nodes: int,
+    product: str,
+    npus: Optional[int],
+    subnet: str,
+    cann: str,
+    driver: str,
+    firmware: str,
+    torch_npu: str,
+) -> None:
+    """Bring a lab up (needs root). The last line printed is the inventory path."""
+    versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu)
+    spec = LabSpec(name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions)
+    lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
+    click.echo(str(lab.inventory_path))
+
+
+@lab_group.command("down")
+@name_option
+def down_command(name: str) -> None:
+    """Take a lab down, removing every namespace, process, mount, link and file it made."""
+
+    def down() -> None:
+        from ascendprep.lab.lifecycle import tear_down
+
+        if os.geteuid() != 0:
+            raise LabError("lab down needs root (run it with sudo)")
+        if not tear_down(LabPaths(name), click.echo):
+            click.echo(f"lab '{name}' is not up: nothing to remove")
+
+    _guarded(down)
+
+
+@lab_group.command("status")
+@name_option
+@click.option("--format", "output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def status_command(name: str, output: str) -> None:
+    """Nodes, whether their sshd answers, and the faults in force."""
+
+    def status() -> dict[str, Any]:
+        try:
+            return Lab.open(name).status()
+        except LabNotUp:
+            return not_up_status(name)
+
+    report = _guarded(status)
+    if output == "json":
+        click.echo(json.dumps(report, indent=2))
+    else:
+        _print_status(report)
+    if not report["up"]:
+        sys.exit(exitcodes.FAILED)
+
+
+@lab_group.command("fault")
+@click.argument("node")
+@click.argument("kind", type=click.Choice(FAULT_KINDS))
+@name_option
+@click.option("--npu", type=int, default=None, help="One NPU (device id); default every NPU of the node.")
+@click.option("--rate", default=None, help="slow: the link rate, e.g. 8mbit (the default).")
+@click.option("--version", "version", default=None, help="cann-drift / torch-npu-drift: the version to drift to.")
+def fault_command(node: str, kind: str, name: str, npu: Optional[int], rate: Optional[str], version: Optional[str]) -> None:
+    """Inject fault KIND on NODE."""
+    record = _guarded(lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version))
+    click.echo(f"fault in force: {_describe(record)}")
+
+
+@lab_group.command("heal")
+@click.argument("node", required=False)
+@name_option
+@click.option("--kind", type=click.Choice(FAULT_KINDS), default=None, help="Only faults of this kind.")
+def heal_command(node: Optional[str], name: str, kind: Optional[str]) -> None:
+    """Undo injected faults (of NODE, or of every node)."""
+    healed = _guarded(lambda: Lab.open(name).heal(node, kind))
+    if not healed:
+        click.echo("no faults to heal")
+    for record in healed:
+        click.echo(f"healed: {_describe(record)}")
+
+
+@lab_group.command("ssh", context_settings={"ignore_unknown_options": True})
+@click.argument("node")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@name_option
+def ssh_command(node: str, command: tuple[str, ...], name: str) -> None:
+    """Open a shell on NODE (or run COMMAND there) with the lab's key.
+
+    COMMAND's words are joined with spaces for the remote shell, as ``ssh`` itself does.
+    """
+    argv = _guarded(lambda: Lab.open(name).ssh_argv(node, " ".join(command) if command else None))
+    os.execvp(argv[0], argv)
+
+
+def _describe(record: dict[str, Any]) -> str:
+    text = f"{record['node']} {record['kind']}"
+    if record.get("npu") is not None:
+        text += f" npu {record['npu']}"
+    for key in ("rate", "version"):
+        if record.get(key):
+            text += f" {key} {record[key]}"
+    return text
+
+
+def _print_status(report: dict[str, Any]) -> None:
+    if not report["up"]:
+        click.echo(f"lab '{report['name']}' is not up")
+        return
+    click.echo(f"lab '{report['name']}': {len(report['nodes'])} {report['product']} nodes, subnet {report['subnet']}")
+    click.echo(f"  inventory:   {report['inventory']}")
+    click.echo(f"  key:         {report['key']}")
+    click.echo(f"  known_hosts: {report['known_hosts']}")
+    for node in report["nodes"]:
+        sshd = "sshd up" if node["sshd_running"] else "sshd DOWN"
+        click.echo(f"  {node['name']:<8} {node['mgmt_ip']:<15} {sshd}")
+    if report["faults"]:
+        click.echo("faults in force:")
+        for record in report["faults"]:
+            click.echo(f"  {_describe(record)}")
+    else:
+        click.echo("no faults in force")

@@ -1,0 +1,268 @@
+"""Fault injection: break one node the way real clusters break, and put it right again.
+
+Device faults (a link down, an NPU alarm, ...) live in the simulator's shared state and are
+handed to it. Node faults change the node itself (its files, its sshd, its link speed); each is
+recorded in ``faults.json`` with whatever ``heal`` needs to undo exactly that change.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+from ascendprep.lab import network
+from ascendprep.lab.nodefs import HCCN_CONF
+from ascendprep.lab.spec import VERSION_RE, drifted_version
+from ascendprep.lab.system import LabError
+
+if TYPE_CHECKING:
+    from ascendprep.lab.lab import Lab
+
+DEVICE_FAULTS = (
+    "link-down",
+    "net-health-fail",
+    "lldp-empty",
+    "tls-mismatch",
+    "npu-alarm",
+    "npu-critical",
+    "hccn-hang",
+    "hccn-busy",
+)
+NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", "slow")
+FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
+DEFAULT_SLOW_RATE = "8mbit"
+
+
+def inject(
+    lab: "Lab",
+    node: str,
+    kind: str,
+    *,
+    npu: Optional[int] = None,
+    rate: Optional[str] = None,
+    version: Optional[str] = None,
+) -> dict[str, Any]:
+    """Put fault ``kind`` in force on ``node``; returns its record (as ``lab status`` shows it)."""
+    target = lab.node(node)
+    if kind not in FAULT_KINDS:
+        raise LabError(f"unknown fault {kind!r}; choose one of: {', '.join(FAULT_KINDS)}")
+    if npu is not None and not 0 <= npu < target.npus:
+        raise LabError(f"--npu {npu}: {node} has NPUs 0-{target.npus - 1}")
+    if npu is not None and kind in NODE_FAULTS and kind != "stale-hccn-conf":
+        raise LabError(f"--npu does not apply to {kind} (it affects the whole node)")
+    if kind == "stale-hccn-conf" and npu is None:
+        raise LabError("stale-hccn-conf needs --npu (whose address_<npu> line goes stale)")
+    if rate is not None and kind != "slow":
+        raise LabError("--rate only applies to the 'slow' fault")
+    if version is not None and kind not in ("cann-drift", "torch-npu-drift"):
+        raise LabError("--version only applies to cann-drift and torch-npu-drift")
+    if kind in DEVICE_FAULTS:
+        from ascendprep.lab.sim import state
+
+        try:
+            state.set_fault(lab.state_dir, node, kind, npu=npu)
+        except ValueError as exc:
+            raise LabError(str(exc)) from None
+        return {"node": node, "kind": kind, "npu": npu, "level": "device"}
+    with _locked_records(lab) as records:
+        if any(r["node"] == node and r["kind"] == kind and r.get("npu") == npu for r in records):
+            raise LabError(f"{kind} is already in force on {node}; heal it first")
+        record: dict[str, Any] = {"node": node, "kind": kind, "npu": npu, "level": "node"}
+        _INJECT[kind](lab, record, rate=rate, version=version)
+        records.append(record)
+    return _public(record)
+
+
+def heal(lab: "Lab", node: Optional[str] = None, kind: Optional[str] = None) -> list[dict[str, Any]]:
+    """Undo faults (all, one node's, or one kind), newest first; returns what was healed."""
+    if node is not None:
+        lab.node(node)
+    if kind is not None and kind not in FAULT_KINDS:
+        raise LabError(f"unknown fault {kind!r}; choose one of: {', '.join(FAULT_KINDS)}")
+    healed: list[dict[str, Any]] = []
+    with _locked_records(lab) as records:
+        for record in reversed(list(records)):
+            if (node is None or record["node"] == node) and (kind is None or record["kind"] == kind):
+                _HEAL[record["kind"]](lab, record)
+                records.remove(record)
+                healed.append(_public(record))
+    healed += _heal_device_faults(lab, node, kind)
+    return healed
+
+
+def active_faults(lab: "Lab") -> list[dict[str, Any]]:
+    """Every fault in force: the simulator's device faults, then the node faults."""
+    return _device_faults(lab) + [_public(r) for r in _read_records(lab)]
+
+
+# --- device faults (simulator state) --------------------------------------------------------
+
+
+def _device_faults(lab: "Lab") -> list[dict[str, Any]]:
+    from ascendprep.lab.sim import state
+
+    return [
+        {"node": f["node"], "kind": f["kind"], "npu": f.get("npu"), "level": "device"}
+        for f in state.list_faults(lab.state_dir)
+    ]
+
+
+def _heal_device_faults(lab: "Lab", node: Optional[str], kind: Optional[str]) -> list[dict[str, Any]]:
+    from ascendprep.lab.sim import state
+
+    selected = [
+        f for f in _device_faults(lab) if (node is None or f["node"] == node) and (kind is None or f["kind"] == kind)
+    ]
+    if selected and (kind is None or kind in DEVICE_FAULTS):
+        state.clear_faults(lab.state_dir, node, kind)
+    return selected
+
+
+# --- node faults ----------------------------------------------------------------------------
+
+
+def _stale_hccn_conf(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+    from ascendprep.lab.sim import hccnconf
+
+    before = lab.node_op(record["node"], {"op": "read", "path": str(HCCN_CONF)})
+    stale = hccnconf.make_stale(before["text"] or "", record["npu"])
+    lab.node_op(record["node"], {"op": "write", "path": str(HCCN_CONF), "text": stale})
+    record["saved"] = {"before": before["text"], "stale": stale}
+
+
+def _heal_stale_hccn_conf(lab: "Lab", record: dict[str, Any]) -> None:
+    """Restore the file as it was, unless something rewrote it since (then it is not ours)."""
+    saved = record["saved"]
+    now = lab.node_op(record["node"], {"op": "read", "path": str(HCCN_CONF)})
+    if now["text"] != saved["stale"]:
+        return
+    if saved["before"] is None:
+        lab.node_op(record["node"], {"op": "remove", "path": str(HCCN_CONF)})
+    else:
+        lab.node_op(record["node"], {"op": "write", "path": str(HCCN_CONF), "text": saved["before"]})
+
+
+def _cann_drift(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+    versions = lab.spec.versions.cann_tree()
+    record["version"] = _check_version(version or drifted_version(versions["cann"]), versions["cann"])
+    lab.node_op(
+        record["node"],
+        {"op": "install-cann", "versions": {**versions, "cann": record["version"]}, "arch": platform.machine()},
+    )
+
+
+def _heal_cann_drift(lab: "Lab", record: dict[str, Any]) -> None:
+    lab.node_op(
+        record["node"], {"op": "install-cann", "versions": lab.spec.versions.cann_tree(), "arch": platform.machine()}
+    )
+
+
+def _torch_npu_drift(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+    wanted = lab.spec.versions.torch_npu
+    record["version"] = _check_version(version or drifted_version(wanted), wanted)
+    _install_torch_npu(lab, record["node"], record["version"])
+
+
+def _heal_torch_npu_drift(lab: "Lab", record: dict[str, Any]) -> None:
+    _install_torch_npu(lab, record["node"], lab.spec.versions.torch_npu)
+
+
+def _install_torch_npu(lab: "Lab", node: str, version: str) -> None:
+    python = lab.python
+    lab.node_op(
+        node,
+        {
+            "op": "install-torch-npu",
+            "purelib": str(python.purelib),
+            "version": version,
+            "torch_version": python.torch or lab.spec.versions.torch_npu,
+        },
+    )
+
+
+def _sshd_down(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+    lab.stop_sshd(record["node"])
+
+
+def _heal_sshd_down(lab: "Lab", record: dict[str, Any]) -> None:
+    lab.start_sshd(record["node"])
+
+
+def _slow(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+    """Shape both directions: the host-side veth (towards the node) and the node's eth0."""
+    try:
+        record["rate"] = network.check_rate(rate or DEFAULT_SLOW_RATE)
+    except ValueError as exc:
+        raise LabError(f"--rate: {exc}") from None
+    node = lab.node(record["node"])
+    network.add_tbf(node.veth, record["rate"])
+    network.add_tbf("eth0", record["rate"], netns=node.netns)
+
+
+def _heal_slow(lab: "Lab", record: dict[str, Any]) -> None:
+    node = lab.node(record["node"])
+    network.remove_root_qdisc(node.veth)
+    network.remove_root_qdisc("eth0", netns=node.netns)
+
+
+_INJECT = {
+    "stale-hccn-conf": _stale_hccn_conf,
+    "cann-drift": _cann_drift,
+    "torch-npu-drift": _torch_npu_drift,
+    "sshd-down": _sshd_down,
+    "slow": _slow,
+}
+_HEAL = {
+    "stale-hccn-conf": _heal_stale_hccn_conf,
+    "cann-drift": _heal_cann_drift,
+    "torch-npu-drift": _heal_torch_npu_drift,
+    "sshd-down": _heal_sshd_down,
+    "slow": _heal_slow,
+}
+
+
+def _check_version(version: str, current: str) -> str:
+    if not VERSION_RE.match(version):
+        raise LabError(f"--version {version!r} is not a version")
+    if version == current:
+        raise LabError(f"--version {version}: that is the version the lab already has")
+    return version
+
+
+def _public(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without the saved file contents (status output stays small)."""
+    return {key: value for key, value in record.items() if key != "saved"}
+
+
+# --- faults.json ----------------------------------------------------------------------------
+
+
+def _read_records(lab: "Lab") -> list[dict[str, Any]]:
+    try:
+        return json.loads(lab.paths.faults_json.read_text())["faults"]
+    except FileNotFoundError:
+        return []
+
+
+@contextmanager
+def _locked_records(lab: "Lab") -> Iterator[list[dict[str, Any]]]:
+    """faults.json under an exclusive lock; the list is written back when the block ends.
+
+    Written back even when the block fails part-way, so faults already put in force (or already
+    healed) before the failure stay recorded correctly.
+    """
+    lock_path: Path = lab.paths.lab_dir / ".faults.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        records = _read_records(lab)
+        try:
+            yield records
+        finally:
+            temp = lab.paths.faults_json.with_suffix(".tmp")
+            temp.write_text(json.dumps({"schema_version": 1, "faults": records}, indent=2) + "\n")
+            os.replace(temp, lab.paths.faults_json)

@@ -1,0 +1,73 @@
+"""The inventory a lab hands to ``ascendprep plan/apply/verify`` (format: the inventory contract).
+
+Key and known_hosts are written as paths relative to the inventory's folder, so the lab dir can
+be copied elsewhere and still work. Nodes are one host-range entry (``node[1-4]``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ascendprep.lab.hostpython import HostPython
+from ascendprep.lab.spec import FIRST_NODE_HOST, LabSpec, device_pool, host_range
+from ascendprep.products import CONVENTIONAL_910_SUBNETS
+
+
+def inventory_data(spec: LabSpec, python: HostPython, *, key: str, known_hosts: str) -> dict[str, Any]:
+    nodes = spec.node_list()
+    npus = nodes[0].npus
+    network = spec.network.network_address
+    first_host = int(str(network).split(".")[-1]) + FIRST_NODE_HOST
+    host_prefix = ".".join(str(network).split(".")[:3]) + "."
+    if spec.product == "atlas-800":
+        device_network: dict[str, Any] = {"subnets": list(CONVENTIONAL_910_SUBNETS)}
+    else:
+        device_network = {"subnet": device_pool(len(nodes), npus), "gateway": None, "detect": "peer"}
+    software: dict[str, Any] = {
+        "cann": spec.versions.cann,
+        "driver": spec.versions.driver,
+        "firmware": spec.versions.firmware,
+    }
+    if python.torch is not None:
+        software["torch"] = python.torch
+    software["torch_npu"] = spec.versions.torch_npu
+    software["python"] = python.version
+    software["python_path"] = python.executable
+    return {
+        "name": spec.name,
+        "product": spec.product,
+        "npus_per_node": npus,
+        "device_network": device_network,
+        "ssh": {
+            "user": "root",
+            "port": 22,
+            "key": key,
+            "known_hosts": known_hosts,
+            "jump_host": None,
+            "forks": 64,
+            "connect_timeout": 10,
+            "command_timeout": 120,
+            "sudo": False,
+        },
+        "nodes": [
+            {
+                "name": host_range("node", 1, len(nodes)),
+                "host": host_range(host_prefix, first_host + 1, first_host + len(nodes)),
+            }
+        ],
+        "firewall": "leave",
+        "software": software,
+    }
+
+
+def render_inventory(spec: LabSpec, python: HostPython, *, key: str, known_hosts: str) -> str:
+    header = (
+        f"# Inventory of the ascendprep lab '{spec.name}' ({len(spec.node_list())} simulated {spec.product} nodes).\n"
+        f"# Written by 'ascendprep lab up'; removed by 'ascendprep lab down --name {spec.name}'.\n"
+    )
+    body = yaml.safe_dump(
+        inventory_data(spec, python, key=key, known_hosts=known_hosts), sort_keys=False, default_flow_style=False
+    )
+    return header + body

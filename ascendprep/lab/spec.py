@@ -1,0 +1,199 @@
+"""What a lab is made of, decided before anything is touched: names, addresses, versions.
+
+Everything here is pure: given the same :class:`LabSpec` the same node names, IP addresses,
+namespace and link names come out, so ``lab down`` can find what ``lab up`` made even when the
+record of it was lost, and tests can check the derivations without root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Optional
+
+from ascendprep.products import PRODUCTS
+
+LAB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$")
+MAX_NODES = 64
+#: Node i (1-based) gets host number FIRST_NODE_HOST + i in the management subnet: .11, .12, ...
+FIRST_NODE_HOST = 10
+DEFAULT_SUBNET = "10.231.0.0/24"
+
+DEFAULT_CANN = "8.0.RC3"
+DEFAULT_DRIVER = "24.1.rc2"
+DEFAULT_FIRMWARE = "7.5.0.1.129"
+#: torch_npu metadata version when torch itself is not installed (otherwise torch's own version).
+DEFAULT_TORCH_NPU = "2.13.0"
+
+
+class LabSpecError(ValueError):
+    """A lab description that cannot be built; the message names the option and the fix."""
+
+
+@dataclass(frozen=True)
+class Versions:
+    """Software versions installed in every node (the inventory's ``software`` section)."""
+
+    cann: str = DEFAULT_CANN
+    driver: str = DEFAULT_DRIVER
+    firmware: str = DEFAULT_FIRMWARE
+    torch_npu: str = DEFAULT_TORCH_NPU
+
+    def cann_tree(self) -> dict[str, str]:
+        """The keys ``cann.install_cann_tree`` expects."""
+        return {"cann": self.cann, "driver": self.driver, "firmware": self.firmware}
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One simulated server: its name, where it is reached, and the links that carry it."""
+
+    index: int
+    name: str
+    mgmt_ip: str
+    netns: str
+    veth: str
+    npus: int
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    """The arguments of ``lab up``; :meth:`validated` fills the defaults and checks them."""
+
+    name: str = "lab"
+    nodes: int = 4
+    product: str = "atlas-a2"
+    npus: Optional[int] = None
+    subnet: str = DEFAULT_SUBNET
+    versions: Versions = field(default_factory=Versions)
+
+    def validated(self) -> "LabSpec":
+        """Return a copy with ``npus`` resolved; raise :class:`LabSpecError` on bad values."""
+        if not LAB_NAME_RE.match(self.name):
+            raise LabSpecError(
+                f"--name {self.name!r}: use letters, digits, '.', '_' or '-' (up to 64, starting with a letter or digit)"
+            )
+        if not 1 <= self.nodes <= MAX_NODES:
+            raise LabSpecError(f"--nodes {self.nodes}: a lab has 1 to {MAX_NODES} nodes")
+        product = PRODUCTS.get(self.product)
+        if product is None:
+            raise LabSpecError(f"--product {self.product!r}: choose one of {', '.join(sorted(PRODUCTS))}")
+        npus = product.default_npus if self.npus is None else self.npus
+        if npus not in product.allowed_npus:
+            allowed = ", ".join(str(n) for n in product.allowed_npus)
+            raise LabSpecError(f"--npus {npus}: {product.id} servers have {allowed} NPUs")
+        if product.id == "atlas-a3" and npus % 2:
+            raise LabSpecError(f"--npus {npus}: atlas-a3 device ids come in pairs (two dies per NPU)")
+        _check_subnet(self.subnet, self.nodes)
+        for option, value in asdict(self.versions).items():
+            if not VERSION_RE.match(value):
+                raise LabSpecError(f"--{option.replace('_', '-')} {value!r} is not a version")
+        return replace(self, npus=npus, subnet=str(ipaddress.IPv4Network(self.subnet)))
+
+    # --- derived names (call on a validated spec) -------------------------------------------
+
+    @property
+    def network(self) -> ipaddress.IPv4Network:
+        return ipaddress.IPv4Network(self.subnet)
+
+    @property
+    def bridge_ip(self) -> str:
+        """The host's own address on the lab bridge (the first host of the subnet)."""
+        return str(self.network.network_address + 1)
+
+    @property
+    def bridge(self) -> str:
+        """Bridge name: ``apb`` + a hash of the lab name (interface names stop at 15 chars)."""
+        return f"apb{short_hash(self.name)}"
+
+    def node_list(self) -> list[NodeSpec]:
+        npus = self.npus if self.npus is not None else PRODUCTS[self.product].default_npus
+        base = self.network.network_address + FIRST_NODE_HOST
+        return [
+            NodeSpec(
+                index=i,
+                name=f"node{i}",
+                mgmt_ip=str(base + i),
+                netns=netns_name(self.name, f"node{i}"),
+                veth=f"apv{short_hash(self.name)}n{i}",
+                npus=npus,
+            )
+            for i in range(1, self.nodes + 1)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LabSpec":
+        return cls(**{**data, "versions": Versions(**data["versions"])})
+
+    def differences(self, other: "LabSpec") -> list[str]:
+        """Human-readable ``field: ours → theirs`` lines where two specs disagree."""
+        mine, theirs = _flatten(self.to_dict()), _flatten(other.to_dict())
+        return [f"{key}: {mine[key]} → {theirs[key]}" for key in mine if mine[key] != theirs.get(key)]
+
+
+def netns_name(lab: str, node: str) -> str:
+    return f"ascendprep-{lab}-{node}"
+
+
+def netns_pattern(lab: str) -> re.Pattern[str]:
+    """Matches exactly this lab's namespaces (lab ``a`` never claims lab ``a-node1``'s)."""
+    return re.compile(rf"^ascendprep-{re.escape(lab)}-node[0-9]+$")
+
+
+def short_hash(text: str) -> str:
+    """Six hex digits that tell labs apart inside 15-character interface names."""
+    return hashlib.sha256(text.encode()).hexdigest()[:6]
+
+
+def host_range(prefix: str, first: int, last: int) -> str:
+    """``node[1-4]`` for a span, the plain name for a single node (the inventory's range syntax)."""
+    return f"{prefix}{first}" if first == last else f"{prefix}[{first}-{last}]"
+
+
+def device_pool(nodes: int, npus: int, base: str = "10.20.0.0") -> str:
+    """The smallest subnet (at most /24) starting at ``base`` that holds every device IP."""
+    needed = nodes * npus + 2  # plus network and broadcast addresses
+    prefix = 24
+    while (1 << (32 - prefix)) < needed:
+        prefix -= 1
+    return str(ipaddress.IPv4Network(f"{base}/{prefix}", strict=False))
+
+
+def drifted_version(version: str) -> str:
+    """A version that differs from ``version`` in its last number (8.0.RC3 → 8.0.RC2)."""
+    match = list(re.finditer(r"\d+", version))
+    if not match:
+        return version + ".1"
+    last = match[-1]
+    number = int(last.group())
+    new = number - 1 if number > 0 else number + 1
+    return version[: last.start()] + str(new) + version[last.end() :]
+
+
+def _check_subnet(text: str, nodes: int) -> None:
+    try:
+        network = ipaddress.IPv4Network(text)
+    except ValueError as exc:
+        raise LabSpecError(f"--subnet {text!r}: {exc} (write it like {DEFAULT_SUBNET})") from None
+    if network.prefixlen > 24:
+        raise LabSpecError(f"--subnet {text}: the management subnet must be a /24 or larger")
+    if not network.is_private:
+        raise LabSpecError(f"--subnet {text}: use a private range (10/8, 172.16/12, 192.168/16)")
+    if FIRST_NODE_HOST + nodes >= network.num_addresses - 1:
+        raise LabSpecError(f"--subnet {text}: too small for {nodes} nodes")
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
