@@ -86,6 +86,12 @@ def holder_script(
         lines.append(
             f"{q(mount)} -t overlay ascendprep-lab -o {q(overlay.mount_options())} {q(str(overlay.target))}"
         )
+    # Like any real server, a node has its own /tmp and /run/lock (apply's host lock lives there;
+    # a shared one would serialise applies across the whole lab).
+    lines += [
+        f"{q(mount)} -t tmpfs -o mode=1777,size=512m ascendprep-lab /tmp",
+        f"if [ -d /run/lock ]; then {q(mount)} -t tmpfs -o mode=1777,size=8m ascendprep-lab /run/lock; fi",
+    ]
     lines += [
         f"echo {q(node.name)} > /proc/sys/kernel/hostname",
         f"exec {q(sleep)} infinity",
