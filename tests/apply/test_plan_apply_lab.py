@@ -86,7 +86,7 @@ def test_plan_apply_converges_and_a_second_apply_changes_nothing(lab: Lab, tmp_p
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert list((tmp_path / ".ascendprep" / "journal").glob("apply-*.json"))
 
-    desired = {h["node"]: h for h in json.loads(run_cli("plan", str(path), "--offline", "--format", "json", cwd=tmp_path).stdout)["nodes"]}
+    desired = {h["name"]: h for h in json.loads(run_cli("plan", str(path), "--offline", "--format", "json", cwd=tmp_path).stdout)["nodes"]}
     for node in NODES:
         conf = sh(lab, node, "cat /etc/hccn.conf")
         for npu in desired[node]["npu"]:
