@@ -24,7 +24,7 @@ DEFAULT_SUBNET = "10.231.0.0/24"
 
 DEFAULT_CANN = "8.0.RC3"
 DEFAULT_DRIVER = "24.1.rc2"
-DEFAULT_FIRMWARE = "7.5.0.1.129"
+DEFAULT_FIRMWARE = "7.3.0.1.231"  # what the Ascend docs name for CANN 8.0.RC3 on 910B
 #: torch_npu metadata version when torch itself is not installed (otherwise torch's own version).
 DEFAULT_TORCH_NPU = "2.13.0"
 

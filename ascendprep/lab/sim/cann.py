@@ -20,7 +20,7 @@ import re
 import shutil
 from pathlib import Path
 
-DEFAULT_VERSIONS = {"cann": "8.0.RC3", "driver": "24.1.rc2", "firmware": "7.5.0.1.129"}
+DEFAULT_VERSIONS = {"cann": "8.0.RC3", "driver": "24.1.rc2", "firmware": "7.3.0.1.231"}
 DEFAULT_TORCH_NPU = "2.13.0"
 ARCHES = ("x86_64", "aarch64")
 
