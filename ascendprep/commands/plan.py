@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from rich.console import Console
 
 from ascendprep.report import console as report_console
 
@@ -25,7 +24,7 @@ from ascendprep.report.changes import changes_table, plan_document
 from ascendprep.report.findings import findings_table
 
 
-def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optional[int], console: Console) -> list[HostPlan]:
+def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optional[int]) -> list[HostPlan]:
     """Gather facts on every node and diff each against its desired state."""
     inventory = desired.inventory
     accesses = host_accesses(inventory, accept_new_host_keys)
@@ -48,7 +47,7 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
     if desired.invalid:
         err.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP rules"))
         return exitcodes.INVALID
-    plans = plan_hosts(desired, accept_new_host_keys, forks, err)
+    plans = plan_hosts(desired, accept_new_host_keys, forks)
     path = output or DEFAULT_PLAN
     saved = from_host_plans(inventory_path, inventory.name, plans)
     write_plan(saved, path)
