@@ -16,6 +16,7 @@ from rich.console import Console
 from ascendprep.report import console as report_console
 
 from ascendprep import __version__, exitcodes
+from ascendprep.commands.verify import verify_command
 from ascendprep.lab.cli import lab_group
 from ascendprep.yamlsource import InputError
 
@@ -126,4 +127,5 @@ def _positive_int(text: str, option: str) -> int:
     return int(text)
 
 
+main.add_command(verify_command)
 main.add_command(lab_group)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from rich.markup import escape
 from rich.table import Table
 
 from ascendprep.findings import Finding, Severity
@@ -23,5 +24,5 @@ def findings_table(findings: Iterable[Finding], title: str = "Findings") -> Tabl
         where = finding.node or "cluster"
         if finding.npu is not None:
             where += f" npu {finding.npu}"
-        table.add_row(f"[{STYLE[finding.severity]}]{finding.severity.value}[/]", finding.id, where, finding.message, finding.fix)
+        table.add_row(f"[{STYLE[finding.severity]}]{finding.severity.value}[/]", escape(finding.id), escape(where), escape(finding.message), escape(finding.fix))
     return table

@@ -1,0 +1,93 @@
+"""What the checks look at: per host what verify learned (facts, pings, or why not), and the plan.
+
+Plain data, filled either by a live run (:mod:`ascendprep.checks.evidence`) or from a saved
+bundle (:mod:`ascendprep.checks.bundle`), so that both evaluate exactly the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Dict, Optional, Tuple
+
+from ascendprep.desired import DesiredState, HccnSettings, NodeDesired
+from ascendprep.facts import HostFacts, PingResult
+from ascendprep.checks.mesh import PingPlan
+
+
+@dataclass(frozen=True)
+class HostEvidence:
+    """One host's evidence: its facts (None when they could not be gathered) and its pings.
+
+    ``error``/``error_kind`` say why gathering failed (kinds of
+    :data:`ascendprep.remote.errors.ERROR_KINDS`). ``pings`` is None when no ping phase ran on
+    this host; ``ping_error`` says why a ping phase that was needed did not complete.
+    The raw transcripts are kept for the evidence bundle.
+    """
+
+    node: str
+    address: str
+    facts: Optional[HostFacts]
+    error: Optional[str] = None
+    error_kind: Optional[str] = None
+    seconds: float = 0.0
+    gather_stdout: str = ""
+    gather_stderr: str = ""
+    pings: Optional[Tuple[PingResult, ...]] = None
+    ping_error: Optional[str] = None
+    ping_stdout: str = ""
+    ping_stderr: str = ""
+    ping_seconds: float = 0.0
+
+    @property
+    def gathered(self) -> bool:
+        return self.facts is not None
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """A node's desired state next to its evidence."""
+
+    desired: DesiredState
+    node: NodeDesired
+    host: HostEvidence
+
+    @property
+    def name(self) -> str:
+        return self.node.node.name
+
+    @property
+    def facts(self) -> HostFacts:
+        """The facts; checks only run on nodes whose facts were gathered (node.reachable)."""
+        if self.host.facts is None:
+            raise RuntimeError(f"{self.name}: no facts (a check ran without node.reachable)")
+        return self.host.facts
+
+    def planned(self, npu: int) -> HccnSettings:
+        for settings in self.node.hccn:
+            if settings.npu == npu:
+                return settings
+        raise KeyError(f"{self.name}: no planned settings for NPU {npu}")
+
+    @property
+    def npus(self) -> Tuple[int, ...]:
+        return tuple(settings.npu for settings in self.node.hccn)
+
+
+@dataclass(frozen=True)
+class ClusterContext:
+    """Every node's evidence, the ping plan, and the day compatibility is judged on."""
+
+    desired: DesiredState
+    hosts: Dict[str, HostEvidence]
+    pings: Optional[PingPlan]
+    today: date
+
+    def gathered(self) -> Dict[str, HostFacts]:
+        """Facts of the nodes that were read, in inventory order."""
+        out: Dict[str, HostFacts] = {}
+        for node in self.desired.inventory.nodes:
+            host = self.hosts.get(node.name)
+            if host is not None and host.facts is not None:
+                out[node.name] = host.facts
+        return out

@@ -1,0 +1,180 @@
+"""Which NPU pairs to ping, and from which end: the plan of the ping phase (pure).
+
+Meshes (same plane only: a ping across planes never crosses the fabric the job would use):
+
+* ``ring`` (default): every NPU pings the same index on the next node (wrapping) and on the
+  master node. That proves each rail end to end with about 2 pings per NPU, so a 64-node
+  cluster needs about 16 pings per node, and the master's links, which every rank's rendezvous
+  goes through, are exercised from everywhere.
+* ``full``: every pair of NPUs in a plane (product rule: Atlas 800 has four planes, A3 one per die,
+  A2 one per subnet/rail). Quadratic; meant for small clusters or a suspected partial fabric.
+
+A pair is unordered: one ping tests both directions (the echo and its reply). Its source is the
+end best able to ping: a node that was read, has hccn_tool, where hccn_tool did not hang, and
+whose link is UP. So a node whose sshd is down still has its NPUs pinged, from their peers.
+Targets are the *planned* IPs: the rank table will use those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ascendprep.desired import DesiredState
+from ascendprep.facts import HostFacts
+
+MESHES = ("ring", "full")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    node: str
+    npu: int
+    ip: str
+
+    def __str__(self) -> str:
+        return f"{self.node} npu {self.npu} ({self.ip})"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"node": self.node, "npu": self.npu, "ip": self.ip}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Endpoint":
+        return cls(str(data["node"]), int(data["npu"]), str(data["ip"]))
+
+
+@dataclass(frozen=True)
+class PingPair:
+    """Two NPUs that must reach each other; ``source`` is None when neither end can ping."""
+
+    a: Endpoint
+    b: Endpoint
+    source: Optional[Endpoint]
+    #: Why neither end can ping (when source is None).
+    blocked: Optional[str] = None
+
+    @property
+    def target(self) -> Endpoint:
+        return self.a if self.source == self.b else self.b
+
+    @property
+    def subject(self) -> str:
+        return f"{self.a.node}:{self.a.npu}<->{self.b.node}:{self.b.npu}"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+            "source": None if self.source is None else ("a" if self.source == self.a else "b"),
+            "blocked": self.blocked,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PingPair":
+        a, b = Endpoint.from_dict(data["a"]), Endpoint.from_dict(data["b"])
+        source = {"a": a, "b": b, None: None}[data.get("source")]
+        return cls(a, b, source, data.get("blocked"))
+
+
+@dataclass(frozen=True)
+class PingPlan:
+    mesh: str
+    pairs: Tuple[PingPair, ...]
+
+    def by_source(self) -> Dict[str, List[Tuple[int, str]]]:
+        """``{node: [(npu, target ip), ...]}``: what each node's ping script runs, in order."""
+        out: Dict[str, List[Tuple[int, str]]] = {}
+        for pair in self.pairs:
+            if pair.source is not None:
+                out.setdefault(pair.source.node, []).append((pair.source.npu, pair.target.ip))
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"mesh": self.mesh, "pairs": [pair.to_dict() for pair in self.pairs]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PingPlan":
+        return cls(str(data["mesh"]), tuple(PingPair.from_dict(p) for p in data["pairs"]))
+
+
+def mesh_pairs(desired: DesiredState, mesh: str) -> List[Tuple[Endpoint, Endpoint]]:
+    """The unordered pairs of ``mesh``; the first end is the default source."""
+    if mesh not in MESHES:
+        raise ValueError(f"mesh must be one of {MESHES}, not {mesh!r}")
+    inventory = desired.inventory
+    endpoints: Dict[Tuple[str, int], Endpoint] = {}
+    for node in inventory.nodes:
+        for settings in desired.nodes[node.name].hccn:
+            endpoints[(node.name, settings.npu)] = Endpoint(node.name, settings.npu, settings.ip)
+    pairs = _ring(desired, endpoints) if mesh == "ring" else _full(desired, endpoints)
+    seen: set = set()
+    unique = []
+    for a, b in pairs:
+        key = frozenset(((a.node, a.npu), (b.node, b.npu)))
+        if a == b or key in seen:
+            continue
+        seen.add(key)
+        unique.append((a, b))
+    return unique
+
+
+def _ring(desired: DesiredState, endpoints: Dict[Tuple[str, int], Endpoint]) -> List[Tuple[Endpoint, Endpoint]]:
+    nodes = desired.inventory.nodes
+    master = desired.inventory.master.name
+    pairs = []
+    for position, node in enumerate(nodes):
+        for npu in range(node.npus):
+            here = endpoints.get((node.name, npu))
+            if here is None:
+                continue
+            for step in range(1, len(nodes)):
+                following = endpoints.get((nodes[(position + step) % len(nodes)].name, npu))
+                if following is not None:
+                    pairs.append((here, following))
+                    break
+            on_master = endpoints.get((master, npu))
+            if on_master is not None:
+                pairs.append((here, on_master))
+    return pairs
+
+
+def _full(desired: DesiredState, endpoints: Dict[Tuple[str, int], Endpoint]) -> List[Tuple[Endpoint, Endpoint]]:
+    product = desired.inventory.product
+    plane_count = len(desired.ipplan.planes)
+    planes: Dict[int, List[Endpoint]] = {}
+    for (_, npu), endpoint in endpoints.items():
+        planes.setdefault(product.plane_of(npu, plane_count), []).append(endpoint)
+    pairs = []
+    for members in planes.values():
+        for i, first in enumerate(members):
+            for j in range(i + 1, len(members)):
+                second = members[j]
+                # Alternate the default source so that each node sends about half of its pairs.
+                pairs.append((first, second) if (i + j) % 2 == 0 else (second, first))
+    return pairs
+
+
+def _source_rank(facts: Optional[HostFacts], npu: int) -> Tuple[int, str]:
+    """(2: good source, 1: can try, 0: cannot ping) and, for 0, why not."""
+    if facts is None:
+        return 0, "its node could not be read"
+    if not facts.hccn_tool:
+        return 0, "hccn_tool is not installed there"
+    if any(error.kind == "timeout" for error in facts.errors_for("hccn.")):
+        # A wedged driver does not recover within a run: pings from there would hang too.
+        return 0, "hccn_tool hung on that node while its facts were gathered"
+    live = facts.npus.get(npu)
+    return (2 if live is not None and live.link == "UP" else 1), ""
+
+
+def plan_pings(desired: DesiredState, facts: Mapping[str, Optional[HostFacts]], mesh: str = "ring") -> PingPlan:
+    """The ping plan for ``mesh``, choosing each pair's source from what the facts say."""
+    planned = []
+    for a, b in mesh_pairs(desired, mesh):
+        rank_a, why_a = _source_rank(facts.get(a.node), a.npu)
+        rank_b, why_b = _source_rank(facts.get(b.node), b.npu)
+        if rank_a == 0 and rank_b == 0:
+            planned.append(PingPair(a, b, None, f"{a.node} npu {a.npu}: {why_a}; {b.node} npu {b.npu}: {why_b}"))
+        else:
+            planned.append(PingPair(a, b, a if rank_a >= rank_b else b))
+    return PingPlan(mesh, tuple(planned))

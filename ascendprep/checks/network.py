@@ -1,0 +1,239 @@
+"""Per-NPU network checks: what ``hccn_tool`` reports for each port against the plan.
+
+The order follows the vendor's verification sequence (reference §3.3): address, the file that
+re-applies it, gateway and detect IP, link, net_health, the switch behind the port, TLS, flaps,
+optics. Each check reads one fact; a probe that failed for that NPU makes it "could not check".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ascendprep.checks.context import NodeContext
+from ascendprep.checks.model import Check, Verdict, failed, passed, skipped
+from ascendprep.checks.text import parse_asctime
+from ascendprep.desired import DesiredState
+from ascendprep.facts import LinkRecord, NpuFacts
+from ascendprep.findings import Severity
+from ascendprep.probes.paths import HCCN_CONF
+
+#: A link that went down within this window before the tool's current time counts as a flap.
+FLAP_WINDOW = timedelta(hours=24)
+
+_APPLY = "run 'ascendprep plan' and 'ascendprep apply'"
+_NEEDS = ("node.reachable", "node.hccn_tool")
+
+
+def _live(ctx: NodeContext, npu: int) -> NpuFacts:
+    return ctx.facts.npus.get(npu) or NpuFacts(devid=npu)
+
+
+def _cidr(ip: Optional[str], netmask: Optional[str]) -> str:
+    return f"{ip}/{netmask}" if ip else "none"
+
+
+def ip(ctx: NodeContext, npu: int) -> Verdict:
+    want, live = ctx.planned(npu), _live(ctx, npu)
+    evidence = {"live": {"ip": live.ip, "netmask": live.netmask}, "planned": {"ip": want.ip, "netmask": want.netmask}}
+    if (live.ip, live.netmask) != (want.ip, want.netmask):
+        return failed(f"device IP is {_cidr(live.ip, live.netmask)}; the plan says {want.ip}/{want.netmask}", evidence, fix=_APPLY)
+    return passed(f"device IP {want.ip}/{want.netmask} as planned", evidence)
+
+
+#: /etc/hccn.conf key → NpuFacts attribute (what hccn_tool re-applies at driver start).
+_CONF_KEYS = (("address", "ip"), ("netmask", "netmask"), ("gateway", "gateway"), ("netdetect", "netdetect"))
+
+
+def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
+    """File ↔ device, with the plan as evidence: a stale file quietly undoes a fix at the next
+    driver restart (reference §2). Device ↔ plan is network.ip's (and gateway's, netdetect's)
+    job, so a device that is wrong *and* recorded as such is reported once, there."""
+    conf, live, want = ctx.facts.hccn_conf, _live(ctx, npu), ctx.planned(npu)
+    if conf is None:
+        return failed(f"{HCCN_CONF} does not exist: the device settings are lost at the next driver restart", {"file": None}, fix=_APPLY)
+    planned = {"address": want.ip, "netmask": want.netmask, "gateway": want.gateway, "netdetect": want.netdetect}
+    file_values = {key: conf.get(npu, key) for key, _ in _CONF_KEYS}
+    live_values = {key: getattr(live, attribute) for key, attribute in _CONF_KEYS}
+    evidence: Dict[str, Any] = {"file": file_values, "device": live_values, "planned": planned}
+    problems = []
+    for key, _ in _CONF_KEYS:
+        in_file, on_device = file_values[key], live_values[key]
+        if in_file != on_device:
+            shown = f"{key}_{npu}={in_file}" if in_file is not None else f"no {key}_{npu}"
+            problems.append(f"{shown} but the device has {on_device or 'none'} (plan: {planned[key] or 'none'})")
+    doubled = [key for key in conf.duplicates if key.endswith(f"_{npu}")]
+    if doubled:
+        evidence["duplicates"] = doubled
+        problems.append(f"{', '.join(doubled)} appear more than once (hand edits)")
+    if problems:
+        return failed(f"{HCCN_CONF} is stale: " + "; ".join(problems), evidence, fix=f"{_APPLY} (it rewrites the file through hccn_tool)")
+    return passed(f"{HCCN_CONF} matches the device", evidence)
+
+
+def gateway(ctx: NodeContext, npu: int) -> Verdict:
+    want, live = ctx.planned(npu).gateway, _live(ctx, npu).gateway
+    if want is None:
+        return skipped("no gateway is planned (device_network.gateway is not set)", {"live": live})
+    evidence = {"live": live, "planned": want}
+    if live != want:
+        return failed(f"gateway is {live or 'not set'}; the plan says {want}", evidence, fix=_APPLY)
+    return passed(f"gateway {want} as planned", evidence)
+
+
+def netdetect(ctx: NodeContext, npu: int) -> Verdict:
+    want, live = ctx.planned(npu).netdetect, _live(ctx, npu).netdetect
+    if want is None:
+        return skipped("no detect IP is planned for this NPU", {"live": live})
+    evidence = {"live": live, "planned": want}
+    if live != want:
+        return failed(f"detect IP is {live or 'not set'}; the plan says {want}", evidence, fix=_APPLY)
+    return passed(f"detect IP {want} as planned", evidence)
+
+
+def link(ctx: NodeContext, npu: int) -> Verdict:
+    state = _live(ctx, npu).link
+    if state != "UP":
+        return failed(
+            f"link status is {state or 'unknown'}",
+            {"link": state},
+            fix=f"check the cable and the switch port; after an admin down run 'hccn_tool -i {npu} -cfg recovery'",
+        )
+    return passed("link status is UP", {"link": state})
+
+
+def net_health(ctx: NodeContext, npu: int) -> Verdict:
+    live = _live(ctx, npu)
+    evidence = {"net_health": live.net_health, "netdetect": live.netdetect, "link": live.link}
+    if live.net_health == "Success":
+        return passed("net health status is Success", evidence)
+    if live.net_health == "Init":
+        fix = f"set a detect IP ({_APPLY})"
+    elif live.net_health == "Fault":
+        fix = "the port cannot send: fix the link first (network.link)"
+    else:
+        target = live.netdetect or "the detect IP"
+        fix = f"check that {target} answers: hccn_tool -i {npu} -ping -g address {target}"
+    return failed(f"net health status is {live.net_health or 'unknown'} (detect IP {live.netdetect or 'not set'})", evidence, fix=fix)
+
+
+def lldp(ctx: NodeContext, npu: int) -> Verdict:
+    neighbour = _live(ctx, npu).lldp
+    cabling = ctx.node.node.cabling.get(npu)
+    expected = {"switch": cabling.switch, "port": cabling.port} if cabling else None
+    if neighbour is None:
+        return failed(
+            "no LLDP neighbour: no switch answers on this port",
+            {"lldp": None, "expected": expected},
+            fix=f"check the cable and that LLDP is enabled on the switch port (hccn_tool -i {npu} -lldp -g)",
+        )
+    seen = {"switch": neighbour.system_name, "port": neighbour.port_ifname or neighbour.port_id}
+    evidence = {"lldp": seen, "expected": expected}
+    if expected and (seen["switch"], seen["port"]) != (expected["switch"], expected["port"]):
+        return failed(
+            f"cabled to {seen['switch'] or '?'} {seen['port'] or '?'}; the inventory says {expected['switch']} {expected['port']}",
+            evidence,
+            fix="move the cable to the planned switch port, or correct nodes[].cabling in the inventory",
+        )
+    return passed(f"LLDP neighbour {seen['switch'] or '?'} {seen['port'] or '?'}", evidence)
+
+
+def tls(ctx: NodeContext, npu: int) -> Verdict:
+    want = ctx.planned(npu).tls
+    state = _live(ctx, npu).tls
+    if want is None:
+        return skipped("no TLS switch is planned for this NPU")
+    if state is None:
+        return failed("TLS state unknown", {"planned": want}, fix=_APPLY)
+    have = 1 if state.enabled else 0
+    evidence = {"switch": state.switch, "certificates": state.certificates, "enabled": state.enabled, "planned": want}
+    if have != want:
+        words = {0: "disabled", 1: "enabled"}
+        return failed(f"TLS is {words[have]}; the plan says {words[want]}", evidence, fix=f"{_APPLY} (hccn_tool -i {npu} -tls -s enable {want})")
+    return passed(f"TLS switch {want} as planned", evidence)
+
+
+def _moment(parts: Optional[Tuple[int, int, int, int, int, int]]) -> Optional[datetime]:
+    if parts is None:
+        return None
+    year, month, day, hour, minute, second = parts
+    try:
+        return datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        return None
+
+
+def recent_downs(records: Tuple[LinkRecord, ...], now_text: Optional[str]) -> Tuple[List[LinkRecord], bool]:
+    """LINK DOWN records within :data:`FLAP_WINDOW` of the tool's current time.
+
+    Returns (records, windowed): when the current time cannot be read every DOWN record counts
+    and ``windowed`` is False.
+    """
+    now = _moment(parse_asctime(now_text)) if now_text else None
+    downs = [r for r in records if r.state == "DOWN"]
+    if now is None:
+        return downs, False
+    recent = []
+    for record in downs:
+        when = _moment(parse_asctime(record.time))
+        if when is None or now - FLAP_WINDOW <= when <= now + timedelta(minutes=5):
+            recent.append(record)
+    return recent, True
+
+
+def link_flaps(ctx: NodeContext, npu: int) -> Verdict:
+    stat = _live(ctx, npu).link_stat
+    if stat is None:
+        return failed("no link history", {}, fix=f"read hccn_tool -i {npu} -link_stat -g by hand")
+    downs, windowed = recent_downs(stat.records, stat.current_time)
+    evidence = {
+        "current_time": stat.current_time,
+        "up_count": stat.up_count,
+        "down_count": stat.down_count,
+        "recent_downs": [r.time for r in downs],
+    }
+    span = "in the last 24 h" if windowed else "in its history (the tool's current time is unreadable)"
+    if downs:
+        return failed(
+            f"link went down {len(downs)} time{'s' if len(downs) != 1 else ''} {span} (latest {downs[0].time})",
+            evidence,
+            fix=f"check the optics and fibre: hccn_tool -i {npu} -optical -g (Rx power, LoS/LoL flags); reseat or replace",
+        )
+    return passed(f"no link down {span}", evidence)
+
+
+def optical(ctx: NodeContext, npu: int) -> Verdict:
+    present = _live(ctx, npu).optical_present
+    if present is not True:
+        return failed(
+            "optical module not present" if present is False else "optical module state unknown",
+            {"present": present},
+            fix="insert or reseat the optical module (or the DAC cable) of this port",
+        )
+    return passed("optical module present", {"present": True})
+
+
+def _planned_anywhere(attribute: str, reason: str) -> Callable[[DesiredState], Optional[str]]:
+    def applies(desired: DesiredState) -> Optional[str]:
+        wanted = any(getattr(s, attribute) is not None for node in desired.nodes.values() for s in node.hccn)
+        return None if wanted else reason
+
+    return applies
+
+
+def _npu_check(id: str, title: str, run: Any, probes: Tuple[str, ...], severity: Severity = Severity.ERROR, applies: Optional[Callable[[DesiredState], Optional[str]]] = None) -> Check:
+    return Check(id, ("network",), "npu", severity, title, _APPLY, run, probes=probes, requires=_NEEDS, applies=applies)
+
+
+CHECKS: List[Check] = [
+    _npu_check("network.ip", "live device IP and netmask equal the plan", ip, ("hccn.ip",)),
+    _npu_check("network.hccn_conf", f"{HCCN_CONF} holds the live values (what a driver restart re-applies)", hccn_conf, ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn_conf")),
+    _npu_check("network.gateway", "gateway as planned", gateway, ("hccn.gateway",), applies=_planned_anywhere("gateway", "no gateway is planned (device_network.gateway is not set)")),
+    _npu_check("network.netdetect", "detect IP as planned", netdetect, ("hccn.netdetect",), applies=_planned_anywhere("netdetect", "no detect IP is planned")),
+    _npu_check("network.link", "link is UP", link, ("hccn.link",)),
+    _npu_check("network.net_health", "net health status is Success", net_health, ("hccn.net_health",)),
+    _npu_check("network.lldp", "a switch is seen over LLDP (the planned one when cabling is given)", lldp, ("hccn.lldp",)),
+    _npu_check("network.tls", "TLS switch as planned", tls, ("hccn.tls",), applies=_planned_anywhere("tls", "the inventory does not set device_network.tls (cluster.tls still checks that all NPUs agree)")),
+    _npu_check("network.link_flaps", "no recent link flaps", link_flaps, ("hccn.link_stat",), severity=Severity.WARNING),
+    _npu_check("network.optical", "optical module present", optical, ("hccn.optical",)),
+]

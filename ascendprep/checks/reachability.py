@@ -1,0 +1,72 @@
+"""``cluster.reachability``: the NPU-plane reachability matrix, one result per pinged pair.
+
+A pair passes when its ping got every reply. Lost packets, or a port that refuses to send (link
+down), break the pair; a ping that could not be run (its node's ping script failed, hccn_tool
+hung or stayed busy) fails as "could not check", naming the pair.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from ascendprep.checks.context import ClusterContext
+from ascendprep.checks.mesh import PingPair
+from ascendprep.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
+from ascendprep.facts import PingResult
+from ascendprep.findings import Severity
+
+_FIX = "check both ports (network.link, network.lldp) and the switch path between them; ping by hand: hccn_tool -i {npu} -ping -g address {ip}"
+#: Error texts of a ping that never ran to a verdict on the fabric.
+_NOT_RUN_MARKS = ("timed out", "still busy", "not run:", "not installed")
+
+
+def _index(results: Tuple[PingResult, ...]) -> Dict[Tuple[int, str], PingResult]:
+    return {(result.npu, result.target): result for result in results}
+
+
+def _evidence(pair: PingPair, result: Optional[PingResult]) -> Dict[str, object]:
+    evidence: Dict[str, object] = {"a": pair.a.to_dict(), "b": pair.b.to_dict()}
+    if pair.source is not None:
+        evidence["from"] = pair.source.to_dict()
+        evidence["to"] = pair.target.to_dict()
+    if result is not None:
+        evidence.update({"sent": result.sent, "received": result.received, "loss_percent": result.loss_percent, "error": result.error})
+    return evidence
+
+
+def _judge(pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]]) -> Verdict:
+    subject = pair.subject
+    if pair.source is None:
+        return could_not_check(f"no end of {pair.a} ↔ {pair.b} can ping: {pair.blocked}", _evidence(pair, None), subject=subject)
+    source, target = pair.source, pair.target
+    arrow = f"{source} → {target}"
+    host = ctx.hosts.get(source.node)
+    if host is None or host.pings is None:
+        reason = (host.ping_error if host is not None else None) or "the ping phase did not run there"
+        return could_not_check(f"{arrow}: {reason}", _evidence(pair, None), subject=subject)
+    result = indexes[source.node].get((source.npu, target.ip))
+    if result is None:
+        return could_not_check(f"{arrow}: the ping script did not report this ping", _evidence(pair, None), subject=subject)
+    evidence = _evidence(pair, result)
+    if result.ok:
+        return passed(f"{arrow}: {result.received}/{result.sent} replies", evidence, subject=subject)
+    error = result.error or "failed"
+    fix = _FIX.format(npu=source.npu, ip=target.ip)
+    if result.sent is None and any(mark in error for mark in _NOT_RUN_MARKS):
+        return could_not_check(f"{arrow}: {error}", evidence, subject=subject, fix=fix)
+    return failed(f"{arrow}: {error}", evidence, fix=fix, subject=subject)
+
+
+def reachability(ctx: ClusterContext) -> List[Verdict]:
+    plan = ctx.pings
+    if plan is None:
+        return [skipped("no ping phase ran")]
+    if not plan.pairs:
+        return [skipped(f"the {plan.mesh} mesh has no NPU pairs to ping (a single node talks over HCCS)")]
+    indexes = {name: _index(host.pings) for name, host in ctx.hosts.items() if host.pings is not None}
+    return [_judge(pair, ctx, indexes) for pair in plan.pairs]
+
+
+CHECKS: List[Check] = [
+    Check("cluster.reachability", ("cluster", "network"), "cluster", Severity.ERROR, "every NPU pair of the mesh reaches each other", "", reachability),
+]

@@ -1,0 +1,114 @@
+"""Run the selected checks over a cluster's evidence: pure, deterministic, no host contacted.
+
+Per node, in inventory order: node checks, then each NPU's checks; then the cluster checks.
+The runner applies the rules every check shares, so that no check can forget them:
+
+* a check whose prerequisite failed on this node is skipped, naming the prerequisite;
+* a probe the check depends on that failed (timeout, error) makes it fail as "could not check",
+  naming the node/NPU and the probe's message; a probe the product does not support skips it;
+* a check function that raises fails as "could not check" with the exception (a bug must not
+  turn into a pass, nor stop the other checks).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Dict, Iterable, List, Mapping, Optional, Union
+
+from ascendprep.checks.context import ClusterContext, HostEvidence, NodeContext
+from ascendprep.checks.mesh import PingPlan
+from ascendprep.checks.model import COULD_NOT_CHECK, Check, CheckResult, Status, Verdict, could_not_check, skipped
+from ascendprep.checks.registry import Selection
+from ascendprep.desired import DesiredState
+from ascendprep.facts import ProbeError
+from ascendprep.findings import Severity
+
+VerdictOrList = Union[Verdict, Iterable[Verdict]]
+
+
+def _as_list(value: VerdictOrList) -> List[Verdict]:
+    return [value] if isinstance(value, Verdict) else list(value)
+
+
+def _probe_errors(check: Check, ctx: NodeContext, npu: Optional[int]) -> List[ProbeError]:
+    errors: List[ProbeError] = []
+    for probe in check.probes:
+        errors.extend(ctx.facts.errors_for(probe, npu))
+    return errors
+
+
+def _result(check: Check, verdict: Verdict, node: Optional[str], npu: Optional[int]) -> CheckResult:
+    return CheckResult(
+        check=check.id,
+        status=verdict.status,
+        severity=verdict.severity or check.severity,
+        message=verdict.message,
+        node=verdict.node if verdict.node is not None else node,
+        npu=verdict.npu if verdict.npu is not None else npu,
+        subject=verdict.subject,
+        fix=verdict.fix if verdict.fix is not None else (check.fix if verdict.status is Status.FAILED else ""),
+        evidence=verdict.evidence,
+    )
+
+
+def _call(check: Check, *args: object) -> List[Verdict]:
+    try:
+        return _as_list(check.run(*args))
+    except Exception as exc:  # a check's bug is reported as such, never as a pass
+        return [could_not_check(f"the check itself failed: {type(exc).__name__}: {exc}")]
+
+
+def _node_check(check: Check, ctx: NodeContext, npu: Optional[int], failed_here: Dict[str, str]) -> List[Verdict]:
+    blocker = next((required for required in check.requires if required in failed_here), None)
+    if blocker is not None:
+        return [skipped(f"not checked: {blocker} failed ({failed_here[blocker]})")]
+    if ctx.host.facts is not None:
+        errors = _probe_errors(check, ctx, npu)
+        real = [e for e in errors if e.kind != "unsupported"]
+        if real:
+            return [could_not_check("; ".join(dict.fromkeys(e.message for e in real)), {"probe_errors": [{"probe": e.probe, "kind": e.kind, "message": e.message} for e in real]})]
+        if errors:
+            return [skipped(f"not supported on this product: {errors[0].message}")]
+    elif check.id != "node.reachable":
+        return [skipped("not checked: the node's facts were not gathered")]
+    return _call(check, ctx) if npu is None else _call(check, ctx, npu)
+
+
+def run_checks(
+    desired: DesiredState,
+    hosts: Mapping[str, HostEvidence],
+    pings: Optional[PingPlan],
+    selection: Selection = Selection(),
+    today: Optional[date] = None,
+) -> List[CheckResult]:
+    """Every selected check's results. ``today``: the day compatibility is judged on (a bundle's date)."""
+    results: List[CheckResult] = []
+    checks = []
+    for check in selection.checks():
+        reason = check.applies(desired) if check.applies is not None else None
+        if reason is None:
+            checks.append(check)
+        else:
+            results.append(_result(check, skipped(reason), None, None))
+    for inventory_node in desired.inventory.nodes:
+        name = inventory_node.name
+        ctx = NodeContext(desired, desired.nodes[name], hosts[name])
+        failed_here: Dict[str, str] = {}
+        for check in (c for c in checks if c.scope == "node"):
+            node_results = [_result(check, v, name, None) for v in _node_check(check, ctx, None, failed_here)]
+            failures = [r for r in node_results if r.failed]
+            if failures:
+                failed_here[check.id] = failures[0].message.removeprefix(COULD_NOT_CHECK)
+            results.extend(node_results)
+        for npu in ctx.npus:
+            for check in (c for c in checks if c.scope == "npu"):
+                results.extend(_result(check, v, name, npu) for v in _node_check(check, ctx, npu, failed_here))
+    cluster_ctx = ClusterContext(desired, dict(hosts), pings, today or date.today())
+    for check in (c for c in checks if c.scope == "cluster"):
+        results.extend(_result(check, v, None, None) for v in _call(check, cluster_ctx))
+    return results
+
+
+def no_errors(results: Iterable[CheckResult]) -> bool:
+    """True when no result failed at error severity (what exit code 0 means)."""
+    return not any(r.failed and r.severity is Severity.ERROR for r in results)

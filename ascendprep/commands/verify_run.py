@@ -1,0 +1,202 @@
+"""What ``ascendprep verify`` does, once click has parsed the options (see commands/verify.py).
+
+1. Load the inventory and its desired state (rule violations: exit 2).
+2. One SSH round trip per host gathers its facts; a second one per host pings NPU pairs (the
+   ``--mesh``); with ``--allreduce`` the all-reduce launcher runs on the same connections.
+3. The checks (:mod:`ascendprep.checks`) turn the evidence into results; nothing they do touches a
+   host, so ``--from-bundle`` re-runs them on a saved run with the same outcome.
+4. Output: a summary (text) or a document (json), optionally JUnit; every live run saves its
+   evidence bundle under ``.ascendprep/runs/``. Exit 0 when nothing at error severity failed.
+
+Kept apart from the click command so that ``ascendprep --help`` does not import SSH, the
+probes and every check just to list the commands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from rich.console import Console
+from rich.markup import escape
+
+from ascendprep import exitcodes
+from ascendprep.checks.bundle import RUNS_DIR, Bundle, BundleError, new_bundle_dir, read_bundle, write_bundle
+from ascendprep.checks.context import HostEvidence
+from ascendprep.checks.evidence import collect
+from ascendprep.checks.mesh import PingPlan
+from ascendprep.checks.model import CheckResult
+from ascendprep.checks.registry import Selection, SelectionError
+from ascendprep.checks.runner import no_errors, run_checks
+from ascendprep.desired import DesiredState, build_desired
+from ascendprep.findings import Finding, Severity, has_errors
+from ascendprep.hosts import host_accesses
+from ascendprep.inventory import Inventory, inventory_from_text
+from ascendprep.remote.fanout import Session
+from ascendprep.remote.progress import progress_for_terminal
+from ascendprep.report.findings import findings_table
+from ascendprep.report.junit import render_junit
+from ascendprep.report.verify import print_verify, verify_document
+from ascendprep.yamlsource import InputError, Located
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    inventory: Optional[Path]
+    only: Tuple[str, ...] = ()
+    skip: Tuple[str, ...] = ()
+    output_format: str = "text"
+    junit: Optional[Path] = None
+    mesh: Optional[str] = None
+    from_bundle: Optional[Path] = None
+    accept_new_host_keys: bool = False
+    forks: Optional[int] = None
+    #: ``ascendprep.allreduce.options.AllreduceOptions`` when --allreduce was given.
+    allreduce: Optional[Any] = None
+    runs_dir: Optional[Path] = None
+
+
+@dataclass
+class _Run:
+    """What a verify produced, live or from a bundle."""
+
+    desired: DesiredState
+    inventory_path: str
+    inventory_text: str
+    hosts: Dict[str, HostEvidence]
+    pings: Optional[PingPlan]
+    mesh: str
+    selection: Selection
+    day: date
+    ssh_execs: Dict[str, int]
+    allreduce_findings: List[Finding]
+    allreduce_doc: Optional[Dict[str, Any]] = None
+    from_bundle: Optional[str] = None
+
+
+def _fail_input(error: InputError, console: Console) -> int:
+    for problem in error.problems:
+        console.print(f"[bold red]error:[/] {escape(str(problem))}", soft_wrap=True)
+    return exitcodes.INVALID
+
+
+def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
+    desired = build_desired(inventory)
+    if desired.invalid:
+        console.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP rules"))
+        return None
+    return desired
+
+
+def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
+    assert options.inventory is not None
+    path = options.inventory
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError([Located(str(path), None, "", f"cannot read the inventory: {exc.strerror or exc}")]) from None
+    text = raw.decode("utf-8", errors="replace")
+    inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
+    desired = _desired(inventory, err)
+    if desired is None:
+        return None
+    mesh = options.mesh or "ring"
+    day = datetime.now(timezone.utc).date()
+    accesses = host_accesses(inventory, options.accept_new_host_keys)
+    allreduce_findings: List[Finding] = []
+    allreduce_doc = None
+    with Session(accesses, options.forks or inventory.model.ssh.forks) as session:
+        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
+        if options.allreduce is not None:
+            from ascendprep.allreduce.launch import run_allreduce  # written separately; loaded only when asked for
+
+            shown = err if options.output_format == "json" else Console(highlight=False)
+            outcome = run_allreduce(inventory, session, options.allreduce, shown)
+            allreduce_findings = list(outcome.findings)
+            allreduce_doc = outcome.to_dict()
+        execs = session.exec_counts()
+    return _Run(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc)
+
+
+def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[_Run]:
+    assert options.from_bundle is not None
+    bundle = read_bundle(options.from_bundle)
+    inventory = inventory_from_text(bundle.inventory_text, file=bundle.inventory_path, base_dir=Path(bundle.inventory_path).parent)
+    desired = _desired(inventory, err)
+    if desired is None:
+        return None
+    if selection is None:
+        selection = Selection.parse(bundle.selection.get("only", ()), bundle.selection.get("skip", ()))
+    missing = sorted(set(n.name for n in inventory.nodes) - set(bundle.hosts))
+    if missing:
+        raise BundleError(f"{bundle.path}: no evidence for nodes {', '.join(missing)}")
+    return _Run(desired, bundle.inventory_path, bundle.inventory_text, bundle.hosts, bundle.pings, bundle.mesh, selection, bundle.day, bundle.ssh_execs, bundle.allreduce_findings, bundle.allreduce_doc, from_bundle=str(options.from_bundle))
+
+
+def run_verify(options: VerifyOptions) -> int:
+    """The whole command; returns the exit code. Raises nothing for bad input: it says so, exits 2."""
+    err = Console(stderr=True, highlight=False)
+    try:
+        explicit = bool(options.only or options.skip)
+        selection = Selection.parse(options.only, options.skip) if explicit or options.from_bundle is None else None
+        if options.from_bundle is not None:
+            run = _from_bundle(options, selection, err)
+        else:
+            assert selection is not None
+            run = _live(options, selection, err)
+    except InputError as error:
+        return _fail_input(error, err)
+    except (BundleError, SelectionError) as error:
+        err.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
+        return exitcodes.INVALID
+    if run is None:
+        return exitcodes.INVALID
+    return _report(run, options, err)
+
+
+def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
+    results: List[CheckResult] = run_checks(run.desired, run.hosts, run.pings, run.selection, run.day)
+    code = exitcodes.OK if no_errors(results) and not has_errors(run.allreduce_findings) else exitcodes.FAILED
+    node_order = [n.name for n in run.desired.inventory.nodes]
+    if options.junit is not None:
+        try:
+            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, run.allreduce_findings if run.allreduce_doc is not None else None))
+        except OSError as exc:
+            err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
+            code = exitcodes.FAILED
+    target = None if run.from_bundle else new_bundle_dir(options.runs_dir or RUNS_DIR)
+    document = verify_document(
+        inventory={"path": run.inventory_path, "sha256": hashlib.sha256(run.inventory_text.encode()).hexdigest(), "name": run.desired.inventory.name},
+        results=results,
+        hosts=run.hosts,
+        ssh_execs=run.ssh_execs,
+        mesh=run.mesh,
+        selection=run.selection.to_dict(),
+        exit_code=code,
+        extra=run.allreduce_findings,
+        allreduce=run.allreduce_doc,
+        bundle=str(target) if target else None,
+        from_bundle=run.from_bundle,
+    )
+    if target is not None:
+        bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, run.selection.to_dict(), run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_bundle(bundle, target, document)
+        except OSError as exc:
+            err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}")
+            document["bundle"] = None
+            target = None
+    if options.output_format == "json":
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+    else:
+        out = Console(highlight=False)
+        if run.from_bundle:
+            out.print(f"Re-checked the evidence in {escape(run.from_bundle)} (gathered {run.day.isoformat()}); no host was contacted.")
+        print_verify(out, results, run.hosts, node_order, run.allreduce_findings, str(target) if target else None)
+    return code

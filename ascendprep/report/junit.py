@@ -1,0 +1,90 @@
+"""JUnit XML for CI systems: a testsuite per node, one for the cluster (and one for the all-reduce).
+
+Each check result is a testcase (``network.link[npu 3]``). Mapping, chosen so that a CI's red/green
+agrees with verify's exit code:
+
+* failed at error severity → ``<failure message=… type=check id>`` whose text is the fix and the
+  evidence as JSON;
+* failed at warning severity → a passing testcase whose ``<system-out>`` starts ``WARNING:`` (the
+  exit code is 0 for warnings, so the CI should not turn red either);
+* skipped → ``<skipped message=reason>``.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from typing import Dict, List, Optional, Sequence
+
+from ascendprep.checks.model import CheckResult, Status
+from ascendprep.findings import Finding, Severity
+
+CLUSTER_SUITE = "cluster"
+ALLREDUCE_SUITE = "allreduce"
+
+
+def _details(fix: str, evidence: Dict[str, object]) -> str:
+    lines = []
+    if fix:
+        lines.append(f"fix: {fix}")
+    lines.append("evidence: " + json.dumps(evidence, indent=1, sort_keys=True, default=str))
+    return "\n".join(lines)
+
+
+def _testcase(suite: ET.Element, classname: str, name: str, status: Status, severity: Severity, message: str, fix: str, evidence: Dict[str, object]) -> None:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+    if status is Status.SKIPPED:
+        ET.SubElement(case, "skipped", message=message)
+    elif status is Status.FAILED and severity is Severity.ERROR:
+        failure = ET.SubElement(case, "failure", message=message, type=name.split("[", 1)[0])
+        failure.text = _details(fix, evidence)
+    elif status is Status.FAILED:
+        out = ET.SubElement(case, "system-out")
+        out.text = f"WARNING: {message}\n{_details(fix, evidence)}"
+
+
+def _suite_attrs(suite: ET.Element) -> None:
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("errors", "0")
+    suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+    suite.set("time", "0")
+
+
+def render_junit(
+    results: Sequence[CheckResult],
+    node_order: Sequence[str],
+    cluster_name: str,
+    allreduce: Optional[Sequence[Finding]] = None,
+) -> str:
+    """The XML document. ``allreduce``: None when no all-reduce ran, else its findings (may be empty)."""
+    root = ET.Element("testsuites", name=f"ascendprep verify {cluster_name}")
+    suites: Dict[str, ET.Element] = {}
+    for name in list(node_order) + [CLUSTER_SUITE]:
+        suites[name] = ET.SubElement(root, "testsuite", name=name)
+    for result in results:
+        suite_name = CLUSTER_SUITE if result.check.startswith("cluster.") or result.node not in suites else result.node
+        assert suite_name is not None
+        _testcase(suites[suite_name], f"ascendprep.verify.{suite_name}", result.label, result.status, result.severity, result.message, result.fix, result.evidence)
+    if allreduce is not None:
+        suite = ET.SubElement(root, "testsuite", name=ALLREDUCE_SUITE)
+        suites[ALLREDUCE_SUITE] = suite
+        if not allreduce:
+            _testcase(suite, "ascendprep.verify.allreduce", "allreduce", Status.PASSED, Severity.ERROR, "", "", {})
+        for finding in allreduce:
+            where = [part for part in (finding.node, None if finding.npu is None else f"npu {finding.npu}") if part]
+            name = f"{finding.id}[{', '.join(where)}]" if where else finding.id
+            _testcase(suite, "ascendprep.verify.allreduce", name, Status.FAILED, finding.severity, finding.message, finding.fix, finding.evidence)
+    totals: List[int] = [0, 0, 0]
+    for suite in suites.values():
+        _suite_attrs(suite)
+        totals[0] += int(suite.get("tests", "0"))
+        totals[1] += int(suite.get("failures", "0"))
+        totals[2] += int(suite.get("skipped", "0"))
+    root.set("tests", str(totals[0]))
+    root.set("failures", str(totals[1]))
+    root.set("errors", "0")
+    root.set("skipped", str(totals[2]))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,138 @@
+"""verify's output: a summary for people (rich), and a JSON document for machines.
+
+People see only what failed, grouped by node in inventory order (then the cluster, then the
+all-reduce), each with its fix, and one line counting the rest. Machines get every result,
+passed and skipped included, with its evidence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+from rich.console import Console
+from rich.markup import escape
+
+from ascendprep.checks.context import HostEvidence
+from ascendprep.checks.model import CheckResult, Status
+from ascendprep.findings import Finding, Severity
+from ascendprep.report import SCHEMA_VERSION
+from ascendprep.report.findings import findings_table
+
+CLUSTER = "cluster"
+ALLREDUCE = "all-reduce"
+
+
+def summary(results: Sequence[CheckResult], extra: Iterable[Finding] = ()) -> Dict[str, int]:
+    """Counts by status, and failed results (plus ``extra`` findings) by severity."""
+    statuses = Counter(r.status for r in results)
+    failures = [r.severity for r in results if r.failed] + [f.severity for f in extra]
+    severities = Counter(failures)
+    return {
+        "passed": statuses[Status.PASSED],
+        "failed": statuses[Status.FAILED],
+        "skipped": statuses[Status.SKIPPED],
+        "errors": severities[Severity.ERROR],
+        "warnings": severities[Severity.WARNING],
+    }
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def summary_line(counts: Dict[str, int]) -> str:
+    parts = [f"{_plural(counts['passed'], 'check')} passed"]
+    if counts["failed"]:
+        detail = ", ".join(p for p in (_plural(counts["errors"], "error") if counts["errors"] else "", _plural(counts["warnings"], "warning") if counts["warnings"] else "") if p)
+        parts.append(f"{counts['failed']} failed ({detail})" if detail else f"{counts['failed']} failed")
+    if counts["skipped"]:
+        parts.append(f"{counts['skipped']} skipped")
+    return " · ".join(parts)
+
+
+def grouped_findings(results: Sequence[CheckResult], node_order: Sequence[str], extra: Sequence[Finding] = ()) -> Dict[str, List[Finding]]:
+    """Failed results as findings, per node in inventory order, then cluster, then all-reduce."""
+    groups: Dict[str, List[Finding]] = {name: [] for name in node_order}
+    groups[CLUSTER] = []
+    for result in results:
+        finding = result.finding()
+        if finding is None:
+            continue
+        key = CLUSTER if result.check.startswith("cluster.") or result.node not in groups else result.node
+        groups[key].append(finding)
+    if extra:
+        groups[ALLREDUCE] = list(extra)
+    return {name: findings for name, findings in groups.items() if findings}
+
+
+def print_verify(
+    console: Console,
+    results: Sequence[CheckResult],
+    hosts: Dict[str, HostEvidence],
+    node_order: Sequence[str],
+    extra: Sequence[Finding] = (),
+    bundle: Optional[str] = None,
+) -> None:
+    for group, findings in grouped_findings(results, node_order, extra).items():
+        host = hosts.get(group)
+        title = f"{group} ({host.address})" if host is not None else group
+        # findings_table escapes messages: tool output ("[/path/pair.cc:553]") is never markup.
+        console.print(findings_table(findings, f"{escape(title)}: {_plural(len(findings), 'failed check')}"))
+    counts = summary(results, extra)
+    console.print(summary_line(counts))
+    if bundle:
+        shown_path = escape(bundle)
+        console.print(f"Evidence saved in {shown_path} (re-check it offline with: ascendprep verify --from-bundle {shown_path})")
+    if counts["errors"]:
+        console.print(f"[bold red]verify failed: {_plural(counts['errors'], 'error')}[/]")
+    elif counts["warnings"]:
+        console.print(f"[yellow]verify passed with {_plural(counts['warnings'], 'warning')}[/]")
+    else:
+        console.print("[green]verify passed[/]")
+
+
+def verify_document(
+    *,
+    inventory: Dict[str, Any],
+    results: Sequence[CheckResult],
+    hosts: Dict[str, HostEvidence],
+    ssh_execs: Dict[str, int],
+    mesh: str,
+    selection: Dict[str, List[str]],
+    exit_code: int,
+    extra: Sequence[Finding] = (),
+    allreduce: Optional[Dict[str, Any]] = None,
+    bundle: Optional[str] = None,
+    from_bundle: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The ``--format json`` document (``schema_version``); also saved in the bundle."""
+    findings = [r.finding() for r in results if r.failed]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "verify",
+        "inventory": inventory,
+        "exit_code": exit_code,
+        "summary": summary(results, extra),
+        "mesh": mesh,
+        "selection": selection,
+        "hosts": {
+            name: {
+                "address": host.address,
+                "reachable": host.facts is not None,
+                "error": host.error,
+                "error_kind": host.error_kind,
+                "gather_seconds": round(host.seconds, 3),
+                "pings": None if host.pings is None else len(host.pings),
+                "ping_error": host.ping_error,
+                "ping_seconds": round(host.ping_seconds, 3),
+                "ssh_execs": ssh_execs.get(name),
+            }
+            for name, host in hosts.items()
+        },
+        "checks": [r.to_dict() for r in results],
+        "findings": [f.to_dict() for f in findings if f is not None] + [f.to_dict() for f in extra],
+        "allreduce": allreduce,
+        "bundle": bundle,
+        "from_bundle": from_bundle,
+    }

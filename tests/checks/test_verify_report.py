@@ -1,0 +1,140 @@
+"""What people, machines and CI see: the text summary, the JSON document, JUnit XML, exit codes."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from ascendprep.checks.runner import run_checks
+from ascendprep.commands.verify import verify_command
+from ascendprep.facts import LinkRecord, LinkStat
+from ascendprep.findings import Finding, Severity
+from ascendprep.report.junit import render_junit
+from ascendprep.report.verify import print_verify, summary, summary_line, verify_document
+from verify_cluster_facts import NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+
+NODES = ["node1", "node2", "node3", "node4"]
+
+
+@pytest.fixture(scope="module")
+def faulty():
+    """node2: link down on NPU 3 (error) and a recent flap on NPU 5 (warning); node3 unreachable."""
+    desired = desired_state()
+    flap = LinkStat(NOW, 2, 1, (LinkRecord("Wed Jun  7 09:10:00 2023", "UP"), LinkRecord("Wed Jun  7 09:09:58 2023", "DOWN")))
+    node2 = with_npu(with_npu(healthy_facts(desired, "node2"), 3, link="DOWN"), 5, link_stat=flap)
+    hosts, plan = cluster_evidence(desired, {"node2": node2, "node3": None})
+    return desired, hosts, run_checks(desired, hosts, plan, today=TODAY)
+
+
+def test_text_summary_groups_failures_by_node_with_fixes(faulty):
+    _, hosts, results = faulty
+    console = Console(record=True, width=400)
+    print_verify(console, results, hosts, NODES, bundle=".ascendprep/runs/x")
+    text = console.export_text()
+    assert text.index("node2 (10.231.0.12): 2 failed checks") < text.index("node3 (10.231.0.13): 1 failed check")
+    assert "network.link" in text and "link status is DOWN" in text and "hccn_tool -i 3 -cfg recovery" in text
+    assert "network.link_flaps" in text and "warning" in text
+    counts = summary(results)
+    assert counts["errors"] == 2 and counts["warnings"] == 1
+    assert summary_line(counts) in text and "checks passed" in text
+    assert "verify failed: 2 errors" in text
+    assert "node1 (" not in text  # nothing failed there: not shown
+
+
+def test_junit_has_a_suite_per_node_and_the_cluster(faulty):
+    desired, _, results = faulty
+    root = ET.fromstring(render_junit(results, NODES, desired.inventory.name))
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert list(suites) == NODES + ["cluster"]
+    node2 = suites["node2"]
+    failure = node2.find("testcase[@name='network.link[npu 3]']/failure")
+    assert failure is not None and failure.get("message") == "link status is DOWN" and failure.get("type") == "network.link"
+    assert '"link": "DOWN"' in (failure.text or "") and "fix:" in (failure.text or "")
+    flap = node2.find("testcase[@name='network.link_flaps[npu 5]']")
+    assert flap is not None and flap.find("failure") is None and (flap.findtext("system-out") or "").startswith("WARNING:")
+    assert node2.get("failures") == "1"
+    node3 = suites["node3"]
+    assert node3.get("failures") == "1" and int(node3.get("skipped")) > 50
+    assert root.get("failures") == "2" and int(root.get("tests")) == len(results)
+
+
+def test_junit_allreduce_suite_carries_its_findings(faulty):
+    desired, _, results = faulty
+    finding = Finding("allreduce.busbw", Severity.ERROR, "busbw 3.1 GB/s is below --min-busbw 20", "check the slowest node", node="node4")
+    root = ET.fromstring(render_junit(results, NODES, desired.inventory.name, [finding]))
+    suite = root.find("testsuite[@name='allreduce']")
+    assert suite is not None and suite.find("testcase[@name='allreduce.busbw[node4]']/failure") is not None
+    empty = ET.fromstring(render_junit(results, NODES, desired.inventory.name, []))
+    passed = empty.find("testsuite[@name='allreduce']/testcase")
+    assert passed is not None and passed.find("failure") is None
+
+
+def test_json_document_is_versioned_and_complete(faulty):
+    _, hosts, results = faulty
+    doc = json.loads(json.dumps(verify_document(inventory={"path": "i.yaml"}, results=results, hosts=hosts, ssh_execs={"node1": 2}, mesh="ring", selection={"only": [], "skip": []}, exit_code=1)))
+    assert doc["schema_version"] == 1 and doc["kind"] == "verify" and doc["exit_code"] == 1
+    assert len(doc["checks"]) == len(results)
+    assert {(f["id"], f["node"], f["npu"]) for f in doc["findings"]} == {("network.link", "node2", 3), ("network.link_flaps", "node2", 5), ("node.reachable", "node3", None)}
+    assert doc["hosts"]["node3"]["reachable"] is False and doc["hosts"]["node3"]["error_kind"] == "unreachable"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "missing INVENTORY"),
+        (["inv.yaml", "--from-bundle", "."], "not both"),
+        (["inv.yaml", "--sizes", "1K:4M"], "--sizes only apply with --allreduce"),
+        (["--from-bundle", ".", "--mesh", "full"], "--from-bundle contacts no host"),
+        (["inv.yaml", "--mesh", "star"], "'star' is not one of"),
+    ],
+)
+def test_usage_errors_exit_2(args, message):
+    outcome = CliRunner().invoke(verify_command, args)
+    assert outcome.exit_code == 2
+    assert message in outcome.output
+
+
+def test_bad_inventory_and_bad_selector_exit_2(tmp_path):
+    broken = tmp_path / "inventory.yaml"
+    broken.write_text("name: x\nproduct: atlas-a9\nnodes: [{host: 10.0.0.1}]\n")
+    outcome = CliRunner().invoke(verify_command, [str(broken)])
+    assert outcome.exit_code == 2 and "inventory.yaml:2" in outcome.output and "product" in outcome.output
+    good = tmp_path / "good.yaml"
+    good.write_text("name: x\nproduct: atlas-a2\ndevice_network: {subnet: 10.20.0.0/24}\nnodes: [{host: 10.0.0.1}]\n")
+    outcome = CliRunner().invoke(verify_command, [str(good), "--only", "netwrk"])
+    assert outcome.exit_code == 2 and "did you mean 'network'" in outcome.output
+    outcome = CliRunner().invoke(verify_command, [str(tmp_path / "missing.yaml")])
+    assert outcome.exit_code == 2 and "cannot read the inventory" in outcome.output
+
+
+def test_unreachable_hosts_fail_fast_and_exit_1(tmp_path, monkeypatch):
+    """A host nothing listens on: one node.reachable failure each, a bundle, exit 1, no traceback."""
+    monkeypatch.chdir(tmp_path)
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        "name: x\nproduct: atlas-a2\nnpus_per_node: 1\ndevice_network: {subnet: 10.20.0.0/24}\n"
+        "ssh: {port: 1, connect_timeout: 3, known_hosts: known_hosts}\nnodes: [{name: 'n[1-2]', host: '127.0.0.[1-2]'}]\n"
+    )
+    outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--junit", str(tmp_path / "v.xml")])
+    assert outcome.exit_code == 1, outcome.output
+    doc = json.loads(outcome.stdout)
+    assert [(f["id"], f["node"]) for f in doc["findings"]] == [("node.reachable", "n1"), ("node.reachable", "n2"), ("cluster.reachability", None)]
+    # With both ends unreachable, the pair's reachability is unknown: said so, not passed.
+    assert doc["findings"][2]["message"].startswith("could not check: no end of n1 npu 0")
+    assert all(host["ssh_execs"] is None for host in doc["hosts"].values())
+    assert doc["bundle"] and (tmp_path / doc["bundle"] / "run.json").exists()
+    assert ET.parse(tmp_path / "v.xml").getroot().get("failures") == "3"
+
+
+def test_tool_output_in_messages_is_not_read_as_markup(faulty):
+    """gloo and hccn_tool print things like "[/__w/.../pair.cc:553]"; they must show verbatim."""
+    _, hosts, results = faulty
+    console = Console(record=True, width=400)
+    text = "gloo [/__w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer"
+    print_verify(console, results, hosts, NODES, extra=[Finding("allreduce.init", Severity.ERROR, text, "see [b]the log[/b]", node="node4")], bundle="runs/[x]")
+    output = console.export_text()
+    assert text in output and "see [b]the log[/b]" in output and "runs/[x]" in output

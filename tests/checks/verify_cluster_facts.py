@@ -1,0 +1,166 @@
+"""A healthy cluster, built as facts: what every check should pass on (faults are derived from it).
+
+The facts are made from the desired state itself, the way a host that ascendprep applied looks,
+with tool output spellings taken from docs/ascend-reference.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from datetime import date
+from typing import Dict, Optional, Tuple
+
+from ascendprep import sysctl
+from ascendprep.checks.context import HostEvidence
+from ascendprep.checks.mesh import PingPlan, plan_pings
+from ascendprep.desired import DesiredState, build_desired
+from ascendprep.facts import (
+    Firewall,
+    FirewallTool,
+    HccnConf,
+    HostFacts,
+    LinkRecord,
+    LinkStat,
+    LldpNeighbor,
+    ManagedFile,
+    NpuFacts,
+    NpuHealth,
+    NpuSmiDevice,
+    NpuSmiList,
+    PingResult,
+    PythonEnv,
+    SysctlFile,
+    TlsState,
+    VersionFile,
+    Versions,
+)
+from ascendprep.inventory import inventory_from_text
+
+INVENTORY = """\
+name: unit
+product: atlas-a2
+npus_per_node: 8
+device_network:
+  subnet: 10.20.0.0/24
+  gateway: 10.20.0.254
+  detect: gateway
+  tls: false
+nodes:
+  - name: node1
+    host: 10.231.0.11
+    cabling:
+""" + "".join(f"      {npu}: {{switch: leaf-{npu + 1}, port: 200GE1/0/1}}\n" for npu in range(8)) + """\
+  - name: node[2-4]
+    host: 10.231.0.[12-14]
+firewall: check
+software:
+  cann: 8.2.RC1
+  driver: 25.2.0
+  firmware: 7.7.0.1.231
+  torch: 2.6.0
+  torch_npu: 2.6.0
+  torchvision: 0.21.0
+  python: "3.10"
+"""
+
+#: The day compatibility is judged on in these tests (the stack above is a documented one).
+TODAY = date(2025, 6, 1)
+
+NOW = "Wed Jun  7 10:08:28 2023"
+BOOT = "Tue Jun  6 08:00:00 2023"
+
+
+def desired_state(text: str = INVENTORY) -> DesiredState:
+    return build_desired(inventory_from_text(text))
+
+
+def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
+    wanted = desired.nodes[node]
+    npus: Dict[int, NpuFacts] = {}
+    conf: Dict[int, Dict[str, str]] = {}
+    for settings in wanted.hccn:
+        npus[settings.npu] = NpuFacts(
+            devid=settings.npu,
+            ip=settings.ip,
+            netmask=settings.netmask,
+            gateway=settings.gateway,
+            gateway_iface=f"eth{settings.npu}" if settings.gateway else None,
+            netdetect=settings.netdetect,
+            link="UP",
+            net_health="Success",
+            lldp=LldpNeighbor(system_name=f"leaf-{settings.npu + 1}", port_ifname=f"200GE1/0/{wanted.node.index + 1}", port_id=f"Ifname: 200GE1/0/{wanted.node.index + 1}", chassis_id="MAC: 00:e0:fc:00:00:01"),
+            tls=TlsState(switch=0, preconfigured=1, certificates=True),
+            link_stat=LinkStat(current_time=NOW, up_count=1, down_count=0, records=(LinkRecord(BOOT, "UP"),)),
+            optical_present=True,
+            speed_mbps=200000,
+        )
+        entry = {"address": settings.ip, "netmask": settings.netmask}
+        if settings.netdetect:
+            entry["netdetect"] = settings.netdetect
+        if settings.gateway:
+            entry["gateway"] = settings.gateway
+        conf[settings.npu] = entry
+    raw = "".join(f"{key}_{npu}={value}\n" for npu, entry in conf.items() for key, value in entry.items())
+    ports = sysctl.format_port_ranges(wanted.reserved_ports)
+    live_sysctl = {key: f"{value}" for key, value in wanted.sysctl_minimums.items()}
+    live_sysctl[sysctl.RESERVED_PORTS] = ports
+    software = desired.software
+    return HostFacts(
+        hostname=node,
+        os_release={"ID": "debian", "VERSION_ID": "12"},
+        arch="x86_64",
+        ascend_home="/usr/local/Ascend",
+        hccn_tool="/usr/local/bin/hccn_tool",
+        npu_smi_tool="/usr/local/bin/npu-smi",
+        npus=npus,
+        hccn_conf=HccnConf(raw=raw, devices=conf),
+        npu_smi=NpuSmiList(total_count=wanted.nproc, devices=tuple(NpuSmiDevice(npu_id=i) for i in range(wanted.nproc))),
+        npu_health=tuple(NpuHealth(npu_id=i, chip=0, health="OK") for i in range(wanted.nproc)),
+        sysctl=live_sysctl,
+        sysctl_file=SysctlFile(raw="(rendered)", values=dict(live_sysctl)),
+        firewall=Firewall(ufw=FirewallTool(installed=False), firewalld=FirewallTool(installed=False), nftables=FirewallTool(installed=True, active=False)),
+        managed_files={f.path: ManagedFile(f.path, True, hashlib.sha256(f.content.encode()).hexdigest()) for f in wanted.files},
+        versions=Versions(
+            driver=VersionFile("/usr/local/Ascend/driver/version.info", {"Version": software["driver"] or "24.1.rc2"}),
+            firmware=VersionFile("/usr/local/Ascend/firmware/version.info", {"Version": software["firmware"] or "7.5.0.1.129"}),
+            toolkit=VersionFile("/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info", {"version": software["cann"] or "8.0.RC3"}),
+        ),
+        python=PythonEnv(
+            interpreter="/usr/bin/python3",
+            python_version="3.10.12",
+            executable="/usr/bin/python3",
+            packages={"torch": software["torch"], "torch_npu": software["torch_npu"], "torchvision": software["torchvision"]},
+        ),
+    )
+
+
+def cluster_evidence(desired: DesiredState, facts: Optional[Dict[str, Optional[HostFacts]]] = None, mesh: str = "ring", lost: Tuple[Tuple[str, int, str], ...] = ()) -> Tuple[Dict[str, HostEvidence], PingPlan]:
+    """Evidence for every node: ``facts`` overrides (None = unreachable), pings answered unless
+    ``(source node, npu, target ip)`` is in ``lost``."""
+    facts = dict(facts or {})
+    for node in desired.inventory.nodes:
+        facts.setdefault(node.name, healthy_facts(desired, node.name))
+    plan = plan_pings(desired, facts, mesh)
+    by_source = plan.by_source()
+    hosts: Dict[str, HostEvidence] = {}
+    for node in desired.inventory.nodes:
+        node_facts = facts[node.name]
+        if node_facts is None:
+            hosts[node.name] = HostEvidence(node.name, node.host, None, error=f"{node.name}: connection refused", error_kind="unreachable")
+            continue
+        pings = tuple(
+            PingResult(npu, target, ok=True, sent=3, received=3, loss_percent=0.0)
+            if (node.name, npu, target) not in lost
+            else PingResult(npu, target, ok=False, sent=3, received=0, loss_percent=100.0, error="3 of 3 packets lost (100% loss)")
+            for npu, target in by_source.get(node.name, [])
+        )
+        hosts[node.name] = HostEvidence(node.name, node.host, node_facts, seconds=1.0, pings=pings)
+    return hosts, plan
+
+
+def with_npu(facts: HostFacts, npu: int, **changes: object) -> HostFacts:
+    """``facts`` with NPU ``npu``'s live values changed."""
+    npus = dict(facts.npus)
+    npus[npu] = replace(npus[npu], **changes)
+    return replace(facts, npus=npus)
