@@ -15,8 +15,9 @@ Sections the script prints (see :mod:`ascendprep.probes.sections` for the framin
 
 from __future__ import annotations
 
+import re
 import shlex
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.facts import (
     Firewall,
@@ -32,12 +33,14 @@ from ascendprep.facts import (
 from ascendprep.probes import firewall, hccn, hccn_conf, npu_smi, paths, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import classify_failure
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
-from ascendprep.probes.shell import MAX_DEVID, check_command, check_int, main_block, preamble
+from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
 from ascendprep.probes.text import UnexpectedOutput
 
 KIND = "gather"
 
 #: Version-file sections; a missing file is the fact "not installed", not a failure.
+_SYSCTL_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
+
 _VERSION_SECTIONS = ("version.driver", "version.firmware", "version.toolkit", "version.nnae", "version.cann")
 
 #: Firewall sections: front end → (parser of its answer, the command as messages name it).
@@ -54,6 +57,7 @@ def render_gather_script(
     per_command_timeout: int = 10,
     ascend_home: str = paths.DEFAULT_ASCEND_HOME,
     busy_retries: int = 3,
+    sysctl_keys: Sequence[str] = paths.SYSCTL_KEYS,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -63,7 +67,11 @@ def render_gather_script(
     ``ascend_home``: where the driver and CANN live (``~/Ascend`` for a non-root install).
     ``busy_retries``: extra tries, with back-off, when hccn_tool answers that it is busy
     (another hccn_tool, e.g. a monitoring exporter, was running).
+    ``sysctl_keys``: kernel settings to read (the defaults plus any the inventory sets).
     """
+    for key in sysctl_keys:
+        if not _SYSCTL_KEY.match(key):
+            raise UnsafeValue(f"sysctl key {key!r} is not of the form net.core.somaxconn")
     if npus is not None:
         check_int("npus", npus, 0, MAX_DEVID + 1)
     python_path = check_command("python_path", python_path)
@@ -72,7 +80,7 @@ def render_gather_script(
         [
             preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home),
             _GATHER_FUNCTIONS,
-            main_block(_body(npus, python_path)),
+            main_block(_body(npus, python_path, tuple(sysctl_keys))),
         ]
     )
 
@@ -103,7 +111,7 @@ ap_npu_chips() {
 """
 
 
-def _body(npus: Optional[int], python_path: str) -> str:
+def _body(npus: Optional[int], python_path: str, sysctl_keys: Tuple[str, ...]) -> str:
     q = shlex.quote
     lines = [
         "ap_run settings '' printf 'timeout=%s\\nbusy_retries=%s\\nascend_home=%s\\npython=%s\\n' "
@@ -151,7 +159,7 @@ def _body(npus: Optional[int], python_path: str) -> str:
         lines.append(f'\t\tap_run {probe} " npu=$ap_dev" ap_hccn -i "$ap_dev" {" ".join(args)}')
     lines += ["\tdone", "fi", "", "# Files and kernel settings."]
     lines.append(f"ap_run file.hccn_conf '' cat {q(paths.HCCN_CONF)}")
-    for key in paths.SYSCTL_KEYS:
+    for key in sysctl_keys:
         lines.append(f"ap_run sysctl {q(render_attrs(key=key))} cat {q(paths.proc_sys_path(key))}")
     lines.append(f"ap_run file.sysctl '' cat {q(paths.SYSCTL_FILE)}")
     for path in paths.MANAGED_FILES:
