@@ -16,12 +16,17 @@ if [ "${SKIP_SETUP:-0}" != 1 ]; then
 fi
 
 cleanup() {
+  status=$?
   if [ "${KEEP_LAB:-0}" = 1 ]; then
     echo "== lab '$LAB' kept (take it down with: ascendprep lab down --name $LAB)"
   else
     echo "== lab down"
-    ascendprep lab down --name "$LAB" || true
+    if ! ascendprep lab down --name "$LAB"; then
+      echo "lab down failed: see the message above" >&2
+      status=1
+    fi
   fi
+  exit "$status"
 }
 trap cleanup EXIT
 
@@ -42,4 +47,5 @@ echo "== plan again (nothing left to do)"
 ascendprep plan "$inventory" --detailed-exitcode
 
 echo "== verify --allreduce"
-ascendprep verify "$inventory" --allreduce
+# Two ranks per node: every lab rank is a CPU torch process on this one machine.
+ascendprep verify "$inventory" --allreduce --nproc-per-node 2

@@ -63,7 +63,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="--allreduce: seconds allowed per phase.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="--allreduce: seconds the whole run may take (default 600); each phase gets a share.")
 def verify_command(
     inventory: Optional[Path],
     only: Sequence[str],
@@ -116,4 +116,9 @@ def verify_command(
         forks=forks,
         allreduce=allreduce_options,
     )
-    sys.exit(run_verify(options))
+    try:
+        code = run_verify(options)
+    except KeyboardInterrupt:
+        click.echo("verify: interrupted; the all-reduce's remote processes were stopped.", err=True)
+        code = 130
+    sys.exit(code)

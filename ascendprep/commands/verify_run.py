@@ -105,6 +105,12 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     desired = _desired(inventory, err)
     if desired is None:
         return None
+    if options.allreduce is not None:
+        from ascendprep.allreduce.launch import option_problems
+
+        problems = option_problems(inventory, options.allreduce)
+        if problems:
+            raise InputError([Located("--allreduce", None, "", problem) for problem in problems])
     mesh = options.mesh or "ring"
     day = datetime.now(timezone.utc).date()
     accesses = host_accesses(inventory, options.accept_new_host_keys)
