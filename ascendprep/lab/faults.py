@@ -17,22 +17,15 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from ascendprep.lab import network
 from ascendprep.lab.nodefs import HCCN_CONF
+from ascendprep.lab.sim import state as sim_state
 from ascendprep.lab.spec import VERSION_RE, drifted_version
 from ascendprep.lab.system import LabError
 
 if TYPE_CHECKING:
     from ascendprep.lab.lab import Lab
 
-DEVICE_FAULTS = (
-    "link-down",
-    "net-health-fail",
-    "lldp-empty",
-    "tls-mismatch",
-    "npu-alarm",
-    "npu-critical",
-    "hccn-hang",
-    "hccn-busy",
-)
+#: Faults that live in the simulated devices (the simulator defines and applies them).
+DEVICE_FAULTS = sim_state.FAULT_KINDS
 NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", "slow")
 FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
 DEFAULT_SLOW_RATE = "8mbit"
