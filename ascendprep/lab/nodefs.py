@@ -86,10 +86,10 @@ def holder_script(
         lines.append(
             f"{q(mount)} -t overlay ascendprep-lab -o {q(overlay.mount_options())} {q(str(overlay.target))}"
         )
-    # Like any real server, a node has its own /tmp and /run/lock (apply's host lock lives there;
-    # a shared one would serialise applies across the whole lab).
+    # Like any real server, a node has its own /run/lock (apply's host lock lives there; a shared
+    # one would serialise applies across the whole lab). /tmp stays shared: the ascendprep package
+    # the simulated tools import may live there (a checkout under /tmp).
     lines += [
-        f"{q(mount)} -t tmpfs -o mode=1777,size=512m ascendprep-lab /tmp",
         f"if [ -d /run/lock ]; then {q(mount)} -t tmpfs -o mode=1777,size=8m ascendprep-lab /run/lock; fi",
     ]
     lines += [

@@ -138,7 +138,7 @@ def test_holder_script_mounts_each_overlay_and_quotes_values():
     assert lines[0] == "set -eu"
     assert "/sbin/ip addr add 10.231.0.12/24 dev eth0" in lines
     mounts = [shlex.split(line) for line in lines if line.startswith("/bin/mount")]
-    assert [m[-1] for m in mounts] == ["/etc", "/usr/local", "/opt/py/site-packages", "/tmp"]
+    assert [m[-1] for m in mounts] == ["/etc", "/usr/local", "/opt/py/site-packages"]
     assert "mount -t tmpfs -o mode=1777,size=8m ascendprep-lab /run/lock" in script  # per-node apply lock
     assert mounts[0][5] == (
         "lowerdir=/etc,upperdir=/run/ascendprep-lab/lab/nodes/node2/upper/etc,"
