@@ -190,20 +190,27 @@ def lab_netns_inodes(lab: str) -> set[int]:
     return {i for i in inodes if i is not None}
 
 
+def processes_naming(text: str) -> list[str]:
+    """Live (not zombie) processes whose command line contains ``text``, as "pid N: cmdline"."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry.name}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue  # exited while we looked
+        if text in cmdline and state != "Z":
+            found.append(f"pid {entry.name}: {cmdline.strip()}")
+    return found
+
+
 def surviving_processes(netns_inodes: set[int], run_dir: Optional[str] = None) -> list[str]:
     """Live processes still in the given namespaces or naming the lab's run dir on their command line."""
     found = [f"pid {ref.pid} (in a lab namespace)" for ref in processes_in_net_namespaces(netns_inodes)]
     if run_dir is not None:
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
-                    cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-                with open(f"/proc/{entry.name}/stat") as handle:
-                    state = handle.read().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue  # exited while we looked
-            if run_dir in cmdline and state != "Z":
-                found.append(f"pid {entry.name}: {cmdline.strip()}")
+        found += processes_naming(run_dir)
     return found

@@ -22,7 +22,7 @@ from ascendprep.allreduce.launch import AllreduceOptions, AllreduceOutcome, run_
 from ascendprep.hosts import host_accesses
 from ascendprep.inventory import load_inventory
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import start_test_lab
+from ascendprep.lab.testing import processes_naming, start_test_lab
 from ascendprep.remote.fanout import Session
 
 RUN_DIR_GLOB = "/tmp/ascendprep-allreduce-*"
@@ -89,20 +89,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def processes_of(run_id: str) -> List[str]:
     """Live processes (any node: the lab shares one process table) of the run ``run_id``."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{entry.name}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if f"ascendprep-allreduce-{run_id}" in cmdline and state != "Z":
-            found.append(f"{entry.name}: {cmdline.strip()}")
-    return found
+    return processes_naming(f"ascendprep-allreduce-{run_id}")
 
 
 def run_dirs_left(lab: Lab) -> List[str]:
