@@ -16,6 +16,7 @@ from rich.console import Console
 from ascendprep.report import console as report_console
 
 from ascendprep import __version__, exitcodes
+from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.cli import lab_group
 from ascendprep.yamlsource import InputError
@@ -59,7 +60,8 @@ _forks_option = click.option("--forks", type=click.IntRange(1, 1024), default=No
 @click.option("--nodes", "node_limit", default="8", show_default=True, metavar="N|all", help="--offline text output: per-node tables to show.")
 @_host_key_option
 @_forks_option
-def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int]) -> None:
+@ask_sudo_password_option
+def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int], ask_sudo_password: bool) -> None:
     """Show what must change so that every host matches INVENTORY, and save that plan.
 
     Reads every host (one SSH connection and one script each), diffs per host and NPU — device
@@ -75,7 +77,7 @@ def plan_command(inventory: Path, offline: bool, output: Optional[Path], detaile
     from ascendprep.commands.plan import run_plan
 
     try:
-        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks)
+        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password))
     except InputError as error:
         fail_input(error)
     sys.exit(code)
@@ -106,7 +108,8 @@ def _plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
 @click.argument("planfile", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @_host_key_option
 @_forks_option
-def apply_command(planfile: Optional[Path], accept_new_host_keys: bool, forks: Optional[int]) -> None:
+@ask_sudo_password_option
+def apply_command(planfile: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], ask_sudo_password: bool) -> None:
     """Carry out exactly the saved plan (default .ascendprep/plan.json).
 
     Every host is read again first: changes already in place are skipped, and if anything moved
@@ -115,7 +118,7 @@ def apply_command(planfile: Optional[Path], accept_new_host_keys: bool, forks: O
     from ascendprep.commands.apply import run_apply
 
     try:
-        code = run_apply(planfile, accept_new_host_keys, forks)
+        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password))
     except InputError as error:
         fail_input(error)
     sys.exit(code)

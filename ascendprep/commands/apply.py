@@ -28,6 +28,7 @@ from ascendprep.plan import Change, diff_host, reconcile
 from ascendprep.planfile import DEFAULT_PLAN, PlanFile, file_sha256, read_plan, write_plan
 from ascendprep.remote.fanout import HostOutcome, Session
 from ascendprep.remote.progress import progress_for_terminal
+from ascendprep.remote.sudo import SudoPassword
 from ascendprep.report.changes import apply_table
 from ascendprep.yamlsource import InputError, Located
 
@@ -48,7 +49,7 @@ def _public(change: Change) -> dict[str, Any]:
     return data
 
 
-def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int]) -> int:
+def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None) -> int:
     out = report_console()
     err = report_console(stderr=True)
     path = plan_path or DEFAULT_PLAN
@@ -71,7 +72,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
 
     nodes = [n for n in inventory.nodes if n.name in planned]
     accesses = host_accesses(inventory, accept_new_host_keys, nodes)
-    with Session(accesses, forks or inventory.model.ssh.forks) as session:
+    with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password) as session:
         gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"))
         to_apply: dict[str, list[Change]] = {}
         problems: list[str] = []

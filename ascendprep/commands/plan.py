@@ -19,16 +19,17 @@ from ascendprep.plan import HostPlan, diff_host, unreachable_host
 from ascendprep.planfile import DEFAULT_PLAN, from_host_plans, write_plan
 from ascendprep.remote.fanout import Session
 from ascendprep.remote.progress import progress_for_terminal
+from ascendprep.remote.sudo import SudoPassword
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.changes import changes_table, plan_document
 from ascendprep.report.findings import findings_table
 
 
-def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optional[int]) -> list[HostPlan]:
+def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None) -> list[HostPlan]:
     """Gather facts on every node and diff each against its desired state."""
     inventory = desired.inventory
     accesses = host_accesses(inventory, accept_new_host_keys)
-    with Session(accesses, forks or inventory.model.ssh.forks) as session:
+    with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password) as session:
         outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"))
     plans = []
     for node in inventory.nodes:
@@ -40,14 +41,14 @@ def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optiona
     return plans
 
 
-def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int]) -> int:
+def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None) -> int:
     err = report_console(stderr=True)
     inventory = load_inventory(inventory_path)
     desired = build_desired(inventory)
     if desired.invalid:
         err.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP rules"))
         return exitcodes.INVALID
-    plans = plan_hosts(desired, accept_new_host_keys, forks)
+    plans = plan_hosts(desired, accept_new_host_keys, forks, sudo_password)
     path = output or DEFAULT_PLAN
     saved = from_host_plans(inventory_path, inventory.name, plans)
     write_plan(saved, path)

@@ -23,6 +23,8 @@ from typing import Any, Dict, Optional, Sequence
 
 import click
 
+from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
+
 ALLREDUCE_MODULE = "ascendprep.allreduce.launch"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
 GROUPS = ("node", "npu", "network", "sysctl", "firewall", "files", "software", "cluster")
@@ -56,6 +58,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host.")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")
 @click.option("--forks", type=click.IntRange(1, 1024), default=None, help="Hosts worked on at once (default: the inventory's ssh.forks).")
+@ask_sudo_password_option
 @click.option("--allreduce", is_flag=True, help="Also run an all-reduce across every node with torchrun.")
 @click.option("--sizes", default=None, help="--allreduce: message sizes, e.g. 1K:256M (x4 steps).")
 @click.option("--min-busbw", type=click.FloatRange(min=0, min_open=True), default=None, help="--allreduce: fail below this bus bandwidth (GB/s) for large messages.")
@@ -74,6 +77,7 @@ def verify_command(
     from_bundle: Optional[Path],
     accept_new_host_keys: bool,
     forks: Optional[int],
+    ask_sudo_password: bool,
     allreduce: bool,
     sizes: Optional[str],
     min_busbw: Optional[float],
@@ -114,6 +118,7 @@ def verify_command(
         from_bundle=from_bundle,
         accept_new_host_keys=accept_new_host_keys,
         forks=forks,
+        sudo_password=prompt_sudo_password(ask_sudo_password) if from_bundle is None else None,
         allreduce=allreduce_options,
     )
     try:

@@ -37,6 +37,7 @@ from ascendprep.desired import DesiredState, build_desired
 from ascendprep.findings import Finding, Severity, has_errors
 from ascendprep.hosts import host_accesses
 from ascendprep.inventory import Inventory, inventory_from_text
+from ascendprep.remote.sudo import SudoPassword
 from ascendprep.remote.fanout import Session
 from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.report.findings import findings_table
@@ -56,6 +57,8 @@ class VerifyOptions:
     from_bundle: Optional[Path] = None
     accept_new_host_keys: bool = False
     forks: Optional[int] = None
+    #: A prompted sudo password (``--ask-sudo-password``); None: ASCENDPREP_SUDO_PASSWORD, if set.
+    sudo_password: Optional[SudoPassword] = None
     #: ``ascendprep.allreduce.options.AllreduceOptions`` when --allreduce was given.
     allreduce: Optional[Any] = None
     runs_dir: Optional[Path] = None
@@ -116,7 +119,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     accesses = host_accesses(inventory, options.accept_new_host_keys)
     allreduce_findings: List[Finding] = []
     allreduce_doc = None
-    with Session(accesses, options.forks or inventory.model.ssh.forks) as session:
+    with Session(accesses, options.forks or inventory.model.ssh.forks, sudo_password=options.sudo_password) as session:
         hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
         if options.allreduce is not None:
             from ascendprep.allreduce.launch import run_allreduce  # written separately; loaded only when asked for

@@ -19,6 +19,7 @@ from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import RemoteError
 from ascendprep.remote.progress import Progress
 from ascendprep.remote.ssh import JumpHosts, SSHTransport
+from ascendprep.remote.sudo import SudoPassword
 from ascendprep.remote.transport import Transport
 
 T = TypeVar("T")
@@ -55,6 +56,7 @@ class Session:
         hosts: Sequence[HostAccess],
         forks: int,
         transport_factory: Optional[TransportFactory] = None,
+        sudo_password: Optional[SudoPassword] = None,
     ) -> None:
         if forks < 1:
             raise ValueError(f"forks must be at least 1, not {forks}")
@@ -65,6 +67,8 @@ class Session:
         self.hosts: List[HostAccess] = list(hosts)
         self.forks = forks
         self._jumps = JumpHosts()
+        #: A prompted sudo password (``--ask-sudo-password``); None: the environment's, if any.
+        self._sudo_password = sudo_password
         self._factory = transport_factory or self._connect_ssh
         self._transports: Dict[str, Transport] = {}
         self._connect_errors: Dict[str, RemoteError] = {}
@@ -78,7 +82,7 @@ class Session:
         self.close()
 
     def _connect_ssh(self, access: HostAccess) -> Transport:
-        return SSHTransport(access, jumps=self._jumps).open()
+        return SSHTransport(access, jumps=self._jumps, sudo_password=self._sudo_password).open()
 
     def transport(self, access: HostAccess) -> Transport:
         """The open transport for ``access``, connecting on first use (raises RemoteError)."""

@@ -1,7 +1,7 @@
 """The sudo password, kept out of logs, exceptions and reprs.
 
-It is read from ``ASCENDPREP_SUDO_PASSWORD`` only when a host actually asks for one, and only
-ever leaves this process on the stdin of ``sudo -S``.
+It comes from ``ASCENDPREP_SUDO_PASSWORD`` (read only when a host actually asks for one) or from
+a prompt (``--ask-sudo-password``), and only ever leaves this process on the stdin of ``sudo -S``.
 """
 
 from __future__ import annotations
@@ -45,5 +45,5 @@ def sudo_password_from_env(environ: Optional[Mapping[str, str]] = None) -> Optio
 
 def password_required_message(host: str) -> str:
     return (
-        f"sudo on {host} requires a password: set {SUDO_PASSWORD_ENV} or configure NOPASSWD"
+        f"sudo on {host} requires a password: set {SUDO_PASSWORD_ENV}, use --ask-sudo-password, or configure NOPASSWD"
     )

@@ -179,7 +179,7 @@ class ScriptTransport(ABC):
         if raw.timed_out:
             return SudoError(self.name, f"sudo on {self.name} did not start the script within {limit:g}s")
         if self._sudo_mode == shell.SUDO_PASSWORD and ("incorrect password" in text or "try again" in text):
-            return SudoError(self.name, f"sudo on {self.name} rejected the password in ASCENDPREP_SUDO_PASSWORD")
+            return SudoError(self.name, f"sudo on {self.name} rejected the sudo password (from ASCENDPREP_SUDO_PASSWORD or --ask-sudo-password)")
         if raw.rc == 127 and "sudo" in text:
             return SudoError(self.name, f"sudo is not installed on {self.name}: install it or connect as root")
         return SudoError(self.name, f"sudo on {self.name} refused to run the script (rc {raw.rc}): {tail}")

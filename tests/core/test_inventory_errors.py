@@ -34,3 +34,10 @@ def test_broken_inventory_is_located_and_never_a_traceback(path: Path) -> None:
 
 def test_corpus_is_not_empty() -> None:
     assert len(BROKEN) >= 20
+
+
+def test_ask_sudo_password_needs_a_terminal(tmp_path: Path) -> None:
+    inventory = Path(__file__).resolve().parents[2] / "inventories" / "atlas800-2node.yaml"
+    result = CliRunner().invoke(main, ["plan", str(inventory), "--ask-sudo-password"], input="")
+    assert result.exit_code == exitcodes.INVALID
+    assert "--ask-sudo-password needs a terminal" in result.output

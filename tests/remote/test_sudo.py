@@ -18,6 +18,8 @@ from typing import Iterator
 import pytest
 
 from ascendprep.remote import SSHTransport, SudoError
+from ascendprep.remote.fanout import Session
+from ascendprep.remote.sudo import SudoPassword
 
 from .conftest import Sshd, wait_until_gone
 
@@ -91,7 +93,7 @@ def test_password_sudo_without_a_password_says_what_to_do(
         with pytest.raises(SudoError) as caught:
             host.run_script("touch /tmp/should-not-exist-sudo")
     assert str(caught.value) == (
-        "sudo on node4 requires a password: set ASCENDPREP_SUDO_PASSWORD or configure NOPASSWD"
+        "sudo on node4 requires a password: set ASCENDPREP_SUDO_PASSWORD, use --ask-sudo-password, or configure NOPASSWD"
     )
     assert caught.value.kind == "sudo"
 
@@ -113,6 +115,19 @@ def test_password_sudo_with_the_password_from_the_environment(
         assert PASSWORD not in text
 
 
+def test_a_prompted_password_given_to_the_session_is_used(
+    sshd: Sshd, known_hosts: Path, sudo_users: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--ask-sudo-password hands the password to the Session, not to the environment."""
+    monkeypatch.delenv("ASCENDPREP_SUDO_PASSWORD", raising=False)
+    access = sshd.access(user=sudo_users["password"], known_hosts=[known_hosts], sudo=True)
+    with Session([access], forks=1, sudo_password=SudoPassword(PASSWORD)) as session:
+        outcome = session.run(lambda transport, _: transport.run_script("id -u"))[access.name]
+    assert outcome.ok, outcome.error
+    assert outcome.value is not None and outcome.value.stdout == "0\n"
+    assert "ASCENDPREP_SUDO_PASSWORD" not in os.environ
+
+
 def test_wrong_password_is_reported_and_the_script_never_runs(
     sshd: Sshd, known_hosts: Path, sudo_users: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -120,7 +135,7 @@ def test_wrong_password_is_reported_and_the_script_never_runs(
     marker = tmp_path / "ran"
     name = sudo_users["password"]
     with SSHTransport(sshd.access(user=name, known_hosts=[known_hosts], sudo=True)) as host:
-        with pytest.raises(SudoError, match="rejected the password in ASCENDPREP_SUDO_PASSWORD") as caught:
+        with pytest.raises(SudoError, match="rejected the sudo password") as caught:
             host.run_script(f"touch {marker}\n" * 5)
     assert "not-the-password" not in str(caught.value)
     assert not marker.exists()
