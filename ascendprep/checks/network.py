@@ -71,24 +71,23 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     return passed(f"{HCCN_CONF} matches the device", evidence)
 
 
-def gateway(ctx: NodeContext, npu: int) -> Verdict:
-    want, live = ctx.planned(npu).gateway, _live(ctx, npu).gateway
+def _as_planned(ctx: NodeContext, npu: int, attr: str, what: str, unplanned: str) -> Verdict:
+    """A live hccn value (gateway, detect IP) against the plan; skipped where nothing is planned."""
+    want, live = getattr(ctx.planned(npu), attr), getattr(_live(ctx, npu), attr)
     if want is None:
-        return skipped("no gateway is planned (device_network.gateway is not set)", {"live": live})
+        return skipped(unplanned, {"live": live})
     evidence = {"live": live, "planned": want}
     if live != want:
-        return failed(f"gateway is {live or 'not set'}; the plan says {want}", evidence, fix=_APPLY)
-    return passed(f"gateway {want} as planned", evidence)
+        return failed(f"{what} is {live or 'not set'}; the plan says {want}", evidence, fix=_APPLY)
+    return passed(f"{what} {want} as planned", evidence)
+
+
+def gateway(ctx: NodeContext, npu: int) -> Verdict:
+    return _as_planned(ctx, npu, "gateway", "gateway", "no gateway is planned (device_network.gateway is not set)")
 
 
 def netdetect(ctx: NodeContext, npu: int) -> Verdict:
-    want, live = ctx.planned(npu).netdetect, _live(ctx, npu).netdetect
-    if want is None:
-        return skipped("no detect IP is planned for this NPU", {"live": live})
-    evidence = {"live": live, "planned": want}
-    if live != want:
-        return failed(f"detect IP is {live or 'not set'}; the plan says {want}", evidence, fix=_APPLY)
-    return passed(f"detect IP {want} as planned", evidence)
+    return _as_planned(ctx, npu, "netdetect", "detect IP", "no detect IP is planned for this NPU")
 
 
 def link(ctx: NodeContext, npu: int) -> Verdict:
