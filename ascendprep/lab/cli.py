@@ -22,11 +22,11 @@ from ascendprep.lab.spec import (
     DEFAULT_DRIVER,
     DEFAULT_FIRMWARE,
     DEFAULT_SUBNET,
-    DEFAULT_TORCH_NPU,
     MAX_NODES,
     LabSpec,
     LabSpecError,
     Versions,
+    default_torch_npu,
 )
 from ascendprep.lab.system import LabError
 from ascendprep.products import PRODUCTS
@@ -65,7 +65,11 @@ def lab_group() -> None:
 @click.option("--cann", default=DEFAULT_CANN, show_default=True, help="CANN toolkit version installed in every node.")
 @click.option("--driver", default=DEFAULT_DRIVER, show_default=True, help="Driver version.")
 @click.option("--firmware", default=DEFAULT_FIRMWARE, show_default=True, help="Firmware version.")
-@click.option("--torch-npu", default=DEFAULT_TORCH_NPU, show_default=True, help="torch_npu version (metadata only).")
+@click.option(
+    "--torch-npu",
+    default=None,
+    help="torch_npu version (metadata only)  [default: the installed torch's version]",
+)
 def up_command(
     name: str,
     nodes: int,
@@ -75,10 +79,10 @@ def up_command(
     cann: str,
     driver: str,
     firmware: str,
-    torch_npu: str,
+    torch_npu: Optional[str],
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
-    versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu)
+    versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
     spec = LabSpec(name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions)
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(str(lab.inventory_path))

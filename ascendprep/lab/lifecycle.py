@@ -210,6 +210,8 @@ def _start_node(spec: LabSpec, paths: LabPaths, node: NodeSpec, python: HostPyth
         ip=tool("ip"),
         mount=tool("mount"),
         sleep=nodeproc.sleep_path(),
+        runtime_dirs=python.runtime_dirs,
+        stash=node_dir / "keep",
     )
     holder = nodeproc.start_holder(paths, node, script)
     return nodeproc.start_sshd(paths, node, holder)

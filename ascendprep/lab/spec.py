@@ -29,6 +29,18 @@ DEFAULT_FIRMWARE = "7.3.0.1.231"  # what the Ascend docs name for CANN 8.0.RC3 o
 DEFAULT_TORCH_NPU = "2.13.0"
 
 
+def default_torch_npu() -> str:
+    """The torch_npu version the lab's metadata claims: the installed torch's, as real torch_npu
+    releases track torch's version (2.5.1 for torch 2.5.1), so the lab's stack stays consistent
+    whichever torch this machine has; :data:`DEFAULT_TORCH_NPU` without torch."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("torch").split("+", 1)[0]
+    except importlib.metadata.PackageNotFoundError:
+        return DEFAULT_TORCH_NPU
+
+
 class LabSpecError(ValueError):
     """A lab description that cannot be built; the message names the option and the fix."""
 
@@ -40,7 +52,7 @@ class Versions:
     cann: str = DEFAULT_CANN
     driver: str = DEFAULT_DRIVER
     firmware: str = DEFAULT_FIRMWARE
-    torch_npu: str = DEFAULT_TORCH_NPU
+    torch_npu: str = field(default_factory=default_torch_npu)
 
     def cann_tree(self) -> dict[str, str]:
         """The keys ``cann.install_cann_tree`` expects."""
