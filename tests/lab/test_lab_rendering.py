@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep.lab.testing import skip_or_fail
+
 from ascendprep.inventory import inventory_from_text
 from ascendprep.lab import nodefs, sshd
 from ascendprep.lab.hostpython import HostPython
@@ -92,7 +94,7 @@ def test_sshd_config_allows_keys_only_and_many_sessions():
 def test_sshd_accepts_the_rendered_config(tmp_path):
     """sshd -t parses the config we write (catches a directive this OpenSSH does not know)."""
     if not Path(sshd.SSHD).exists():
-        pytest.skip("no sshd on this machine")
+        skip_or_fail("no sshd on this machine (apt-get install openssh-server)")
     key = tmp_path / "hk"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     config = tmp_path / "sshd_config"

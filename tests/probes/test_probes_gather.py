@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep.lab.testing import skip_or_fail
+
 from ascendprep.facts import TlsState
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.sections import parse_transcript
@@ -34,7 +36,7 @@ def _installed(name):
 @pytest.mark.parametrize("checker", [["sh", "-n"], ["dash", "-n"], ["bash", "--posix", "-n"]])
 def test_script_parses_in_posix_shells(tmp_path, npus, checker):
     if not shutil.which(checker[0]):
-        pytest.skip(f"{checker[0]} is not installed")
+        skip_or_fail(f"{checker[0]} is not installed")
     script = tmp_path / "gather.sh"
     script.write_text(render_gather_script(npus, "/usr/bin/python3", 10, ascend_home="~/Ascend"))
     result = subprocess.run([*checker, str(script)], capture_output=True, text=True)

@@ -8,13 +8,12 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from ascendprep.lab.testing import skip_or_fail
 from ascendprep.remote import HostAccess, HostKeyError
 from ascendprep.remote.hostkeys import fingerprint, known_keys, record_host_key
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0,
-    reason="ssh-keygen is not installed",
-)
+if subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0:
+    skip_or_fail("ssh-keygen is not installed (apt-get install openssh-client)")
 
 
 @pytest.fixture
