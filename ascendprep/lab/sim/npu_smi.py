@@ -9,9 +9,13 @@ Supported (ascend-reference §4): ``info`` (the 910B table; Atlas A3 prints two 
 * Health: ``OK``; ``Alarm`` with the ``npu-alarm`` fault, ``Critical`` with ``npu-critical``
   (the worst wins). Lab faults name hccn devids; on A3 NPU ``n`` holds devids ``2n`` and ``2n+1``.
 * Key/value outputs are tab-indented with the key padded to 31 characters, as in captures.
-* [I] The real wording for an unknown NPU or chip id is not in any source we have; we print
-  ``Invalid NPU ID: N.`` (or ``Invalid chip ID``) plus a hint on stderr and exit 1, like the
-  other argument errors of this simulator. Unsupported ``info`` forms say so on stderr, exit 1.
+* [I] With the default (``current``) driver profile an unknown NPU or chip id prints
+  ``Invalid NPU ID: N.`` (or ``Invalid chip ID``) plus a hint on stderr and exit 1. A node with
+  the ``legacy`` profile prints what npu-smi itself prints: ``Error parameter of -i`` and the
+  usage text for a value that is not a number, ``Invalid card id.`` for a card that does not
+  exist (``Invalid chip id.`` likewise); an alarm carries several codes with the ``Error
+  Information`` continued on empty-key lines; a first-generation 910 shows as ``910B``.
+  Unsupported ``info`` forms say so on stderr, exit 1.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .driver_profiles import is_legacy
 from .identity import LabSetupError, load_identity, system_root
 from .profiles import bus_id, profile
 from .state import LabStateError, faults_for, read_node
@@ -41,6 +46,40 @@ _ALARMS = {
     "Critical": ("80CB8009", "node type=SOC, sensor type=Health, event state=critical alarm "
                              "(ascendprep lab fault npu-critical)"),
 }
+
+
+#: An older driver's alarm details: several codes, the information continued on empty-key lines
+#: (reference §4.7; codes as in Ascend/mind-cluster's fault-diagnosis tests).
+_LEGACY_ALARMS = {
+    "Alarm": ("A4025021 8C03A000 8C084E00", (
+        "node type=DEVICE, sensor type=Heartbeat, event state=adda heartbeat lost",
+        "node type=SoC, sensor type=General, event state=major alarm (ascendprep lab fault npu-alarm)",
+        "node type=DEVICE, sensor type=Heartbeat, event state=lost",
+    )),
+    "Critical": ("80CB8009 8C084E00", (
+        "node type=SOC, sensor type=Health, event state=critical alarm (ascendprep lab fault npu-critical)",
+        "node type=DEVICE, sensor type=Heartbeat, event state=lost",
+    )),
+}
+
+#: npu-smi's own usage text for ``info`` (as printed after ``Error parameter of -<x>`` by the
+#: 910B-era tool; the type list is shortened to the simulated ones).
+INFO_USAGE = (
+    "Usage: npu-smi info <watch|proc|-h|-m|-l|-t type> [Options...]\n"
+    "\n"
+    "Commands:\n"
+    "       watch          Show all device's status in scrolling format\n"
+    "       proc           Show device's matrix process status in scrolling format\n"
+    "       -h, --help     Show this help text and exit\n"
+    "       -m             Show all device's mapping information\n"
+    "       -l             Show all device's topology information\n"
+    "       -t type        Show information for type\n"
+    "                      type: board, health.\n"
+    "\n"
+    "Options:\n"
+    "       -i %d          Card ID\n"
+    "       -c %d          Chip ID\n"
+)
 
 
 class UsageError(Exception):
@@ -95,6 +134,8 @@ class Topology:
         return [d for d in range(npu * self.dies, (npu + 1) * self.dies) if d < self.devid_count]
 
     def check(self, npu_text: str, chip_text: str | None) -> tuple[int, int | None]:
+        if is_legacy(self.doc):
+            return self._check_legacy(npu_text, chip_text)
         if not (npu_text.isascii() and npu_text.isdigit()) or int(npu_text) >= self.npu_count:
             raise UsageError(f"Invalid NPU ID: {npu_text}. Run [npu-smi info -l] to query the valid NPU IDs.")
         if chip_text is None:
@@ -103,6 +144,26 @@ class Topology:
         if not (chip_text.isascii() and chip_text.isdigit()) or int(chip_text) >= chips:
             raise UsageError(f"Invalid chip ID: {chip_text}. NPU {npu_text} has {chips} chip(s).")
         return int(npu_text), int(chip_text)
+
+
+    def _check_legacy(self, npu_text: str, chip_text: str | None) -> tuple[int, int | None]:
+        """npu-smi's own answers: a non-number is a parameter error with the usage, a number
+        that names no card ``Invalid card id.``."""
+        for flag, text in (("-i", npu_text), ("-c", chip_text)):
+            if text is not None and not (text.isascii() and text.isdigit()):
+                raise UsageError(f"Error parameter of {flag}\n{INFO_USAGE}".rstrip("\n"))
+        if int(npu_text) >= self.npu_count:
+            raise UsageError("Invalid card id.")
+        if chip_text is not None and int(chip_text) >= len(self.devids(int(npu_text))):
+            raise UsageError("Invalid chip id.")
+        return int(npu_text), None if chip_text is None else int(chip_text)
+
+    @property
+    def chip_name(self) -> str:
+        """The Name column: a first-generation 910 reads ``910B`` on older drivers."""
+        if is_legacy(self.doc) and self.product == "atlas-800":
+            return "910B"
+        return self.prof["chip_name"]
 
 
 def _usage_pair(used: int, total: int) -> str:
@@ -125,7 +186,7 @@ def info_table(doc: dict, driver: str) -> str:
         for chip, devid in enumerate(topo.devids(npu)):
             power = f"{prof['power_w'] + 0.6 * devid:.1f}" if chip == 0 else "-"
             temp = str(38 + (devid * 3) % 9)
-            first = (" " + str(npu).ljust(6) + prof["chip_name"].ljust(20), " " + health_of(doc, devid).ljust(14),
+            first = (" " + str(npu).ljust(6) + topo.chip_name.ljust(20), " " + health_of(doc, devid).ljust(14),
                      " " + power.ljust(12) + temp.ljust(18) + _usage_pair(0, 0).ljust(21))
             label = (str(chip).ljust(6) + str(devid)) if topo.dies > 1 else str(chip)
             hbm_used = prof["hbm_used_mb"] + (7 * devid if prof["hbm_used_mb"] else 0)
@@ -159,6 +220,11 @@ def info_health(doc: dict, npu: int, chip: int | None) -> str:
     topo = Topology(doc)
     devids = topo.devids(npu) if chip is None else [topo.devids(npu)[chip]]
     state = _worst([health_of(doc, devid) for devid in devids])
+    if is_legacy(doc) and state in _LEGACY_ALARMS:
+        code, lines = _LEGACY_ALARMS[state]
+        rows = [_kv("Health Status", state), _kv("Error Code", code), _kv("Error Information", lines[0])]
+        rows += [_kv("", line) for line in lines[1:]]
+        return "\n".join(rows) + "\n"
     code, information = _ALARMS.get(state, ("NA", "NA"))
     rows = [_kv("Health Status", state), _kv("Error Code", code), _kv("Error Information", information)]
     return "\n".join(rows) + "\n"
@@ -177,7 +243,7 @@ def info_board(doc: dict, npu: int, chip: int | None, driver: str, firmware: str
                 ("Chip Count", len(topo.devids(npu)))]
     else:
         rows = [("NPU ID", npu), ("Chip ID", chip), ("Chip Type", "Ascend"),
-                ("Chip Name", topo.prof["chip_name"]), ("Chip Version", "V1"), ("Board ID", "0x02"),
+                ("Chip Name", topo.chip_name), ("Chip Version", "V1"), ("Board ID", "0x02"),
                 ("PCB ID", "NA"), ("BOM ID", 1), ("Chip Position ID", chip),
                 ("PCIe Bus Info", bus_id(topo.product, devid)), ("Firmware Version", firmware)]
     return "\n".join(_kv(key, value) for key, value in rows) + "\n"

@@ -5,7 +5,7 @@ document per node, ``<state_dir>/devices/<node>.json``. A node document holds th
 list (index = hccn_tool devid) and its injected faults::
 
     {"schema_version": 1, "node": "node1", "product": "atlas-a2", "npus": 8,
-     "faults": [{"kind": "link-down", "npu": 3}],
+     "driver_profile": "current", "faults": [{"kind": "link-down", "npu": 3}],
      "devices": [{"ip": null, "netmask": null, "gateway": null, "netdetect": null,
                   "admin_up": true, "optical_present": true, "tls_enable": 0,
                   "cfg_status": "NONE", "lldp": {"switch": "leaf-1", "port": "200GE1/0/1"},
@@ -27,6 +27,7 @@ import json
 import os
 import time
 
+from .driver_profiles import DEFAULT_DRIVER_PROFILE, check_profile
 from .profiles import profile
 
 SCHEMA_VERSION = 1
@@ -123,6 +124,10 @@ def validate_lab(lab: object) -> dict:
             raise LabStateError(f"{where}: duplicate node name {name!r}")
         seen.add(name)
         npus = _check_devid_count(str(product), node.get("npus"), where)
+        try:
+            check_profile(node.get("driver_profile", DEFAULT_DRIVER_PROFILE), f"{where}.driver_profile")
+        except ValueError as exc:
+            raise LabStateError(str(exc)) from None
         cabling = node.get("cabling", {})
         if not isinstance(cabling, dict):
             raise LabStateError(f"{where}.cabling must be an object")
@@ -165,6 +170,7 @@ def new_node_document(product: str, node: dict, when: float) -> dict:
         "node": node["name"],
         "product": product,
         "npus": node["npus"],
+        "driver_profile": node.get("driver_profile", DEFAULT_DRIVER_PROFILE),
         "faults": [],
         "devices": [new_device(cabling.get(str(i)), when) for i in range(node["npus"])],
     }
@@ -322,6 +328,10 @@ def init_state(state_dir: str | os.PathLike, lab: dict, reset: bool = False) -> 
                     f"{existing.get('npus')!r} NPUs but the lab now says {lab['product']!r} with "
                     f"{node['npus']!r}; initialise with reset=True"
                 )
+            wanted = node.get("driver_profile", DEFAULT_DRIVER_PROFILE)
+            if existing.get("driver_profile", DEFAULT_DRIVER_PROFILE) != wanted:
+                with edit_node(state_dir, node["name"]) as doc:  # the driver, not the devices, changed
+                    doc["driver_profile"] = wanted
             continue
         _write_json_atomic(path, new_node_document(lab["product"], node, now))
 
