@@ -179,6 +179,7 @@ def _write_lab_description(spec: LabSpec, paths: LabPaths) -> None:
                 "cabling": cabling.get(n.name, {}),
                 "netns": n.netns,
                 "veth": n.veth,
+                "driver_profile": n.driver_profile,
             }
             for n in nodes
         ],
