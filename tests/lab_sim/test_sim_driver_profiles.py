@@ -142,3 +142,54 @@ def test_unknown_profile_is_refused_and_a_kept_node_follows_a_profile_change(mak
     state.init_state(lab.state_dir, changed)
     doc = lab.doc("node1")
     assert doc["driver_profile"] == "legacy" and doc["devices"][0]["ip"] == "10.20.0.1"
+
+
+# npu-smi 26.0.rc1 on a 910B4 (Triton-Ascend FAQ "How to confirm chip type") and on an A3 (public test data).
+WIDE_RULE = "+------------------------------------------------------------------------------------------------------------------+"
+WIDE_COLUMNS = "+---------------------------+---------------+----------------------------------------------------------------------+"
+WIDE_HEADER_A = "| NPU   Name                | Health        | Power(W)             Temp(C)                 Hugepages-Usage(page)   |"
+WIDE_HEADER_B = "| Chip                      | Bus-Id        | AICore(%)            Memory-Usage(MB)        HBM-Usage(MB)           |"
+WIDE_HEADER_B_A3 = "| Chip  Phy-ID              | Bus-Id        | AICore(%)            Memory-Usage(MB)        HBM-Usage(MB)           |"
+WIDE_DOUBLE = "+===========================+===============+======================================================================+"
+WIDE_PROCESS = "| NPU     Chip              | Process id    | Process name       | Process memory(MB)    | Process id in container |"
+WIDE_ROW_A = "| 0     910B4               | OK            | 82.6                 32                      0    / 0                |"
+WIDE_ROW_B = "| 0                         | 0000:C1:00.0  | 0                    0    / 0                2871 / 32768            |"
+
+
+def _columns(line: str) -> list[int]:
+    return [len(part) for part in line.split("|")]
+
+
+def _with_driver(lab, node: str, driver: str) -> None:
+    from ascendprep.lab.sim import cann
+
+    cann.install_cann_tree(lab.root(node), {**cann.DEFAULT_VERSIONS, "driver": driver}, "x86_64")
+
+
+def test_npu_smi_26_prints_the_wide_table(make_lab):
+    lab = make_lab(nodes=("node1", "node2"))
+    _with_driver(lab, "node2", "26.0.rc1")
+    narrow = lab.npu_smi("node1", "info").stdout.splitlines()
+    wide = lab.npu_smi("node2", "info").stdout.splitlines()
+    assert {len(line) for line in narrow} == {98}
+    assert {len(line) for line in wide} == {116}
+    assert wide[0] == WIDE_RULE
+    assert wide[1] == "| npu-smi 26.0.rc1                            Version: 26.0.rc1                                                    |"
+    assert wide[2:6] == [WIDE_COLUMNS, WIDE_HEADER_A, WIDE_HEADER_B, WIDE_DOUBLE]
+    assert _columns(wide[6]) == _columns(WIDE_ROW_A) and _columns(wide[7]) == _columns(WIDE_ROW_B)
+    assert wide[7].startswith("| 0                         | 0000:C1:00.0  | 0                    0    / 0                ")
+    assert WIDE_PROCESS in wide
+    real = "| No running processes found in NPU 5                                                                              |"
+    assert real.replace("NPU 5", "NPU 7") in wide
+
+
+def test_npu_smi_26_a3_rows(make_lab):
+    lab = make_lab(product="atlas-a3", nodes=("node1",), npus=16)
+    _with_driver(lab, "node1", "26.0.rc1")
+    wide = lab.npu_smi("node1", "info").stdout.splitlines()
+    assert wide[4] == WIDE_HEADER_B_A3
+    assert wide[6].startswith("| 0     Ascend910           | OK            | ")
+    assert wide[7].startswith("| 0     0                   | 0000:9D:00.0  | ")
+    assert wide[8] == WIDE_RULE
+    assert wide[9].startswith("| 0     Ascend910           | OK            | -                    ")
+    assert wide[10].startswith("| 1     1                   | 0000:9F:00.0  | ")

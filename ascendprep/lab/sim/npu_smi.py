@@ -1,6 +1,7 @@
 """Simulated ``npu-smi`` for the ascendprep lab: ``python -m ascendprep.lab.sim.npu_smi info ...``.
 
-Supported (ascend-reference §4): ``info`` (the 910B table; Atlas A3 prints two chip rows per NPU),
+Supported (ascend-reference §4): ``info`` (the 910B table, 116 characters wide from driver 26 on
+as npu-smi 26.x prints it; Atlas A3 prints two chip rows per NPU),
 ``info -l``, ``info -t health -i N [-c C]``, ``info -t board -i N [-c C]``.
 
 * Versions come from the node's own files, as on a real host: the header and ``Software
@@ -31,13 +32,45 @@ from .state import LabStateError, faults_for, read_node
 DRIVER_VERSION_FILE = "usr/local/Ascend/driver/version.info"
 FIRMWARE_VERSION_FILE = "usr/local/Ascend/firmware/version.info"
 
-_RULE = "+" + "-" * 96 + "+"
-_COLUMNS = "+---------------------------+---------------+----------------------------------------------------+"
-_DOUBLE = "+===========================+===============+====================================================+"
-_HEADER_A = "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|"
-_HEADER_B = "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
-_HEADER_B_A3 = "| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
-_PROCESS_HEADER = "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
+class TableLayout:
+    """The ``npu-smi info`` box of one npu-smi generation: widths and header lines."""
+
+    def __init__(self, third: int, fields: tuple[int, int, int], version_width: int, header_a: str, header_b: str,
+                 header_b_a3: str, process_header: str) -> None:
+        width = 27 + 1 + 15 + 1 + third
+        self.rule = "+" + "-" * width + "+"
+        self.columns = "+" + "-" * 27 + "+" + "-" * 15 + "+" + "-" * third + "+"
+        self.double = "+" + "=" * 27 + "+" + "=" * 15 + "+" + "=" * third + "+"
+        self.width, self.fields, self.version_width = width, fields, version_width
+        self.header_a, self.header_b, self.header_b_a3 = header_a, header_b, header_b_a3
+        self.process_header = process_header
+
+
+#: Up to 25.x (reference §4.1): a 96-character box.
+NARROW = TableLayout(
+    52, (12, 18, 21), 33,
+    "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|",
+    "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |",
+    "| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |",
+    "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |",
+)
+#: npu-smi 26.x: a 116-character box with wider value columns and a "Process id in container"
+#: column (captures of 26.0.rc1 on 910B4 in the Triton-Ascend FAQ, and on an A3 in public tests).
+WIDE = TableLayout(
+    70, (21, 24, 24), 44,
+    "| NPU   Name                | Health        | Power(W)             Temp(C)                 Hugepages-Usage(page)   |",
+    "| Chip                      | Bus-Id        | AICore(%)            Memory-Usage(MB)        HBM-Usage(MB)           |",
+    "| Chip  Phy-ID              | Bus-Id        | AICore(%)            Memory-Usage(MB)        HBM-Usage(MB)           |",
+    "| NPU     Chip              | Process id    | Process name       | Process memory(MB)    | Process id in container |",
+)
+#: First driver major version whose npu-smi prints the wide table.
+WIDE_TABLE_FROM = 26
+
+
+def table_layout(driver: str) -> TableLayout:
+    """The table of the npu-smi shipped with driver ``driver`` (``26.0.rc1`` → wide)."""
+    major = driver.split(".", 1)[0]
+    return WIDE if major.isdigit() and int(major) >= WIDE_TABLE_FROM else NARROW
 
 #: Simulated alarm details per health state: (error code, error information).
 _ALARMS = {
@@ -171,38 +204,42 @@ def _usage_pair(used: int, total: int) -> str:
 
 
 def info_table(doc: dict, driver: str) -> str:
-    """The ``npu-smi info`` box: header, two rows per chip, then the (empty) process table."""
+    """The ``npu-smi info`` box: header, two rows per chip, then the (empty) process table.
+
+    Its width follows the npu-smi generation (:func:`table_layout`), as on real hosts."""
     topo = Topology(doc)
     prof = topo.prof
+    box = table_layout(driver)
+    power_w, temp_w, third_w = box.fields
     lines = [
-        _RULE,
-        "| " + f"npu-smi {driver}".ljust(33) + f"Version: {driver}".ljust(62) + "|",
-        _COLUMNS,
-        _HEADER_A,
-        _HEADER_B_A3 if topo.dies > 1 else _HEADER_B,
-        _DOUBLE,
+        box.rule,
+        "| " + f"npu-smi {driver}".ljust(box.version_width) + f"Version: {driver}".ljust(box.width - box.version_width - 1) + "|",
+        box.columns,
+        box.header_a,
+        box.header_b_a3 if topo.dies > 1 else box.header_b,
+        box.double,
     ]
     for npu in range(topo.npu_count):
         for chip, devid in enumerate(topo.devids(npu)):
             power = f"{prof['power_w'] + 0.6 * devid:.1f}" if chip == 0 else "-"
             temp = str(38 + (devid * 3) % 9)
             first = (" " + str(npu).ljust(6) + topo.chip_name.ljust(20), " " + health_of(doc, devid).ljust(14),
-                     " " + power.ljust(12) + temp.ljust(18) + _usage_pair(0, 0).ljust(21))
+                     " " + power.ljust(power_w) + temp.ljust(temp_w) + _usage_pair(0, 0).ljust(third_w))
             label = (str(chip).ljust(6) + str(devid)) if topo.dies > 1 else str(chip)
             hbm_used = prof["hbm_used_mb"] + (7 * devid if prof["hbm_used_mb"] else 0)
             ddr_used = prof["ddr_used_mb"] + (37 * devid if prof["ddr_used_mb"] else 0)
             second = (" " + label.ljust(26), " " + bus_id(topo.product, devid).ljust(14),
-                      " " + "0".ljust(12) + _usage_pair(ddr_used, prof["ddr_mb"]).ljust(18)
-                      + _usage_pair(hbm_used, prof["hbm_mb"]).ljust(21))
+                      " " + "0".ljust(power_w) + _usage_pair(ddr_used, prof["ddr_mb"]).ljust(temp_w)
+                      + _usage_pair(hbm_used, prof["hbm_mb"]).ljust(third_w))
             lines.append("|" + "|".join(first) + "|")
             lines.append("|" + "|".join(second) + "|")
             if chip + 1 < len(topo.devids(npu)):
-                lines.append(_RULE)
-        lines.append(_DOUBLE)
-    lines += [_COLUMNS, _PROCESS_HEADER, _DOUBLE]
+                lines.append(box.rule)
+        lines.append(box.double)
+    lines += [box.columns, box.process_header, box.double]
     for npu in range(topo.npu_count):
-        lines.append("|" + f" No running processes found in NPU {npu}".ljust(96) + "|")
-        lines.append(_DOUBLE)
+        lines.append("|" + f" No running processes found in NPU {npu}".ljust(box.width) + "|")
+        lines.append(box.double)
     return "\n".join(lines) + "\n"
 
 
