@@ -180,6 +180,7 @@ def _write_lab_description(spec: LabSpec, paths: LabPaths) -> None:
                 "netns": n.netns,
                 "veth": n.veth,
                 "driver_profile": n.driver_profile,
+                "chip": spec.chip,
             }
             for n in nodes
         ],

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
 from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
+from ascendprep.lab.sim.profiles import check_chip
 from ascendprep.products import PRODUCTS
 
 LAB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -76,6 +77,8 @@ class LabSpec:
     driver_profile: str = DEFAULT_DRIVER_PROFILE
     #: ... and per-node exceptions, ``(("node2", "legacy"), ...)`` (``--node-driver-profile``).
     node_driver_profiles: tuple[tuple[str, str], ...] = ()
+    #: The chip name npu-smi shows (``--chip 910B4``); None: the product's usual one.
+    chip: Optional[str] = None
 
     def validated(self) -> "LabSpec":
         """Return a copy with ``npus`` resolved; raise :class:`LabSpecError` on bad values."""
@@ -99,6 +102,11 @@ class LabSpec:
             if not VERSION_RE.match(value):
                 raise LabSpecError(f"--{option.replace('_', '-')} {value!r} is not a version")
         self._check_driver_profiles()
+        if self.chip is not None:
+            try:
+                check_chip(product.id, self.chip, f"--chip {self.chip}")
+            except ValueError as exc:
+                raise LabSpecError(str(exc)) from None
         return replace(self, npus=npus, subnet=str(ipaddress.IPv4Network(self.subnet)))
 
     def _check_driver_profiles(self) -> None:

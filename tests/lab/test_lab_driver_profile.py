@@ -59,3 +59,12 @@ def test_cli_refuses_bad_node_profiles_with_exit_2(args, message):
 def test_cli_help_lists_the_profiles():
     result = CliRunner().invoke(lab_group, ["up", "--help"])
     assert "--driver-profile [current|legacy]" in result.output and "NODE=PROFILE" in result.output
+
+
+def test_chip_names_are_the_products_real_ones():
+    assert LabSpec(product="atlas-a2", chip="910B2C").validated().chip == "910B2C"
+    with pytest.raises(LabSpecError) as caught:
+        LabSpec(product="atlas-a2", chip="910C").validated()
+    assert str(caught.value) == "--chip 910C: atlas-a2 chips are named 910B1, 910B2, 910B2C, 910B3, 910B4, 910B4-1, not '910C'"
+    with pytest.raises(LabSpecError, match="atlas-800 chips are named 910A, 910B"):
+        LabSpec(product="atlas-800", chip="910B4").validated()

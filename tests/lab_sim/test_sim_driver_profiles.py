@@ -193,3 +193,23 @@ def test_npu_smi_26_a3_rows(make_lab):
     assert wide[8] == WIDE_RULE
     assert wide[9].startswith("| 0     Ascend910           | OK            | -                    ")
     assert wide[10].startswith("| 1     1                   | 0000:9F:00.0  | ")
+
+
+@pytest.mark.parametrize("chip, hbm", [("910B1", 65536), ("910B2", 65536), ("910B2C", 65536), ("910B4", 32768), ("910B4-1", 65536)])
+def test_chip_name_and_its_hbm(make_lab, chip, hbm):
+    lab = make_lab(nodes=("node1",))
+    lab.lab["nodes"][0]["chip"] = chip
+    state.init_state(lab.state_dir, lab.lab)
+    rows = lab.npu_smi("node1", "info").stdout.splitlines()[6:8]
+    assert rows[0].startswith(f"| 0     {chip:<20}| OK ")
+    assert f"/ {hbm} " in rows[1]
+    assert f"\tChip Name                      : {chip}\n" in lab.npu_smi("node1", "info", "-t", "board", "-i", "0", "-c", "0").stdout
+    default = make_lab(nodes=("node1",)).npu_smi("node1", "info").stdout.splitlines()[6]
+    assert default.startswith("| 0     910B3               | OK ")
+
+
+def test_unknown_chip_is_refused(make_lab):
+    lab = make_lab(nodes=("node1",))
+    bad = {**lab.lab, "nodes": [{**lab.lab["nodes"][0], "chip": "910C"}]}
+    with pytest.raises(state.LabStateError, match=r"lab.nodes\[0\].chip: atlas-a2 chips are named 910B1, .* not '910C'"):
+        state.validate_lab(bad)

@@ -193,10 +193,17 @@ class Topology:
 
     @property
     def chip_name(self) -> str:
-        """The Name column: a first-generation 910 reads ``910B`` on older drivers."""
+        """The Name column: the lab's chip (``lab up --chip``), else the product's; a
+        first-generation 910 reads ``910B`` on older drivers."""
+        if self.doc.get("chip"):
+            return self.doc["chip"]
         if is_legacy(self.doc) and self.product == "atlas-800":
             return "910B"
         return self.prof["chip_name"]
+
+    @property
+    def hbm_mb(self) -> int:
+        return self.prof["chips"].get(self.chip_name, self.prof["hbm_mb"])
 
 
 def _usage_pair(used: int, total: int) -> str:
@@ -230,7 +237,7 @@ def info_table(doc: dict, driver: str) -> str:
             ddr_used = prof["ddr_used_mb"] + (37 * devid if prof["ddr_used_mb"] else 0)
             second = (" " + label.ljust(26), " " + bus_id(topo.product, devid).ljust(14),
                       " " + "0".ljust(power_w) + _usage_pair(ddr_used, prof["ddr_mb"]).ljust(temp_w)
-                      + _usage_pair(hbm_used, prof["hbm_mb"]).ljust(third_w))
+                      + _usage_pair(hbm_used, topo.hbm_mb).ljust(third_w))
             lines.append("|" + "|".join(first) + "|")
             lines.append("|" + "|".join(second) + "|")
             if chip + 1 < len(topo.devids(npu)):

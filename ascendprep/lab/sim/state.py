@@ -28,7 +28,7 @@ import os
 import time
 
 from .driver_profiles import DEFAULT_DRIVER_PROFILE, check_profile
-from .profiles import profile
+from .profiles import check_chip, profile
 
 SCHEMA_VERSION = 1
 LAB_FILE = "lab.json"
@@ -126,6 +126,8 @@ def validate_lab(lab: object) -> dict:
         npus = _check_devid_count(str(product), node.get("npus"), where)
         try:
             check_profile(node.get("driver_profile", DEFAULT_DRIVER_PROFILE), f"{where}.driver_profile")
+            if node.get("chip") is not None:
+                check_chip(str(product), node["chip"], f"{where}.chip")
         except ValueError as exc:
             raise LabStateError(str(exc)) from None
         cabling = node.get("cabling", {})
@@ -171,6 +173,7 @@ def new_node_document(product: str, node: dict, when: float) -> dict:
         "product": product,
         "npus": node["npus"],
         "driver_profile": node.get("driver_profile", DEFAULT_DRIVER_PROFILE),
+        "chip": node.get("chip"),
         "faults": [],
         "devices": [new_device(cabling.get(str(i)), when) for i in range(node["npus"])],
     }
@@ -328,10 +331,10 @@ def init_state(state_dir: str | os.PathLike, lab: dict, reset: bool = False) -> 
                     f"{existing.get('npus')!r} NPUs but the lab now says {lab['product']!r} with "
                     f"{node['npus']!r}; initialise with reset=True"
                 )
-            wanted = node.get("driver_profile", DEFAULT_DRIVER_PROFILE)
-            if existing.get("driver_profile", DEFAULT_DRIVER_PROFILE) != wanted:
-                with edit_node(state_dir, node["name"]) as doc:  # the driver, not the devices, changed
-                    doc["driver_profile"] = wanted
+            wanted = (node.get("driver_profile", DEFAULT_DRIVER_PROFILE), node.get("chip"))
+            if (existing.get("driver_profile", DEFAULT_DRIVER_PROFILE), existing.get("chip")) != wanted:
+                with edit_node(state_dir, node["name"]) as doc:  # the driver or chip name, not the devices, changed
+                    doc["driver_profile"], doc["chip"] = wanted
             continue
         _write_json_atomic(path, new_node_document(lab["product"], node, now))
 
