@@ -19,7 +19,7 @@ from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import start_test_lab
+from ascendprep.lab.testing import fault_injected, start_test_lab
 
 pytestmark = pytest.mark.lab
 
@@ -71,3 +71,14 @@ def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tm
     kinds = {(e["probe"], e["kind"]) for e in facts["node2"]["errors"]}
     assert kinds == {("hccn.speed", "unsupported")}
     assert facts["node1"]["errors"] == []
+
+
+def test_no_lldp_neighbour_on_the_legacy_node_names_the_switch_side_fix(mixed_lab: Lab, tmp_path: Path) -> None:
+    """The old driver answers `Command execute failed!`: verify says "no LLDP neighbour", not "could not check"."""
+    with fault_injected(mixed_lab, "node2", "lldp-empty", npu=1):
+        code, doc = _verify(mixed_lab, tmp_path)
+    failed = [(c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"]
+    assert code == 1 and failed == [("network.lldp", "node2", 1)]
+    (lldp,) = [c for c in doc["checks"] if (c["check"], c["node"], c["npu"]) == ("network.lldp", "node2", 1)]
+    assert lldp["message"] == "no LLDP neighbour: the link is up but the switch port sends no LLDP"
+    assert lldp["fix"].startswith("enable LLDP on the switch port")

@@ -213,3 +213,13 @@ def test_unknown_chip_is_refused(make_lab):
     bad = {**lab.lab, "nodes": [{**lab.lab["nodes"][0], "chip": "910C"}]}
     with pytest.raises(state.LabStateError, match=r"lab.nodes\[0\].chip: atlas-a2 chips are named 910B1, .* not '910C'"):
         state.validate_lab(bad)
+
+
+def test_no_lldp_neighbour(mixed):
+    for node in ("node1", "node2"):
+        state.set_fault(mixed.state_dir, node, "lldp-empty", npu=1)
+    current = mixed.hccn("node1", "-i", "1", "-lldp", "-g")
+    legacy = mixed.hccn("node2", "-i", "1", "-lldp", "-g")
+    assert (current.returncode, current.stdout, current.stderr) == (0, "", "")
+    assert (legacy.returncode, legacy.stdout, legacy.stderr) == (1, "", "Command execute failed!\n")
+    assert hccn.not_configured("hccn.lldp", legacy.stdout + legacy.stderr) == {"lldp": None}

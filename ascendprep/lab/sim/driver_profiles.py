@@ -19,7 +19,8 @@ data of an Atlas 800 host, the HCCL fault-diagnosis docs, npu-smi help and error
 * ``-stat -g``: the short form, ``packet statistics:`` with only ``roce_rx_err_pkt_num`` and
   ``roce_tx_err_pkt_num``;
 * ``-speed -g``: ``The command is not supported on this product.`` (exit 13);
-* ``-lldp -g``: the switch sends no System Name TLV and a multi-line System Description;
+* ``-lldp -g``: the switch sends no System Name TLV and a multi-line System Description; with no
+  neighbour the query fails, ``Command execute failed!`` (exit 1), where ``current`` prints nothing;
 * npu-smi: an unknown ``-i`` value answers ``Error parameter of -i`` plus the usage text, an
   out-of-range card ``Invalid card id.``; an alarm lists several codes and continues its
   ``Error Information`` on lines with an empty key; a first-generation 910 shows as ``910B``.

@@ -308,7 +308,10 @@ def cmd_lldp(inv: Invocation, args: list[str]) -> int:
     inv.get_flag = True
     if link_is_up(inv.doc, inv.devid) and "lldp-empty" not in faults_for(inv.doc, inv.devid):
         inv.out.write(fabric.lldp_text(inv.device, system_name=not is_legacy(inv.doc)))
-    return OK
+        return OK
+    # No neighbour: the current profile prints nothing; the legacy one has the driver's query
+    # fail, ``Command execute failed!`` with exit 1 (both are answers the gather reads as "none").
+    return DSMI_EXE_ERR if is_legacy(inv.doc) else OK
 
 
 def cmd_link(inv: Invocation, args: list[str]) -> int:
