@@ -223,3 +223,10 @@ def test_no_lldp_neighbour(mixed):
     assert (current.returncode, current.stdout, current.stderr) == (0, "", "")
     assert (legacy.returncode, legacy.stdout, legacy.stderr) == (1, "", "Command execute failed!\n")
     assert hccn.not_configured("hccn.lldp", legacy.stdout + legacy.stderr) == {"lldp": None}
+
+
+def test_a3_bus_ids_are_the_published_ones(make_lab):
+    lab = make_lab(product="atlas-a3", nodes=("node1",), npus=16)
+    rows = [line for line in lab.npu_smi("node1", "info").stdout.splitlines() if "0000:" in line]
+    buses = [row.split("|")[2].strip() for row in rows]
+    assert buses == [f"0000:{b}:00.0" for b in ("9D", "9F", "99", "9B", "95", "97", "91", "93", "8D", "8F", "89", "8B", "85", "87", "81", "83")]

@@ -82,10 +82,14 @@ def profile(product: str) -> dict:
 
 
 def bus_id(product: str, devid: int) -> str:
-    """PCI bus id shown by npu-smi for hccn devid ``devid`` (A3: one bus id per die)."""
+    """PCI bus id shown by npu-smi for hccn devid ``devid`` (A3: one bus id per die).
+
+    A3: NPU n's dies sit at 0x9D - 4n and 0x9F - 4n (9D/9F, 99/9B, ... 81/83), as every published
+    8-NPU A3 ``npu-smi info`` capture shows (e.g. vllm-ascend issue reports).
+    """
     if product == "atlas-a3":
         npu, die = divmod(devid, 2)
-        return f"0000:{(0x9D + 0x20 * npu + 2 * die) % 0x100:02X}:00.0"
+        return f"0000:{(0x9D - 4 * npu + 2 * die) % 0x100:02X}:00.0"
     return _BUS_IDS_8[devid % len(_BUS_IDS_8)]
 
 
