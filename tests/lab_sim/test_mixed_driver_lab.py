@@ -82,3 +82,18 @@ def test_no_lldp_neighbour_on_the_legacy_node_names_the_switch_side_fix(mixed_la
     (lldp,) = [c for c in doc["checks"] if (c["check"], c["node"], c["npu"]) == ("network.lldp", "node2", 1)]
     assert lldp["message"] == "no LLDP neighbour: the link is up but the switch port sends no LLDP"
     assert lldp["fix"].startswith("enable LLDP on the switch port")
+
+
+def test_npu_smi_failure_is_reported_on_its_own_and_the_ports_still_checked(mixed_lab: Lab, tmp_path: Path) -> None:
+    with fault_injected(mixed_lab, "node3", "npu-smi-dcmi"):
+        code, doc = _verify(mixed_lab, tmp_path)
+    failed = {(c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"}
+    assert code == 1
+    assert failed == {("npu.count", "node3", None)} | {("npu.health", "node3", npu) for npu in range(4)}
+    (count,) = [c for c in doc["checks"] if (c["check"], c["node"]) == ("npu.count", "node3")]
+    assert count["message"] == (
+        "could not check: npu-smi info -l failed: dcmi model initialized failed, because the device is used. ret is -8020 "
+        "(the NPUs are held by another container or process (DCMI is exclusive))"
+    )
+    node3_ports = [c for c in doc["checks"] if c["node"] == "node3" and c["check"] in ("network.ip", "network.link", "network.lldp")]
+    assert len(node3_ports) == 3 * 4 and {c["status"] for c in node3_ports} == {"passed"}

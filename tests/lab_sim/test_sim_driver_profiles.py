@@ -230,3 +230,14 @@ def test_a3_bus_ids_are_the_published_ones(make_lab):
     rows = [line for line in lab.npu_smi("node1", "info").stdout.splitlines() if "0000:" in line]
     buses = [row.split("|")[2].strip() for row in rows]
     assert buses == [f"0000:{b}:00.0" for b in ("9D", "9F", "99", "9B", "95", "97", "91", "93", "8D", "8F", "89", "8B", "85", "87", "81", "83")]
+
+
+def test_npu_smi_dcmi_fault_fails_every_call_and_only_on_that_node(mixed):
+    state.set_fault(mixed.state_dir, "node2", "npu-smi-dcmi")
+    broken = mixed.npu_smi("node2", "info", "-l")
+    assert (broken.returncode, broken.stdout) == (1, "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n"
+                                                     "dcmi model initialized failed, because the device is used. ret is -8020\n")
+    assert mixed.npu_smi("node1", "info", "-l").returncode == 0
+    assert mixed.ok("node2", "-i", "0", "-link", "-g") == "link status: UP\n"  # hccn_tool is unaffected
+    state.clear_faults(mixed.state_dir, "node2", "npu-smi-dcmi")
+    assert mixed.npu_smi("node2", "info", "-l").returncode == 0

@@ -329,11 +329,23 @@ def render(args: list[str], doc: dict, root: str) -> str:
     return info_board(doc, npu, chip, driver, firmware)
 
 
+#: What npu-smi prints when its DCMI library cannot open the NPUs because another container or
+#: process holds them (public container guides); the ``npu-smi-dcmi`` lab fault. [I] stream and
+#: exit status are not in the sources: stdout and 1 here.
+DCMI_DEVICE_USED = (
+    "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n"
+    "dcmi model initialized failed, because the device is used. ret is -8020\n"
+)
+
+
 def run(args: list[str], out, err) -> int:
     """Run one ``npu-smi`` invocation; return the exit status."""
     try:
         identity = load_identity()
         doc = read_node(identity.state_dir, identity.node)
+        if any(fault["kind"] == "npu-smi-dcmi" for fault in doc.get("faults", [])):
+            out.write(DCMI_DEVICE_USED)
+            return 1
         text = render(args, doc, system_root())
     except (LabSetupError, LabStateError) as exc:
         err.write(f"npu-smi (ascendprep lab simulator): {exc}\n")

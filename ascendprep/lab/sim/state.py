@@ -44,6 +44,7 @@ FAULT_KINDS = (
     "npu-critical",
     "hccn-hang",
     "hccn-busy",
+    "npu-smi-dcmi",  # npu-smi's DCMI cannot open the NPUs (held elsewhere): every call fails, -8020
 )
 
 #: How many link changes a device remembers for ``-link_stat -g`` ([I]: the driver's
