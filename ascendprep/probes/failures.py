@@ -22,7 +22,7 @@ NOT_RUN_TEXT = "not run: hccn_tool hung earlier"
 #: npu-smi's DCMI start-up failures, e.g. ``dcmi module initialize failed. ret is -8005`` or
 #: ``dcmi model initialized failed, because the device is used. ret is -8020`` (often after a
 #: ``DrvMngGetConsoleLogLevel failed.`` line that says nothing useful).
-_DCMI_FAILURE_RE = re.compile(r"^.*dcmi \w+ initiali[sz]e[d]? fail.*?ret is (-?\d+).*$", re.IGNORECASE | re.MULTILINE)
+_DCMI_RET_RE = re.compile(r"ret is (-?\d{1,6})")
 #: What the common DCMI codes mean for the user (public troubleshooting notes; -8005 is
 #: DCMI_ERR_CODE_INNER_ERR in the DCMI headers).
 DCMI_HINTS = {
@@ -32,13 +32,21 @@ DCMI_HINTS = {
 
 
 def dcmi_failure(text: str) -> Optional[str]:
-    """The DCMI failure line of npu-smi's output with what its code means, or None."""
-    match = _DCMI_FAILURE_RE.search(text)
-    if match is None:
-        return None
-    line = match.group(0).strip()
-    hint = DCMI_HINTS.get(match.group(1))
-    return f"{line} ({hint})" if hint else line
+    """The DCMI failure line of npu-smi's output with what its code means, or None.
+
+    Line by line with plain substring tests first, so a hostile megabyte of output costs one pass.
+    """
+    for raw in text.splitlines():
+        lowered = raw.lower()
+        if "dcmi " not in lowered or "initiali" not in lowered or "fail" not in lowered:
+            continue
+        match = _DCMI_RET_RE.search(raw)
+        if match is None:
+            continue
+        line = first_line(raw)
+        hint = DCMI_HINTS.get(match.group(1))
+        return f"{line} ({hint})" if hint else line
+    return None
 
 
 def classify_failure(
