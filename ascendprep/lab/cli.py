@@ -17,6 +17,7 @@ from ascendprep import exitcodes
 from ascendprep.lab.faults import FAULT_KINDS
 from ascendprep.lab.lab import Lab, LabNotUp, not_up_status
 from ascendprep.lab.paths import LabPaths
+from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
 from ascendprep.lab.spec import (
     DEFAULT_CANN,
     DEFAULT_DRIVER,
@@ -70,6 +71,21 @@ def lab_group() -> None:
     default=None,
     help="torch_npu version (metadata only)  [default: the installed torch's version]",
 )
+@click.option(
+    "--driver-profile",
+    type=click.Choice(DRIVER_PROFILES),
+    default=DEFAULT_DRIVER_PROFILE,
+    show_default=True,
+    help="Driver generation the simulated hccn_tool/npu-smi speak on every node: 'legacy' prints an older driver's forms.",
+)
+@click.option(
+    "--node-driver-profile",
+    "node_driver_profiles",
+    multiple=True,
+    metavar="NODE=PROFILE",
+    help="Driver profile of one node (repeatable), e.g. node2=legacy for a mixed-generation lab.",
+)
+@click.option("--chip", default=None, help="Chip name npu-smi shows, e.g. 910B4 or 910B2C  [default: the product's]")
 def up_command(
     name: str,
     nodes: int,
@@ -80,10 +96,17 @@ def up_command(
     driver: str,
     firmware: str,
     torch_npu: Optional[str],
+    driver_profile: str,
+    node_driver_profiles: tuple[str, ...],
+    chip: Optional[str],
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
-    spec = LabSpec(name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions)
+    pairs = _guarded(lambda: _node_profiles(node_driver_profiles))
+    spec = LabSpec(
+        name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
+        driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip,
+    )
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(str(lab.inventory_path))
 
@@ -162,6 +185,17 @@ def ssh_command(node: str, command: tuple[str, ...], name: str) -> None:
     """
     argv = _guarded(lambda: Lab.open(name).ssh_argv(node, " ".join(command) if command else None))
     os.execvp(argv[0], argv)
+
+
+def _node_profiles(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``("node2=legacy",)`` → ``(("node2", "legacy"),)``; the spec checks names and profiles."""
+    pairs = []
+    for value in values:
+        node, sep, profile = value.partition("=")
+        if not sep or not node or not profile:
+            raise LabSpecError(f"--node-driver-profile {value!r}: write NODE=PROFILE, e.g. node2=legacy")
+        pairs.append((node.strip(), profile.strip()))
+    return tuple(pairs)
 
 
 def _describe(record: dict[str, Any]) -> str:

@@ -179,6 +179,8 @@ def _write_lab_description(spec: LabSpec, paths: LabPaths) -> None:
                 "cabling": cabling.get(n.name, {}),
                 "netns": n.netns,
                 "veth": n.veth,
+                "driver_profile": n.driver_profile,
+                "chip": spec.chip,
             }
             for n in nodes
         ],

@@ -13,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
+from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
+from ascendprep.lab.sim.profiles import check_chip
 from ascendprep.products import PRODUCTS
 
 LAB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -69,6 +71,8 @@ class NodeSpec:
     netns: str
     veth: str
     npus: int
+    #: Which driver generation the node's simulated hccn_tool/npu-smi speak (``current``/``legacy``).
+    driver_profile: str = DEFAULT_DRIVER_PROFILE
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,12 @@ class LabSpec:
     npus: Optional[int] = None
     subnet: str = DEFAULT_SUBNET
     versions: Versions = field(default_factory=Versions)
+    #: Driver generation of every node (``--driver-profile``) ...
+    driver_profile: str = DEFAULT_DRIVER_PROFILE
+    #: ... and per-node exceptions, ``(("node2", "legacy"), ...)`` (``--node-driver-profile``).
+    node_driver_profiles: tuple[tuple[str, str], ...] = ()
+    #: The chip name npu-smi shows (``--chip 910B4``); None: the product's usual one.
+    chip: Optional[str] = None
 
     def validated(self) -> "LabSpec":
         """Return a copy with ``npus`` resolved; raise :class:`LabSpecError` on bad values."""
@@ -103,7 +113,33 @@ class LabSpec:
         for option, value in asdict(self.versions).items():
             if not VERSION_RE.match(value):
                 raise LabSpecError(f"--{option.replace('_', '-')} {value!r} is not a version")
+        self._check_driver_profiles()
+        if self.chip is not None:
+            try:
+                check_chip(product.id, self.chip, f"--chip {self.chip}")
+            except ValueError as exc:
+                raise LabSpecError(str(exc)) from None
         return replace(self, npus=npus, subnet=str(ipaddress.IPv4Network(self.subnet)))
+
+    def _check_driver_profiles(self) -> None:
+        known = ", ".join(DRIVER_PROFILES)
+        if self.driver_profile not in DRIVER_PROFILES:
+            raise LabSpecError(f"--driver-profile {self.driver_profile!r}: choose one of {known}")
+        names = {f"node{i}" for i in range(1, self.nodes + 1)}
+        seen: set[str] = set()
+        for node, profile in self.node_driver_profiles:
+            option = f"--node-driver-profile {node}={profile}"
+            if node not in names:
+                raise LabSpecError(f"{option}: the lab has no node {node!r} (nodes are node1 to node{self.nodes})")
+            if node in seen:
+                raise LabSpecError(f"{option}: {node} is given a driver profile twice")
+            if profile not in DRIVER_PROFILES:
+                raise LabSpecError(f"{option}: unknown driver profile {profile!r} (choose one of {known})")
+            seen.add(node)
+
+    def driver_profile_of(self, node: str) -> str:
+        """The driver profile of ``node``: its own setting, else the lab's."""
+        return dict(self.node_driver_profiles).get(node, self.driver_profile)
 
     # --- derived names (call on a validated spec) -------------------------------------------
 
@@ -132,6 +168,7 @@ class LabSpec:
                 netns=netns_name(self.name, f"node{i}"),
                 veth=f"apv{short_hash(self.name)}n{i}",
                 npus=npus,
+                driver_profile=self.driver_profile_of(f"node{i}"),
             )
             for i in range(1, self.nodes + 1)
         ]
@@ -141,7 +178,8 @@ class LabSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LabSpec":
-        return cls(**{**data, "versions": Versions(**data["versions"])})
+        pairs = tuple((str(node), str(profile)) for node, profile in data.get("node_driver_profiles", ()))
+        return cls(**{**data, "versions": Versions(**data["versions"]), "node_driver_profiles": pairs})
 
     def differences(self, other: "LabSpec") -> list[str]:
         """Human-readable ``field: ours → theirs`` lines where two specs disagree."""

@@ -31,7 +31,7 @@ from ascendprep.facts import (
     Versions,
 )
 from ascendprep.probes import firewall, hccn, hccn_conf, npu_smi, paths, python_pkgs, sysctl, system, versions
-from ascendprep.probes.failures import classify_failure
+from ascendprep.probes.failures import classify_failure, dcmi_failure
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
 from ascendprep.probes.text import UnexpectedOutput
@@ -331,7 +331,7 @@ class _FactsBuilder:
 
     def _npu_smi_list(self, section: Section) -> None:
         what = "npu-smi info -l"
-        if section.rc != 0:
+        if section.rc != 0 or dcmi_failure(section.text):  # some builds print the DCMI failure with exit 0
             return self._failed(section, "npu_smi.list", what)
         self.fields["npu_smi"] = self._parsed("npu_smi.list", what, lambda: npu_smi.parse_list(section.stdout))
 
