@@ -110,6 +110,54 @@ def install_file_script(source: str, destination: str, mode: int) -> str:
     )
 
 
+#: Bytes of file content per ``printf`` line in :func:`write_file_script`.
+_PRINTF_CHUNK = 4096
+#: Bytes that may stand for themselves inside a single-quoted printf format. Everything else
+#: (quote, backslash, %, '-', newline, any byte >= 0x80) is written as a 3-digit octal escape.
+_PRINTF_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _./,:=+@#()[]{}<>;*?!~^&|$`\"") - frozenset(b"\\")
+
+
+def printf_escape(data: bytes) -> str:
+    """``data`` as a printf format that prints exactly those bytes (POSIX ``\\ddd`` escapes)."""
+    return "".join(chr(b) if b in _PRINTF_SAFE else f"\\{b:03o}" for b in data)
+
+
+def write_file_script(data: bytes, destination: str, mode: int) -> str:
+    """Write ``data`` to ``destination`` atomically with ``mode``, the bytes carried in the script.
+
+    This is put() on a host without SFTP: no subsystem, no ``base64`` or other tool needed, only
+    the shell's ``printf`` builtin, ``mktemp``, ``chmod`` and ``mv``. Run through sudo it writes as
+    root directly. The temp file next to the destination is removed on any exit.
+    """
+    _check_remote_path(destination)
+    _check_mode(mode)
+    template = shlex.quote(parent_dir(destination) + "/.ascendprep.XXXXXX")
+    lines = [
+        "set -e",
+        "t=",
+        "trap 'rm -f -- ${t:+\"$t\"}' EXIT",
+        f"t=$(mktemp {template})",
+        "{",
+    ]
+    for start in range(0, len(data), _PRINTF_CHUNK):
+        lines.append("printf '" + printf_escape(data[start : start + _PRINTF_CHUNK]) + "'")
+    lines += [
+        ":",
+        '} >"$t"',
+        f'chmod {mode:o} "$t"',
+        f'mv -f -- "$t" {shlex.quote(destination)}',
+        "t=",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def read_file_script(path: str) -> str:
+    """Print the bytes of ``path`` (fetch() reads them back through the exec channel)."""
+    _check_remote_path(path)
+    return f"exec cat -- {shlex.quote(path)}\n"
+
+
 def parent_dir(path: str) -> str:
     head = path.rsplit("/", 1)[0]
     return head or "/"

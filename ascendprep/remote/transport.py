@@ -2,7 +2,7 @@
 
 Callers (probes, apply, verify) see only :class:`Transport`: run a script, put a file, count
 execs, close. :class:`ScriptTransport` implements the shared rules on top of one primitive,
-``_exec(command, stdin, timeout)``: the launcher and its started-marker, sudo (with the
+``_exec(command, stdin, timeout, cap)``: the launcher and its started-marker, sudo (with the
 password retry), killing a script that ran past its limit, and put() through sudo.
 """
 
@@ -13,10 +13,11 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Optional, Protocol, runtime_checkable
+from typing import Optional, Protocol, Tuple, runtime_checkable
 
+from ascendprep.limits import FETCH_FILE_CAP, HOST_OUTPUT_CAP
 from ascendprep.remote import shell
-from ascendprep.remote.errors import CommandTimeout, RemoteError, SudoError
+from ascendprep.remote.errors import CommandTimeout, OutputTooLarge, RemoteError, SudoError
 from ascendprep.remote.result import TIMED_OUT_RC, ExecResult
 from ascendprep.remote.sudo import SudoPassword, password_required_message, sudo_password_from_env
 
@@ -49,7 +50,18 @@ class Transport(Protocol):
         ...
 
     def put(self, data: bytes, remote_path: str, mode: int) -> None:
-        """Write ``data`` to ``remote_path`` atomically with permission bits ``mode``."""
+        """Write ``data`` to ``remote_path`` atomically with permission bits ``mode``.
+
+        Over SSH this uses SFTP where the host offers it and streams the bytes through the exec
+        channel where it does not (hardened sshd without the sftp subsystem).
+        """
+        ...
+
+    def fetch(self, remote_path: str, cap: int = FETCH_FILE_CAP, timeout: Optional[float] = None) -> bytes:
+        """The bytes of ``remote_path`` (read through the exec channel: no SFTP needed).
+
+        A file longer than ``cap`` raises OutputTooLarge (the rest is read and dropped).
+        """
         ...
 
     def close(self) -> None:
@@ -64,6 +76,19 @@ class RawExec:
     stdout: bytes
     stderr: bytes
     timed_out: bool
+    #: Bytes dropped past the output cap (0: the output is whole).
+    dropped: int = 0
+
+    @property
+    def over_cap(self) -> bool:
+        return self.dropped > 0
+
+
+class FileChannelUnavailable(Exception):
+    """The host offers no file-transfer channel (no SFTP subsystem): stream through exec instead.
+
+    Internal to the transports; never reaches a caller of put().
+    """
 
 
 class ScriptTransport(ABC):
@@ -75,9 +100,12 @@ class ScriptTransport(ABC):
         command_timeout: Optional[float],
         needs_sudo: bool = False,
         sudo_password: Optional[SudoPassword] = None,
+        output_cap: int = HOST_OUTPUT_CAP,
     ) -> None:
         self.name = name
         self.command_timeout = command_timeout
+        #: Bytes of one command's output (stdout and stderr together) kept; see limits.HOST_OUTPUT_CAP.
+        self.output_cap = output_cap
         self._needs_sudo = needs_sudo
         self._sudo_mode = shell.SUDO_NOPASSWD if needs_sudo else shell.NO_SUDO
         self._sudo_password = sudo_password
@@ -91,8 +119,11 @@ class ScriptTransport(ABC):
     # -- what subclasses provide -------------------------------------------------------------
 
     @abstractmethod
-    def _exec(self, command: str, stdin: bytes, timeout: Optional[float]) -> RawExec:
-        """Run ``command`` with ``stdin`` fed to it; on timeout stop waiting and say so."""
+    def _exec(self, command: str, stdin: bytes, timeout: Optional[float], cap: int) -> RawExec:
+        """Run ``command`` with ``stdin`` fed to it; on timeout stop waiting and say so.
+
+        At most ``cap`` bytes of output are kept; the rest is read, counted and dropped.
+        """
 
     @abstractmethod
     def _stop_group(self, pgid: int) -> None:
@@ -100,11 +131,17 @@ class ScriptTransport(ABC):
 
     @abstractmethod
     def _write_file(self, data: bytes, remote_path: str, mode: int) -> None:
-        """Write a file as the login user, atomically (temp file + rename)."""
+        """Write a file as the login user, atomically (temp file + rename).
+
+        Raises FileChannelUnavailable when the host has no file channel (put() then streams).
+        """
 
     @abstractmethod
     def _upload_temp(self, data: bytes) -> str:
-        """Write ``data`` to a fresh private temp file as the login user; return its path."""
+        """Write ``data`` to a fresh private temp file as the login user; return its path.
+
+        Raises FileChannelUnavailable like ``_write_file``.
+        """
 
     @abstractmethod
     def close(self) -> None:
@@ -113,24 +150,17 @@ class ScriptTransport(ABC):
     # -- the shared rules -------------------------------------------------------------------------
 
     def run_script(self, script: str, timeout: Optional[float] = None) -> ExecResult:
-        limit = self.command_timeout if timeout is None else timeout
         started = time.monotonic()
-        body = script.encode()
-        raw = self._launch(body, limit)
-        pgid, stderr = shell.split_started_marker(raw.stderr)
-        if pgid is None and self._sudo_mode == shell.SUDO_NOPASSWD and b"password is required" in raw.stderr:
-            # sudo -n refused before reading stdin, so nothing ran: safe to try again with -S.
-            self._sudo_mode = shell.SUDO_PASSWORD
-            if self._password() is None:
-                self._sudo_mode = shell.SUDO_NOPASSWD
-                raise SudoError(self.name, password_required_message(self.name))
-            remaining = None if limit is None else max(0.1, limit - (time.monotonic() - started))
-            raw = self._launch(body, remaining)
-            pgid, stderr = shell.split_started_marker(raw.stderr)
-        if pgid is None:
-            raise self._not_started_error(raw, limit)
-        if raw.timed_out:
-            self._stop_group(pgid)
+        raw, stderr = self._run_raw(script.encode(), timeout, self.output_cap)
+        if raw.over_cap:
+            raise OutputTooLarge(
+                self.name,
+                f"{self.name}: output over {self.output_cap // 1024} KB: the remote script printed "
+                f"{raw.dropped + len(raw.stdout) + len(stderr)} bytes; the controller keeps "
+                f"{self.output_cap // 1024} KB per host and step (HOST_OUTPUT_CAP) and dropped the rest",
+                "HOST_OUTPUT_CAP",
+                self.output_cap,
+            )
         return ExecResult(
             rc=TIMED_OUT_RC if raw.timed_out else raw.rc,
             stdout=raw.stdout.decode("utf-8", errors="replace"),
@@ -139,16 +169,65 @@ class ScriptTransport(ABC):
             timed_out=raw.timed_out,
         )
 
+    def fetch(self, remote_path: str, cap: int = FETCH_FILE_CAP, timeout: Optional[float] = None) -> bytes:
+        raw, stderr = self._run_raw(shell.read_file_script(remote_path).encode(), timeout, cap)
+        if raw.timed_out:
+            limit = self.command_timeout if timeout is None else timeout
+            raise CommandTimeout(self.name, f"{self.name}: timed out in reading {remote_path} after {limit:g}s")
+        if raw.over_cap:
+            raise OutputTooLarge(
+                self.name,
+                f"{self.name}: {remote_path} is over {cap // 1024} KB; the controller keeps {cap // 1024} KB "
+                "of a fetched file (FETCH_FILE_CAP) and dropped the rest",
+                "FETCH_FILE_CAP",
+                cap,
+            )
+        if raw.rc != 0:
+            reason = stderr.decode("utf-8", errors="replace").strip().splitlines()
+            raise RemoteError(self.name, f"{self.name}: cannot read {remote_path}: {reason[-1] if reason else f'rc {raw.rc}'}")
+        return raw.stdout
+
+    def _run_raw(self, body: bytes, timeout: Optional[float], cap: int) -> Tuple[RawExec, bytes]:
+        """Run ``body`` behind the launcher (sudo rules included): (raw result, stderr without the marker)."""
+        limit = self.command_timeout if timeout is None else timeout
+        started = time.monotonic()
+        raw = self._launch(body, limit, cap)
+        pgid, stderr = shell.split_started_marker(raw.stderr)
+        if pgid is None and self._sudo_mode == shell.SUDO_NOPASSWD and b"password is required" in raw.stderr:
+            # sudo -n refused before reading stdin, so nothing ran: safe to try again with -S.
+            self._sudo_mode = shell.SUDO_PASSWORD
+            if self._password() is None:
+                self._sudo_mode = shell.SUDO_NOPASSWD
+                raise SudoError(self.name, password_required_message(self.name))
+            remaining = None if limit is None else max(0.1, limit - (time.monotonic() - started))
+            raw = self._launch(body, remaining, cap)
+            pgid, stderr = shell.split_started_marker(raw.stderr)
+        if pgid is None:
+            raise self._not_started_error(raw, limit)
+        if raw.timed_out:
+            self._stop_group(pgid)
+        return raw, stderr
+
     def put(self, data: bytes, remote_path: str, mode: int) -> None:
         shell.check_put_arguments(remote_path, mode)
-        if not self._needs_sudo:
-            self._write_file(data, remote_path, mode)
+        try:
+            if not self._needs_sudo:
+                self._write_file(data, remote_path, mode)
+                return
+            temp = self._upload_temp(data)
+        except FileChannelUnavailable as exc:
+            log.info("%s: %s; writing %s through the exec channel", self.name, exc, remote_path)
+            self._stream_file(data, remote_path, mode)
             return
-        temp = self._upload_temp(data)
         result = self.run_script(shell.install_file_script(temp, remote_path, mode))
         result.raise_for_status(self.name, f"installing {remote_path}")
 
-    def _launch(self, body: bytes, timeout: Optional[float]) -> RawExec:
+    def _stream_file(self, data: bytes, remote_path: str, mode: int) -> None:
+        """put() without a file channel: the bytes travel inside a script (through sudo if on)."""
+        result = self.run_script(shell.write_file_script(data, remote_path, mode))
+        result.raise_for_status(self.name, f"writing {remote_path}")
+
+    def _launch(self, body: bytes, timeout: Optional[float], cap: Optional[int] = None) -> RawExec:
         command = shell.launch_command(self._sudo_mode)
         stdin = body
         if self._sudo_mode == shell.SUDO_PASSWORD:
@@ -157,7 +236,7 @@ class ScriptTransport(ABC):
             stdin = password.stdin_line() + shell.PASSWORD_RETRY_PADDING + body
         with self._count_lock:
             self._exec_count += 1
-        return self._exec(command, stdin, timeout)
+        return self._exec(command, stdin, timeout, self.output_cap if cap is None else cap)
 
     def _run_helper(self, script: str, timeout: float) -> RawExec:
         """Run one of our own small scripts (kill, install) through the same launcher."""
