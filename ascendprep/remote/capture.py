@@ -8,9 +8,16 @@ still ends (or times out) on its own.
 
 from __future__ import annotations
 
+#: The first bytes of stderr are kept even when stdout has used up the cap: they carry the
+#: launcher's started-marker and sudo's messages, which stdout may race past.
+STDERR_RESERVE = 4096
+
 
 class CappedOutput:
-    """stdout and stderr of one command, sharing one byte budget of ``cap``."""
+    """stdout and stderr of one command, sharing one byte budget of ``cap``.
+
+    The first :data:`STDERR_RESERVE` bytes of stderr are kept on top of the budget.
+    """
 
     __slots__ = ("cap", "stdout", "stderr", "dropped")
 
@@ -32,13 +39,16 @@ class CappedOutput:
         return self.dropped > 0
 
     def add_stdout(self, data: bytes) -> None:
-        self._add(self.stdout, data)
+        self._add(self.stdout, data, self._room())
 
     def add_stderr(self, data: bytes) -> None:
-        self._add(self.stderr, data)
+        self._add(self.stderr, data, self._room() + max(0, STDERR_RESERVE - len(self.stderr)))
 
-    def _add(self, target: bytearray, data: bytes) -> None:
-        room = self.cap - self.kept
+    def _room(self) -> int:
+        """Bytes the shared budget still has (stderr's reserved first bytes do not count)."""
+        return self.cap - len(self.stdout) - max(0, len(self.stderr) - STDERR_RESERVE)
+
+    def _add(self, target: bytearray, data: bytes, room: int) -> None:
         if room >= len(data):
             target += data
             return
