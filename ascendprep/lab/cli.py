@@ -66,6 +66,10 @@ def lab_group() -> None:
 @click.option("--driver", default=DEFAULT_DRIVER, show_default=True, help="Driver version.")
 @click.option("--firmware", default=DEFAULT_FIRMWARE, show_default=True, help="Firmware version.")
 @click.option("--torch-npu", default=DEFAULT_TORCH_NPU, show_default=True, help="torch_npu version (metadata only).")
+@click.option(
+    "--sftp/--no-sftp", default=True, show_default=True,
+    help="Whether the nodes' sshd offers the sftp subsystem (--no-sftp: like a hardened host without it).",
+)
 def up_command(
     name: str,
     nodes: int,
@@ -76,10 +80,11 @@ def up_command(
     driver: str,
     firmware: str,
     torch_npu: str,
+    sftp: bool,
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu)
-    spec = LabSpec(name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions)
+    spec = LabSpec(name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions, sftp=sftp)
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(str(lab.inventory_path))
 

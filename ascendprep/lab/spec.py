@@ -69,6 +69,9 @@ class LabSpec:
     npus: Optional[int] = None
     subnet: str = DEFAULT_SUBNET
     versions: Versions = field(default_factory=Versions)
+    #: Whether the nodes' sshd offers the sftp subsystem (``lab up --no-sftp``: a hardened host
+    #: without it, where uploads must go through the exec channel).
+    sftp: bool = True
 
     def validated(self) -> "LabSpec":
         """Return a copy with ``npus`` resolved; raise :class:`LabSpecError` on bad values."""
