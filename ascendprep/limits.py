@@ -31,3 +31,8 @@ SFTP_OPERATION_TIMEOUT = 60.0
 #: Bytes the controller keeps of one fetched file (``Transport.fetch``); a longer file is
 #: "output over N KB" for that host, the rest is read and dropped.
 FETCH_FILE_CAP = HOST_OUTPUT_CAP
+
+#: Seconds sudo has (password mode) to accept the password and start the script; past it, or at
+#: once when sudo says the password was wrong, that sudo is killed before it can read a second
+#: attempt. Also the limit of the one password check made before fanning out.
+SUDO_AUTH_TIMEOUT = 30.0

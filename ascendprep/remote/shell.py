@@ -32,10 +32,15 @@ NO_SUDO = "none"
 SUDO_NOPASSWD = "nopasswd"
 SUDO_PASSWORD = "password"
 
-#: Lines sent after the password in password mode. If the password is wrong, sudo reads further
-#: lines as new attempts: these no-op lines absorb sudo's default two retries, so script lines are
-#: not fed to sudo as password guesses. If the password is right, sh runs them as no-ops.
-PASSWORD_RETRY_PADDING = b":\n:\n"
+#: In password mode a small wrapper reports sudo's own pid first (``@ascendprep-sudo PID``) and
+#: then execs sudo. After a wrong password sudo asks again and waits on stdin; nothing more is
+#: sent (the script only follows the started-marker), and that pid is killed, so one wrong
+#: password costs exactly one failed attempt per host, never sudo's default three (with
+#: ``pam_faillock deny=3``, three would lock the account).
+SUDO_PID_TAG = "@ascendprep-sudo"
+_SUDO_PID_LINE = re.compile(rb"^" + SUDO_PID_TAG.encode() + rb" (\d+)\n", re.MULTILINE)
+#: What sudo prints (LC_ALL=C) when it rejected a password and is about to ask again.
+SUDO_REJECTED_TEXTS = (b"Sorry, try again.", b"incorrect password")
 
 
 def launch_command(sudo_mode: str) -> str:
@@ -49,7 +54,9 @@ def launch_command(sudo_mode: str) -> str:
     if sudo_mode == SUDO_PASSWORD:
         # -k ignores cached credentials so sudo always reads the password line we send first;
         # otherwise that line would reach sh as a command. -p '' keeps the prompt off stderr.
-        return "LC_ALL=C sudo -k -S -p '' " + base
+        # The outer sh reports its pid, which exec makes sudo's: the pid to kill on a rejection.
+        inner = "LC_ALL=C; export LC_ALL; exec sudo -k -S -p '' " + base
+        return "sh -c " + shlex.quote(f'echo "{SUDO_PID_TAG} $$" >&2; {inner}')
     raise ValueError(f"unknown sudo mode {sudo_mode!r}")
 
 
@@ -63,6 +70,26 @@ def split_started_marker(stderr: bytes) -> Tuple[Optional[int], bytes]:
     if match is None:
         return None, stderr
     return int(match.group(1)), stderr[: match.start()] + stderr[match.end():]
+
+
+def split_sudo_pid(stderr: bytes) -> Tuple[Optional[int], bytes]:
+    """Find the password-mode wrapper's ``@ascendprep-sudo PID`` line: (pid or None, stderr without it)."""
+    match = _SUDO_PID_LINE.search(stderr)
+    if match is None:
+        return None, stderr
+    return int(match.group(1)), stderr[: match.start()] + stderr[match.end():]
+
+
+def sudo_rejected(stderr: bytes) -> bool:
+    """Did sudo say it rejected the password (and so is waiting for another attempt)?"""
+    return any(text in stderr for text in SUDO_REJECTED_TEXTS)
+
+
+def kill_pid_command(pid: int) -> str:
+    """The command line that kills the login user's own sudo process waiting for a 2nd attempt."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
+        raise ValueError(f"refusing to kill pid {pid!r}")
+    return f"kill -s KILL {pid}"
 
 
 def kill_group_script(pgid: int, grace_seconds: float = 2.0) -> str:

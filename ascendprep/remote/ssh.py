@@ -26,19 +26,21 @@ import socket
 import threading
 import time
 import uuid
-from typing import Callable, Dict, List, Optional, Tuple, TypeVar
+from typing import Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 import paramiko
 from fabric import Config, Connection
 
-from ascendprep.limits import HOST_OUTPUT_CAP, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT
+from dataclasses import dataclass, replace
+
+from ascendprep.limits import HOST_OUTPUT_CAP, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT, SUDO_AUTH_TIMEOUT
 from ascendprep.remote import shell
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.capture import CappedOutput
 from ascendprep.remote.diagnose import describe_connect_failure
 from ascendprep.remote.errors import AuthError, RemoteError, UnreachableError, step_timeout
 from ascendprep.remote.hostkeys import KnownKey, prepare_client
-from ascendprep.remote.sudo import SudoPassword
+from ascendprep.remote.sudo import SudoGate, SudoPassword
 from ascendprep.remote.transport import KILL_TIMEOUT, FileChannelUnavailable, RawExec, ScriptTransport
 
 T = TypeVar("T")
@@ -180,7 +182,7 @@ class SSHTransport(ScriptTransport):
         self,
         access: HostAccess,
         jumps: Optional[JumpHosts] = None,
-        sudo_password: Optional[SudoPassword] = None,
+        sudo_password: Union[SudoPassword, SudoGate, None] = None,
     ) -> None:
         super().__init__(access.name, access.command_timeout, access.needs_sudo, sudo_password)
         self.access = access
@@ -247,6 +249,36 @@ class SSHTransport(ScriptTransport):
             raise UnreachableError(self.name, f"{self.name}: lost the SSH connection while running a script: {exc}") from exc
         finally:
             channel.close()
+
+    def _exec_password(self, command: str, password_line: bytes, body: bytes, timeout: Optional[float],
+                       cap: int) -> RawExec:
+        channel = self._open_channel()
+        transport = channel.get_transport()
+        gate = StdinGate(shell.STARTED_TAG.encode() + b" ", body, shell.sudo_rejected, SUDO_AUTH_TIMEOUT)
+        try:
+            send_request(channel, lambda: channel.exec_command(command), self.name, "exec request", self.request_timeout)
+            raw = pump_channel(channel, password_line, timeout, cap, gate)
+            pid, stderr = shell.split_sudo_pid(raw.stderr)
+            if raw.held and pid is not None:
+                # Before the channel closes: its EOF would be read by sudo as another attempt.
+                self._kill_sudo(pid)
+            if raw.rc == -1 and not raw.timed_out and not raw.held and (transport is None or not transport.is_active()):
+                raise EOFError("the connection closed")
+            return replace(raw, stderr=stderr)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise UnreachableError(self.name, f"{self.name}: lost the SSH connection while running a script: {exc}") from exc
+        finally:
+            channel.close()
+
+    def _kill_sudo(self, pid: int) -> None:
+        """Kill our own sudo process that is waiting for a second password attempt."""
+        try:
+            result = self._exec(shell.kill_pid_command(pid), b"", KILL_TIMEOUT, 64 * 1024)
+        except RemoteError as exc:
+            log.warning("%s: could not stop sudo (pid %d) after a rejected password: %s", self.name, pid, exc)
+            return
+        if result.rc != 0:
+            log.warning("%s: stopping sudo (pid %d) failed (rc %s)", self.name, pid, result.rc)
 
     def _open_channel(self) -> paramiko.Channel:
         """A new session channel, within the host's connect_timeout ("timed out in channel open")."""
@@ -395,32 +427,54 @@ def send_request(channel: paramiko.Channel, request: Callable[[], None], host: s
         raise step_timeout(host, step, timeout, "the SSH server answered too late")
 
 
+@dataclass(frozen=True)
+class StdinGate:
+    """Hold ``rest`` of stdin back until ``marker`` shows on stderr (password-mode sudo).
+
+    While held: stop (``held``) when ``refused(stderr)`` says so, or after ``wait`` seconds.
+    """
+
+    marker: bytes
+    rest: bytes
+    refused: Callable[[bytes], bool]
+    wait: float
+
+
 def pump_channel(channel: paramiko.Channel, stdin: bytes, timeout: Optional[float],
-                 cap: int = HOST_OUTPUT_CAP) -> RawExec:
+                 cap: int = HOST_OUTPUT_CAP, gate: Optional[StdinGate] = None) -> RawExec:
     """Feed ``stdin`` and collect stdout/stderr until the command ends or ``timeout`` passes.
 
     Writing and reading are interleaved so that neither side can block the other on a full
     window. At most ``cap`` bytes of output are kept; the rest is read and dropped (counted in
-    ``RawExec.dropped``), so memory does not grow with what the host prints. On timeout the
-    channel is left for the caller to close.
+    ``RawExec.dropped``), so memory does not grow with what the host prints. With a ``gate``,
+    stdin stays open after ``stdin`` and ``gate.rest`` follows only once ``gate.marker`` was
+    seen. On timeout (or a stop at the gate) the channel is left for the caller to close.
     """
-    deadline = None if timeout is None else time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = None if timeout is None else started + timeout
     output = CappedOutput(cap)
     view = memoryview(stdin)
     sent = 0
-    if not stdin:
+    held = gate is not None
+    if not stdin and not held:
         channel.shutdown_write()
     exited_at: Optional[float] = None
 
-    def result(rc: int, timed_out: bool) -> RawExec:
-        return RawExec(rc, bytes(output.stdout), bytes(output.stderr), timed_out, output.dropped)
+    def result(rc: int, timed_out: bool, stopped: bool = False) -> RawExec:
+        return RawExec(rc, bytes(output.stdout), bytes(output.stderr), timed_out, output.dropped, stopped)
 
     while True:
         busy = False
+        if held and gate is not None and gate.marker in output.stderr:
+            held = False
+            view = memoryview(bytes(view[sent:]) + gate.rest)
+            sent = 0
+            if not view:
+                channel.shutdown_write()
         if sent < len(view) and exited_at is None and channel.send_ready():
             try:
                 sent += channel.send(view[sent : sent + _CHUNK])
-                if sent == len(view):
+                if sent == len(view) and not held:
                     channel.shutdown_write()
             except OSError:
                 # The script exited without reading all of its stdin (an early ``exit``): the
@@ -449,8 +503,13 @@ def pump_channel(channel: paramiko.Channel, stdin: bytes, timeout: Optional[floa
         elif channel.closed:
             # Closed without an exit status: the remote side died (e.g. killed by a signal).
             return result(-1, False)
+        elif held and gate is not None:
+            if gate.refused(bytes(output.stderr)):
+                return result(-1, False, stopped=True)
+            if now - started >= gate.wait:
+                return result(-1, True, stopped=True)
         if deadline is not None and now >= deadline:
-            return result(-1, True)
+            return result(-1, True, stopped=held)
         if not busy:
             wait = 0.05 if deadline is None else max(0.0, min(0.05, deadline - now))
             select.select([channel], [], [], wait)

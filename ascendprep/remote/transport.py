@@ -13,13 +13,13 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Optional, Protocol, Tuple, runtime_checkable
+from typing import Optional, Protocol, Tuple, Union, runtime_checkable
 
-from ascendprep.limits import FETCH_FILE_CAP, HOST_OUTPUT_CAP
+from ascendprep.limits import FETCH_FILE_CAP, HOST_OUTPUT_CAP, SUDO_AUTH_TIMEOUT
 from ascendprep.remote import shell
 from ascendprep.remote.errors import CommandTimeout, OutputTooLarge, RemoteError, SudoError
 from ascendprep.remote.result import TIMED_OUT_RC, ExecResult
-from ascendprep.remote.sudo import SudoPassword, password_required_message, sudo_password_from_env
+from ascendprep.remote.sudo import SudoGate, SudoPassword, as_gate, password_required_message
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,9 @@ class RawExec:
     timed_out: bool
     #: Bytes dropped past the output cap (0: the output is whole).
     dropped: int = 0
+    #: Password mode: we stopped waiting for sudo (it rejected the password or did not answer)
+    #: while it still ran, and killed it before it could read another attempt.
+    held: bool = False
 
     @property
     def over_cap(self) -> bool:
@@ -99,7 +102,7 @@ class ScriptTransport(ABC):
         name: str,
         command_timeout: Optional[float],
         needs_sudo: bool = False,
-        sudo_password: Optional[SudoPassword] = None,
+        sudo_password: Union[SudoPassword, SudoGate, None] = None,
         output_cap: int = HOST_OUTPUT_CAP,
     ) -> None:
         self.name = name
@@ -108,7 +111,8 @@ class ScriptTransport(ABC):
         self.output_cap = output_cap
         self._needs_sudo = needs_sudo
         self._sudo_mode = shell.SUDO_NOPASSWD if needs_sudo else shell.NO_SUDO
-        self._sudo_password = sudo_password
+        #: The command's shared sudo password gate (a Session passes one to all its hosts).
+        self._sudo = as_gate(sudo_password)
         self._exec_count = 0
         self._count_lock = threading.Lock()
 
@@ -124,6 +128,15 @@ class ScriptTransport(ABC):
 
         At most ``cap`` bytes of output are kept; the rest is read, counted and dropped.
         """
+
+    def _exec_password(self, command: str, password_line: bytes, body: bytes, timeout: Optional[float],
+                       cap: int) -> RawExec:
+        """Password-mode sudo: send only ``password_line``, then ``body`` once the script started.
+
+        On a rejection (or no answer within SUDO_AUTH_TIMEOUT) sudo is killed before it can read
+        a second attempt; the result is ``held``. Only transports that run sudo provide this.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not run scripts through sudo")
 
     @abstractmethod
     def _stop_group(self, pgid: int) -> None:
@@ -195,10 +208,11 @@ class ScriptTransport(ABC):
         pgid, stderr = shell.split_started_marker(raw.stderr)
         if pgid is None and self._sudo_mode == shell.SUDO_NOPASSWD and b"password is required" in raw.stderr:
             # sudo -n refused before reading stdin, so nothing ran: safe to try again with -S.
-            self._sudo_mode = shell.SUDO_PASSWORD
-            if self._password() is None:
-                self._sudo_mode = shell.SUDO_NOPASSWD
+            if self._sudo.password() is None:
                 raise SudoError(self.name, password_required_message(self.name))
+            # One host checks the password (one attempt) before any other host is sent it.
+            self._sudo.admit(self.name, self._password_accepted)
+            self._sudo_mode = shell.SUDO_PASSWORD
             remaining = None if limit is None else max(0.1, limit - (time.monotonic() - started))
             raw = self._launch(body, remaining, cap)
             pgid, stderr = shell.split_started_marker(raw.stderr)
@@ -228,37 +242,54 @@ class ScriptTransport(ABC):
         result.raise_for_status(self.name, f"writing {remote_path}")
 
     def _launch(self, body: bytes, timeout: Optional[float], cap: Optional[int] = None) -> RawExec:
-        command = shell.launch_command(self._sudo_mode)
-        stdin = body
-        if self._sudo_mode == shell.SUDO_PASSWORD:
-            password = self._password()
-            assert password is not None  # the mode is only entered with a password at hand
-            stdin = password.stdin_line() + shell.PASSWORD_RETRY_PADDING + body
+        return self._launch_as(self._sudo_mode, body, timeout, self.output_cap if cap is None else cap)
+
+    def _launch_as(self, sudo_mode: str, body: bytes, timeout: Optional[float], cap: int) -> RawExec:
+        command = shell.launch_command(sudo_mode)
         with self._count_lock:
             self._exec_count += 1
-        return self._exec(command, stdin, timeout, self.output_cap if cap is None else cap)
+        if sudo_mode != shell.SUDO_PASSWORD:
+            return self._exec(command, body, timeout, cap)
+        password = self._sudo.password()
+        assert password is not None  # the mode is only entered with a password at hand
+        return self._exec_password(command, password.stdin_line(), body, timeout, cap)
+
+    def _password_accepted(self) -> bool:
+        """The one password check before fan-out: does sudo on this host take the password?
+
+        Same launcher as a script (so it tests exactly what scripts will do), with a script that
+        does nothing; one password line, so at most one failed attempt. Problems other than a
+        wrong password (not in sudoers, no answer) raise their own SudoError.
+        """
+        raw = self._launch_as(shell.SUDO_PASSWORD, b"exit 0\n", SUDO_AUTH_TIMEOUT, 64 * 1024)
+        pgid, _ = shell.split_started_marker(raw.stderr)
+        if pgid is not None:
+            return True
+        if shell.sudo_rejected(raw.stderr):
+            return False
+        raise self._not_started_error(raw, SUDO_AUTH_TIMEOUT, shell.SUDO_PASSWORD)
 
     def _run_helper(self, script: str, timeout: float) -> RawExec:
         """Run one of our own small scripts (kill, install) through the same launcher."""
         return self._launch(script.encode(), timeout)
 
-    def _password(self) -> Optional[SudoPassword]:
-        if self._sudo_password is None:
-            self._sudo_password = sudo_password_from_env()
-        return self._sudo_password
-
-    def _not_started_error(self, raw: RawExec, limit: Optional[float]) -> RemoteError:
+    def _not_started_error(self, raw: RawExec, limit: Optional[float], sudo_mode: Optional[str] = None) -> RemoteError:
         """Why the launcher never reported the script as started."""
+        mode = self._sudo_mode if sudo_mode is None else sudo_mode
         text = raw.stderr.decode("utf-8", errors="replace").strip()
         tail = " | ".join(text.splitlines()[-3:]) or "no output"
-        if self._sudo_mode == shell.NO_SUDO:
+        if mode == shell.NO_SUDO:
             if raw.timed_out:
                 return CommandTimeout(self.name, f"sh did not start on {self.name} within {limit:g}s")
             return RemoteError(self.name, f"could not start sh on {self.name} (rc {raw.rc}): {tail}")
         if raw.timed_out:
             return SudoError(self.name, f"sudo on {self.name} did not start the script within {limit:g}s")
-        if self._sudo_mode == shell.SUDO_PASSWORD and ("incorrect password" in text or "try again" in text):
-            return SudoError(self.name, f"sudo on {self.name} rejected the sudo password (from ASCENDPREP_SUDO_PASSWORD or --ask-sudo-password)")
+        if mode == shell.SUDO_PASSWORD and shell.sudo_rejected(raw.stderr):
+            return SudoError(
+                self.name,
+                f"sudo on {self.name} rejected the sudo password (from ASCENDPREP_SUDO_PASSWORD or --ask-sudo-password); "
+                "one attempt was made",
+            )
         if raw.rc == 127 and "sudo" in text:
             return SudoError(self.name, f"sudo is not installed on {self.name}: install it or connect as root")
         return SudoError(self.name, f"sudo on {self.name} refused to run the script (rc {raw.rc}): {tail}")

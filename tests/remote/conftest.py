@@ -128,12 +128,22 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         # sshd refuses to start without its privilege separation directory (made by the service).
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     port = free_port()
-    config = directory / "sshd_config"
+    process, log = start_sshd(binary, directory, port)
+    try:
+        yield Sshd(port, directory, host_line, directory / "client_ed25519", log, getpass.getuser(), process)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def start_sshd(binary: str, directory: Path, port: int, wrapper: Sequence[str] = (), name: str = "sshd") -> "tuple[subprocess.Popen[bytes], Path]":
+    """Start sshd on ``port`` with the keys in ``directory`` (``wrapper``: a command to exec it through)."""
+    config = directory / f"{name}_config"
     config.write_text(
         f"""Port {port}
 ListenAddress 127.0.0.1
 HostKey {directory}/host_ed25519
-PidFile {directory}/sshd.pid
+PidFile {directory}/{name}.pid
 AuthorizedKeysFile {directory}/authorized_keys .ssh/authorized_keys
 StrictModes no
 UsePAM no
@@ -146,15 +156,11 @@ LogLevel INFO
 Subsystem sftp internal-sftp
 """
     )
-    log = directory / "sshd.log"
+    log = directory / f"{name}.log"
     with open(log, "wb") as log_file:
-        process = subprocess.Popen([binary, "-D", "-e", "-f", str(config)], stdout=log_file, stderr=log_file)
-    try:
-        _wait_for_port(port, process, log)
-        yield Sshd(port, directory, host_line, directory / "client_ed25519", log, getpass.getuser(), process)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+        process = subprocess.Popen([*wrapper, binary, "-D", "-e", "-f", str(config)], stdout=log_file, stderr=log_file)
+    _wait_for_port(port, process, log)
+    return process, log
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ def test_launch_command_carries_no_script_and_quotes_the_launcher() -> None:
     assert plain.startswith("sh -c '") and plain.endswith("exec sh -s'")
     assert shell.launch_command(shell.SUDO_NOPASSWD).startswith("LC_ALL=C sudo -n sh -c ")
     password = shell.launch_command(shell.SUDO_PASSWORD)
-    assert password.startswith("LC_ALL=C sudo -k -S -p '' sh -c ")
+    assert password.startswith("sh -c 'echo \"@ascendprep-sudo $$\" >&2; LC_ALL=C; export LC_ALL; exec sudo -k -S -p '")
     with pytest.raises(ValueError):
         shell.launch_command("sometimes")
 
