@@ -3,6 +3,7 @@
 OpenSSH cannot be told to accept a session and then never answer the exec request, or to stall
 one SFTP operation; this server can. It accepts any public key, and per instance:
 
+* ``hang_in="auth"`` or ``"channel open"`` never answers that step of the login;
 * ``exec_mode="run"`` runs the command with ``sh -c`` as the test user (a tiny sshd: stdin,
   stdout, stderr and the exit status go through the channel); ``"hang"`` never answers the exec
   request;
@@ -34,9 +35,13 @@ class _Interface(paramiko.ServerInterface):
         return "publickey"
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        if self.server.hang_in == "auth":
+            self.server.release.wait()
         return paramiko.AUTH_SUCCESSFUL
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
+        if self.server.hang_in == "channel open":
+            self.server.release.wait()
         if kind == "session":
             return paramiko.OPEN_SUCCEEDED
         return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
@@ -108,8 +113,9 @@ def _run_command(channel: paramiko.Channel, command: str) -> None:
 class FakeSSHServer:
     """``with FakeSSHServer(tmp_path, exec_mode="hang") as server: server.access(...)``."""
 
-    def __init__(self, directory: Path, exec_mode: str = "run", sftp_mode: str = "none") -> None:
+    def __init__(self, directory: Path, exec_mode: str = "run", sftp_mode: str = "none", hang_in: str = "") -> None:
         self.directory = directory
+        self.hang_in = hang_in
         self.exec_mode = exec_mode
         self.sftp_mode = sftp_mode
         self.exec_requests = 0

@@ -106,3 +106,14 @@ def test_a_host_that_never_finishes_the_handshake_times_out_in_key_exchange(tmp_
             client.close()
     assert time.monotonic() - started < 10
     assert str(caught.value).startswith("mute: timed out in key exchange after 1s")
+
+
+@pytest.mark.parametrize("step", ["auth", "channel open"])
+def test_a_login_step_that_is_never_answered_times_out(tmp_path: Path, step: str) -> None:
+    with FakeSSHServer(tmp_path / "good", hang_in=step) as server:
+        started = time.monotonic()
+        with pytest.raises(CommandTimeout) as caught:
+            with SSHTransport(server.access(name="node4", connect_timeout=1)) as host:
+                host.run_script("echo never")
+    assert time.monotonic() - started < 10
+    assert str(caught.value).startswith(f"node4: timed out in {step} after 1s")
