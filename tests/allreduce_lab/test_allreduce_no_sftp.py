@@ -7,7 +7,6 @@ variants run the same all-reduce, on 2 nodes each.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterator
 
 import paramiko

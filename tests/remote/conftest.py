@@ -25,7 +25,7 @@ from ascendprep.remote import HostAccess
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd")
 
 
-def _find_sshd() -> str:
+def find_sshd() -> str:
     for candidate in SSHD_CANDIDATES:
         if os.access(candidate, os.X_OK):
             return candidate
@@ -33,7 +33,7 @@ def _find_sshd() -> str:
     return found or ""
 
 
-def _missing(reason: str) -> None:
+def missing(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason} (CI=true: the SSH transport tests must run in CI)")
     pytest.skip(reason)
@@ -115,11 +115,11 @@ def _wait_for_port(port: int, process: "subprocess.Popen[bytes]", log: Path) -> 
 
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    binary = _find_sshd()
+    binary = find_sshd()
     if not binary:
-        _missing("OpenSSH sshd is not installed")
+        missing("OpenSSH sshd is not installed")
     if shutil.which("ssh-keygen") is None:
-        _missing("ssh-keygen is not installed")
+        missing("ssh-keygen is not installed")
     directory = tmp_path_factory.mktemp("sshd")
     host_line = keygen(directory / "host_ed25519")
     client_line = keygen(directory / "client_ed25519")

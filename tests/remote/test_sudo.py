@@ -23,7 +23,7 @@ from ascendprep.remote import SSHTransport, SudoError
 from ascendprep.remote.fanout import Session
 from ascendprep.remote.sudo import SudoPassword
 
-from .conftest import Sshd, _find_sshd, free_port, start_sshd, wait_until_gone
+from .conftest import Sshd, find_sshd, free_port, missing, start_sshd, wait_until_gone
 
 PASSWORD = "Correct-Horse-" + secrets.token_hex(4)
 
@@ -188,7 +188,7 @@ class FaillockSshd:
 @pytest.fixture(scope="module")
 def faillock_sshd(sshd: Sshd, sudo_users: dict, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaillockSshd]:
     if not (shutil.which("unshare") and shutil.which("faillock") and Path("/etc/pam.d/sudo").exists()):
-        pytest.skip("needs unshare, faillock and /etc/pam.d/sudo")
+        missing("counting sudo attempts needs unshare, faillock and /etc/pam.d/sudo")
     folder = tmp_path_factory.mktemp("faillock")
     tally = folder / "tally"
     tally.mkdir(mode=0o700)
@@ -197,7 +197,7 @@ def faillock_sshd(sshd: Sshd, sudo_users: dict, tmp_path_factory: pytest.TempPat
     port = free_port()
     wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                f'mount --bind "{pam}" /etc/pam.d/sudo && exec "$@"', "sh"]
-    process, _ = start_sshd(_find_sshd(), sshd.directory, port, wrapper, name="faillock-sshd")
+    process, _ = start_sshd(find_sshd(), sshd.directory, port, wrapper, name="faillock-sshd")
     try:
         yield FaillockSshd(sshd, port, tally)
     finally:
