@@ -161,6 +161,8 @@ def write_file_script(data: bytes, destination: str, mode: int) -> str:
     template = shlex.quote(parent_dir(destination) + "/.ascendprep.XXXXXX")
     lines = [
         "set -e",
+        # mv onto a directory would move the file into it instead of replacing anything.
+        f"if [ -d {shlex.quote(destination)} ]; then echo {shlex.quote(destination + ' is a directory')} >&2; exit 1; fi",
         "t=",
         "trap 'rm -f -- ${t:+\"$t\"}' EXIT",
         f"t=$(mktemp {template})",
