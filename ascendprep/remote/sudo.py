@@ -93,6 +93,7 @@ class SudoGate:
                     self._accepted = True
                     return
                 self._rejected_on = host
+            if self._rejected_on == host:
                 raise SudoError(
                     host,
                     f"sudo on {host} rejected the sudo password (from {SUDO_PASSWORD_ENV} or --ask-sudo-password); "
