@@ -117,3 +117,32 @@ def test_a_login_step_that_is_never_answered_times_out(tmp_path: Path, step: str
                 host.run_script("echo never")
     assert time.monotonic() - started < 10
     assert str(caught.value).startswith(f"node4: timed out in {step} after 1s")
+
+
+def test_plan_against_a_host_that_never_answers_exec_ends_and_names_the_step(hung_exec: FakeSSHServer, tmp_path: Path) -> None:
+    """The user's view: ``ascendprep plan`` ends (today it hangs forever) and says where it stuck."""
+    import os
+    import subprocess
+    import sys
+
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        f"""name: t
+product: atlas-a2
+npus_per_node: 2
+device_network: {{subnet: 10.20.0.0/24, detect: peer}}
+ssh: {{key: {hung_exec.client_key_path}, known_hosts: {hung_exec.known_hosts}, connect_timeout: 5}}
+nodes:
+  - {{name: node1, host: 127.0.0.1, port: {hung_exec.port}}}
+firewall: leave
+"""
+    )
+    worktree = str(Path(__file__).resolve().parents[2])
+    environment = {**os.environ, "PYTHONPATH": worktree, "HOME": str(tmp_path), "COLUMNS": "300"}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "ascendprep", "plan", str(inventory)], cwd=tmp_path,
+                          env=environment, capture_output=True, text=True, timeout=150)
+    assert time.monotonic() - started < 120
+    assert done.returncode != 0
+    assert "node1: timed out in exec request after 15s" in done.stdout, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
