@@ -86,6 +86,10 @@ def lab_group() -> None:
     help="Driver profile of one node (repeatable), e.g. node2=legacy for a mixed-generation lab.",
 )
 @click.option("--chip", default=None, help="Chip name npu-smi shows, e.g. 910B4 or 910B2C  [default: the product's]")
+@click.option(
+    "--sftp/--no-sftp", default=True, show_default=True,
+    help="Whether the nodes' sshd offers the sftp subsystem (--no-sftp: like a hardened host without it).",
+)
 def up_command(
     name: str,
     nodes: int,
@@ -99,13 +103,14 @@ def up_command(
     driver_profile: str,
     node_driver_profiles: tuple[str, ...],
     chip: Optional[str],
+    sftp: bool,
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
     pairs = _guarded(lambda: _node_profiles(node_driver_profiles))
     spec = LabSpec(
         name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
-        driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip,
+        driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip, sftp=sftp,
     )
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(str(lab.inventory_path))

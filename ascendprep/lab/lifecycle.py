@@ -203,6 +203,7 @@ def _start_node(spec: LabSpec, paths: LabPaths, node: NodeSpec, python: HostPyth
             host_key=paths.host_key(node.name),
             authorized_keys=paths.authorized_keys,
             pid_file=node_dir / "sshd.pid",
+            sftp=spec.sftp,
         )
     )
     script = nodefs.holder_script(

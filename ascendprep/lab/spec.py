@@ -91,6 +91,9 @@ class LabSpec:
     node_driver_profiles: tuple[tuple[str, str], ...] = ()
     #: The chip name npu-smi shows (``--chip 910B4``); None: the product's usual one.
     chip: Optional[str] = None
+    #: Whether the nodes' sshd offers the sftp subsystem (``lab up --no-sftp``: a hardened host
+    #: without it, where uploads must go through the exec channel).
+    sftp: bool = True
 
     def validated(self) -> "LabSpec":
         """Return a copy with ``npus`` resolved; raise :class:`LabSpecError` on bad values."""
