@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
-from rich.markup import escape
+from ascendprep.report.text import markup_safe as escape
 
 from ascendprep import exitcodes
 from ascendprep.checks.bundle import RUNS_DIR, Bundle, BundleError, new_bundle_dir, read_bundle, write_bundle
