@@ -43,7 +43,7 @@ from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
 from ascendprep.report.verify import print_verify, verify_document
-from ascendprep.yamlsource import InputError, Located
+from ascendprep.yamlsource import InputError, Located, read_input_text
 
 
 @dataclass(frozen=True)
@@ -99,11 +99,7 @@ def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
 def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
     assert options.inventory is not None
     path = options.inventory
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError([Located(str(path), None, "", f"cannot read the inventory: {exc.strerror or exc}")]) from None
-    text = raw.decode("utf-8", errors="replace")
+    text = read_input_text(path)
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
     desired = _desired(inventory, err)
     if desired is None:
