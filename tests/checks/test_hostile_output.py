@@ -225,3 +225,15 @@ def test_parse_proc_value_keeps_real_values():
     assert parse_proc_value("\n", "net.ipv4.ip_local_reserved_ports") == ""
     assert parse_proc_value("8080,60000-60031\n", "net.ipv4.ip_local_reserved_ports") == "8080,60000-60031"
     assert parse_proc_value("18446744073709551615\n") == "18446744073709551615"
+
+
+def test_junit_stays_well_formed_xml_with_the_name_spelled_out(collected):
+    import xml.etree.ElementTree as ET
+
+    from ascendprep.report.junit import render_junit
+
+    desired, hosts, plan, _ = collected
+    results = run_checks(desired, hosts, plan, today=TODAY)
+    root = ET.fromstring(render_junit(results, ["node1", "node2"], desired.inventory.name))
+    failure = root.find("testsuite[@name='node1']/testcase[@name='network.lldp[npu 0]']/failure")
+    assert failure is not None and SWITCH_SHOWN in (failure.get("message") or "")
