@@ -54,3 +54,17 @@ def parse_json(text: str, file: str, max_depth: int = INPUT_MAX_DEPTH) -> Any:
 def read_json_file(path: Path, max_bytes: int = JSON_MAX_BYTES, max_depth: int = INPUT_MAX_DEPTH) -> Any:
     """Read and parse a JSON file within the limits; every problem is an :class:`InputError`."""
     return parse_json(read_input_text(path, max_bytes), str(path), max_depth)
+
+
+def read_json(path: Path, max_bytes: int = JSON_MAX_BYTES, max_depth: int = INPUT_MAX_DEPTH) -> Any:
+    """Like :func:`read_json_file`, but a missing file raises FileNotFoundError (so that the caller
+    can say what to run first) and other OS errors raise OSError; everything else is an InputError."""
+    with path.open("rb") as handle:
+        raw = handle.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise InputError([Located(str(path), None, "", f"larger than {max_bytes:,} bytes; refused")])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError([Located(str(path), None, "", f"not UTF-8 text: {exc}")]) from None
+    return parse_json(text, str(path), max_depth)

@@ -211,3 +211,14 @@ def test_read_json_file_stops_at_its_size_cap(tmp_path):
     with pytest.raises(InputError, match="larger than 1,000 bytes"):
         read_json_file(path, max_bytes=1000)
     assert read_json_file(path)["pad"] == "x" * 2000
+
+
+def test_apply_with_a_deeply_nested_plan_file_is_a_located_error(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text("[" * 100_000 + "]" * 100_000)
+    result = CliRunner().invoke(main, ["apply", str(plan)])
+    assert result.exit_code == exitcodes.INVALID, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert f"{plan}: collections nested more than 64 deep; refused" in result.output
+    missing = CliRunner().invoke(main, ["apply", str(tmp_path / "none.json")])
+    assert missing.exit_code == exitcodes.INVALID and "run 'ascendprep plan INVENTORY' first" in missing.output
