@@ -232,7 +232,7 @@ class _FactsBuilder:
                 continue
             try:
                 handler(section)
-            except (ValueError, LookupError, TypeError, ArithmeticError) as exc:
+            except (ValueError, LookupError, TypeError, ArithmeticError, RecursionError) as exc:
                 # One odd output (a 5,000-digit number int() refuses) costs that probe, not the host.
                 self._error(section.name, "error", f"output that could not be read ({type(exc).__name__}: {exc})", section.npu)
         self.versions["cann"] = tuple(self.versions["cann"])

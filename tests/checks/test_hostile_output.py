@@ -237,3 +237,23 @@ def test_junit_stays_well_formed_xml_with_the_name_spelled_out(collected):
     root = ET.fromstring(render_junit(results, ["node1", "node2"], desired.inventory.name))
     failure = root.find("testsuite[@name='node1']/testcase[@name='network.lldp[npu 0]']/failure")
     assert failure is not None and SWITCH_SHOWN in (failure.get("message") or "")
+
+
+def test_a_huge_ping_summary_fails_that_pair_only(collected):
+    from ascendprep.probes.ping import parse_ping_output
+
+    _, hosts, _, _ = collected
+    transcript = hosts["node1"].ping_stdout
+    begin = next(line.split(" begin ", 1)[1] for line in transcript.split("\n") if " begin ping " in line)
+    odd = _with_section(transcript, begin, f"{'9' * 5000} packets transmitted, 3 received, 0.00% packet loss")
+    results = parse_ping_output(odd)
+    assert len(results) == 2 and not results[0].ok and results[1].ok
+    assert "no ping summary" in (results[0].error or "")
+
+
+def test_a_deeply_nested_python_probe_answer_is_that_probe_s_error(collected):
+    _, hosts, _, _ = collected
+    transcript = _with_section(hosts["node2"].gather_stdout, "python", "[" * 100_000 + "]" * 100_000)
+    facts = parse_gather_output(transcript)
+    assert facts.python is None and any(e.probe == "python" for e in facts.errors)
+    assert facts.hostname is not None  # the rest of the host was read
