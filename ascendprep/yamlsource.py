@@ -163,10 +163,22 @@ def parse_yaml(text: str, file: str, max_nodes: int = YAML_MAX_NODES, max_depth:
     and of anything past the size, node-count and depth limits (see the module's docstring)."""
     if len(text) > INVENTORY_MAX_BYTES:
         raise InputError([Located(file, None, "", f"{len(text):,} characters; an inventory may have at most {INVENTORY_MAX_BYTES:,}")])
+    lines: dict[FieldPath, int] = {}
+    problems: list[Located] = []
     try:
         _bounded(text, file, max_nodes, max_depth)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = yaml.SafeLoader(text)
+        try:
+            # Composed once: the line map is taken from the node tree before the constructor
+            # flattens merge keys (``<<``) in it, then the data is built from the same tree.
+            node = loader.get_single_node()
+            if node is not None:
+                _walk(node, (), lines, file, problems)
+            if problems:
+                raise InputError(problems)
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -176,12 +188,6 @@ def parse_yaml(text: str, file: str, max_nodes: int = YAML_MAX_NODES, max_depth:
         raise InputError([Located(file, line, "", f"YAML syntax error: {reason}")]) from None
     except yaml.YAMLError as exc:
         raise InputError([Located(file, None, "", f"YAML error: {exc}")]) from None
-    lines: dict[FieldPath, int] = {}
-    problems: list[Located] = []
-    if node is not None:
-        _walk(node, (), lines, file, problems)
-    if problems:
-        raise InputError(problems)
     return YamlDocument(file, _normalise_keys(data), lines)
 
 
