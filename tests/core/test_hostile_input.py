@@ -222,3 +222,12 @@ def test_apply_with_a_deeply_nested_plan_file_is_a_located_error(tmp_path):
     assert f"{plan}: collections nested more than 64 deep; refused" in result.output
     missing = CliRunner().invoke(main, ["apply", str(tmp_path / "none.json")])
     assert missing.exit_code == exitcodes.INVALID and "run 'ascendprep plan INVENTORY' first" in missing.output
+
+
+def test_lab_messages_show_names_escaped():
+    from ascendprep.lab.cli import lab_group
+
+    for args in (["fault", "n1", "link-down", "--name", "x\x1b]0;t\x07"], ["status", "--name", "x\x1b]0;t\x07"]):
+        result = CliRunner().invoke(lab_group, args)
+        assert result.exit_code == exitcodes.FAILED, result.output
+        assert "lab 'x\\x1b]0;t\\x07' is not up" in result.output and "\x1b" not in result.output
