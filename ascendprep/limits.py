@@ -53,3 +53,8 @@ KEEP_RUNS_DEFAULT = 20
 #: Free bytes below which verify warns before saving its evidence bundle; a bundle is not
 #: written at all when the disk has less free space than the bundle needs.
 RUNS_LOW_DISK_BYTES = 256 * 1024 * 1024
+
+#: Characters of one value (a tool message, an LLDP name, a host's error) shown on the terminal,
+#: in a table cell or JUnit; the rest is replaced by "… (N more characters)". ``--format json``
+#: and the evidence bundle keep the whole value.
+TERMINAL_VALUE_MAX_CHARS = 4096

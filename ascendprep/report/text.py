@@ -12,6 +12,8 @@ overrides that reorder a line) as ``\\x1b``-style escapes; newline and tab stay,
 messages are multi-line. :func:`cell` makes a rich ``Text`` (never parsed as markup) for tables;
 :func:`markup_safe` is for a value put inside a markup string. Machines get the raw value: JSON
 escapes control characters itself, so ``--format json`` carries exactly what the host said.
+Values longer than :data:`~ascendprep.limits.TERMINAL_VALUE_MAX_CHARS` are cut on the terminal
+(the JSON and the bundle keep them whole).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import re
 
 from rich.markup import escape
 from rich.text import Text
+
+from ascendprep.limits import TERMINAL_VALUE_MAX_CHARS
 
 #: C0 (but newline and tab), DEL, C1, the Unicode line/paragraph separators, and the bidi
 #: embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) that reorder what follows.
@@ -31,9 +35,13 @@ def _spelled(match: "re.Match[str]") -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def visible(value: object) -> str:
-    """``str(value)`` with every control character spelled out: ``"a\\x1b]0;t\\x07"``."""
-    return _UNSAFE.sub(_spelled, "" if value is None else str(value))
+def visible(value: object, limit: int = TERMINAL_VALUE_MAX_CHARS) -> str:
+    """``str(value)`` with every control character spelled out: ``"a\\x1b]0;t\\x07"``, and cut
+    after ``limit`` characters (a host that prints megabytes must not fill the terminal)."""
+    text = "" if value is None else str(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+    return _UNSAFE.sub(_spelled, text)
 
 
 def cell(value: object, style: str = "") -> Text:

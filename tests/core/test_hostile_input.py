@@ -231,3 +231,9 @@ def test_lab_messages_show_names_escaped():
         result = CliRunner().invoke(lab_group, args)
         assert result.exit_code == exitcodes.FAILED, result.output
         assert "lab 'x\\x1b]0;t\\x07' is not up" in result.output and "\x1b" not in result.output
+
+
+def test_a_megabyte_message_is_cut_on_the_terminal_only():
+    message = "x" * 1_000_000
+    shown = visible(message)
+    assert shown.startswith("x" * 4096) and shown.endswith("… (995,904 more characters)") and len(shown) < 5000
