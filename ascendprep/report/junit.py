@@ -21,6 +21,8 @@ from ascendprep.findings import Finding, Severity
 from ascendprep.report.text import visible
 
 CLUSTER_SUITE = "cluster"
+#: The evidence in a failure's text is kept whole (it is JSON, already bounded by the run).
+_WHOLE = 1 << 62
 ALLREDUCE_SUITE = "allreduce"
 
 
@@ -41,10 +43,10 @@ def _testcase(suite: ET.Element, classname: str, name: str, status: Status, seve
         ET.SubElement(case, "skipped", message=message)
     elif status is Status.FAILED and severity is Severity.ERROR:
         failure = ET.SubElement(case, "failure", message=message, type=name.split("[", 1)[0])
-        failure.text = visible(_details(fix, evidence))
+        failure.text = visible(_details(fix, evidence), limit=_WHOLE)
     elif status is Status.FAILED:
         out = ET.SubElement(case, "system-out")
-        out.text = visible(f"WARNING: {message}\n{_details(fix, evidence)}")
+        out.text = visible(f"WARNING: {message}\n{_details(fix, evidence)}", limit=_WHOLE)
 
 
 def _suite_attrs(suite: ET.Element) -> None:
