@@ -34,7 +34,6 @@ from ascendprep.probes import firewall, hccn, hccn_conf, npu_smi, paths, python_
 from ascendprep.probes.failures import classify_failure
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
-from ascendprep.probes.text import UnexpectedOutput
 
 KIND = "gather"
 

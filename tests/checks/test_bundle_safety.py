@@ -22,7 +22,6 @@ from ascendprep.commands import verify_run
 from ascendprep.commands.verify import verify_command
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state
 
-NODES = ("node1", "node2", "node3", "node4")
 
 
 @pytest.fixture(scope="module")

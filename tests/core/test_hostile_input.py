@@ -10,7 +10,6 @@ import io
 import json
 import resource
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
