@@ -152,7 +152,7 @@ def test_billion_laughs_through_the_cli(tmp_path):
     inventory.write_text(BILLION_LAUGHS)
     started = time.monotonic()
     result = CliRunner().invoke(main, ["plan", str(inventory), "--offline"])
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.0  # loaded CI machines; before the caps: minutes and gigabytes
     assert result.exit_code == exitcodes.INVALID and "YAML nodes" in result.output, result.output
 
 
