@@ -123,7 +123,7 @@ def new_bundle_dir(runs_dir: Path = RUNS_DIR, now: Optional[datetime] = None) ->
 def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
     """Write ``bundle`` to ``target`` (through a hidden partial dir renamed at the end)."""
     partial = target.parent / f".{target.name}.partial"
-    _private_dir(target.parent, parents=True)
+    _runs_dir(target.parent)
     if partial.is_symlink():
         partial.unlink()
     elif partial.exists():
@@ -165,16 +165,18 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
     return target
 
 
-def _private_dir(path: Path, parents: bool = False) -> None:
-    """``path`` as a 0700 folder (made if missing; tightened if it was ours and looser)."""
-    if parents:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        path.mkdir(mode=DIR_MODE)
-    except FileExistsError:
-        if path.is_symlink() or not path.is_dir():
-            raise
-    os.chmod(path, DIR_MODE, follow_symlinks=False)
+def _runs_dir(path: Path) -> None:
+    """The folder of all runs: made 0700 if missing, tightened to 0700 if it is a plain folder.
+    A link to a folder elsewhere (runs kept on a bigger disk) is the user's choice and is used."""
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    if not path.is_symlink():
+        os.chmod(path, DIR_MODE)
+
+
+def _private_dir(path: Path) -> None:
+    """A new 0700 folder; an existing one (or a link in its place) is an error."""
+    path.mkdir(mode=DIR_MODE)
+    os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask; this one is exact
 
 
 def _write(path: Path, text: str, compress: bool = False) -> None:

@@ -207,3 +207,13 @@ def test_no_bundle_when_the_disk_is_full_and_a_warning_when_low(evidence, tmp_pa
     monkeypatch.setattr(bundle_module.shutil, "disk_usage", lambda path: Usage(10**12, 10**12 - 100 * 2**20, 100 * 2**20))
     low = check_free_space(tmp_path, 5000)
     assert low.write and low.warning and "only 100 MiB free" in low.warning
+
+
+def test_a_runs_folder_linked_to_a_bigger_disk_is_used(evidence, tmp_path):
+    elsewhere = tmp_path / "big-disk"
+    elsewhere.mkdir()
+    (tmp_path / "runs").symlink_to(elsewhere)
+    target = new_bundle_dir(tmp_path / "runs")
+    write_bundle(_bundle(evidence), target, {})
+    assert (elsewhere / target.name / "run.json").is_file()
+    assert read_bundle(target).hosts["node1"].gather_stdout == "raw output of node1\n"
