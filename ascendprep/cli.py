@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 
 from ascendprep.report import console as report_console
+from ascendprep.report.text import markup_safe
 
 from ascendprep import __version__, exitcodes
 from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
@@ -29,7 +30,7 @@ def _stderr() -> Console:
 def fail_input(error: InputError) -> NoReturn:
     console = _stderr()
     for problem in error.problems:
-        console.print(f"[bold red]error:[/] {problem}", markup=True, soft_wrap=True)
+        console.print(f"[bold red]error:[/] {markup_safe(problem)}", soft_wrap=True)
     sys.exit(exitcodes.INVALID)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from ascendprep.plan import Change, HostPlan
 from ascendprep.yamlsource import InputError, Located
+from ascendprep.jsoninput import read_json
 
 PLAN_SCHEMA_VERSION = 1
 PLAN_KIND = "ascendprep-plan"
@@ -106,7 +107,7 @@ def read_plan(path: Path) -> PlanFile:
         return InputError([Located(str(path), None, "", message)])
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)  # bounded: size, depth, strict JSON (ascendprep.jsoninput)
     except FileNotFoundError:
         raise bad("no such plan file (run 'ascendprep plan INVENTORY' first)") from None
     except (OSError, ValueError) as exc:

@@ -30,6 +30,7 @@ from ascendprep.remote.fanout import HostOutcome, Session
 from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.remote.sudo import SudoPassword
 from ascendprep.report.changes import apply_table
+from ascendprep.report.text import markup_safe
 from ascendprep.yamlsource import InputError, Located
 
 
@@ -58,13 +59,13 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
     if not inventory_path.exists():
         raise InputError([Located(str(path), None, "inventory", f"the plan's inventory {inventory_path} no longer exists")])
     if file_sha256(inventory_path) != saved.inventory_sha256:
-        err.print(f"[red]The inventory {inventory_path} changed since this plan was made: run 'ascendprep plan' again.[/]")
+        err.print(f"[red]The inventory {markup_safe(inventory_path)} changed since this plan was made: run 'ascendprep plan' again.[/]")
         return exitcodes.FAILED
     inventory = load_inventory(inventory_path)
     desired = build_desired(inventory)
     skipped = [h for h in saved.hosts if not h.reachable]
     for host in skipped:
-        err.print(f"[yellow]{host.node}: not in this plan ({host.error}); nothing will be done there.[/]")
+        err.print(f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing will be done there.[/]")
     planned = {h.node: h.changes for h in saved.hosts if h.reachable and h.changes}
     if not planned:
         out.print("No changes in this plan. Nothing to do.")
@@ -92,7 +93,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
         if problems:
             err.print("[red]The plan is stale; nothing was changed. What moved since planning:[/]")
             for line in problems:
-                err.print(f"  {line}", soft_wrap=True)
+                err.print(f"  {markup_safe(line)}", soft_wrap=True)
             err.print("Run 'ascendprep plan' again, review, then apply the new plan.")
             return exitcodes.FAILED
         if not any(to_apply.values()):
@@ -136,7 +137,7 @@ def _report(out: Console, path: Path, saved: PlanFile, to_apply: dict[str, list[
     out.print(apply_table(rows))
     journal = _journal(path, {"schema_version": 1, "kind": "apply-journal", "plan": str(path), "cluster": saved.cluster, "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "user": os.environ.get("USER"), "hosts": journal_hosts})
     ok_steps = sum(1 for r in rows if r[2] == 0)
-    out.print(f"Applied {ok_steps} of {len(rows)} changes; journal: {journal}")
+    out.print(f"Applied {ok_steps} of {len(rows)} changes; journal: {markup_safe(journal)}")
     if failed:
         out.print("[red]Some changes failed: fix the cause shown above, then run 'ascendprep plan' and 'ascendprep apply' again.[/]")
         return exitcodes.FAILED

@@ -31,6 +31,7 @@ from ascendprep.lab.spec import (
 )
 from ascendprep.lab.system import LabError
 from ascendprep.products import PRODUCTS
+from ascendprep.report.text import visible
 
 T = TypeVar("T")
 
@@ -42,13 +43,13 @@ def _guarded(action: Callable[[], T]) -> T:
     try:
         return action()
     except LabSpecError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(exc)}", err=True)
         sys.exit(exitcodes.INVALID)
     except LabError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(exc)}", err=True)
         sys.exit(exitcodes.FAILED)
     except PermissionError as exc:
-        click.echo(f"error: {exc.filename}: permission denied (run as root, e.g. with sudo)", err=True)
+        click.echo(f"error: {visible(exc.filename)}: permission denied (run as root, e.g. with sudo)", err=True)
         sys.exit(exitcodes.FAILED)
 
 
@@ -113,7 +114,7 @@ def up_command(
         driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip, sftp=sftp,
     )
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
-    click.echo(str(lab.inventory_path))
+    click.echo(visible(lab.inventory_path))
 
 
 @lab_group.command("down")
@@ -127,7 +128,7 @@ def down_command(name: str) -> None:
         if os.geteuid() != 0:
             raise LabError("lab down needs root (run it with sudo)")
         if not tear_down(LabPaths(name), click.echo):
-            click.echo(f"lab '{name}' is not up: nothing to remove")
+            click.echo(f"lab '{visible(name)}' is not up: nothing to remove")
 
     _guarded(down)
 
@@ -210,10 +211,12 @@ def _describe(record: dict[str, Any]) -> str:
     for key in ("rate", "version"):
         if record.get(key):
             text += f" {key} {record[key]}"
-    return text
+    return visible(text)
 
 
 def _print_status(report: dict[str, Any]) -> None:
+    """Plain text; every value made visible (names come from the command line and the lab's files)."""
+    report = _visible_values(report)
     if not report["up"]:
         click.echo(f"lab '{report['name']}' is not up")
         return
@@ -230,3 +233,14 @@ def _print_status(report: dict[str, Any]) -> None:
             click.echo(f"  {_describe(record)}")
     else:
         click.echo("no faults in force")
+
+
+def _visible_values(value: Any) -> Any:
+    """``value`` with every string in it passed through :func:`visible` (for text output only)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {k: _visible_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_visible_values(v) for v in value]
+    return value

@@ -34,7 +34,6 @@ from ascendprep.probes import firewall, hccn, hccn_conf, npu_smi, paths, python_
 from ascendprep.probes.failures import classify_failure, dcmi_failure
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
-from ascendprep.probes.text import UnexpectedOutput
 
 KIND = "gather"
 
@@ -230,7 +229,11 @@ class _FactsBuilder:
             if handler is None:
                 self._error(section.name, "error", f"unknown section {section.name!r} in the gather output")
                 continue
-            handler(section)
+            try:
+                handler(section)
+            except (ValueError, LookupError, TypeError, ArithmeticError, RecursionError) as exc:
+                # One odd output (a 5,000-digit number int() refuses) costs that probe, not the host.
+                self._error(section.name, "error", f"output that could not be read ({type(exc).__name__}: {exc})", section.npu)
         self.versions["cann"] = tuple(self.versions["cann"])
         return HostFacts(
             ascend_home=self.ascend_home,
@@ -284,7 +287,7 @@ class _FactsBuilder:
         """parse(), or None with an error recorded when the output is not what the tool prints."""
         try:
             return parse()
-        except UnexpectedOutput as exc:
+        except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
             self._error(probe, "error", f"{what}: {exc}", npu)
             return None
 
@@ -379,7 +382,9 @@ class _FactsBuilder:
         key = section.attrs.get("key", "?")
         if section.rc != 0:
             return self._failed(section, f"sysctl:{key}", f"cat {paths.proc_sys_path(key)}")
-        self.sysctl[key] = sysctl.parse_proc_value(section.stdout)
+        value = self._parsed(f"sysctl:{key}", f"cat {paths.proc_sys_path(key)}", lambda: sysctl.parse_proc_value(section.stdout, key))
+        if value is not None:
+            self.sysctl[key] = value
 
     def _sysctl_file(self, section: Section) -> None:
         if self._file_absent(section):

@@ -15,6 +15,7 @@ from ascendprep.findings import Severity
 from ascendprep.probes.paths import SYSCTL_FILE
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
+from ascendprep.report.text import cell, markup_safe
 from ascendprep.sysctl import format_port_ranges
 
 
@@ -80,33 +81,33 @@ def _summary(desired: DesiredState) -> Table:
     inventory = desired.inventory
     plan = desired.ipplan
     first = next(iter(desired.nodes.values()))
-    table = Table(title=f"Cluster {inventory.name}", title_justify="left", show_header=False)
+    table = Table(title=f"Cluster {markup_safe(inventory.name)}", title_justify="left", show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value")
-    table.add_row("product", inventory.product.title)
+    table.add_row("product", cell(inventory.product.title))
     table.add_row("nodes / NPUs", f"{len(inventory.nodes)} / {sum(n.npus for n in inventory.nodes)}")
-    table.add_row("master", f"{inventory.master.name} ({inventory.master.host}:{inventory.model.training.master_port})")
+    table.add_row("master", cell(f"{inventory.master.name} ({inventory.master.host}:{inventory.model.training.master_port})"))
     planes = ", ".join(f"{p.network}" + (f" via {p.gateway}" if p.gateway else "") for p in plan.planes)
-    table.add_row("device subnets", planes)
-    table.add_row("layout / detect", f"{plan.layout} / {plan.detect_policy}")
+    table.add_row("device subnets", cell(planes))
+    table.add_row("layout / detect", cell(f"{plan.layout} / {plan.detect_policy}"))
     for key, value in first.sysctl_minimums.items():
-        table.add_row(f"sysctl {key}", f">= {value}")
-    table.add_row("sysctl net.ipv4.ip_local_reserved_ports", f"host's ranges + {format_port_ranges(first.reserved_ports)}")
-    table.add_row("firewall", desired.firewall)
+        table.add_row(cell(f"sysctl {key}"), cell(f">= {value}"))
+    table.add_row("sysctl net.ipv4.ip_local_reserved_ports", cell(f"host's ranges + {format_port_ranges(first.reserved_ports)}"))
+    table.add_row("firewall", cell(desired.firewall))
     versions = ", ".join(f"{k} {v}" for k, v in desired.software.items() if v) or "none given"
-    table.add_row("expected software", versions)
-    table.add_row("python on nodes", inventory.model.software.python_path)
+    table.add_row("expected software", cell(versions))
+    table.add_row("python on nodes", cell(inventory.model.software.python_path))
     return table
 
 
 def _node_table(desired: DesiredState, name: str) -> Table:
     nd = desired.nodes[name]
-    table = Table(title=f"{name} ({nd.node.host}) ranks {nd.rank}-{nd.rank + nd.nproc - 1}", title_justify="left")
+    table = Table(title=markup_safe(f"{name} ({nd.node.host}) ranks {nd.rank}-{nd.rank + nd.nproc - 1}"), title_justify="left")
     for column in ("npu", "device ip", "netmask", "gateway", "detect ip", "tls"):
         table.add_column(column)
     for h in nd.hccn:
-        table.add_row(str(h.npu), h.ip, h.netmask, h.gateway or "-", h.netdetect or "-", "-" if h.tls is None else str(h.tls))
-    table.caption = f"torchrun: {nd.torchrun}"
+        table.add_row(*(cell(v) for v in (h.npu, h.ip, h.netmask, h.gateway or "-", h.netdetect or "-", "-" if h.tls is None else h.tls)))
+    table.caption = cell(f"torchrun: {nd.torchrun}")
     table.caption_justify = "left"
     return table
 
@@ -118,7 +119,7 @@ def _files_table(desired: DesiredState) -> Table:
     table.add_column("scope")
     table.add_column("sha256 (first node)")
     for f in first.files:
-        table.add_row(f.path, "identical on every node" if f.scope == "cluster" else "per node", _sha256(f.content)[:16])
+        table.add_row(cell(f.path), "identical on every node" if f.scope == "cluster" else "per node", _sha256(f.content)[:16])
     table.add_row(SYSCTL_FILE, "per node (merged with the host's reserved ports)", "-")
     return table
 
