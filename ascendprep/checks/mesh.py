@@ -140,10 +140,17 @@ def _ring(desired: DesiredState, endpoints: Dict[Tuple[str, int], Endpoint]) -> 
 
 def _full(desired: DesiredState, endpoints: Dict[Tuple[str, int], Endpoint]) -> List[Tuple[Endpoint, Endpoint]]:
     product = desired.inventory.product
-    plane_count = len(desired.ipplan.planes)
-    planes: Dict[int, List[Endpoint]] = {}
-    for (_, npu), endpoint in endpoints.items():
-        planes.setdefault(product.plane_of(npu, plane_count), []).append(endpoint)
+    ipplan = desired.ipplan
+    plane_count = ipplan.plane_count or len(ipplan.planes)
+    # One rail/plane across address groups is one routed fabric when its subnets have gateways;
+    # a subnet without a gateway is reachable only inside its own group.
+    planes: Dict[Tuple[int, ...], List[Endpoint]] = {}
+    for (node, npu), endpoint in endpoints.items():
+        rail = product.plane_of(npu, plane_count)
+        group = ipplan.group_by_node.get(node, 0)
+        plane = ipplan.planes[group * plane_count + rail] if ipplan.planes else None
+        key = (rail,) if plane is None or plane.gateway is not None else (rail, group)
+        planes.setdefault(key, []).append(endpoint)
     pairs = []
     for members in planes.values():
         for i, first in enumerate(members):

@@ -45,7 +45,7 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
             "master": inventory.master.name,
             "layout": plan.layout,
             "detect_policy": plan.detect_policy,
-            "planes": [{"subnet": str(p.network), "gateway": str(p.gateway) if p.gateway else None} for p in plan.planes],
+            "planes": [{"subnet": str(p.network), "gateway": str(p.gateway) if p.gateway else None, "group": plan.groups[p.group].name if plan.groups else None, "rail": p.rail} for p in plan.planes],
             "firewall": desired.firewall,
         },
         "software": desired.software,
@@ -58,6 +58,7 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
                 "first_rank": nd.rank,
                 "npus": nd.nproc,
                 "labels": nd.node.labels,
+                "group": _group_name(desired, nd.node.name),
                 "torchrun": nd.torchrun,
                 "npu": [
                     {"npu": h.npu, "ip": h.ip, "netmask": h.netmask, "gateway": h.gateway, "detect": h.netdetect, "tls": h.tls}
@@ -86,8 +87,12 @@ def _summary(desired: DesiredState) -> Table:
     table.add_row("product", inventory.product.title)
     table.add_row("nodes / NPUs", f"{len(inventory.nodes)} / {sum(n.npus for n in inventory.nodes)}")
     table.add_row("master", f"{inventory.master.name} ({inventory.master.host}:{inventory.model.training.master_port})")
-    planes = ", ".join(f"{p.network}" + (f" via {p.gateway}" if p.gateway else "") for p in plan.planes)
-    table.add_row("device subnets", planes)
+    if len(plan.groups) > 1:
+        kind = "planes" if inventory.product.planes else "rails"
+        table.add_row("device groups", f"{len(plan.groups)} groups ({plan.groups[0].name} … {plan.groups[-1].name}), {plan.plane_count} {kind} each: {len(plan.planes)} subnets (table below)")
+    else:
+        planes = ", ".join(f"{p.network}" + (f" via {p.gateway}" if p.gateway else "") for p in plan.planes)
+        table.add_row("device subnets", planes)
     table.add_row("layout / detect", f"{plan.layout} / {plan.detect_policy}")
     for key, value in first.sysctl_minimums.items():
         table.add_row(f"sysctl {key}", f">= {value}")
@@ -99,9 +104,30 @@ def _summary(desired: DesiredState) -> Table:
     return table
 
 
+def _group_name(desired: DesiredState, node: str) -> Optional[str]:
+    group = desired.ipplan.group_of(node)
+    return group.name if group is not None and len(desired.ipplan.groups) > 1 else None
+
+
+def _groups_table(desired: DesiredState) -> Table:
+    """One row per address group: its nodes and its subnet (and gateway) per rail or plane."""
+    plan = desired.ipplan
+    kind = "plane" if desired.inventory.product.planes else "rail"
+    table = Table(title="Device address groups", title_justify="left")
+    table.add_column("group")
+    table.add_column("nodes", justify="right")
+    table.add_column(f"subnet via gateway, per {kind} 0-{plan.plane_count - 1}")
+    for group in plan.groups:
+        subnets = ", ".join(f"{s}" + (f" via {g}" if g is not None else "") for s, g in zip(group.subnets, group.gateways))
+        table.add_row(group.name, str(len(group.nodes)), subnets)
+    return table
+
+
 def _node_table(desired: DesiredState, name: str) -> Table:
     nd = desired.nodes[name]
-    table = Table(title=f"{name} ({nd.node.host}) ranks {nd.rank}-{nd.rank + nd.nproc - 1}", title_justify="left")
+    group = _group_name(desired, name)
+    in_group = f" group {group}" if group else ""
+    table = Table(title=f"{name} ({nd.node.host}){in_group} ranks {nd.rank}-{nd.rank + nd.nproc - 1}", title_justify="left")
     for column in ("npu", "device ip", "netmask", "gateway", "detect ip", "tls"):
         table.add_column(column)
     for h in nd.hccn:
@@ -126,6 +152,8 @@ def _files_table(desired: DesiredState) -> Table:
 def print_plan(console: Console, desired: DesiredState, node_limit: Optional[int] = None) -> None:
     """Print the offline plan for people; ``node_limit`` caps the per-node tables shown."""
     parts: list[Any] = [_summary(desired)]
+    if len(desired.ipplan.groups) > 1:
+        parts.append(_groups_table(desired))
     names = list(desired.nodes)
     shown = names if node_limit is None else names[:node_limit]
     parts.extend(_node_table(desired, name) for name in shown)
