@@ -195,13 +195,20 @@ def _error(rule: str, message: str, fix: str, node: Optional[str] = None, npu: O
 class _Allocator:
     """Hands out free host addresses of one plane, honouring reserved and taken addresses."""
 
-    def __init__(self, plane: Plane, taken: set[int], distinct_last_octet: bool):
+    def __init__(self, plane: Plane, taken: set[int], distinct_last_octet: bool, taken_sorted: Sequence[int] = ()):
         self.plane = plane
         self.taken = taken
         self.low, self.high = plane.usable()
         self.next = self.low
         self.distinct_last_octet = distinct_last_octet and plane.network.prefixlen < 24
-        self.octets_used = {value & 0xFF for value in taken if plane.first <= value <= plane.last}
+        self.octets_used: set[int] = set()
+        if self.distinct_last_octet:
+            # Only the taken addresses inside this plane (a thousand group planes must not each
+            # scan every reserved address of the cluster).
+            first, last = plane.first, plane.last
+            start = bisect.bisect_left(taken_sorted, first)
+            stop = bisect.bisect_right(taken_sorted, last)
+            self.octets_used = {value & 0xFF for value in taken_sorted[start:stop]}
 
     def _ok(self, value: int) -> bool:
         if value in self.taken or _VNIC_LO <= value <= _VNIC_HI:
@@ -356,7 +363,8 @@ def plan_device_ips(inventory: Inventory) -> IpPlan:
                     chosen[(node.index, npu)] = (value, "conventional")
                     owner[value] = (node.name, npu)
     else:
-        allocators = [_Allocator(p, taken, product.subnet_rule is SubnetRule.FOUR_PLANES) for p in planes]
+        taken_sorted = sorted(taken)
+        allocators = [_Allocator(p, taken, product.subnet_rule is SubnetRule.FOUR_PLANES, taken_sorted) for p in planes]
         needed = [0] * len(planes)
         for node in inventory.nodes:
             for npu in range(node.npus):
