@@ -80,8 +80,6 @@ def resolve_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Nod
                 problems.append(doc.problem(base + (key,), f"give the subnets inside device_network.{form}, not both here and there"))
         if net.rule is not None and net.groups is not None:
             problems.append(doc.problem(base + ("rule",), "give either groups or rule, not both"))
-        if net.layout == "conventional":
-            problems.append(doc.problem(base + ("layout",), "the conventional layout is for the flat four planes; groups are laid out densely"))
     if problems:
         return (), problems
     if form == FLAT:

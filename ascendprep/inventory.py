@@ -496,6 +496,8 @@ def _cross_checks(doc: YamlDocument, model: InventoryModel, nodes: list[Node], p
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         problems.append(doc.problem(("training", "master"), f"'{master}' is not a node of this inventory{hint}"))
     net = model.device_network
+    if net.layout == "conventional" and product.id != "atlas-800":
+        problems.append(doc.problem(("device_network", "layout"), "the conventional layout exists only for atlas-800"))
     if form_of(net) != FLAT:
         if net.detect == "explicit":
             problems.extend(_explicit_detect_problems(doc, nodes))
@@ -515,8 +517,6 @@ def _cross_checks(doc: YamlDocument, model: InventoryModel, nodes: list[Node], p
         problems.append(doc.problem(("device_network", "detect"), "detect: gateway needs device_network.gateway (or gateways)"))
     if net.detect == "explicit":
         problems.extend(_explicit_detect_problems(doc, nodes))
-    if net.layout == "conventional" and product.id != "atlas-800":
-        problems.append(doc.problem(("device_network", "layout"), "the conventional layout exists only for atlas-800"))
     return problems
 
 

@@ -305,3 +305,34 @@ def test_groups_document_round_trips_through_json():
     """The JSON plan of a grouped inventory is plain JSON (no IPv4 objects leak into it)."""
     desired = build_desired(load({"name": "pod", "product": "atlas-a2", "nodes": racks(2, 1, key="leaf"), "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24}}}))
     assert json.loads(json.dumps(desired_document(desired)))["cluster"]["planes"][1]["group"] == "leaf=r01"
+
+
+def test_groups_by_several_ranges_and_several_labels():
+    data = {
+        "name": "g", "product": "atlas-a2", "npus_per_node": 1,
+        "device_network": {"groups": [
+            {"name": "odd", "nodes": ["s0001", "s[0003-0003]"], "subnet": "10.1.0.0/24"},
+            {"name": "even", "match": {"rack": "r00", "row": "b"}, "subnet": "10.2.0.0/24"},
+        ]},
+        "nodes": [
+            {"name": "s0001", "host": "10.60.0.1", "labels": {"rack": "r00", "row": "a"}},
+            {"name": "s0002", "host": "10.60.0.2", "labels": {"rack": "r00", "row": "b"}},
+            {"name": "s0003", "host": "10.60.0.3", "labels": {"rack": "r00", "row": "a"}},
+            {"name": "s0004", "host": "10.60.0.4", "labels": {"rack": "r00", "row": "b"}},
+        ],
+    }
+    plan = plan_device_ips(load(data))
+    assert not errors(plan)
+    assert {n: plan.group_of(n).name for n in plan.by_node} == {"s0001": "odd", "s0002": "even", "s0003": "odd", "s0004": "even"}
+    # peer detection stays inside the group: s0001 probes s0003, s0004 probes s0002
+    assert plan.by_node["s0001"][0].detect == plan.by_node["s0003"][0].ip
+    assert plan.by_node["s0004"][0].detect == plan.by_node["s0002"][0].ip
+
+
+def test_conventional_layout_per_rack_group():
+    data = {"name": "r", "product": "atlas-800", "device_network": {"layout": "conventional", "rule": {"supernet": "10.200.0.0/16", "by": "rack", "prefix": 24}}, "nodes": racks(2, 3)}
+    plan = plan_device_ips(load(data))
+    assert plan.layout == "conventional" and not errors(plan)
+    assert plan.by_node["s0004"][0].ip == "10.200.4.101" and plan.by_node["s0005"][4].ip == "10.200.4.110"
+    too_many = {**data, "nodes": racks(2, 17)}  # .101 + 10 x 16 is past .254
+    assert "ipplan.layout" in {f.id for f in plan_device_ips(load(too_many)).findings}
