@@ -8,7 +8,9 @@ import json
 from typing import Any, Optional
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ascendprep.desired import DesiredState
 from ascendprep.findings import Severity
@@ -89,7 +91,7 @@ def _summary(desired: DesiredState) -> Table:
     table.add_row("master", f"{inventory.master.name} ({inventory.master.host}:{inventory.model.training.master_port})")
     if len(plan.groups) > 1:
         kind = "planes" if inventory.product.planes else "rails"
-        table.add_row("device groups", f"{len(plan.groups)} groups ({plan.groups[0].name} … {plan.groups[-1].name}), {plan.plane_count} {kind} each: {len(plan.planes)} subnets (table below)")
+        table.add_row("device groups", Text(f"{len(plan.groups)} groups ({plan.groups[0].name} … {plan.groups[-1].name}), {plan.plane_count} {kind} each: {len(plan.planes)} subnets (table below)"))
     else:
         planes = ", ".join(f"{p.network}" + (f" via {p.gateway}" if p.gateway else "") for p in plan.planes)
         table.add_row("device subnets", planes)
@@ -119,14 +121,14 @@ def _groups_table(desired: DesiredState) -> Table:
     table.add_column(f"subnet via gateway, per {kind} 0-{plan.plane_count - 1}")
     for group in plan.groups:
         subnets = ", ".join(f"{s}" + (f" via {g}" if g is not None else "") for s, g in zip(group.subnets, group.gateways))
-        table.add_row(group.name, str(len(group.nodes)), subnets)
+        table.add_row(Text(group.name), str(len(group.nodes)), subnets)
     return table
 
 
 def _node_table(desired: DesiredState, name: str) -> Table:
     nd = desired.nodes[name]
     group = _group_name(desired, name)
-    in_group = f" group {group}" if group else ""
+    in_group = f" group {escape(group)}" if group else ""
     table = Table(title=f"{name} ({nd.node.host}){in_group} ranks {nd.rank}-{nd.rank + nd.nproc - 1}", title_justify="left")
     for column in ("npu", "device ip", "netmask", "gateway", "detect ip", "tls"):
         table.add_column(column)

@@ -151,7 +151,7 @@ def test_management_address_inside_a_group_subnet_and_overrides_across_groups():
     assert "(group a)" in message
 
 
-def test_full_mesh_crosses_groups_only_where_routed():
+def test_ping_meshes_cross_groups_only_where_routed():
     def inventory(gateways: bool) -> dict:
         groups = [{"nodes": f"s[000{1 + 2 * g}-000{2 + 2 * g}]", "subnet": f"10.{g + 1}.0.0/24"} for g in range(2)]
         if gateways:
@@ -163,6 +163,10 @@ def test_full_mesh_crosses_groups_only_where_routed():
     assert sorted((a.node, b.node) for a, b in islands) in ([("s0001", "s0002"), ("s0003", "s0004")], [("s0002", "s0001"), ("s0004", "s0003")])
     routed = mesh_pairs(build_desired(load(inventory(True))), "full")
     assert len(routed) == 6
+    ring_islands = {frozenset((a.node, b.node)) for a, b in mesh_pairs(build_desired(load(inventory(False))), "ring")}
+    assert ring_islands == {frozenset(("s0001", "s0002")), frozenset(("s0003", "s0004"))}
+    ring_routed = {frozenset((a.node, b.node)) for a, b in mesh_pairs(build_desired(load(inventory(True))), "ring")}
+    assert frozenset(("s0002", "s0003")) in ring_routed and frozenset(("s0003", "s0001")) in ring_routed
 
 
 def test_offline_json_and_text_name_the_groups():
@@ -336,3 +340,16 @@ def test_conventional_layout_per_rack_group():
     assert plan.by_node["s0004"][0].ip == "10.200.4.101" and plan.by_node["s0005"][4].ip == "10.200.4.110"
     too_many = {**data, "nodes": racks(2, 17)}  # .101 + 10 x 16 is past .254
     assert "ipplan.layout" in {f.id for f in plan_device_ips(load(too_many)).findings}
+
+
+def test_group_names_from_labels_are_shown_as_text_not_markup():
+    from rich.console import Console
+
+    from ascendprep.report.plan import print_plan
+
+    data = {"name": "m", "product": "atlas-a2", "npus_per_node": 1, "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24}},
+            "nodes": [{"name": "a1", "host": "10.0.0.1", "labels": {"leaf": "[bold]x[/bold]"}}, {"name": "b1", "host": "10.0.0.2", "labels": {"leaf": "y"}}]}
+    console = Console(record=True, width=200)
+    print_plan(console, build_desired(load(data)))
+    text = console.export_text()
+    assert "leaf=[bold]x[/bold]" in text and "a1 (10.0.0.1) group leaf=[bold]x[/bold]" in text

@@ -74,6 +74,10 @@ def test_unrouted_groups_are_islands_and_verify_pings_only_inside_them(lab: Lab,
     pings = [c for c in document["checks"] if c["check"] == "cluster.reachability"]
     pairs = {frozenset((c["evidence"]["a"]["node"], c["evidence"]["b"]["node"])) for c in pings}
     assert len(pings) == 4 and pairs == {frozenset(("node1", "node2")), frozenset(("node3", "node4"))}
+    ring = run_cli("verify", str(path), "--format", "json", cwd=tmp_path)  # the default mesh
+    ring_pings = [c for c in json.loads(ring.stdout)["checks"] if c["check"] == "cluster.reachability"]
+    assert ring.returncode == 0 and ring_pings and all(c["status"] == "passed" for c in ring_pings), ring.stdout[:4000]
+    assert {frozenset((c["evidence"]["a"]["node"], c["evidence"]["b"]["node"])) for c in ring_pings} == pairs
 
 
 def test_grouped_fabric_applies_and_verifies(lab: Lab, tmp_path: Path) -> None:
