@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ascendprep.desired import DesiredState
+from ascendprep.devicegroups import FLAT, form_of
 from ascendprep.findings import Severity
 from ascendprep.probes.paths import SYSCTL_FILE
 from ascendprep.report import SCHEMA_VERSION
@@ -47,7 +48,7 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
             "master": inventory.master.name,
             "layout": plan.layout,
             "detect_policy": plan.detect_policy,
-            "planes": [{"subnet": str(p.network), "gateway": str(p.gateway) if p.gateway else None, "group": plan.groups[p.group].name if plan.groups else None, "rail": p.rail} for p in plan.planes],
+            "planes": [{"subnet": str(p.network), "gateway": str(p.gateway) if p.gateway else None, "group": plan.groups[p.group].name if _grouped(desired) else None, "rail": p.rail} for p in plan.planes],
             "firewall": desired.firewall,
         },
         "software": desired.software,
@@ -89,7 +90,7 @@ def _summary(desired: DesiredState) -> Table:
     table.add_row("product", inventory.product.title)
     table.add_row("nodes / NPUs", f"{len(inventory.nodes)} / {sum(n.npus for n in inventory.nodes)}")
     table.add_row("master", f"{inventory.master.name} ({inventory.master.host}:{inventory.model.training.master_port})")
-    if len(plan.groups) > 1:
+    if _grouped(desired):
         kind = "planes" if inventory.product.planes else "rails"
         table.add_row("device groups", Text(f"{len(plan.groups)} groups ({plan.groups[0].name} … {plan.groups[-1].name}), {plan.plane_count} {kind} each: {len(plan.planes)} subnets (table below)"))
     else:
@@ -106,9 +107,14 @@ def _summary(desired: DesiredState) -> Table:
     return table
 
 
+def _grouped(desired: DesiredState) -> bool:
+    """The inventory uses address groups (device_network.groups or rule), even a single one."""
+    return form_of(desired.inventory.model.device_network) != FLAT
+
+
 def _group_name(desired: DesiredState, node: str) -> Optional[str]:
     group = desired.ipplan.group_of(node)
-    return group.name if group is not None and len(desired.ipplan.groups) > 1 else None
+    return group.name if group is not None and _grouped(desired) else None
 
 
 def _groups_table(desired: DesiredState) -> Table:
@@ -154,7 +160,7 @@ def _files_table(desired: DesiredState) -> Table:
 def print_plan(console: Console, desired: DesiredState, node_limit: Optional[int] = None) -> None:
     """Print the offline plan for people; ``node_limit`` caps the per-node tables shown."""
     parts: list[Any] = [_summary(desired)]
-    if len(desired.ipplan.groups) > 1:
+    if _grouped(desired):
         parts.append(_groups_table(desired))
     names = list(desired.nodes)
     shown = names if node_limit is None else names[:node_limit]
