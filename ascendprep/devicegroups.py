@@ -20,17 +20,16 @@ enough) is reported here as a located problem, so a bad group points at its own 
 
 from __future__ import annotations
 
-import bisect
 import ipaddress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ascendprep import hostrange
-from ascendprep.products import CONVENTIONAL_910_SUBNETS, RESERVED_VNIC_SUBNET, Product, SubnetRule
+from ascendprep.products import CONVENTIONAL_910_SUBNETS, RESERVED_VNIC_SUBNET, Product
 from ascendprep.yamlsource import FieldPath, Located, YamlDocument
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; inventory imports this module
-    from ascendprep.inventory import DeviceNetwork, Node
+    from ascendprep.inventory import DeviceGroup, DeviceNetwork, Node
 
 _VNIC = ipaddress.IPv4Network(RESERVED_VNIC_SUBNET)
 
@@ -64,11 +63,6 @@ def form_of(net: "DeviceNetwork") -> str:
     return FLAT
 
 
-def plane_count(product: Product, subnets_per_group: int) -> int:
-    """Subnets every group needs: fixed by the product rule, or any count (rails) for A2."""
-    return product.planes or subnets_per_group
-
-
 def resolve_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"], product: Product) -> tuple[tuple[AddressGroup, ...], list[Located]]:
     """The address groups of the inventory, or the located problems that prevent them."""
     form = form_of(net)
@@ -77,7 +71,7 @@ def resolve_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Nod
     if form != FLAT:
         for key in ("subnet", "subnets", "gateway", "gateways"):
             if getattr(net, key) is not None:
-                problems.append(doc.problem(base + (key,), f"give the subnets inside device_network.{form}, not both here and there"))
+                problems.append(doc.problem(base + (key,), f"with device_network.{form}, subnets and gateways are given there: remove {key} here"))
         if net.rule is not None and net.groups is not None:
             problems.append(doc.problem(base + ("rule",), "give either groups or rule, not both"))
     if problems:
@@ -96,6 +90,7 @@ def resolve_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Nod
 
 
 def flat_group(net: "DeviceNetwork", nodes: Sequence["Node"]) -> AddressGroup:
+    """Today's flat form as one group of every node (the 910 default: the conventional planes)."""
     if net.subnets:
         subnets = tuple(net.subnets)
     elif net.subnet is not None:
@@ -170,12 +165,9 @@ def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["N
     return tuple(groups), problems
 
 
-def _subnets_and_gateways(doc: YamlDocument, where: FieldPath, entry: object, product: Product) -> tuple[tuple[ipaddress.IPv4Network, ...], tuple[Optional[ipaddress.IPv4Address], ...], list[Located]]:
+def _subnets_and_gateways(doc: YamlDocument, where: FieldPath, entry: "DeviceGroup", product: Product) -> tuple[tuple[ipaddress.IPv4Network, ...], tuple[Optional[ipaddress.IPv4Address], ...], list[Located]]:
     problems: list[Located] = []
-    subnet = getattr(entry, "subnet")
-    subnet_list = getattr(entry, "subnets")
-    gateway = getattr(entry, "gateway")
-    gateway_list = getattr(entry, "gateways")
+    subnet, subnet_list, gateway, gateway_list = entry.subnet, entry.subnets, entry.gateway, entry.gateways
     if subnet is not None and subnet_list is not None:
         problems.append(doc.problem(where + ("subnets",), "give either subnet or subnets, not both"))
     if gateway is not None and gateway_list is not None:
@@ -269,7 +261,7 @@ def _usable(subnet: ipaddress.IPv4Network) -> tuple[int, int]:
     return (first, last) if subnet.prefixlen >= 31 else (first + 1, last - 1)
 
 
-def _overlaps(doc: YamlDocument, groups: Sequence[AddressGroup], at: object) -> list[Located]:
+def _overlaps(doc: YamlDocument, groups: Sequence[AddressGroup], at: Callable[[AddressGroup, str, int], FieldPath]) -> list[Located]:
     """Every pair of overlapping subnets, found by sorting (thousands of subnets stay fast)."""
     spans = sorted(
         (int(s.network_address), int(s.broadcast_address), g.index, r)
@@ -284,15 +276,7 @@ def _overlaps(doc: YamlDocument, groups: Sequence[AddressGroup], at: object) -> 
             here, there = groups[g], groups[og]
             mine = here.subnets[r]
             other = there.subnets[orr]
-            problems.append(doc.problem(at(here, "subnet", r), f"{mine} (group {here.name}) overlaps {other} (group {there.name}); every group and rail needs its own subnet"))  # type: ignore[operator]
+            problems.append(doc.problem(at(here, "subnet", r), f"{mine} (group {here.name}) overlaps {other} (group {there.name}); every group and rail needs its own subnet"))
         if last > reach_end:
             reach_end, reach_owner = last, (g, r)
     return problems
-
-
-def contains(sorted_starts: list[int], spans: list[tuple[int, int]], value: int) -> Optional[int]:
-    """Index into ``spans`` (sorted, disjoint) of the span holding ``value``, or None."""
-    i = bisect.bisect_right(sorted_starts, value) - 1
-    if i >= 0 and spans[i][0] <= value <= spans[i][1]:
-        return i
-    return None
