@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
-from ascendprep.devicegroups import AddressGroup, flat_group, form_of
+from ascendprep.devicegroups import FLAT, AddressGroup, flat_group, form_of
 from ascendprep.findings import Finding, Severity
 from ascendprep.inventory import Inventory, Node
 from ascendprep.products import RESERVED_VNIC_SUBNET, SubnetRule
@@ -266,7 +266,7 @@ def _capacity_message(inventory: Inventory, plane: Plane, groups: Sequence[Addre
     have = high - low + 1 - reserved
     prefix = 32 - math.ceil(math.log2(needed + reserved + 2))
     group = groups[plane.group]
-    grouped = len(groups) > 1 or form_of(inventory.model.device_network) != "flat"
+    grouped = len(groups) > 1 or form_of(inventory.model.device_network) != FLAT
     if grouped:
         message = f"device subnet {plane.network} (group {group.name}, {'plane' if inventory.product.planes else 'rail'} {plane.rail}) holds {have} device addresses but the group's nodes need {needed} in it"
     else:

@@ -353,3 +353,23 @@ def test_group_names_from_labels_are_shown_as_text_not_markup():
     print_plan(console, build_desired(load(data)))
     text = console.export_text()
     assert "leaf=[bold]x[/bold]" in text and "a1 (10.0.0.1) group leaf=[bold]x[/bold]" in text
+
+
+def test_explicit_detect_ip_must_be_reachable_by_its_groups_rule():
+    def data(gateway: bool) -> dict:
+        groups = [{"name": "a", "nodes": "s0001", "subnet": "10.1.0.0/24"}, {"name": "b", "nodes": "s0002", "subnet": "10.2.0.0/24"}]
+        if gateway:
+            groups[0]["gateway"] = "10.1.0.1"
+            groups[1]["gateway"] = "10.2.0.1"
+        return {
+            "name": "d", "product": "atlas-a2", "npus_per_node": 1,
+            "device_network": {"detect": "explicit", "groups": groups},
+            "nodes": [
+                {"name": "s0001", "host": "10.60.0.1", "detect_ips": {0: "10.2.0.9"}},  # group b's subnet
+                {"name": "s0002", "host": "10.60.0.2", "detect_ips": {0: "10.2.0.9"}},
+            ],
+        }
+
+    unrouted = {(f.id, f.node) for f in errors(plan_device_ips(load(data(False))))}
+    assert unrouted == {("ipplan.detect_unreachable", "s0001")}
+    assert not errors(plan_device_ips(load(data(True))))
