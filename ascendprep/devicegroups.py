@@ -112,6 +112,7 @@ def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["N
     counts: Optional[tuple[int, int]] = None
     assert net.groups is not None
     names_seen: dict[str, int] = {}
+    by_label: Optional[dict[tuple[str, str], set[int]]] = None
     for g, entry in enumerate(net.groups):
         where: FieldPath = ("device_network", "groups", g)
         label = f"device_network.groups[{g}]"
@@ -139,7 +140,13 @@ def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["N
         else:
             assert entry.match is not None
             wanted = entry.match
-            members = [node.index for node in nodes if all(node.labels.get(k) == v for k, v in wanted.items())]
+            if by_label is None:
+                by_label = _label_index(nodes)
+            chosen: Optional[set[int]] = None
+            for pair in wanted.items():
+                having = by_label.get(pair, set())
+                chosen = set(having) if chosen is None else chosen & having
+            members = sorted(chosen or ())
             if not members:
                 shown = ", ".join(f"{k}: {v}" for k, v in wanted.items())
                 problems.append(doc.problem(where + ("match",), f"no node has the labels {{{shown}}}"))
@@ -163,6 +170,15 @@ def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["N
             problems.append(doc.problem(("nodes", node.entry), f"node {node.name} is in no device_network group (every node needs its group's subnets)"))
             break
     return tuple(groups), problems
+
+
+def _label_index(nodes: Sequence["Node"]) -> dict[tuple[str, str], set[int]]:
+    """(label, value) -> indexes of the nodes that carry it (groups × nodes scans grow too fast)."""
+    index: dict[tuple[str, str], set[int]] = {}
+    for node in nodes:
+        for pair in node.labels.items():
+            index.setdefault(pair, set()).add(node.index)
+    return index
 
 
 def _subnets_and_gateways(doc: YamlDocument, where: FieldPath, entry: "DeviceGroup", product: Product) -> tuple[tuple[ipaddress.IPv4Network, ...], tuple[Optional[ipaddress.IPv4Address], ...], list[Located]]:
