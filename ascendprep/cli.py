@@ -6,9 +6,10 @@ turns known failures (bad input, unreachable hosts) into messages and exit codes
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 import click
 from rich.console import Console
@@ -21,6 +22,9 @@ from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sud
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.cli import lab_group
 from ascendprep.yamlsource import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ascendprep.desired import DesiredState
 
 
 def _stderr() -> Console:
@@ -57,7 +61,7 @@ _forks_option = click.option("--forks", type=click.IntRange(1, 1024), default=No
 @click.option("--offline", is_flag=True, help="Compute the desired state only; contact no host.")
 @click.option("-o", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Where to save the plan (default .ascendprep/plan.json).")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when nothing would change, 3 when changes are pending, 1 on errors.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version); with --offline also csv: the per-NPU address table (node,host,npu,ip,netmask,gateway,detect).")
 @click.option("--nodes", "node_limit", default="8", show_default=True, metavar="N|all", help="--offline text output: per-node tables to show.")
 @_host_key_option
 @_forks_option
@@ -70,8 +74,12 @@ def plan_command(inventory: Path, offline: bool, output: Optional[Path], detaile
     the plan for 'ascendprep apply'. Nothing is changed on any host.
 
     With --offline: no host is contacted; shows the desired state per node and NPU, the files
-    that will be written, expected software versions and every rule violation.
+    that will be written, expected software versions and every rule violation. With
+    --format csv it writes only the per-NPU address table to stdout (findings go to stderr;
+    nothing is written when the inventory breaks an addressing rule).
     """
+    if output_format == "csv" and not offline:
+        raise click.UsageError("--format csv is the offline address table: add --offline")
     if offline:
         _plan_offline(inventory, output_format, node_limit)
         return
@@ -95,13 +103,33 @@ def _plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
     except InputError as error:
         fail_input(error)
     desired = build_desired(inv)
-    if output_format == "json":
+    if output_format == "csv":
+        _write_csv(desired)
+    elif output_format == "json":
         sys.stdout.write(render_json(desired))
     else:
         print_plan(report_console(), desired, node_limit=limit)
     if desired.invalid:
         sys.exit(exitcodes.INVALID)
     if any(f.severity.value == "error" for f in desired.findings):
+        sys.exit(exitcodes.FAILED)
+
+
+def _write_csv(desired: "DesiredState") -> None:
+    """The address table on stdout, findings on stderr; no table when an addressing rule broke."""
+    from ascendprep.report.addresses import write_address_csv
+    from ascendprep.report.findings import findings_table
+
+    if desired.findings:
+        _stderr().print(findings_table(desired.findings))
+    if desired.invalid:
+        sys.exit(exitcodes.INVALID)
+    try:
+        write_address_csv(desired, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (head, a closed pager) went away: stop quietly, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(exitcodes.FAILED)
 
 

@@ -9,8 +9,10 @@ from typing import Any, Optional
 
 from rich.console import Console, Group
 from rich.table import Table
+from rich.text import Text
 
 from ascendprep.desired import DesiredState
+from ascendprep.devicegroups import FLAT, form_of
 from ascendprep.findings import Severity
 from ascendprep.probes.paths import SYSCTL_FILE
 from ascendprep.report import SCHEMA_VERSION
@@ -46,7 +48,7 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
             "master": inventory.master.name,
             "layout": plan.layout,
             "detect_policy": plan.detect_policy,
-            "planes": [{"subnet": str(p.network), "gateway": str(p.gateway) if p.gateway else None} for p in plan.planes],
+            "planes": [{"subnet": str(p.network), "gateway": str(p.gateway) if p.gateway else None, "group": plan.groups[p.group].name if _grouped(desired) else None, "rail": p.rail} for p in plan.planes],
             "firewall": desired.firewall,
         },
         "software": desired.software,
@@ -59,6 +61,7 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
                 "first_rank": nd.rank,
                 "npus": nd.nproc,
                 "labels": nd.node.labels,
+                "group": _group_name(desired, nd.node.name),
                 "torchrun": nd.torchrun,
                 "npu": [
                     {"npu": h.npu, "ip": h.ip, "netmask": h.netmask, "gateway": h.gateway, "detect": h.netdetect, "tls": h.tls}
@@ -87,8 +90,12 @@ def _summary(desired: DesiredState) -> Table:
     table.add_row("product", cell(inventory.product.title))
     table.add_row("nodes / NPUs", f"{len(inventory.nodes)} / {sum(n.npus for n in inventory.nodes)}")
     table.add_row("master", cell(f"{inventory.master.name} ({inventory.master.host}:{inventory.model.training.master_port})"))
-    planes = ", ".join(f"{p.network}" + (f" via {p.gateway}" if p.gateway else "") for p in plan.planes)
-    table.add_row("device subnets", cell(planes))
+    if _grouped(desired):
+        kind = "planes" if inventory.product.planes else "rails"
+        table.add_row("device groups", cell(f"{len(plan.groups)} groups ({plan.groups[0].name} … {plan.groups[-1].name}), {plan.plane_count} {kind} each: {len(plan.planes)} subnets (table below)"))
+    else:
+        planes = ", ".join(f"{p.network}" + (f" via {p.gateway}" if p.gateway else "") for p in plan.planes)
+        table.add_row("device subnets", cell(planes))
     table.add_row("layout / detect", cell(f"{plan.layout} / {plan.detect_policy}"))
     for key, value in first.sysctl_minimums.items():
         table.add_row(cell(f"sysctl {key}"), cell(f">= {value}"))
@@ -100,9 +107,35 @@ def _summary(desired: DesiredState) -> Table:
     return table
 
 
+def _grouped(desired: DesiredState) -> bool:
+    """The inventory uses address groups (device_network.groups or rule), even a single one."""
+    return form_of(desired.inventory.model.device_network) != FLAT
+
+
+def _group_name(desired: DesiredState, node: str) -> Optional[str]:
+    group = desired.ipplan.group_of(node)
+    return group.name if group is not None and _grouped(desired) else None
+
+
+def _groups_table(desired: DesiredState) -> Table:
+    """One row per address group: its nodes and its subnet (and gateway) per rail or plane."""
+    plan = desired.ipplan
+    kind = "plane" if desired.inventory.product.planes else "rail"
+    table = Table(title="Device address groups", title_justify="left")
+    table.add_column("group")
+    table.add_column("nodes", justify="right")
+    table.add_column(f"subnet via gateway, per {kind} 0-{plan.plane_count - 1}")
+    for group in plan.groups:
+        subnets = ", ".join(f"{s}" + (f" via {g}" if g is not None else "") for s, g in zip(group.subnets, group.gateways))
+        table.add_row(cell(group.name), str(len(group.nodes)), subnets)
+    return table
+
+
 def _node_table(desired: DesiredState, name: str) -> Table:
     nd = desired.nodes[name]
-    table = Table(title=markup_safe(f"{name} ({nd.node.host}) ranks {nd.rank}-{nd.rank + nd.nproc - 1}"), title_justify="left")
+    group = _group_name(desired, name)
+    in_group = f" group {group}" if group else ""
+    table = Table(title=markup_safe(f"{name} ({nd.node.host}){in_group} ranks {nd.rank}-{nd.rank + nd.nproc - 1}"), title_justify="left")
     for column in ("npu", "device ip", "netmask", "gateway", "detect ip", "tls"):
         table.add_column(column)
     for h in nd.hccn:
@@ -127,6 +160,8 @@ def _files_table(desired: DesiredState) -> Table:
 def print_plan(console: Console, desired: DesiredState, node_limit: Optional[int] = None) -> None:
     """Print the offline plan for people; ``node_limit`` caps the per-node tables shown."""
     parts: list[Any] = [_summary(desired)]
+    if _grouped(desired):
+        parts.append(_groups_table(desired))
     names = list(desired.nodes)
     shown = names if node_limit is None else names[:node_limit]
     parts.extend(_node_table(desired, name) for name in shown)
