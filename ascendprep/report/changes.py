@@ -1,9 +1,14 @@
-"""Plan changes and apply results, as tables for people and documents for machines."""
+"""Plan changes and apply results, as tables for people and documents for machines.
+
+Every value in a table comes from an inventory, a plan file or a host, so it is escaped: a tool
+message such as ``[/home/x/ip.c:553]`` is text, never rich markup.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
+from rich.markup import escape
 from rich.table import Table
 
 from ascendprep.plan import Change, HostPlan
@@ -16,14 +21,14 @@ def changes_table(plans: Iterable[HostPlan]) -> Table:
     table.add_column("change", overflow="fold")
     for plan in plans:
         if not plan.reachable:
-            table.add_row(f"[red]{plan.node}[/]", f"[red]not planned: {plan.error}[/]")
+            table.add_row(f"[red]{escape(plan.node)}[/]", f"[red]not planned: {escape(str(plan.error))}[/]")
             continue
         for change in plan.changes:
-            table.add_row(plan.node, change.summary)
+            table.add_row(escape(plan.node), escape(change.summary))
         for reason in plan.incomplete:
-            table.add_row(f"[yellow]{plan.node}[/]", f"[yellow]incomplete: {reason}[/]")
+            table.add_row(f"[yellow]{escape(plan.node)}[/]", f"[yellow]incomplete: {escape(reason)}[/]")
         if not plan.changes and not plan.incomplete:
-            table.add_row(plan.node, "[green]no changes[/]")
+            table.add_row(escape(plan.node), "[green]no changes[/]")
     return table
 
 
@@ -66,5 +71,5 @@ def apply_table(rows: list[tuple[str, Change, Optional[int], str]]) -> Table:
     table.add_column("result")
     table.add_column("message", overflow="fold")
     for host, change, rc, message in rows:
-        table.add_row(host, change.summary, outcome_label(rc) if rc is not None else "[red]did not run[/]", message)
+        table.add_row(escape(host), escape(change.summary), outcome_label(rc) if rc is not None else "[red]did not run[/]", escape(message))
     return table
