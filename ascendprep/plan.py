@@ -257,10 +257,11 @@ def _shown(value: object, limit: int = 120) -> str:
 
 def _differs(saved: Change, fresh: Change) -> str:
     parts = []
-    if saved.action != fresh.action:
-        keys = sorted({*(saved.action if isinstance(saved.action, dict) else {}), *fresh.action})
-        wrong = [k for k in keys if not isinstance(saved.action, dict) or saved.action.get(k) != fresh.action.get(k)]
-        parts.append(f"action {', '.join(_shown(k, 40) for k in wrong) or 'type'} differs")
+    if saved.action.get("op") != fresh.action.get("op"):
+        parts.append(f"the plan's action is {_shown(saved.action.get('op'), 40)}, the inventory's {fresh.action.get('op')}")
+    elif saved.action != fresh.action:
+        wrong = [k for k in sorted({*saved.action, *fresh.action}) if saved.action.get(k) != fresh.action.get(k)]
+        parts.append(f"action {', '.join(_shown(k, 40) for k in wrong)} differs")
     if saved.node != fresh.node:
         parts.append(f"node {_shown(saved.node, 40)} is not {fresh.node}")
     if saved.npu != fresh.npu:

@@ -133,8 +133,9 @@ def write_plan(plan: PlanFile, path: Path) -> None:
 
 def read_bounded(path: Path, limit: int) -> bytes:
     """A regular file's bytes, at most ``limit`` (a FIFO or /dev/zero as a plan never blocks)."""
-    with open(path, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO would block a plain open()
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file")
         data = handle.read(limit + 1)
     if len(data) > limit:
