@@ -57,10 +57,15 @@ _ap_tmps=
 _ap_cleanup() {{
   for _ap_t in $_ap_tmps; do rm -f "$_ap_t"; done
 }}
-trap _ap_cleanup EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# Steps run in command substitutions (subshells, which start without traps): each step that
+# makes temp files calls _ap_traps again, so its own exit removes them too.
+_ap_traps() {{
+  trap _ap_cleanup EXIT
+  trap 'exit 129' HUP
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}}
+_ap_traps
 _ap_lockdir={lock_dir}
 if ! command -v flock >/dev/null 2>&1; then
   echo "flock is not installed on this host (package util-linux): ascendprep will not apply without its lock" >&2; exit 1
@@ -118,6 +123,7 @@ _ap_backup() {{
   rm -f "$_ap_b"; return 1
 }}
 _ap_write() {{
+  _ap_traps
   _ap_dir=$(dirname "$1") && mkdir -p "$_ap_dir" || return 1
   _ap_tmp=$(mktemp "$1.ascendprep.XXXXXX") || return 1
   _ap_tmps="$_ap_tmps $_ap_tmp"
