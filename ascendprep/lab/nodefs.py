@@ -87,12 +87,13 @@ def holder_script(
             f"{q(mount)} -t overlay ascendprep-lab -o {q(overlay.mount_options())} {q(str(overlay.target))}"
         )
     # Like any real server, a node has its own /run/lock and /run/ascendprep (apply's host lock
-    # lives there; a shared one would serialise applies across the whole lab). /tmp stays shared: the ascendprep package
-    # the simulated tools import may live there (a checkout under /tmp).
+    # lives there; a shared one would serialise applies across the whole lab). /tmp stays shared:
+    # the ascendprep package the simulated tools import may live there (a checkout under /tmp).
     lines += [
         f"if [ -d /run/lock ]; then {q(mount)} -t tmpfs -o mode=1777,size=8m ascendprep-lab /run/lock; fi",
-        # apply's lock folder (root's, 0700): a tmpfs of the node's own, never the host's folder.
-        f"mkdir -p /run/ascendprep && {q(mount)} -t tmpfs -o mode=0700,size=1m ascendprep-lab /run/ascendprep",
+        # apply's lock folder (root's, 0700): a tmpfs of the node's own. The empty mount point
+        # in the shared /run is all the host sees.
+        f"mkdir -p -m 0700 /run/ascendprep && {q(mount)} -t tmpfs -o mode=0700,size=1m ascendprep-lab /run/ascendprep",
     ]
     lines += [
         f"echo {q(node.name)} > /proc/sys/kernel/hostname",
