@@ -131,12 +131,19 @@ def write_plan(plan: PlanFile, path: Path) -> None:
     write_private(path, json.dumps(plan.to_dict(), indent=1) + "\n")
 
 
-def read_bounded(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, at most ``limit`` (a FIFO or /dev/zero as a plan never blocks)."""
+def read_bounded(path: Path, limit: int, private: bool = False) -> bytes:
+    """A regular file's bytes, at most ``limit`` (a FIFO or /dev/zero as a plan never blocks).
+
+    ``private``: refuse a file that other users may write (group/world-writable), since whoever
+    can write it decides what ``apply`` is asked to confirm and which inventory it names.
+    """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO would block a plain open()
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{path} is not a regular file")
+        if private and info.st_mode & 0o022:
+            raise OSError(f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}); run 'chmod go-w {path}' if you trust its content")
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise OSError(f"{path} is larger than {limit // (1024 * 1024)} MB")
@@ -206,7 +213,7 @@ def read_plan(path: Path) -> PlanFile:
         return InputError([Located(str(path), None, "", message)])
 
     try:
-        data = json.loads(read_bounded(path, PLAN_FILE_MAX_BYTES).decode("utf-8"))
+        data = json.loads(read_bounded(path, PLAN_FILE_MAX_BYTES, private=True).decode("utf-8"))
     except FileNotFoundError:
         raise bad("no such plan file (run 'ascendprep plan INVENTORY' first)") from None
     except (OSError, ValueError, RecursionError) as exc:

@@ -153,6 +153,8 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
 
 def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path]) -> int:
     inventory = _load_inventory(path, saved, inventory_path)
+    if inventory_path is None:
+        err.print(f"Inventory: {inventory.source} (named by the plan; --inventory names it yourself)", markup=False, soft_wrap=True)
     desired = build_desired(inventory)
     journal.record["inventory"] = {"path": inventory.source, "sha256": saved.inventory_sha256}
     foreign = _check_hosts(saved, desired)

@@ -198,3 +198,14 @@ def test_a_bad_reserved_ports_value_is_a_located_error_not_a_traceback():
 def test_a_malformed_key_is_refused():
     problems = _problems(_inventory(sysctl={"net..core": 1}))
     assert len(problems) == 1 and "'net..core' is not a sysctl key" in problems[0]
+
+
+def test_a_plan_file_other_users_may_write_is_refused(tmp_path: Path):
+    path = tmp_path / "plan.json"
+    write_plan(_plan(tmp_path), path)
+    path.chmod(0o666)
+    with pytest.raises(InputError) as caught:
+        read_plan(path)
+    assert "is writable by other users (mode 0666)" in str(caught.value.problems[0])
+    path.chmod(0o644)
+    assert read_plan(path).cluster == "t"
