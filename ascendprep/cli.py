@@ -135,19 +135,22 @@ def _write_csv(desired: "DesiredState") -> None:
 
 @main.command("apply")
 @click.argument("planfile", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--inventory", "inventory_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="The inventory to apply (must be the one the plan was made from; default: the one the plan names).")
 @_host_key_option
 @_forks_option
 @ask_sudo_password_option
-def apply_command(planfile: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], ask_sudo_password: bool) -> None:
-    """Carry out exactly the saved plan (default .ascendprep/plan.json).
+def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], ask_sudo_password: bool) -> None:
+    """Carry out the saved plan (default .ascendprep/plan.json).
 
-    Every host is read again first: changes already in place are skipped, and if anything moved
-    since planning the plan is refused and nothing is changed. A second apply changes nothing.
+    Every host is read again first and diffed against the inventory: what runs is that fresh
+    diff, never commands from the plan file. Changes already in place are skipped; if anything
+    moved since planning, or the plan file holds a change the inventory does not produce, the
+    plan is refused and nothing is changed. A second apply changes nothing.
     """
     from ascendprep.commands.apply import run_apply
 
     try:
-        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password))
+        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path)
     except InputError as error:
         fail_input(error)
     sys.exit(code)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ascendprep import hostrange
 from ascendprep.devicegroups import FLAT, AddressGroup, form_of, resolve_groups
+from ascendprep import sysctl as sysctl_rules
 from ascendprep.products import PRODUCTS, Product
 from ascendprep.yamlsource import InputError, Located, YamlDocument, format_path, load_yaml_file, parse_yaml
 
@@ -26,8 +27,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 HOSTNAME_LABEL_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SYSCTL_KEY_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
-SYSCTL_VALUE_RE = re.compile(r"^[A-Za-z0-9 ,._:/-]*$")
 ABS_PATH_RE = re.compile(r"^/[A-Za-z0-9._/+-]*$")
 IFNAME_SPEC_RE = re.compile(r"^\^?=?[A-Za-z0-9_.:-]+(,\^?=?[A-Za-z0-9_.:-]+)*$")
 VERSION_TEXT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$")
@@ -268,6 +267,8 @@ class InventoryModel(_Strict):
     ssh: Ssh = Field(default_factory=Ssh)
     nodes: List[NodeEntry] = Field(min_length=1)
     sysctl: Dict[str, Union[int, str]] = Field(default_factory=dict)
+    #: sysctl keys outside the allow-list (net.core/ipv4/ipv6) that the operator sets on purpose.
+    sysctl_opt_in: List[str] = Field(default_factory=list)
     firewall: Literal["disable", "check", "leave"] = "check"
     software: Software = Field(default_factory=Software)
     env: Dict[str, str] = Field(default_factory=dict)
@@ -278,16 +279,6 @@ class InventoryModel(_Strict):
     def _name(cls, value: str) -> str:
         if not NAME_RE.match(value):
             raise ValueError(f"'{value}' is not a valid cluster name (letters, digits, '.', '_', '-'; up to 64)")
-        return value
-
-    @field_validator("sysctl")
-    @classmethod
-    def _sysctl(cls, value: Dict[str, Union[int, str]]) -> Dict[str, Union[int, str]]:
-        for key, setting in value.items():
-            if not SYSCTL_KEY_RE.match(key):
-                raise ValueError(f"'{key}' is not a sysctl key such as net.core.somaxconn")
-            if isinstance(setting, str) and not SYSCTL_VALUE_RE.match(setting):
-                raise ValueError(f"{key}: {setting!r} has characters a sysctl value cannot have")
         return value
 
     @field_validator("env")
@@ -529,6 +520,25 @@ def _explicit_detect_problems(doc: YamlDocument, nodes: list[Node]) -> list[Loca
     return problems
 
 
+def _sysctl_problems(doc: YamlDocument, model: InventoryModel) -> list[Located]:
+    """Keys outside the allow-list without opt-in, and values unfit for a root shell (sysctl.py)."""
+    problems = []
+    for key, value in model.sysctl.items():
+        problem = sysctl_rules.key_problem(key, model.sysctl_opt_in) or sysctl_rules.value_problem(key, value)
+        if problem is None and key == sysctl_rules.RESERVED_PORTS:
+            try:
+                sysctl_rules.parse_port_ranges(str(value))
+            except sysctl_rules.PortRangeError as exc:
+                problem = f"{key}: {exc}"
+        if problem:
+            problems.append(doc.problem(("sysctl", key), problem))
+    for index, key in enumerate(model.sysctl_opt_in):
+        problem = sysctl_rules.opt_in_problem(key, model.sysctl)
+        if problem:
+            problems.append(doc.problem(("sysctl_opt_in", index), problem))
+    return problems
+
+
 def load_inventory(path: Union[str, Path]) -> Inventory:
     """Load, validate and expand an inventory file; raise :class:`InputError` on any problem."""
     path = Path(path)
@@ -555,6 +565,7 @@ def inventory_from_document(doc: YamlDocument, base_dir: Path) -> Inventory:
     groups: tuple[AddressGroup, ...] = ()
     if not problems:
         groups, problems = resolve_groups(doc, model.device_network, nodes, product)
+    problems += _sysctl_problems(doc, model)
     if problems:
         raise InputError(problems)
     group_of = [0] * len(nodes)

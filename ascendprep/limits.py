@@ -78,3 +78,18 @@ RUNS_LOW_DISK_BYTES = 256 * 1024 * 1024
 #: in a table cell or JUnit; the rest is replaced by "… (N more characters)". ``--format json``
 #: and the evidence bundle keep the whole value.
 TERMINAL_VALUE_MAX_CHARS = 4096
+# --- plan / apply (issue 9: the saved plan is data; issue 14: busy retries on apply) ---------
+
+#: Characters of one sysctl value in the inventory (the kernel's own values are far shorter:
+#: ``ip_local_reserved_ports`` with a dozen ranges is under 100).
+SYSCTL_VALUE_MAX_LEN = 256
+
+#: Characters of one sysctl key in the inventory (the longest real keys are under 60).
+SYSCTL_KEY_MAX_LEN = 128
+
+#: Bytes of a saved plan file ``apply`` reads; a real plan of 1,000 nodes is a few MB.
+PLAN_FILE_MAX_BYTES = 64 * 1024 * 1024
+
+#: Extra tries of an ``hccn_tool`` set command that answered "hccn_tool is busy" (exit 11),
+#: after 1, 2, 4 s: the gather's default (probes/gather.py ``busy_retries=3``) and back-off.
+APPLY_HCCN_BUSY_RETRIES = 3

@@ -156,6 +156,12 @@ def holder_script(
         lines.append(
             f"{q(mount)} -t overlay ascendprep-lab -o {q(overlay.mount_options())} {q(str(overlay.target))}"
         )
+    # apply's lock folder (root's, 0700): a tmpfs of the node's own, as on any real server (a
+    # shared one would serialise applies across the whole lab). The empty mount point in the
+    # shared /run is all the host sees.
+    lines.append(
+        f"mkdir -p -m 0700 /run/ascendprep && {q(mount)} -t tmpfs -o mode=0700,size=1m ascendprep-lab /run/ascendprep"
+    )
     lines += [
         f"echo {q(node.name)} > /proc/sys/kernel/hostname",
         f"exec {q(sleep)} infinity",

@@ -1,4 +1,8 @@
-"""Plan changes and apply results, as tables for people and documents for machines."""
+"""Plan changes and apply results, as tables for people and documents for machines.
+
+Every value in a table comes from an inventory, a plan file or a host, so it is escaped: a tool
+message such as ``[/home/x/ip.c:553]`` is text, never rich markup.
+"""
 
 from __future__ import annotations
 

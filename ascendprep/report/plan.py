@@ -9,7 +9,6 @@ from typing import Any, Optional
 
 from rich.console import Console, Group
 from rich.table import Table
-from rich.text import Text
 
 from ascendprep.desired import DesiredState
 from ascendprep.devicegroups import FLAT, form_of
