@@ -14,7 +14,7 @@ import shlex
 from typing import List, Optional, Sequence, Tuple
 
 from ascendprep.facts import PingResult
-from ascendprep.probes.failures import BUSY_TEXT, classify_failure
+from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamble
@@ -109,6 +109,9 @@ def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
 def _result(section: Section, timeout_s: Optional[int]) -> PingResult:
     npu, target = section.npu, section.attrs["target"]
     assert npu is not None
+    cut = over_cap_error(section, "ping", f"hccn_tool -i {npu} -ping -g address {target}", npu)
+    if cut is not None:
+        return PingResult(npu=npu, target=target, ok=False, error=cut.message)
     summary = parse_ping_summary(section.stdout)
     sent, received, loss = summary if summary else (None, None, None)
     ok = section.rc == 0 and summary is not None and sent == received and (sent or 0) > 0
