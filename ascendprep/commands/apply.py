@@ -26,6 +26,7 @@ from ascendprep.hosts import AppliedHost, apply_changes, gather_facts, host_acce
 from ascendprep.inventory import load_inventory
 from ascendprep.plan import Change, diff_host, reconcile
 from ascendprep.planfile import DEFAULT_PLAN, PlanFile, file_sha256, read_plan, write_plan
+from ascendprep.remote.deadline import command_deadline
 from ascendprep.remote.fanout import HostOutcome, Session
 from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.remote.sudo import SudoPassword
@@ -49,7 +50,11 @@ def _public(change: Change) -> dict[str, Any]:
     return data
 
 
-def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None) -> int:
+#: Remote phases of ``apply`` (for the default deadline): a fresh gather, then the changes.
+APPLY_PHASES = 2
+
+
+def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None) -> int:
     out = report_console()
     err = report_console(stderr=True)
     path = plan_path or DEFAULT_PLAN
@@ -72,7 +77,9 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
 
     nodes = [n for n in inventory.nodes if n.name in planned]
     accesses = host_accesses(inventory, accept_new_host_keys, nodes)
-    with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password) as session:
+    ssh = inventory.model.ssh
+    deadline = command_deadline(timeout, len(nodes), forks or ssh.forks, ssh.connect_timeout, ssh.command_timeout, APPLY_PHASES)
+    with Session(accesses, forks or ssh.forks, sudo_password=sudo_password, deadline=deadline) as session:
         gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"))
         to_apply: dict[str, list[Change]] = {}
         problems: list[str] = []

@@ -21,8 +21,10 @@ from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamb
 
 KIND = "ping"
 
+#: ``(?<!\d)``: a match starts only at the first digit of a number, so a 5,000-digit number that
+#: is not followed by "packets" costs one pass over it, not one per digit (quadratic).
 _SUMMARY_RE = re.compile(
-    r"(\d+)\s+packets transmitted,\s*(\d+)\s+received,\s*([\d.]+)%\s+packets?\s+loss", re.IGNORECASE
+    r"(?<!\d)(\d+)\s+packets transmitted,\s*(\d+)\s+received,\s*([\d.]+)%\s+packets?\s+loss", re.IGNORECASE
 )
 
 _PING_FUNCTION = r"""# ap_ping NPU ADDRESS: one hccn_tool ping (exit 127 when hccn_tool is absent).
