@@ -246,7 +246,11 @@ class _FactsBuilder:
             if handler is None:
                 self._error(section.name, "error", f"unknown section {section.name!r} in the gather output")
                 continue
-            handler(section)
+            try:
+                handler(section)
+            except ValueError as exc:  # e.g. int() of a 5,000-digit number: this probe, not the host
+                probe, what, npu = self._probe_of(section)
+                self._error(probe, "error", f"{what}: unreadable output ({type(exc).__name__}: {str(exc)[:200]})", npu)
         self.versions["cann"] = tuple(self.versions["cann"])
         return HostFacts(
             ascend_home=self.ascend_home,

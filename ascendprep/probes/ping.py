@@ -21,10 +21,12 @@ from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamb
 
 KIND = "ping"
 
-#: ``(?<!\d)``: a match starts only at the first digit of a number, so a 5,000-digit number that
-#: is not followed by "packets" costs one pass over it, not one per digit (quadratic).
+#: ``(?<!\d)`` and at most 9 digits: a match starts only at the first digit of a number and a
+#: 5,000-digit number is not one of hccn_tool's counts, so hostile digit runs cost one pass (not
+#: one per digit, which is quadratic) and never reach int() (which refuses over 4,300 digits).
 _SUMMARY_RE = re.compile(
-    r"(?<!\d)(\d+)\s+packets transmitted,\s*(\d+)\s+received,\s*([\d.]+)%\s+packets?\s+loss", re.IGNORECASE
+    r"(?<!\d)(\d{1,9})\s+packets transmitted,\s*(\d{1,9})\s+received,\s*([\d.]{1,16})%\s+packets?\s+loss",
+    re.IGNORECASE,
 )
 
 _PING_FUNCTION = r"""# ap_ping NPU ADDRESS: one hccn_tool ping (exit 127 when hccn_tool is absent).
