@@ -148,7 +148,7 @@ class Session:
         if not targets:
             return outcomes
         if self.deadline is not None and self.deadline.passed:
-            return self._timed_out(targets, [], step, outcomes)
+            return self._timed_out([], targets, step, outcomes)
         if progress is not None:
             progress.start(len(targets))
         pending: Deque[HostAccess] = deque(targets)
