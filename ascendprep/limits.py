@@ -33,7 +33,8 @@ COMMAND_DEADLINE_SLACK_S = 30
 #: Lowest ``--timeout`` accepted, in seconds (below it not even one connection can be set up).
 COMMAND_DEADLINE_MIN_S = 5
 
-#: Bytes of each all-reduce rank log read back from a node: its end (where the error is).
-#: Override: ``ASCENDPREP_ALLREDUCE_LOG_TAIL`` (bytes).
-ALLREDUCE_LOG_TAIL = 64 * 1024
+#: Bytes of a node's all-reduce (torchrun) log read back from the node: its end, where the error
+#: is; a longer log is marked as cut. Override: ``ASCENDPREP_ALLREDUCE_LOG_TAIL`` (bytes, read
+#: when the command starts).
+ALLREDUCE_LOG_TAIL = 4 * 1024 * 1024
 ALLREDUCE_LOG_TAIL_ENV = "ASCENDPREP_ALLREDUCE_LOG_TAIL"
