@@ -152,7 +152,7 @@ class Session:
         if progress is not None:
             progress.start(len(targets))
         pending: Deque[HostAccess] = deque(targets)
-        running: Dict[str, float] = {}
+        running: Set[str] = set()
         finished: "queue.Queue[HostOutcome[T]]" = queue.Queue()
         stop = threading.Event()
         state = threading.Lock()
@@ -163,28 +163,28 @@ class Session:
                     if not pending:
                         return
                     access = pending.popleft()
-                    running[access.name] = time.monotonic()
+                    running.add(access.name)
                 outcome = self._run_one(job, access, progress)
                 with state:  # queued before it leaves ``running``: never in neither
                     finished.put(outcome)
-                    running.pop(access.name, None)
+                    running.discard(access.name)
 
         for index in range(min(self.forks, len(targets))):
             threading.Thread(target=worker, name=f"ascendprep-host-{index}", daemon=True).start()
         try:
             while len(outcomes) < len(targets):
+                if self.deadline is not None and self.deadline.passed:
+                    stop.set()
+                    with state:
+                        queued, busy = list(pending), [h for h in targets if h.name in running]
+                        pending.clear()
+                    self._drain(finished, outcomes)
+                    busy = [h for h in busy if h.name not in outcomes]
+                    return self._timed_out(busy, queued, step, outcomes, targets)
                 wait = 0.5 if self.deadline is None else min(0.5, self.deadline.remaining())
                 try:
                     outcome = finished.get(timeout=max(wait, 0.01))
                 except queue.Empty:
-                    if self.deadline is not None and self.deadline.passed:
-                        stop.set()
-                        with state:
-                            queued, busy = list(pending), [h for h in targets if h.name in running]
-                            pending.clear()
-                        self._drain(finished, outcomes)
-                        busy = [h for h in busy if h.name not in outcomes]
-                        return self._timed_out(busy, queued, step, outcomes, targets)
                     continue
                 outcomes[outcome.host] = outcome
         except BaseException:
