@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional
 
+from ascendprep import limits
 from ascendprep.plan import Change
 
 LOCK_FILE = "/run/lock/ascendprep-apply.lock"
@@ -29,6 +30,11 @@ _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/+-]+$")
 _STEP = re.compile(r"^@@ascendprep-step (\S+) rc=(-?\d+)@@$")
 _END = "@@ascendprep-end@@"
 
+#: What a step's output may be on the node (its end, with the exit status after it): a tool that
+#: prints megabytes costs this, and the step says so (limits.REMOTE_CALL_OUTPUT_CAP).
+_STEP_OUTPUT_KEEP = limits.REMOTE_CALL_OUTPUT_CAP
+_STEP_OUTPUT_KEEP_KB = limits.REMOTE_CALL_OUTPUT_CAP // 1024
+
 _PRELUDE = f"""\
 set -u
 umask 022
@@ -39,7 +45,12 @@ if command -v flock >/dev/null 2>&1 && ! flock -n 9; then
 fi
 _ap_step() {{
   _ap_id=$1; shift
-  _ap_out=$("$@" 2>&1); _ap_rc=$?
+  _ap_all=$({{ "$@" 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c {_STEP_OUTPUT_KEEP})
+  _ap_rc=${{_ap_all##*@@ap-rc=}}
+  _ap_out=$(printf '%s' "${{_ap_all%@@ap-rc=*}}")
+  if [ "${{#_ap_all}}" -ge {_STEP_OUTPUT_KEEP} ]; then _ap_out="[output over {_STEP_OUTPUT_KEEP_KB} KB: only its end is kept]
+$_ap_out"; fi
+  case $_ap_rc in '' | *[!0-9]*) _ap_rc=125 ;; esac
   printf '@@ascendprep-step %s rc=%s@@\\n%s\\n{_END}\\n' "$_ap_id" "$_ap_rc" "$_ap_out"
   return $_ap_rc
 }}
