@@ -26,6 +26,7 @@ from ascendprep.hosts import AppliedHost, apply_changes, gather_facts, host_acce
 from ascendprep.inventory import load_inventory
 from ascendprep.plan import Change, diff_host, reconcile
 from ascendprep.planfile import DEFAULT_PLAN, PlanFile, file_sha256, read_plan, write_plan
+from ascendprep.probes.shell import checked_output_cap_override
 from ascendprep.remote.deadline import command_deadline
 from ascendprep.remote.fanout import HostOutcome, Session
 from ascendprep.remote.progress import progress_for_terminal
@@ -58,6 +59,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
     out = report_console()
     err = report_console(stderr=True)
     path = plan_path or DEFAULT_PLAN
+    checked_output_cap_override()
     saved: PlanFile = read_plan(path)
     inventory_path = Path(saved.inventory_path)
     if not inventory_path.exists():

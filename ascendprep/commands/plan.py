@@ -25,7 +25,7 @@ from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.changes import changes_table, plan_document
 from ascendprep.report.findings import findings_table
 from ascendprep.report.limits_hit import collect_limits_hit
-from ascendprep.probes.shell import remote_call_output_cap
+from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
 
 
 #: Remote phases of ``plan`` (for the default deadline): one gather per host.
@@ -63,6 +63,7 @@ def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optiona
 
 def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None) -> int:
     err = report_console(stderr=True)
+    checked_output_cap_override()
     inventory = load_inventory(inventory_path)
     desired = build_desired(inventory)
     if desired.invalid:

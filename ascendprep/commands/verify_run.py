@@ -40,7 +40,7 @@ from ascendprep.inventory import Inventory, inventory_from_text
 from ascendprep.remote.sudo import SudoPassword
 from ascendprep.remote.deadline import Deadline, command_deadline
 from ascendprep.remote.fanout import Session
-from ascendprep.probes.shell import remote_call_output_cap
+from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
 from ascendprep.report.limits_hit import collect_limits_hit
 from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.report.findings import findings_table
@@ -105,6 +105,7 @@ def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
 
 def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
     assert options.inventory is not None
+    checked_output_cap_override()
     path = options.inventory
     try:
         raw = path.read_bytes()

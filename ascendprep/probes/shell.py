@@ -29,6 +29,16 @@ MAX_BUSY_RETRIES = 20
 MAX_OUTPUT_CAP = 64 * 1024 * 1024
 
 
+def checked_output_cap_override() -> int:
+    """:func:`remote_call_output_cap` for a command's start: a bad override is an InputError."""
+    from ascendprep.yamlsource import InputError, Located
+
+    try:
+        return remote_call_output_cap()
+    except UnsafeValue as exc:
+        raise InputError([Located("environment", None, limits.REMOTE_CALL_OUTPUT_CAP_ENV, str(exc))]) from None
+
+
 def remote_call_output_cap() -> int:
     """:data:`limits.REMOTE_CALL_OUTPUT_CAP`, or ``$ASCENDPREP_REMOTE_CALL_OUTPUT_CAP`` (bytes) when set."""
     text = os.environ.get(limits.REMOTE_CALL_OUTPUT_CAP_ENV)
