@@ -5,11 +5,12 @@ from __future__ import annotations
 import subprocess
 
 from ascendprep import limits
-from ascendprep.applyscript import _PRELUDE, LOCK_FILE, parse_apply_output
+from ascendprep.applyscript import parse_apply_output, render_apply_script
 
 
 def _steps(tmp_path, *lines: str):
-    script = _PRELUDE.replace(LOCK_FILE, str(tmp_path / "apply.lock")) + "\n".join(lines) + "\nexit 0\n"
+    prelude = render_apply_script([], None, lock_dir=str(tmp_path / "lock")).removesuffix("\nexit 0\n")
+    script = prelude + "\n".join(lines) + "\nexit 0\n"
     result = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout, parse_apply_output(result.stdout)
