@@ -7,6 +7,7 @@ the whole pipeline must still configure it and verify it clean.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -62,7 +63,8 @@ def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tm
     legacy_network = [c for c in doc["checks"] if c["node"] == "node2" and c["check"].startswith("network.")]
     assert {c["status"] for c in legacy_network if c["check"] in ("network.ip", "network.tls", "network.lldp", "network.link_flaps")} == {"passed"}
 
-    facts = {node: json.loads((tmp_path / doc["bundle"] / "hosts" / node / "facts.json").read_text()) for node in ("node1", "node2")}
+    hosts = tmp_path / doc["bundle"] / "hosts"  # bundles keep facts.json gzip'd
+    facts = {node: json.loads(gzip.decompress((hosts / node / "facts.json.gz").read_bytes())) for node in ("node1", "node2")}
     old, new = facts["node2"]["npus"]["0"], facts["node1"]["npus"]["0"]
     assert (old["link_stat"]["down_count"], new["link_stat"]["down_count"]) == (None, 0)
     assert (old["tls"]["preconfigured"], new["tls"]["preconfigured"]) == (None, 1)

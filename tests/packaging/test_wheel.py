@@ -7,6 +7,7 @@ all-reduce worker and the data files must travel in the wheel, not be read from 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,8 @@ _SKIP = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "build", "dist", "
 
 
 def _run(argv: list, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{' '.join(map(str, argv))} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
