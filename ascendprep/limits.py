@@ -15,3 +15,9 @@ REMOTE_CALL_OUTPUT_CAP = 256 * 1024
 #: Bytes the controller keeps of one host's channel (stdout and stderr together) for one remote
 #: step; past it the rest is read and dropped, and the step is reported as "output over N KB".
 HOST_OUTPUT_CAP = 16 * 1024 * 1024
+
+# --- host addresses and hostname resolution (probes/netaddr.py) ---------------------------------
+
+#: Interface addresses (``ip -o addr``) or resolved addresses (``getent ahosts``) one host may
+#: report; a host listing more is reported as unexpected output, not parsed further.
+MAX_HOST_ADDRESSES = 4096
