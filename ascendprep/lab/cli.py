@@ -23,6 +23,7 @@ from ascendprep.lab.spec import (
     DEFAULT_FIRMWARE,
     DEFAULT_SUBNET,
     DEFAULT_TORCH_NPU,
+    HOSTNAME_MAPPINGS,
     MAX_NODES,
     LabSpec,
     LabSpecError,
@@ -66,6 +67,9 @@ def lab_group() -> None:
 @click.option("--driver", default=DEFAULT_DRIVER, show_default=True, help="Driver version.")
 @click.option("--firmware", default=DEFAULT_FIRMWARE, show_default=True, help="Firmware version.")
 @click.option("--torch-npu", default=DEFAULT_TORCH_NPU, show_default=True, help="torch_npu version (metadata only).")
+@click.option("--hostnames", type=click.Choice(HOSTNAME_MAPPINGS), default="resolve", show_default=True,
+              help="How each node's /etc/hosts maps its own name: resolve (to its address), "
+                   "loopback (Debian's 127.0.1.1 line) or missing (not listed).")
 def up_command(
     name: str,
     nodes: int,
@@ -76,10 +80,12 @@ def up_command(
     driver: str,
     firmware: str,
     torch_npu: str,
+    hostnames: str,
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu)
-    spec = LabSpec(name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions)
+    spec = LabSpec(name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
+                   hostnames=hostnames)
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(str(lab.inventory_path))
 
