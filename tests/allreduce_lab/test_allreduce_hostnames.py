@@ -134,3 +134,17 @@ def test_the_applied_set_env_binds_the_inventory_nic_whatever_the_hostname_says(
     with fault_injected(lab, "node1", "hostname-loopback"):
         done = lab.ssh("node1", f". {SET_ENV_SH} 2>/dev/null; echo \"$GLOO_SOCKET_IFNAME $NCCL_SOCKET_IFNAME $HCCL_IF_IP\"")
     assert done.stdout.split() == ["eth0", "=eth0", lab.node("node1").mgmt_ip], done.stderr
+
+
+def test_verify_allreduce_passes_with_unresolvable_hostnames_and_warns_about_them(pair: Cluster) -> None:
+    """The issue's "done" case, through the command a user types."""
+    lab = pair.lab
+    with on_every_node(lab, "hostname-missing"), set_env_without_binding(lab):
+        done = cli("verify", str(pair.inventory), "--only", "node.hostname", "--format", "json", "--allreduce",
+                   "--nproc-per-node", "1", "--sizes", "1K:4K", "--timeout", "90", cwd=pair.folder)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    document = json.loads(done.stdout)
+    assert document["allreduce"]["passed"] is True
+    warned = {r["node"]: r for r in document["checks"] if r["check"] == "node.hostname"}
+    assert {node: (r["status"], r["severity"]) for node, r in warned.items()} == {
+        node: ("failed", "warning") for node in NODES}
