@@ -6,20 +6,25 @@ turns known failures (bad input, unreachable hosts) into messages and exit codes
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 import click
 from rich.console import Console
 
 from ascendprep.report import console as report_console
+from ascendprep.report.text import markup_safe
 
 from ascendprep import __version__, exitcodes
 from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.cli import lab_group
 from ascendprep.yamlsource import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ascendprep.desired import DesiredState
 
 
 def _stderr() -> Console:
@@ -29,7 +34,7 @@ def _stderr() -> Console:
 def fail_input(error: InputError) -> NoReturn:
     console = _stderr()
     for problem in error.problems:
-        console.print(f"[bold red]error:[/] {problem}", markup=True, soft_wrap=True)
+        console.print(f"[bold red]error:[/] {markup_safe(problem)}", soft_wrap=True)
     sys.exit(exitcodes.INVALID)
 
 
@@ -56,7 +61,7 @@ _forks_option = click.option("--forks", type=click.IntRange(1, 1024), default=No
 @click.option("--offline", is_flag=True, help="Compute the desired state only; contact no host.")
 @click.option("-o", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Where to save the plan (default .ascendprep/plan.json).")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when nothing would change, 3 when changes are pending, 1 on errors.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version); with --offline also csv: the per-NPU address table (node,host,npu,ip,netmask,gateway,detect).")
 @click.option("--nodes", "node_limit", default="8", show_default=True, metavar="N|all", help="--offline text output: per-node tables to show.")
 @_host_key_option
 @_forks_option
@@ -69,8 +74,12 @@ def plan_command(inventory: Path, offline: bool, output: Optional[Path], detaile
     the plan for 'ascendprep apply'. Nothing is changed on any host.
 
     With --offline: no host is contacted; shows the desired state per node and NPU, the files
-    that will be written, expected software versions and every rule violation.
+    that will be written, expected software versions and every rule violation. With
+    --format csv it writes only the per-NPU address table to stdout (findings go to stderr;
+    nothing is written when the inventory breaks an addressing rule).
     """
+    if output_format == "csv" and not offline:
+        raise click.UsageError("--format csv is the offline address table: add --offline")
     if offline:
         _plan_offline(inventory, output_format, node_limit)
         return
@@ -94,7 +103,9 @@ def _plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
     except InputError as error:
         fail_input(error)
     desired = build_desired(inv)
-    if output_format == "json":
+    if output_format == "csv":
+        _write_csv(desired)
+    elif output_format == "json":
         sys.stdout.write(render_json(desired))
     else:
         print_plan(report_console(), desired, node_limit=limit)
@@ -104,21 +115,42 @@ def _plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
         sys.exit(exitcodes.FAILED)
 
 
+def _write_csv(desired: "DesiredState") -> None:
+    """The address table on stdout, findings on stderr; no table when an addressing rule broke."""
+    from ascendprep.report.addresses import write_address_csv
+    from ascendprep.report.findings import findings_table
+
+    if desired.findings:
+        _stderr().print(findings_table(desired.findings))
+    if desired.invalid:
+        sys.exit(exitcodes.INVALID)
+    try:
+        write_address_csv(desired, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (head, a closed pager) went away: stop quietly, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(exitcodes.FAILED)
+
+
 @main.command("apply")
 @click.argument("planfile", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--inventory", "inventory_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="The inventory to apply (must be the one the plan was made from; default: the one the plan names).")
 @_host_key_option
 @_forks_option
 @ask_sudo_password_option
-def apply_command(planfile: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], ask_sudo_password: bool) -> None:
-    """Carry out exactly the saved plan (default .ascendprep/plan.json).
+def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], ask_sudo_password: bool) -> None:
+    """Carry out the saved plan (default .ascendprep/plan.json).
 
-    Every host is read again first: changes already in place are skipped, and if anything moved
-    since planning the plan is refused and nothing is changed. A second apply changes nothing.
+    Every host is read again first and diffed against the inventory: what runs is that fresh
+    diff, never commands from the plan file. Changes already in place are skipped; if anything
+    moved since planning, or the plan file holds a change the inventory does not produce, the
+    plan is refused and nothing is changed. A second apply changes nothing.
     """
     from ascendprep.commands.apply import run_apply
 
     try:
-        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password))
+        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path)
     except InputError as error:
         fail_input(error)
     sys.exit(code)

@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Literal, Optional, Union, get_args, get_orig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ascendprep import hostrange
+from ascendprep.devicegroups import FLAT, AddressGroup, form_of, resolve_groups
+from ascendprep import sysctl as sysctl_rules
 from ascendprep.products import PRODUCTS, Product
 from ascendprep.yamlsource import InputError, Located, YamlDocument, format_path, load_yaml_file, parse_yaml
 
@@ -25,8 +27,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 HOSTNAME_LABEL_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SYSCTL_KEY_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
-SYSCTL_VALUE_RE = re.compile(r"^[A-Za-z0-9 ,._:/-]*$")
 ABS_PATH_RE = re.compile(r"^/[A-Za-z0-9._/+-]*$")
 IFNAME_SPEC_RE = re.compile(r"^\^?=?[A-Za-z0-9_.:-]+(,\^?=?[A-Za-z0-9_.:-]+)*$")
 VERSION_TEXT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$")
@@ -50,13 +50,73 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
+class DeviceGroup(_Strict):
+    """One entry of ``device_network.groups``: nodes (by name range or labels) with their own
+    device subnets and gateways, one per rail (A2) or plane (Atlas 800: 4, A3: 2)."""
+
+    name: Optional[str] = None
+    nodes: Union[str, List[str], None] = None
+    match: Optional[Dict[str, str]] = None
+    subnet: Optional[ipaddress.IPv4Network] = None
+    subnets: Optional[List[ipaddress.IPv4Network]] = Field(None, min_length=1)
+    gateway: Optional[ipaddress.IPv4Address] = None
+    gateways: Optional[List[ipaddress.IPv4Address]] = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not NAME_RE.match(value):
+            raise ValueError(f"'{value}' is not a valid group name (letters, digits, '.', '_', '-')")
+        return value
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: Union[str, List[str], None]) -> Union[str, List[str], None]:
+        for pattern in [value] if isinstance(value, str) else (value or []):
+            for name in _expand(pattern):
+                if not NAME_RE.match(name):
+                    raise ValueError(f"'{name}' is not a valid node name (letters, digits, '.', '_', '-')")
+        return value
+
+    @field_validator("match")
+    @classmethod
+    def _match(cls, value: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
+        if value is not None and not value:
+            raise ValueError("match needs at least one label, such as {leaf: l01}")
+        return value
+
+
+class GroupRule(_Strict):
+    """``device_network.rule``: one supernet cut into one /prefix per group per rail (or plane);
+    the groups are the values of the node label ``by`` (rack, leaf, pod, …)."""
+
+    supernet: ipaddress.IPv4Network
+    by: str
+    prefix: int = Field(ge=8, le=30)
+    rails: Optional[int] = Field(None, ge=1, le=16)
+    gateway: Literal["first", "last", "none"] = "first"
+
+    @field_validator("by")
+    @classmethod
+    def _by(cls, value: str) -> str:
+        if not NAME_RE.match(value):
+            raise ValueError(f"'{value}' is not a label name such as rack, leaf or pod")
+        return value
+
+
 class DeviceNetwork(_Strict):
-    """The NPUs' RoCE network: where device IPs come from and how NPUs detect their health."""
+    """The NPUs' RoCE network: where device IPs come from and how NPUs detect their health.
+
+    Three forms: flat (``subnet(s)``/``gateway(s)`` for the whole cluster), explicit ``groups``,
+    or a ``rule`` that expands a supernet per label value (see :mod:`ascendprep.devicegroups`).
+    """
 
     subnet: Optional[ipaddress.IPv4Network] = None
     subnets: Optional[List[ipaddress.IPv4Network]] = None
     gateway: Optional[ipaddress.IPv4Address] = None
     gateways: Optional[List[ipaddress.IPv4Address]] = None
+    groups: Optional[List[DeviceGroup]] = Field(None, min_length=1)
+    rule: Optional[GroupRule] = None
     detect: Optional[Literal["gateway", "peer", "explicit"]] = None
     layout: Literal["auto", "conventional", "dense"] = "auto"
     tls: Optional[bool] = None
@@ -207,6 +267,8 @@ class InventoryModel(_Strict):
     ssh: Ssh = Field(default_factory=Ssh)
     nodes: List[NodeEntry] = Field(min_length=1)
     sysctl: Dict[str, Union[int, str]] = Field(default_factory=dict)
+    #: sysctl keys outside the allow-list (net.core/ipv4/ipv6) that the operator sets on purpose.
+    sysctl_opt_in: List[str] = Field(default_factory=list)
     firewall: Literal["disable", "check", "leave"] = "check"
     software: Software = Field(default_factory=Software)
     env: Dict[str, str] = Field(default_factory=dict)
@@ -217,16 +279,6 @@ class InventoryModel(_Strict):
     def _name(cls, value: str) -> str:
         if not NAME_RE.match(value):
             raise ValueError(f"'{value}' is not a valid cluster name (letters, digits, '.', '_', '-'; up to 64)")
-        return value
-
-    @field_validator("sysctl")
-    @classmethod
-    def _sysctl(cls, value: Dict[str, Union[int, str]]) -> Dict[str, Union[int, str]]:
-        for key, setting in value.items():
-            if not SYSCTL_KEY_RE.match(key):
-                raise ValueError(f"'{key}' is not a sysctl key such as net.core.somaxconn")
-            if isinstance(setting, str) and not SYSCTL_VALUE_RE.match(setting):
-                raise ValueError(f"{key}: {setting!r} has characters a sysctl value cannot have")
         return value
 
     @field_validator("env")
@@ -282,6 +334,9 @@ class Inventory:
     known_hosts: tuple[Path, ...]
     #: Lines of fields in the source, so later rule checks can still point at a line.
     document: YamlDocument = field(repr=False, compare=False)
+    #: The address groups (one for the flat form) and, per ``Node.index``, its group's index.
+    address_groups: tuple[AddressGroup, ...] = ()
+    group_of: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -432,6 +487,12 @@ def _cross_checks(doc: YamlDocument, model: InventoryModel, nodes: list[Node], p
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         problems.append(doc.problem(("training", "master"), f"'{master}' is not a node of this inventory{hint}"))
     net = model.device_network
+    if net.layout == "conventional" and product.id != "atlas-800":
+        problems.append(doc.problem(("device_network", "layout"), "the conventional layout exists only for atlas-800"))
+    if form_of(net) != FLAT:
+        if net.detect == "explicit":
+            problems.extend(_explicit_detect_problems(doc, nodes))
+        return problems
     if net.subnet is not None and net.subnets is not None:
         problems.append(doc.problem(("device_network", "subnets"), "give either subnet or subnets, not both"))
     if net.gateway is not None and net.gateways is not None:
@@ -446,12 +507,35 @@ def _cross_checks(doc: YamlDocument, model: InventoryModel, nodes: list[Node], p
     if net.detect == "gateway" and net.gateway is None and net.gateways is None:
         problems.append(doc.problem(("device_network", "detect"), "detect: gateway needs device_network.gateway (or gateways)"))
     if net.detect == "explicit":
-        for node in nodes:
-            missing = [npu for npu in range(node.npus) if npu not in node.detect_ips]
-            if missing:
-                problems.append(doc.problem(("nodes", node.entry, "detect_ips"), f"detect: explicit needs a detect IP for every NPU; {node.name} lacks NPU {', '.join(map(str, missing))}"))
-    if net.layout == "conventional" and product.id != "atlas-800":
-        problems.append(doc.problem(("device_network", "layout"), "the conventional layout exists only for atlas-800"))
+        problems.extend(_explicit_detect_problems(doc, nodes))
+    return problems
+
+
+def _explicit_detect_problems(doc: YamlDocument, nodes: list[Node]) -> list[Located]:
+    problems = []
+    for node in nodes:
+        missing = [npu for npu in range(node.npus) if npu not in node.detect_ips]
+        if missing:
+            problems.append(doc.problem(("nodes", node.entry, "detect_ips"), f"detect: explicit needs a detect IP for every NPU; {node.name} lacks NPU {', '.join(map(str, missing))}"))
+    return problems
+
+
+def _sysctl_problems(doc: YamlDocument, model: InventoryModel) -> list[Located]:
+    """Keys outside the allow-list without opt-in, and values unfit for a root shell (sysctl.py)."""
+    problems = []
+    for key, value in model.sysctl.items():
+        problem = sysctl_rules.key_problem(key, model.sysctl_opt_in) or sysctl_rules.value_problem(key, value)
+        if problem is None and key == sysctl_rules.RESERVED_PORTS:
+            try:
+                sysctl_rules.parse_port_ranges(str(value))
+            except sysctl_rules.PortRangeError as exc:
+                problem = f"{key}: {exc}"
+        if problem:
+            problems.append(doc.problem(("sysctl", key), problem))
+    for index, key in enumerate(model.sysctl_opt_in):
+        problem = sysctl_rules.opt_in_problem(key, model.sysctl)
+        if problem:
+            problems.append(doc.problem(("sysctl_opt_in", index), problem))
     return problems
 
 
@@ -478,8 +562,16 @@ def inventory_from_document(doc: YamlDocument, base_dir: Path) -> Inventory:
     nodes, problems = _expand_nodes(doc, model, default_npus, product)
     if not problems:
         problems = _cross_checks(doc, model, nodes, product)
+    groups: tuple[AddressGroup, ...] = ()
+    if not problems:
+        groups, problems = resolve_groups(doc, model.device_network, nodes, product)
+    problems += _sysctl_problems(doc, model)
     if problems:
         raise InputError(problems)
+    group_of = [0] * len(nodes)
+    for group in groups:
+        for index in group.nodes:
+            group_of[index] = group.index
     known = model.ssh.known_hosts
     known_list = [known] if isinstance(known, str) else list(known or [])
     return Inventory(
@@ -491,6 +583,8 @@ def inventory_from_document(doc: YamlDocument, base_dir: Path) -> Inventory:
         key_file=_resolve(base_dir, model.ssh.key) if model.ssh.key else None,
         known_hosts=tuple(_resolve(base_dir, k) for k in known_list),
         document=doc,
+        address_groups=groups,
+        group_of=tuple(group_of),
     )
 
 

@@ -16,6 +16,84 @@ REMOTE_CALL_OUTPUT_CAP = 256 * 1024
 #: step; past it the rest is read and dropped, and the step is reported as "output over N KB".
 HOST_OUTPUT_CAP = 16 * 1024 * 1024
 
+# --- remote transport (SSH and local): per-step deadlines and what the controller keeps -------
+
+#: Seconds the SSH server has to answer one request of a session: the exec request that starts a
+#: script, the SFTP subsystem request. Connect, auth and channel open use the host's
+#: ``connect_timeout`` (inventory ``ssh.connect_timeout``). An sshd that never answers makes the
+#: host "timed out in exec request" instead of hanging the command.
+SSH_REQUEST_TIMEOUT = 15.0
+
+#: Seconds one SFTP operation (open, write, chmod, rename, remove) may take before the host is
+#: marked "timed out in sftp OP".
+SFTP_OPERATION_TIMEOUT = 60.0
+
+#: Bytes the controller keeps of one fetched file (``Transport.fetch``); a longer file is
+#: "output over N KB" for that host, the rest is read and dropped.
+FETCH_FILE_CAP = HOST_OUTPUT_CAP
+
+#: Seconds sudo has (password mode) to accept the password and start the script; past it, or at
+#: once when sudo says the password was wrong, that sudo is killed before it can read a second
+#: attempt. Also the limit of the one password check made before fanning out.
+SUDO_AUTH_TIMEOUT = 30.0
+# --- hostile input and evidence bundles (inventory/plan/bundle parsing, runs/ retention) --------
+
+#: Bytes an inventory file may have. A 1,000-node inventory is a few hundred KB; anything this
+#: large is a mistake or an attack, refused before YAML sees it.
+INVENTORY_MAX_BYTES = 8 * 1024 * 1024
+
+#: YAML nodes (scalars, mappings, sequences) a document may expand to, every alias counted as
+#: the nodes it repeats. Stops the "billion laughs" alias bomb before anything is built.
+YAML_MAX_NODES = 1_000_000
+
+#: How deep YAML or JSON collections may nest. Real inventories, plans and bundles stay under 10;
+#: the cap keeps every recursive walk far from Python's recursion limit.
+INPUT_MAX_DEPTH = 64
+
+#: Bytes a JSON document read back from disk (plan file, a bundle's run.json/allreduce.json)
+#: may have.
+JSON_MAX_BYTES = 64 * 1024 * 1024
+
+#: Bytes one file of an evidence bundle may have once decompressed (raw transcripts are cut at
+#: HOST_OUTPUT_CAP when gathered; this bounds what ``--from-bundle`` reads from a hostile one).
+BUNDLE_FILE_MAX_BYTES = 64 * 1024 * 1024
+
+#: Characters one /proc/sys value may have before the probe calls it unreadable. The kernel's
+#: longest values (ip_local_reserved_ports with many ranges) stay far below this.
+SYSCTL_VALUE_MAX_CHARS = 4096
+
+#: Digits one number in a tool's output may have; u64 is 20 digits. Longer means not a number
+#: the tool would print (and ``int()`` refuses more than 4300 digits with a ValueError).
+NUMBER_MAX_DIGITS = 24
+
+#: Verify runs kept under ``.ascendprep/runs/``; older ones are removed after each run
+#: (``verify --keep-runs N``).
+KEEP_RUNS_DEFAULT = 20
+
+#: Free bytes below which verify warns before saving its evidence bundle; a bundle is not
+#: written at all when the disk has less free space than the bundle needs.
+RUNS_LOW_DISK_BYTES = 256 * 1024 * 1024
+
+#: Characters of one value (a tool message, an LLDP name, a host's error) shown on the terminal,
+#: in a table cell or JUnit; the rest is replaced by "… (N more characters)". ``--format json``
+#: and the evidence bundle keep the whole value.
+TERMINAL_VALUE_MAX_CHARS = 4096
+# --- plan / apply (issue 9: the saved plan is data; issue 14: busy retries on apply) ---------
+
+#: Characters of one sysctl value in the inventory (the kernel's own values are far shorter:
+#: ``ip_local_reserved_ports`` with a dozen ranges is under 100).
+SYSCTL_VALUE_MAX_LEN = 256
+
+#: Characters of one sysctl key in the inventory (the longest real keys are under 60).
+SYSCTL_KEY_MAX_LEN = 128
+
+#: Bytes of a saved plan file ``apply`` reads; a real plan of 1,000 nodes is a few MB.
+PLAN_FILE_MAX_BYTES = 64 * 1024 * 1024
+
+#: Extra tries of an ``hccn_tool`` set command that answered "hccn_tool is busy" (exit 11),
+#: after 1, 2, 4 s: the gather's default (probes/gather.py ``busy_retries=3``) and back-off.
+APPLY_HCCN_BUSY_RETRIES = 3
+
 # --- host addresses and hostname resolution (probes/netaddr.py) ---------------------------------
 
 #: Interface addresses (``ip -o addr``) or resolved addresses (``getent ahosts``) one host may

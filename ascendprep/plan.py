@@ -122,7 +122,8 @@ def _sysctl_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list
         else:
             needed = have != str(value)
         if needed:
-            changes.append(Change(name, f"sysctl:{key}", f"sysctl {key} {have or '(empty)'} → {value}", have, str(value), {"op": "sysctl", "key": key, "value": str(value)}))
+            note = "" if sysctl_rules.is_allowed_key(key) else " (opt-in: outside the HCCL allow-list)"
+            changes.append(Change(name, f"sysctl:{key}", f"sysctl {key} {have or '(empty)'} → {value}{note}", have, str(value), {"op": "sysctl", "key": key, "value": str(value)}))
     content = render_sysctl_conf(target)
     current = facts.sysctl_file.raw if facts.sysctl_file else None
     if current != content:
@@ -180,41 +181,92 @@ def unreachable_host(desired: DesiredState, node_name: str, error: str) -> HostP
     return HostPlan(node_name, node.node.host, reachable=False, incomplete=[f"unreachable: {error}"], error=error)
 
 
+def managed_keys(desired: DesiredState, node_name: str) -> set[str]:
+    """Every change key ascendprep may ever touch on ``node_name``: its NPUs' hccn settings, the
+    inventory's sysctl keys, the managed files and the firewall. A saved plan naming anything
+    else was not made by ``plan`` and is refused."""
+    node = desired.nodes[node_name]
+    keys = {f"{kind}:{want.npu}" for want in node.hccn for kind in ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls")}
+    keys |= {f"sysctl:{key}" for key in (*node.sysctl_minimums, sysctl_rules.RESERVED_PORTS)}
+    keys |= {f"file:{wanted.path}" for wanted in node.files} | {f"file:{SYSCTL_FILE}"}
+    keys |= {"firewall:ufw", "firewall:firewalld"}
+    return keys
+
+
 # --------------------------------------------------------------------------------------------
 # Saved plan vs a fresh diff
 
 
 @dataclass(frozen=True)
 class Reconciled:
-    """A saved plan's changes for one host, sorted against what the host needs now."""
+    """A saved plan's changes for one host, sorted against what the host needs now.
+
+    ``to_apply`` holds the *fresh* changes (what the inventory produces now), never the saved
+    ones: the plan file only selects and confirms, it cannot say what to run. ``tampered``
+    lists saved changes that no diff could have produced (another action, a key outside the
+    managed set): the whole plan is refused for them.
+    """
 
     to_apply: list[Change]
     already_done: list[Change]
     stale: list[str]
+    tampered: list[str] = field(default_factory=list)
 
 
-def reconcile(planned: list[Change], current: list[Change]) -> Reconciled:
+def reconcile(planned: list[Change], current: list[Change], managed: Optional[set[str]] = None) -> Reconciled:
     """Compare the changes saved in a plan with a fresh diff of the same host.
 
     A planned change that the host no longer needs is already done (a second apply, or a rerun
     after an interruption). A change needed now that the plan did not contain, or whose value
-    before or after differs from the plan, means the host moved since planning: stale.
+    before or after differs from the plan, means the host moved since planning: stale. A saved
+    change with the same key and values as the fresh one but another action (or node, NPU) was
+    edited by hand: tampered. ``managed``: the keys the host may have at all (see
+    :func:`managed_keys`); a saved key outside it is tampered too.
     """
-    by_key = {change.key: change for change in planned}
+    tampered = [f"{_shown(c.key)}: not something ascendprep manages on this host" for c in planned if managed is not None and c.key not in managed]
+    by_key: dict[str, Change] = {}
+    for change in planned:
+        if change.key in by_key:
+            tampered.append(f"{_shown(change.key)}: listed twice")
+        by_key.setdefault(change.key, change)
     to_apply, stale = [], []
     for change in current:
         saved = by_key.get(change.key)
         if saved is None:
             stale.append(f"{change.summary} (not in the plan)")
         elif saved.after != change.after:
-            stale.append(f"{change.key}: the plan sets {saved.after}, the inventory now wants {change.after}")
+            stale.append(f"{change.key}: the plan sets {_shown(saved.after)}, the inventory now wants {change.after}")
         elif saved.before != change.before and not _explained_by_plan(saved, change, planned):
-            stale.append(f"{change.key}: was {saved.before} at planning, is now {change.before}")
+            stale.append(f"{change.key}: was {_shown(saved.before)} at planning, is now {change.before}")
+        elif (saved.action, saved.node, saved.npu) != (change.action, change.node, change.npu):
+            tampered.append(f"{change.key}: the saved change does not do what the inventory asks ({_differs(saved, change)})")
+        elif saved.before == change.before and saved.summary != change.summary:
+            tampered.append(f"{change.key}: the saved summary {_shown(saved.summary)} is not what this change does ({change.summary})")
         else:
-            to_apply.append(saved)
+            to_apply.append(change)
     needed = {change.key for change in current}
     done = [change for change in planned if change.key not in needed]
-    return Reconciled(to_apply, done, stale)
+    return Reconciled(to_apply, done, stale, tampered)
+
+
+def _shown(value: object, limit: int = 120) -> str:
+    """A value from the plan file, for a message: repr'd (no raw control characters), cut short."""
+    text = value if isinstance(value, str) and value.isprintable() else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _differs(saved: Change, fresh: Change) -> str:
+    parts = []
+    if saved.action.get("op") != fresh.action.get("op"):
+        parts.append(f"the plan's action is {_shown(saved.action.get('op'), 40)}, the inventory's {fresh.action.get('op')}")
+    elif saved.action != fresh.action:
+        wrong = [k for k in sorted({*saved.action, *fresh.action}) if saved.action.get(k) != fresh.action.get(k)]
+        parts.append(f"action {', '.join(_shown(k, 40) for k in wrong)} differs")
+    if saved.node != fresh.node:
+        parts.append(f"node {_shown(saved.node, 40)} is not {fresh.node}")
+    if saved.npu != fresh.npu:
+        parts.append(f"npu {_shown(saved.npu, 20)} is not {fresh.npu}")
+    return "; ".join(parts)
 
 
 def _explained_by_plan(saved: Change, now: Change, planned: list[Change]) -> bool:

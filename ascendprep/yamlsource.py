@@ -3,15 +3,26 @@
 Schema errors are only useful when they point at the line to fix (``a2.yaml:14: nodes[3].host:
 …``). PyYAML's composed node tree carries marks; this module walks it once and keeps a map from
 field path to line, and refuses duplicate keys (which PyYAML would silently let win).
+
+An input file is hostile until read: before anything is composed, one pass over PyYAML's event
+stream (no recursion, no objects built) counts the nodes the document expands to, every alias
+counted as the whole subtree it repeats, and how deep it nests. A "billion laughs" alias bomb, a
+recursive alias or a 10,000-deep ``[[[[...`` is then a located error in milliseconds, instead of
+gigabytes of expanded copies, a MemoryError or a RecursionError.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Union
 
 import yaml
+
+from ascendprep.limits import INPUT_MAX_DEPTH, INVENTORY_MAX_BYTES, NUMBER_MAX_DIGITS, YAML_MAX_NODES
+
+_PLAIN_INT = re.compile(r"^[-+]?[0-9_]+$")
 
 PathPart = Union[str, int]
 FieldPath = tuple[PathPart, ...]
@@ -103,11 +114,71 @@ def _normalise_keys(data: Any) -> Any:
     return data
 
 
-def parse_yaml(text: str, file: str) -> YamlDocument:
-    """Parse ``text``; raise :class:`InputError` with the line of any syntax error or duplicate key."""
+def _bounded(text: str, file: str, max_nodes: int, max_depth: int) -> None:
+    """Refuse, with its line, a document that nests deeper than ``max_depth`` or expands (aliases
+    included) to more than ``max_nodes`` nodes, or an alias to a collection still open (recursive)."""
+    sizes: dict[str, int] = {}
+    #: Open collections: [anchor, nodes so far (the collection itself included)].
+    open_collections: list[list[Any]] = []
+    total = 0
+
+    def located(event: yaml.Event, message: str) -> InputError:
+        return InputError([Located(file, event.start_mark.line + 1, "", message)])
+
+    def add(count: int, event: yaml.Event) -> None:
+        nonlocal total
+        total += count
+        for frame in open_collections:
+            frame[1] += count
+        if total > max_nodes:
+            raise located(event, f"the document expands to more than {max_nodes:,} YAML nodes (aliases counted as what they repeat); refused")
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes:
+                if any(frame[0] == event.anchor for frame in open_collections):
+                    raise located(event, f"alias *{event.anchor} refers to a collection that contains it (recursive alias); refused")
+                continue  # an undefined alias: the composer reports it with its line
+            add(sizes[event.anchor], event)
+        elif isinstance(event, yaml.ScalarEvent):
+            add(1, event)
+            if event.style is None and len(event.value) > NUMBER_MAX_DIGITS and _PLAIN_INT.match(event.value):
+                # int() refuses more than 4300 digits with a bare ValueError; no setting is this long.
+                raise located(event, f"a number of {len(event.value):,} digits; refused")
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            add(1, event)
+            open_collections.append([event.anchor, 1])
+            if len(open_collections) > max_depth:
+                raise located(event, f"collections nested more than {max_depth} deep; refused")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            anchor, count = open_collections.pop()
+            if anchor is not None:
+                sizes[anchor] = count
+
+
+def parse_yaml(text: str, file: str, max_nodes: int = YAML_MAX_NODES, max_depth: int = INPUT_MAX_DEPTH) -> YamlDocument:
+    """Parse ``text``; raise :class:`InputError` with the line of any syntax error or duplicate key,
+    and of anything past the size, node-count and depth limits (see the module's docstring)."""
+    if len(text) > INVENTORY_MAX_BYTES:
+        raise InputError([Located(file, None, "", f"{len(text):,} characters; an inventory may have at most {INVENTORY_MAX_BYTES:,}")])
+    lines: dict[FieldPath, int] = {}
+    problems: list[Located] = []
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        _bounded(text, file, max_nodes, max_depth)
+        loader = yaml.SafeLoader(text)
+        try:
+            # Composed once: the line map is taken from the node tree before the constructor
+            # flattens merge keys (``<<``) in it, then the data is built from the same tree.
+            node = loader.get_single_node()
+            if node is not None:
+                _walk(node, (), lines, file, problems)
+            if problems:
+                raise InputError(problems)
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -117,21 +188,27 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
         raise InputError([Located(file, line, "", f"YAML syntax error: {reason}")]) from None
     except yaml.YAMLError as exc:
         raise InputError([Located(file, None, "", f"YAML error: {exc}")]) from None
-    lines: dict[FieldPath, int] = {}
-    problems: list[Located] = []
-    if node is not None:
-        _walk(node, (), lines, file, problems)
-    if problems:
-        raise InputError(problems)
     return YamlDocument(file, _normalise_keys(data), lines)
 
 
-def load_yaml_file(path: Path) -> YamlDocument:
-    """Read and parse a YAML file; a missing or unreadable file is an :class:`InputError`."""
+def read_input_text(path: Path, max_bytes: int = INVENTORY_MAX_BYTES) -> str:
+    """The UTF-8 text of an input file, read no further than ``max_bytes`` (a FIFO or a huge file
+    costs nothing); a missing, unreadable or too large file is an :class:`InputError`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise InputError([Located(str(path), None, "", f"larger than {max_bytes:,} bytes; refused")])
+        return raw.decode("utf-8")
     except FileNotFoundError:
         raise InputError([Located(str(path), None, "", "no such file")]) from None
+    except IsADirectoryError:
+        raise InputError([Located(str(path), None, "", "is a directory, not a file")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError([Located(str(path), None, "", f"cannot read: {exc}")]) from None
-    return parse_yaml(text, str(path))
+
+
+def load_yaml_file(path: Path) -> YamlDocument:
+    """Read and parse a YAML file; a missing, unreadable or too large file is an :class:`InputError`."""
+    return parse_yaml(read_input_text(path), str(path))
+

@@ -2,7 +2,8 @@
 # The whole job on a virtual cluster: set up this machine, bring a lab up, then
 #   plan -> apply -> verify --allreduce
 # exactly as against real servers, over real SSH. The lab is taken down at the end unless
-# KEEP_LAB=1. Options: NODES (default 4), PRODUCT (default atlas-a2), LAB (default rehearsal).
+# KEEP_LAB=1. Options: NODES (default 4), PRODUCT (default atlas-a2), LAB (default rehearsal),
+# SKIP_SETUP=1 (already set up), ASCENDPREP_VENV (the virtualenv scripts/setup.sh made).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,14 @@ WORKDIR=${WORKDIR:-$PWD/.ascendprep-rehearsal}
 if [ "${SKIP_SETUP:-0}" != 1 ]; then
   bash scripts/setup.sh
 fi
+# The virtualenv's own entry point: whatever else is on PATH (another Python's ascendprep, a
+# pyenv shim) is not what setup.sh installed.
+VENV=${ASCENDPREP_VENV:-$PWD/.venv}
+if [ ! -x "$VENV/bin/ascendprep" ]; then
+  echo "lab-rehearsal: $VENV/bin/ascendprep is missing: run scripts/setup.sh first (or unset SKIP_SETUP)" >&2
+  exit 2
+fi
+ascendprep() { "$VENV/bin/ascendprep" "$@"; }
 
 cleanup() {
   status=$?

@@ -5,8 +5,9 @@ The control side of the all-reduce check (the worker is ``worker.py``; the verdi
 
 1. **preflight**, every node at once: make the node's run directory, check set_env.sh, the
    interpreter and torch, pick the master's free port, find the NIC that holds the node's
-   inventory address, upload the worker (SFTP). A node that cannot run is named now, and
-   nothing is started anywhere.
+   inventory address, upload the worker (SFTP, or streamed through the exec channel on a host
+   without the sftp subsystem). A node that cannot run is named now, and nothing is started
+   anywhere.
 2. **launch**, every node at once (threads of our own, so the session's ``forks`` cannot make
    one node wait for another): torchrun with the worker, its output in the run directory, its
    sockets bound to that NIC and MASTER_ADDR an address (a hostname may resolve to loopback).

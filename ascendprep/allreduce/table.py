@@ -7,12 +7,12 @@ the count of wrong elements; the slowest rank is named so that a straggler has a
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ascendprep.allreduce.outcome import AllreduceOutcome
 from ascendprep.allreduce.results import Verdict
 from ascendprep.allreduce.sizes import format_size
+from ascendprep.report.text import markup_safe as escape, visible
 
 
 def sizes_table(verdict: Verdict, title: str = "") -> Table:
@@ -63,7 +63,7 @@ def print_allreduce(console: Console, outcome: AllreduceOutcome) -> None:
         if node.log_tail:
             console.print(f"  last lines of {escape(node.node)}'s torchrun log:", soft_wrap=True)
             for line in node.log_tail.splitlines():
-                console.print(f"    {node.node}| {line}", markup=False, highlight=False, soft_wrap=True)
+                console.print(visible(f"    {node.node}| {line}"), markup=False, highlight=False, soft_wrap=True)
     if outcome.bisect is not None:
         console.print(f"bisect: {escape(outcome.bisect.note)}", soft_wrap=True)
         for name, why in outcome.bisect.suspects.items():

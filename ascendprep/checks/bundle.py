@@ -13,14 +13,29 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
 ``--from-bundle`` re-parses the raw transcripts (not facts.json, which is for people), rebuilds the
 desired state from the inventory copy, and runs the checks on the recorded date: the same
 evidence gives the same findings, with no SSH.
+
+Bundles hold host facts: folders are 0700 and files 0600, written without following links. Every
+file but run.json and inventory.yaml is gzip'd (``gather.out.gz``; ``zcat`` reads it), and only
+the newest :data:`~ascendprep.limits.KEEP_RUNS_DEFAULT` runs are kept (``verify --keep-runs``).
+
+A bundle handed to ``--from-bundle`` is hostile input: only the files named above are read, by
+names checked against the inventory's name rule, never through a symbolic link, never outside the
+folder, never a FIFO or device, and never more than
+:data:`~ascendprep.limits.BUNDLE_FILE_MAX_BYTES` (decompressed); its JSON has the inventory's
+depth limit (:mod:`ascendprep.jsoninput`). Bundles written before compression (plain
+``gather.out``) are still read.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
+import zlib
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -30,9 +45,12 @@ from ascendprep import __version__
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.mesh import PingPlan
 from ascendprep.findings import Finding
+from ascendprep.jsoninput import parse_json
+from ascendprep.limits import BUNDLE_FILE_MAX_BYTES, KEEP_RUNS_DEFAULT, RUNS_LOW_DISK_BYTES
 from ascendprep.planfile import STATE_DIR
 from ascendprep.probes.gather import parse_gather_output
 from ascendprep.probes.ping import parse_ping_output
+from ascendprep.yamlsource import InputError
 
 BUNDLE_SCHEMA_VERSION = 1
 BUNDLE_KIND = "ascendprep-verify-bundle"
@@ -41,6 +59,14 @@ RUN_FILE = "run.json"
 INVENTORY_COPY = "inventory.yaml"
 RESULTS_FILE = "results.json"
 ALLREDUCE_FILE = "allreduce.json"
+#: Suffix of the compressed files of a bundle.
+GZ = ".gz"
+#: What a host's folder name may be: the inventory's node-name rule (no "/", no "..").
+HOST_DIR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: A run folder's name, as :func:`new_bundle_dir` makes it; retention only ever removes these.
+RUN_DIR_RE = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)(?:-(?P<count>\d{1,6}))?$")
+DIR_MODE = 0o700
+FILE_MODE = 0o600
 
 
 class BundleError(ValueError):
@@ -97,9 +123,13 @@ def new_bundle_dir(runs_dir: Path = RUNS_DIR, now: Optional[datetime] = None) ->
 def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
     """Write ``bundle`` to ``target`` (through a hidden partial dir renamed at the end)."""
     partial = target.parent / f".{target.name}.partial"
-    if partial.exists():
+    _runs_dir(target.parent)
+    if partial.is_symlink():
+        partial.unlink()
+    elif partial.exists():
         shutil.rmtree(partial)
-    (partial / "hosts").mkdir(parents=True)
+    _private_dir(partial)
+    _private_dir(partial / "hosts")
     run = {
         "schema_version": BUNDLE_SCHEMA_VERSION,
         "kind": BUNDLE_KIND,
@@ -116,52 +146,190 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
     _write(partial / RUN_FILE, json.dumps(run, indent=1) + "\n")
     _write(partial / INVENTORY_COPY, bundle.inventory_text)
     for name, host in bundle.hosts.items():
+        if not HOST_DIR_RE.match(name):
+            raise ValueError(f"node name {name!r} cannot name a bundle folder")
         folder = partial / "hosts" / name
-        folder.mkdir()
+        _private_dir(folder)
         if host.facts is not None:
-            _write(folder / "gather.out", host.gather_stdout)
-            _write(folder / "gather.err", host.gather_stderr)
-            _write(folder / "facts.json", json.dumps(host.facts.to_dict(), indent=1) + "\n")
+            _write(folder / "gather.out", host.gather_stdout, compress=True)
+            _write(folder / "gather.err", host.gather_stderr, compress=True)
+            _write(folder / "facts.json", json.dumps(host.facts.to_dict(), indent=1) + "\n", compress=True)
         if host.pings is not None:
-            _write(folder / "ping.out", host.ping_stdout)
-            _write(folder / "ping.err", host.ping_stderr)
-    _write(partial / RESULTS_FILE, json.dumps(report, indent=1) + "\n")
+            _write(folder / "ping.out", host.ping_stdout, compress=True)
+            _write(folder / "ping.err", host.ping_stderr, compress=True)
+    _write(partial / RESULTS_FILE, json.dumps(report, indent=1) + "\n", compress=True)
     if bundle.allreduce_doc is not None:
-        _write(partial / ALLREDUCE_FILE, json.dumps(bundle.allreduce_doc, indent=1) + "\n")
+        _write(partial / ALLREDUCE_FILE, json.dumps(bundle.allreduce_doc, indent=1) + "\n", compress=True)
     os.replace(partial, target)
     bundle.path = target
     return target
 
 
-def _write(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
+def _runs_dir(path: Path) -> None:
+    """The folder of all runs: made 0700 if missing, tightened to 0700 if it is a plain folder.
+    A link to a folder elsewhere (runs kept on a bigger disk) is the user's choice and is used."""
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    if not path.is_symlink():
+        os.chmod(path, DIR_MODE)
 
 
-def _read_text(path: Path) -> str:
+def _private_dir(path: Path) -> None:
+    """A new 0700 folder; an existing one (or a link in its place) is an error."""
+    path.mkdir(mode=DIR_MODE)
+    os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask; this one is exact
+
+
+def _write(path: Path, text: str, compress: bool = False) -> None:
+    """A new 0600 file (``path`` + ``.gz`` when compressed); an existing file or link is an error."""
+    data = text.encode("utf-8")
+    if compress:
+        path = path.with_name(path.name + GZ)
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    with os.fdopen(fd, "wb") as handle:
+        os.fchmod(handle.fileno(), FILE_MODE)
+        handle.write(data)
+
+
+# -- retention and disk space ---------------------------------------------------------------
+
+
+def run_dirs(runs_dir: Path) -> List[Path]:
+    """The run folders under ``runs_dir``, oldest first (links and other names are never listed)."""
+    found = []
     try:
-        return path.read_text(encoding="utf-8")
+        entries = list(os.scandir(runs_dir))
     except FileNotFoundError:
-        raise BundleError(f"{path}: missing from the bundle") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{path}: cannot be read: {exc}") from None
+        return []
+    for entry in entries:
+        match = RUN_DIR_RE.match(entry.name)
+        if match and entry.is_dir(follow_symlinks=False):
+            found.append((match.group("stamp"), int(match.group("count") or 1), Path(entry.path)))
+    return [path for _, _, path in sorted(found)]
+
+
+def prune_runs(runs_dir: Path, keep: int = KEEP_RUNS_DEFAULT) -> List[Path]:
+    """Remove all but the newest ``keep`` run folders; the removed folders, oldest first."""
+    if keep < 1:
+        raise ValueError("keep must be at least 1")
+    old = run_dirs(runs_dir)[:-keep]
+    for path in old:
+        shutil.rmtree(path)
+    return old
+
+
+def bundle_size(bundle: Bundle, report: Dict[str, Any]) -> int:
+    """An upper bound of the bytes a bundle takes on disk (before compression)."""
+    texts = [bundle.inventory_text]
+    for host in bundle.hosts.values():
+        texts += [host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr]
+    raw = sum(len(t.encode("utf-8", errors="replace")) for t in texts)
+    facts = sum(len(json.dumps(h.facts.to_dict())) for h in bundle.hosts.values() if h.facts is not None)
+    return raw + facts + len(json.dumps(report, default=str)) + 64 * 1024
+
+
+@dataclass(frozen=True)
+class DiskCheck:
+    """Whether a bundle of ``needed`` bytes may be written, and what to tell the user."""
+
+    write: bool
+    warning: Optional[str] = None
+
+
+def _mib(count: int) -> str:
+    return f"{count / (1024 * 1024):,.0f} MiB"
+
+
+def check_free_space(runs_dir: Path, needed: int, low: int = RUNS_LOW_DISK_BYTES) -> DiskCheck:
+    """Refuse to fill the disk: no bundle when it does not fit, a warning when space runs low."""
+    probe = runs_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError as exc:
+        return DiskCheck(True, f"the free space under {probe} cannot be read ({exc.strerror or exc})")
+    if free < needed:
+        return DiskCheck(False, f"the evidence bundle was not saved: {_mib(free)} free under {probe}, it needs about {_mib(needed)}")
+    if free - needed < low:
+        return DiskCheck(True, f"only {_mib(free)} free under {probe}; old runs are removed past --keep-runs")
+    return DiskCheck(True)
+
+
+# -- reading a bundle, confined to its folder --------------------------------------------------
+
+
+def _confined(root: Path, relative: str) -> Path:
+    """``root/relative`` when no part of it is a link and it stays inside ``root``; else BundleError."""
+    parts = relative.split("/")
+    if not relative or relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise BundleError(f"{root}: the bundle names {relative!r}, which is not a file inside it; refused")
+    path = root
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            raise BundleError(f"{path}: a symbolic link inside the bundle; refused (a bundle's files are read only from its own folder)")
+    if not path.resolve().is_relative_to(root):
+        raise BundleError(f"{path}: outside the bundle folder {root}; refused")
+    return path
+
+
+def _read_bytes(path: Path, compressed: bool) -> bytes:
+    """At most BUNDLE_FILE_MAX_BYTES of a regular file (decompressed when ``compressed``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise BundleError(f"{path}: not a regular file; refused")
+        try:
+            data = gzip.GzipFile(fileobj=handle, mode="rb").read(BUNDLE_FILE_MAX_BYTES + 1) if compressed else handle.read(BUNDLE_FILE_MAX_BYTES + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise BundleError(f"{path}: not a readable gzip file: {exc}") from None
+    if len(data) > BUNDLE_FILE_MAX_BYTES:
+        raise BundleError(f"{path}: more than {BUNDLE_FILE_MAX_BYTES:,} bytes; refused")
+    return data
+
+
+def _read_text(root: Path, relative: str) -> str:
+    """A bundle file's text: ``relative.gz`` when present, else ``relative`` (older bundles)."""
+    for name, compressed in ((relative + GZ, True), (relative, False)):
+        path = _confined(root, name)
+        try:
+            data = _read_bytes(path, compressed)
+        except FileNotFoundError:
+            continue
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BundleError(f"{path}: not UTF-8 text: {exc}") from None
+    raise BundleError(f"{root / relative}: missing from the bundle")
+
+
+def _read_json(root: Path, relative: str) -> Any:
+    try:
+        return parse_json(_read_text(root, relative), str(root / relative))
+    except InputError as error:
+        raise BundleError("; ".join(str(p) for p in error.problems)) from None
 
 
 def read_bundle(folder: Path) -> Bundle:
     """Read a bundle written by :func:`write_bundle`; raise :class:`BundleError` naming what is wrong."""
     if not folder.is_dir():
         raise BundleError(f"{folder}: not a directory (give a folder under {RUNS_DIR})")
+    folder = folder.resolve()
     run_path = folder / RUN_FILE
-    try:
-        run = json.loads(_read_text(run_path))
-    except json.JSONDecodeError as exc:
-        raise BundleError(f"{run_path}: not JSON: {exc}") from None
+    run = _read_json(folder, RUN_FILE)
     if not isinstance(run, dict) or run.get("kind") != BUNDLE_KIND:
         raise BundleError(f"{run_path}: not a verify evidence bundle")
     if run.get("schema_version") != BUNDLE_SCHEMA_VERSION:
         raise BundleError(f"{run_path}: schema_version {run.get('schema_version')!r}; this ascendprep reads {BUNDLE_SCHEMA_VERSION}")
     try:
         return _bundle_from(folder, run)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         if isinstance(exc, BundleError):
             raise
         raise BundleError(f"{run_path}: malformed ({type(exc).__name__}: {exc})") from None
@@ -171,10 +339,12 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
     hosts: Dict[str, HostEvidence] = {}
     execs: Dict[str, int] = {}
     for name, record in run["hosts"].items():
-        base = folder / "hosts" / name
+        if not isinstance(name, str) or not HOST_DIR_RE.match(name):
+            raise BundleError(f"{folder / RUN_FILE}: host name {name!r} is not a node name; refused")
+        base = f"hosts/{name}"
         ping = record.get("ping") or {}
-        gather_out = _read_text(base / "gather.out") if record["gathered"] else ""
-        ping_out = _read_text(base / "ping.out") if ping.get("ran") else ""
+        gather_out = _read_text(folder, f"{base}/gather.out") if record["gathered"] else ""
+        ping_out = _read_text(folder, f"{base}/ping.out") if ping.get("ran") else ""
         hosts[name] = HostEvidence(
             node=name,
             address=record["address"],
@@ -183,17 +353,19 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
             error_kind=record.get("error_kind"),
             seconds=float(record.get("seconds") or 0.0),
             gather_stdout=gather_out,
-            gather_stderr=_read_text(base / "gather.err") if record["gathered"] else "",
+            gather_stderr=_read_text(folder, f"{base}/gather.err") if record["gathered"] else "",
             pings=tuple(parse_ping_output(ping_out)) if ping.get("ran") else None,
             ping_error=ping.get("error"),
             ping_stdout=ping_out,
-            ping_stderr=_read_text(base / "ping.err") if ping.get("ran") else "",
+            ping_stderr=_read_text(folder, f"{base}/ping.err") if ping.get("ran") else "",
             ping_seconds=float(ping.get("seconds") or 0.0),
         )
         if record.get("ssh_execs") is not None:
             execs[name] = int(record["ssh_execs"])
     inventory = run["inventory"]
-    text = _read_text(folder / inventory.get("copy", INVENTORY_COPY))
+    if inventory.get("copy", INVENTORY_COPY) != INVENTORY_COPY:
+        raise BundleError(f"{folder / RUN_FILE}: the inventory copy must be {INVENTORY_COPY}, not {inventory.get('copy')!r}; refused")
+    text = _read_text(folder, INVENTORY_COPY)
     bundle = Bundle(
         inventory_path=str(inventory["path"]),
         inventory_text=text,
@@ -207,12 +379,8 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
         allreduce_findings=[Finding.from_dict(f) for f in run.get("allreduce_findings") or []],
         path=folder,
     )
-    allreduce = folder / ALLREDUCE_FILE
-    if allreduce.exists():
-        try:
-            bundle.allreduce_doc = json.loads(_read_text(allreduce))
-        except json.JSONDecodeError as exc:
-            raise BundleError(f"{allreduce}: not JSON: {exc}") from None
+    if any(os.path.lexists(folder / name) for name in (ALLREDUCE_FILE + GZ, ALLREDUCE_FILE)):
+        bundle.allreduce_doc = _read_json(folder, ALLREDUCE_FILE)
     if bundle.inventory_sha256 != inventory.get("sha256"):
         raise BundleError(f"{folder / INVENTORY_COPY}: its sha256 is not the one recorded in {RUN_FILE} (edited?)")
     return bundle

@@ -9,6 +9,10 @@ Meshes (same plane only: a ping across planes never crosses the fabric the job w
 * ``full``: every pair of NPUs in a plane (product rule: Atlas 800 has four planes, A3 one per die,
   A2 one per subnet/rail). Quadratic; meant for small clusters or a suspected partial fabric.
 
+With address groups (``device_network.groups``/``rule``) a rail spans the groups where its
+subnets have gateways (routed); a group subnet without a gateway is an island, and both meshes
+pair its NPUs only inside their group.
+
 A pair is unordered: one ping tests both directions (the echo and its reply). Its source is the
 end best able to ping: a node that was read, has hccn_tool, where hccn_tool did not hang, and
 whose link is UP. So a node whose sshd is down still has its NPUs pinged, from their peers.
@@ -118,6 +122,18 @@ def mesh_pairs(desired: DesiredState, mesh: str) -> List[Tuple[Endpoint, Endpoin
     return unique
 
 
+def _reach_key(desired: DesiredState, node: str, npu: int) -> Tuple[int, ...]:
+    """NPUs with equal keys can reach each other: one rail/plane across address groups is one
+    routed fabric where its subnets have gateways; a subnet without one is an island of its group."""
+    ipplan = desired.ipplan
+    plane_count = ipplan.plane_count or len(ipplan.planes) or 1
+    rail = desired.inventory.product.plane_of(npu, plane_count)
+    group = ipplan.group_by_node.get(node, 0)
+    index = group * plane_count + rail
+    plane = ipplan.planes[index] if index < len(ipplan.planes) else None
+    return (rail,) if plane is None or plane.gateway is not None else (rail, group)
+
+
 def _ring(desired: DesiredState, endpoints: Dict[Tuple[str, int], Endpoint]) -> List[Tuple[Endpoint, Endpoint]]:
     nodes = desired.inventory.nodes
     master = desired.inventory.master.name
@@ -127,23 +143,23 @@ def _ring(desired: DesiredState, endpoints: Dict[Tuple[str, int], Endpoint]) -> 
             here = endpoints.get((node.name, npu))
             if here is None:
                 continue
+            key = _reach_key(desired, node.name, npu)
             for step in range(1, len(nodes)):
-                following = endpoints.get((nodes[(position + step) % len(nodes)].name, npu))
-                if following is not None:
+                name = nodes[(position + step) % len(nodes)].name
+                following = endpoints.get((name, npu))
+                if following is not None and _reach_key(desired, name, npu) == key:
                     pairs.append((here, following))
                     break
             on_master = endpoints.get((master, npu))
-            if on_master is not None:
+            if on_master is not None and _reach_key(desired, master, npu) == key:
                 pairs.append((here, on_master))
     return pairs
 
 
 def _full(desired: DesiredState, endpoints: Dict[Tuple[str, int], Endpoint]) -> List[Tuple[Endpoint, Endpoint]]:
-    product = desired.inventory.product
-    plane_count = len(desired.ipplan.planes)
-    planes: Dict[int, List[Endpoint]] = {}
-    for (_, npu), endpoint in endpoints.items():
-        planes.setdefault(product.plane_of(npu, plane_count), []).append(endpoint)
+    planes: Dict[Tuple[int, ...], List[Endpoint]] = {}
+    for (node, npu), endpoint in endpoints.items():
+        planes.setdefault(_reach_key(desired, node, npu), []).append(endpoint)
     pairs = []
     for members in planes.values():
         for i, first in enumerate(members):

@@ -14,7 +14,7 @@ from ascendprep.checks.context import NodeContext
 from ascendprep.checks.model import Check, Verdict, failed, passed, skipped
 from ascendprep.checks.text import parse_asctime
 from ascendprep.desired import DesiredState
-from ascendprep.facts import LinkRecord, NpuFacts
+from ascendprep.facts import LinkRecord, LinkStat, NpuFacts
 from ascendprep.findings import Severity
 from ascendprep.probes.paths import HCCN_CONF
 
@@ -116,16 +116,33 @@ def net_health(ctx: NodeContext, npu: int) -> Verdict:
     return failed(f"net health status is {live.net_health or 'unknown'} (detect IP {live.netdetect or 'not set'})", evidence, fix=fix)
 
 
+def _no_neighbour(npu: int, link: Optional[str], expected: Optional[Dict[str, str]]) -> Verdict:
+    """No LLDP frame came in. With the link up the port and cable work, so the fix is on the
+    switch (LLDP off on that port); with the link down there is nothing to hear yet."""
+    evidence = {"lldp": None, "link": link, "expected": expected}
+    port = f" ({expected['switch']} {expected['port']})" if expected else ""
+    if link == "UP":
+        return failed(
+            "no LLDP neighbour: the link is up but the switch port sends no LLDP",
+            evidence,
+            fix=f"enable LLDP on the switch port{port} (e.g. 'lldp enable' globally and on the interface), then check with hccn_tool -i {npu} -lldp -g",
+        )
+    if link == "DOWN":
+        return failed("no LLDP neighbour: the link is down", evidence, fix="bring the link up first (network.link): check the cable and the switch port")
+    return failed(
+        "no LLDP neighbour (link state unknown)",
+        evidence,
+        fix=f"check the cable and that LLDP is enabled on the switch port{port} (hccn_tool -i {npu} -lldp -g)",
+    )
+
+
 def lldp(ctx: NodeContext, npu: int) -> Verdict:
-    neighbour = _live(ctx, npu).lldp
+    live = _live(ctx, npu)
+    neighbour = live.lldp
     cabling = ctx.node.node.cabling.get(npu)
     expected = {"switch": cabling.switch, "port": cabling.port} if cabling else None
     if neighbour is None:
-        return failed(
-            "no LLDP neighbour: no switch answers on this port",
-            {"lldp": None, "expected": expected},
-            fix=f"check the cable and that LLDP is enabled on the switch port (hccn_tool -i {npu} -lldp -g)",
-        )
+        return _no_neighbour(npu, live.link, expected)
     seen = {"switch": neighbour.system_name, "port": neighbour.port_ifname or neighbour.port_id}
     evidence = {"lldp": seen, "expected": expected}
     if expected and (seen["switch"], seen["port"]) != (expected["switch"], expected["port"]):
@@ -192,13 +209,34 @@ def link_flaps(ctx: NodeContext, npu: int) -> Verdict:
         "recent_downs": [r.time for r in downs],
     }
     span = "in the last 24 h" if windowed else "in its history (the tool's current time is unreadable)"
+    fix = f"check the optics and fibre: hccn_tool -i {npu} -optical -g (Rx power, LoS/LoL flags); reseat or replace"
     if downs:
         return failed(
             f"link went down {len(downs)} time{'s' if len(downs) != 1 else ''} {span} (latest {downs[0].time})",
             evidence,
-            fix=f"check the optics and fibre: hccn_tool -i {npu} -optical -g (Rx power, LoS/LoL flags); reseat or replace",
+            fix=fix,
+        )
+    unrecorded = _unrecorded_downs(stat)
+    if unrecorded:
+        evidence["unrecorded_downs"] = unrecorded
+        return failed(
+            f"link down count is {stat.down_count} but only {stat.down_count - unrecorded} of those downs are in the "
+            f"tool's change records (they keep a bounded history): the link has flapped, when is unknown",
+            evidence,
+            fix=f"{fix}; after fixing, clear the history with hccn_tool -i {npu} -link_stat -c to see new flaps",
         )
     return passed(f"no link down {span}", evidence)
+
+
+def _unrecorded_downs(stat: LinkStat) -> int:
+    """Downs the ``link down count`` line reports beyond the LINK DOWN records still listed.
+
+    The records are a bounded history, so a count above them is evidence of flaps whose time is
+    lost. Older drivers print no count (None): nothing to compare."""
+    if stat.down_count is None:
+        return 0
+    listed = sum(1 for record in stat.records if record.state == "DOWN")
+    return max(0, stat.down_count - listed)
 
 
 def optical(ctx: NodeContext, npu: int) -> Verdict:

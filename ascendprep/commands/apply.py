@@ -1,142 +1,253 @@
-"""``ascendprep apply [PLANFILE]``: carry out exactly a saved plan, or nothing.
+"""``ascendprep apply [PLANFILE] [--inventory FILE]``: carry out a saved plan, or nothing.
 
-1. The inventory must be the one the plan was computed from (sha256), else: plan again.
-2. Every host with planned changes is read again and diffed afresh. A change the host no longer
+The plan file is data, not commands: it only selects and confirms. What runs on a host is what
+a fresh diff of the inventory produces now.
+
+1. The inventory is the one named with ``--inventory``, or the one the plan names; either way its
+   bytes must hash to the plan's sha256 (read once: what is hashed is what is parsed).
+2. Every host of the plan must be a node of that inventory, at the same address.
+3. Every host with planned changes is read again and diffed afresh. A change the host no longer
    needs is already done (second apply, rerun after an interruption); a difference the plan did
-   not foresee makes the plan stale, and then nothing is changed anywhere.
-3. Each host runs one script with its remaining changes; results and the previous values go to a
-   journal next to the plan file.
+   not foresee makes the plan stale; a saved change the diff cannot have produced (another
+   action, a key outside the managed set) means the file was edited. In either case nothing is
+   changed anywhere.
+4. Each host runs one script with its fresh changes. The journal next to the plan file is
+   written before anything is printed and records each host's intent before any script starts;
+   it is finished on success, refusal, Ctrl-C and SIGTERM.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import signal
+import threading
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from rich.console import Console
 
-from ascendprep.report import console as report_console
-
 from ascendprep import exitcodes
-from ascendprep.desired import build_desired
+from ascendprep.applyjournal import ApplyJournal, public_change
+from ascendprep.desired import DesiredState, build_desired
 from ascendprep.hosts import AppliedHost, apply_changes, gather_facts, host_accesses
-from ascendprep.inventory import load_inventory
-from ascendprep.plan import Change, diff_host, reconcile
-from ascendprep.planfile import DEFAULT_PLAN, PlanFile, file_sha256, read_plan, write_plan
+from ascendprep.inventory import Inventory, inventory_from_text
+from ascendprep.plan import Change, diff_host, managed_keys, reconcile
+from ascendprep.planfile import DEFAULT_PLAN, PlanFile, read_inventory_bytes, read_plan, write_plan
 from ascendprep.remote.fanout import HostOutcome, Session
 from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.remote.sudo import SudoPassword
+from ascendprep.report import console as report_console
 from ascendprep.report.changes import apply_table
+from ascendprep.report.text import markup_safe
 from ascendprep.yamlsource import InputError, Located
 
-
-def _journal(plan_path: Path, record: dict[str, Any]) -> Path:
-    folder = plan_path.parent / "journal"
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    path = folder / f"apply-{stamp}.json"
-    path.write_text(json.dumps(record, indent=1) + "\n")
-    return path
+#: Exit status after SIGTERM (128 + 15), as a shell reports it.
+TERMINATED = 143
+#: Exit status after Ctrl-C (128 + 2).
+INTERRUPTED = 130
 
 
-def _public(change: Change) -> dict[str, Any]:
-    """A change for the journal: values before/after, never file contents."""
-    data = change.to_dict()
-    data["action"] = {k: v for k, v in change.action.items() if k != "content"}
-    return data
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C so the journal is finished and connections closed."""
 
 
-def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None) -> int:
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Refused(Exception):
+    """The plan cannot be carried out; ``lines`` say why (printed after the journal is closed)."""
+
+    def __init__(self, heading: str, lines: list[str], footer: str) -> None:
+        super().__init__(heading)
+        self.heading, self.lines, self.footer = heading, lines, footer
+
+
+def _load_inventory(path: Path, saved: PlanFile, given: Optional[Path]) -> Inventory:
+    """The inventory from ``--inventory`` or from the plan; its hash must be the plan's."""
+    source = given if given is not None else Path(saved.inventory_path)
+    if given is None and not source.is_absolute():
+        raise InputError([Located(str(path), None, "inventory.path", f"'{saved.inventory_path}' is not an absolute path (plan files record the resolved path)")])
+    try:
+        data, digest = read_inventory_bytes(source)
+    except FileNotFoundError:
+        where = Located(str(path), None, "inventory.path", f"the plan's inventory {source} no longer exists") if given is None else Located(str(source), None, "", "no such file")
+        raise InputError([where]) from None
+    except OSError as exc:
+        raise InputError([Located(str(source), None, "", f"cannot read: {exc}")]) from None
+    if digest != saved.inventory_sha256:
+        if given is None:
+            raise Refused(f"The inventory {source} changed since this plan was made; nothing was changed.", [], "Run 'ascendprep plan' again, review, then apply the new plan.")
+        raise Refused(f"{source} is not the inventory this plan was made from ({saved.inventory_path}, sha256 {saved.inventory_sha256[:12]}…); nothing was changed.", [], "Apply a plan made from this inventory ('ascendprep plan INVENTORY').")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError([Located(str(source), None, "", f"cannot read: {exc}")]) from None
+    return inventory_from_text(text, str(source), base_dir=source.parent)
+
+
+def _check_hosts(saved: PlanFile, desired: DesiredState) -> list[str]:
+    """Plan hosts that are not this inventory's nodes (or not at its address)."""
+    problems = []
+    if saved.cluster != desired.inventory.name:
+        problems.append(f"the plan is for cluster {saved.cluster!r}, the inventory is {desired.inventory.name!r}")
+    seen: set[str] = set()
+    for index, host in enumerate(saved.hosts):
+        node = desired.nodes.get(host.node)
+        if node is None:
+            problems.append(f"hosts[{index}]: {host.node!r} is not a node of the inventory")
+        elif host.address != node.node.host:
+            problems.append(f"{host.node}: the plan says address {host.address!r}, the inventory {node.node.host}")
+        if host.node in seen:
+            problems.append(f"{host.node!r} is listed twice")
+        seen.add(host.node)
+    return problems
+
+
+def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None) -> int:
     out = report_console()
     err = report_console(stderr=True)
     path = plan_path or DEFAULT_PLAN
     saved: PlanFile = read_plan(path)
-    inventory_path = Path(saved.inventory_path)
-    if not inventory_path.exists():
-        raise InputError([Located(str(path), None, "inventory", f"the plan's inventory {inventory_path} no longer exists")])
-    if file_sha256(inventory_path) != saved.inventory_sha256:
-        err.print(f"[red]The inventory {inventory_path} changed since this plan was made: run 'ascendprep plan' again.[/]")
+    journal = ApplyJournal(path, saved.cluster)
+    try:
+        with _sigterm_unwinds():
+            return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path)
+    except Refused as refused:
+        journal.finish("refused", "\n".join([refused.heading, *refused.lines]))
+        err.print(f"[red]{markup_safe(refused.heading)}[/]", soft_wrap=True)
+        for line in refused.lines:
+            err.print(f"  {markup_safe(line)}", soft_wrap=True)
+        err.print(refused.footer, markup=False)
         return exitcodes.FAILED
-    inventory = load_inventory(inventory_path)
+    except InputError as error:
+        journal.finish("refused", "; ".join(str(p) for p in error.problems))
+        raise
+    except KeyboardInterrupt:
+        journal.finish("interrupted", "Ctrl-C")
+        err.print(f"Interrupted; journal: {journal.path}", markup=False)
+        return INTERRUPTED
+    except Terminated:
+        journal.finish("interrupted", "SIGTERM")
+        err.print(f"Terminated; journal: {journal.path}", markup=False)
+        return TERMINATED
+    except BaseException as exc:
+        journal.finish("failed", f"internal error: {type(exc).__name__}")
+        raise
+    finally:
+        journal.finish("finished")
+
+
+def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path]) -> int:
+    inventory = _load_inventory(path, saved, inventory_path)
+    if inventory_path is None:
+        err.print(f"Inventory: {inventory.source} (named by the plan; --inventory names it yourself)", markup=False, soft_wrap=True)
     desired = build_desired(inventory)
+    journal.record["inventory"] = {"path": inventory.source, "sha256": saved.inventory_sha256}
+    foreign = _check_hosts(saved, desired)
+    if foreign:
+        raise Refused("The plan names hosts that are not this inventory's nodes; nothing was changed:", foreign, "Run 'ascendprep plan' again, review, then apply the new plan.")
     skipped = [h for h in saved.hosts if not h.reachable]
-    for host in skipped:
-        err.print(f"[yellow]{host.node}: not in this plan ({host.error}); nothing will be done there.[/]")
     planned = {h.node: h.changes for h in saved.hosts if h.reachable and h.changes}
     if not planned:
+        journal.finish("finished", "no changes in the plan")
+        for host in skipped:
+            err.print(f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing will be done there.[/]")
         out.print("No changes in this plan. Nothing to do.")
         return exitcodes.FAILED if skipped else exitcodes.OK
 
     nodes = [n for n in inventory.nodes if n.name in planned]
     accesses = host_accesses(inventory, accept_new_host_keys, nodes)
     with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password) as session:
-        gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"))
+        gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned))
         to_apply: dict[str, list[Change]] = {}
-        problems: list[str] = []
+        stale: list[str] = []
+        tampered: list[str] = []
         done: dict[str, list[Change]] = {}
         for name, changes in planned.items():
-            outcome = gathered[name]
-            if not outcome.ok or outcome.value is None:
-                problems.append(f"{name}: cannot be read now ({outcome.error})")
+            outcome = gathered.get(name)
+            if outcome is None or not outcome.ok or outcome.value is None:
+                stale.append(f"{name}: cannot be read now ({outcome.error if outcome else 'not contacted'})")
                 continue
             fresh = diff_host(desired, name, outcome.value.facts)
-            if fresh.incomplete:
-                problems.extend(f"{name}: {reason}" for reason in fresh.incomplete)
-            result = reconcile(changes, fresh.changes)
-            problems.extend(f"{name}: {line}" for line in result.stale)
+            stale.extend(f"{name}: {reason}" for reason in fresh.incomplete)
+            result = reconcile(changes, fresh.changes, managed_keys(desired, name))
+            stale.extend(f"{name}: {line}" for line in result.stale)
+            tampered.extend(f"{name}: {line}" for line in result.tampered)
             to_apply[name] = result.to_apply
             done[name] = result.already_done
-        if problems:
-            err.print("[red]The plan is stale; nothing was changed. What moved since planning:[/]")
-            for line in problems:
-                err.print(f"  {line}", soft_wrap=True)
-            err.print("Run 'ascendprep plan' again, review, then apply the new plan.")
-            return exitcodes.FAILED
+        if tampered:
+            raise Refused("The plan file holds changes that this inventory does not produce (was it edited?); nothing was changed:", tampered, "Run 'ascendprep plan' again, review, then apply the new plan.")
+        if stale:
+            raise Refused("The plan is stale; nothing was changed. What moved since planning:", stale, "Run 'ascendprep plan' again, review, then apply the new plan.")
         if not any(to_apply.values()):
+            journal.finish("finished", "every host already matches the plan")
+            for host in skipped:
+                err.print(f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing will be done there.[/]")
             out.print("No changes: every host already matches this plan. Nothing was touched.")
-            return exitcodes.OK
+            return exitcodes.FAILED if skipped else exitcodes.OK
         tools = {name: gathered[name].value.facts.hccn_tool for name in to_apply if gathered[name].value is not None}
+        journal.intend(to_apply, done)
         outcomes = apply_changes(session, to_apply, tools, progress_for_terminal("applying"))
 
-    return _report(out, path, saved, to_apply, done, outcomes)
+    rows, failed = _record_results(journal, to_apply, outcomes)
+    journal.finish("finished", "some changes failed" if failed else None)
+    for host in skipped:
+        err.print(f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing was done there.[/]")
+    return _report(out, path, saved, rows, failed, journal.path)
 
 
-def _report(out: Console, path: Path, saved: PlanFile, to_apply: dict[str, list[Change]], done: dict[str, list[Change]], outcomes: dict[str, HostOutcome[AppliedHost]]) -> int:
-    rows = []
+def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], outcomes: dict[str, HostOutcome[AppliedHost]]) -> tuple[list[tuple[str, Change, Optional[int], str]], bool]:
+    """Each change's result, as table rows, written into the journal (before any printing)."""
+    rows: list[tuple[str, Change, Optional[int], str]] = []
     failed = False
-    journal_hosts = []
     for name, changes in to_apply.items():
         if not changes:
             continue
         outcome = outcomes.get(name)
-        host_record: dict[str, Any] = {"node": name, "already_done": [c.key for c in done.get(name, [])], "steps": []}
+        steps: list[dict[str, Any]] = []
+        error: Optional[str] = None
         if outcome is None or not outcome.ok or outcome.value is None:
             failed = True
-            message = outcome.error if outcome is not None else "not run"
-            host_record["error"] = message
+            error = (outcome.error if outcome is not None else None) or "not run"
             for change in changes:
-                rows.append((name, change, None, message or ""))
+                rows.append((name, change, None, error))
         else:
             applied = outcome.value
             if applied.locked:
-                failed = True
-                host_record["error"] = "another apply holds the lock"
+                error = "another apply holds the lock"
+            elif applied.rc != 0 and not applied.steps:
+                error = applied.stderr.strip() or f"the apply script exited with status {applied.rc}"
             for change in changes:
                 step = applied.steps.get(change.key)
                 rc = step.rc if step else None
-                message = step.output if step else (applied.stderr.strip() or "the script stopped before this step")
-                if rc != 0:
-                    failed = True
+                message = step.message if step else (applied.stderr.strip() or "the script stopped before this step")
                 rows.append((name, change, rc, message))
-                host_record["steps"].append({**_public(change), "rc": rc, "output": message})
-        journal_hosts.append(host_record)
+                steps.append({**public_change(change), "rc": rc, "tries": step.tries if step else None, "output": message})
+            if error is not None or any(s["rc"] != 0 for s in steps):
+                failed = True
+                error = error or "a step failed"
+        journal.host_result(name, "failed" if error is not None else "done", steps, error)
+    return rows, failed
+
+
+def _report(out: Console, path: Path, saved: PlanFile, rows: list[tuple[str, Change, Optional[int], str]], failed: bool, journal_path: Path) -> int:
     out.print(apply_table(rows))
-    journal = _journal(path, {"schema_version": 1, "kind": "apply-journal", "plan": str(path), "cluster": saved.cluster, "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "user": os.environ.get("USER"), "hosts": journal_hosts})
     ok_steps = sum(1 for r in rows if r[2] == 0)
-    out.print(f"Applied {ok_steps} of {len(rows)} changes; journal: {journal}")
+    out.print(f"Applied {ok_steps} of {len(rows)} changes; journal: {journal_path}", markup=False)
     if failed:
         out.print("[red]Some changes failed: fix the cause shown above, then run 'ascendprep plan' and 'ascendprep apply' again.[/]")
         return exitcodes.FAILED

@@ -23,6 +23,7 @@ from ascendprep.remote.sudo import SudoPassword
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.changes import changes_table, plan_document
 from ascendprep.report.findings import findings_table
+from ascendprep.report.text import markup_safe
 
 
 def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None) -> list[HostPlan]:
@@ -64,11 +65,11 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
         if findings:
             out.print(findings_table(findings))
         hosts_with_changes = sum(1 for p in plans if p.changes)
-        out.print(f"Plan: {saved.change_count} changes on {hosts_with_changes} of {len(plans)} hosts, saved to {path}")
+        out.print(f"Plan: {saved.change_count} changes on {hosts_with_changes} of {len(plans)} hosts, saved to {markup_safe(path)}")
         if not saved.complete:
             out.print("[yellow]The plan is incomplete: the hosts above marked as such were not (fully) read.[/]")
         elif saved.change_count:
-            out.print(f"Run 'ascendprep apply {path}' to carry it out.")
+            out.print(f"Run 'ascendprep apply {markup_safe(path)}' to carry it out.")
         else:
             out.print("[green]No changes: every host matches the inventory.[/]")
     if not saved.complete or any(f.severity is Severity.ERROR for f in findings):

@@ -24,6 +24,7 @@ from typing import Any, Dict, Optional, Sequence
 import click
 
 from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
+from ascendprep.limits import KEEP_RUNS_DEFAULT
 
 ALLREDUCE_MODULE = "ascendprep.allreduce.launch"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
@@ -56,6 +57,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here (a testsuite per node and one for the cluster).")
 @click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
 @click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host.")
+@click.option("--keep-runs", "keep_runs", type=click.IntRange(1, 100_000), default=KEEP_RUNS_DEFAULT, show_default=True, help="Evidence bundles kept under .ascendprep/runs/; older ones are removed after each run.")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")
 @click.option("--forks", type=click.IntRange(1, 1024), default=None, help="Hosts worked on at once (default: the inventory's ssh.forks).")
 @ask_sudo_password_option
@@ -75,6 +77,7 @@ def verify_command(
     junit: Optional[Path],
     mesh: Optional[str],
     from_bundle: Optional[Path],
+    keep_runs: int,
     accept_new_host_keys: bool,
     forks: Optional[int],
     ask_sudo_password: bool,
@@ -94,7 +97,8 @@ def verify_command(
     firewall, managed files and software versions. Cluster-wide: versions identical and
     compatible, TLS consistent, no duplicate device IP, and NPU pairs that ping each other.
 
-    Every run saves its evidence under .ascendprep/runs/<UTC time>/; --from-bundle re-checks one.
+    Every run saves its evidence under .ascendprep/runs/<UTC time>/ (0600 files, raw outputs
+    gzip'd, the newest --keep-runs kept); --from-bundle re-checks one and reads only its files.
     """
     if from_bundle is not None and inventory is not None:
         raise click.UsageError("give either INVENTORY or --from-bundle, not both")
@@ -116,6 +120,7 @@ def verify_command(
         junit=junit,
         mesh=mesh,
         from_bundle=from_bundle,
+        keep_runs=keep_runs,
         accept_new_host_keys=accept_new_host_keys,
         forks=forks,
         sudo_password=prompt_sudo_password(ask_sudo_password) if from_bundle is None else None,

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
-from rich.markup import escape
+from ascendprep.report.text import markup_safe as escape
 
 from ascendprep import exitcodes
-from ascendprep.checks.bundle import RUNS_DIR, Bundle, BundleError, new_bundle_dir, read_bundle, write_bundle
+from ascendprep.checks.bundle import RUNS_DIR, Bundle, BundleError, bundle_size, check_free_space, new_bundle_dir, prune_runs, read_bundle, write_bundle
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.evidence import collect
 from ascendprep.checks.mesh import PingPlan
@@ -37,13 +37,14 @@ from ascendprep.desired import DesiredState, build_desired
 from ascendprep.findings import Finding, Severity, has_errors
 from ascendprep.hosts import host_accesses
 from ascendprep.inventory import Inventory, inventory_from_text
+from ascendprep.limits import KEEP_RUNS_DEFAULT
 from ascendprep.remote.sudo import SudoPassword
 from ascendprep.remote.fanout import Session
 from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
 from ascendprep.report.verify import print_verify, verify_document
-from ascendprep.yamlsource import InputError, Located
+from ascendprep.yamlsource import InputError, Located, read_input_text
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class VerifyOptions:
     #: ``ascendprep.allreduce.options.AllreduceOptions`` when --allreduce was given.
     allreduce: Optional[Any] = None
     runs_dir: Optional[Path] = None
+    #: Run folders kept under runs_dir after this run's bundle is saved (``--keep-runs``).
+    keep_runs: int = KEEP_RUNS_DEFAULT
 
 
 @dataclass
@@ -99,11 +102,7 @@ def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
 def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
     assert options.inventory is not None
     path = options.inventory
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError([Located(str(path), None, "", f"cannot read the inventory: {exc.strerror or exc}")]) from None
-    text = raw.decode("utf-8", errors="replace")
+    text = read_input_text(path)
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
     desired = _desired(inventory, err)
     if desired is None:
@@ -168,6 +167,31 @@ def run_verify(options: VerifyOptions) -> int:
     return _report(run, options, err)
 
 
+def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console) -> Optional[Path]:
+    """Write the evidence bundle (when the disk has room) and drop runs past ``keep_runs``.
+
+    The bundle is evidence, not the verdict: any failure here is a warning, and the document then
+    says ``"bundle": null``. Returns where it was saved, or None.
+    """
+    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, run.selection.to_dict(), run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc)
+    disk = check_free_space(target.parent, bundle_size(bundle, document))
+    if disk.warning:
+        err.print(f"[yellow]warning:[/] {escape(disk.warning)}", soft_wrap=True)
+    saved: Optional[Path] = None
+    if disk.write:
+        try:
+            saved = write_bundle(bundle, target, document)
+        except (OSError, ValueError) as exc:
+            err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}", soft_wrap=True)
+    if saved is None:
+        document["bundle"] = None
+    try:
+        prune_runs(target.parent, keep_runs)
+    except OSError as exc:
+        err.print(f"[yellow]warning:[/] old runs under {escape(str(target.parent))} could not be removed: {escape(str(exc))}", soft_wrap=True)
+    return saved
+
+
 def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     results: List[CheckResult] = run_checks(run.desired, run.hosts, run.pings, run.selection, run.day)
     code = exitcodes.OK if no_errors(results) and not has_errors(run.allreduce_findings) else exitcodes.FAILED
@@ -193,14 +217,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         from_bundle=run.from_bundle,
     )
     if target is not None:
-        bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, run.selection.to_dict(), run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_bundle(bundle, target, document)
-        except OSError as exc:
-            err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}")
-            document["bundle"] = None
-            target = None
+        target = _save_bundle(run, target, document, options.keep_runs, err)
     if options.output_format == "json":
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
     else:

@@ -17,20 +17,22 @@ from ascendprep import exitcodes
 from ascendprep.lab.faults import FAULT_KINDS
 from ascendprep.lab.lab import Lab, LabNotUp, not_up_status
 from ascendprep.lab.paths import LabPaths
+from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
 from ascendprep.lab.spec import (
     DEFAULT_CANN,
     DEFAULT_DRIVER,
     DEFAULT_FIRMWARE,
     DEFAULT_SUBNET,
-    DEFAULT_TORCH_NPU,
     HOSTNAME_MAPPINGS,
     MAX_NODES,
     LabSpec,
     LabSpecError,
     Versions,
+    default_torch_npu,
 )
 from ascendprep.lab.system import LabError
 from ascendprep.products import PRODUCTS
+from ascendprep.report.text import visible
 
 T = TypeVar("T")
 
@@ -42,13 +44,13 @@ def _guarded(action: Callable[[], T]) -> T:
     try:
         return action()
     except LabSpecError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(exc)}", err=True)
         sys.exit(exitcodes.INVALID)
     except LabError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(exc)}", err=True)
         sys.exit(exitcodes.FAILED)
     except PermissionError as exc:
-        click.echo(f"error: {exc.filename}: permission denied (run as root, e.g. with sudo)", err=True)
+        click.echo(f"error: {visible(exc.filename)}: permission denied (run as root, e.g. with sudo)", err=True)
         sys.exit(exitcodes.FAILED)
 
 
@@ -66,7 +68,30 @@ def lab_group() -> None:
 @click.option("--cann", default=DEFAULT_CANN, show_default=True, help="CANN toolkit version installed in every node.")
 @click.option("--driver", default=DEFAULT_DRIVER, show_default=True, help="Driver version.")
 @click.option("--firmware", default=DEFAULT_FIRMWARE, show_default=True, help="Firmware version.")
-@click.option("--torch-npu", default=DEFAULT_TORCH_NPU, show_default=True, help="torch_npu version (metadata only).")
+@click.option(
+    "--torch-npu",
+    default=None,
+    help="torch_npu version (metadata only)  [default: the installed torch's version]",
+)
+@click.option(
+    "--driver-profile",
+    type=click.Choice(DRIVER_PROFILES),
+    default=DEFAULT_DRIVER_PROFILE,
+    show_default=True,
+    help="Driver generation the simulated hccn_tool/npu-smi speak on every node: 'legacy' prints an older driver's forms.",
+)
+@click.option(
+    "--node-driver-profile",
+    "node_driver_profiles",
+    multiple=True,
+    metavar="NODE=PROFILE",
+    help="Driver profile of one node (repeatable), e.g. node2=legacy for a mixed-generation lab.",
+)
+@click.option("--chip", default=None, help="Chip name npu-smi shows, e.g. 910B4 or 910B2C  [default: the product's]")
+@click.option(
+    "--sftp/--no-sftp", default=True, show_default=True,
+    help="Whether the nodes' sshd offers the sftp subsystem (--no-sftp: like a hardened host without it).",
+)
 @click.option("--hostnames", type=click.Choice(HOSTNAME_MAPPINGS), default="resolve", show_default=True,
               help="How each node's /etc/hosts maps its own name: resolve (to its address), "
                    "loopback (Debian's 127.0.1.1 line) or missing (not listed).")
@@ -79,15 +104,23 @@ def up_command(
     cann: str,
     driver: str,
     firmware: str,
-    torch_npu: str,
+    torch_npu: Optional[str],
+    driver_profile: str,
+    node_driver_profiles: tuple[str, ...],
+    chip: Optional[str],
+    sftp: bool,
     hostnames: str,
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
-    versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu)
-    spec = LabSpec(name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
-                   hostnames=hostnames)
+    versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
+    pairs = _guarded(lambda: _node_profiles(node_driver_profiles))
+    spec = LabSpec(
+        name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
+        driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip, sftp=sftp,
+        hostnames=hostnames,
+    )
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
-    click.echo(str(lab.inventory_path))
+    click.echo(visible(lab.inventory_path))
 
 
 @lab_group.command("down")
@@ -101,7 +134,7 @@ def down_command(name: str) -> None:
         if os.geteuid() != 0:
             raise LabError("lab down needs root (run it with sudo)")
         if not tear_down(LabPaths(name), click.echo):
-            click.echo(f"lab '{name}' is not up: nothing to remove")
+            click.echo(f"lab '{visible(name)}' is not up: nothing to remove")
 
     _guarded(down)
 
@@ -166,6 +199,17 @@ def ssh_command(node: str, command: tuple[str, ...], name: str) -> None:
     os.execvp(argv[0], argv)
 
 
+def _node_profiles(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``("node2=legacy",)`` → ``(("node2", "legacy"),)``; the spec checks names and profiles."""
+    pairs = []
+    for value in values:
+        node, sep, profile = value.partition("=")
+        if not sep or not node or not profile:
+            raise LabSpecError(f"--node-driver-profile {value!r}: write NODE=PROFILE, e.g. node2=legacy")
+        pairs.append((node.strip(), profile.strip()))
+    return tuple(pairs)
+
+
 def _describe(record: dict[str, Any]) -> str:
     text = f"{record['node']} {record['kind']}"
     if record.get("npu") is not None:
@@ -173,10 +217,12 @@ def _describe(record: dict[str, Any]) -> str:
     for key in ("rate", "version"):
         if record.get(key):
             text += f" {key} {record[key]}"
-    return text
+    return visible(text)
 
 
 def _print_status(report: dict[str, Any]) -> None:
+    """Plain text; every value made visible (names come from the command line and the lab's files)."""
+    report = _visible_values(report)
     if not report["up"]:
         click.echo(f"lab '{report['name']}' is not up")
         return
@@ -193,3 +239,14 @@ def _print_status(report: dict[str, Any]) -> None:
             click.echo(f"  {_describe(record)}")
     else:
         click.echo("no faults in force")
+
+
+def _visible_values(value: Any) -> Any:
+    """``value`` with every string in it passed through :func:`visible` (for text output only)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {k: _visible_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_visible_values(v) for v in value]
+    return value

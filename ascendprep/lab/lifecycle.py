@@ -179,6 +179,8 @@ def _write_lab_description(spec: LabSpec, paths: LabPaths) -> None:
                 "cabling": cabling.get(n.name, {}),
                 "netns": n.netns,
                 "veth": n.veth,
+                "driver_profile": n.driver_profile,
+                "chip": spec.chip,
             }
             for n in nodes
         ],
@@ -201,6 +203,7 @@ def _start_node(spec: LabSpec, paths: LabPaths, node: NodeSpec, python: HostPyth
             host_key=paths.host_key(node.name),
             authorized_keys=paths.authorized_keys,
             pid_file=node_dir / "sshd.pid",
+            sftp=spec.sftp,
         )
     )
     script = nodefs.holder_script(
@@ -210,6 +213,8 @@ def _start_node(spec: LabSpec, paths: LabPaths, node: NodeSpec, python: HostPyth
         ip=tool("ip"),
         mount=tool("mount"),
         sleep=nodeproc.sleep_path(),
+        runtime_dirs=python.runtime_dirs,
+        stash=node_dir / "keep",
     )
     holder = nodeproc.start_holder(paths, node, script)
     return nodeproc.start_sshd(paths, node, holder)

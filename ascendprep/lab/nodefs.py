@@ -1,9 +1,18 @@
-"""A node's private filesystem: overlays over ``/etc``, ``/usr/local`` and the Python purelib.
+"""A node's private filesystem: the lab node is the host's guest and never writes its files.
 
-Every node sees the host's files as its lower layer and writes into its own upper layer on the
-lab tmpfs, so ``/etc/hccn.conf`` or ``/usr/local/Ascend`` on node1 is node1's alone. The upper
-layers are filled *before* the overlays are mounted (writing under a mounted overlay is
-undefined behaviour); later changes go through the node's mount namespace instead.
+- Overlays over ``/etc``, ``/usr/local``, ``/opt`` and the Python purelib: every node sees the
+  host's files as its lower layer and writes into its own upper layer on the lab tmpfs, so
+  ``/etc/hccn.conf`` or ``/usr/local/Ascend`` on node1 is node1's alone. The upper layers are
+  filled *before* the overlays are mounted (writing under a mounted overlay is undefined
+  behaviour); later changes go through the node's mount namespace instead.
+- Fresh, empty tmpfs over ``/root``, ``/home``, ``/var/tmp`` and ``/run/lock``, as on a server of
+  its own: a node's ``/root/.ssh/authorized_keys`` is not the host's.
+- What the nodes need of the host to run ascendprep's interpreter (a venv or pyenv prefix, a
+  checkout holding the package) is bound back *read-only* where it lay under a private root.
+
+Still shared with the host: ``/tmp`` (a checkout there may hold the package the simulated tools
+import), ``/usr`` outside ``/usr/local``, ``/var`` outside ``/var/tmp``, ``/srv``, ``/mnt`` and the
+lab's own directories under ``/run/ascendprep-lab`` and ``/var/lib/ascendprep/lab``.
 """
 
 from __future__ import annotations
@@ -34,6 +43,13 @@ HOST_ASCEND_PATHS = (
     Path("/usr/local/Ascend"),
 )
 _UNSAFE_IN_MOUNT_OPTIONS = set(",:\\\n\t ")
+#: Host directories a node gets empty and its own (tmpfs), with their mode and size cap.
+PRIVATE_DIRS = (
+    (Path("/root"), "0700", "256m"),
+    (Path("/home"), "0755", "64m"),
+    (Path("/var/tmp"), "1777", "256m"),
+    (Path("/run/lock"), "1777", "8m"),
+)
 
 
 @dataclass(frozen=True)
@@ -52,11 +68,55 @@ class Overlay:
 
 
 def overlay_targets(purelib: Path) -> list[Path]:
-    """``/etc``, ``/usr/local`` and purelib, unless purelib already lies under one of them."""
+    """``/etc``, ``/usr/local``, ``/opt`` (where it exists) and purelib, unless it lies under one."""
     targets = [Path("/etc"), Path("/usr/local")]
-    if not any(purelib == t or t in purelib.parents for t in targets):
+    if Path("/opt").is_dir() and not Path("/opt").is_symlink():
+        targets.append(Path("/opt"))
+    if not any(_within(purelib, t) for t in targets):
         targets.append(purelib)
     return targets
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def private_dirs() -> list[tuple[Path, str, str]]:
+    """The :data:`PRIVATE_DIRS` this host has (a missing one has nothing to hide)."""
+    return [(path, mode, size) for path, mode, size in PRIVATE_DIRS if path.is_dir() and not path.is_symlink()]
+
+
+def kept_dirs(runtime_dirs: Iterable[Path], private: Iterable[Path]) -> list[Path]:
+    """Of the interpreter's directories, the outermost ones hidden by a private dir: bound back."""
+    private = list(private)
+    hidden = sorted({d for d in runtime_dirs if any(_within(d, root) and d != root for root in private)})
+    return [d for d in hidden if not any(_within(d, other) and d != other for other in hidden)]
+
+
+def private_dir_commands(*, runtime_dirs: Sequence[Path], stash: Path, mount: str) -> list[str]:
+    """POSIX sh lines that give the node its private dirs and bind back what it needs read-only.
+
+    A kept directory is first bound to ``stash/N`` (on the lab tmpfs, outside every private dir),
+    then the tmpfs goes over its private root, then the stash is bound back at the original path
+    and made read-only: the node runs the host's interpreter but cannot write into it.
+    """
+    q = shlex.quote
+    private = private_dirs()
+    kept = kept_dirs(runtime_dirs, [path for path, _, _ in private])
+    lines: list[str] = []
+    for index, path in enumerate(kept):
+        lines += [f"mkdir -p {q(str(stash / str(index)))}", f"{q(mount)} --bind {q(str(path))} {q(str(stash / str(index)))}"]
+    for path, mode, size in private:
+        lines.append(f"{q(mount)} -t tmpfs -o mode={mode},size={size} ascendprep-lab {q(str(path))}")
+    for index, path in enumerate(kept):
+        held = q(str(stash / str(index)))
+        lines += [
+            f"mkdir -p {q(str(path))}",
+            f"{q(mount)} --bind {held} {q(str(path))}",
+            f"{q(mount)} -o remount,bind,ro {q(str(path))}",
+            f"umount {held}",
+        ]
+    return lines
 
 
 def node_overlays(paths: LabPaths, node: str, purelib: Path) -> list[Overlay]:
@@ -68,7 +128,15 @@ def node_overlays(paths: LabPaths, node: str, purelib: Path) -> list[Overlay]:
 
 
 def holder_script(
-    *, spec: LabSpec, node: NodeSpec, overlays: Sequence[Overlay], ip: str, mount: str, sleep: str
+    *,
+    spec: LabSpec,
+    node: NodeSpec,
+    overlays: Sequence[Overlay],
+    ip: str,
+    mount: str,
+    sleep: str,
+    runtime_dirs: Sequence[Path] = (),
+    stash: Path = Path("/nonexistent"),
 ) -> str:
     """The POSIX sh run in a node's fresh namespaces: links up, overlays, hostname, then wait.
 
@@ -82,16 +150,18 @@ def holder_script(
         f"{q(ip)} addr add {q(f'{node.mgmt_ip}/{spec.network.prefixlen}')} dev eth0",
         f"{q(ip)} link set eth0 up",
     ]
+    # Private dirs first: an overlay lower dir may lie inside a kept (bound back) directory.
+    lines += private_dir_commands(runtime_dirs=runtime_dirs, stash=stash, mount=mount)
     for overlay in overlays:
         lines.append(
             f"{q(mount)} -t overlay ascendprep-lab -o {q(overlay.mount_options())} {q(str(overlay.target))}"
         )
-    # Like any real server, a node has its own /run/lock (apply's host lock lives there; a shared
-    # one would serialise applies across the whole lab). /tmp stays shared: the ascendprep package
-    # the simulated tools import may live there (a checkout under /tmp).
-    lines += [
-        f"if [ -d /run/lock ]; then {q(mount)} -t tmpfs -o mode=1777,size=8m ascendprep-lab /run/lock; fi",
-    ]
+    # apply's lock folder (root's, 0700): a tmpfs of the node's own, as on any real server (a
+    # shared one would serialise applies across the whole lab). The empty mount point in the
+    # shared /run is all the host sees.
+    lines.append(
+        f"mkdir -p -m 0700 /run/ascendprep && {q(mount)} -t tmpfs -o mode=0700,size=1m ascendprep-lab /run/ascendprep"
+    )
     lines += [
         f"echo {q(node.name)} > /proc/sys/kernel/hostname",
         f"exec {q(sleep)} infinity",

@@ -13,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
+from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
+from ascendprep.lab.sim.profiles import check_chip
 from ascendprep.products import PRODUCTS
 
 LAB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -31,6 +33,18 @@ DEFAULT_TORCH_NPU = "2.13.0"
 HOSTNAME_MAPPINGS = ("resolve", "loopback", "missing")
 
 
+def default_torch_npu() -> str:
+    """The torch_npu version the lab's metadata claims: the installed torch's, as real torch_npu
+    releases track torch's version (2.5.1 for torch 2.5.1), so the lab's stack stays consistent
+    whichever torch this machine has; :data:`DEFAULT_TORCH_NPU` without torch."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("torch").split("+", 1)[0]
+    except importlib.metadata.PackageNotFoundError:
+        return DEFAULT_TORCH_NPU
+
+
 class LabSpecError(ValueError):
     """A lab description that cannot be built; the message names the option and the fix."""
 
@@ -42,7 +56,7 @@ class Versions:
     cann: str = DEFAULT_CANN
     driver: str = DEFAULT_DRIVER
     firmware: str = DEFAULT_FIRMWARE
-    torch_npu: str = DEFAULT_TORCH_NPU
+    torch_npu: str = field(default_factory=default_torch_npu)
 
     def cann_tree(self) -> dict[str, str]:
         """The keys ``cann.install_cann_tree`` expects."""
@@ -59,6 +73,8 @@ class NodeSpec:
     netns: str
     veth: str
     npus: int
+    #: Which driver generation the node's simulated hccn_tool/npu-smi speak (``current``/``legacy``).
+    driver_profile: str = DEFAULT_DRIVER_PROFILE
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,15 @@ class LabSpec:
     npus: Optional[int] = None
     subnet: str = DEFAULT_SUBNET
     versions: Versions = field(default_factory=Versions)
+    #: Driver generation of every node (``--driver-profile``) ...
+    driver_profile: str = DEFAULT_DRIVER_PROFILE
+    #: ... and per-node exceptions, ``(("node2", "legacy"), ...)`` (``--node-driver-profile``).
+    node_driver_profiles: tuple[tuple[str, str], ...] = ()
+    #: The chip name npu-smi shows (``--chip 910B4``); None: the product's usual one.
+    chip: Optional[str] = None
+    #: Whether the nodes' sshd offers the sftp subsystem (``lab up --no-sftp``: a hardened host
+    #: without it, where uploads must go through the exec channel).
+    sftp: bool = True
     #: How each node's /etc/hosts maps its own name: resolve | loopback | missing (lab/hostsfile.py).
     hostnames: str = "resolve"
 
@@ -97,7 +122,33 @@ class LabSpec:
         for option, value in asdict(self.versions).items():
             if not VERSION_RE.match(value):
                 raise LabSpecError(f"--{option.replace('_', '-')} {value!r} is not a version")
+        self._check_driver_profiles()
+        if self.chip is not None:
+            try:
+                check_chip(product.id, self.chip, f"--chip {self.chip}")
+            except ValueError as exc:
+                raise LabSpecError(str(exc)) from None
         return replace(self, npus=npus, subnet=str(ipaddress.IPv4Network(self.subnet)))
+
+    def _check_driver_profiles(self) -> None:
+        known = ", ".join(DRIVER_PROFILES)
+        if self.driver_profile not in DRIVER_PROFILES:
+            raise LabSpecError(f"--driver-profile {self.driver_profile!r}: choose one of {known}")
+        names = {f"node{i}" for i in range(1, self.nodes + 1)}
+        seen: set[str] = set()
+        for node, profile in self.node_driver_profiles:
+            option = f"--node-driver-profile {node}={profile}"
+            if node not in names:
+                raise LabSpecError(f"{option}: the lab has no node {node!r} (nodes are node1 to node{self.nodes})")
+            if node in seen:
+                raise LabSpecError(f"{option}: {node} is given a driver profile twice")
+            if profile not in DRIVER_PROFILES:
+                raise LabSpecError(f"{option}: unknown driver profile {profile!r} (choose one of {known})")
+            seen.add(node)
+
+    def driver_profile_of(self, node: str) -> str:
+        """The driver profile of ``node``: its own setting, else the lab's."""
+        return dict(self.node_driver_profiles).get(node, self.driver_profile)
 
     # --- derived names (call on a validated spec) -------------------------------------------
 
@@ -126,6 +177,7 @@ class LabSpec:
                 netns=netns_name(self.name, f"node{i}"),
                 veth=f"apv{short_hash(self.name)}n{i}",
                 npus=npus,
+                driver_profile=self.driver_profile_of(f"node{i}"),
             )
             for i in range(1, self.nodes + 1)
         ]
@@ -135,7 +187,8 @@ class LabSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LabSpec":
-        return cls(**{**data, "versions": Versions(**data["versions"])})
+        pairs = tuple((str(node), str(profile)) for node, profile in data.get("node_driver_profiles", ()))
+        return cls(**{**data, "versions": Versions(**data["versions"]), "node_driver_profiles": pairs})
 
     def differences(self, other: "LabSpec") -> list[str]:
         """Human-readable ``field: ours → theirs`` lines where two specs disagree."""

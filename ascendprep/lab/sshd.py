@@ -18,8 +18,13 @@ SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")
 
 
-def render_sshd_config(*, listen_ip: str, host_key: Path, authorized_keys: Path, pid_file: Path) -> str:
-    """The sshd_config of one node: key-only root login, many concurrent sessions."""
+def render_sshd_config(
+    *, listen_ip: str, host_key: Path, authorized_keys: Path, pid_file: Path, sftp: bool = True
+) -> str:
+    """The sshd_config of one node: key-only root login, many concurrent sessions.
+
+    ``sftp=False`` leaves out the sftp subsystem, as hardened servers do (``lab up --no-sftp``).
+    """
     return "\n".join(
         [
             "# managed by ascendprep lab: one simulated node's sshd",
@@ -40,7 +45,7 @@ def render_sshd_config(*, listen_ip: str, host_key: Path, authorized_keys: Path,
             "PrintMotd no",
             "PrintLastLog no",
             "X11Forwarding no",
-            "Subsystem sftp internal-sftp",
+            *(["Subsystem sftp internal-sftp"] if sftp else []),
             "LogLevel INFO",
             "",
         ]

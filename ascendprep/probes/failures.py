@@ -6,6 +6,7 @@ kind is decided from the text where the text is specific, and from the status ot
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from ascendprep.facts import ProbeError
@@ -17,6 +18,35 @@ UNSUPPORTED_TEXT = "not supported on this product"
 NO_SUCH_FILE_TEXT = "no such file or directory"
 #: What the scripts' ap_hccn says for calls it skipped after hccn_tool hung.
 NOT_RUN_TEXT = "not run: hccn_tool hung earlier"
+
+#: npu-smi's DCMI start-up failures, e.g. ``dcmi module initialize failed. ret is -8005`` or
+#: ``dcmi model initialized failed, because the device is used. ret is -8020`` (often after a
+#: ``DrvMngGetConsoleLogLevel failed.`` line that says nothing useful).
+_DCMI_RET_RE = re.compile(r"ret is (-?\d{1,6})")
+#: What the common DCMI codes mean for the user (public troubleshooting notes; -8005 is
+#: DCMI_ERR_CODE_INNER_ERR in the DCMI headers).
+DCMI_HINTS = {
+    "-8005": "the driver's management interface did not start: driver not loaded or not matching the kernel, or no access to /dev/davinci*",
+    "-8020": "the NPUs are held by another container or process (DCMI is exclusive)",
+}
+
+
+def dcmi_failure(text: str) -> Optional[str]:
+    """The DCMI failure line of npu-smi's output with what its code means, or None.
+
+    Line by line with plain substring tests first, so a hostile megabyte of output costs one pass.
+    """
+    for raw in text.splitlines():
+        lowered = raw.lower()
+        if "dcmi " not in lowered or "initiali" not in lowered or "fail" not in lowered:
+            continue
+        match = _DCMI_RET_RE.search(raw)
+        if match is None:
+            continue
+        line = first_line(raw)
+        hint = DCMI_HINTS.get(match.group(1))
+        return f"{line} ({hint})" if hint else line
+    return None
 
 
 def classify_failure(
@@ -43,5 +73,8 @@ def classify_failure(
         return error("error", f"{what}: hccn_tool was still busy after {section.tries} tries")
     if NO_SUCH_FILE_TEXT in text:
         return error("missing", first_line(section.stderr) or f"{what}: no such file")
+    dcmi = dcmi_failure(section.text)
+    if dcmi is not None:
+        return error("error", f"{what} failed: {dcmi}")
     detail = first_line(section.stderr) or first_line(section.stdout) or "no output"
     return error("error", f"{what} exited with status {section.rc}: {detail}")

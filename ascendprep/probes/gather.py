@@ -31,10 +31,9 @@ from ascendprep.facts import (
     Versions,
 )
 from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
-from ascendprep.probes.failures import classify_failure
+from ascendprep.probes.failures import classify_failure, dcmi_failure
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
-from ascendprep.probes.text import UnexpectedOutput
 
 KIND = "gather"
 
@@ -250,7 +249,11 @@ class _FactsBuilder:
             if handler is None:
                 self._error(section.name, "error", f"unknown section {section.name!r} in the gather output")
                 continue
-            handler(section)
+            try:
+                handler(section)
+            except (ValueError, LookupError, TypeError, ArithmeticError, RecursionError) as exc:
+                # One odd output (a 5,000-digit number int() refuses) costs that probe, not the host.
+                self._error(section.name, "error", f"output that could not be read ({type(exc).__name__}: {exc})", section.npu)
         self.versions["cann"] = tuple(self.versions["cann"])
         return HostFacts(
             ascend_home=self.ascend_home,
@@ -306,7 +309,7 @@ class _FactsBuilder:
         """parse(), or None with an error recorded when the output is not what the tool prints."""
         try:
             return parse()
-        except UnexpectedOutput as exc:
+        except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
             self._error(probe, "error", f"{what}: {exc}", npu)
             return None
 
@@ -353,7 +356,7 @@ class _FactsBuilder:
 
     def _npu_smi_list(self, section: Section) -> None:
         what = "npu-smi info -l"
-        if section.rc != 0:
+        if section.rc != 0 or dcmi_failure(section.text):  # some builds print the DCMI failure with exit 0
             return self._failed(section, "npu_smi.list", what)
         self.fields["npu_smi"] = self._parsed("npu_smi.list", what, lambda: npu_smi.parse_list(section.stdout))
 
@@ -401,7 +404,9 @@ class _FactsBuilder:
         key = section.attrs.get("key", "?")
         if section.rc != 0:
             return self._failed(section, f"sysctl:{key}", f"cat {paths.proc_sys_path(key)}")
-        self.sysctl[key] = sysctl.parse_proc_value(section.stdout)
+        value = self._parsed(f"sysctl:{key}", f"cat {paths.proc_sys_path(key)}", lambda: sysctl.parse_proc_value(section.stdout, key))
+        if value is not None:
+            self.sysctl[key] = value
 
     def _sysctl_file(self, section: Section) -> None:
         if self._file_absent(section):

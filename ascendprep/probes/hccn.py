@@ -2,7 +2,9 @@
 
 Formats follow docs/ascend-reference.md §1.4 including older drivers: ``Socket failed`` for
 ``Socket fail``, ``[device N]`` for ``[devid N]``, no ``link down count`` line, and an empty
-``-ip -g`` answer for a device without an IP. Each parser returns the :class:`NpuFacts` fields
+``-ip -g`` answer for a device without an IP. Where public sources disagree on a spelling both
+are accepted and the driver source's stays primary in messages: ``netdetect addr:`` (driver
+``tool_ops.c``) beside ``netdetect address:`` (a vendor DeepSeek-V3 multi-node deployment guide). Each parser returns the :class:`NpuFacts` fields
 it fills, so the gather step can apply any query's result the same way.
 """
 
@@ -13,7 +15,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ascendprep.facts import LinkRecord, LinkStat, LldpNeighbor, TlsState
-from ascendprep.probes.text import UnexpectedOutput, content_lines, first_line
+from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
 
 Fields = Dict[str, Any]
 
@@ -49,11 +51,17 @@ NET_HEALTH_STATES = (
 _NET_HEALTH_ALIASES = {"socket failed": "Socket fail"}
 
 #: Failures that are really answers: "nothing configured" (text as printed by hccn_tool,
-#: reference §1.2: exit 13, 2 and 14) and the fields they mean.
+#: reference §1.2: exit 13, 2 and 14) and the fields they mean. ``-lldp -g`` answers the
+#: generic ``Command execute failed!`` (exit 1) when no LLDP frame came in from the switch:
+#: that is "no neighbour" (reference §1.4 ``-lldp -g``), and network.lldp tells it apart from
+#: a link that is down by the link state; a tool that could not run (timeout, missing, another
+#: message) stays a probe error.
+LLDP_NO_NEIGHBOUR_TEXT = "command execute failed!"
 _NOT_CONFIGURED: Dict[str, Tuple[str, Fields]] = {
     "hccn.ip": ("no ip was preset", {"ip": None, "netmask": None}),
     "hccn.gateway": ("no gateway was preset", {"gateway": None, "gateway_iface": None}),
     "hccn.tls": ("no certificate found", {"tls": TlsState(switch=None, preconfigured=None, certificates=False)}),
+    "hccn.lldp": (LLDP_NO_NEIGHBOUR_TEXT, {"lldp": None}),
 }
 
 
@@ -72,31 +80,37 @@ def parse_ip(stdout: str) -> Fields:
         if sep and key.strip() in ("ipaddr", "netmask"):
             values[key.strip()] = _ipv4(value.strip(), key.strip())
     if not values and stdout.strip():
-        raise UnexpectedOutput(f"no ipaddr/netmask in {first_line(stdout)!r}")
+        raise not_as_expected("'ipaddr:<ip>' and 'netmask:<mask>' lines", stdout)
     return {"ip": values.get("ipaddr"), "netmask": values.get("netmask")}
 
 
-_GATEWAY_RE = re.compile(r"default gateway:\s*([0-9.]+)\s*,\s*Iface:\s*(\S+)", re.IGNORECASE)
+_GATEWAY_FORM = "'default gateway:<ip>, Iface:eth<k>'"
+_GATEWAY_RE = re.compile(r"default gateway:\s*(\S+?)\s*(?:,\s*Iface:\s*(\S+))?\s*$", re.IGNORECASE)
 
 
 def parse_gateway(stdout: str) -> Fields:
-    """``default gateway:G, Iface:ethK``."""
-    match = _GATEWAY_RE.search(stdout)
-    if match:
-        return {"gateway": _ipv4(match.group(1), "gateway"), "gateway_iface": match.group(2)}
+    """``default gateway:G, Iface:ethK``; a line without its ``, Iface:`` part is refused, naming that part."""
+    for line in content_lines(stdout):
+        match = _GATEWAY_RE.search(line)
+        if not match:
+            continue
+        if match.group(2) is None:
+            raise UnexpectedOutput(f"expected ', Iface:eth<k>' after the gateway in {_GATEWAY_FORM}, got {line!r}")
+        return {"gateway": _ipv4(match.group(1).rstrip(","), "gateway"), "gateway_iface": match.group(2)}
     if stdout.strip():
-        raise UnexpectedOutput(f"no 'default gateway:' in {first_line(stdout)!r}")
+        raise not_as_expected(_GATEWAY_FORM, stdout)
     return {"gateway": None, "gateway_iface": None}
 
 
-_NETDETECT_RE = re.compile(r"netdetect addr:\s*(\S+)", re.IGNORECASE)
+_NETDETECT_RE = re.compile(r"netdetect addr(?:ess)?:\s*(\S+)", re.IGNORECASE)
 
 
 def parse_netdetect(stdout: str) -> Fields:
-    """``netdetect addr: A``; ``0.0.0.0`` (what a never-set detect IP reads as) means not set."""
+    """``netdetect addr: A`` (driver) or ``netdetect address: A`` (a deployment guide's sample);
+    ``0.0.0.0`` (what a never-set detect IP reads as) means not set."""
     match = _NETDETECT_RE.search(stdout)
     if not match:
-        raise UnexpectedOutput(f"no 'netdetect addr:' in {first_line(stdout)!r}")
+        raise not_as_expected("'netdetect addr: <ip>' (or 'netdetect address: <ip>')", stdout)
     address = _ipv4(match.group(1), "netdetect address")
     return {"netdetect": None if address == "0.0.0.0" else address}
 
@@ -108,7 +122,7 @@ def parse_link(stdout: str) -> Fields:
     """``link status: UP`` / ``DOWN``."""
     match = _LINK_RE.search(stdout)
     if not match:
-        raise UnexpectedOutput(f"no 'link status:' in {first_line(stdout)!r}")
+        raise not_as_expected("'link status: UP|DOWN'", stdout)
     return {"link": match.group(1).upper()}
 
 
@@ -123,7 +137,7 @@ def parse_net_health(stdout: str) -> Fields:
     """
     match = _NET_HEALTH_RE.search(stdout)
     if not match:
-        raise UnexpectedOutput(f"no 'net health status:' in {first_line(stdout)!r}")
+        raise not_as_expected("'net health status: <status>'", stdout)
     status = match.group(1).strip()
     status = _NET_HEALTH_ALIASES.get(status.lower(), status)
     for known in NET_HEALTH_STATES:
@@ -147,7 +161,7 @@ def parse_lldp(stdout: str) -> Fields:
         if line.endswith("TLV"):
             following.setdefault(line.lower(), lines[index + 1])
     if not following:
-        raise UnexpectedOutput(f"no LLDP TLVs in {first_line(stdout)!r}")
+        raise not_as_expected("LLDP TLV lines ('Chassis ID TLV', 'Port ID TLV', ...)", stdout)
     port_id = following.get("port id tlv")
     port_ifname = None
     if port_id and port_id.lower().startswith("ifname:"):
@@ -173,7 +187,7 @@ def parse_tls(stdout: str) -> Fields:
     """``dev_id:0, tls switch[0](...), tls preconfigured[1](...), ...`` (no preconfigured on old drivers)."""
     switch = _TLS_SWITCH_RE.search(stdout)
     if not switch:
-        raise UnexpectedOutput(f"no 'tls switch[...]' in {first_line(stdout)!r}")
+        raise not_as_expected("'dev_id:<n>, tls switch[0|1](...)'", stdout)
     preset = _TLS_PRESET_RE.search(stdout)
     return {
         "tls": TlsState(
@@ -219,7 +233,7 @@ def parse_link_stat(stdout: str) -> Fields:
         else:
             raise UnexpectedOutput(f"unrecognised link_stat line {line!r}")
     if not seen_header:
-        raise UnexpectedOutput(f"no link_stat fields in {first_line(stdout)!r}")
+        raise not_as_expected("'[devid <n>]current time : ...' link_stat lines", stdout)
     return {
         "link_stat": LinkStat(
             current_time=current_time, up_count=up_count, down_count=down_count, records=tuple(records)
@@ -242,7 +256,7 @@ def parse_optical(stdout: str) -> Fields:
             if state in ("present", "not present"):
                 return {"optical_present": state == "present"}
             raise UnexpectedOutput(f"optical present value {value.strip()!r}")
-    raise UnexpectedOutput(f"no 'present' line in {first_line(stdout)!r}")
+    raise not_as_expected("'present : present|not present'", stdout)
 
 
 _SPEED_RE = re.compile(r"Speed:\s*(?:(\d+)\s*Mb/s|(Unknown!?))", re.IGNORECASE)
@@ -252,7 +266,7 @@ def parse_speed(stdout: str) -> Fields:
     """``Speed: 200000 Mb/s`` (also ethtool's ``200000Mb/s``); ``Speed: Unknown!`` → None."""
     match = _SPEED_RE.search(stdout)
     if not match:
-        raise UnexpectedOutput(f"no 'Speed:' in {first_line(stdout)!r}")
+        raise not_as_expected("'Speed: <n> Mb/s' or 'Speed: Unknown!'", stdout)
     return {"speed_mbps": int(match.group(1)) if match.group(1) else None}
 
 
@@ -273,8 +287,9 @@ PARSERS: Dict[str, Callable[[str], Fields]] = {
 def not_configured(probe: str, output: str) -> Optional[Fields]:
     """The fields a failed query stands for when its message means "nothing set", else None.
 
-    ``-ip -g`` without an IP (exit 13), ``-gateway -g`` without a gateway (exit 2) and
-    ``-tls -g`` without certificates (exit 14) are answers, not probe failures.
+    ``-ip -g`` without an IP (exit 13), ``-gateway -g`` without a gateway (exit 2),
+    ``-tls -g`` without certificates (exit 14) and ``-lldp -g`` with no neighbour answering
+    (``Command execute failed!``, exit 1) are answers, not probe failures.
     """
     entry = _NOT_CONFIGURED.get(probe)
     if entry and entry[0] in output.lower():

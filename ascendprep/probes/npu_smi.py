@@ -2,6 +2,9 @@
 
 Both print ``key : value`` lines with the key padded (reference §4.2, §4.4). The health label
 is ``Health Status`` on 910/910B and ``Health`` in the 950 documentation; both are accepted.
+An alarm may carry several codes (``Error Code : A4025021 8C03A000 8C084E00``) and an ``Error
+Information`` that goes on over lines whose key is empty (``  : node type=...``, reference §4.7):
+those continuation lines belong to the field above them and are kept, joined with ``"; "``.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ascendprep.facts import NpuSmiDevice, NpuSmiList
-from ascendprep.probes.text import UnexpectedOutput, content_lines, first_line, split_colon
+from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected, split_colon
 
 _NOT_AVAILABLE = ("NA", "N/A", "")
 
@@ -37,7 +40,7 @@ def parse_list(stdout: str) -> NpuSmiList:
         elif blocks:
             blocks[-1][key] = value
     if total is None and not blocks:
-        raise UnexpectedOutput(f"no 'Total Count' or 'NPU ID' in {first_line(stdout)!r}")
+        raise not_as_expected("'Total Count : <n>' or 'NPU ID : <n>' lines", stdout)
     devices = tuple(
         NpuSmiDevice(
             npu_id=_int(block["npu id"], "NPU ID"),
@@ -50,16 +53,35 @@ def parse_list(stdout: str) -> NpuSmiList:
     return NpuSmiList(total_count=total, devices=devices)
 
 
+#: Joins the continuation lines of a multi-line field (``Error Information``).
+CONTINUATION_SEPARATOR = "; "
+
+
 def parse_health(stdout: str) -> Tuple[str, Optional[str], Optional[str]]:
-    """(health, error code, error information); ``NA`` error fields become None."""
+    """(health, error code, error information); ``NA`` error fields become None.
+
+    Several codes stay one space-separated string, as printed; continuation lines (empty key)
+    are appended to the field they follow, so the whole diagnosis survives.
+    """
     values: Dict[str, str] = {}
+    last_key: Optional[str] = None
     for line in content_lines(stdout):
         pair = split_colon(line)
-        if pair is not None:
-            values.setdefault(pair[0].lower(), pair[1])
+        if pair is None:
+            continue
+        key, value = pair[0].lower(), pair[1]
+        if not key:
+            if last_key is not None and value:
+                values[last_key] = f"{values[last_key]}{CONTINUATION_SEPARATOR}{value}" if values[last_key] else value
+            continue
+        if key in values:
+            last_key = None  # a repeated key keeps its first value; its continuations go with it
+            continue
+        values[key] = value
+        last_key = key
     health = values.get("health status", values.get("health"))
     if not health:
-        raise UnexpectedOutput(f"no 'Health Status' or 'Health' in {first_line(stdout)!r}")
+        raise not_as_expected("'Health Status : <state>' (or 'Health : <state>')", stdout)
 
     def optional(key: str) -> Optional[str]:
         value = values.get(key, "")

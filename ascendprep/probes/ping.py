@@ -22,7 +22,8 @@ from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamb
 KIND = "ping"
 
 _SUMMARY_RE = re.compile(
-    r"(\d+)\s+packets transmitted,\s*(\d+)\s+received,\s*([\d.]+)%\s+packets?\s+loss", re.IGNORECASE
+    # Digit runs bounded: a 5,000-digit count is not a ping summary (int() would refuse it anyway).
+    r"(?<!\d)(\d{1,20})\s+packets transmitted,\s*(\d{1,20})\s+received,\s*(?<![\d.])([\d.]{1,24})%\s+packets?\s+loss", re.IGNORECASE
 )
 
 _PING_FUNCTION = r"""# ap_ping NPU ADDRESS: one hccn_tool ping (exit 127 when hccn_tool is absent).

@@ -50,3 +50,13 @@ def first_line(text: str, limit: int = 200) -> str:
     for line in content_lines(text):
         return line if len(line) <= limit else line[: limit - 3] + "..."
     return ""
+
+
+def not_as_expected(expected: str, stdout: str) -> UnexpectedOutput:
+    """The error for output that lacks what the parser needs, quoting both sides exactly.
+
+    ``expected`` names the form, e.g. ``'default gateway:<ip>, Iface:eth<k>'``; what came is the
+    first line of the output (or ``no output``), so a user can compare the two at a glance.
+    """
+    got = first_line(stdout)
+    return UnexpectedOutput(f"expected {expected}, got {got!r}" if got else f"expected {expected}, got no output")

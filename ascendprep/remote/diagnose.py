@@ -16,7 +16,7 @@ import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from ascendprep.remote.access import HostAccess
-from ascendprep.remote.errors import AuthError, HostKeyError, RemoteError, UnreachableError
+from ascendprep.remote.errors import AuthError, HostKeyError, RemoteError, UnreachableError, step_timeout
 from ascendprep.remote.hostkeys import KnownKey, changed_key_message
 
 _NO_ROUTE = {errno.EHOSTUNREACH, errno.ENETUNREACH}
@@ -40,6 +40,8 @@ def describe_connect_failure(
     name, where = access.name, f"{access.address}:{access.port}"
     if isinstance(exc, paramiko.BadHostKeyException):
         return HostKeyError(name, changed_key_message(access, exc.key, known))
+    if isinstance(exc, paramiko.AuthenticationException) and "timeout" in str(exc).lower():
+        return step_timeout(name, "auth", access.connect_timeout, f"{where} did not answer the login in time")
     if isinstance(exc, paramiko.AuthenticationException):
         return AuthError(name, auth_failure_message(access, exc))
     if isinstance(exc, socket.gaierror):
@@ -54,7 +56,7 @@ def describe_connect_failure(
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return UnreachableError(
             name,
-            f"{name}: no answer from {where} within {access.connect_timeout:g}s "
+            f"{name}: timed out in connect: no answer from {where} within {access.connect_timeout:g}s "
             "(host down, wrong address, or a firewall dropping packets)",
         )
     if isinstance(exc, paramiko.ChannelException):
@@ -63,8 +65,14 @@ def describe_connect_failure(
     if isinstance(exc, paramiko.SSHException) and "banner" in str(exc).lower():
         return UnreachableError(
             name,
-            f"{name}: {where} accepted the connection but sent no SSH greeting within "
+            f"{name}: timed out in SSH greeting: {where} accepted the connection but sent no SSH greeting within "
             f"{access.connect_timeout:g}s (not an SSH server, or sshd overloaded: MaxStartups)",
+        )
+    if isinstance(exc, paramiko.SSHException) and str(exc) == "No existing session":
+        # paramiko's start_client gives up at its timeout without saying so; the login then
+        # finds no session. The server sent a greeting but never finished the key exchange.
+        return step_timeout(
+            name, "key exchange", access.connect_timeout, f"{where} sent its SSH greeting but did not complete the handshake"
         )
     if isinstance(exc, (paramiko.SSHException, EOFError, ConnectionError)):
         return UnreachableError(name, f"{name}: SSH session setup with {where} failed: {exc or type(exc).__name__}")

@@ -47,9 +47,34 @@ class HostKeyError(RemoteError):
 
 
 class CommandTimeout(RemoteError):
-    """A remote script ran past its time limit (it has been killed)."""
+    """A remote step (a script, a session request, an SFTP operation) ran past its deadline.
+
+    Messages say ``timed out in STEP`` so a report names where the host got stuck.
+    """
 
     kind = "timeout"
+
+
+def step_timeout(host: str, step: str, seconds: float, detail: str = "") -> CommandTimeout:
+    """``host: timed out in STEP after Ns (detail)``: the one wording for every step deadline."""
+    extra = f": {detail}" if detail else ""
+    return CommandTimeout(host, f"{host}: timed out in {step} after {seconds:g}s{extra}")
+
+
+class OutputTooLarge(RemoteError):
+    """A host printed (or a fetched file held) more than the controller keeps for one step.
+
+    The bytes past the cap were read and dropped, so what was kept is not handed to a parser as
+    if it were whole: the step fails for this host only. ``limit`` names the constant in
+    :mod:`ascendprep.limits` that was hit, and ``cap`` its value in bytes.
+    """
+
+    kind = "error"
+
+    def __init__(self, host: str, message: str, limit: str, cap: int) -> None:
+        super().__init__(host, message)
+        self.limit = limit
+        self.cap = cap
 
 
 class SudoError(RemoteError):

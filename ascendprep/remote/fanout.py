@@ -19,7 +19,7 @@ from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import RemoteError
 from ascendprep.remote.progress import Progress
 from ascendprep.remote.ssh import JumpHosts, SSHTransport
-from ascendprep.remote.sudo import SudoPassword
+from ascendprep.remote.sudo import SudoGate, SudoPassword
 from ascendprep.remote.transport import Transport
 
 T = TypeVar("T")
@@ -68,7 +68,8 @@ class Session:
         self.forks = forks
         self._jumps = JumpHosts()
         #: A prompted sudo password (``--ask-sudo-password``); None: the environment's, if any.
-        self._sudo_password = sudo_password
+        # One gate for every host: the password is checked on one host before the others get it.
+        self._sudo_password = SudoGate(sudo_password)
         self._factory = transport_factory or self._connect_ssh
         self._transports: Dict[str, Transport] = {}
         self._connect_errors: Dict[str, RemoteError] = {}

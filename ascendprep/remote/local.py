@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import tempfile
 import time
 from typing import Optional
 
+from ascendprep.limits import HOST_OUTPUT_CAP
 from ascendprep.remote import shell
+from ascendprep.remote.capture import CappedOutput
 from ascendprep.remote.errors import RemoteError
 from ascendprep.remote.transport import RawExec, ScriptTransport
 
@@ -26,8 +29,10 @@ TERM_GRACE_SECONDS = 2.0
 class LocalTransport(ScriptTransport):
     """Run scripts and write files on this machine, behind the same interface as SSHTransport."""
 
-    def __init__(self, name: str = "localhost", command_timeout: Optional[float] = 120.0) -> None:
-        super().__init__(name, command_timeout)
+    def __init__(
+        self, name: str = "localhost", command_timeout: Optional[float] = 120.0, output_cap: int = HOST_OUTPUT_CAP
+    ) -> None:
+        super().__init__(name, command_timeout, output_cap=output_cap)
 
     def __repr__(self) -> str:
         return f"LocalTransport({self.name!r}, execs={self.exec_count})"
@@ -41,7 +46,7 @@ class LocalTransport(ScriptTransport):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _exec(self, command: str, stdin: bytes, timeout: Optional[float]) -> RawExec:
+    def _exec(self, command: str, stdin: bytes, timeout: Optional[float], cap: int) -> RawExec:
         process = subprocess.Popen(
             ["sh", "-c", command],
             stdin=subprocess.PIPE,
@@ -49,30 +54,30 @@ class LocalTransport(ScriptTransport):
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        try:
-            out, err = process.communicate(stdin, timeout=timeout)
-            return RawExec(process.returncode, out, err, False)
-        except subprocess.TimeoutExpired:
-            out, err = self._kill_session(process)
-            return RawExec(-1, out, err, True)
+        output = CappedOutput(cap)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        timed_out = not _pump_pipes(process, stdin, output, deadline)
+        if timed_out:
+            self._kill_session(process, output)
+        else:
+            process.wait()
+        return RawExec(-1 if timed_out else process.returncode, bytes(output.stdout), bytes(output.stderr),
+                       timed_out, output.dropped)
 
-    def _kill_session(self, process: "subprocess.Popen[bytes]") -> "tuple[bytes, bytes]":
-        """SIGTERM the script's whole session, SIGKILL what is left; return what it printed."""
+    def _kill_session(self, process: "subprocess.Popen[bytes]", output: CappedOutput) -> None:
+        """SIGTERM the script's whole session, SIGKILL what is left; keep reading what it prints."""
         group = process.pid  # start_new_session: the shell leads its own process group
         _signal_group(group, signal.SIGTERM)
         deadline = time.monotonic() + TERM_GRACE_SECONDS
         while time.monotonic() < deadline and _group_alive(group):
             time.sleep(0.05)
         _signal_group(group, signal.SIGKILL)
-        try:
-            return process.communicate(timeout=TERM_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            # Something outside the group still holds our pipes; stop reading rather than hang.
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    stream.close()
-            process.wait()
-            return b"", b""
+        # Something outside the group may still hold our pipes: stop reading at the grace period.
+        _pump_pipes(process, b"", output, time.monotonic() + TERM_GRACE_SECONDS)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+        process.wait()
 
     def _stop_group(self, pgid: int) -> None:
         """Nothing left to do: ``_exec`` killed the session (== ``pgid``) before returning.
@@ -101,6 +106,51 @@ class LocalTransport(ScriptTransport):
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         return temp
+
+
+def _pump_pipes(process: "subprocess.Popen[bytes]", stdin: bytes, output: CappedOutput,
+                deadline: Optional[float]) -> bool:
+    """Write ``stdin`` and read stdout/stderr in chunks until both close; False at the deadline.
+
+    Unlike ``communicate()`` this keeps at most the cap of ``output``: a script printing 50 MB
+    costs the cap, not 50 MB.
+    """
+    with selectors.DefaultSelector() as selector:
+        for stream, sink in ((process.stdout, output.add_stdout), (process.stderr, output.add_stderr)):
+            if stream is not None and not stream.closed:
+                selector.register(stream, selectors.EVENT_READ, sink)
+        view = memoryview(stdin)
+        if process.stdin is not None and not process.stdin.closed:
+            if view:
+                os.set_blocking(process.stdin.fileno(), False)
+                selector.register(process.stdin, selectors.EVENT_WRITE, None)
+            else:
+                process.stdin.close()
+        while selector.get_map():
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                return False
+            for key, _ in selector.select(wait):
+                if key.data is None:  # stdin is writable
+                    try:
+                        written = os.write(key.fd, view[:_CHUNK])
+                    except BrokenPipeError:
+                        written = len(view)  # the script exited without reading all of its stdin
+                    view = view[written:]
+                    if not view:
+                        selector.unregister(key.fileobj)
+                        key.fileobj.close()
+                    continue
+                data = os.read(key.fd, _CHUNK)
+                if data:
+                    key.data(data)
+                else:
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()
+    return True
+
+
+_CHUNK = 65536
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -32,10 +32,15 @@ NO_SUDO = "none"
 SUDO_NOPASSWD = "nopasswd"
 SUDO_PASSWORD = "password"
 
-#: Lines sent after the password in password mode. If the password is wrong, sudo reads further
-#: lines as new attempts: these no-op lines absorb sudo's default two retries, so script lines are
-#: not fed to sudo as password guesses. If the password is right, sh runs them as no-ops.
-PASSWORD_RETRY_PADDING = b":\n:\n"
+#: In password mode a small wrapper reports sudo's own pid first (``@ascendprep-sudo PID``) and
+#: then execs sudo. After a wrong password sudo asks again and waits on stdin; nothing more is
+#: sent (the script only follows the started-marker), and that pid is killed, so one wrong
+#: password costs exactly one failed attempt per host, never sudo's default three (with
+#: ``pam_faillock deny=3``, three would lock the account).
+SUDO_PID_TAG = "@ascendprep-sudo"
+_SUDO_PID_LINE = re.compile(rb"^" + SUDO_PID_TAG.encode() + rb" (\d+)\n", re.MULTILINE)
+#: What sudo prints (LC_ALL=C) when it rejected a password and is about to ask again.
+SUDO_REJECTED_TEXTS = (b"Sorry, try again.", b"incorrect password")
 
 
 def launch_command(sudo_mode: str) -> str:
@@ -49,7 +54,9 @@ def launch_command(sudo_mode: str) -> str:
     if sudo_mode == SUDO_PASSWORD:
         # -k ignores cached credentials so sudo always reads the password line we send first;
         # otherwise that line would reach sh as a command. -p '' keeps the prompt off stderr.
-        return "LC_ALL=C sudo -k -S -p '' " + base
+        # The outer sh reports its pid, which exec makes sudo's: the pid to kill on a rejection.
+        inner = "LC_ALL=C; export LC_ALL; exec sudo -k -S -p '' " + base
+        return "sh -c " + shlex.quote(f'echo "{SUDO_PID_TAG} $$" >&2; {inner}')
     raise ValueError(f"unknown sudo mode {sudo_mode!r}")
 
 
@@ -63,6 +70,26 @@ def split_started_marker(stderr: bytes) -> Tuple[Optional[int], bytes]:
     if match is None:
         return None, stderr
     return int(match.group(1)), stderr[: match.start()] + stderr[match.end():]
+
+
+def split_sudo_pid(stderr: bytes) -> Tuple[Optional[int], bytes]:
+    """Find the password-mode wrapper's ``@ascendprep-sudo PID`` line: (pid or None, stderr without it)."""
+    match = _SUDO_PID_LINE.search(stderr)
+    if match is None:
+        return None, stderr
+    return int(match.group(1)), stderr[: match.start()] + stderr[match.end():]
+
+
+def sudo_rejected(stderr: bytes) -> bool:
+    """Did sudo say it rejected the password (and so is waiting for another attempt)?"""
+    return any(text in stderr for text in SUDO_REJECTED_TEXTS)
+
+
+def kill_pid_command(pid: int) -> str:
+    """The command line that kills the login user's own sudo process waiting for a 2nd attempt."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
+        raise ValueError(f"refusing to kill pid {pid!r}")
+    return f"kill -s KILL {pid}"
 
 
 def kill_group_script(pgid: int, grace_seconds: float = 2.0) -> str:
@@ -108,6 +135,56 @@ def install_file_script(source: str, destination: str, mode: int) -> str:
         f'mv -f -- "$t" {shlex.quote(destination)}\n'
         "t=\n"
     )
+
+
+#: Bytes of file content per ``printf`` line in :func:`write_file_script`.
+_PRINTF_CHUNK = 4096
+#: Bytes that may stand for themselves inside a single-quoted printf format. Everything else
+#: (quote, backslash, %, '-', newline, any byte >= 0x80) is written as a 3-digit octal escape.
+_PRINTF_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _./,:=+@#()[]{}<>;*?!~^&|$`\"") - frozenset(b"\\")
+
+
+def printf_escape(data: bytes) -> str:
+    """``data`` as a printf format that prints exactly those bytes (POSIX ``\\ddd`` escapes)."""
+    return "".join(chr(b) if b in _PRINTF_SAFE else f"\\{b:03o}" for b in data)
+
+
+def write_file_script(data: bytes, destination: str, mode: int) -> str:
+    """Write ``data`` to ``destination`` atomically with ``mode``, the bytes carried in the script.
+
+    This is put() on a host without SFTP: no subsystem, no ``base64`` or other tool needed, only
+    the shell's ``printf`` builtin, ``mktemp``, ``chmod`` and ``mv``. Run through sudo it writes as
+    root directly. The temp file next to the destination is removed on any exit.
+    """
+    _check_remote_path(destination)
+    _check_mode(mode)
+    template = shlex.quote(parent_dir(destination) + "/.ascendprep.XXXXXX")
+    lines = [
+        "set -e",
+        # mv onto a directory would move the file into it instead of replacing anything.
+        f"if [ -d {shlex.quote(destination)} ]; then echo {shlex.quote(destination + ' is a directory')} >&2; exit 1; fi",
+        "t=",
+        "trap 'rm -f -- ${t:+\"$t\"}' EXIT",
+        f"t=$(mktemp {template})",
+        "{",
+    ]
+    for start in range(0, len(data), _PRINTF_CHUNK):
+        lines.append("printf '" + printf_escape(data[start : start + _PRINTF_CHUNK]) + "'")
+    lines += [
+        ":",
+        '} >"$t"',
+        f'chmod {mode:o} "$t"',
+        f'mv -f -- "$t" {shlex.quote(destination)}',
+        "t=",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def read_file_script(path: str) -> str:
+    """Print the bytes of ``path`` (fetch() reads them back through the exec channel)."""
+    _check_remote_path(path)
+    return f"exec cat -- {shlex.quote(path)}\n"
 
 
 def parent_dir(path: str) -> str:

@@ -4,7 +4,17 @@ Why not ``Connection.run``: we need the script on stdin while output is read (no
 large scripts or outputs), the launcher's started-marker from stderr before anything else, a
 hard per-script deadline, and a kill of the remote process group when it passes. That is a
 small loop over one paramiko channel (:func:`pump_channel`); fabric still provides the
-connection, the jump-host tunnel (``gateway=``) and SFTP.
+connection and the jump-host tunnel (``gateway=``).
+
+Every step has a deadline, because a host may accept a request and never answer it: connect,
+banner, auth and channel open use the host's ``connect_timeout``; the exec request that starts
+a script and the SFTP subsystem request :data:`~ascendprep.limits.SSH_REQUEST_TIMEOUT`; the
+script its ``command_timeout``; each SFTP operation
+:data:`~ascendprep.limits.SFTP_OPERATION_TIMEOUT`. A step that passes its deadline raises
+CommandTimeout ("timed out in STEP") for this host only.
+
+SFTP is optional: on a host whose sshd has no sftp subsystem, put() streams the bytes through
+the exec channel instead (see :func:`ascendprep.remote.shell.write_file_script`).
 """
 
 from __future__ import annotations
@@ -12,21 +22,28 @@ from __future__ import annotations
 import logging
 import os
 import select
+import socket
 import threading
 import time
 import uuid
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 import paramiko
 from fabric import Config, Connection
 
+from dataclasses import dataclass, replace
+
+from ascendprep.limits import HOST_OUTPUT_CAP, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT, SUDO_AUTH_TIMEOUT
 from ascendprep.remote import shell
 from ascendprep.remote.access import HostAccess
+from ascendprep.remote.capture import CappedOutput
 from ascendprep.remote.diagnose import describe_connect_failure
-from ascendprep.remote.errors import AuthError, RemoteError, UnreachableError
+from ascendprep.remote.errors import AuthError, RemoteError, UnreachableError, step_timeout
 from ascendprep.remote.hostkeys import KnownKey, prepare_client
-from ascendprep.remote.sudo import SudoPassword
-from ascendprep.remote.transport import KILL_TIMEOUT, RawExec, ScriptTransport
+from ascendprep.remote.sudo import SudoGate, SudoPassword
+from ascendprep.remote.transport import KILL_TIMEOUT, FileChannelUnavailable, RawExec, ScriptTransport
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +54,7 @@ RETRY_DELAY = 1.0
 EXIT_DRAIN_SECONDS = 2.0
 KEEPALIVE_SECONDS = 30
 _CHUNK = 32768
+_READS_PER_ROUND = 64
 
 
 def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]:
@@ -164,13 +182,19 @@ class SSHTransport(ScriptTransport):
         self,
         access: HostAccess,
         jumps: Optional[JumpHosts] = None,
-        sudo_password: Optional[SudoPassword] = None,
+        sudo_password: Union[SudoPassword, SudoGate, None] = None,
     ) -> None:
         super().__init__(access.name, access.command_timeout, access.needs_sudo, sudo_password)
         self.access = access
         self._jumps = jumps if jumps is not None else JumpHosts()
         self._owns_jumps = jumps is None
         self._connection: Optional[Connection] = None
+        #: Deadlines of a session request (exec, subsystem) and of one SFTP operation.
+        self.request_timeout = SSH_REQUEST_TIMEOUT
+        self.sftp_timeout = SFTP_OPERATION_TIMEOUT
+        self._sftp_client: Optional[paramiko.SFTPClient] = None
+        #: Set once the host refused the sftp subsystem: put() streams through exec from then on.
+        self._sftp_missing: Optional[str] = None
 
     def __repr__(self) -> str:
         state = "open" if self._connection is not None else "closed"
@@ -189,6 +213,7 @@ class SSHTransport(ScriptTransport):
         return self
 
     def close(self) -> None:
+        self._drop_sftp()
         if self._connection is not None:
             self._connection.close()
             self._connection = None
@@ -211,22 +236,63 @@ class SSHTransport(ScriptTransport):
 
     # -- ScriptTransport primitives -------------------------------------------------------------
 
-    def _exec(self, command: str, stdin: bytes, timeout: Optional[float]) -> RawExec:
-        transport = self._live_transport()
+    def _exec(self, command: str, stdin: bytes, timeout: Optional[float], cap: int) -> RawExec:
+        channel = self._open_channel()
+        transport = channel.get_transport()
         try:
-            channel = transport.open_session(timeout=self.access.connect_timeout)
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise UnreachableError(self.name, f"{self.name}: cannot open an SSH session: {exc}") from exc
-        try:
-            channel.exec_command(command)
-            raw = pump_channel(channel, stdin, timeout)
-            if raw.rc == -1 and not raw.timed_out and not transport.is_active():
+            send_request(channel, lambda: channel.exec_command(command), self.name, "exec request", self.request_timeout)
+            raw = pump_channel(channel, stdin, timeout, cap)
+            if raw.rc == -1 and not raw.timed_out and (transport is None or not transport.is_active()):
                 raise EOFError("the connection closed")
             return raw
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise UnreachableError(self.name, f"{self.name}: lost the SSH connection while running a script: {exc}") from exc
         finally:
             channel.close()
+
+    def _exec_password(self, command: str, password_line: bytes, body: bytes, timeout: Optional[float],
+                       cap: int) -> RawExec:
+        channel = self._open_channel()
+        transport = channel.get_transport()
+        gate = StdinGate(shell.STARTED_TAG.encode() + b" ", body, shell.sudo_rejected, SUDO_AUTH_TIMEOUT)
+        try:
+            send_request(channel, lambda: channel.exec_command(command), self.name, "exec request", self.request_timeout)
+            raw = pump_channel(channel, password_line, timeout, cap, gate)
+            pid, stderr = shell.split_sudo_pid(raw.stderr)
+            if raw.held and pid is not None:
+                # Before the channel closes: its EOF would be read by sudo as another attempt.
+                self._kill_sudo(pid)
+            if raw.rc == -1 and not raw.timed_out and not raw.held and (transport is None or not transport.is_active()):
+                raise EOFError("the connection closed")
+            return replace(raw, stderr=stderr)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise UnreachableError(self.name, f"{self.name}: lost the SSH connection while running a script: {exc}") from exc
+        finally:
+            channel.close()
+
+    def _kill_sudo(self, pid: int) -> None:
+        """Kill our own sudo process that is waiting for a second password attempt."""
+        try:
+            result = self._exec(shell.kill_pid_command(pid), b"", KILL_TIMEOUT, 64 * 1024)
+        except RemoteError as exc:
+            log.warning("%s: could not stop sudo (pid %d) after a rejected password: %s", self.name, pid, exc)
+            return
+        if result.rc != 0:
+            log.warning("%s: stopping sudo (pid %d) failed (rc %s)", self.name, pid, result.rc)
+
+    def _open_channel(self) -> paramiko.Channel:
+        """A new session channel, within the host's connect_timeout ("timed out in channel open")."""
+        transport = self._live_transport()
+        try:
+            return transport.open_session(timeout=self.access.connect_timeout)
+        except paramiko.SSHException as exc:
+            if "timeout" in str(exc).lower():
+                raise step_timeout(
+                    self.name, "channel open", self.access.connect_timeout, "the SSH server did not answer the session request"
+                ) from exc
+            raise UnreachableError(self.name, f"{self.name}: cannot open an SSH session: {exc}") from exc
+        except (OSError, EOFError) as exc:
+            raise UnreachableError(self.name, f"{self.name}: cannot open an SSH session: {exc}") from exc
 
     def _stop_group(self, pgid: int) -> None:
         # Closing the channel does not signal a remote process that has no pty; kill its group.
@@ -238,90 +304,212 @@ class SSHTransport(ScriptTransport):
         if result.rc != 0 or result.timed_out:
             log.warning("%s: killing timed-out process group %d failed (rc %s)", self.name, pgid, result.rc)
 
+    # -- files over SFTP, when the host has it --------------------------------------------------
+
     def _sftp(self) -> paramiko.SFTPClient:
-        self._live_transport()
-        assert self._connection is not None
-        return self._connection.sftp()
+        """This host's SFTP client, opened once with deadlines on every request.
+
+        Raises FileChannelUnavailable when the host refuses the sftp subsystem (put() then streams
+        through exec), CommandTimeout when it does not answer in time.
+        """
+        if self._sftp_missing is not None:
+            raise FileChannelUnavailable(self._sftp_missing)
+        if self._sftp_client is not None:
+            return self._sftp_client
+        channel = self._open_channel()
+        try:
+            send_request(channel, lambda: channel.invoke_subsystem("sftp"), self.name, "sftp subsystem request",
+                         self.request_timeout)
+            channel.settimeout(self.sftp_timeout)
+            self._sftp_client = paramiko.SFTPClient(channel)
+        except (paramiko.SSHException, EOFError) as exc:
+            channel.close()
+            self._sftp_missing = f"the SSH server of {self.name} offers no SFTP ({exc or type(exc).__name__})"
+            raise FileChannelUnavailable(self._sftp_missing) from exc
+        except socket.timeout as exc:
+            channel.close()
+            raise step_timeout(self.name, "sftp start", self.sftp_timeout) from exc
+        except BaseException:
+            channel.close()
+            raise
+        return self._sftp_client
+
+    def _drop_sftp(self) -> None:
+        if self._sftp_client is not None:
+            self._sftp_client.close()
+            self._sftp_client = None
+
+    def _sftp_step(self, step: str, action: Callable[[], T]) -> T:
+        """Run one SFTP operation; its deadline turns into "timed out in sftp STEP"."""
+        try:
+            return action()
+        except socket.timeout as exc:
+            self._drop_sftp()  # a late answer would confuse the next request: start afresh
+            raise step_timeout(self.name, f"sftp {step}", self.sftp_timeout) from exc
 
     def _write_file(self, data: bytes, remote_path: str, mode: int) -> None:
         temp = f"{shell.parent_dir(remote_path)}/.{os.path.basename(remote_path)}.ascendprep-{uuid.uuid4().hex[:8]}"
+        self._sftp_put(data, temp, mode & 0o700, f"cannot write {remote_path}")  # private until complete
         sftp = self._sftp()
         try:
-            with sftp.open(temp, "wx") as handle:
-                handle.set_pipelined(True)
-                sftp.chmod(temp, mode & 0o700)  # private until complete
-                handle.write(data)
-            sftp.chmod(temp, mode)
-            sftp.posix_rename(temp, remote_path)
+            self._sftp_step("chmod", lambda: sftp.chmod(temp, mode))
+            self._sftp_step("rename", lambda: sftp.posix_rename(temp, remote_path))
         except (OSError, paramiko.SSHException) as exc:
-            self._remove_quietly(sftp, temp)
+            self._remove_quietly(temp)
             reason = getattr(exc, "strerror", None) or str(exc)
             raise RemoteError(self.name, f"{self.name}: cannot write {remote_path}: {reason}") from exc
+        except RemoteError:
+            self._remove_quietly(temp)
+            raise
 
     def _upload_temp(self, data: bytes) -> str:
         temp = f"/tmp/.ascendprep-upload-{uuid.uuid4().hex}"
-        sftp = self._sftp()
-        try:
-            with sftp.open(temp, "wx") as handle:
-                handle.set_pipelined(True)
-                sftp.chmod(temp, 0o600)
-                handle.write(data)
-        except (OSError, paramiko.SSHException) as exc:
-            self._remove_quietly(sftp, temp)
-            reason = getattr(exc, "strerror", None) or str(exc)
-            raise RemoteError(self.name, f"{self.name}: cannot upload to {temp}: {reason}") from exc
+        self._sftp_put(data, temp, 0o600, f"cannot upload to {temp}")
         return temp
 
-    def _remove_quietly(self, sftp: paramiko.SFTPClient, path: str) -> None:
+    def _sftp_put(self, data: bytes, path: str, mode: int, failure: str) -> None:
+        """Create ``path`` (exclusively) with ``mode`` and write ``data`` to it, every step bounded."""
+        sftp = self._sftp()
         try:
-            sftp.remove(path)
+            handle = self._sftp_step("open", lambda: sftp.open(path, "wx"))
+            try:
+                self._sftp_step("chmod", lambda: sftp.chmod(path, mode))
+                self._sftp_step("write", lambda: handle.write(data))
+            finally:
+                self._sftp_step("close", handle.close)
         except (OSError, paramiko.SSHException) as exc:
+            self._remove_quietly(path)
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise RemoteError(self.name, f"{self.name}: {failure}: {reason}") from exc
+        except RemoteError:
+            self._remove_quietly(path)
+            raise
+
+    def _remove_quietly(self, path: str) -> None:
+        sftp = self._sftp_client
+        if sftp is None:
+            return  # the SFTP session was dropped after a timeout: nothing can be removed with it
+        try:
+            self._sftp_step("remove", lambda: sftp.remove(path))
+        except (OSError, paramiko.SSHException, RemoteError) as exc:
             log.debug("%s: temp file %s not removed: %s", self.name, path, exc)
 
 
-def pump_channel(channel: paramiko.Channel, stdin: bytes, timeout: Optional[float]) -> RawExec:
+def send_request(channel: paramiko.Channel, request: Callable[[], None], host: str, step: str,
+                 timeout: float) -> None:
+    """Send a channel request (exec, subsystem) and wait for its answer at most ``timeout``.
+
+    paramiko waits for the reply without a deadline; an sshd that accepts the channel and never
+    answers would block us forever. A timer closes the channel at the deadline, which wakes
+    paramiko's wait up with an error that becomes "timed out in STEP".
+    """
+    expired = threading.Event()
+
+    def give_up() -> None:
+        expired.set()
+        try:
+            channel.close()  # marks the channel closed (waking the waiter) before sending
+        except (EOFError, OSError) as exc:
+            log.debug("%s: closing the channel after the %s deadline: %s", host, step, exc)
+
+    timer = threading.Timer(timeout, give_up)
+    timer.daemon = True
+    timer.start()
+    try:
+        request()
+    except (paramiko.SSHException, EOFError, OSError) as exc:
+        if expired.is_set():
+            raise step_timeout(host, step, timeout, "the SSH server accepted the session but never answered") from exc
+        raise
+    finally:
+        timer.cancel()
+    if expired.is_set():  # answered just as the timer fired: the channel is closed all the same
+        raise step_timeout(host, step, timeout, "the SSH server answered too late")
+
+
+@dataclass(frozen=True)
+class StdinGate:
+    """Hold ``rest`` of stdin back until ``marker`` shows on stderr (password-mode sudo).
+
+    While held: stop (``held``) when ``refused(stderr)`` says so, or after ``wait`` seconds.
+    """
+
+    marker: bytes
+    rest: bytes
+    refused: Callable[[bytes], bool]
+    wait: float
+
+
+def pump_channel(channel: paramiko.Channel, stdin: bytes, timeout: Optional[float],
+                 cap: int = HOST_OUTPUT_CAP, gate: Optional[StdinGate] = None) -> RawExec:
     """Feed ``stdin`` and collect stdout/stderr until the command ends or ``timeout`` passes.
 
     Writing and reading are interleaved so that neither side can block the other on a full
-    window. On timeout the channel is left for the caller to close.
+    window. At most ``cap`` bytes of output are kept; the rest is read and dropped (counted in
+    ``RawExec.dropped``), so memory does not grow with what the host prints. With a ``gate``,
+    stdin stays open after ``stdin`` and ``gate.rest`` follows only once ``gate.marker`` was
+    seen. On timeout (or a stop at the gate) the channel is left for the caller to close.
     """
-    deadline = None if timeout is None else time.monotonic() + timeout
-    out, err = bytearray(), bytearray()
+    started = time.monotonic()
+    deadline = None if timeout is None else started + timeout
+    output = CappedOutput(cap)
     view = memoryview(stdin)
     sent = 0
-    if not stdin:
+    held = gate is not None
+    if not stdin and not held:
         channel.shutdown_write()
     exited_at: Optional[float] = None
+
+    def result(rc: int, timed_out: bool, stopped: bool = False) -> RawExec:
+        return RawExec(rc, bytes(output.stdout), bytes(output.stderr), timed_out, output.dropped, stopped)
+
     while True:
         busy = False
+        if held and gate is not None and gate.marker in output.stderr:
+            held = False
+            view = memoryview(bytes(view[sent:]) + gate.rest)
+            sent = 0
+            if not view:
+                channel.shutdown_write()
         if sent < len(view) and exited_at is None and channel.send_ready():
             try:
                 sent += channel.send(view[sent : sent + _CHUNK])
-                if sent == len(view):
+                if sent == len(view) and not held:
                     channel.shutdown_write()
             except OSError:
                 # The script exited without reading all of its stdin (an early ``exit``): the
                 # rest is not wanted. A lost connection shows up as a closed channel below.
                 sent = len(view)
             busy = True
-        while channel.recv_ready():
-            out += channel.recv(_CHUNK)
+        # A bounded number of reads per round, so that a host printing without pause cannot keep
+        # us from checking the deadline.
+        for _ in range(_READS_PER_ROUND):
+            if not channel.recv_ready():
+                break
+            output.add_stdout(channel.recv(_CHUNK))
             busy = True
-        while channel.recv_stderr_ready():
-            err += channel.recv_stderr(_CHUNK)
+        for _ in range(_READS_PER_ROUND):
+            if not channel.recv_stderr_ready():
+                break
+            output.add_stderr(channel.recv_stderr(_CHUNK))
             busy = True
         now = time.monotonic()
         if channel.exit_status_ready():
             exited_at = exited_at or now
             if channel.eof_received or channel.closed or now - exited_at > EXIT_DRAIN_SECONDS:
                 if not channel.recv_ready() and not channel.recv_stderr_ready():
-                    return RawExec(channel.recv_exit_status(), bytes(out), bytes(err), False)
+                    return result(channel.recv_exit_status(), False)
                 continue
         elif channel.closed:
             # Closed without an exit status: the remote side died (e.g. killed by a signal).
-            return RawExec(-1, bytes(out), bytes(err), False)
+            return result(-1, False)
+        elif held and gate is not None:
+            if gate.refused(bytes(output.stderr)):
+                return result(-1, False, stopped=True)
+            if now - started >= gate.wait:
+                return result(-1, True, stopped=True)
         if deadline is not None and now >= deadline:
-            return RawExec(-1, bytes(out), bytes(err), True)
+            return result(-1, True, stopped=held)
         if not busy:
             wait = 0.05 if deadline is None else max(0.0, min(0.05, deadline - now))
             select.select([channel], [], [], wait)

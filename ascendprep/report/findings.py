@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from rich.markup import escape
 from rich.table import Table
 
 from ascendprep.findings import Finding, Severity
+from ascendprep.report.text import cell
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def findings_table(findings: Iterable[Finding], title: str = "Findings") -> Table:
+    """Every cell is plain text (messages quote tool output and LLDP names); ``title`` is ours."""
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("severity")
     table.add_column("id")
@@ -24,5 +25,5 @@ def findings_table(findings: Iterable[Finding], title: str = "Findings") -> Tabl
         where = finding.node or "cluster"
         if finding.npu is not None:
             where += f" npu {finding.npu}"
-        table.add_row(f"[{STYLE[finding.severity]}]{finding.severity.value}[/]", escape(finding.id), escape(where), escape(finding.message), escape(finding.fix))
+        table.add_row(cell(finding.severity.value, STYLE[finding.severity]), cell(finding.id), cell(where), cell(finding.message), cell(finding.fix))
     return table

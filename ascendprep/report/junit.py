@@ -18,8 +18,11 @@ from typing import Dict, List, Optional, Sequence
 
 from ascendprep.checks.model import CheckResult, Status
 from ascendprep.findings import Finding, Severity
+from ascendprep.report.text import visible
 
 CLUSTER_SUITE = "cluster"
+#: The evidence in a failure's text is kept whole (it is JSON, already bounded by the run).
+_WHOLE = 1 << 62
 ALLREDUCE_SUITE = "allreduce"
 
 
@@ -32,15 +35,18 @@ def _details(fix: str, evidence: Dict[str, object]) -> str:
 
 
 def _testcase(suite: ET.Element, classname: str, name: str, status: Status, severity: Severity, message: str, fix: str, evidence: Dict[str, object]) -> None:
+    # XML 1.0 cannot hold most control characters (a CI's parser rejects the whole file), and CI
+    # pages show this text to people: host and tool text is spelled out as in the terminal.
+    name, message, fix = visible(name), visible(message), visible(fix)
     case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
     if status is Status.SKIPPED:
         ET.SubElement(case, "skipped", message=message)
     elif status is Status.FAILED and severity is Severity.ERROR:
         failure = ET.SubElement(case, "failure", message=message, type=name.split("[", 1)[0])
-        failure.text = _details(fix, evidence)
+        failure.text = visible(_details(fix, evidence), limit=_WHOLE)
     elif status is Status.FAILED:
         out = ET.SubElement(case, "system-out")
-        out.text = f"WARNING: {message}\n{_details(fix, evidence)}"
+        out.text = visible(f"WARNING: {message}\n{_details(fix, evidence)}", limit=_WHOLE)
 
 
 def _suite_attrs(suite: ET.Element) -> None:

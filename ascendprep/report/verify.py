@@ -11,13 +11,13 @@ from collections import Counter
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.model import CheckResult, Status
 from ascendprep.findings import Finding, Severity
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
+from ascendprep.report.text import markup_safe
 
 CLUSTER = "cluster"
 ALLREDUCE = "all-reduce"
@@ -77,12 +77,12 @@ def print_verify(
     for group, findings in grouped_findings(results, node_order, extra).items():
         host = hosts.get(group)
         title = f"{group} ({host.address})" if host is not None else group
-        # findings_table escapes messages: tool output ("[/path/pair.cc:553]") is never markup.
-        console.print(findings_table(findings, f"{escape(title)}: {_plural(len(findings), 'failed check')}"))
+        # findings_table shows messages as plain text: tool output ("[/path/pair.cc:553]") is never markup.
+        console.print(findings_table(findings, f"{markup_safe(title)}: {_plural(len(findings), 'failed check')}"))
     counts = summary(results, extra)
     console.print(summary_line(counts))
     if bundle:
-        shown_path = escape(bundle)
+        shown_path = markup_safe(bundle)
         console.print(f"Evidence saved in {shown_path} (re-check it offline with: ascendprep verify --from-bundle {shown_path})")
     if counts["errors"]:
         console.print(f"[bold red]verify failed: {_plural(counts['errors'], 'error')}[/]")

@@ -13,10 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
+
+pytestmark = pytest.mark.lab
 
 NODES = ("node1", "node2", "node3")
 

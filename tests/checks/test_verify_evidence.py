@@ -114,8 +114,8 @@ def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     target = new_bundle_dir(tmp_path / "runs")
     document = verify_document(inventory={"path": bundle.inventory_path}, results=results, hosts=hosts, ssh_execs=execs, mesh="ring", selection={}, exit_code=1)
     write_bundle(bundle, target, document)
-    assert sorted(p.name for p in (target / "hosts" / "node1").iterdir()) == ["facts.json", "gather.err", "gather.out", "ping.err", "ping.out"]
-    assert sorted(p.name for p in (target / "hosts" / "node2").iterdir()) == ["facts.json", "gather.err", "gather.out"]
+    assert sorted(p.name for p in (target / "hosts" / "node1").iterdir()) == ["facts.json.gz", "gather.err.gz", "gather.out.gz", "ping.err.gz", "ping.out.gz"]
+    assert sorted(p.name for p in (target / "hosts" / "node2").iterdir()) == ["facts.json.gz", "gather.err.gz", "gather.out.gz"]
     assert json.loads((target / "run.json").read_text())["inventory"]["sha256"] == bundle.inventory_sha256
     again = read_bundle(target)
     assert again.day == TODAY and again.pings == plan and again.ssh_execs == execs

@@ -108,7 +108,7 @@ def test_bad_inventory_and_bad_selector_exit_2(tmp_path):
     outcome = CliRunner().invoke(verify_command, [str(good), "--only", "netwrk"])
     assert outcome.exit_code == 2 and "did you mean 'network'" in outcome.output
     outcome = CliRunner().invoke(verify_command, [str(tmp_path / "missing.yaml")])
-    assert outcome.exit_code == 2 and "cannot read the inventory" in outcome.output
+    assert outcome.exit_code == 2 and "missing.yaml: no such file" in outcome.output
 
 
 def test_unreachable_hosts_fail_fast_and_exit_1(tmp_path, monkeypatch):

@@ -134,7 +134,7 @@ echo "Cmd executed successfully!"
         Change("n1", "hccn.ip:0", "", None, "x", {"op": "hccn_ip", "npu": 0, "address": "10.20.0.1", "netmask": "255.255.255.0"}, 0),
         Change("n1", f"file:{target}", "", None, "x", {"op": "write_file", "path": str(target), "content": "it's $(not) run\n", "mode": 0o640}),
     ]
-    script = render_apply_script(changes, str(tool)).replace("/run/lock", str(tmp_path / "lock"))
+    script = render_apply_script(changes, str(tool), lock_dir=str(tmp_path / "lock"))
     done = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True)
     results = parse_apply_output(done.stdout)
     assert results["hccn.ip:0"].ok and "Cmd executed successfully!" in results["hccn.ip:0"].output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -55,6 +56,50 @@ def test_a_file_written_in_node1_etc_is_seen_nowhere_else(lab):
         assert not Path(path).exists()
     finally:
         ssh(lab, "node1", f"rm -f {path}")
+
+
+@pytest.mark.parametrize(
+    "private, sees_host_files",
+    [("/root", False), ("/home", False), ("/var/tmp", False), ("/opt", True)],  # /opt: an overlay
+)
+def test_a_node_writes_its_own_private_dirs_never_the_hosts(lab, private, sees_host_files):
+    if not Path(private).is_dir():
+        pytest.skip(f"this host has no {private}")
+    name = f"ascendprep-guest-{uuid.uuid4().hex}"
+    on_host = Path(private) / f"{name}-host"
+    on_host.write_text("host\n")
+    try:
+        written = ssh(lab, "node1", f"echo node1 > {private}/{name} && cat {private}/{name}; test -e {on_host}; echo $?")
+        assert written.stdout.splitlines() == ["node1", "0" if sees_host_files else "1"], written.stderr
+        assert not (Path(private) / name).exists()
+        assert ssh(lab, "node2", f"test -e {private}/{name}").returncode == 1
+    finally:
+        on_host.unlink()
+        ssh(lab, "node1", f"rm -f {private}/{name}")
+
+
+def test_a_nodes_authorized_keys_are_not_the_hosts(lab):
+    host_keys = Path("/root/.ssh/authorized_keys")
+    before = host_keys.read_bytes() if host_keys.exists() else None
+    result = ssh(lab, "node1", "mkdir -p /root/.ssh && echo 'ssh-ed25519 AAAA node-only' >> /root/.ssh/authorized_keys")
+    assert result.returncode == 0, result.stderr
+    after = host_keys.read_bytes() if host_keys.exists() else None
+    assert after == before
+
+
+def test_nodes_run_the_interpreter_that_brought_the_lab_up_venv_kept(lab):
+    """A venv's bin/python is a symlink: resolving it would drop the venv and its packages."""
+    import sys
+
+    assert lab.python.executable == os.path.abspath(sys.executable)
+    probe = "import sys, ascendprep; print(sys.prefix)"
+    result = ssh(lab, "node2", f"{lab.python.executable} -c '{probe}'")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == sys.prefix
+    for kept in lab.python.runtime_dirs:
+        if any(kept != root and root in kept.parents for root in (Path("/root"), Path("/home"), Path("/var/tmp"))):
+            refused = ssh(lab, "node2", f"touch {kept}/ascendprep-guest-write")
+            assert refused.returncode != 0 and "Read-only file system" in refused.stderr
 
 
 def test_nodes_reach_each_other_over_the_management_network(lab):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep.lab.testing import skip_or_fail
+
 from ascendprep.inventory import inventory_from_text
 from ascendprep.lab import nodefs, sshd
 from ascendprep.lab.hostpython import HostPython
@@ -92,7 +94,7 @@ def test_sshd_config_allows_keys_only_and_many_sessions():
 def test_sshd_accepts_the_rendered_config(tmp_path):
     """sshd -t parses the config we write (catches a directive this OpenSSH does not know)."""
     if not Path(sshd.SSHD).exists():
-        pytest.skip("no sshd on this machine")
+        skip_or_fail("no sshd on this machine (apt-get install openssh-server)")
     key = tmp_path / "hk"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     config = tmp_path / "sshd_config"
@@ -119,33 +121,71 @@ def test_known_hosts_has_one_line_per_node_address():
     assert text == "10.0.0.11 ssh-ed25519 AAAA1\n10.0.0.12 ssh-ed25519 AAAA2\n"
 
 
-def test_purelib_under_usr_local_shares_its_overlay():
+def test_purelib_under_usr_local_or_opt_shares_its_overlay():
+    opt = [Path("/opt")] if Path("/opt").is_dir() else []
     assert nodefs.overlay_targets(Path("/usr/local/lib/python3.11/dist-packages")) == [
         Path("/etc"),
         Path("/usr/local"),
+        *opt,
     ]
-    assert nodefs.overlay_targets(Path("/opt/py/lib/site-packages"))[-1] == Path("/opt/py/lib/site-packages")
+    assert nodefs.overlay_targets(Path("/srv/py/lib/site-packages"))[-1] == Path("/srv/py/lib/site-packages")
+    if opt:  # a venv in /opt: its site-packages is already inside the node's private /opt
+        assert nodefs.overlay_targets(Path("/opt/venv/lib/site-packages")) == [Path("/etc"), Path("/usr/local"), Path("/opt")]
+
+
+def test_interpreter_dirs_under_a_private_root_are_kept_outermost_first():
+    private = [Path("/root"), Path("/home"), Path("/var/tmp")]
+    runtime = [
+        Path("/root/.pyenv/versions/3.11.7"),
+        Path("/root/.pyenv/versions/3.11.7/bin"),  # inside the prefix: bound with it
+        Path("/usr"),  # never hidden
+        Path("/home/ci/src/ascendprep"),
+        Path("/root"),  # a private root itself is not kept (that would share all of it)
+    ]
+    assert nodefs.kept_dirs(runtime, private) == [Path("/home/ci/src/ascendprep"), Path("/root/.pyenv/versions/3.11.7")]
 
 
 def test_holder_script_mounts_each_overlay_and_quotes_values():
     spec = LabSpec(name="lab", nodes=2).validated()
     node = spec.node_list()[1]
-    overlays = nodefs.node_overlays(LabPaths("lab"), node.name, Path("/opt/py/site-packages"))
+    overlays = nodefs.node_overlays(LabPaths("lab"), node.name, Path("/srv/py/site-packages"))
     script = nodefs.holder_script(
         spec=spec, node=node, overlays=overlays, ip="/sbin/ip", mount="/bin/mount", sleep="/bin/sleep"
     )
     lines = script.splitlines()
     assert lines[0] == "set -eu"
     assert "/sbin/ip addr add 10.231.0.12/24 dev eth0" in lines
-    mounts = [shlex.split(line) for line in lines if line.startswith("/bin/mount")]
-    assert [m[-1] for m in mounts] == ["/etc", "/usr/local", "/opt/py/site-packages"]
+    overlay_mounts = [shlex.split(line) for line in lines if line.startswith("/bin/mount -t overlay")]
+    opt = ["/opt"] if Path("/opt").is_dir() else []
+    assert [m[-1] for m in overlay_mounts] == ["/etc", "/usr/local", *opt, "/srv/py/site-packages"]
     assert "mount -t tmpfs -o mode=1777,size=8m ascendprep-lab /run/lock" in script  # per-node apply lock
+    if Path("/root").is_dir():
+        assert "/bin/mount -t tmpfs -o mode=0700,size=256m ascendprep-lab /root" in lines
+    mounts = overlay_mounts
     assert mounts[0][5] == (
         "lowerdir=/etc,upperdir=/run/ascendprep-lab/lab/nodes/node2/upper/etc,"
         "workdir=/run/ascendprep-lab/lab/nodes/node2/work/0"
     )
     assert "echo node2 > /proc/sys/kernel/hostname" in lines
     assert lines[-1] == "exec /bin/sleep infinity"
+
+
+def test_holder_script_binds_kept_dirs_back_read_only_after_the_tmpfs():
+    spec = LabSpec(name="lab", nodes=1).validated()
+    node = spec.node_list()[0]
+    script = nodefs.holder_script(
+        spec=spec, node=node, overlays=[], ip="/sbin/ip", mount="/bin/mount", sleep="/bin/sleep",
+        runtime_dirs=[Path("/root/src/my checkout")], stash=Path("/run/x/keep"),
+    )  # fmt: skip
+    lines = script.splitlines()
+    if not Path("/root").is_dir():
+        pytest.skip("this host has no /root to make private")
+    stash = lines.index("/bin/mount --bind '/root/src/my checkout' /run/x/keep/0")
+    tmpfs = lines.index("/bin/mount -t tmpfs -o mode=0700,size=256m ascendprep-lab /root")
+    back = lines.index("/bin/mount --bind /run/x/keep/0 '/root/src/my checkout'")
+    read_only = lines.index("/bin/mount -o remount,bind,ro '/root/src/my checkout'")
+    assert stash < tmpfs < back < read_only
+    assert lines[read_only + 1] == "umount /run/x/keep/0"
 
 
 def test_overlay_refuses_paths_that_would_break_mount_options():

@@ -101,3 +101,24 @@ def test_drifted_version_changes_the_last_number():
 def test_host_range_is_plain_for_one_node():
     assert host_range("node", 1, 1) == "node1"
     assert host_range("10.0.0.", 11, 14) == "10.0.0.[11-14]"
+
+
+def test_lab_torch_npu_metadata_follows_the_installed_torch(monkeypatch):
+    """torch_npu releases track torch's version: a fixed 2.13.0 reads as a mismatch under torch 2.14."""
+    import importlib.metadata
+
+    from ascendprep.lab.spec import DEFAULT_TORCH_NPU, Versions
+
+    real_version = importlib.metadata.version
+
+    def fake_version(name: str) -> str:
+        return "2.14.0+cpu" if name == "torch" else real_version(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", fake_version)
+    assert Versions().torch_npu == "2.14.0"
+
+    def no_torch(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", no_torch)
+    assert Versions().torch_npu == DEFAULT_TORCH_NPU

@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 class SimLab:
     """One lab: ``hccn(node, *args)`` / ``npu_smi(node, *args)`` run the simulated tools."""
 
-    def __init__(self, base: Path, product: str, nodes: tuple[str, ...], npus: int) -> None:
+    def __init__(self, base: Path, product: str, nodes: tuple[str, ...], npus: int,
+                 driver_profiles: dict[str, str] | None = None) -> None:
         self.base = base
         self.state_dir = base / "state"
         self.product = product
@@ -33,7 +34,8 @@ class SimLab:
             "product": product,
             "state_dir": str(self.state_dir),
             "nodes": [
-                {"name": name, "mgmt_ip": f"10.231.0.{11 + i}", "npus": npus, "cabling": cabling[name]}
+                {"name": name, "mgmt_ip": f"10.231.0.{11 + i}", "npus": npus, "cabling": cabling[name],
+                 **({"driver_profile": driver_profiles[name]} if name in (driver_profiles or {}) else {})}
                 for i, name in enumerate(nodes)
             ],
         }
@@ -89,13 +91,14 @@ class SimLab:
 
 @pytest.fixture
 def make_lab(tmp_path: Path):
-    """Factory: ``make_lab(product="atlas-a2", nodes=("node1", "node2"), npus=8)``."""
+    """Factory: ``make_lab(product="atlas-a2", nodes=("node1", "node2"), npus=8, driver_profiles={"node2": "legacy"})``."""
     count = 0
 
-    def factory(product: str = "atlas-a2", nodes: tuple[str, ...] = ("node1", "node2"), npus: int = 8) -> SimLab:
+    def factory(product: str = "atlas-a2", nodes: tuple[str, ...] = ("node1", "node2"), npus: int = 8,
+                driver_profiles: dict[str, str] | None = None) -> SimLab:
         nonlocal count
         count += 1
-        return SimLab(tmp_path / f"lab{count}", product, nodes, npus)
+        return SimLab(tmp_path / f"lab{count}", product, nodes, npus, driver_profiles)
 
     return factory
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep.lab.testing import skip_or_fail
+
 from ascendprep.facts import TlsState
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.sections import parse_transcript
@@ -34,7 +36,7 @@ def _installed(name):
 @pytest.mark.parametrize("checker", [["sh", "-n"], ["dash", "-n"], ["bash", "--posix", "-n"]])
 def test_script_parses_in_posix_shells(tmp_path, npus, checker):
     if not shutil.which(checker[0]):
-        pytest.skip(f"{checker[0]} is not installed")
+        skip_or_fail(f"{checker[0]} is not installed")
     script = tmp_path / "gather.sh"
     script.write_text(render_gather_script(npus, "/usr/bin/python3", 10, ascend_home="~/Ascend"))
     result = subprocess.run([*checker, str(script)], capture_output=True, text=True)
@@ -220,3 +222,32 @@ def test_garbage_output_is_a_recorded_failure_not_a_crash():
     (error,) = facts.errors
     assert (error.probe, error.kind) == ("gather", "error")
     assert "no ascendprep gather header" in error.message
+
+
+@pytest.mark.parametrize(
+    "fixture, rc, message",
+    [
+        (
+            "dcmi_device_used_8020.out",
+            "1",
+            "npu-smi info -l failed: dcmi model initialized failed, because the device is used. ret is -8020 "
+            "(the NPUs are held by another container or process (DCMI is exclusive))",
+        ),
+        (
+            "dcmi_init_failed_8005.out",
+            "0",  # printed with exit 0: still a failure, not an empty list
+            "npu-smi info -l failed: dcmi module initialize failed. ret is -8005 (the driver's management interface "
+            "did not start: driver not loaded or not matching the kernel, or no access to /dev/davinci*)",
+        ),
+    ],
+)
+def test_npu_smi_failure_is_reported_on_its_own_and_hccn_still_queried(tmp_path, fixtures_dir, fixture, rc, message):
+    home, env = _fake_host(tmp_path, fixtures_dir)
+    env.update(FAKE_NPU_SMI_FAIL=fixture, FAKE_NPU_SMI_FAIL_RC=rc)
+    facts = parse_gather_output(_run("sh", render_gather_script(3, "python3", 5, ascend_home=str(home)), env))
+    (error,) = facts.errors_for("npu_smi.list")
+    assert (error.kind, error.message) == ("error", message)
+    assert facts.npu_smi is None and facts.npu_health == ()
+    # hccn_tool still asked about the inventory's 3 NPUs
+    assert sorted(facts.npus) == [0, 1, 2]
+    assert facts.npus[0].ip == "10.20.0.10" and facts.npus[2].ip == "10.20.0.12"

@@ -39,7 +39,11 @@ CASES = [
     ("hccn.speed", 0, "hccn/speed_unknown.out", None, {"speed_mbps": None}, None),
     ("hccn.speed", 13, "hccn/unsupported.out", None, {"speed_mbps": None}, "unsupported"),
     ("hccn.lldp", 0, "hccn/lldp_get_empty.out", None, {"lldp": None}, None),
-    ("hccn.lldp", 1, None, "hccn/command_failed.err", {"lldp": None}, "error"),
+    # no neighbour answering: the driver's generic failure is the answer "no LLDP neighbour"
+    ("hccn.lldp", 1, None, "hccn/command_failed.err", {"lldp": None}, None),
+    # ... but a tool that could not run stays a probe error
+    ("hccn.lldp", 124, None, None, {"lldp": None}, "timeout"),
+    ("hccn.lldp", 4, None, "hccn/invalid_device.err", {"lldp": None}, "error"),
 ]
 
 
@@ -138,3 +142,35 @@ def test_unrecognised_output_is_refused(parser, text):
 def test_every_query_has_a_parser_and_ten_calls_per_npu():
     assert set(hccn.QUERIES) == set(hccn.PARSERS)
     assert len(hccn.QUERIES) == 10
+
+
+@pytest.mark.parametrize(
+    "parser, text, message",
+    [
+        # the missing part is named, not the part that is there
+        (
+            hccn.parse_gateway,
+            "default gateway:10.0.0.1\n",
+            "expected ', Iface:eth<k>' after the gateway in 'default gateway:<ip>, Iface:eth<k>', got 'default gateway:10.0.0.1'",
+        ),
+        (hccn.parse_gateway, "gateway: who knows\n", "expected 'default gateway:<ip>, Iface:eth<k>', got 'gateway: who knows'"),
+        (hccn.parse_netdetect, "detect: 10.0.0.1\n", "expected 'netdetect addr: <ip>' (or 'netdetect address: <ip>'), got 'detect: 10.0.0.1'"),
+        (hccn.parse_link, "", "expected 'link status: UP|DOWN', got no output"),
+        (hccn.parse_ip, "Get invalid parameters!\n", "expected 'ipaddr:<ip>' and 'netmask:<mask>' lines, got 'Get invalid parameters!'"),
+    ],
+)
+def test_unrecognised_output_message_quotes_expected_and_got(parser, text, message):
+    with pytest.raises(UnexpectedOutput) as caught:
+        parser(text)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("netdetect addr: 29.1.0.1\n", "29.1.0.1"),  # driver source (tool_ops.c)
+        ("netdetect address: 11.12.165.1\n", "11.12.165.1"),  # deployment guide's sample
+    ],
+)
+def test_netdetect_both_spellings(text, expected):
+    assert hccn.parse_netdetect(text) == {"netdetect": expected}

@@ -64,3 +64,35 @@ def test_gather_records_health_per_chip_and_failures(fixture_text, transcript):
     (error,) = facts.errors
     assert (error.probe, error.npu, error.kind) == ("npu_smi.health", 1, "timeout")
     assert "npu-smi info -i 1 -c 0 -t health" in error.message
+
+
+def test_health_keeps_every_code_and_the_continued_error_information():
+    text = (
+        "        Health Status                  : Alarm\n"
+        "        Error Code                     : A4025021 8C03A000 8C084E00\n"
+        "        Error Information              : node type=DEVICE, sensor type=Heartbeat, event state=adda heartbeat lost\n"
+        "                                       : node type=SoC, sensor type=General, event state=HBM ECC\n"
+        "                                       : node type=DEVICE, sensor type=Heartbeat, event state=lost\n"
+    )
+    assert npu_smi.parse_health(text) == (
+        "Alarm",
+        "A4025021 8C03A000 8C084E00",
+        "node type=DEVICE, sensor type=Heartbeat, event state=adda heartbeat lost; "
+        "node type=SoC, sensor type=General, event state=HBM ECC; "
+        "node type=DEVICE, sensor type=Heartbeat, event state=lost",
+    )
+
+
+def test_dcmi_line_search_is_linear_on_hostile_output():
+    import time
+
+    from ascendprep.probes.failures import dcmi_failure
+
+    hostile = "dcmi x initialize fail" * 50_000  # one 1.1 MB line, no "ret is"
+    started = time.monotonic()
+    assert dcmi_failure(hostile) is None
+    assert time.monotonic() - started < 1.0
+    assert dcmi_failure("noise\ndcmi module initialize failed. ret is -8005\n") == (
+        "dcmi module initialize failed. ret is -8005 (the driver's management interface did not start: "
+        "driver not loaded or not matching the kernel, or no access to /dev/davinci*)"
+    )

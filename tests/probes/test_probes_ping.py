@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from ascendprep.lab.testing import skip_or_fail
+
 from ascendprep.facts import PingResult
 from ascendprep.probes.ping import parse_ping_output, parse_ping_summary, render_ping_script
 from ascendprep.probes.shell import UnsafeValue
@@ -73,7 +75,7 @@ def test_bad_pairs_are_refused(pairs, message):
 
 def test_script_parses_in_dash(tmp_path):
     if not shutil.which("dash"):
-        pytest.skip("dash is not installed")
+        skip_or_fail("dash is not installed (apt-get install dash)")
     script = tmp_path / "ping.sh"
     script.write_text(render_ping_script([(0, "10.0.0.2"), (7, "10.0.0.9")], 10))
     assert subprocess.run(["dash", "-n", str(script)]).returncode == 0

@@ -25,7 +25,7 @@ from ascendprep.remote import HostAccess
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd")
 
 
-def _find_sshd() -> str:
+def find_sshd() -> str:
     for candidate in SSHD_CANDIDATES:
         if os.access(candidate, os.X_OK):
             return candidate
@@ -33,7 +33,7 @@ def _find_sshd() -> str:
     return found or ""
 
 
-def _missing(reason: str) -> None:
+def missing(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason} (CI=true: the SSH transport tests must run in CI)")
     pytest.skip(reason)
@@ -115,11 +115,11 @@ def _wait_for_port(port: int, process: "subprocess.Popen[bytes]", log: Path) -> 
 
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    binary = _find_sshd()
+    binary = find_sshd()
     if not binary:
-        _missing("OpenSSH sshd is not installed")
+        missing("OpenSSH sshd is not installed")
     if shutil.which("ssh-keygen") is None:
-        _missing("ssh-keygen is not installed")
+        missing("ssh-keygen is not installed")
     directory = tmp_path_factory.mktemp("sshd")
     host_line = keygen(directory / "host_ed25519")
     client_line = keygen(directory / "client_ed25519")
@@ -128,12 +128,22 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         # sshd refuses to start without its privilege separation directory (made by the service).
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     port = free_port()
-    config = directory / "sshd_config"
+    process, log = start_sshd(binary, directory, port)
+    try:
+        yield Sshd(port, directory, host_line, directory / "client_ed25519", log, getpass.getuser(), process)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def start_sshd(binary: str, directory: Path, port: int, wrapper: Sequence[str] = (), name: str = "sshd") -> "tuple[subprocess.Popen[bytes], Path]":
+    """Start sshd on ``port`` with the keys in ``directory`` (``wrapper``: a command to exec it through)."""
+    config = directory / f"{name}_config"
     config.write_text(
         f"""Port {port}
 ListenAddress 127.0.0.1
 HostKey {directory}/host_ed25519
-PidFile {directory}/sshd.pid
+PidFile {directory}/{name}.pid
 AuthorizedKeysFile {directory}/authorized_keys .ssh/authorized_keys
 StrictModes no
 UsePAM no
@@ -146,15 +156,11 @@ LogLevel INFO
 Subsystem sftp internal-sftp
 """
     )
-    log = directory / "sshd.log"
+    log = directory / f"{name}.log"
     with open(log, "wb") as log_file:
-        process = subprocess.Popen([binary, "-D", "-e", "-f", str(config)], stdout=log_file, stderr=log_file)
-    try:
-        _wait_for_port(port, process, log)
-        yield Sshd(port, directory, host_line, directory / "client_ed25519", log, getpass.getuser(), process)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+        process = subprocess.Popen([*wrapper, binary, "-D", "-e", "-f", str(config)], stdout=log_file, stderr=log_file)
+    _wait_for_port(port, process, log)
+    return process, log
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from ascendprep.lab.testing import skip_or_fail
 from ascendprep.remote import HostAccess, HostKeyError
 from ascendprep.remote.hostkeys import fingerprint, known_keys, record_host_key
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0,
-    reason="ssh-keygen is not installed",
-)
+if subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0:
+    skip_or_fail("ssh-keygen is not installed (apt-get install openssh-client)")
 
 
 @pytest.fixture
@@ -98,3 +97,14 @@ def test_recording_into_a_missing_folder_says_where(tmp_path: Path, key_pair: tu
     access = HostAccess(name="n1", address="10.0.0.1", known_hosts=[tmp_path / "nope" / "known_hosts"])
     with pytest.raises(HostKeyError, match="cannot record the host key of n1 in .*nope/known_hosts"):
         record_host_key(access, "10.0.0.1", key)
+
+
+def test_revoked_lines_are_read_apart_from_trusted_ones(tmp_path: Path, key_pair: tuple[Path, paramiko.PKey]) -> None:
+    _, key = key_pair
+    path = tmp_path / "known_hosts"
+    path.write_text(_line("node1", key) + "@revoked * " + _line("", key).strip() + "\n")
+    from ascendprep.remote.hostkeys import revoked_keys
+
+    assert [k.source for k in known_keys("node1", [str(path)])] == [f"{path}:1"]
+    assert [(k.source, k.key) for k in revoked_keys("node1", [str(path)])] == [(f"{path}:2", key)]
+    assert [k.source for k in revoked_keys("elsewhere", [str(path)])] == [f"{path}:2"]  # '*' covers every host

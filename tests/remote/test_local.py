@@ -55,3 +55,16 @@ def test_local_put_and_exec_count(tmp_path: Path) -> None:
     transport.run_script("true")
     transport.run_script("true")
     assert transport.exec_count == 2
+
+
+def test_local_fetch_reads_the_bytes_and_keeps_no_more_than_the_cap(tmp_path: Path) -> None:
+    from ascendprep.remote.errors import OutputTooLarge
+
+    source = tmp_path / "log"
+    source.write_bytes(bytes(range(256)) * 100)
+    host = LocalTransport("here")
+    assert host.fetch(str(source)) == bytes(range(256)) * 100
+    with pytest.raises(OutputTooLarge, match="is over 10 KB"):
+        host.fetch(str(source), cap=10 * 1024)
+    with pytest.raises(RemoteError, match=r"^here: cannot read .*absent: .*No such file"):
+        host.fetch(str(tmp_path / "absent"))

@@ -24,7 +24,7 @@ def test_launch_command_carries_no_script_and_quotes_the_launcher() -> None:
     assert plain.startswith("sh -c '") and plain.endswith("exec sh -s'")
     assert shell.launch_command(shell.SUDO_NOPASSWD).startswith("LC_ALL=C sudo -n sh -c ")
     password = shell.launch_command(shell.SUDO_PASSWORD)
-    assert password.startswith("LC_ALL=C sudo -k -S -p '' sh -c ")
+    assert password.startswith("sh -c 'echo \"@ascendprep-sudo $$\" >&2; LC_ALL=C; export LC_ALL; exec sudo -k -S -p '")
     with pytest.raises(ValueError):
         shell.launch_command("sometimes")
 
@@ -117,3 +117,42 @@ def test_put_arguments_reject_paths_that_are_not_absolute_files(path: str) -> No
 def test_put_arguments_reject_impossible_modes(mode: object) -> None:
     with pytest.raises(ValueError):
         shell.check_put_arguments("/tmp/x", mode)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("login_shell", SHELLS)
+def test_write_file_script_writes_every_byte_atomically(login_shell: str, tmp_path: Path) -> None:
+    data = b"-n %s %% \\ ' \" $HOME `id`\n" + bytes(range(256)) * 20  # more than one printf chunk
+    target = tmp_path / "f"
+    done = subprocess.run([login_shell, "-s"], input=shell.write_file_script(data, str(target), 0o640).encode(), capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert target.read_bytes() == data and target.stat().st_mode & 0o7777 == 0o640
+    assert os.listdir(tmp_path) == ["f"]
+
+
+@pytest.mark.parametrize("login_shell", SHELLS)
+def test_write_file_script_refuses_a_directory_and_leaves_nothing(login_shell: str, tmp_path: Path) -> None:
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    script = shell.write_file_script(b"data", str(folder), 0o600)
+    done = subprocess.run([login_shell, "-s"], input=script.encode(), capture_output=True)
+    assert done.returncode == 1 and done.stderr.decode().strip() == f"{folder} is a directory"
+    assert os.listdir(tmp_path) == ["dir"] and os.listdir(folder) == []
+
+
+@pytest.mark.parametrize("login_shell", SHELLS)
+def test_write_file_script_removes_its_temp_file_when_a_step_fails(login_shell: str, tmp_path: Path) -> None:
+    """The EXIT trap removes the temp file on a failure after it was written (a `false` put in)."""
+    script = shell.write_file_script(b"data", str(tmp_path / "f"), 0o600).replace('chmod 600 "$t"', "false")
+    script = script.replace("} >\"$t\"\n", "} >\"$t\"\nfalse\n")
+    done = subprocess.run([login_shell, "-s"], input=script.encode(), capture_output=True)
+    assert done.returncode != 0
+    assert os.listdir(tmp_path) == []
+
+
+def test_sudo_pid_marker_and_rejection_are_recognised() -> None:
+    pid, rest = shell.split_sudo_pid(b"@ascendprep-sudo 4242\nSorry, try again.\n")
+    assert (pid, rest) == (4242, b"Sorry, try again.\n")
+    assert shell.sudo_rejected(rest) and not shell.sudo_rejected(b"@ascendprep-started 9\n")
+    assert shell.kill_pid_command(4242) == "kill -s KILL 4242"
+    with pytest.raises(ValueError):
+        shell.kill_pid_command(1)

@@ -270,3 +270,23 @@ def test_a_script_that_exits_before_reading_all_of_stdin(sshd: Sshd, known_hosts
     with SSHTransport(sshd.access(known_hosts=[known_hosts])) as host:
         results = [host.run_script(script) for _ in range(3)]
     assert [(r.rc, r.stdout) for r in results] == [(4, "bye\n")] * 3
+
+
+def test_revoked_host_key_is_refused_even_with_accept_new(sshd: Sshd, tmp_path: Path) -> None:
+    path = tmp_path / "known_hosts"
+    path.write_text(f"@revoked [127.0.0.1]:{sshd.port} {sshd.host_key_line}\n")
+    before = path.read_text()
+    with pytest.raises(HostKeyError) as caught:
+        SSHTransport(sshd.access(known_hosts=[path], accept_new_host_keys=True)).open()
+    message = str(caught.value)
+    assert "is REVOKED" in message and f"{path}:1" in message
+    assert fingerprint(_server_key(sshd)) in message
+    assert path.read_text() == before  # not recorded as a new key
+
+
+def test_revoked_key_wins_over_a_trusted_line_for_the_same_key(sshd: Sshd, tmp_path: Path) -> None:
+    trusted, revocations = tmp_path / "known_hosts", tmp_path / "revocations"
+    trusted.write_text(sshd.known_hosts_line())
+    revocations.write_text(f"@revoked * {sshd.host_key_line}\n")
+    with pytest.raises(HostKeyError, match=f"is REVOKED: .* marked @revoked at {revocations}:1"):
+        SSHTransport(sshd.access(known_hosts=[trusted, revocations], accept_new_host_keys=True)).open()

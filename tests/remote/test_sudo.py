@@ -13,7 +13,9 @@ import secrets
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Iterator
+import re
+from dataclasses import dataclass
+from typing import Iterator, List
 
 import pytest
 
@@ -21,17 +23,16 @@ from ascendprep.remote import SSHTransport, SudoError
 from ascendprep.remote.fanout import Session
 from ascendprep.remote.sudo import SudoPassword
 
-from .conftest import Sshd, wait_until_gone
+from .conftest import Sshd, find_sshd, free_port, missing, start_sshd, wait_until_gone
 
 PASSWORD = "Correct-Horse-" + secrets.token_hex(4)
 
+_IN_CI = os.environ.get("CI", "").lower() == "true"
+_CAN_RUN = bool(os.geteuid() == 0 and shutil.which("sudo") and shutil.which("useradd"))
+if _IN_CI and not _CAN_RUN:  # CI installs sudo and runs as root: a skip there would hide that nothing ran
+    pytest.fail("the sudo tests need root, sudo and useradd (CI=true: they must run in CI)", pytrace=False)
 pytestmark = pytest.mark.skipif(
-    not (
-        os.geteuid() == 0
-        and shutil.which("sudo")
-        and shutil.which("useradd")
-        and (os.environ.get("CI", "").lower() == "true" or os.environ.get("ASCENDPREP_TEST_SUDO") == "1")
-    ),
+    not (_CAN_RUN and (_IN_CI or os.environ.get("ASCENDPREP_TEST_SUDO") == "1")),
     reason="needs root, sudo, useradd, and CI=true or ASCENDPREP_TEST_SUDO=1 (creates temporary users)",
 )
 
@@ -110,7 +111,7 @@ def test_password_sudo_with_the_password_from_the_environment(
         shown = repr(host) + repr(vars(host))
     assert (first.rc, first.stdout, first.stderr) == (0, "0\n", "")
     assert (second.rc, second.stdout) == (0, "2\n0\n")
-    assert execs == 3  # sudo -n once to learn a password is needed, then -S for each script
+    assert execs == 4  # sudo -n to learn a password is needed, the one check, then -S for each script
     for text in (first.stdout, first.stderr, second.stdout, second.stderr, shown, caplog.text):
         assert PASSWORD not in text
 
@@ -149,3 +150,120 @@ def test_timeout_under_sudo_kills_the_root_processes(
         result = host.run_script(f"sleep 300 & echo $! > {pidfile}; sleep 300", timeout=1)
     assert result.timed_out
     assert wait_until_gone([int(pidfile.read_text())]) == []
+
+
+# --- one wrong password costs one failed attempt per host -----------------------------------
+#
+# sudo's PAM stack is replaced, inside a private mount namespace of a second sshd only, by one
+# that records every failed attempt with pam_faillock (no delay, so no timing helps us), as
+# hardened hosts do with ``deny=3``. faillock then says how many attempts sudo made.
+
+PAM_SUDO = """auth required pam_faillock.so preauth dir={tally} deny=50
+auth [success=1 default=bad] pam_unix.so nodelay
+auth [default=die] pam_faillock.so authfail dir={tally} deny=50
+auth sufficient pam_faillock.so authsucc dir={tally} deny=50
+account required pam_unix.so
+session required pam_permit.so
+"""
+
+
+@dataclass
+class FaillockSshd:
+    sshd: Sshd
+    port: int
+    tally: Path
+
+    def access(self, name: str, user: str, known_hosts: Path):  # type: ignore[no-untyped-def]
+        return self.sshd.access(name=name, user=user, known_hosts=[known_hosts], port=self.port, sudo=True)
+
+    def failures(self, user: str) -> int:
+        listed = subprocess.run(["faillock", "--dir", str(self.tally), "--user", user], capture_output=True, text=True)
+        return len(re.findall(r"^\d{4}-\d\d-\d\d ", listed.stdout, re.MULTILINE))
+
+    def reset(self, user: str) -> None:
+        subprocess.run(["faillock", "--dir", str(self.tally), "--user", user, "--reset"], check=True)
+
+
+@pytest.fixture(scope="module")
+def faillock_sshd(sshd: Sshd, sudo_users: dict, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaillockSshd]:
+    if not (shutil.which("unshare") and shutil.which("faillock") and Path("/etc/pam.d/sudo").exists()):
+        missing("counting sudo attempts needs unshare, faillock and /etc/pam.d/sudo")
+    folder = tmp_path_factory.mktemp("faillock")
+    tally = folder / "tally"
+    tally.mkdir(mode=0o700)
+    pam = folder / "sudo.pam"
+    pam.write_text(PAM_SUDO.format(tally=tally))
+    port = free_port()
+    wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               f'mount --bind "{pam}" /etc/pam.d/sudo && exec "$@"', "sh"]
+    process, _ = start_sshd(find_sshd(), sshd.directory, port, wrapper, name="faillock-sshd")
+    try:
+        yield FaillockSshd(sshd, port, tally)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _known(tmp_path: Path, sshd: Sshd, port: int) -> Path:
+    path = tmp_path / "known_hosts"
+    path.write_text(f"[127.0.0.1]:{port} {sshd.host_key_line}\n")
+    return path
+
+
+def test_a_wrong_password_costs_one_attempt_and_the_script_never_runs(
+    faillock_sshd: FaillockSshd, sudo_users: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    user = sudo_users["password"]
+    faillock_sshd.reset(user)
+    monkeypatch.setenv("ASCENDPREP_SUDO_PASSWORD", "not-the-password")
+    marker = tmp_path / "ran"
+    known = _known(tmp_path, faillock_sshd.sshd, faillock_sshd.port)
+    with SSHTransport(faillock_sshd.access("node1", user, known)) as host:
+        with pytest.raises(SudoError, match="rejected the sudo password"):
+            host.run_script(f"touch {marker}\n" * 5)
+    assert faillock_sshd.failures(user) == 1
+    assert not marker.exists()
+    assert wait_until_gone([int(line.split()[0]) for line in sudo_processes_of(user)]) == []  # killed, not left waiting
+
+
+def test_the_password_is_checked_on_one_host_before_the_others_get_it(
+    faillock_sshd: FaillockSshd, sudo_users: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Three hosts (one sshd under three names, so one faillock tally counts them all)."""
+    user = sudo_users["password"]
+    faillock_sshd.reset(user)
+    monkeypatch.delenv("ASCENDPREP_SUDO_PASSWORD", raising=False)
+    known = _known(tmp_path, faillock_sshd.sshd, faillock_sshd.port)
+    hosts = [faillock_sshd.access(f"node{i}", user, known) for i in (1, 2, 3)]
+    with Session(hosts, forks=3, sudo_password=SudoPassword("not-the-password")) as session:
+        outcomes = session.run(lambda transport, _: transport.run_script("id -u"))
+    assert faillock_sshd.failures(user) == 1  # not 3 per host, not 1 per host: once in all
+    assert {o.kind for o in outcomes.values()} == {"sudo"}
+    rejected = [name for name, o in outcomes.items() if "rejected the sudo password" in (o.error or "")]
+    assert len(rejected) == 1
+    for name, outcome in outcomes.items():
+        if name not in rejected:
+            assert outcome.error and outcome.error.startswith(f"sudo password not tried on {name}: it was rejected on {rejected[0]}")
+
+
+def test_the_right_password_is_checked_once_then_used_everywhere(
+    faillock_sshd: FaillockSshd, sudo_users: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    user = sudo_users["password"]
+    faillock_sshd.reset(user)
+    monkeypatch.delenv("ASCENDPREP_SUDO_PASSWORD", raising=False)
+    known = _known(tmp_path, faillock_sshd.sshd, faillock_sshd.port)
+    hosts = [faillock_sshd.access(f"node{i}", user, known) for i in (1, 2, 3)]
+    with Session(hosts, forks=3, sudo_password=SudoPassword(PASSWORD)) as session:
+        outcomes = session.run(lambda transport, _: transport.run_script("id -u").stdout)
+        execs = session.exec_counts()
+    assert {name: o.value for name, o in outcomes.items()} == {f"node{i}": "0\n" for i in (1, 2, 3)}
+    assert faillock_sshd.failures(user) == 0
+    # sudo -n and the script on every host, and the one password check on one of them.
+    assert sorted(execs.values()) == [2, 2, 3]
+
+
+def sudo_processes_of(user: str) -> List[str]:
+    """``sudo`` processes started by ``user`` (real uid: sudo itself runs with euid 0)."""
+    listed = subprocess.run(["pgrep", "-a", "-x", "-U", user, "sudo"], capture_output=True, text=True)
+    return listed.stdout.splitlines()

@@ -21,7 +21,6 @@ import shutil
 from pathlib import Path
 
 DEFAULT_VERSIONS = {"cann": "8.0.RC3", "driver": "24.1.rc2", "firmware": "7.3.0.1.231"}
-DEFAULT_TORCH_NPU = "2.13.0"
 ARCHES = ("x86_64", "aarch64")
 
 _VERSION_TEXT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$")

@@ -122,8 +122,12 @@ def _switch_mgmt_ip(switch: str) -> str:
     return f"10.255.{index // 250}.{index % 250 + 1}"
 
 
-def lldp_text(device: dict) -> str:
-    """The neighbour TLV dump of ``-lldp -g`` (lldptool-style, ascend-reference §1.4 layout)."""
+def lldp_text(device: dict, system_name: bool = True) -> str:
+    """The neighbour TLV dump of ``-lldp -g`` (lldptool-style, ascend-reference §1.4 layout).
+
+    ``system_name=False``: a switch that sends no System Name TLV (seen with older drivers and
+    switch configurations), whose description runs over several lines.
+    """
     neighbour = device.get("lldp")
     if not neighbour:
         return ""
@@ -133,11 +137,17 @@ def lldp_text(device: dict) -> str:
         f"\tMAC: {_switch_mac(switch)}",
         "Port ID TLV",
         f"\tIfname: {port}",
-        "System Name TLV",
-        f"\t{switch}",
+    ]
+    if system_name:
+        lines += ["System Name TLV", f"\t{switch}"]
+    lines += [
         "System Description TLV",
         "\tascendprep lab simulated switch",
         "\tSoftware Version: lab-sim 1.0",
+    ]
+    if not system_name:
+        lines += ["\tCopyright (C) ascendprep lab.", "\tAll rights reserved."]
+    lines += [
         "System Capabilities TLV",
         "\tSystem capabilities: Bridge, Router",
         "\tEnabled capabilities: Bridge, Router",

@@ -28,6 +28,7 @@ PARAM_TLS_NO_CERT_ERR = 0x200E
 PARAM_TLS_INVALID_ENABLE_ERR = 0x2010
 TOOL_SYS_WRITE_FILE_ERR = 0x3004
 TOOL_SYS_BUSY_ERR = 0x300B
+TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR = 0x300D
 TOOL_GATEWAY_NO_IP_CONF_ERR = 0x301A
 TOOL_ACCESS_CONF_FILE_ERR = 0x301D
 TOOL_CONFIG_BROAD_ADDRESS_ERR = 0x3025
@@ -43,6 +44,7 @@ _CODE_MESSAGES: dict[int, tuple[str, str]] = {
     TOOL_SYS_WRITE_FILE_ERR: (_ERR, "Write configurations to config file failed. User configurations cannot be "
                                     "persisted! pls check cmd run permission."),
     TOOL_SYS_BUSY_ERR: (_INFO, "hccn_tool is busy, please try again."),
+    TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR: (_INFO, "The command is not supported on this product."),
     TOOL_GATEWAY_NO_IP_CONF_ERR: (_ERR, "Unable to configure gateway, because ip is not configured!"),
     TOOL_ACCESS_CONF_FILE_ERR: (_ERR, "The hccn.conf can't access, cmd execute failed! pls check the conf file "
                                       "or cmd run permission."),

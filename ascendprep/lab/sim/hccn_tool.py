@@ -18,7 +18,9 @@ change what the device reports (see :mod:`ascendprep.lab.sim.fabric`).
 Product notes. ``-ping`` is documented for A2/A3 only; the simulator also answers it on Atlas 800
 (910), where the reference cannot confirm it ([U]), so that the same checks run everywhere.
 Atlas 800 prints the older forms seen in 910 captures: no ``link down count`` line in
-``-link_stat -g`` and no ``tls preconfigured[...]`` field in ``-tls -g``.
+``-link_stat -g`` and no ``tls preconfigured[...]`` field in ``-tls -g``. A node whose driver
+profile is ``legacy`` prints an older driver's forms on every product (see
+:mod:`ascendprep.lab.sim.driver_profiles`).
 
 Not simulated (each answers like an unknown option, ``Get unknown option!``, exit 3): IPv6
 (``-inet6``), ``-tls -s`` forms other than ``enable``, ``-tls -c``, ``-link -s down_fault_time``.
@@ -58,10 +60,12 @@ from .hccn_codes import (
     TOOL_ACCESS_CONF_FILE_ERR,
     TOOL_CONFIG_BROAD_ADDRESS_ERR,
     TOOL_GATEWAY_NO_IP_CONF_ERR,
+    TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR,
     TOOL_SYS_BUSY_ERR,
     TOOL_SYS_WRITE_FILE_ERR,
     report,
 )
+from .driver_profiles import is_legacy
 from .hccn_help import full_help
 from .identity import LabSetupError, NodeIdentity, load_identity
 from .profiles import profile
@@ -216,7 +220,8 @@ def cmd_ip(inv: Invocation, args: list[str]) -> int:
         if len(args) != 1:
             return PARAM_CMD_COUNT_ERR
         if not inv.device["ip"]:
-            return DSMI_IPCONF_NOT_PRESET_ERR
+            # older drivers print nothing and succeed
+            return OK if is_legacy(inv.doc) else DSMI_IPCONF_NOT_PRESET_ERR
         inv.print(f"ipaddr:{inv.device['ip']}")
         inv.print(f"netmask:{inv.device['netmask']}")
         return OK
@@ -288,7 +293,10 @@ def cmd_net_health(inv: Invocation, args: list[str]) -> int:
         return PARAM_OP_NOT_SUPPORT_ERR
     inv.get_flag = True
     nodes = read_all_nodes(inv.identity.state_dir)
-    inv.print(f"net health status: {fabric.net_health(nodes, inv.identity.node, inv.devid)}")
+    status = fabric.net_health(nodes, inv.identity.node, inv.devid)
+    if status == "Fault" and is_legacy(inv.doc):
+        status = "Socket failed"  # [I] what an older driver showed for a port that cannot send
+    inv.print(f"net health status: {status}")
     return OK
 
 
@@ -299,8 +307,11 @@ def cmd_lldp(inv: Invocation, args: list[str]) -> int:
         return PARAM_OP_NOT_SUPPORT_ERR
     inv.get_flag = True
     if link_is_up(inv.doc, inv.devid) and "lldp-empty" not in faults_for(inv.doc, inv.devid):
-        inv.out.write(fabric.lldp_text(inv.device))
-    return OK
+        inv.out.write(fabric.lldp_text(inv.device, system_name=not is_legacy(inv.doc)))
+        return OK
+    # No neighbour: the current profile prints nothing; the legacy one has the driver's query
+    # fail, ``Command execute failed!`` with exit 1 (both are answers the gather reads as "none").
+    return DSMI_EXE_ERR if is_legacy(inv.doc) else OK
 
 
 def cmd_link(inv: Invocation, args: list[str]) -> int:
@@ -338,8 +349,10 @@ def cmd_link_stat(inv: Invocation, args: list[str]) -> int:
         return PARAM_CMD_COUNT_ERR
     if args[0] == "-g":
         inv.get_flag = True
-        legacy = profile(inv.product)["legacy_output"]
-        for line in hccn_views.link_stat_lines(inv.devid, inv.device, legacy, time.time()):
+        old_driver = is_legacy(inv.doc)
+        legacy = profile(inv.product)["legacy_output"] or old_driver
+        tag_word = "device" if old_driver else "devid"
+        for line in hccn_views.link_stat_lines(inv.devid, inv.device, legacy, time.time(), tag_word):
             inv.print(line)
         return OK
     if args[0] == "-c":
@@ -363,7 +376,11 @@ def cmd_tls(inv: Invocation, args: list[str]) -> int:
         switch = inv.device["tls_enable"]
         if "tls-mismatch" in faults_for(inv.doc, inv.devid):
             switch ^= 1  # the fault: this NPU reports the other TLS setting
-        for line in hccn_views.tls_lines(inv.devid, switch, profile(inv.product)["legacy_output"]):
+        if is_legacy(inv.doc):
+            lines = hccn_views.tls_lines_legacy(inv.devid, switch)
+        else:
+            lines = hccn_views.tls_lines(inv.devid, switch, profile(inv.product)["legacy_output"])
+        for line in lines:
             inv.print(line)
         conf = inv.read_conf()
         if conf is not None and hccnconf.get_value(conf, "tls_enable", inv.devid) is None:
@@ -412,7 +429,8 @@ def cmd_stat(inv: Invocation, args: list[str]) -> int:
         return PARAM_CMD_COUNT_ERR
     if args[0] == "-g":
         inv.get_flag = True
-        for line in hccn_views.stat_lines(inv.device):
+        render = hccn_views.stat_lines_short if is_legacy(inv.doc) else hccn_views.stat_lines
+        for line in render(inv.device):
             inv.print(line)
         return OK
     if args[0] == "-c":
@@ -428,6 +446,8 @@ def cmd_speed(inv: Invocation, args: list[str]) -> int:
     if args[0] != "-g":
         return PARAM_OP_NOT_SUPPORT_ERR
     inv.get_flag = True
+    if is_legacy(inv.doc):
+        return TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR  # older drivers have no -speed
     if link_is_up(inv.doc, inv.devid):
         inv.print(f"Speed: {profile(inv.product)['port_speed_mbps']} Mb/s")
     else:

@@ -87,12 +87,19 @@ def stat_lines(device: dict) -> list[str]:
     return ["packet statistics:"] + [f"{key}:{counters.get(key, 0)}" for key in STAT_KEYS]
 
 
-def link_stat_lines(devid: int, device: dict, legacy: bool, now: float) -> list[str]:
+def stat_lines_short(device: dict) -> list[str]:
+    """``-stat -g`` of an older (Atlas 800) driver: only the two RoCE error counters."""
+    counters = device["counters"]
+    return ["packet statistics:"] + [f"{key}:{counters.get(key, 0)}" for key in ("roce_rx_err_pkt_num", "roce_tx_err_pkt_num")]
+
+
+def link_stat_lines(devid: int, device: dict, legacy: bool, now: float, tag_word: str = "devid") -> list[str]:
     """``-link_stat -g``: counts and link changes, newest first, times in ``asctime`` form.
 
-    ``legacy`` (Atlas 800 / 910) drops the ``link down count`` line, as older captures show.
+    ``legacy`` (Atlas 800 / 910, or an older driver) drops the ``link down count`` line, as older
+    captures show; ``tag_word`` is ``device`` on drivers that print ``[device N]``.
     """
-    tag = f"[devid {devid}]"
+    tag = f"[{tag_word} {devid}]"
     lines = [f"{tag}current time        : {time.asctime(time.localtime(now))}",
              f"{tag}link up count       : {device['link_up_count']}"]
     if not legacy:
@@ -123,5 +130,29 @@ def tls_lines(devid: int, switch: int, legacy: bool) -> list[str]:
             f"\t start_time[{start} GMT]",
             f"\t end_time[{end} GMT]",
             "\t tls expiration status[0](0:normal, 1:near expiration, 2:has expired)",
+        ]
+    return lines
+
+
+#: The older ``-tls -g`` certificate blocks (HCCL fault-diagnosis docs): issuer and validity only.
+_LEGACY_CERTS = (
+    ("pub cert", "/C=CN/ST=GD/O=HUAWEI/OU=2012/CN=2_1thCA"),
+    ("ca1 cert", "/C=CN/ST=GD/L=SZ/O=HUAWEI/CN=1thCA"),
+    ("ca2 cert", "/C=CN/ST=GD/L=SZ/O=HUAWEI/CN=1thCA"),
+)
+_LEGACY_INDENT = " " * 9
+
+
+def tls_lines_legacy(devid: int, switch: int) -> list[str]:
+    """``-tls -g`` of an older driver: no ``tls preconfigured``, 9-space-indented issuer/start/end lines."""
+    lines = [f"dev_id:{devid}, tls switch[{switch}](0:disable, 1:enable), tls alarm time threshold[60]days"]
+    start = time.asctime(time.gmtime(_CERT_START))
+    end = time.asctime(time.gmtime(_CERT_END))
+    for kind, issuer in _LEGACY_CERTS:
+        lines += [
+            f"dev_id:{devid}, [{kind}] info:",
+            f"{_LEGACY_INDENT}issuer[{issuer}]",
+            f"{_LEGACY_INDENT}start_time[{start} GMT]",
+            f"{_LEGACY_INDENT}end_time[{end} GMT]",
         ]
     return lines

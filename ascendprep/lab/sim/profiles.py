@@ -32,6 +32,7 @@ PROFILES: dict[str, dict] = {
         "power_w": 67.0,
         "xsfp_identifier": "QSFP28",
         "legacy_output": True,
+        "chips": {"910A": 32768, "910B": 32768},
     },
     "atlas-a2": {
         "title": "Atlas A2 training server (Ascend 910B)",
@@ -48,6 +49,8 @@ PROFILES: dict[str, dict] = {
         "power_w": 92.5,
         "xsfp_identifier": "QSFP56",
         "legacy_output": False,
+        #: Names npu-smi prints for A2 chips and their HBM (MB), from published npu-smi captures.
+        "chips": {"910B1": 65536, "910B2": 65536, "910B2C": 65536, "910B3": 65536, "910B4": 32768, "910B4-1": 65536},
     },
     "atlas-a3": {
         "title": "Atlas A3 server (Ascend 910_93, two dies per NPU)",
@@ -64,6 +67,7 @@ PROFILES: dict[str, dict] = {
         "power_w": 178.7,
         "xsfp_identifier": "QSFP56",
         "legacy_output": False,
+        "chips": {"Ascend910": 65536},
     },
 }
 
@@ -78,8 +82,20 @@ def profile(product: str) -> dict:
 
 
 def bus_id(product: str, devid: int) -> str:
-    """PCI bus id shown by npu-smi for hccn devid ``devid`` (A3: one bus id per die)."""
+    """PCI bus id shown by npu-smi for hccn devid ``devid`` (A3: one bus id per die).
+
+    A3: NPU n's dies sit at 0x9D - 4n and 0x9F - 4n (9D/9F, 99/9B, ... 81/83), as every published
+    8-NPU A3 ``npu-smi info`` capture shows (e.g. vllm-ascend issue reports).
+    """
     if product == "atlas-a3":
         npu, die = divmod(devid, 2)
-        return f"0000:{(0x9D + 0x20 * npu + 2 * die) % 0x100:02X}:00.0"
+        return f"0000:{(0x9D - 4 * npu + 2 * die) % 0x100:02X}:00.0"
     return _BUS_IDS_8[devid % len(_BUS_IDS_8)]
+
+
+def check_chip(product: str, chip: object, where: str) -> str:
+    """``chip`` if npu-smi prints that name for ``product``; ValueError naming the known ones."""
+    chips = profile(product)["chips"]
+    if chip not in chips:
+        raise ValueError(f"{where}: {product} chips are named {', '.join(chips)}, not {chip!r}")
+    return str(chip)

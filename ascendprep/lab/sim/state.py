@@ -5,7 +5,7 @@ document per node, ``<state_dir>/devices/<node>.json``. A node document holds th
 list (index = hccn_tool devid) and its injected faults::
 
     {"schema_version": 1, "node": "node1", "product": "atlas-a2", "npus": 8,
-     "faults": [{"kind": "link-down", "npu": 3}],
+     "driver_profile": "current", "faults": [{"kind": "link-down", "npu": 3}],
      "devices": [{"ip": null, "netmask": null, "gateway": null, "netdetect": null,
                   "admin_up": true, "optical_present": true, "tls_enable": 0,
                   "cfg_status": "NONE", "lldp": {"switch": "leaf-1", "port": "200GE1/0/1"},
@@ -27,7 +27,8 @@ import json
 import os
 import time
 
-from .profiles import profile
+from .driver_profiles import DEFAULT_DRIVER_PROFILE, check_profile
+from .profiles import check_chip, profile
 
 SCHEMA_VERSION = 1
 LAB_FILE = "lab.json"
@@ -43,6 +44,7 @@ FAULT_KINDS = (
     "npu-critical",
     "hccn-hang",
     "hccn-busy",
+    "npu-smi-dcmi",  # npu-smi's DCMI cannot open the NPUs (held elsewhere): every call fails, -8020
 )
 
 #: How many link changes a device remembers for ``-link_stat -g`` ([I]: the driver's
@@ -123,6 +125,12 @@ def validate_lab(lab: object) -> dict:
             raise LabStateError(f"{where}: duplicate node name {name!r}")
         seen.add(name)
         npus = _check_devid_count(str(product), node.get("npus"), where)
+        try:
+            check_profile(node.get("driver_profile", DEFAULT_DRIVER_PROFILE), f"{where}.driver_profile")
+            if node.get("chip") is not None:
+                check_chip(str(product), node["chip"], f"{where}.chip")
+        except ValueError as exc:
+            raise LabStateError(str(exc)) from None
         cabling = node.get("cabling", {})
         if not isinstance(cabling, dict):
             raise LabStateError(f"{where}.cabling must be an object")
@@ -165,6 +173,8 @@ def new_node_document(product: str, node: dict, when: float) -> dict:
         "node": node["name"],
         "product": product,
         "npus": node["npus"],
+        "driver_profile": node.get("driver_profile", DEFAULT_DRIVER_PROFILE),
+        "chip": node.get("chip"),
         "faults": [],
         "devices": [new_device(cabling.get(str(i)), when) for i in range(node["npus"])],
     }
@@ -322,6 +332,10 @@ def init_state(state_dir: str | os.PathLike, lab: dict, reset: bool = False) -> 
                     f"{existing.get('npus')!r} NPUs but the lab now says {lab['product']!r} with "
                     f"{node['npus']!r}; initialise with reset=True"
                 )
+            wanted = (node.get("driver_profile", DEFAULT_DRIVER_PROFILE), node.get("chip"))
+            if (existing.get("driver_profile", DEFAULT_DRIVER_PROFILE), existing.get("chip")) != wanted:
+                with edit_node(state_dir, node["name"]) as doc:  # the driver or chip name, not the devices, changed
+                    doc["driver_profile"], doc["chip"] = wanted
             continue
         _write_json_atomic(path, new_node_document(lab["product"], node, now))
 

@@ -1,0 +1,219 @@
+"""Evidence bundles: private on disk, compressed, pruned, written only where there is room, and
+read back by ``--from-bundle`` only from inside their own folder."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import stat
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from ascendprep.checks import bundle as bundle_module
+from ascendprep.checks.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
+from ascendprep.checks.registry import Selection
+from ascendprep.commands import verify_run
+from ascendprep.commands.verify import verify_command
+from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state
+
+
+
+@pytest.fixture(scope="module")
+def evidence():
+    desired = desired_state()
+    hosts, plan = cluster_evidence(desired)
+    return desired, hosts, plan
+
+
+def _bundle(evidence) -> Bundle:
+    _, hosts, plan = evidence
+    hosts = {name: host.__class__(**{**host.__dict__, "gather_stdout": f"raw output of {name}\n"}) for name, host in hosts.items()}
+    return Bundle("/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection().to_dict(), TODAY)
+
+
+@pytest.fixture
+def saved(evidence, tmp_path):
+    target = new_bundle_dir(tmp_path / "runs")
+    write_bundle(_bundle(evidence), target, {"kind": "verify"})
+    return target
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_bundles_are_private_whatever_the_umask(evidence, tmp_path):
+    old = os.umask(0o022)
+    try:
+        target = new_bundle_dir(tmp_path / "state" / "runs")
+        write_bundle(_bundle(evidence), target, {})
+    finally:
+        os.umask(old)
+    assert _mode(target.parent) == 0o700
+    for path in [target, *target.rglob("*")]:
+        assert _mode(path) == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_raw_outputs_are_gzipped_and_read_back(saved):
+    gathered = saved / "hosts" / "node1" / "gather.out.gz"
+    assert gzip.decompress(gathered.read_bytes()).decode() == "raw output of node1\n"
+    assert not (saved / "hosts" / "node1" / "gather.out").exists()
+    assert json.loads(gzip.decompress((saved / "results.json.gz").read_bytes())) == {"kind": "verify"}
+    assert read_bundle(saved).hosts["node1"].gather_stdout == "raw output of node1\n"
+
+
+def test_bundles_written_before_compression_are_still_read(saved):
+    for packed in list(saved.rglob("*.gz")):
+        packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
+        packed.unlink()
+    assert read_bundle(saved).hosts["node3"].gather_stdout == "raw output of node3\n"
+
+
+# -- reading only inside the folder -----------------------------------------------------------
+
+
+def _edit_run(folder: Path, change) -> None:
+    run = json.loads((folder / "run.json").read_text())
+    change(run)
+    (folder / "run.json").write_text(json.dumps(run))
+
+
+def test_a_host_name_climbing_out_of_the_bundle_is_refused(saved):
+    _edit_run(saved, lambda run: run["hosts"].update({"../../../etc": run["hosts"].pop("node1")}))
+    with pytest.raises(BundleError, match=r"host name '\.\./\.\./\.\./etc' is not a node name; refused"):
+        read_bundle(saved)
+
+
+def test_an_inventory_copy_elsewhere_is_refused(saved):
+    _edit_run(saved, lambda run: run["inventory"].update({"copy": "/etc/shadow"}))
+    with pytest.raises(BundleError, match="the inventory copy must be inventory.yaml"):
+        read_bundle(saved)
+
+
+def test_a_symlink_to_a_file_outside_is_refused(saved, tmp_path):
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$secret\n")
+    target = saved / "hosts" / "node1" / "gather.out.gz"
+    target.unlink()
+    target.symlink_to(secret)
+    with pytest.raises(BundleError, match="a symbolic link inside the bundle; refused"):
+        read_bundle(saved)
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(saved)], env={"COLUMNS": "400"})
+    assert outcome.exit_code == 2 and "symbolic link" in outcome.output and "secret" not in outcome.output
+    assert outcome.exception is None or isinstance(outcome.exception, SystemExit)
+
+
+def test_a_symlinked_host_folder_is_refused(saved, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    (saved / "hosts" / "node2").rename(elsewhere)
+    (saved / "hosts" / "node2").symlink_to(elsewhere)
+    with pytest.raises(BundleError, match="symbolic link"):
+        read_bundle(saved)
+
+
+def test_a_fifo_is_refused_without_blocking(saved):
+    fifo = saved / "hosts" / "node1" / "gather.err.gz"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    with pytest.raises(BundleError, match="not a regular file"):
+        read_bundle(saved)
+
+
+def test_a_gzip_bomb_stops_at_the_file_cap(saved, monkeypatch):
+    monkeypatch.setattr(bundle_module, "BUNDLE_FILE_MAX_BYTES", 1000)
+    (saved / "hosts" / "node1" / "gather.out.gz").write_bytes(gzip.compress(b"\0" * 10_000_000))
+    with pytest.raises(BundleError, match="more than 1,000 bytes; refused"):
+        read_bundle(saved)
+
+
+def test_a_corrupt_gzip_file_is_a_clear_error(saved):
+    (saved / "hosts" / "node1" / "gather.out.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(BundleError, match="not a readable gzip file"):
+        read_bundle(saved)
+
+
+def test_deeply_nested_run_json_is_refused(saved):
+    (saved / "run.json").write_text("[" * 50_000 + "]" * 50_000)
+    with pytest.raises(BundleError, match="nested more than 64 deep"):
+        read_bundle(saved)
+
+
+def test_run_json_of_the_wrong_shape_is_a_bundle_error(saved):
+    _edit_run(saved, lambda run: run.update({"hosts": ["node1"]}))
+    with pytest.raises(BundleError, match="malformed"):
+        read_bundle(saved)
+
+
+# -- retention and disk space ------------------------------------------------------------------
+
+
+def test_prune_keeps_the_newest_runs_and_nothing_else_is_touched(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    names = ["20260101T000000Z", "20260101T000000Z-2", "20260101T000000Z-10", "20260102T000000Z", "notes", ".20260103T000000Z.partial"]
+    for name in names:
+        (runs / name).mkdir()
+    (runs / "20250101T000000Z").symlink_to(tmp_path)  # a link is never followed nor removed
+    removed = prune_runs(runs, keep=2)
+    assert [p.name for p in removed] == ["20260101T000000Z", "20260101T000000Z-2"]
+    assert sorted(p.name for p in runs.iterdir()) == sorted(["20260101T000000Z-10", "20260102T000000Z", "notes", ".20260103T000000Z.partial", "20250101T000000Z"])
+    assert [p.name for p in run_dirs(runs)] == ["20260101T000000Z-10", "20260102T000000Z"]
+
+
+def _run(evidence):
+    desired, hosts, plan = evidence
+    return verify_run._Run(desired, "/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection(), TODAY, {}, [])
+
+
+def _quiet() -> Console:
+    return Console(file=io.StringIO(), width=300, color_system=None)
+
+
+def test_each_saved_run_prunes_to_keep_runs(evidence, tmp_path):
+    runs = tmp_path / "runs"
+    saved = []
+    for second in range(4):
+        target = runs / f"20260101T00000{second}Z"
+        document = {"bundle": str(target)}
+        saved.append(verify_run._save_bundle(_run(evidence), target, document, keep_runs=2, err=_quiet()))
+        assert document["bundle"] == str(target)
+    assert saved == [runs / f"20260101T00000{s}Z" for s in range(4)]
+    assert [p.name for p in run_dirs(runs)] == ["20260101T000002Z", "20260101T000003Z"]
+
+
+def test_keep_runs_must_be_positive():
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", ".", "--keep-runs", "0"])
+    assert outcome.exit_code == 2 and "--keep-runs" in outcome.output
+
+
+Usage = namedtuple("Usage", "total used free")
+
+
+def test_no_bundle_when_the_disk_is_full_and_a_warning_when_low(evidence, tmp_path, monkeypatch):
+    monkeypatch.setattr(bundle_module.shutil, "disk_usage", lambda path: Usage(10**9, 10**9 - 1000, 1000))
+    assert not check_free_space(tmp_path, 5000).write
+    err = Console(file=io.StringIO(), width=300, color_system=None)
+    document = {"bundle": "x"}
+    assert verify_run._save_bundle(_run(evidence), tmp_path / "runs" / "20260101T000000Z", document, keep_runs=20, err=err) is None
+    assert document["bundle"] is None and "the evidence bundle was not saved" in err.file.getvalue()
+    assert not (tmp_path / "runs" / "20260101T000000Z").exists()
+
+    monkeypatch.setattr(bundle_module.shutil, "disk_usage", lambda path: Usage(10**12, 10**12 - 100 * 2**20, 100 * 2**20))
+    low = check_free_space(tmp_path, 5000)
+    assert low.write and low.warning and "only 100 MiB free" in low.warning
+
+
+def test_a_runs_folder_linked_to_a_bigger_disk_is_used(evidence, tmp_path):
+    elsewhere = tmp_path / "big-disk"
+    elsewhere.mkdir()
+    (tmp_path / "runs").symlink_to(elsewhere)
+    target = new_bundle_dir(tmp_path / "runs")
+    write_bundle(_bundle(evidence), target, {})
+    assert (elsewhere / target.name / "run.json").is_file()
+    assert read_bundle(target).hosts["node1"].gather_stdout == "raw output of node1\n"

@@ -1,0 +1,211 @@
+"""The saved plan is data: edited changes are refused, plan files are checked field by field and
+written 0600, and an inventory may set only the sysctl keys HCCL needs (issue 9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ascendprep.inventory import inventory_from_text
+from ascendprep.plan import Change, diff_host, managed_keys, reconcile
+from ascendprep.planfile import PlanFile, SavedHost, read_plan, write_plan
+from ascendprep.yamlsource import InputError
+
+from tests.core.test_plan_diff import INVENTORY, converged_facts, desired
+
+
+def _somaxconn_change(state, node="n1"):
+    facts = converged_facts(state, node, sysctl={"net.core.somaxconn": "4096", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031"})
+    fresh = diff_host(state, node, facts).changes
+    return next(c for c in fresh if c.key == "sysctl:net.core.somaxconn"), fresh
+
+
+def _edited(change: Change, **fields) -> Change:
+    return Change(**{**change.to_dict(), **fields})
+
+
+# ------------------------------------------------------------------ reconcile: what runs is fresh
+
+
+def test_same_key_and_values_but_another_action_is_refused_as_tampered():
+    state = desired()
+    change, fresh = _somaxconn_change(state)
+    cron = _edited(change, action={"op": "write_file", "path": "/etc/cron.d/x", "content": "* * * * * root sh /tmp/x\n", "mode": 0o644})
+    planned = [cron if c is change else c for c in fresh]
+    result = reconcile(planned, fresh, managed_keys(state, "n1"))
+    assert result.to_apply == [c for c in fresh if c is not change]
+    assert result.tampered == ["sysctl:net.core.somaxconn: the saved change does not do what the inventory asks (the plan's action is write_file, the inventory's sysctl)"]
+
+
+def test_another_sysctl_behind_a_known_key_is_refused():
+    state = desired()
+    change, fresh = _somaxconn_change(state)
+    evil = _edited(change, action={"op": "sysctl", "key": "kernel.modprobe", "value": "/tmp/evil"})
+    result = reconcile([evil if c is change else c for c in fresh], fresh, managed_keys(state, "n1"))
+    assert len(result.tampered) == 1 and "action key, value differs" in result.tampered[0]
+
+
+def test_a_key_outside_the_managed_set_is_refused_even_when_nothing_needs_it():
+    state = desired()
+    extra = Change("n1", "file:/etc/cron.d/x", "/etc/cron.d/x: create", None, "abc", {"op": "write_file", "path": "/etc/cron.d/x", "content": "x", "mode": 0o644})
+    result = reconcile([extra], [], managed_keys(state, "n1"))
+    assert result.tampered == ["file:/etc/cron.d/x: not something ascendprep manages on this host"]
+
+
+def test_the_fresh_change_is_applied_not_the_saved_one():
+    state = desired()
+    change, fresh = _somaxconn_change(state)
+    result = reconcile(list(fresh), fresh, managed_keys(state, "n1"))
+    assert result.tampered == [] and result.stale == []
+    assert all(a is f for a, f in zip(result.to_apply, fresh))
+
+
+def test_an_edited_summary_is_refused():
+    state = desired()
+    change, fresh = _somaxconn_change(state)
+    lying = _edited(change, summary="nothing to see here")
+    result = reconcile([lying if c is change else c for c in fresh], fresh, managed_keys(state, "n1"))
+    assert result.tampered and "nothing to see here" in result.tampered[0]
+
+
+def test_managed_keys_are_the_inventory_npus_sysctls_files_and_firewall():
+    keys = managed_keys(desired(), "n1")
+    assert {"hccn.ip:0", "hccn.tls:1", "sysctl:net.core.somaxconn", "sysctl:net.ipv4.ip_local_reserved_ports", "file:/etc/ascendprep/env.sh", "file:/etc/sysctl.d/90-ascendprep.conf", "firewall:ufw"} <= keys
+    assert "hccn.ip:2" not in keys and "sysctl:kernel.modprobe" not in keys
+
+
+# ------------------------------------------------------------------ plan files
+
+
+def _plan(tmp_path: Path) -> PlanFile:
+    state = desired()
+    change, _ = _somaxconn_change(state)
+    return PlanFile(str(tmp_path / "inventory.yaml"), "0" * 64, "t", "2026-01-01T00:00:00+00:00", [SavedHost("n1", "10.0.0.11", True, [change])])
+
+
+def test_plan_file_is_0600_whatever_the_umask(tmp_path: Path):
+    old = os.umask(0)
+    try:
+        path = tmp_path / "state" / "plan.json"
+        write_plan(_plan(tmp_path), path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert [p.name for p in path.parent.iterdir()] == ["plan.json"]
+    assert read_plan(path).hosts[0].changes == _plan(tmp_path).hosts[0].changes
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["hosts"][0]["changes"][0].update(action="rm -rf /"), "hosts[0].changes[0].action must be an object"),
+        (lambda d: d["hosts"][0]["changes"][0].update(key=["x"]), "hosts[0].changes[0].key must be text, not list"),
+        (lambda d: d["hosts"][0]["changes"][0].update(npu=True), "hosts[0].changes[0].npu must be a number or null"),
+        (lambda d: d["hosts"][0]["changes"][0].update(shell="id"), "hosts[0].changes[0] has unknown fields ['shell']"),
+        (lambda d: d["hosts"].__setitem__(0, "node1"), "hosts[0] must be an object"),
+        (lambda d: d.update(hosts={"n1": {}}), "inventory must be an object and hosts a list"),
+        (lambda d: d["inventory"].update(path=None), "inventory.path must be text, not NoneType"),
+    ],
+)
+def test_a_plan_file_with_a_field_of_the_wrong_type_is_a_located_error(tmp_path: Path, edit, message):
+    path = tmp_path / "plan.json"
+    write_plan(_plan(tmp_path), path)
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError) as caught:
+        read_plan(path)
+    assert str(caught.value.problems[0]).startswith(str(path))
+    assert message in str(caught.value.problems[0])
+
+
+def test_a_plan_path_that_is_not_a_regular_file_is_refused(tmp_path: Path):
+    fifo = tmp_path / "plan.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError) as caught:
+        read_plan(fifo)
+    assert "not a regular file" in str(caught.value.problems[0])
+
+
+# ------------------------------------------------------------------ sysctl keys in the inventory
+
+
+def _inventory(**changes) -> str:
+    return yaml.safe_dump({**INVENTORY, **changes}, sort_keys=False)
+
+
+def _problems(text: str) -> list[str]:
+    with pytest.raises(InputError) as caught:
+        inventory_from_text(text)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_kernel_modprobe_is_refused_with_its_line():
+    text = _inventory(sysctl={"net.core.somaxconn": 4096, "kernel.modprobe": "/tmp/evil"})
+    line = text.splitlines().index("  kernel.modprobe: /tmp/evil") + 1
+    assert _problems(text) == [f"inventory.yaml:{line}: sysctl.kernel.modprobe: kernel.modprobe makes the kernel run a program as root; ascendprep never sets it"]
+    # not even with an opt-in
+    problems = _problems(_inventory(sysctl={"kernel.modprobe": "/tmp/evil"}, sysctl_opt_in=["kernel.modprobe"]))
+    assert any("never sets it" in p for p in problems)
+
+
+def test_keys_outside_the_allow_list_need_an_opt_in_and_are_marked_in_the_plan():
+    problems = _problems(_inventory(sysctl={"vm.swappiness": 10}))
+    assert len(problems) == 1 and "sysctl.vm.swappiness: vm.swappiness is outside what HCCL needs" in problems[0] and "sysctl_opt_in" in problems[0]
+    inventory = inventory_from_text(_inventory(sysctl={"vm.swappiness": 10}, sysctl_opt_in=["vm.swappiness"]))
+    from ascendprep.desired import build_desired
+
+    state = build_desired(inventory)
+    facts = converged_facts(state, sysctl={"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031", "vm.swappiness": "1"})
+    summaries = [c.summary for c in diff_host(state, "n1", facts).changes]
+    assert "sysctl vm.swappiness 1 → 10 (opt-in: outside the HCCL allow-list)" in summaries
+    assert "sysctl:vm.swappiness" in managed_keys(state, "n1")
+
+
+def test_net_keys_need_no_opt_in_and_a_needless_opt_in_is_an_error():
+    inventory_from_text(_inventory(sysctl={"net.ipv6.conf.all.disable_ipv6": 0, "net.core.rmem_max": 4194304}))
+    problems = _problems(_inventory(sysctl={"net.core.rmem_max": 1}, sysctl_opt_in=["net.core.rmem_max", "kernel.pid_max"]))
+    assert any("sysctl_opt_in[0]: net.core.rmem_max is allowed without opt-in" in p for p in problems)
+    assert any("sysctl_opt_in[1]: kernel.pid_max is opted in but not set under sysctl" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1\nkernel.modprobe = /tmp/x", "has characters a sysctl value cannot have"),
+        ("$(reboot)", "has characters a sysctl value cannot have"),
+        ("1;reboot", "has characters a sysctl value cannot have"),
+        ("1" * 300, "the value is 300 characters long (at most 256)"),
+        (10**30, "the number is out of the 64-bit range"),
+    ],
+)
+def test_sysctl_values_fit_for_a_root_shell(value, message):
+    problems = _problems(_inventory(sysctl={"net.core.somaxconn": value}))
+    assert len(problems) == 1 and "sysctl.net.core.somaxconn: net.core.somaxconn" in problems[0] and message in problems[0]
+
+
+def test_a_bad_reserved_ports_value_is_a_located_error_not_a_traceback():
+    problems = _problems(_inventory(sysctl={"net.ipv4.ip_local_reserved_ports": "0-99999"}))
+    assert len(problems) == 1 and "sysctl.net.ipv4.ip_local_reserved_ports: net.ipv4.ip_local_reserved_ports: '0-99999' is not within 1-65535" in problems[0]
+
+
+def test_a_malformed_key_is_refused():
+    problems = _problems(_inventory(sysctl={"net..core": 1}))
+    assert len(problems) == 1 and "'net..core' is not a sysctl key" in problems[0]
+
+
+def test_a_plan_file_other_users_may_write_is_refused(tmp_path: Path):
+    path = tmp_path / "plan.json"
+    write_plan(_plan(tmp_path), path)
+    path.chmod(0o666)
+    with pytest.raises(InputError) as caught:
+        read_plan(path)
+    assert "is writable by other users (mode 0666)" in str(caught.value.problems[0])
+    path.chmod(0o644)
+    assert read_plan(path).cluster == "t"
