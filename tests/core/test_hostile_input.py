@@ -17,7 +17,8 @@ from rich.console import Console
 
 from ascendprep import exitcodes
 from ascendprep.cli import main
-from ascendprep.commands.apply import _report
+from ascendprep.applyjournal import ApplyJournal
+from ascendprep.commands.apply import _record_results, _report
 from ascendprep.hosts import AppliedHost
 from ascendprep.applyscript import StepResult
 from ascendprep.jsoninput import parse_json, read_json_file
@@ -82,11 +83,15 @@ def test_apply_report_with_a_tool_message_in_brackets_is_printed_and_journaled(t
     saved = PlanFile("inv.yaml", "0" * 64, "c", "2026-01-01T00:00:00+00:00", [])
     buffer = io.StringIO()
     out = Console(file=buffer, width=300, color_system=None, force_terminal=False)
-    code = _report(out, tmp_path / "plan.json", saved, {"node1": [change]}, {}, outcomes)
+    journal_file = ApplyJournal(tmp_path / "plan.json", "c")
+    journal_file.intend({"node1": [change]}, {})
+    rows, failed = _record_results(journal_file, {"node1": [change]}, outcomes)
+    journal_file.finish("finished", "some changes failed")
+    code = _report(out, tmp_path / "plan.json", saved, rows, failed, journal_file.path)
     text = buffer.getvalue()
     assert code == exitcodes.FAILED
     assert "[/home/x/ip.c:553] set ip failed\\x1b]0;pwned\\x07" in text and "\x1b" not in text
-    journal = json.loads(next((tmp_path / "journal").glob("apply-*.json")).read_text())
+    journal = json.loads(journal_file.path.read_text())
     assert journal["hosts"][0]["steps"][0]["output"] == message  # the journal keeps the raw value
 
 

@@ -182,7 +182,7 @@ def test_net_keys_need_no_opt_in_and_a_needless_opt_in_is_an_error():
         ("$(reboot)", "has characters a sysctl value cannot have"),
         ("1;reboot", "has characters a sysctl value cannot have"),
         ("1" * 300, "the value is 300 characters long (at most 256)"),
-        (10**30, "the number is out of the 64-bit range"),
+        (10**20, "the number is out of the 64-bit range"),
     ],
 )
 def test_sysctl_values_fit_for_a_root_shell(value, message):
