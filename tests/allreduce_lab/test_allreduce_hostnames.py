@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Iterator
 
 import pytest
