@@ -504,7 +504,8 @@ def _node_reports(result: JobResult, problems: Dict[str, NodeProblem], inventory
             problem=problem, exit_code=launch.output.exit_code if launch else None,
             timed_out=launch.timed_out if launch else False, killed=launch.killed if launch else 0,
             ranks_reported=ranks, seconds=launch.seconds if launch else 0.0,
-            log_tail=problem.log_tail if problem is not None else ""))
+            log_tail=problem.log_tail if problem is not None else "",
+            bound=result.bindings.get(node.name), unbound_reason=result.unbound.get(node.name)))
     return reports
 
 

@@ -112,6 +112,9 @@ def test_the_allreduce_passes_when_hostnames_lead_to_loopback_or_nowhere(pair: C
     assert outcome.passed, run.printed
     assert outcome.verdict is not None and outcome.verdict.world_size == 4
     assert "pick an address by the hostname" not in run.printed
+    document = {n["node"]: n for n in outcome.to_dict()["nodes"]}
+    assert {node: n["bound"] for node, n in document.items()} == {
+        node: {"address": lab.node(node).mgmt_ip, "interface": "eth0"} for node in NODES}
     assert processes_of(outcome.run_id) == []
 
 
@@ -123,6 +126,7 @@ def test_without_the_binding_the_loopback_trap_is_real(pair: Cluster, monkeypatc
         run = pair.allreduce(**TINY, timeout=30)
     assert not run.outcome.passed
     assert "binding switched off by the test; its ranks pick an address by the hostname" in run.printed
+    assert {n.node: n.unbound_reason for n in run.outcome.nodes} == {node: "binding switched off by the test" for node in NODES}
     tails = " ".join(n.log_tail for n in run.outcome.nodes)
     assert "127.0.0.1" in tails or "127.0.1.1" in tails, run.printed
     assert processes_of(run.outcome.run_id) == []
