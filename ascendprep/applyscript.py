@@ -28,6 +28,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional
 
+from ascendprep import limits
 from ascendprep import sysctl as sysctl_rules
 from ascendprep.envfiles import MANAGED_HEADER
 from ascendprep.limits import APPLY_HCCN_BUSY_RETRIES
@@ -48,6 +49,11 @@ OWN_DIR = ENV_SH.rsplit("/", 1)[0] + "/"
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/+-]+$")
 _STEP = re.compile(r"^@@ascendprep-step (\S+) rc=(-?\d+)(?: tries=(\d+))?@@$")
 _END = "@@ascendprep-end@@"
+
+#: What a step's output may be on the node (its end, with the exit status after it): a tool that
+#: prints megabytes costs this, and the step says so (limits.REMOTE_CALL_OUTPUT_CAP).
+_STEP_OUTPUT_KEEP = limits.REMOTE_CALL_OUTPUT_CAP
+_STEP_OUTPUT_KEEP_KB = limits.REMOTE_CALL_OUTPUT_CAP // 1024
 
 _PRELUDE = """\
 set -u
@@ -87,9 +93,19 @@ fi
 _ap_report() {{
   printf '@@ascendprep-step %s rc=%s tries=%s@@\\n%s\\n{end}\\n' "$1" "$2" "$3" "$4"
 }}
+# Runs "$@" and sets _ap_out (its output, only the end past {keep_kb} KB: a tool printing
+# megabytes costs this much) and _ap_rc (its exit status).
+_ap_run() {{
+  _ap_all=$({{ "$@" 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c {keep})
+  _ap_rc=${{_ap_all##*@@ap-rc=}}
+  _ap_out=$(printf '%s' "${{_ap_all%@@ap-rc=*}}")
+  if [ "${{#_ap_all}}" -ge {keep} ]; then _ap_out="[output over {keep_kb} KB: only its end is kept]
+$_ap_out"; fi
+  case $_ap_rc in '' | *[!0-9]*) _ap_rc=125 ;; esac
+}}
 _ap_step() {{
   _ap_id=$1; shift
-  _ap_out=$("$@" 2>&1); _ap_rc=$?
+  _ap_run "$@"
   _ap_report "$_ap_id" "$_ap_rc" 1 "$_ap_out"
   return $_ap_rc
 }}
@@ -97,7 +113,7 @@ _ap_hccn() {{
   _ap_id=$1; shift
   _ap_try=1; _ap_wait=1
   while :; do
-    _ap_out=$("$@" 2>&1); _ap_rc=$?
+    _ap_run "$@"
     if [ "$_ap_rc" -eq 0 ] || [ "$_ap_try" -gt {busy_retries} ]; then break; fi
     case $_ap_out in *{busy_text}*) ;; *) break ;; esac
     sleep "$_ap_wait"
@@ -219,6 +235,7 @@ def render_apply_script(changes: list[Change], hccn_tool: Optional[str], lock_di
     prelude = _PRELUDE.format(
         lock_dir=_q(lock_dir), lock_name=LOCK_NAME, locked_rc=LOCKED_RC, end=_END,
         busy_retries=int(busy_retries), busy_text=_q(BUSY_TEXT), header=_q(MANAGED_HEADER),
+        keep=_STEP_OUTPUT_KEEP, keep_kb=_STEP_OUTPUT_KEEP_KB,
     )
     body = "\n".join(_step(change, hccn_tool) for change in ordered(changes))
     return f"{prelude}\n{body}\nexit 0\n"

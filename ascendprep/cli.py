@@ -18,6 +18,7 @@ from ascendprep.report import console as report_console
 from ascendprep.report.text import markup_safe
 
 from ascendprep import __version__, exitcodes
+from ascendprep.limits import COMMAND_DEADLINE_MIN_S
 from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.cli import lab_group
@@ -54,6 +55,12 @@ def main() -> None:
 
 _host_key_option = click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")
 _forks_option = click.option("--forks", type=click.IntRange(1, 1024), default=None, help="Hosts worked on at once (default: the inventory's ssh.forks).")
+_timeout_option = click.option(
+    "--timeout", type=click.FloatRange(min=COMMAND_DEADLINE_MIN_S), default=None, metavar="SECONDS",
+    help="Seconds the whole command may take; hosts still at work then are reported as timed out and the "
+    "rest is reported as usual, exit 1 (default: per phase and wave of --forks hosts, ssh.connect_timeout + "
+    "ssh.command_timeout, plus 30).",
+)
 
 
 @main.command("plan")
@@ -65,8 +72,9 @@ _forks_option = click.option("--forks", type=click.IntRange(1, 1024), default=No
 @click.option("--nodes", "node_limit", default="8", show_default=True, metavar="N|all", help="--offline text output: per-node tables to show.")
 @_host_key_option
 @_forks_option
+@_timeout_option
 @ask_sudo_password_option
-def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int], ask_sudo_password: bool) -> None:
+def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool) -> None:
     """Show what must change so that every host matches INVENTORY, and save that plan.
 
     Reads every host (one SSH connection and one script each), diffs per host and NPU — device
@@ -86,7 +94,7 @@ def plan_command(inventory: Path, offline: bool, output: Optional[Path], detaile
     from ascendprep.commands.plan import run_plan
 
     try:
-        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password))
+        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), timeout)
     except InputError as error:
         fail_input(error)
     sys.exit(code)
@@ -138,8 +146,9 @@ def _write_csv(desired: "DesiredState") -> None:
 @click.option("--inventory", "inventory_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="The inventory to apply (must be the one the plan was made from; default: the one the plan names).")
 @_host_key_option
 @_forks_option
+@_timeout_option
 @ask_sudo_password_option
-def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], ask_sudo_password: bool) -> None:
+def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool) -> None:
     """Carry out the saved plan (default .ascendprep/plan.json).
 
     Every host is read again first and diffed against the inventory: what runs is that fresh
@@ -150,7 +159,7 @@ def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], acce
     from ascendprep.commands.apply import run_apply
 
     try:
-        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path)
+        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path, timeout)
     except InputError as error:
         fail_input(error)
     sys.exit(code)

@@ -26,7 +26,8 @@ FACTS_SCHEMA_VERSION = 1
 
 #: Why a probe yielded no value. ``unsupported``: the tool said the command does not exist
 #: on this product (hccn_tool exit 13 with "not supported"), which checks may treat as benign.
-ERROR_KINDS = ("timeout", "error", "missing", "unsupported")
+#: ``over_cap``: the tool printed more than the node-side cap (limits.REMOTE_CALL_OUTPUT_CAP).
+ERROR_KINDS = ("timeout", "error", "missing", "unsupported", "over_cap")
 
 
 class FactsFormatError(ValueError):

@@ -74,7 +74,7 @@ def gather_facts(session: Session, inventory: Inventory, progress: Optional[Prog
         return Gathered(facts, result.stdout, result.stderr, result.seconds)
 
     targets = [h for h in session.hosts if only is None or h.name in only]
-    return session.run(job, progress, hosts=targets)
+    return session.run(job, progress, hosts=targets, step="gathering facts")
 
 
 @dataclass(frozen=True)
@@ -96,5 +96,5 @@ def apply_changes(session: Session, changes_by_host: dict[str, list[Change]], hc
         return AppliedHost(parse_apply_output(result.stdout), result.rc, result.stderr, result.rc == LOCKED_RC)
 
     targets = [h for h in session.hosts if changes_by_host.get(h.name)]
-    return session.run(job, progress, hosts=targets)
+    return session.run(job, progress, hosts=targets, step="applying changes")
 

@@ -93,6 +93,28 @@ PLAN_FILE_MAX_BYTES = 64 * 1024 * 1024
 #: Extra tries of an ``hccn_tool`` set command that answered "hccn_tool is busy" (exit 11),
 #: after 1, 2, 4 s: the gather's default (probes/gather.py ``busy_retries=3``) and back-off.
 APPLY_HCCN_BUSY_RETRIES = 3
+# --- node-side output caps, command deadlines and read-back tails (issue 19, helper h4) ---------
+
+#: Environment variable that overrides :data:`REMOTE_CALL_OUTPUT_CAP` (bytes, 1 to 64 MiB).
+REMOTE_CALL_OUTPUT_CAP_ENV = "ASCENDPREP_REMOTE_CALL_OUTPUT_CAP"
+
+#: Bytes of a cut tool output that the node still sends back, as evidence of what it printed
+#: (the parsers never see it: a cut output is "could not read X: output over N KB").
+REMOTE_CUT_EXCERPT = 4 * 1024
+
+#: The overall deadline of ``plan``, ``apply`` and ``verify``, in seconds, when ``--timeout`` is
+#: not given: per phase and per wave of ``forks`` hosts, the connect timeout plus the per-script
+#: ``ssh.command_timeout``, plus this much slack for the local work around the phases.
+COMMAND_DEADLINE_SLACK_S = 30
+
+#: Lowest ``--timeout`` accepted, in seconds (below it not even one connection can be set up).
+COMMAND_DEADLINE_MIN_S = 5
+
+#: Bytes of a node's all-reduce (torchrun) log read back from the node: its end, where the error
+#: is; a longer log is marked as cut. Override: ``ASCENDPREP_ALLREDUCE_LOG_TAIL`` (bytes, read
+#: when the command starts).
+ALLREDUCE_LOG_TAIL = 4 * 1024 * 1024
+ALLREDUCE_LOG_TAIL_ENV = "ASCENDPREP_ALLREDUCE_LOG_TAIL"
 
 # --- host addresses and hostname resolution (probes/netaddr.py) ---------------------------------
 

@@ -23,13 +23,14 @@ table (in the lab they do), and one node's cleanup must not touch another's rank
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ascendprep import limits
 from ascendprep.facts import InterfaceAddress
-from ascendprep.limits import MAX_HOST_ADDRESSES
 from ascendprep.probes.netaddr import IFNAME_RE, ip_literal, parse_ip_addr
 from ascendprep.probes.paths import SET_ENV_SH
 from ascendprep.probes.text import UnexpectedOutput
@@ -40,8 +41,16 @@ LOG_END = f"{MARK} log-end"
 RUN_DIR_PREFIX = "/tmp/ascendprep-allreduce-"
 LOG_NAME = "torchrun.log"
 WORKER_NAME = "worker.py"
-#: How much of a node's log comes back (its tail): records are a few KiB per rank.
-LOG_MAX_BYTES = 4 * 1024 * 1024
+def _log_tail_bytes() -> int:
+    """limits.ALLREDUCE_LOG_TAIL, or its environment override when that is a positive number."""
+    text = os.environ.get(limits.ALLREDUCE_LOG_TAIL_ENV, "").strip()
+    return int(text) if text.isdigit() and 0 < len(text) <= 12 and int(text) > 0 else limits.ALLREDUCE_LOG_TAIL
+
+
+#: How much of a node's log comes back (its tail): records are a few KiB per rank. A longer log
+#: comes back with LOG_CUT_LINE first.
+LOG_MAX_BYTES = _log_tail_bytes()
+LOG_CUT_LINE = "[ascendprep: the log is longer than {} bytes; only its end follows]"
 #: Exit status of the launch script when set_env.sh is missing (nothing was started).
 NO_SET_ENV_RC = 3
 #: Seconds between SIGTERM (ranks write their record and exit) and SIGKILL.
@@ -125,7 +134,7 @@ else
   echo "{MARK} probe-rc $rc"
   if [ "$rc" -ne 0 ]; then printf '%s\\n' "$err" | tail -n 5 | sed 's/^/{MARK} probe-err /'; fi
 fi
-PATH="$PATH:/usr/sbin:/sbin" ip -o addr show 2>/dev/null | head -n {MAX_HOST_ADDRESSES} | sed 's/^/{MARK} addr /'
+PATH="$PATH:/usr/sbin:/sbin" ip -o addr show 2>/dev/null | head -n {limits.MAX_HOST_ADDRESSES} | sed 's/^/{MARK} addr /'
 """
 
 
@@ -229,12 +238,14 @@ ap_kill_all() {
 ap_print_log() {
   if [ -f "$d/LOG_FILE" ]; then
     echo "MARKER log-begin"
+    if [ "$(($(wc -c <"$d/LOG_FILE")))" -gt LOG_MAX ]; then echo "LOG_CUT"; fi
     tail -c LOG_MAX "$d/LOG_FILE"
     echo
     echo "MARKER log-end"
   fi
 }
-""".replace("KILL_GRACE", str(KILL_GRACE_S)).replace("LOG_MAX", str(LOG_MAX_BYTES)) \
+""".replace("LOG_CUT", LOG_CUT_LINE.format(LOG_MAX_BYTES)).replace("KILL_GRACE", str(KILL_GRACE_S)) \
+    .replace("LOG_MAX", str(LOG_MAX_BYTES)) \
     .replace("MARKER", MARK).replace("LOG_FILE", LOG_NAME)
 
 

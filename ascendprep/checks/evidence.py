@@ -59,7 +59,7 @@ def run_pings(session: Session, plan: PingPlan, progress: Optional[Progress] = N
         return PingRun(tuple(parse_ping_output(result.stdout)), result.stdout, result.stderr, result.seconds, result.timed_out)
 
     targets = [h for h in session.hosts if h.name in work]
-    return session.run(job, progress, hosts=targets)
+    return session.run(job, progress, hosts=targets, step="pinging NPU pairs")
 
 
 def _ping_problem(run: PingRun) -> Optional[str]:

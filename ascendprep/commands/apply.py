@@ -34,6 +34,8 @@ from ascendprep.hosts import AppliedHost, apply_changes, gather_facts, host_acce
 from ascendprep.inventory import Inventory, inventory_from_text
 from ascendprep.plan import Change, diff_host, managed_keys, reconcile
 from ascendprep.planfile import DEFAULT_PLAN, PlanFile, read_inventory_bytes, read_plan, write_plan
+from ascendprep.probes.shell import checked_output_cap_override
+from ascendprep.remote.deadline import command_deadline
 from ascendprep.remote.fanout import HostOutcome, Session
 from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.remote.sudo import SudoPassword
@@ -117,15 +119,20 @@ def _check_hosts(saved: PlanFile, desired: DesiredState) -> list[str]:
     return problems
 
 
-def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None) -> int:
+#: Remote phases of ``apply`` (for the default deadline): a fresh gather, then the changes.
+APPLY_PHASES = 2
+
+
+def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None) -> int:
     out = report_console()
     err = report_console(stderr=True)
     path = plan_path or DEFAULT_PLAN
+    checked_output_cap_override()
     saved: PlanFile = read_plan(path)
     journal = ApplyJournal(path, saved.cluster)
     try:
         with _sigterm_unwinds():
-            return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path)
+            return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path, timeout)
     except Refused as refused:
         journal.finish("refused", "\n".join([refused.heading, *refused.lines]))
         err.print(f"[red]{markup_safe(refused.heading)}[/]", soft_wrap=True)
@@ -151,7 +158,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
         journal.finish("finished")
 
 
-def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path]) -> int:
+def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float]) -> int:
     inventory = _load_inventory(path, saved, inventory_path)
     if inventory_path is None:
         err.print(f"Inventory: {inventory.source} (named by the plan; --inventory names it yourself)", markup=False, soft_wrap=True)
@@ -171,7 +178,9 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
 
     nodes = [n for n in inventory.nodes if n.name in planned]
     accesses = host_accesses(inventory, accept_new_host_keys, nodes)
-    with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password) as session:
+    ssh = inventory.model.ssh
+    deadline = command_deadline(timeout, len(nodes), forks or ssh.forks, ssh.connect_timeout, ssh.command_timeout, APPLY_PHASES)
+    with Session(accesses, forks or ssh.forks, sudo_password=sudo_password, deadline=deadline) as session:
         gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned))
         to_apply: dict[str, list[Change]] = {}
         stale: list[str] = []

@@ -25,6 +25,7 @@ import click
 
 from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
 from ascendprep.limits import KEEP_RUNS_DEFAULT
+from ascendprep.limits import COMMAND_DEADLINE_MIN_S
 
 ALLREDUCE_MODULE = "ascendprep.allreduce.launch"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
@@ -68,7 +69,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="--allreduce: seconds the whole run may take (default 600); each phase gets a share.")
+@click.option("--timeout", type=click.FloatRange(min=COMMAND_DEADLINE_MIN_S), default=None, metavar="SECONDS", help="Seconds the whole command may take; hosts still at work then are reported as timed out, the report and the bundle are still written, exit 1 (default: per phase and wave of --forks hosts, ssh.connect_timeout + ssh.command_timeout, plus 30; with --allreduce plus its 600). --allreduce gets what is left, at most 600 s unless --timeout is given.")
 def verify_command(
     inventory: Optional[Path],
     only: Sequence[str],
@@ -104,12 +105,14 @@ def verify_command(
         raise click.UsageError("give either INVENTORY or --from-bundle, not both")
     if from_bundle is None and inventory is None:
         raise click.UsageError("missing INVENTORY (or --from-bundle DIR)")
-    if from_bundle is not None and (allreduce or mesh or accept_new_host_keys or forks):
-        raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys and --forks do not apply")
+    if from_bundle is not None and (allreduce or mesh or accept_new_host_keys or forks or timeout):
+        raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
     allreduce_options = _allreduce_options(
         allreduce,
-        {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect, "timeout": timeout},
+        {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect},
     )
+    if allreduce_options is not None and timeout is not None:
+        allreduce_options = type(allreduce_options)(**{**vars(allreduce_options), "timeout": timeout})
     from ascendprep.commands.verify_run import VerifyOptions, run_verify
 
     options = VerifyOptions(
@@ -125,6 +128,7 @@ def verify_command(
         forks=forks,
         sudo_password=prompt_sudo_password(ask_sudo_password) if from_bundle is None else None,
         allreduce=allreduce_options,
+        timeout=timeout,
     )
     try:
         code = run_verify(options)

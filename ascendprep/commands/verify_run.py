@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -39,7 +39,10 @@ from ascendprep.hosts import host_accesses
 from ascendprep.inventory import Inventory, inventory_from_text
 from ascendprep.limits import KEEP_RUNS_DEFAULT
 from ascendprep.remote.sudo import SudoPassword
+from ascendprep.remote.deadline import Deadline, command_deadline
 from ascendprep.remote.fanout import Session
+from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
+from ascendprep.report.limits_hit import collect_limits_hit
 from ascendprep.remote.progress import progress_for_terminal
 from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
@@ -65,6 +68,8 @@ class VerifyOptions:
     runs_dir: Optional[Path] = None
     #: Run folders kept under runs_dir after this run's bundle is saved (``--keep-runs``).
     keep_runs: int = KEEP_RUNS_DEFAULT
+    #: ``--timeout``: seconds the whole command may take (None: derived from the fleet).
+    timeout: Optional[float] = None
 
 
 @dataclass
@@ -83,6 +88,8 @@ class _Run:
     allreduce_findings: List[Finding]
     allreduce_doc: Optional[Dict[str, Any]] = None
     from_bundle: Optional[str] = None
+    #: Limits the live run hit (report.limits_hit); a bundle re-check hits none.
+    limits_hit: List[Dict[str, Any]] = field(default_factory=list)
 
 
 def _fail_input(error: InputError, console: Console) -> int:
@@ -101,6 +108,7 @@ def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
 
 def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
     assert options.inventory is not None
+    checked_output_cap_override()
     path = options.inventory
     text = read_input_text(path)
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
@@ -118,17 +126,42 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     accesses = host_accesses(inventory, options.accept_new_host_keys)
     allreduce_findings: List[Finding] = []
     allreduce_doc = None
-    with Session(accesses, options.forks or inventory.model.ssh.forks, sudo_password=options.sudo_password) as session:
+    deadline = verify_deadline(inventory, options)
+    with Session(accesses, options.forks or inventory.model.ssh.forks, sudo_password=options.sudo_password, deadline=deadline) as session:
         hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
         if options.allreduce is not None:
             from ascendprep.allreduce.launch import run_allreduce  # written separately; loaded only when asked for
 
             shown = err if options.output_format == "json" else Console(highlight=False)
-            outcome = run_allreduce(inventory, session, options.allreduce, shown)
+            outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
             allreduce_findings = list(outcome.findings)
             allreduce_doc = outcome.to_dict()
         execs = session.exec_counts()
-    return _Run(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc)
+    limits_hit = collect_limits_hit(session.limits_hit, {name: host.facts for name, host in hosts.items()}, remote_call_output_cap())
+    return _Run(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc, limits_hit=limits_hit)
+
+
+#: Remote phases of ``verify`` (for the default deadline): the gather, then the pings.
+VERIFY_PHASES = 2
+
+
+def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
+    """``--timeout``, or the default for this fleet; --allreduce adds its own default budget."""
+    ssh = inventory.model.ssh
+    deadline = command_deadline(options.timeout, len(inventory.nodes), options.forks or ssh.forks, ssh.connect_timeout, ssh.command_timeout, VERIFY_PHASES)
+    if options.timeout is None and options.allreduce is not None:
+        from ascendprep.allreduce.options import DEFAULT_TIMEOUT_S
+
+        deadline.seconds += DEFAULT_TIMEOUT_S
+    return deadline
+
+
+def _allreduce_within(allreduce: Any, deadline: Deadline) -> Any:
+    """The all-reduce's options with its overall limit cut to what is left of the command's."""
+    from ascendprep.allreduce.options import DEFAULT_TIMEOUT_S, MIN_TIMEOUT_S
+
+    wanted = allreduce.timeout if allreduce.timeout is not None else DEFAULT_TIMEOUT_S
+    return replace(allreduce, timeout=max(MIN_TIMEOUT_S, min(wanted, deadline.remaining())))
 
 
 def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[_Run]:
@@ -195,6 +228,8 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
 def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     results: List[CheckResult] = run_checks(run.desired, run.hosts, run.pings, run.selection, run.day)
     code = exitcodes.OK if no_errors(results) and not has_errors(run.allreduce_findings) else exitcodes.FAILED
+    if any(hit["limit"] == "command_timeout" for hit in run.limits_hit):
+        code = exitcodes.FAILED  # incomplete, whatever the checks of the rest say
     node_order = [n.name for n in run.desired.inventory.nodes]
     if options.junit is not None:
         try:
@@ -216,6 +251,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         bundle=str(target) if target else None,
         from_bundle=run.from_bundle,
     )
+    document["limits_hit"] = run.limits_hit
     if target is not None:
         target = _save_bundle(run, target, document, options.keep_runs, err)
     if options.output_format == "json":
@@ -225,4 +261,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         if run.from_bundle:
             out.print(f"Re-checked the evidence in {escape(run.from_bundle)} (gathered {run.day.isoformat()}); no host was contacted.")
         print_verify(out, results, run.hosts, node_order, run.allreduce_findings, str(target) if target else None)
+        for hit in run.limits_hit:
+            if hit["limit"] == "command_timeout":
+                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(', '.join(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
     return code

@@ -167,9 +167,10 @@ def status_command(name: str, output: str) -> None:
 @click.option("--npu", type=int, default=None, help="One NPU (device id); default every NPU of the node.")
 @click.option("--rate", default=None, help="slow: the link rate, e.g. 8mbit (the default).")
 @click.option("--version", "version", default=None, help="cann-drift / torch-npu-drift: the version to drift to.")
-def fault_command(node: str, kind: str, name: str, npu: Optional[int], rate: Optional[str], version: Optional[str]) -> None:
+@click.option("--size", default=None, help="hccn-flood: what each hccn_tool call prints, e.g. 512K or 30M (the default).")
+def fault_command(node: str, kind: str, name: str, npu: Optional[int], rate: Optional[str], version: Optional[str], size: Optional[str]) -> None:
     """Inject fault KIND on NODE."""
-    record = _guarded(lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version))
+    record = _guarded(lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version, size=size))
     click.echo(f"fault in force: {_describe(record)}")
 
 
@@ -214,7 +215,7 @@ def _describe(record: dict[str, Any]) -> str:
     text = f"{record['node']} {record['kind']}"
     if record.get("npu") is not None:
         text += f" npu {record['npu']}"
-    for key in ("rate", "version"):
+    for key in ("rate", "version", "size"):
         if record.get(key):
             text += f" {key} {record[key]}"
     return visible(text)

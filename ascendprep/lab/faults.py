@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import platform
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
@@ -31,6 +32,15 @@ NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", 
 FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
 DEFAULT_SLOW_RATE = "8mbit"
 HOSTS_FILE = "/etc/hosts"
+_SIZE_RE = re.compile(r"^([0-9]{1,10})([KMG]?)$")
+
+
+def parse_size(text: str) -> int:
+    """``30M``, ``512K``, ``1G`` or plain bytes (powers of 1024), for ``--size``."""
+    match = _SIZE_RE.match(text.strip().upper())
+    if not match:
+        raise LabError(f"--size {text!r}: give bytes, or a number with K, M or G (e.g. 30M)")
+    return int(match.group(1)) * 1024 ** " KMG".index(match.group(2) or " ")
 
 
 def inject(
@@ -41,8 +51,12 @@ def inject(
     npu: Optional[int] = None,
     rate: Optional[str] = None,
     version: Optional[str] = None,
+    size: Optional[str] = None,
 ) -> dict[str, Any]:
-    """Put fault ``kind`` in force on ``node``; returns its record (as ``lab status`` shows it)."""
+    """Put fault ``kind`` in force on ``node``; returns its record (as ``lab status`` shows it).
+
+    ``size`` (hccn-flood): what each hccn_tool call prints, e.g. ``30M`` (the default).
+    """
     target = lab.node(node)
     if kind not in FAULT_KINDS:
         raise LabError(f"unknown fault {kind!r}; choose one of: {', '.join(FAULT_KINDS)}")
@@ -56,14 +70,20 @@ def inject(
         raise LabError("--rate only applies to the 'slow' fault")
     if version is not None and kind not in ("cann-drift", "torch-npu-drift"):
         raise LabError("--version only applies to cann-drift and torch-npu-drift")
+    if size is not None and kind != "hccn-flood":
+        raise LabError("--size only applies to the 'hccn-flood' fault")
     if kind in DEVICE_FAULTS:
         from ascendprep.lab.sim import state
 
+        flood = parse_size(size) if size is not None else None
         try:
-            state.set_fault(lab.state_dir, node, kind, npu=npu)
+            state.set_fault(lab.state_dir, node, kind, npu=npu, size=flood)
         except ValueError as exc:
             raise LabError(str(exc)) from None
-        return {"node": node, "kind": kind, "npu": npu, "level": "device"}
+        record = {"node": node, "kind": kind, "npu": npu, "level": "device"}
+        if kind == "hccn-flood":
+            record["size"] = flood if flood is not None else state.DEFAULT_FLOOD_BYTES
+        return record
     with _locked_records(lab) as records:
         if any(r["node"] == node and r["kind"] == kind and r.get("npu") == npu for r in records):
             raise LabError(f"{kind} is already in force on {node}; heal it first")
@@ -102,7 +122,7 @@ def _device_faults(lab: "Lab") -> list[dict[str, Any]]:
     from ascendprep.lab.sim import state
 
     return [
-        {"node": f["node"], "kind": f["kind"], "npu": f.get("npu"), "level": "device"}
+        {"node": f["node"], "kind": f["kind"], "npu": f.get("npu"), "level": "device", **({"size": f["size"]} if "size" in f else {})}
         for f in state.list_faults(lab.state_dir)
     ]
 

@@ -49,6 +49,29 @@ def dcmi_failure(text: str) -> Optional[str]:
     return None
 
 
+#: The probe error kind of a tool output the node-side script cut (see probes/shell.py ap_run).
+OVER_CAP_KIND = "over_cap"
+
+
+def size_text(count: int) -> str:
+    """``256 KB`` for whole KiB, else ``100 bytes``: how messages name a cap."""
+    return f"{count // 1024} KB" if count >= 1024 and count % 1024 == 0 else f"{count} bytes"
+
+
+def over_cap_error(section: Section, probe: str, what: str, npu: Optional[int] = None) -> Optional[ProbeError]:
+    """The error of a section whose output the node cut (``over=`` attribute), else None.
+
+    A cut output is never parsed: half a table could read as a wrong but plausible value.
+    """
+    streams = section.attrs.get("over")
+    if not streams:
+        return None
+    cap = section.int_attr("cap")
+    limit = size_text(cap) if cap else "the cap"
+    where = "" if streams == "stdout" else f" ({streams.replace('+', ' and ')})"
+    return ProbeError(probe=probe, kind=OVER_CAP_KIND, message=f"could not read {what}: output over {limit}{where}", npu=npu)
+
+
 def classify_failure(
     section: Section, probe: str, what: str, npu: Optional[int] = None, timeout_s: Optional[int] = None
 ) -> ProbeError:

@@ -31,7 +31,7 @@ from ascendprep.facts import (
     Versions,
 )
 from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
-from ascendprep.probes.failures import classify_failure, dcmi_failure
+from ascendprep.probes.failures import classify_failure, dcmi_failure, over_cap_error
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
 
@@ -138,17 +138,17 @@ def _body(npus: Optional[int], python_path: str, sysctl_keys: Tuple[str, ...]) -
         "ap_run hostname '' uname -n",
         "ap_run arch '' uname -m",
         "AP_ARCH=",
-        'if [ "$ap_rc" -eq 0 ]; then AP_ARCH=$(cat "$AP_TMP/out"); fi',
+        'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_ARCH=$(cat "$AP_TMP/out"); fi',
         "case $AP_ARCH in '' | *[!A-Za-z0-9_]*) AP_ARCH=unknown ;; esac",
         "ap_run os_release '' ap_os_release",
         "",
         "# NPUs: npu-smi's list gives NPU ids and chips; health is asked per chip.",
         f'ap_run tool.npu_smi \'\' ap_locate npu-smi "$AP_HOME/{paths.NPU_SMI_IN_HOME}"',
         "AP_NPUSMI= AP_CHIPS=",
-        'if [ "$ap_rc" -eq 0 ]; then AP_NPUSMI=$(cat "$AP_TMP/out"); fi',
+        'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_NPUSMI=$(cat "$AP_TMP/out"); fi',
         'if [ -n "$AP_NPUSMI" ]; then',
         "\tap_run npu_smi.list '' ap_tool \"$AP_NPUSMI\" info -l",
-        '\tif [ "$ap_rc" -eq 0 ]; then AP_CHIPS=$(ap_npu_chips <"$AP_TMP/out"); fi',
+        '\tif [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_CHIPS=$(ap_npu_chips <"$AP_TMP/out"); fi',
         "fi",
     ]
     if npus is None:
@@ -219,6 +219,20 @@ def _body(npus: Optional[int], python_path: str, sysctl_keys: Tuple[str, ...]) -
     return "\n".join(lines) + "\n"
 
 
+#: Sections with one fixed probe name and command: section → (probe, command as messages name it).
+_FIXED_PROBES: Dict[str, Tuple[str, str]] = {
+    "hostname": ("hostname", "uname -n"),
+    "arch": ("arch", "uname -m"),
+    "os_release": ("os_release", f"cat {paths.OS_RELEASE}"),
+    "tool.npu_smi": ("npu_smi", "locating npu_smi"),
+    "tool.hccn_tool": ("hccn_tool", "locating hccn_tool"),
+    "npu_smi.list": ("npu_smi.list", "npu-smi info -l"),
+    "file.hccn_conf": ("hccn_conf", f"cat {paths.HCCN_CONF}"),
+    "file.sysctl": ("sysctl_file", f"cat {paths.SYSCTL_FILE}"),
+    "python": ("python", "python probe (importlib.metadata)"),
+}
+
+
 def parse_gather_output(text: str) -> HostFacts:
     """HostFacts from a gather script's stdout. Never raises: every failure becomes a ProbeError."""
     return _FactsBuilder(text).build()
@@ -246,6 +260,8 @@ class _FactsBuilder:
             self.errors.append(ProbeError(probe="gather", kind="error", message=self.transcript.problem))
         for section in self.transcript.sections:
             handler = self._handler(section.name)
+            if handler is not None and self._cut(section):
+                continue
             if handler is None:
                 self._error(section.name, "error", f"unknown section {section.name!r} in the gather output")
                 continue
@@ -253,7 +269,8 @@ class _FactsBuilder:
                 handler(section)
             except (ValueError, LookupError, TypeError, ArithmeticError, RecursionError) as exc:
                 # One odd output (a 5,000-digit number int() refuses) costs that probe, not the host.
-                self._error(section.name, "error", f"output that could not be read ({type(exc).__name__}: {exc})", section.npu)
+                probe, what, npu = self._probe_of(section)
+                self._error(probe, "error", f"{what}: unreadable output ({type(exc).__name__}: {str(exc)[:200]})", npu)
         self.versions["cann"] = tuple(self.versions["cann"])
         return HostFacts(
             ascend_home=self.ascend_home,
@@ -319,6 +336,33 @@ class _FactsBuilder:
     def _home_path(self, relative: str) -> str:
         home = (self.ascend_home or paths.DEFAULT_ASCEND_HOME).rstrip("/")
         return f"{home}/{relative}"
+
+    def _cut(self, section: Section) -> bool:
+        """Record the error of a section the node cut for size (it never reaches its parser)."""
+        probe, what, npu = self._probe_of(section)
+        error = over_cap_error(section, probe, what, npu)
+        if error is not None:
+            self.errors.append(error)
+        return error is not None
+
+    def _probe_of(self, section: Section) -> Tuple[str, str, Optional[int]]:
+        """(probe, command as messages name it, npu) of a section, as its handler reports them."""
+        name = section.name
+        if name in hccn.QUERIES:
+            return name, f"hccn_tool -i {section.npu} {' '.join(hccn.QUERIES[name])}", section.npu
+        if name == "npu_smi.health":
+            return name, f"npu-smi info -i {section.npu} -c {section.int_attr('chip')} -t health", section.npu
+        if name.startswith("firewall.") and name.split(".", 1)[1] in _FIREWALLS:
+            return name, _FIREWALLS[name.split(".", 1)[1]][1], None
+        if name in _VERSION_SECTIONS:
+            return name, f"cat {self._home_path(section.attrs.get('file', ''))}", None
+        if name == "sysctl":
+            key = section.attrs.get("key", "?")
+            return f"sysctl:{key}", f"cat {paths.proc_sys_path(key)}", None
+        if name == "managed":
+            path = section.attrs.get("path", "?")
+            return f"file:{path}", f"sha256sum {path}", None
+        return _FIXED_PROBES.get(name, (name, name)) + (None,)
 
     # -- sections ------------------------------------------------------------------------
 

@@ -14,16 +14,19 @@ import shlex
 from typing import List, Optional, Sequence, Tuple
 
 from ascendprep.facts import PingResult
-from ascendprep.probes.failures import BUSY_TEXT, classify_failure
+from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamble
 
 KIND = "ping"
 
+#: ``(?<!\d)`` and at most 9 digits: a match starts only at the first digit of a number and a
+#: 5,000-digit number is not one of hccn_tool's counts, so hostile digit runs cost one pass (not
+#: one per digit, which is quadratic) and never reach int() (which refuses over 4,300 digits).
 _SUMMARY_RE = re.compile(
-    # Digit runs bounded: a 5,000-digit count is not a ping summary (int() would refuse it anyway).
-    r"(?<!\d)(\d{1,20})\s+packets transmitted,\s*(\d{1,20})\s+received,\s*(?<![\d.])([\d.]{1,24})%\s+packets?\s+loss", re.IGNORECASE
+    r"(?<!\d)(\d{1,9})\s+packets transmitted,\s*(\d{1,9})\s+received,\s*([\d.]{1,16})%\s+packets?\s+loss",
+    re.IGNORECASE,
 )
 
 _PING_FUNCTION = r"""# ap_ping NPU ADDRESS: one hccn_tool ping (exit 127 when hccn_tool is absent).
@@ -110,6 +113,9 @@ def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
 def _result(section: Section, timeout_s: Optional[int]) -> PingResult:
     npu, target = section.npu, section.attrs["target"]
     assert npu is not None
+    cut = over_cap_error(section, "ping", f"hccn_tool -i {npu} -ping -g address {target}", npu)
+    if cut is not None:
+        return PingResult(npu=npu, target=target, ok=False, error=cut.message)
     summary = parse_ping_summary(section.stdout)
     sent, received, loss = summary if summary else (None, None, None)
     ok = section.rc == 0 and summary is not None and sent == received and (sent or 0) > 0

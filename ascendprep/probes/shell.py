@@ -1,7 +1,9 @@
 """The POSIX sh pieces shared by the probe scripts, and the checks on every value put into them.
 
 Scripts are fed to ``sh -s`` over SSH, so they must run under dash as well as bash and need
-nothing beyond coreutils (``timeout``, ``mktemp``, ``tail``, ``cat``) and the Ascend tools.
+nothing beyond coreutils (``timeout``, ``mktemp``, ``head``, ``tail``, ``wc``, ``cat``) and the
+Ascend tools. Each command's stdout and stderr are cut at a cap on the node (``ap_capture``), so
+a tool that prints megabytes costs the controller a marked excerpt, not the megabytes.
 Every command's stdin is ``/dev/null`` and the body runs inside a function called with stdin
 redirected: a tool that reads stdin must not swallow the rest of the script.
 
@@ -11,8 +13,11 @@ anything that fails validation raises :class:`UnsafeValue` naming the parameter.
 
 from __future__ import annotations
 
+import os
 import shlex
+from typing import Optional
 
+from ascendprep import limits
 from ascendprep.probes.paths import HCCN_TOOL_IN_HOME
 from ascendprep.probes.sections import header_line
 
@@ -20,6 +25,28 @@ from ascendprep.probes.sections import header_line
 MAX_DEVID = 99
 MAX_TIMEOUT_S = 3600
 MAX_BUSY_RETRIES = 20
+#: Upper bound of an overridden per-call output cap (the controller must still hold a host's calls).
+MAX_OUTPUT_CAP = 64 * 1024 * 1024
+
+
+def checked_output_cap_override() -> int:
+    """:func:`remote_call_output_cap` for a command's start: a bad override is an InputError."""
+    from ascendprep.yamlsource import InputError, Located
+
+    try:
+        return remote_call_output_cap()
+    except UnsafeValue as exc:
+        raise InputError([Located("environment", None, limits.REMOTE_CALL_OUTPUT_CAP_ENV, str(exc))]) from None
+
+
+def remote_call_output_cap() -> int:
+    """:data:`limits.REMOTE_CALL_OUTPUT_CAP`, or ``$ASCENDPREP_REMOTE_CALL_OUTPUT_CAP`` (bytes) when set."""
+    text = os.environ.get(limits.REMOTE_CALL_OUTPUT_CAP_ENV)
+    if text is None or not text.strip():
+        return limits.REMOTE_CALL_OUTPUT_CAP
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_OUTPUT_CAP:
+        raise UnsafeValue(f"{limits.REMOTE_CALL_OUTPUT_CAP_ENV} must be a number of bytes from 1 to {MAX_OUTPUT_CAP}, not {text!r}")
+    return int(text)
 
 
 class UnsafeValue(ValueError):
@@ -75,15 +102,31 @@ def quote_home(ascend_home: str) -> str:
     return shlex.quote(home)
 
 
-def preamble(kind: str, nonce: str, timeout_s: int, busy_retries: int, ascend_home: str) -> str:
-    """Settings, helper functions and the header line: everything before a script's body."""
+def preamble(
+    kind: str,
+    nonce: str,
+    timeout_s: int,
+    busy_retries: int,
+    ascend_home: str,
+    output_cap: Optional[int] = None,
+) -> str:
+    """Settings, helper functions and the header line: everything before a script's body.
+
+    ``output_cap``: bytes of one command's stdout (and of its stderr) the script keeps; past it
+    the section says ``over=stdout`` (``stderr``, ``stdout+stderr``) with ``cap=N`` and carries
+    only the first :data:`limits.REMOTE_CUT_EXCERPT` bytes. None: :func:`remote_call_output_cap`.
+    """
     timeout_s = check_int("per_command_timeout", timeout_s, 1, MAX_TIMEOUT_S)
     busy_retries = check_int("busy_retries", busy_retries, 0, MAX_BUSY_RETRIES)
+    cap = check_int("output_cap", remote_call_output_cap() if output_cap is None else output_cap, 1, MAX_OUTPUT_CAP)
     return _PREAMBLE.format(
         kind=kind,
         nonce=nonce,
         timeout=timeout_s,
         retries=busy_retries,
+        cap=cap,
+        keep=cap + 1,
+        excerpt=min(cap, limits.REMOTE_CUT_EXCERPT),
         home=quote_home(ascend_home),
         header=shlex.quote(header_line(kind, nonce)),
         hccn_in_home=HCCN_TOOL_IN_HOME,
@@ -112,6 +155,9 @@ AP_M=@@{nonce}
 AP_T={timeout}
 AP_RETRIES={retries}
 AP_HOME={home}
+AP_CAP={cap}
+AP_KEEP={keep}
+AP_EXCERPT={excerpt}
 
 AP_TMP=$(mktemp -d "${{TMPDIR:-/tmp}}/ascendprep.XXXXXX") || {{
 	echo 'ascendprep: cannot create a temporary directory' >&2
@@ -123,9 +169,41 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ap_cat FILE: print a captured file and end it with a newline, so a marker starts its own line.
+# (wc -l, not $(tail -c 1): a command substitution drops a trailing NUL and would glue the
+# marker to the tool's last line.)
 ap_cat() {{
 	cat "$1"
-	if [ -s "$1" ] && [ -n "$(tail -c 1 "$1")" ]; then echo; fi
+	if [ -s "$1" ] && [ "$(tail -c 1 "$1" | wc -l)" -eq 0 ]; then echo; fi
+}}
+
+# ap_keep FILE: keep the first AP_KEEP bytes of stdin in FILE and read the rest into nothing, so
+# a flooding tool is not killed by a closed pipe and its exit status stays its own.
+ap_keep() {{
+	head -c "$AP_KEEP" >"$1"
+	cat >/dev/null
+}}
+
+# ap_capture COMMAND...: run COMMAND with stdin closed; at most AP_KEEP bytes of its stdout go to
+# $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded).
+ap_capture() {{
+	rm -f "$AP_TMP/rc"
+	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out"
+	ap_rc=$(cat "$AP_TMP/rc" 2>/dev/null)
+	case $ap_rc in '' | *[!0-9]*) ap_rc=125 ;; esac
+	ap_over=
+	if [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi
+	if [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
+}}
+
+# ap_print FILE STREAM: the captured text; only its first AP_EXCERPT bytes when STREAM was cut.
+ap_print() {{
+	case +$ap_over+ in
+	*+"$2"+*)
+		head -c "$AP_EXCERPT" "$1" >"$AP_TMP/cut"
+		ap_cat "$AP_TMP/cut"
+		;;
+	*) ap_cat "$1" ;;
+	esac
 }}
 
 # ap_busy: did the last command say "hccn_tool is busy" (another hccn_tool was running)?
@@ -137,15 +215,15 @@ ap_busy() {{
 }}
 
 # ap_run NAME ATTRS COMMAND...: run COMMAND (again after 1, 2, 4, 8... s while hccn_tool is
-# busy, at most AP_RETRIES times) and print its section.
+# busy, at most AP_RETRIES times) and print its section. Output over AP_CAP bytes is cut: the
+# section says over=STREAM cap=AP_CAP and carries the first AP_EXCERPT bytes of it.
 ap_run() {{
 	ap_name=$1 ap_attrs=$2
 	shift 2
 	ap_try=1 ap_wait=1
 	while :; do
-		"$@" >"$AP_TMP/out" 2>"$AP_TMP/err" </dev/null
-		ap_rc=$?
-		if [ "$ap_rc" -eq 0 ] || [ "$ap_try" -gt "$AP_RETRIES" ] || ! ap_busy; then
+		ap_capture "$@"
+		if [ "$ap_rc" -eq 0 ] || [ -n "$ap_over" ] || [ "$ap_try" -gt "$AP_RETRIES" ] || ! ap_busy; then
 			break
 		fi
 		sleep "$ap_wait"
@@ -153,10 +231,11 @@ ap_run() {{
 		ap_wait=$((ap_wait * 2))
 		if [ "$ap_wait" -gt 8 ]; then ap_wait=8; fi
 	done
+	if [ -n "$ap_over" ]; then ap_attrs="$ap_attrs over=$ap_over cap=$AP_CAP"; fi
 	printf '%s begin %s%s\n' "$AP_M" "$ap_name" "$ap_attrs"
-	ap_cat "$AP_TMP/out"
+	ap_print "$AP_TMP/out" stdout
 	printf '%s stderr\n' "$AP_M"
-	ap_cat "$AP_TMP/err"
+	ap_print "$AP_TMP/err" stderr
 	printf '%s end rc=%s tries=%s\n' "$AP_M" "$ap_rc" "$ap_try"
 }}
 
@@ -168,15 +247,15 @@ ap_tool() {{
 # ap_hccn ARGS...: hccn_tool under the time limit. Once a call has hung, the later ones are not
 # made: a wedged driver does not recover within one run, and ten calls per NPU each waiting out
 # the limit would stall the host for minutes. They report exit 124 with "not run" on stderr.
-AP_HCCN_HUNG=
+# (The hang is remembered in a file: ap_capture runs each command in a subshell.)
 ap_hccn() {{
-	if [ -n "$AP_HCCN_HUNG" ]; then
-		printf 'not run: hccn_tool hung earlier in this run (%s)\n' "$AP_HCCN_HUNG" >&2
+	if [ -e "$AP_TMP/hccn_hung" ]; then
+		printf 'not run: hccn_tool hung earlier in this run (%s)\n' "$(cat "$AP_TMP/hccn_hung")" >&2
 		return 124
 	fi
 	timeout -k 2 "$AP_T" "$AP_HCCN" "$@"
 	ap_hrc=$?
-	if [ "$ap_hrc" -eq 124 ] || [ "$ap_hrc" -eq 137 ]; then AP_HCCN_HUNG="hccn_tool $*"; fi
+	if [ "$ap_hrc" -eq 124 ] || [ "$ap_hrc" -eq 137 ]; then printf 'hccn_tool %s' "$*" >"$AP_TMP/hccn_hung"; fi
 	return "$ap_hrc"
 }}
 
@@ -206,7 +285,7 @@ ap_installed() {{
 ap_hccn_tool() {{
 	ap_run tool.hccn_tool '' ap_locate hccn_tool "$AP_HOME/{hccn_in_home}"
 	AP_HCCN=
-	if [ "$ap_rc" -eq 0 ]; then AP_HCCN=$(cat "$AP_TMP/out"); fi
+	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_HCCN=$(cat "$AP_TMP/out"); fi
 }}
 
 printf '%s\n' {header}

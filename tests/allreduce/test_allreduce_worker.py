@@ -203,8 +203,6 @@ def test_broken_torch_npu_is_reported_not_papered_over_with_gloo(tmp_path):
     ("nccl", "nccl backend unavailable: torch sees no CUDA device"),
 ])
 def test_requested_backend_that_cannot_run_fails_setup(backend, fragment):
-    import torch
-
     if torch.cuda.is_available() or importlib.util.find_spec("torch_npu") is not None:
         pytest.skip("this machine has an accelerator stack")
     outcome = run([sys.executable, WORKER, "--backend", backend],

@@ -12,8 +12,11 @@ It follows the real 910B/A3 tool (ascend-reference §1, §2, §9; structure of i
 * ``/etc/hccn.conf`` (the node's, from ``node.json``) is updated with remove-then-append.
 
 Lab faults (``state.set_fault``): ``hccn-hang`` sleeps 3600 s before doing anything,
-``hccn-busy`` answers ``hccn_tool is busy, please try again.`` (stdout, exit 11); the others
-change what the device reports (see :mod:`ascendprep.lab.sim.fabric`).
+``hccn-busy`` answers ``hccn_tool is busy, please try again.`` (stdout, exit 11),
+``hccn-flood`` prints the fault's ``size`` bytes of hostile text on stdout (a quarter of that on
+stderr) instead of its answer: escape sequences, 5,000-digit numbers, long lines, a NUL as the
+last byte (exit 0, like a tool that believes it answered); the others change what the device
+reports (see :mod:`ascendprep.lab.sim.fabric`).
 
 Product notes. ``-ping`` is documented for A2/A3 only; the simulator also answers it on Atlas 800
 (910), where the reference cannot confirm it ([U]), so that the same checks run everywhere.
@@ -69,7 +72,7 @@ from .driver_profiles import is_legacy
 from .hccn_help import full_help
 from .identity import LabSetupError, NodeIdentity, load_identity
 from .profiles import profile
-from .state import LabStateError, edit_node, faults_for, link_is_up, read_all_nodes, read_node
+from .state import DEFAULT_FLOOD_BYTES, LabStateError, edit_node, faults_for, link_is_up, read_all_nodes, read_node
 
 #: Exit status when the simulator itself is misconfigured (no node.json, broken state dir).
 LAB_ERROR_EXIT = 1
@@ -562,14 +565,32 @@ def _is_recovery_command(argv: list[str]) -> bool:
     return False
 
 
-def _fault_blocks(doc: dict, argv: list[str]) -> str | None:
-    """``hccn-hang``/``hccn-busy`` applying to this call (``-i N`` picks the NPU, else any)."""
+def _blocking_fault(doc: dict, argv: list[str]) -> dict | None:
+    """``hccn-hang``/``hccn-busy``/``hccn-flood`` applying to this call (``-i N`` picks the NPU, else any)."""
     devid = int(argv[1]) if len(argv) > 1 and argv[0] == "-i" and argv[1].isdigit() else None
-    for kind in ("hccn-hang", "hccn-busy"):
+    for kind in ("hccn-hang", "hccn-busy", "hccn-flood"):
         for fault in doc.get("faults", []):
             if fault["kind"] == kind and (devid is None or fault.get("npu") in (None, devid)):
-                return kind
+                return fault
     return None
+
+
+#: One block of the flood: what a broken driver or a corrupted tool might print.
+_FLOOD_BLOCK = (
+    b"\x1b[2J\x1b[H\x1b[1;31mipaddr:" + b"1234567890" * 500 + b"\x1b[0m\n"
+    + b"\x1b]0;" + b"\xff\xfe" * 100 + b"\x07link status:" + b"9" * 5000 + b"\r\n"
+    + b"\x1b[?1049h\x1b[6n" + b"packets transmitted, " * 50 + b"-" * 3000 + b"\n"
+)
+
+
+def write_flood(stream, size: int) -> None:
+    """``size`` bytes of repeated :data:`_FLOOD_BLOCK`, the last one a NUL."""
+    if size <= 0:
+        return
+    whole, rest = divmod(size - 1, len(_FLOOD_BLOCK))
+    for _ in range(whole):
+        stream.write(_FLOOD_BLOCK)
+    stream.write(_FLOOD_BLOCK[:rest] + b"\0")
 
 
 def _parse_and_run(
@@ -614,13 +635,21 @@ def run(argv: list[str], out, err) -> int:
     except (LabSetupError, LabStateError) as exc:
         err.write(f"hccn_tool (ascendprep lab simulator): {exc}\n")
         return LAB_ERROR_EXIT
-    blocked = _fault_blocks(doc, argv)
+    fault = _blocking_fault(doc, argv)
+    blocked = None if fault is None else fault["kind"]
     if blocked == "hccn-hang":
         out.flush()
         time.sleep(HANG_SECONDS)
     elif blocked == "hccn-busy":
         report(TOOL_SYS_BUSY_ERR, "", "", out, err)
         return TOOL_SYS_BUSY_ERR & 0xFF
+    elif blocked == "hccn-flood":
+        size = int(fault.get("size", DEFAULT_FLOOD_BYTES))
+        out.flush()
+        err.flush()
+        write_flood(getattr(out, "buffer", out), size)
+        write_flood(getattr(err, "buffer", err), size // 4)
+        return 0
     try:
         code, inv, attr, option = _parse_and_run(argv, identity, doc, out, err)
     except LabStateError as exc:

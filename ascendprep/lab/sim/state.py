@@ -45,7 +45,13 @@ FAULT_KINDS = (
     "hccn-hang",
     "hccn-busy",
     "npu-smi-dcmi",  # npu-smi's DCMI cannot open the NPUs (held elsewhere): every call fails, -8020
+    "hccn-flood",
 )
+
+#: ``hccn-flood``: bytes each hccn_tool call prints when no size is given (issue 19's 30 MB).
+DEFAULT_FLOOD_BYTES = 30 * 1024 * 1024
+#: The largest flood a fault may ask for (the simulator writes it on every call).
+MAX_FLOOD_BYTES = 1024 * 1024 * 1024
 
 #: How many link changes a device remembers for ``-link_stat -g`` ([I]: the driver's
 #: ``LINK_STAT_MAX_IDX`` is not in the public headers; captures show at most a handful).
@@ -349,11 +355,23 @@ def _check_fault(doc: dict, kind: str, npu: int | None) -> None:
             raise LabStateError(f"node {doc['node']!r}: NPU {npu!r} out of range 0..{count - 1}")
 
 
-def set_fault(state_dir: str | os.PathLike, node: str, kind: str, npu: int | None = None) -> None:
-    """Inject a device-level fault on one NPU (``npu``) or on every NPU of ``node`` (None)."""
+def set_fault(state_dir: str | os.PathLike, node: str, kind: str, npu: int | None = None, size: int | None = None) -> None:
+    """Inject a device-level fault on one NPU (``npu``) or on every NPU of ``node`` (None).
+
+    ``size``: ``hccn-flood`` only, the bytes each call prints (default :data:`DEFAULT_FLOOD_BYTES`).
+    """
+    if size is not None and kind != "hccn-flood":
+        raise LabStateError("a size only applies to the hccn-flood fault")
+    if kind == "hccn-flood":
+        size = DEFAULT_FLOOD_BYTES if size is None else size
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_FLOOD_BYTES:
+            raise LabStateError(f"hccn-flood size must be 1 to {MAX_FLOOD_BYTES} bytes, not {size!r}")
     with edit_node(state_dir, node) as doc:
         _check_fault(doc, kind, npu)
         fault = {"kind": kind, "npu": npu}
+        if size is not None:
+            doc["faults"] = [f for f in doc["faults"] if not (f["kind"] == kind and f.get("npu") == npu)]
+            fault["size"] = size
         if fault not in doc["faults"]:
             doc["faults"].append(fault)
 
@@ -373,5 +391,5 @@ def list_faults(state_dir: str | os.PathLike) -> list[dict]:
     faults = []
     for name, doc in read_all_nodes(state_dir).items():
         for fault in doc.get("faults", []):
-            faults.append({"node": name, "kind": fault["kind"], "npu": fault.get("npu")})
+            faults.append({"node": name, "kind": fault["kind"], "npu": fault.get("npu"), **({"size": fault["size"]} if "size" in fault else {})})
     return faults

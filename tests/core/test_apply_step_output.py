@@ -1,0 +1,32 @@
+"""The apply script keeps a step's output bounded on the node: its end, the exit status intact."""
+
+from __future__ import annotations
+
+import subprocess
+
+from ascendprep import limits
+from ascendprep.applyscript import parse_apply_output, render_apply_script
+
+
+def _steps(tmp_path, *lines: str):
+    prelude = render_apply_script([], None, lock_dir=str(tmp_path / "lock")).removesuffix("\nexit 0\n")
+    script = prelude + "\n".join(lines) + "\nexit 0\n"
+    result = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout, parse_apply_output(result.stdout)
+
+
+def test_a_flooding_step_keeps_its_end_and_its_status(tmp_path):
+    flood = "yes 1234567890 | head -c 3000000; echo 'Command execute failed!' >&2; exit 3"
+    stdout, steps = _steps(tmp_path, f"_ap_step flood sh -c {flood!r}", "_ap_step after sh -c 'echo done'")
+    assert len(stdout) < limits.REMOTE_CALL_OUTPUT_CAP + 4096
+    assert steps["flood"].rc == 3
+    assert steps["flood"].output.startswith(f"[output over {limits.REMOTE_CALL_OUTPUT_CAP // 1024} KB: only its end is kept]\n")
+    assert steps["flood"].output.endswith("Command execute failed!")
+    assert (steps["after"].rc, steps["after"].output) == (0, "done")
+
+
+def test_a_short_step_is_kept_whole_and_unmarked(tmp_path):
+    _, steps = _steps(tmp_path, "_ap_step short sh -c 'echo hello; echo oops >&2; exit 2'", "_ap_step quiet true")
+    assert (steps["short"].rc, steps["short"].output) == (2, "hello\noops")
+    assert (steps["quiet"].rc, steps["quiet"].output) == (0, "")
