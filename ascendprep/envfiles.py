@@ -3,15 +3,16 @@
 ``env.sh`` is identical on every node: it locates CANN the way the seed guide's script does
 (``/etc/Ascend/ascend_cann_install.info`` → ``ascend-toolkit`` → ``nnae``, section 环境变量配置 of
 ``seeds/002``) and sets the HCCL and log variables. ``set_env.sh`` is per node: the rendezvous
-(MASTER_ADDR/PORT, NNODES, NODE_RANK, NPROC_PER_NODE), the host NIC HCCL uses, and the rank
-table; it sources ``env.sh``. Both are POSIX sh so that ``.``, ``source`` and non-bash shells work.
+(MASTER_ADDR/PORT, NNODES, NODE_RANK, NPROC_PER_NODE), the host NIC HCCL uses, the host NIC
+gloo and NCCL use (:func:`render_interface_binding`), and the rank table; it sources ``env.sh``. Both are POSIX sh so that ``.``, ``source`` and non-bash shells work.
 Every value is quoted with :func:`shlex.quote`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
-from typing import Mapping, Union
+from typing import Mapping, Optional, Union
 
 from ascendprep.probes.paths import ENV_SH, RANK_TABLE
 
@@ -58,11 +59,50 @@ def render_env_sh(extra: Mapping[str, str]) -> str:
     return f"{MANAGED_HEADER}\n# Cluster-wide environment for Ascend training; sourced by set_env.sh.\n\n{_LOCATE_CANN}\n{_exports(values)}"
 
 
-def render_set_env_sh(rendezvous: Mapping[str, Union[str, int]]) -> str:
-    """A node's ``set_env.sh``: sources ``env.sh`` and exports this node's rendezvous values."""
+def render_set_env_sh(rendezvous: Mapping[str, Union[str, int]], bind_address: Optional[str] = None) -> str:
+    """A node's ``set_env.sh``: sources ``env.sh`` and exports this node's rendezvous values.
+
+    ``bind_address``: the node's inventory address; when given, gloo and NCCL are bound to the
+    interface that holds it (:func:`render_interface_binding`).
+    """
+    binding = render_interface_binding(bind_address) if bind_address is not None else ""
     return (
         f"{MANAGED_HEADER}\n# This node's part of the training job; source it before torchrun.\n\n"
-        f". {shlex.quote(ENV_SH)}\n{_exports(rendezvous)}"
+        f". {shlex.quote(ENV_SH)}\n{_exports(rendezvous)}{binding}"
+    )
+
+
+#: Prints the interface holding address ``a`` (``ip -o addr``: ``2: eth0 inet 10.0.0.11/24 ...``;
+#: a veth may read ``eth0@if5``).
+_IFNAME_OF_ADDRESS_AWK = '{ split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2; exit } }'
+
+
+def render_interface_binding(address: str) -> str:
+    """Shell lines that bind gloo's and NCCL's host sockets to the NIC holding ``address``.
+
+    Why: gloo and NCCL advertise the address their hostname resolves to; with Debian's
+    ``127.0.1.1 <hostname>`` line, or a hostname that does not resolve, that is loopback and
+    the ranks never meet ("Gloo connectFullMesh failed ... remote=[127.0.0.1]"). HCCL is bound
+    by ``HCCL_IF_IP`` already. The interface is looked up when the file is sourced, not at plan
+    time, so the file depends on the inventory alone: ``plan --offline`` shows it byte for byte,
+    and a renamed NIC does not make it stale. A value the user set before (or in ``env:``) is
+    kept. ``NCCL_SOCKET_IFNAME`` gets ``=`` (exact name: without it, ``eth1`` also matches
+    ``eth10``).
+    """
+    address = str(ipaddress.IPv4Address(address))
+    q = shlex.quote
+    return (
+        f"# Host NIC for gloo and NCCL: the one holding this node's address {address}, whatever the\n"
+        "# hostname resolves to (127.0.1.1 or nothing would make the ranks miss each other).\n"
+        f"ascendprep_ifname=$(PATH=\"$PATH:/usr/sbin:/sbin\" ip -o addr show 2>/dev/null | awk -v a={q(address)} "
+        f"{q(_IFNAME_OF_ADDRESS_AWK)})\n"
+        'if [ -n "$ascendprep_ifname" ]; then\n'
+        '  export GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-$ascendprep_ifname}"\n'
+        '  export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-=$ascendprep_ifname}"\n'
+        "else\n"
+        f"  echo {q(f'ascendprep set_env.sh: no interface holds {address}; GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME are not set')} >&2\n"
+        "fi\n"
+        "unset ascendprep_ifname\n"
     )
 
 

@@ -284,6 +284,20 @@ class PingResult:
 
 
 @dataclass(frozen=True)
+class InterfaceAddress:
+    """One address of a host NIC, from ``ip -o addr``: which interface holds which address.
+
+    The all-reduce and ``set_env.sh`` bind gloo/NCCL/HCCL to the interface that holds the
+    node's inventory address, so their sockets do not follow a hostname to loopback.
+    """
+
+    ifname: str
+    family: str  # "inet" or "inet6"
+    address: str
+    prefixlen: int
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """Everything one gather run learned about a host. See the module docstring for ``None``."""
 
@@ -303,6 +317,11 @@ class HostFacts:
     managed_files: Dict[str, ManagedFile] = field(default_factory=dict)
     versions: Versions = field(default_factory=Versions)
     python: Optional[PythonEnv] = None
+    #: Every address of every interface (``ip -o addr``), in the order the kernel lists them.
+    addresses: Tuple[InterfaceAddress, ...] = ()
+    #: What the node's own hostname resolves to there (``getent ahosts``, i.e. getaddrinfo, as
+    #: gloo and NCCL look it up); ``()`` when it does not resolve, None when not read.
+    hostname_addresses: Optional[Tuple[str, ...]] = None
     errors: Tuple[ProbeError, ...] = ()
 
     @property

@@ -115,3 +115,9 @@ COMMAND_DEADLINE_MIN_S = 5
 #: when the command starts).
 ALLREDUCE_LOG_TAIL = 4 * 1024 * 1024
 ALLREDUCE_LOG_TAIL_ENV = "ASCENDPREP_ALLREDUCE_LOG_TAIL"
+
+# --- host addresses and hostname resolution (probes/netaddr.py) ---------------------------------
+
+#: Interface addresses (``ip -o addr``) or resolved addresses (``getent ahosts``) one host may
+#: report; a host listing more is reported as unexpected output, not parsed further.
+MAX_HOST_ADDRESSES = 4096

@@ -4,11 +4,13 @@ The control side of the all-reduce check (the worker is ``worker.py``; the verdi
 ``results.build_verdict``). Per run, over the verify command's open SSH :class:`Session`:
 
 1. **preflight**, every node at once: make the node's run directory, check set_env.sh, the
-   interpreter and torch, pick the master's free port, upload the worker (SFTP, or streamed
-   through the exec channel on a host without the sftp subsystem). A node that
-   cannot run is named now, and nothing is started anywhere.
+   interpreter and torch, pick the master's free port, find the NIC that holds the node's
+   inventory address, upload the worker (SFTP, or streamed through the exec channel on a host
+   without the sftp subsystem). A node that cannot run is named now, and nothing is started
+   anywhere.
 2. **launch**, every node at once (threads of our own, so the session's ``forks`` cannot make
-   one node wait for another): torchrun with the worker, its output in the run directory.
+   one node wait for another): torchrun with the worker, its output in the run directory, its
+   sockets bound to that NIC and MASTER_ADDR an address (a hostname may resolve to loopback).
    The overall timeout bounds each node's torchrun; the worker's per-phase timeouts name the
    phase long before that. Once one node has failed, the others get a grace period to report,
    then are stopped, because torchrun's agent would otherwise wait for a dead node forever.
@@ -23,11 +25,12 @@ The control side of the all-reduce check (the worker is ``worker.py``; the verdi
 from __future__ import annotations
 
 import secrets
+import socket
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from rich.console import Console
 
@@ -61,6 +64,7 @@ from ascendprep.allreduce.scripts import (
 from ascendprep.allreduce.table import print_allreduce
 from ascendprep.compat import ThresholdsError, min_busbw_gbps
 from ascendprep.inventory import Inventory
+from ascendprep.probes.netaddr import interface_holding, ip_literal, is_loopback
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import RemoteError
 from ascendprep.remote.fanout import Session
@@ -112,6 +116,16 @@ class JobResult:
     collected: Optional[CollectedOutput] = None
     master_port: Optional[int] = None
     launch_seconds: Optional[float] = None
+    #: Per node: (inventory address, the interface holding it) its ranks are bound to.
+    bindings: Dict[str, Tuple[str, str]] = field(default_factory=dict)
+    #: Per node left unbound: why (its ranks then pick an address by the hostname).
+    unbound: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def master_addr(self) -> str:
+        """The master's address for MASTER_ADDR: the bound one, else the inventory's host."""
+        bound = self.bindings.get(self.job.master.name)
+        return bound[0] if bound is not None else self.job.master.host
 
 
 def new_run_id() -> str:
@@ -222,12 +236,20 @@ def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, pytho
         preflights = _map(pool, lambda item: _preflight(session, accesses[item[1].name], item[1],
                                                         item[1] is item[0].job.master, python_path, worker),
                           all_nodes)
-        for (result, node), (problems, port) in zip(all_nodes, preflights):
+        for (result, node), (problems, port, binding) in zip(all_nodes, preflights):
             if problems:
                 result.problems[node.name] = _join_problems(problems)
             if node is result.job.master:
                 result.master_port = port
+            if isinstance(binding, tuple):
+                result.bindings[node.name] = binding
+            elif binding is not None:
+                result.unbound[node.name] = binding
         launchable = [r for r in results if not r.problems]
+        for result in launchable:
+            for name, why in result.unbound.items():
+                console.print(f"all-reduce: {name}: {why}; its ranks pick an address by the hostname",
+                              soft_wrap=True, markup=False)
         for result in results:
             if result.problems:
                 _map(pool, lambda n: _remove_dir(session, accesses[n.name], n), list(result.job.nodes))
@@ -262,9 +284,43 @@ def _join_problems(problems: List[NodeProblem]) -> NodeProblem:
                    fix="; ".join(dict.fromkeys(p.fix for p in problems if p.fix)))
 
 
+def node_address(host: str) -> Optional[str]:
+    """The inventory host as an IPv4 address: itself, or what the name resolves to here.
+
+    Resolved on this machine, as SSH resolved it to reach the node; the node's own NICs then
+    confirm it (:func:`binding_of`). None when it does not resolve or only to loopback.
+    """
+    literal = ip_literal(host)
+    if literal is not None:
+        return literal
+    try:
+        found = socket.getaddrinfo(host, None, family=socket.AF_INET, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return None
+    for *_, sockaddr in found:
+        if not is_loopback(str(sockaddr[0])):
+            return str(sockaddr[0])
+    return None
+
+
+def binding_of(node: JobNode, pre: Any) -> Union[Tuple[str, str], str]:
+    """(address, interface) to bind the node's ranks to, or why there is none."""
+    if pre.addresses_problem:
+        return f"its interfaces could not be read ({pre.addresses_problem})"
+    address = node_address(node.host)
+    if address is None:
+        return f"its host '{node.host}' does not resolve to an address here"
+    if not pre.addresses:
+        return "'ip -o addr' listed no interfaces (is iproute2 installed?)"
+    ifname = interface_holding(address, pre.addresses)
+    if ifname is None:
+        return f"no interface holds its inventory address {address} (NAT or a jump host?)"
+    return address, ifname
+
+
 def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: bool, python_path: str,
-               worker: bytes) -> Tuple[List[NodeProblem], Optional[int]]:
-    """Check one node and upload the worker; (problems, free port when master)."""
+               worker: bytes) -> Tuple[List[NodeProblem], Optional[int], Union[Tuple[str, str], str, None]]:
+    """Check one node and upload the worker; (problems, free port when master, its binding or why none)."""
     try:
         transport = session.transport(access)
         result = transport.run_script(render_preflight_script(node.directory, python_path, is_master),
@@ -272,7 +328,7 @@ def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: b
         if result.timed_out:
             return [NodeProblem(node.name, "python_broken",
                                 f"the preflight did not finish within {PREFLIGHT_TIMEOUT_S:g}s "
-                                f"(is {python_path} hanging on start?)", "run the interpreter by hand on the node")], None
+                                f"(is {python_path} hanging on start?)", "run the interpreter by hand on the node")], None, None
         pre = parse_preflight(result.stdout)
         problems = preflight_problems(node.name, python_path, pre)
         if is_master and not problems and pre.port is None:
@@ -280,10 +336,10 @@ def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: b
                                         "free some ports on the master node"))
         if not problems:
             transport.put(worker, f"{node.directory}/{WORKER_NAME}", 0o644)
-        return problems, pre.port
+        return problems, pre.port, binding_of(node, pre)
     except RemoteError as exc:
         return [NodeProblem(node.name, "ssh" if exc.kind != "error" else "upload_failed", without_node_prefix(str(exc), node.name),
-                            "check SSH access to the node" if exc.kind != "error" else "check /tmp on the node")], None
+                            "check SSH access to the node" if exc.kind != "error" else "check /tmp on the node")], None, None
 
 
 def _remove_dir(session: Session, access: HostAccess, node: JobNode) -> None:
@@ -349,9 +405,9 @@ def _launch(pool: ThreadPoolExecutor, session: Session, accesses: Dict[str, Host
             script = render_launch_script(
                 node.directory, python_path,
                 torchrun_arguments(nnodes=len(job.nodes), node_rank=node.node_rank, nproc=node.nproc,
-                                   master_addr=job.master.host, master_port=result.master_port,
+                                   master_addr=result.master_addr, master_port=result.master_port,
                                    rendezvous_timeout=settings.timeouts.rendezvous),
-                settings.worker_arguments(node.name))
+                settings.worker_arguments(node.name), bind=result.bindings.get(node.name))
             running.append(_Running(result, node, pool.submit(_run_launch, session, accesses[node.name], script, overall)))
     stop_at: Dict[int, float] = {}
     stopped: Dict[str, Tuple[LaunchOutput, Optional[str]]] = {}
@@ -412,7 +468,7 @@ def _judge(result: JobResult, settings: RunSettings) -> None:
                                    expected_nodes=[n.name for n in job.nodes], min_busbw_GBps=settings.min_busbw)
     found = {}
     for node in job.nodes:
-        problem = launch_problem(result.launches[node.name], node.nproc, collected, job.master.host,
+        problem = launch_problem(result.launches[node.name], node.nproc, collected, result.master_addr,
                                  result.master_port, settings.timeouts.overall)
         if problem is not None:
             found[node.name] = problem
@@ -448,7 +504,8 @@ def _node_reports(result: JobResult, problems: Dict[str, NodeProblem], inventory
             problem=problem, exit_code=launch.output.exit_code if launch else None,
             timed_out=launch.timed_out if launch else False, killed=launch.killed if launch else 0,
             ranks_reported=ranks, seconds=launch.seconds if launch else 0.0,
-            log_tail=problem.log_tail if problem is not None else ""))
+            log_tail=problem.log_tail if problem is not None else "",
+            bound=result.bindings.get(node.name), unbound_reason=result.unbound.get(node.name)))
     return reports
 
 

@@ -14,7 +14,7 @@ the origin of the failure), ``allreduce.connectivity`` (not every rank could tal
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ascendprep.allreduce.bisect import BisectReport
 from ascendprep.allreduce.diagnosis import CULPRIT_KINDS, NodeProblem
@@ -50,6 +50,9 @@ class NodeReport:
     ranks_reported: int = 0
     seconds: float = 0.0
     log_tail: str = ""
+    #: (inventory address, interface) the node's ranks were bound to, or why they were not.
+    bound: Optional[Tuple[str, str]] = None
+    unbound_reason: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -60,6 +63,8 @@ class NodeReport:
             "exit_code": self.exit_code, "timed_out": self.timed_out,
             "leftover_processes_killed": self.killed, "ranks_reported": self.ranks_reported,
             "seconds": round(self.seconds, 3), "log_tail": self.log_tail,
+            "bound": None if self.bound is None else {"address": self.bound[0], "interface": self.bound[1]},
+            "unbound_reason": self.unbound_reason,
         }
 
 

@@ -3,11 +3,12 @@
 Pure functions, no I/O. Per node and run:
 
 1. **preflight** -- make the run directory, check ``/etc/ascendprep/set_env.sh``, the inventory's
-   interpreter and torch (found, not imported: importing torch costs seconds), and on the master
-   pick a free port for torchrun's rendezvous. A broken node is named here, before any process
-   starts anywhere.
-2. **launch** -- source ``set_env.sh`` and run torchrun with its output in the run directory's
-   log; when torchrun ends, kill anything of this run still alive on the node, print the exit
+   interpreter and torch (found, not imported: importing torch costs seconds), list the host's
+   NIC addresses (``ip -o addr``), and on the master pick a free port for torchrun's rendezvous.
+   A broken node is named here, before any process starts anywhere.
+2. **launch** -- source ``set_env.sh``, bind gloo/NCCL/HCCL to the NIC that holds the node's
+   inventory address (:func:`interface_exports`), and run torchrun with its output in the run
+   directory's log; when torchrun ends, kill anything of this run still alive on the node, print the exit
    status and the log, and remove the directory.
 3. **cleanup** -- only when a launch did not end on its own (overall timeout, a lost connection,
    Ctrl-C, a failed peer): kill this node's processes of the run, print the log, remove the
@@ -26,10 +27,13 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep import limits
+from ascendprep.facts import InterfaceAddress
+from ascendprep.probes.netaddr import IFNAME_RE, ip_literal, parse_ip_addr
 from ascendprep.probes.paths import SET_ENV_SH
+from ascendprep.probes.text import UnexpectedOutput
 
 MARK = "@ascendprep-allreduce"
 LOG_BEGIN = f"{MARK} log-begin"
@@ -130,6 +134,7 @@ else
   echo "{MARK} probe-rc $rc"
   if [ "$rc" -ne 0 ]; then printf '%s\\n' "$err" | tail -n 5 | sed 's/^/{MARK} probe-err /'; fi
 fi
+PATH="$PATH:/usr/sbin:/sbin" ip -o addr show 2>/dev/null | head -n {limits.MAX_HOST_ADDRESSES} | sed 's/^/{MARK} addr /'
 """
 
 
@@ -147,6 +152,10 @@ class Preflight:
     torch_found: bool
     torchrun_found: bool
     port: Optional[int]
+    #: The host's NIC addresses (``ip -o addr``); empty when ``ip`` is missing or said nothing.
+    addresses: Tuple[InterfaceAddress, ...] = ()
+    #: Why the addresses could not be read (unexpected ``ip`` output), else None.
+    addresses_problem: Optional[str] = None
 
 
 def parse_preflight(stdout: str) -> Preflight:
@@ -167,6 +176,12 @@ def parse_preflight(stdout: str) -> Preflight:
         values.setdefault(key, []).append(rest.strip())
     rc_text = (values.get("probe-rc") or [""])[0]
     port = probe.get("port")
+    addresses: Tuple[InterfaceAddress, ...] = ()
+    addresses_problem = None
+    try:
+        addresses = parse_ip_addr("\n".join(values.get("addr", [])))
+    except UnexpectedOutput as exc:
+        addresses_problem = str(exc)
     return Preflight(
         mkdir_ok=(values.get("mkdir") or [""])[0] == "ok",
         set_env=(values.get("set_env") or [""])[0] == "ok",
@@ -178,6 +193,8 @@ def parse_preflight(stdout: str) -> Preflight:
         torch_found=bool(probe.get("torch_dir")),
         torchrun_found=probe.get("torchrun") is True,
         port=port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else None,
+        addresses=addresses,
+        addresses_problem=addresses_problem,
     )
 
 
@@ -232,10 +249,33 @@ ap_print_log() {
     .replace("MARKER", MARK).replace("LOG_FILE", LOG_NAME)
 
 
+def interface_exports(address: str, ifname: str) -> str:
+    """Shell lines that bind gloo, NCCL and HCCL's host sockets to ``ifname`` (holding ``address``).
+
+    Why: each rank advertises the address its hostname resolves to; where that is loopback
+    (Debian's ``127.0.1.1 <hostname>``) or nothing (gloo falls back to 127.0.0.1), every rank
+    fails with "Gloo connectFullMesh ... remote=[127.0.0.1]". A value that ``set_env.sh`` (the
+    user's ``env:`` or ``training.socket_ifname``) already chose is kept: the smoke test runs
+    the environment the user's jobs get. ``NCCL_SOCKET_IFNAME`` gets ``=`` for an exact name.
+    """
+    checked = ip_literal(address)
+    if checked is None or not IFNAME_RE.match(ifname):
+        raise ValueError(f"cannot bind to {ifname!r} / {address!r}: not an interface name and IPv4 address")
+    q = shlex.quote
+    return (f'export GLOO_SOCKET_IFNAME="${{GLOO_SOCKET_IFNAME:-{ifname}}}"\n'
+            f'export NCCL_SOCKET_IFNAME="${{NCCL_SOCKET_IFNAME:-={ifname}}}"\n'
+            'if [ -z "${HCCL_IF_IP-}" ] && [ -z "${HCCL_SOCKET_IFNAME-}" ]; then '
+            f'export HCCL_IF_IP={q(checked)}; fi\n')
+
+
 def render_launch_script(directory: str, python_path: str, torchrun_args: Sequence[str],
-                         worker_args: Sequence[str]) -> str:
-    """Source set_env.sh, run torchrun (output to the log), then tidy up and report."""
+                         worker_args: Sequence[str], bind: Optional[Tuple[str, str]] = None) -> str:
+    """Source set_env.sh, run torchrun (output to the log), then tidy up and report.
+
+    ``bind``: (the node's inventory address, the interface holding it), see :func:`interface_exports`.
+    """
     _check_run_dir(directory)
+    exports = interface_exports(*bind) if bind is not None else ""
     q = shlex.quote
     argv = [python_path, "-m", "torch.distributed.run", *torchrun_args,
             f"{directory}/{WORKER_NAME}", *worker_args]
@@ -251,7 +291,7 @@ if [ ! -r "$env" ]; then
   exit {NO_SET_ENV_RC}
 fi
 . "$env" >"$d/set_env.log" 2>&1
-cd "$d" || exit 1
+{exports}cd "$d" || exit 1
 export TMPDIR="$d"
 echo "{MARK} started $(date +%s)"
 {command} </dev/null >"$d/{LOG_NAME}" 2>&1

@@ -23,6 +23,7 @@ from ascendprep.lab.spec import (
     DEFAULT_DRIVER,
     DEFAULT_FIRMWARE,
     DEFAULT_SUBNET,
+    HOSTNAME_MAPPINGS,
     MAX_NODES,
     LabSpec,
     LabSpecError,
@@ -91,6 +92,9 @@ def lab_group() -> None:
     "--sftp/--no-sftp", default=True, show_default=True,
     help="Whether the nodes' sshd offers the sftp subsystem (--no-sftp: like a hardened host without it).",
 )
+@click.option("--hostnames", type=click.Choice(HOSTNAME_MAPPINGS), default="resolve", show_default=True,
+              help="How each node's /etc/hosts maps its own name: resolve (to its address), "
+                   "loopback (Debian's 127.0.1.1 line) or missing (not listed).")
 def up_command(
     name: str,
     nodes: int,
@@ -105,6 +109,7 @@ def up_command(
     node_driver_profiles: tuple[str, ...],
     chip: Optional[str],
     sftp: bool,
+    hostnames: str,
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
@@ -112,6 +117,7 @@ def up_command(
     spec = LabSpec(
         name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
         driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip, sftp=sftp,
+        hostnames=hostnames,
     )
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(visible(lab.inventory_path))

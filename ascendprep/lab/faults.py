@@ -27,9 +27,11 @@ if TYPE_CHECKING:
 
 #: Faults that live in the simulated devices (the simulator defines and applies them).
 DEVICE_FAULTS = sim_state.FAULT_KINDS
-NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", "slow")
+NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", "slow", "hostname-loopback",
+               "hostname-missing")
 FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
 DEFAULT_SLOW_RATE = "8mbit"
+HOSTS_FILE = "/etc/hosts"
 _SIZE_RE = re.compile(r"^([0-9]{1,10})([KMG]?)$")
 
 
@@ -223,12 +225,33 @@ def _heal_slow(lab: "Lab", record: dict[str, Any]) -> None:
     network.remove_root_qdisc("eth0", netns=node.netns)
 
 
+def _hostname_mapping(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+    """The node's /etc/hosts maps its own name as real hosts do (lab/hostsfile.py)."""
+    from ascendprep.lab.hostsfile import render_node_hosts
+
+    mapping = record["kind"].split("-", 1)[1]
+    before = lab.node_op(record["node"], {"op": "read", "path": HOSTS_FILE})
+    changed = render_node_hosts(lab.spec.node_list(), record["node"], mapping)
+    lab.node_op(record["node"], {"op": "write", "path": HOSTS_FILE, "text": changed})
+    record["saved"] = {"before": before["text"], "changed": changed}
+
+
+def _heal_hostname_mapping(lab: "Lab", record: dict[str, Any]) -> None:
+    """Restore /etc/hosts as it was, unless something rewrote it since (then it is not ours)."""
+    saved = record["saved"]
+    now = lab.node_op(record["node"], {"op": "read", "path": HOSTS_FILE})
+    if now["text"] == saved["changed"] and saved["before"] is not None:
+        lab.node_op(record["node"], {"op": "write", "path": HOSTS_FILE, "text": saved["before"]})
+
+
 _INJECT = {
     "stale-hccn-conf": _stale_hccn_conf,
     "cann-drift": _cann_drift,
     "torch-npu-drift": _torch_npu_drift,
     "sshd-down": _sshd_down,
     "slow": _slow,
+    "hostname-loopback": _hostname_mapping,
+    "hostname-missing": _hostname_mapping,
 }
 _HEAL = {
     "stale-hccn-conf": _heal_stale_hccn_conf,
@@ -236,6 +259,8 @@ _HEAL = {
     "torch-npu-drift": _heal_torch_npu_drift,
     "sshd-down": _heal_sshd_down,
     "slow": _heal_slow,
+    "hostname-loopback": _heal_hostname_mapping,
+    "hostname-missing": _heal_hostname_mapping,
 }
 
 

@@ -202,7 +202,9 @@ def populate_upper(
         overlay.work.mkdir(parents=True, exist_ok=True)
     _write(upper_root, NODE_FILE, json.dumps(node_identity(spec.name, node.name, paths.state_dir), indent=2) + "\n")
     _write(upper_root, Path("/etc/hostname"), node.name + "\n")
-    _write(upper_root, Path("/etc/hosts"), render_hosts(spec.node_list()))
+    from ascendprep.lab.hostsfile import render_node_hosts  # imports this module
+
+    _write(upper_root, Path("/etc/hosts"), render_node_hosts(spec.node_list(), node.name, spec.hostnames))
     cann.install_cann_tree(upper_root, versions.cann_tree(), platform.machine())
     purelib_upper = upper_root / python.purelib.relative_to("/")
     cann.install_torch_npu_metadata(purelib_upper, versions.torch_npu, python.torch or versions.torch_npu)

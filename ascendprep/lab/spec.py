@@ -29,6 +29,8 @@ DEFAULT_DRIVER = "24.1.rc2"
 DEFAULT_FIRMWARE = "7.3.0.1.231"  # what the Ascend docs name for CANN 8.0.RC3 on 910B
 #: torch_npu metadata version when torch itself is not installed (otherwise torch's own version).
 DEFAULT_TORCH_NPU = "2.13.0"
+#: How a node's /etc/hosts maps its own hostname (see ascendprep/lab/hostsfile.py).
+HOSTNAME_MAPPINGS = ("resolve", "loopback", "missing")
 
 
 def default_torch_npu() -> str:
@@ -94,6 +96,8 @@ class LabSpec:
     #: Whether the nodes' sshd offers the sftp subsystem (``lab up --no-sftp``: a hardened host
     #: without it, where uploads must go through the exec channel).
     sftp: bool = True
+    #: How each node's /etc/hosts maps its own name: resolve | loopback | missing (lab/hostsfile.py).
+    hostnames: str = "resolve"
 
     def validated(self) -> "LabSpec":
         """Return a copy with ``npus`` resolved; raise :class:`LabSpecError` on bad values."""
@@ -113,6 +117,8 @@ class LabSpec:
         if product.id == "atlas-a3" and npus % 2:
             raise LabSpecError(f"--npus {npus}: atlas-a3 device ids come in pairs (two dies per NPU)")
         _check_subnet(self.subnet, self.nodes)
+        if self.hostnames not in HOSTNAME_MAPPINGS:
+            raise LabSpecError(f"--hostnames {self.hostnames!r}: choose one of {', '.join(HOSTNAME_MAPPINGS)}")
         for option, value in asdict(self.versions).items():
             if not VERSION_RE.match(value):
                 raise LabSpecError(f"--{option.replace('_', '-')} {value!r} is not a version")

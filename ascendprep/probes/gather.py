@@ -10,7 +10,7 @@ Sections the script prints (see :mod:`ascendprep.probes.sections` for the framin
 ``settings``, ``hostname``, ``arch``, ``os_release``, ``tool.npu_smi``, ``npu_smi.list``,
 ``npu_smi.health`` (npu, chip), ``npus``, ``tool.hccn_tool``, ``hccn.*`` (npu), ``file.hccn_conf``,
 ``sysctl`` (key), ``file.sysctl``, ``managed`` (path), ``firewall.{ufw,firewalld,nftables}``,
-``version.*`` (file), ``python``.
+``version.*`` (file), ``python``, ``net.addrs``, ``hostname.resolve``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ascendprep.facts import (
     VersionFile,
     Versions,
 )
-from ascendprep.probes import firewall, hccn, hccn_conf, npu_smi, paths, python_pkgs, sysctl, system, versions
+from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import classify_failure, dcmi_failure, over_cap_error
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
@@ -79,7 +79,8 @@ def render_gather_script(
         [
             preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home),
             _GATHER_FUNCTIONS,
-            main_block(_body(npus, python_path, tuple(sysctl_keys))),
+            _NETWORK_FUNCTIONS,
+            main_block(_body(npus, python_path, tuple(sysctl_keys)) + _network_lines()),
         ]
     )
 
@@ -108,6 +109,25 @@ ap_npu_chips() {
 	if [ -n "$ap_id" ]; then echo "$ap_id:$ap_n"; fi
 }
 """
+
+
+_NETWORK_FUNCTIONS = r"""# ap_resolve_self: what this host's own name resolves to, looked up as gloo and NCCL do
+# (getaddrinfo). getent exits 2 when the name is not found.
+ap_resolve_self() {
+	ap_self=$(uname -n) || return 1
+	ap_tool getent ahosts "$ap_self"
+}
+"""
+
+
+def _network_lines() -> str:
+    """Host NICs and the hostname's resolution (:mod:`ascendprep.probes.netaddr` parses them)."""
+    return "\n".join([
+        "",
+        "# Host NICs, and where the hostname points (loopback makes gloo/NCCL/HCCL miss each other).",
+        "ap_run net.addrs '' ap_tool ip -o addr show",
+        "ap_run hostname.resolve '' ap_resolve_self",
+    ]) + "\n"
 
 
 def _body(npus: Optional[int], python_path: str, sysctl_keys: Tuple[str, ...]) -> str:
@@ -290,6 +310,8 @@ class _FactsBuilder:
             "file.sysctl": self._sysctl_file,
             "managed": self._managed,
             "python": self._python,
+            "net.addrs": self._net_addrs,
+            "hostname.resolve": self._hostname_resolve,
         }
 
     # -- helpers -------------------------------------------------------------------------
@@ -500,3 +522,22 @@ class _FactsBuilder:
             if problem:
                 self._error("python", "error", problem)
 
+
+    def _net_addrs(self, section: Section) -> None:
+        what = "ip -o addr show"
+        if section.rc != 0:
+            return self._failed(section, "net.addrs", what)
+        parsed = self._parsed("net.addrs", what, lambda: netaddr.parse_ip_addr(section.stdout))
+        if parsed is not None:
+            self.fields["addresses"] = parsed
+
+    def _hostname_resolve(self, section: Section) -> None:
+        what = "getent ahosts $(uname -n)"
+        if section.rc == netaddr.GETENT_NOT_FOUND_RC:
+            self.fields["hostname_addresses"] = ()
+            return
+        if section.rc != 0:
+            return self._failed(section, "hostname.resolve", what)
+        parsed = self._parsed("hostname.resolve", what, lambda: netaddr.parse_getent_ahosts(section.stdout))
+        if parsed is not None:
+            self.fields["hostname_addresses"] = parsed

@@ -20,6 +20,7 @@ from ascendprep.facts import (
     FirewallTool,
     HccnConf,
     HostFacts,
+    InterfaceAddress,
     LinkRecord,
     LinkStat,
     LldpNeighbor,
@@ -108,6 +109,8 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
     software = desired.software
     return HostFacts(
         hostname=node,
+        addresses=(InterfaceAddress("lo", "inet", "127.0.0.1", 8), InterfaceAddress("eth0", "inet", wanted.node.host, 24)),
+        hostname_addresses=(wanted.node.host,),
         os_release={"ID": "debian", "VERSION_ID": "12"},
         arch="x86_64",
         ascend_home="/usr/local/Ascend",
