@@ -2,7 +2,8 @@
 
 Today's bug: the worker upload died with ``paramiko SSHException: Channel closed``. The worker
 now streams through the exec channel there; with SFTP the upload still costs no exec. Both lab
-variants run the same all-reduce, on 2 nodes each.
+variants run the same all-reduce, on 2 nodes each. The SFTP-less variant is a hardened host in
+full: its hostname is not in /etc/hosts either (gloo must be bound to the inventory address).
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ pytestmark = pytest.mark.lab
 TINY = {"nproc_per_node": 1, "sizes": "1K", "warmup": 1, "iters": 2}
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["no-sftp", "sftp"])
+@pytest.fixture(scope="module", params=[False, True], ids=["no-sftp-unresolvable-hostnames", "sftp"])
 def sftp_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     sftp = request.param
-    lab = start_test_lab(nodes=2, suffix="sftp" if sftp else "nosftp", sftp=sftp)
+    hostnames = "resolve" if sftp else "missing"
+    lab = start_test_lab(nodes=2, suffix="sftp" if sftp else "nosftp", sftp=sftp, hostnames=hostnames)
     try:
         folder = tmp_path_factory.mktemp("sftp" if sftp else "nosftp")
         inventory = inventory_copy(lab, folder)
@@ -57,6 +59,8 @@ def _has_sftp(cluster: Cluster) -> bool:
 
 def test_the_lab_variant_is_what_it_says(sftp_cluster: Cluster) -> None:
     assert _has_sftp(sftp_cluster) == sftp_cluster.lab.spec.sftp
+    resolves = sftp_cluster.lab.ssh("node1", "getent hosts \"$(hostname)\"")
+    assert (resolves.returncode == 0) == sftp_cluster.lab.spec.sftp, resolves.stdout
 
 
 def test_allreduce_uploads_the_worker_with_or_without_sftp(sftp_cluster: Cluster) -> None:
