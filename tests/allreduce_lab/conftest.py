@@ -12,7 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List
+from typing import Any, Iterator, List
 
 import pytest
 import yaml
@@ -75,11 +75,11 @@ class Run:
         return [f.id for f in self.outcome.findings if node is None or f.node == node]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    lab = start_test_lab(nodes=4, suffix="allreduce")
+def applied_cluster(tmp_path_factory: pytest.TempPathFactory, suffix: str, nodes: int, **options: Any) -> Iterator[Cluster]:
+    """A test lab, planned and applied as a user would (CLI), yielded as a Cluster; then down."""
+    lab = start_test_lab(nodes=nodes, suffix=suffix, **options)
     try:
-        folder = tmp_path_factory.mktemp("allreduce")
+        folder = tmp_path_factory.mktemp(suffix)
         inventory = inventory_copy(lab, folder)
         planned = cli("plan", str(inventory), cwd=folder)
         assert planned.returncode == 0, planned.stdout + planned.stderr
@@ -88,6 +88,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield Cluster(lab, inventory, folder)
     finally:
         lab.down()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from applied_cluster(tmp_path_factory, "allreduce", nodes=4)
 
 
 def processes_of(run_id: str) -> List[str]:

@@ -15,10 +15,10 @@ import pytest
 from ascendprep.allreduce import launch
 from ascendprep.findings import Severity
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import fault_injected, start_test_lab
+from ascendprep.lab.testing import fault_injected
 from ascendprep.probes.paths import SET_ENV_SH
 
-from .conftest import Cluster, cli, inventory_copy, processes_of
+from .conftest import Cluster, applied_cluster, cli, processes_of
 
 pytestmark = pytest.mark.lab
 
@@ -29,17 +29,7 @@ BINDING_MARK = "# Host NIC for gloo and NCCL"
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    lab = start_test_lab(nodes=2, suffix="hostnames")
-    try:
-        folder = tmp_path_factory.mktemp("hostnames")
-        inventory = inventory_copy(lab, folder)
-        planned = cli("plan", str(inventory), cwd=folder)
-        assert planned.returncode == 0, planned.stdout + planned.stderr
-        applied = cli("apply", cwd=folder)
-        assert applied.returncode == 0, applied.stdout + applied.stderr
-        yield Cluster(lab, inventory, folder)
-    finally:
-        lab.down()
+    yield from applied_cluster(tmp_path_factory, "hostnames", nodes=2)
 
 
 def resolves(lab: Lab, node: str) -> tuple[int, list[str]]:

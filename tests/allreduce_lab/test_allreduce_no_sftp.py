@@ -15,10 +15,9 @@ import pytest
 
 from ascendprep.hosts import host_accesses
 from ascendprep.inventory import load_inventory
-from ascendprep.lab.testing import start_test_lab
 from ascendprep.remote import SSHTransport
 
-from .conftest import Cluster, cli, inventory_copy, run_dirs_left
+from .conftest import Cluster, applied_cluster, run_dirs_left
 
 pytestmark = pytest.mark.lab
 
@@ -29,17 +28,7 @@ TINY = {"nproc_per_node": 1, "sizes": "1K", "warmup": 1, "iters": 2}
 def sftp_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     sftp = request.param
     hostnames = "resolve" if sftp else "missing"
-    lab = start_test_lab(nodes=2, suffix="sftp" if sftp else "nosftp", sftp=sftp, hostnames=hostnames)
-    try:
-        folder = tmp_path_factory.mktemp("sftp" if sftp else "nosftp")
-        inventory = inventory_copy(lab, folder)
-        planned = cli("plan", str(inventory), cwd=folder)
-        assert planned.returncode == 0, planned.stdout + planned.stderr
-        applied = cli("apply", cwd=folder)
-        assert applied.returncode == 0, applied.stdout + applied.stderr
-        yield Cluster(lab, inventory, folder)
-    finally:
-        lab.down()
+    yield from applied_cluster(tmp_path_factory, "sftp" if sftp else "nosftp", nodes=2, sftp=sftp, hostnames=hostnames)
 
 
 def _has_sftp(cluster: Cluster) -> bool:
