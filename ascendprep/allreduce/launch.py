@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 from rich.console import Console
 
 from ascendprep.allreduce import worker_source
-from ascendprep.allreduce.bisect import BisectReport, GroupResult, judge, plan_rounds
+from ascendprep.allreduce.bisection import BisectReport, GroupResult, judge, plan_rounds
 from ascendprep.allreduce.diagnosis import (
     LaunchResult,
     NodeProblem,

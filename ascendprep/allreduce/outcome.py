@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ascendprep.allreduce.bisect import BisectReport
+from ascendprep.allreduce.bisection import BisectReport
 from ascendprep.allreduce.diagnosis import CULPRIT_KINDS, NodeProblem
 from ascendprep.allreduce.options import RunSettings
 from ascendprep.allreduce.results import Verdict, compress_ranks

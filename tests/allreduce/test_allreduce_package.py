@@ -33,3 +33,14 @@ def test_worker_imports_only_stdlib_and_torch():
             imported.add(node.module.split(".")[0])
     assert "torch" in imported
     assert imported <= allowed, imported - allowed
+
+
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="sys.stdlib_module_names is 3.10+")
+def test_no_module_beside_the_worker_shadows_the_standard_library():
+    """Run as a script, the worker's folder is sys.path[0]: a ``bisect.py`` there broke
+    ``import tempfile`` (random imports bisect) on Debian's Python 3.11."""
+    from pathlib import Path
+
+    folder = Path(worker.__file__).parent
+    shadowing = {p.stem for p in folder.glob("*.py")} & set(sys.stdlib_module_names)
+    assert shadowing == set()

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from ascendprep.allreduce.bisect import GroupResult, judge, plan_rounds, slow_threshold
+from ascendprep.allreduce.bisection import GroupResult, judge, plan_rounds, slow_threshold
 from ascendprep.allreduce.diagnosis import LaunchResult, launch_problem, log_tail, primary_problems, suspects
 from ascendprep.allreduce.options import AllreduceOptions, resolve_settings
 from ascendprep.allreduce.outcome import AllreduceOutcome, build_findings
