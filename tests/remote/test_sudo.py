@@ -226,15 +226,20 @@ def test_a_wrong_password_costs_one_attempt_and_the_script_never_runs(
     assert wait_until_gone([int(line.split()[0]) for line in sudo_processes_of(user)]) == []  # killed, not left waiting
 
 
+def _three_hosts(faillock_sshd: FaillockSshd, user: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list:
+    """One sshd under three names (so one faillock tally counts them all), the tally reset."""
+    faillock_sshd.reset(user)
+    monkeypatch.delenv("ASCENDPREP_SUDO_PASSWORD", raising=False)
+    known = _known(tmp_path, faillock_sshd.sshd, faillock_sshd.port)
+    return [faillock_sshd.access(f"node{i}", user, known) for i in (1, 2, 3)]
+
+
 def test_the_password_is_checked_on_one_host_before_the_others_get_it(
     faillock_sshd: FaillockSshd, sudo_users: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Three hosts (one sshd under three names, so one faillock tally counts them all)."""
     user = sudo_users["password"]
-    faillock_sshd.reset(user)
-    monkeypatch.delenv("ASCENDPREP_SUDO_PASSWORD", raising=False)
-    known = _known(tmp_path, faillock_sshd.sshd, faillock_sshd.port)
-    hosts = [faillock_sshd.access(f"node{i}", user, known) for i in (1, 2, 3)]
+    hosts = _three_hosts(faillock_sshd, user, monkeypatch, tmp_path)
     with Session(hosts, forks=3, sudo_password=SudoPassword("not-the-password")) as session:
         outcomes = session.run(lambda transport, _: transport.run_script("id -u"))
     assert faillock_sshd.failures(user) == 1  # not 3 per host, not 1 per host: once in all
@@ -250,10 +255,7 @@ def test_the_right_password_is_checked_once_then_used_everywhere(
     faillock_sshd: FaillockSshd, sudo_users: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     user = sudo_users["password"]
-    faillock_sshd.reset(user)
-    monkeypatch.delenv("ASCENDPREP_SUDO_PASSWORD", raising=False)
-    known = _known(tmp_path, faillock_sshd.sshd, faillock_sshd.port)
-    hosts = [faillock_sshd.access(f"node{i}", user, known) for i in (1, 2, 3)]
+    hosts = _three_hosts(faillock_sshd, user, monkeypatch, tmp_path)
     with Session(hosts, forks=3, sudo_password=SudoPassword(PASSWORD)) as session:
         outcomes = session.run(lambda transport, _: transport.run_script("id -u").stdout)
         execs = session.exec_counts()
