@@ -19,6 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
 
+from ascendprep.jobfacts import LinkState, NpuProcessTable, PortSockets, RouteLookup
 from ascendprep.probes.paths import CANN_RUNTIME_VERSION_FILE
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
@@ -322,6 +323,12 @@ class HostFacts:
     #: What the node's own hostname resolves to there (``getent ahosts``, i.e. getaddrinfo, as
     #: gloo and NCCL look it up); ``()`` when it does not resolve, None when not read.
     hostname_addresses: Optional[Tuple[str, ...]] = None
+    #: What stops a job from starting (issue 17, :mod:`ascendprep.jobfacts`): the process table
+    #: of ``npu-smi info``, sockets on the HCCL/master ports, NIC states, the route to the master.
+    npu_processes: Optional[NpuProcessTable] = None
+    port_sockets: Optional[PortSockets] = None
+    links: Optional[Tuple[LinkState, ...]] = None
+    route_to_master: Optional[RouteLookup] = None
     errors: Tuple[ProbeError, ...] = ()
 
     @property

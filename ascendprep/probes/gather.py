@@ -30,7 +30,7 @@ from ascendprep.facts import (
     VersionFile,
     Versions,
 )
-from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
+from ascendprep.probes import firewall, hccn, hccn_conf, jobs, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import classify_failure, dcmi_failure, over_cap_error
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
@@ -57,6 +57,7 @@ def render_gather_script(
     ascend_home: str = paths.DEFAULT_ASCEND_HOME,
     busy_retries: int = 3,
     sysctl_keys: Sequence[str] = paths.SYSCTL_KEYS,
+    job_probes: Optional[jobs.JobProbes] = None,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -67,6 +68,8 @@ def render_gather_script(
     ``busy_retries``: extra tries, with back-off, when hccn_tool answers that it is busy
     (another hccn_tool, e.g. a monitoring exporter, was running).
     ``sysctl_keys``: kernel settings to read (the defaults plus any the inventory sets).
+    ``job_probes``: NPU processes, taken ports, NICs and the master route (:mod:`.jobs`); None
+    leaves them out.
     """
     for key in sysctl_keys:
         if not _SYSCTL_KEY.match(key):
@@ -80,7 +83,9 @@ def render_gather_script(
             preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home),
             _GATHER_FUNCTIONS,
             _NETWORK_FUNCTIONS,
-            main_block(_body(npus, python_path, tuple(sysctl_keys)) + _network_lines()),
+            jobs.render_functions(job_probes) if job_probes is not None else "",
+            main_block(_body(npus, python_path, tuple(sysctl_keys)) + _network_lines()
+                       + (jobs.render_lines(job_probes) if job_probes is not None else "")),
         ]
     )
 
@@ -291,6 +296,8 @@ class _FactsBuilder:
             return self._version
         if name.startswith("firewall."):
             return self._firewall
+        if name in jobs.SECTIONS:
+            return self._jobs
         return self._by_name.get(name)
 
     @property
@@ -362,6 +369,8 @@ class _FactsBuilder:
         if name == "managed":
             path = section.attrs.get("path", "?")
             return f"file:{path}", f"sha256sum {path}", None
+        if name in jobs.SECTIONS:
+            return jobs.SECTIONS[name] + (None,)
         return _FIXED_PROBES.get(name, (name, name)) + (None,)
 
     # -- sections ------------------------------------------------------------------------
@@ -522,6 +531,11 @@ class _FactsBuilder:
             if problem:
                 self._error("python", "error", problem)
 
+
+    def _jobs(self, section: Section) -> None:
+        fields, errors = jobs.read_section(section, self.timeout_s)
+        self.fields.update(fields)
+        self.errors.extend(errors)
 
     def _net_addrs(self, section: Section) -> None:
         what = "ip -o addr show"
