@@ -5,10 +5,10 @@
   process is running``. Read from the process table of ``npu-smi info``; per NPU, naming pid,
   process name and memory. ``verify --allreduce`` refuses to start on such NPUs unless
   ``--allow-busy-npus`` (:func:`busy_npu_refusal`).
-* ``network.hccl_ports``: a process listening on, or holding, HCCL's host port block (the block
+* ``node.hccl_ports``: a process listening on, or holding, HCCL's host port block (the block
   of the CANN the node has, from ``HCCL_IF_BASE_PORT``) or, on the master, the master port:
   ``EJ0003: Failed to bind the IP port ... port[60000]``.
-* ``network.host_nic``: the NIC HCCL's host sockets use (``HCCL_SOCKET_IFNAME``, or the one holding
+* ``node.host_nic``: the NIC HCCL's host sockets use (``HCCL_SOCKET_IFNAME``, or the one holding
   ``HCCL_IF_IP``, as the plan's ``set_env.sh`` exports them) exists, is up, holds the address,
   and is the one that reaches ``MASTER_ADDR``: otherwise "Gloo connectFullMesh failed", "1/8
   clients joined", "get host ip fail by socket Ifname".
@@ -53,10 +53,13 @@ def npu_busy(ctx: NodeContext, npu: int) -> Verdict:
     facts = ctx.facts
     table = facts.npu_processes
     if table is None:
+        errors = facts.errors_for("npu_smi.procs")  # node-wide: the runner matches only this NPU's
+        if errors:
+            return could_not_check(errors[0].message, {"probe_errors": [e.message for e in errors]})
         return skipped("the gather did not read npu-smi's process table (facts from an older ascendprep)")
     where = {devid: key for key, devid in chip_devids(facts).items()}.get(npu)
     if where is None:
-        return could_not_check(f"npu-smi info -l does not list device id {npu}, so its process rows cannot be found")
+        return skipped(f"npu-smi does not list device id {npu} (npu.count and npu.health report that)")
     npu_id, chip = where
     held = [p for p in table.processes if p.npu_id == npu_id and p.chip == chip]
     evidence: Dict[str, Any] = {"npu_smi_id": npu_id, "chip": chip,
@@ -68,7 +71,7 @@ def npu_busy(ctx: NodeContext, npu: int) -> Verdict:
                       evidence, fix=f"on {ctx.name}, stop pid {pids} (kill {pids}; wait 10 s after it exits) or run the job on other NPUs")
     if npu_id in table.idle_npus:
         return passed(f"no process holds NPU {npu_id}", evidence)
-    odd = "; ".join(repr(visible(row, 200)) for row in table.odd_rows[:3])
+    odd = "; ".join(f"'{visible(row, 200)}'" for row in table.odd_rows[:3])
     evidence["odd_rows"] = list(table.odd_rows)
     return could_not_check(f"npu-smi's process table neither lists a process on NPU {npu_id} nor says it is idle"
                            + (f"; rows it could not read: {odd}" if odd else ""), evidence)
@@ -101,7 +104,7 @@ def busy_npu_refusal(hosts: Mapping[str, HostEvidence]) -> Optional[Finding]:
                              for node, processes in busy.items()})
 
 
-# -- network.hccl_ports ----------------------------------------------------------------------
+# -- node.hccl_ports ----------------------------------------------------------------------
 
 
 def _owner(item: SocketUse) -> str:
@@ -148,7 +151,7 @@ def hccl_ports(ctx: NodeContext) -> Verdict:
     return passed(f"no process listens on or holds ports {looked} (read with {table.source})", evidence)
 
 
-# -- network.host_nic ------------------------------------------------------------------------
+# -- node.host_nic ------------------------------------------------------------------------
 
 
 def _matches(spec: str, ifname: str) -> bool:
@@ -236,10 +239,10 @@ def host_nic(ctx: NodeContext) -> Verdict:
 CHECKS: List[Check] = [
     Check("npu.busy", ("npu",), "npu", Severity.ERROR, "no process holds the NPU (npu-smi info's process table)",
           BUSY_FIX, npu_busy, probes=("npu_smi.procs",), requires=("node.reachable", "node.npu_smi")),
-    Check("network.hccl_ports", ("network",), "node", Severity.ERROR,
+    Check("node.hccl_ports", ("node",), "node", Severity.ERROR,
           "no process listens on or holds HCCL's host ports or the master port", PORTS_FIX, hccl_ports,
           probes=("ports",), requires=_NEEDS),
-    Check("network.host_nic", ("network",), "node", Severity.ERROR,
+    Check("node.host_nic", ("node",), "node", Severity.ERROR,
           "the NIC of HCCL_SOCKET_IFNAME / HCCL_IF_IP exists, is up, holds the address and reaches MASTER_ADDR",
           NIC_FIX, host_nic, probes=("net.links", "net.addrs"), requires=_NEEDS),
 ]

@@ -37,6 +37,7 @@ from ascendprep.facts import (
     Versions,
 )
 from ascendprep.inventory import inventory_from_text
+from ascendprep.jobfacts import LinkState, NpuProcessTable, PortSockets
 
 INVENTORY = """\
 name: unit
@@ -111,6 +112,10 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
         hostname=node,
         addresses=(InterfaceAddress("lo", "inet", "127.0.0.1", 8), InterfaceAddress("eth0", "inet", wanted.node.host, 24)),
         hostname_addresses=(wanted.node.host,),
+        # Issue 17's facts: no process on the NPUs, nothing on HCCL's ports, eth0 up.
+        npu_processes=NpuProcessTable(idle_npus=tuple(range(wanted.nproc))),
+        port_sockets=PortSockets("ss", ranges=((60000, 60031), (29500, 29500))),
+        links=(LinkState("lo", ("LOOPBACK", "UP", "LOWER_UP"), "UNKNOWN"), LinkState("eth0", ("BROADCAST", "MULTICAST", "UP", "LOWER_UP"), "UP")),
         os_release={"ID": "debian", "VERSION_ID": "12"},
         arch="x86_64",
         ascend_home="/usr/local/Ascend",
