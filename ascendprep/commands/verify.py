@@ -69,6 +69,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
+@click.option("--allow-busy-npus", is_flag=True, help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).")
 @click.option("--timeout", type=click.FloatRange(min=COMMAND_DEADLINE_MIN_S), default=None, metavar="SECONDS", help="Seconds the whole command may take; hosts still at work then are reported as timed out, the report and the bundle are still written, exit 1 (default: per phase and wave of --forks hosts, ssh.connect_timeout + ssh.command_timeout, plus 30; with --allreduce plus its 600). --allreduce gets what is left, at most 600 s unless --timeout is given.")
 def verify_command(
     inventory: Optional[Path],
@@ -89,6 +90,7 @@ def verify_command(
     nproc_per_node: Optional[int],
     train: bool,
     bisect: bool,
+    allow_busy_npus: bool,
     timeout: Optional[float],
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
@@ -109,7 +111,8 @@ def verify_command(
         raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
     allreduce_options = _allreduce_options(
         allreduce,
-        {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect},
+        {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect,
+         "allow_busy_npus": allow_busy_npus},
     )
     if allreduce_options is not None and timeout is not None:
         allreduce_options = type(allreduce_options)(**{**vars(allreduce_options), "timeout": timeout})

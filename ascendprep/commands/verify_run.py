@@ -29,6 +29,7 @@ from ascendprep import exitcodes
 from ascendprep.checks.bundle import RUNS_DIR, Bundle, BundleError, bundle_size, check_free_space, new_bundle_dir, prune_runs, read_bundle, write_bundle
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.evidence import collect
+from ascendprep.checks.jobs import busy_npu_refusal
 from ascendprep.checks.mesh import PingPlan
 from ascendprep.checks.model import CheckResult
 from ascendprep.checks.registry import Selection, SelectionError
@@ -129,7 +130,10 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     deadline = verify_deadline(inventory, options)
     with Session(accesses, options.forks or inventory.model.ssh.forks, sudo_password=options.sudo_password, deadline=deadline) as session:
         hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
-        if options.allreduce is not None:
+        refusal = busy_npu_refusal(hosts) if options.allreduce is not None and not options.allreduce.allow_busy_npus else None
+        if refusal is not None:
+            allreduce_findings = [refusal]  # issue 17: an all-reduce on NPUs another job holds fails with EJ0001
+        elif options.allreduce is not None:
             from ascendprep.allreduce.launch import run_allreduce  # written separately; loaded only when asked for
 
             shown = err if options.output_format == "json" else Console(highlight=False)
