@@ -46,6 +46,7 @@ FAULT_KINDS = (
     "hccn-busy",
     "npu-smi-dcmi",  # npu-smi's DCMI cannot open the NPUs (held elsewhere): every call fails, -8020
     "hccn-flood",
+    "npu-busy",  # a process still holds the NPU: npu-smi info lists it (issue 17)
 )
 
 #: ``hccn-flood``: bytes each hccn_tool call prints when no size is given (issue 19's 30 MB).
