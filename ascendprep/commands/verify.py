@@ -95,9 +95,10 @@ def verify_command(
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
-    Per node: reachable, NPUs present and healthy, per NPU the device IP, /etc/hccn.conf, gateway,
-    detect IP, link, net_health, LLDP neighbour, TLS, link flaps and optics; kernel settings,
-    firewall, managed files and software versions. Cluster-wide: versions identical and
+    Per node: reachable, NPUs present, healthy and not held by a process, per NPU the device IP,
+    /etc/hccn.conf, gateway, detect IP, link, net_health, LLDP neighbour, TLS, link flaps and
+    optics; HCCL's host ports free, the host NIC for HCCL/gloo up with its address; kernel
+    settings, firewall, managed files and software versions. Cluster-wide: versions identical and
     compatible, TLS consistent, no duplicate device IP, and NPU pairs that ping each other.
 
     Every run saves its evidence under .ascendprep/runs/<UTC time>/ (0600 files, raw outputs
