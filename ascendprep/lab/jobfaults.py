@@ -5,7 +5,7 @@
   variant is the same fault on a port outside HCCL's block and the master port (``--port
   61000``): nothing may fail then.
 * ``nic-no-address``: the node's NIC towards the cluster (``eth0``) loses its address; the address
-  moves to a dummy NIC ``ascnic0`` (as a /32), and the subnet stays routed through the bare
+  moves to a spare NIC ``ascnic0`` (one end of a veth pair inside the node, as a /32), and the subnet stays routed through the bare
   ``eth0``. SSH keeps working (Linux answers for a local address on any NIC), but the NIC that
   holds ``HCCL_IF_IP`` is not the one that reaches the master: what ``node.host_nic`` reports.
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 60000
 DUMMY_NIC = "ascnic0"
+DUMMY_PEER = "ascnic0p"
 LISTEN_TIMEOUT_S = 10.0
 
 #: The listener: bind every address on the port, say so, then wait to be stopped.
@@ -79,7 +80,9 @@ def move_address(lab: "Lab", record: dict[str, Any], **_: Any) -> None:
     network = lab.spec.network
     address = f"{node.mgmt_ip}/{network.prefixlen}"
     record["saved"] = {"address": address, "subnet": str(network)}
-    _ip(lab, node.name, "link", "add", DUMMY_NIC, "type", "dummy")
+    # A veth pair inside the node (kernels without the dummy module have veth: the lab uses it).
+    _ip(lab, node.name, "link", "add", DUMMY_NIC, "type", "veth", "peer", "name", DUMMY_PEER)
+    _ip(lab, node.name, "link", "set", DUMMY_PEER, "up")
     _ip(lab, node.name, "link", "set", DUMMY_NIC, "up")
     _ip(lab, node.name, "addr", "add", f"{node.mgmt_ip}/32", "dev", DUMMY_NIC)
     _ip(lab, node.name, "addr", "del", address, "dev", "eth0")

@@ -56,11 +56,11 @@ def _failed(doc: Dict[str, Any]) -> List[tuple]:
 
 
 def test_each_cause_fails_its_check_on_its_node_and_passes_healed(jobs_lab: Lab, tmp_path: Path) -> None:
-    jobs_lab.fault("node2", "npu-busy", npu=1)
-    jobs_lab.fault("node3", "port-listener")
-    jobs_lab.fault("node1", "port-listener", port=61000)  # unlike: not HCCL's block, not the master port
-    jobs_lab.fault("node4", "nic-no-address")
     try:
+        jobs_lab.fault("node2", "npu-busy", npu=1)
+        jobs_lab.fault("node3", "port-listener")
+        jobs_lab.fault("node1", "port-listener", port=61000)  # unlike: not HCCL's block, not the master port
+        jobs_lab.fault("node4", "nic-no-address")
         code, doc = _verify(jobs_lab, tmp_path)
         assert code == 1
         assert _failed(doc) == [("node.hccl_ports", "node3", None), ("node.host_nic", "node4", None), ("npu.busy", "node2", 1)]
