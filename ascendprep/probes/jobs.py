@@ -1,11 +1,11 @@
 """The gather's probes for what stops an HCCL job from starting: NPU processes, taken host ports,
-the host NICs and the route to the master (issue 17).
+the host NICs and the route to the master (issue 17), as probe units (:mod:`.unit`).
 
 :func:`job_probes` derives from the inventory what to ask (the HCCL port block, the master port
-and address); :func:`render_lines` and :func:`render_functions` are the script's part;
-:func:`read_section` turns each section into fact fields or a :class:`ProbeError`. A probe that
-cannot answer (npu-smi failing, no ss and an unreadable ``/proc/net/tcp``) leaves its fact None
-with an error, so the checks say "could not check", never "passed".
+and address); it reaches the units through ``RenderContext.job_probes`` (None: the units render
+nothing, as for ``plan``'s gather in tests that give no inventory). A probe that cannot answer
+(npu-smi failing, no ss and an unreadable ``/proc/net/tcp``) leaves its fact None with an error,
+so the checks say "could not check", never "passed".
 
 Sections: ``npu_smi.info`` (``npu-smi info``), ``ports.ss`` (``ss -tanp FILTER``; exit 127 when
 ss is missing), ``ports.proc`` (only then: ``/proc/net/tcp``), ``net.links`` (``ip -o link``)
@@ -19,26 +19,17 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep.compat.hccl import BASE_PORT_MAX, BASE_PORT_MIN, DEFAULT_BASE_PORT, WIDE_PORT_COUNT
-from ascendprep.facts import ProbeError
 from ascendprep.jobfacts import RouteLookup
 from ascendprep.probes import hostnic, npu_procs, ports
-from ascendprep.probes.failures import classify_failure, dcmi_failure
+from ascendprep.probes.failures import dcmi_failure
 from ascendprep.probes.netaddr import ip_literal
 from ascendprep.probes.ports import PortQuery
 from ascendprep.probes.sections import NOT_FOUND_RC, Section, render_attrs
-from ascendprep.probes.text import UnexpectedOutput, first_line
+from ascendprep.probes.text import UnexpectedOutput
+from ascendprep.probes.unit import NOTHING, VERIFY_ONLY, Given, ProbeUnit, RenderContext, Where, fixed, set_field, text_only
 
 #: The environment variable that moves HCCL's host port block (reference §5.2).
 BASE_PORT_ENV = "HCCL_IF_BASE_PORT"
-
-#: section → (probe name in ProbeErrors, command as messages name it).
-SECTIONS: Dict[str, Tuple[str, str]] = {
-    "npu_smi.info": ("npu_smi.procs", "npu-smi info"),
-    "ports.ss": ("ports", "ss -tanp"),
-    "ports.proc": ("ports", "reading /proc/net/tcp"),
-    "net.links": ("net.links", "ip -o link show"),
-    "net.route": ("net.route", "ip route get MASTER_ADDR"),
-}
 
 
 @dataclass(frozen=True)
@@ -74,79 +65,15 @@ def job_probes(inventory: Any) -> JobProbes:
     return JobProbes(PortQuery(tuple(ranges)), ip_literal(inventory.master.host))
 
 
-def render_functions(jobs: JobProbes) -> str:
-    return ports.render_functions(jobs.ports)
-
-
-def render_lines(jobs: JobProbes) -> str:
-    """Script lines; they run after the NPU probes (``$AP_NPUSMI`` is npu-smi's path or empty)."""
-    q = shlex.quote
-    ranges = _ranges_attr(jobs.ports)
-    lines = [
-        "",
-        "# What stops a job from starting: processes on the NPUs, taken host ports, host NICs.",
-        'if [ -n "$AP_NPUSMI" ]; then',
-        "\tap_run npu_smi.info '' ap_tool \"$AP_NPUSMI\" info",
-        "fi",
-        f"ap_run ports.ss {q(ranges)} ap_installed ss ap_tool ss -tanp {q(jobs.ports.ss_filter())}",
-        'if [ "$ap_rc" -eq 127 ]; then',
-        f"\tap_run ports.proc {q(ranges)} ap_proc_ports",
-        "fi",
-        "ap_run net.links '' ap_tool ip -o link show",
-    ]
-    if jobs.master_addr is not None:
-        lines.append(f"ap_run net.route {q(render_attrs(dest=jobs.master_addr))} ap_tool ip route get {q(jobs.master_addr)}")
-    return "\n".join(lines) + "\n"
-
-
-def read_section(section: Section, timeout_s: Optional[int]) -> Tuple[Dict[str, Any], List[ProbeError]]:
-    """Fact fields (for HostFacts) and errors from one of :data:`SECTIONS`. Never raises."""
-    probe, what = SECTIONS[section.name]
-    if section.name == "net.route":
-        what = f"ip route get {section.attrs.get('dest', '?')}"
-
-    def failure() -> Tuple[Dict[str, Any], List[ProbeError]]:
-        return {}, [classify_failure(section, probe, what, timeout_s=timeout_s)]
-
-    try:
-        if section.name == "npu_smi.info":
-            if section.rc != 0 or dcmi_failure(section.text):
-                return failure()
-            return {"npu_processes": npu_procs.parse_process_table(section.stdout)}, []
-        if section.name == "ports.ss":
-            if section.rc == NOT_FOUND_RC:
-                return {}, []  # no ss: the /proc section follows
-            if section.rc != 0:
-                return failure()
-            return {"port_sockets": ports.parse_ss(section.stdout, _query(section))}, []
-        if section.name == "ports.proc":
-            if section.rc != 0:
-                return {}, [ProbeError(probe, "error", f"ss is not installed and {what} failed: "
-                                                       f"{first_line(section.stderr) or f'exit {section.rc}'}")]
-            return {"port_sockets": ports.parse_proc_ports(section.stdout, _query(section))}, []
-        if section.name == "net.links":
-            if section.rc != 0:
-                return failure()
-            return {"links": hostnic.parse_ip_link(section.stdout)}, []
-        dest = section.attrs.get("dest", "")
-        if section.rc != 0 and "unreachable" in section.text.lower():
-            return {"route_to_master": RouteLookup(dest)}, []
-        if section.rc != 0:
-            return failure()
-        return {"route_to_master": hostnic.parse_route_get(section.stdout, dest)}, []
-    except (UnexpectedOutput, ValueError) as exc:
-        return {}, [ProbeError(probe, "error", f"{what}: {exc}")]
-
-
 def _ranges_attr(query: PortQuery) -> str:
     """The section attribute naming the queried ports: ``ranges=60000-60031+29500-29500``."""
     return render_attrs(ranges="+".join(f"{low}-{high}" for low, high in query.ranges))
 
 
-def _query(section: Section) -> PortQuery:
+def _query(attrs: Dict[str, str]) -> PortQuery:
     """The ports a section asked about (its ``ranges`` attribute); the parsers narrow to them
     again, so an ss that ignored the filter cannot widen the answer."""
-    ranges = section.attrs.get("ranges", "")
+    ranges = attrs.get("ranges", "")
     parsed = []
     for part in ranges.split("+") if ranges else ():
         low, _, high = part.partition("-")
@@ -155,3 +82,110 @@ def _query(section: Section) -> PortQuery:
     if not parsed:
         raise UnexpectedOutput("the section does not say which ports it asked about")
     return PortQuery(tuple(parsed))
+
+
+def _jobs(ctx: RenderContext) -> Optional[JobProbes]:
+    return getattr(ctx, "job_probes", None)
+
+
+# -- the units ----------------------------------------------------------------------------------
+
+NPU_SMI_INFO = ProbeUnit(
+    section="npu_smi.info",
+    comment="What stops a job from starting: processes on the NPUs (npu-smi info's process table).",
+    command=lambda ctx: 'ap_tool "$AP_NPUSMI" info',
+    guard='[ -n "$AP_NPUSMI" ]',
+    probe=fixed("npu_smi.procs"),
+    describe=fixed("npu-smi info"),
+    answered=lambda section: section.rc == 0 and dcmi_failure(section.text) is None,
+    parse=text_only(npu_procs.parse_process_table),
+    fill=set_field("npu_processes"),
+    fact="npu_processes",
+    phases=VERIFY_ONLY,
+)
+
+
+def _render_ports(ctx: RenderContext) -> List[str]:
+    jobs = _jobs(ctx)
+    if jobs is None:
+        return []
+    q = shlex.quote
+    ranges = q(_ranges_attr(jobs.ports))
+    return [
+        "",
+        "# Sockets on HCCL's host ports and the master port: ss, or /proc/net/tcp where ss is missing.",
+        *ports.render_functions(jobs.ports).rstrip("\n").split("\n"),
+        f"ap_run ports.ss {ranges} ap_installed ss ap_tool ss -tanp {q(jobs.ports.ss_filter())}",
+        'if [ "$ap_rc" -eq 127 ]; then',
+        f"\tap_run ports.proc {ranges} ap_proc_ports",
+        "fi",
+    ]
+
+
+PORTS_SS = ProbeUnit(
+    section="ports.ss",
+    command=lambda ctx: "",
+    render=_render_ports,
+    probe=fixed("ports"),
+    describe=fixed("ss -tanp"),
+    settle=lambda section: NOTHING if section.rc == NOT_FOUND_RC else None,  # no ss: ports.proc follows
+    parse=lambda stdout, where: ports.parse_ss(stdout, _query(dict(where.attrs))),
+    fill=set_field("port_sockets"),
+    fact="port_sockets",
+    phases=VERIFY_ONLY,
+)
+
+#: Rendered by :data:`PORTS_SS` (only where ss is missing).
+PORTS_PROC = ProbeUnit(
+    section="ports.proc",
+    command=lambda ctx: "",
+    render=lambda ctx: [],
+    probe=fixed("ports"),
+    describe=fixed("ss is not installed; reading /proc/net/tcp"),
+    parse=lambda stdout, where: ports.parse_proc_ports(stdout, _query(dict(where.attrs))),
+    fill=set_field("port_sockets"),
+    fact="port_sockets",
+    phases=VERIFY_ONLY,
+)
+
+NET_LINKS = ProbeUnit(
+    section="net.links",
+    command=lambda ctx: "ap_tool ip -o link show",
+    render=lambda ctx: [] if _jobs(ctx) is None else ["ap_run net.links '' ap_tool ip -o link show"],
+    describe=fixed("ip -o link show"),
+    parse=text_only(hostnic.parse_ip_link),
+    fill=set_field("links"),
+    fact="links",
+    phases=VERIFY_ONLY,
+)
+
+
+def _render_route(ctx: RenderContext) -> List[str]:
+    jobs = _jobs(ctx)
+    if jobs is None or jobs.master_addr is None:
+        return []
+    q = shlex.quote
+    return [f"ap_run net.route {q(render_attrs(dest=jobs.master_addr))} ap_tool ip route get {q(jobs.master_addr)}"]
+
+
+def _settle_route(section: Section) -> Optional[Given]:
+    """``RTNETLINK answers: Network is unreachable``: the answer is "no route", not a failure."""
+    if section.rc not in (0, None) and "unreachable" in section.text.lower():
+        return Given(RouteLookup(section.attrs.get("dest", "")))
+    return None
+
+
+NET_ROUTE = ProbeUnit(
+    section="net.route",
+    command=lambda ctx: "",
+    render=_render_route,
+    describe=lambda where: f"ip route get {where.attrs.get('dest', '?')}",
+    settle=_settle_route,
+    parse=lambda stdout, where: hostnic.parse_route_get(stdout, where.attrs.get("dest", "")),
+    fill=set_field("route_to_master"),
+    fact="route_to_master",
+    phases=VERIFY_ONLY,
+)
+
+#: In the order the script runs them (after every other probe: ``$AP_NPUSMI`` is set by then).
+JOB_UNITS: Tuple[ProbeUnit, ...] = (NPU_SMI_INFO, PORTS_SS, PORTS_PROC, NET_LINKS, NET_ROUTE)

@@ -134,6 +134,7 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     assert facts.npu_smi_tool == str(tmp_path / "bin" / "npu-smi")
     assert [device.npu_id for device in facts.npu_smi.devices] == [0, 1]
     assert [(h.npu_id, h.chip, h.health) for h in facts.npu_health] == [(0, 0, "OK"), (1, 0, "Alarm")]
+    assert [p.pid for p in facts.npu_processes.processes] == [1333928, 784780]  # npu-smi info's process table
 
     assert sorted(facts.npus) == [0, 1]
     npu0, npu1 = facts.npus[0], facts.npus[1]

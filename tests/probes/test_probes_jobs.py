@@ -144,10 +144,16 @@ def test_the_gather_finds_a_real_listener_with_ss_and_through_proc_without_it(li
 
 
 def test_no_ss_and_an_unreadable_proc_is_an_error_not_an_empty_answer():
-    from ascendprep.probes.jobs import read_section
+    from ascendprep.probes.jobs import PORTS_PROC
     from ascendprep.probes.sections import Section
+    from ascendprep.probes.unit import Draft
 
-    section = Section("ports.proc", {"ranges": "60000-60031"}, "", "cannot read /proc/net/tcp\n", rc=1)
-    fields, errors = read_section(section, 10)
-    assert fields == {} and errors[0].probe == "ports"
-    assert "ss is not installed" in errors[0].message and "cannot read /proc/net/tcp" in errors[0].message
+    draft = Draft()
+    PORTS_PROC.read(Section("ports.proc", {"ranges": "60000-60031"}, "", "cannot read /proc/net/tcp\n", rc=1), draft)
+    assert "port_sockets" not in draft.fields and draft.errors[0].probe == "ports"
+    assert "ss is not installed" in draft.errors[0].message and "cannot read /proc/net/tcp" in draft.errors[0].message
+
+
+def test_without_job_probes_the_script_asks_nothing_of_them():
+    script = render_gather_script(0, "/bin/true")
+    assert "ports.ss" not in script and "npu_smi.info" in script  # npu-smi's table needs no settings
