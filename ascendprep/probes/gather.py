@@ -63,7 +63,7 @@ def render_gather_script(
     ``sysctl_keys``: kernel settings to read (the defaults plus any the inventory sets).
     ``units``: the probes to run (all registered ones by default).
     ``job_probes``: what the NPU-process, port, NIC and master-route probes ask about
-    (:func:`ascendprep.probes.jobs.job_probes`); None leaves them out.
+    (:func:`ascendprep.probes.jobs.job_probes`); None: HCCL's default ports, no route lookup.
     """
     for key in sysctl_keys:
         if not _SYSCTL_KEY.match(key):

@@ -2,8 +2,8 @@
 the host NICs and the route to the master (issue 17), as probe units (:mod:`.unit`).
 
 :func:`job_probes` derives from the inventory what to ask (the HCCL port block, the master port
-and address); it reaches the units through ``RenderContext.job_probes`` (None: the units render
-nothing, as for ``plan``'s gather in tests that give no inventory). A probe that cannot answer
+and address); it reaches the units through ``RenderContext.job_probes`` (None: HCCL's default
+block and port 29500, no route lookup). A probe that cannot answer
 (npu-smi failing, no ss and an unreadable ``/proc/net/tcp``) leaves its fact None with an error,
 so the checks say "could not check", never "passed".
 
@@ -84,8 +84,13 @@ def _query(attrs: Dict[str, str]) -> PortQuery:
     return PortQuery(tuple(parsed))
 
 
-def _jobs(ctx: RenderContext) -> Optional[JobProbes]:
-    return getattr(ctx, "job_probes", None)
+#: Without an inventory: HCCL's default block (wide, the check narrows it) and port 29500.
+DEFAULT_JOB_PROBES = JobProbes(PortQuery(((DEFAULT_BASE_PORT, DEFAULT_BASE_PORT + WIDE_PORT_COUNT - 1), (29500, 29500))))
+
+
+def _jobs(ctx: RenderContext) -> JobProbes:
+    given = getattr(ctx, "job_probes", None)
+    return given if given is not None else DEFAULT_JOB_PROBES
 
 
 # -- the units ----------------------------------------------------------------------------------
@@ -107,8 +112,6 @@ NPU_SMI_INFO = ProbeUnit(
 
 def _render_ports(ctx: RenderContext) -> List[str]:
     jobs = _jobs(ctx)
-    if jobs is None:
-        return []
     q = shlex.quote
     ranges = q(_ranges_attr(jobs.ports))
     return [
@@ -151,7 +154,6 @@ PORTS_PROC = ProbeUnit(
 NET_LINKS = ProbeUnit(
     section="net.links",
     command=lambda ctx: "ap_tool ip -o link show",
-    render=lambda ctx: [] if _jobs(ctx) is None else ["ap_run net.links '' ap_tool ip -o link show"],
     describe=fixed("ip -o link show"),
     parse=text_only(hostnic.parse_ip_link),
     fill=set_field("links"),
@@ -161,11 +163,14 @@ NET_LINKS = ProbeUnit(
 
 
 def _render_route(ctx: RenderContext) -> List[str]:
-    jobs = _jobs(ctx)
-    if jobs is None or jobs.master_addr is None:
-        return []
-    q = shlex.quote
-    return [f"ap_run net.route {q(render_attrs(dest=jobs.master_addr))} ap_tool ip route get {q(jobs.master_addr)}"]
+    """Only where the master is given by address (it is validated as one: safe in an attribute)."""
+    master = _jobs(ctx).master_addr or ""
+    return [
+        f"AP_MASTER={shlex.quote(master)}",
+        'if [ -n "$AP_MASTER" ]; then',
+        '\tap_run net.route " dest=$AP_MASTER" ap_tool ip route get "$AP_MASTER"',
+        "fi",
+    ]
 
 
 def _settle_route(section: Section) -> Optional[Given]:

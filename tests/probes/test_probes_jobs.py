@@ -154,6 +154,9 @@ def test_no_ss_and_an_unreadable_proc_is_an_error_not_an_empty_answer():
     assert "ss is not installed" in draft.errors[0].message and "cannot read /proc/net/tcp" in draft.errors[0].message
 
 
-def test_without_job_probes_the_script_asks_nothing_of_them():
-    script = render_gather_script(0, "/bin/true")
-    assert "ports.ss" not in script and "npu_smi.info" in script  # npu-smi's table needs no settings
+def test_without_an_inventory_the_script_asks_about_the_default_ports_and_no_route():
+    facts = parse_gather_output(_gather(render_gather_script(0, "/bin/true")))
+    assert facts.port_sockets is not None and facts.port_sockets.ranges == ((60000, 60031), (29500, 29500))
+    assert facts.links and facts.route_to_master is None and not facts.errors_for("net.route")
+    routed = parse_gather_output(_gather(render_gather_script(0, "/bin/true", job_probes=JobProbes(QUERY, "127.0.0.1"))))
+    assert routed.route_to_master is not None and routed.route_to_master.dev == "lo"
