@@ -30,15 +30,15 @@ from rich.console import Console
 from ascendprep import exitcodes
 from ascendprep.applyjournal import ApplyJournal, public_change
 from ascendprep.desired import DesiredState, build_desired
-from ascendprep.hosts import AppliedHost, apply_changes, gather_facts, host_accesses
+from ascendprep.fleet.hosts import AppliedHost, apply_changes, gather_facts, host_accesses
 from ascendprep.inventory import Inventory, inventory_from_text
 from ascendprep.plan import Change, diff_host, managed_keys, reconcile
 from ascendprep.planfile import DEFAULT_PLAN, PlanFile, read_inventory_bytes, read_plan, write_plan
 from ascendprep.probes.shell import checked_output_cap_override
-from ascendprep.remote.deadline import command_deadline
-from ascendprep.remote.fanout import HostOutcome, Session
-from ascendprep.remote.progress import progress_for_terminal
-from ascendprep.remote.sudo import SudoPassword
+from ascendprep.fleet.deadline import command_deadline
+from ascendprep.fleet.fanout import HostOutcome, Session
+from ascendprep.fleet.progress import progress_for_terminal
+from ascendprep.fleet.sudo import SudoPassword
 from ascendprep.report import console as report_console
 from ascendprep.report.changes import apply_table
 from ascendprep.report.text import markup_safe

@@ -13,14 +13,14 @@ from ascendprep.report import console as report_console
 from ascendprep import exitcodes
 from ascendprep.desired import DesiredState, build_desired
 from ascendprep.findings import Severity
-from ascendprep.hosts import gather_facts, host_accesses
+from ascendprep.fleet.hosts import gather_facts, host_accesses
 from ascendprep.inventory import load_inventory
 from ascendprep.plan import HostPlan, diff_host, unreachable_host
 from ascendprep.planfile import DEFAULT_PLAN, from_host_plans, write_plan
-from ascendprep.remote.deadline import Deadline, command_deadline
-from ascendprep.remote.fanout import Session
-from ascendprep.remote.progress import progress_for_terminal
-from ascendprep.remote.sudo import SudoPassword
+from ascendprep.fleet.deadline import Deadline, command_deadline
+from ascendprep.fleet.fanout import Session
+from ascendprep.fleet.progress import progress_for_terminal
+from ascendprep.fleet.sudo import SudoPassword
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.changes import changes_table, plan_document
 from ascendprep.report.findings import findings_table

@@ -1,6 +1,6 @@
 """``--ask-sudo-password``: read the sudo password once, from the terminal, for this run only.
 
-The password is kept in a :class:`~ascendprep.remote.sudo.SudoPassword` (it never prints itself)
+The password is kept in a :class:`~ascendprep.fleet.sudo.SudoPassword` (it never prints itself)
 and handed to the Session; it is never written anywhere and leaves this process only on the
 stdin of ``sudo -S`` on hosts that ask for it.
 """
@@ -13,7 +13,7 @@ from typing import Optional
 
 import click
 
-from ascendprep.remote.sudo import SudoPassword
+from ascendprep.fleet.sudo import SudoPassword
 
 ask_sudo_password_option = click.option(
     "--ask-sudo-password",

@@ -27,7 +27,7 @@ from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sud
 from ascendprep.limits import KEEP_RUNS_DEFAULT
 from ascendprep.limits import COMMAND_DEADLINE_MIN_S
 
-ALLREDUCE_MODULE = "ascendprep.allreduce.launch"
+ALLREDUCE_MODULE = "ascendprep.fleet.allreduce"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
 GROUPS = ("node", "npu", "network", "sysctl", "firewall", "files", "software", "cluster")
 MESHES = ("ring", "full")

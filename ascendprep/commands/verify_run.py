@@ -26,24 +26,24 @@ from rich.console import Console
 from ascendprep.report.text import markup_safe as escape
 
 from ascendprep import exitcodes
-from ascendprep.checks.bundle import RUNS_DIR, Bundle, BundleError, bundle_size, check_free_space, new_bundle_dir, prune_runs, read_bundle, write_bundle
+from ascendprep.fleet.bundle import RUNS_DIR, Bundle, BundleError, bundle_size, check_free_space, new_bundle_dir, prune_runs, read_bundle, write_bundle
 from ascendprep.checks.context import HostEvidence
-from ascendprep.checks.evidence import collect
+from ascendprep.fleet.evidence import collect
 from ascendprep.checks.mesh import PingPlan
 from ascendprep.checks.model import CheckResult
 from ascendprep.checks.registry import Selection, SelectionError
 from ascendprep.checks.runner import no_errors, run_checks
 from ascendprep.desired import DesiredState, build_desired
 from ascendprep.findings import Finding, Severity, has_errors
-from ascendprep.hosts import host_accesses
+from ascendprep.fleet.hosts import host_accesses
 from ascendprep.inventory import Inventory, inventory_from_text
 from ascendprep.limits import KEEP_RUNS_DEFAULT
-from ascendprep.remote.sudo import SudoPassword
-from ascendprep.remote.deadline import Deadline, command_deadline
-from ascendprep.remote.fanout import Session
+from ascendprep.fleet.sudo import SudoPassword
+from ascendprep.fleet.deadline import Deadline, command_deadline
+from ascendprep.fleet.fanout import Session
 from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
 from ascendprep.report.limits_hit import collect_limits_hit
-from ascendprep.remote.progress import progress_for_terminal
+from ascendprep.fleet.progress import progress_for_terminal
 from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
 from ascendprep.report.verify import print_verify, verify_document
@@ -116,7 +116,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     if desired is None:
         return None
     if options.allreduce is not None:
-        from ascendprep.allreduce.launch import option_problems
+        from ascendprep.allreduce.jobs import option_problems
 
         problems = option_problems(inventory, options.allreduce)
         if problems:
@@ -130,7 +130,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     with Session(accesses, options.forks or inventory.model.ssh.forks, sudo_password=options.sudo_password, deadline=deadline) as session:
         hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
         if options.allreduce is not None:
-            from ascendprep.allreduce.launch import run_allreduce  # written separately; loaded only when asked for
+            from ascendprep.fleet.allreduce import run_allreduce  # written separately; loaded only when asked for
 
             shown = err if options.output_format == "json" else Console(highlight=False)
             outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.checks import bundle as bundle_module
-from ascendprep.checks.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
+from ascendprep.fleet import bundle as bundle_module
+from ascendprep.fleet.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
 from ascendprep.checks.registry import Selection
 from ascendprep.commands import verify_run
 from ascendprep.commands.verify import verify_command

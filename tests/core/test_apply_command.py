@@ -20,11 +20,11 @@ from ascendprep import exitcodes
 from ascendprep.applyscript import StepResult
 from ascendprep.commands import apply as apply_command
 from ascendprep.desired import build_desired
-from ascendprep.hosts import AppliedHost, Gathered
+from ascendprep.fleet.hosts import AppliedHost, Gathered
 from ascendprep.inventory import load_inventory
 from ascendprep.plan import Change, diff_host
 from ascendprep.planfile import from_host_plans, read_plan, write_plan
-from ascendprep.remote.fanout import HostOutcome
+from ascendprep.fleet.fanout import HostOutcome
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts
 

@@ -15,7 +15,7 @@ import os
 import threading
 from typing import Callable, Mapping, Optional, Union
 
-from ascendprep.remote.errors import SudoError
+from ascendprep.fleet.errors import SudoError
 
 SUDO_PASSWORD_ENV = "ASCENDPREP_SUDO_PASSWORD"
 

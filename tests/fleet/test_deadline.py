@@ -12,8 +12,11 @@ from typing import List
 import pytest
 
 from ascendprep import limits
-from ascendprep.remote import HostAccess, LocalTransport, Session, Transport
-from ascendprep.remote.deadline import Deadline, command_deadline, default_timeout
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.fanout import Session
+from ascendprep.fleet.local import LocalTransport
+from ascendprep.fleet.transport import Transport
+from ascendprep.fleet.deadline import Deadline, command_deadline, default_timeout
 
 
 class StuckTransport(LocalTransport):
@@ -94,8 +97,10 @@ def test_a_thread_that_never_wakes_does_not_keep_the_process_alive() -> None:
     """Workers are daemon threads: the process exits once the fan-out has given up on them."""
     code = textwrap.dedent("""
         import threading
-        from ascendprep.remote import HostAccess, LocalTransport, Session
-        from ascendprep.remote.deadline import Deadline
+        from ascendprep.fleet.access import HostAccess
+        from ascendprep.fleet.fanout import Session
+        from ascendprep.fleet.local import LocalTransport
+        from ascendprep.fleet.deadline import Deadline
 
         class Deaf(LocalTransport):
             def run_script(self, script, timeout=None):

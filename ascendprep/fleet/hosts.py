@@ -1,6 +1,6 @@
 """The edge where the pure core meets the hosts: connect, gather facts, apply a host's changes.
 
-Each phase is one batched script per host through a :class:`~ascendprep.remote.fanout.Session`,
+Each phase is one batched script per host through a :class:`~ascendprep.fleet.fanout.Session`,
 so a command keeps one connection per host and a failure on one host is that host's outcome only.
 """
 
@@ -15,11 +15,11 @@ from ascendprep.inventory import Inventory, Node, parse_jump_host
 from ascendprep.plan import Change
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.paths import SYSCTL_KEYS
-from ascendprep.remote.access import HostAccess, known_hosts_files
-from ascendprep.remote.errors import CommandTimeout
-from ascendprep.remote.fanout import HostOutcome, Session
-from ascendprep.remote.progress import Progress
-from ascendprep.remote.transport import Transport
+from ascendprep.fleet.access import HostAccess, known_hosts_files
+from ascendprep.fleet.errors import CommandTimeout
+from ascendprep.fleet.fanout import HostOutcome, Session
+from ascendprep.fleet.progress import Progress
+from ascendprep.fleet.transport import Transport
 
 
 def host_accesses(inventory: Inventory, accept_new_host_keys: bool = False, nodes: Optional[list[Node]] = None) -> list[HostAccess]:

@@ -24,7 +24,7 @@ from typing import List, Optional
 
 import paramiko
 
-from ascendprep.remote import HostAccess
+from ascendprep.fleet.access import HostAccess
 
 
 class _Interface(paramiko.ServerInterface):

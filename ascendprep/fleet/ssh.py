@@ -14,7 +14,7 @@ script its ``command_timeout``; each SFTP operation
 CommandTimeout ("timed out in STEP") for this host only.
 
 SFTP is optional: on a host whose sshd has no sftp subsystem, put() streams the bytes through
-the exec channel instead (see :func:`ascendprep.remote.shell.write_file_script`).
+the exec channel instead (see :func:`ascendprep.fleet.shell.write_file_script`).
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from fabric import Config, Connection
 from dataclasses import dataclass, replace
 
 from ascendprep.limits import HOST_OUTPUT_CAP, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT, SUDO_AUTH_TIMEOUT
-from ascendprep.remote import shell
-from ascendprep.remote.access import HostAccess
-from ascendprep.remote.capture import CappedOutput
-from ascendprep.remote.diagnose import describe_connect_failure
-from ascendprep.remote.errors import AuthError, RemoteError, UnreachableError, step_timeout
-from ascendprep.remote.hostkeys import KnownKey, prepare_client
-from ascendprep.remote.sudo import SudoGate, SudoPassword
-from ascendprep.remote.transport import KILL_TIMEOUT, FileChannelUnavailable, RawExec, ScriptTransport
+from ascendprep.fleet import shell
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.capture import CappedOutput
+from ascendprep.fleet.diagnose import describe_connect_failure
+from ascendprep.fleet.errors import AuthError, RemoteError, UnreachableError, step_timeout
+from ascendprep.fleet.hostkeys import KnownKey, prepare_client
+from ascendprep.fleet.sudo import SudoGate, SudoPassword
+from ascendprep.fleet.transport import KILL_TIMEOUT, FileChannelUnavailable, RawExec, ScriptTransport
 
 T = TypeVar("T")
 

@@ -28,8 +28,8 @@ from typing import List, Sequence, Tuple
 import paramiko
 from paramiko.hostkeys import HostKeyEntry, HostKeys, InvalidHostKey
 
-from ascendprep.remote.access import HostAccess
-from ascendprep.remote.errors import HostKeyError
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.errors import HostKeyError
 
 log = logging.getLogger(__name__)
 

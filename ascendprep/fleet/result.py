@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ascendprep.remote.errors import CommandFailed, CommandTimeout
+from ascendprep.fleet.errors import CommandFailed, CommandTimeout
 
 #: ``rc`` reported for a script that was killed at its time limit (as coreutils ``timeout`` does).
 TIMED_OUT_RC = 124

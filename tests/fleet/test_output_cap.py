@@ -13,9 +13,10 @@ from typing import Callable, Tuple, TypeVar
 
 import pytest
 
-from ascendprep.remote import LocalTransport, SSHTransport
-from ascendprep.remote.errors import OutputTooLarge
-from ascendprep.remote.fanout import Session
+from ascendprep.fleet.local import LocalTransport
+from ascendprep.fleet.ssh import SSHTransport
+from ascendprep.fleet.errors import OutputTooLarge
+from ascendprep.fleet.fanout import Session
 
 from .conftest import Sshd
 

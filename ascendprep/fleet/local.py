@@ -17,10 +17,10 @@ import time
 from typing import Optional
 
 from ascendprep.limits import HOST_OUTPUT_CAP
-from ascendprep.remote import shell
-from ascendprep.remote.capture import CappedOutput
-from ascendprep.remote.errors import RemoteError
-from ascendprep.remote.transport import RawExec, ScriptTransport
+from ascendprep.fleet import shell
+from ascendprep.fleet.capture import CappedOutput
+from ascendprep.fleet.errors import RemoteError
+from ascendprep.fleet.transport import RawExec, ScriptTransport
 
 #: Between SIGTERM and SIGKILL for a timed-out script, as the SSH kill script does.
 TERM_GRACE_SECONDS = 2.0

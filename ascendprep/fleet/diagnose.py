@@ -3,7 +3,7 @@
 paramiko and the socket layer report the same few situations in many shapes
 (``NoValidConnectionsError`` wrapping ``ECONNREFUSED``, ``socket.timeout``, ``SSHException``
 with a banner message...). :func:`describe_connect_failure` maps them to a
-:class:`~ascendprep.remote.errors.RemoteError` whose kind drives retry and reporting.
+:class:`~ascendprep.fleet.errors.RemoteError` whose kind drives retry and reporting.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Optional, Sequence
 import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
-from ascendprep.remote.access import HostAccess
-from ascendprep.remote.errors import AuthError, HostKeyError, RemoteError, UnreachableError, step_timeout
-from ascendprep.remote.hostkeys import KnownKey, changed_key_message
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.errors import AuthError, HostKeyError, RemoteError, UnreachableError, step_timeout
+from ascendprep.fleet.hostkeys import KnownKey, changed_key_message
 
 _NO_ROUTE = {errno.EHOSTUNREACH, errno.ENETUNREACH}
 

@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.remote import TIMED_OUT_RC, LocalTransport, RemoteError, SSHTransport, Transport
+from ascendprep.fleet.errors import RemoteError
+from ascendprep.fleet.local import LocalTransport
+from ascendprep.fleet.result import TIMED_OUT_RC
+from ascendprep.fleet.ssh import SSHTransport
+from ascendprep.fleet.transport import Transport
 
 from .conftest import Sshd, wait_until_gone
 
@@ -58,7 +62,7 @@ def test_local_put_and_exec_count(tmp_path: Path) -> None:
 
 
 def test_local_fetch_reads_the_bytes_and_keeps_no_more_than_the_cap(tmp_path: Path) -> None:
-    from ascendprep.remote.errors import OutputTooLarge
+    from ascendprep.fleet.errors import OutputTooLarge
 
     source = tmp_path / "log"
     source.write_bytes(bytes(range(256)) * 100)

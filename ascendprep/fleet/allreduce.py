@@ -18,37 +18,43 @@ The control side of the all-reduce check (the worker is ``worker.py``; the verdi
    failed peer): kill every process of the run on the node and fetch its log. Run directories
    are removed on every path, success included.
 4. **verdict and findings**: the ranks' records from every node's log, ``build_verdict``, and
-   per node what went wrong in its own words (:mod:`.diagnosis`). With ``--bisect``, a failed
-   or slow run is repeated on pairs of nodes to name the node at fault (:mod:`.bisect`).
+   per node what went wrong in its own words (:mod:`ascendprep.allreduce.diagnosis`). With
+   ``--bisect``, a failed or slow run is repeated on pairs of nodes to name the node at fault
+   (:mod:`ascendprep.allreduce.bisection`).
+
+This module is the SSH half; the jobs' layout, the binding and the judging are pure and live in
+:mod:`ascendprep.allreduce.jobs`.
 """
 
 from __future__ import annotations
 
-import secrets
-import socket
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from rich.console import Console
 
 from ascendprep.allreduce import worker_source
 from ascendprep.allreduce.bisection import BisectReport, GroupResult, judge, plan_rounds
-from ascendprep.allreduce.diagnosis import (
-    LaunchResult,
-    NodeProblem,
-    launch_problem,
-    log_tail,
-    preflight_problems,
-    primary_problems,
-    suspects,
-    without_node_prefix,
+from ascendprep.allreduce.diagnosis import LaunchResult, NodeProblem, log_tail, preflight_problems, suspects, without_node_prefix
+from ascendprep.allreduce.jobs import (
+    Job,
+    JobNode,
+    JobResult,
+    binding_of,
+    cluster_job,
+    group_result,
+    join_problems,
+    judge_job,
+    new_run_id,
+    node_reports,
+    product_busbw_floor,
+    slowest_phases,
+    worth_bisecting,
 )
 from ascendprep.allreduce.options import AllreduceOptions, RunSettings, resolve_settings
-from ascendprep.allreduce.outcome import AllreduceOutcome, NodeReport, build_findings, option_findings
-from ascendprep.allreduce.results import CollectedOutput, Verdict, build_verdict, parse_worker_output
+from ascendprep.allreduce.outcome import AllreduceOutcome, build_findings, option_findings
 from ascendprep.allreduce.scripts import (
     WORKER_NAME,
     LaunchOutput,
@@ -58,18 +64,15 @@ from ascendprep.allreduce.scripts import (
     render_cleanup_script,
     render_launch_script,
     render_preflight_script,
-    run_dir,
     torchrun_arguments,
 )
 from ascendprep.allreduce.table import print_allreduce
-from ascendprep.compat import ThresholdsError, min_busbw_gbps
 from ascendprep.inventory import Inventory
-from ascendprep.probes.netaddr import interface_holding, ip_literal, is_loopback
-from ascendprep.remote.access import HostAccess
-from ascendprep.remote.errors import RemoteError
-from ascendprep.remote.fanout import Session
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.errors import RemoteError
+from ascendprep.fleet.fanout import Session
 
-__all__ = ["AllreduceOptions", "AllreduceOutcome", "option_problems", "print_allreduce", "run_allreduce"]
+__all__ = ["AllreduceOptions", "AllreduceOutcome", "print_allreduce", "run_allreduce"]
 
 #: Preflight is a few file tests and one interpreter start without torch.
 PREFLIGHT_TIMEOUT_S = 60.0
@@ -79,69 +82,6 @@ CLEANUP_TIMEOUT_S = 30.0
 POLL_S = 0.25
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class JobNode:
-    """One node's place in one torchrun job."""
-
-    name: str
-    host: str
-    node_rank: int
-    nproc: int
-    directory: str
-
-
-@dataclass(frozen=True)
-class Job:
-    """One torchrun job: the whole cluster, or a bisect group. ``nodes[0]`` is the master."""
-
-    nodes: Tuple[JobNode, ...]
-
-    @property
-    def master(self) -> JobNode:
-        return self.nodes[0]
-
-    @property
-    def world_size(self) -> int:
-        return sum(n.nproc for n in self.nodes)
-
-
-@dataclass
-class JobResult:
-    job: Job
-    problems: Dict[str, NodeProblem] = field(default_factory=dict)
-    launches: Dict[str, LaunchResult] = field(default_factory=dict)
-    verdict: Optional[Verdict] = None
-    collected: Optional[CollectedOutput] = None
-    master_port: Optional[int] = None
-    launch_seconds: Optional[float] = None
-    #: Per node: (inventory address, the interface holding it) its ranks are bound to.
-    bindings: Dict[str, Tuple[str, str]] = field(default_factory=dict)
-    #: Per node left unbound: why (its ranks then pick an address by the hostname).
-    unbound: Dict[str, str] = field(default_factory=dict)
-
-    @property
-    def master_addr(self) -> str:
-        """The master's address for MASTER_ADDR: the bound one, else the inventory's host."""
-        bound = self.bindings.get(self.job.master.name)
-        return bound[0] if bound is not None else self.job.master.host
-
-
-def new_run_id() -> str:
-    """UTC time and a random suffix: sortable, and unique across concurrent runs."""
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
-
-
-def option_problems(inventory: Inventory, options: Any) -> List[str]:
-    """What is wrong with ``options`` for this inventory (empty: nothing), without any I/O.
-
-    For a command to refuse bad input (exit 2) before it connects to anything.
-    """
-    product_floor, floor_problem = _product_floor(inventory)
-    _, problems = resolve_settings(AllreduceOptions.coerce(options),
-                                   [(n.name, n.npus) for n in inventory.nodes], product_floor)
-    return problems + ([floor_problem] if floor_problem else [])
 
 
 def run_allreduce(inventory: Inventory, session: Session, options: Any,
@@ -154,7 +94,7 @@ def run_allreduce(inventory: Inventory, session: Session, options: Any,
     console = console or Console(stderr=True, highlight=False)
     started = time.monotonic()
     run_id = new_run_id()
-    product_floor, floor_problem = _product_floor(inventory)
+    product_floor, floor_problem = product_busbw_floor(inventory)
     settings, problems = resolve_settings(AllreduceOptions.coerce(options),
                                           [(n.name, n.npus) for n in inventory.nodes], product_floor)
     problems += [floor_problem] if floor_problem else []
@@ -178,46 +118,18 @@ def run_allreduce(inventory: Inventory, session: Session, options: Any,
             node_problems[node] = NodeProblem(node, "suspect", why, "look at this node first: its log lines are below",
                                               log_tail(result.launches[node].output.log if node in result.launches else ""))
     bisect_report = None
-    if settings.bisect and _worth_bisecting(result, node_problems):
+    if settings.bisect and worth_bisecting(result, node_problems):
         bisect_report = run_bisect(session, inventory, settings, python_path, run_id, console)
     findings = build_findings(verdict=result.verdict, problems=node_problems,
                               nodes=[n.name for n in inventory.nodes], bisect=bisect_report)
     stage = "done" if result.verdict is not None else "preflight"
     outcome = AllreduceOutcome(
-        run_id, stage, settings, nodes=_node_reports(result, node_problems, inventory),
+        run_id, stage, settings, nodes=node_reports(result, node_problems, inventory),
         verdict=result.verdict, findings=findings, master=job.master.name, master_port=result.master_port,
         seconds=time.monotonic() - started, launch_seconds=result.launch_seconds, bisect=bisect_report,
         phase_seconds=slowest_phases(result.collected))
     print_allreduce(console, outcome)
     return outcome
-
-
-def _product_floor(inventory: Inventory) -> Tuple[Optional[float], Optional[str]]:
-    try:
-        return min_busbw_gbps(inventory.model.product), None
-    except ThresholdsError as exc:
-        return None, f"bandwidth threshold: {exc}"
-
-
-def cluster_job(inventory: Inventory, settings: RunSettings, run_id: str,
-                names: Optional[Sequence[str]] = None) -> Job:
-    """The job over ``names`` (default: every node), master first (torchrun's node rank 0)."""
-    wanted = list(names) if names is not None else [n.name for n in inventory.nodes]
-    master = inventory.master.name if inventory.master.name in wanted else wanted[0]
-    ordered = [master] + [name for name in wanted if name != master]
-    nodes = []
-    for rank, name in enumerate(ordered):
-        node = inventory.node(name)
-        nodes.append(JobNode(name, node.host, rank, settings.nproc_by_node[name], run_dir(run_id, name)))
-    return Job(tuple(nodes))
-
-
-def _worth_bisecting(result: JobResult, problems: Dict[str, NodeProblem]) -> bool:
-    """Bisect when the run completed but failed or straggled, and no node is named already."""
-    verdict = result.verdict
-    if verdict is None or problems or len(result.job.nodes) < 3:
-        return False
-    return not verdict.passed or bool(verdict.stragglers)
 
 
 # --- running jobs -------------------------------------------------------------------------------
@@ -238,7 +150,7 @@ def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, pytho
                           all_nodes)
         for (result, node), (problems, port, binding) in zip(all_nodes, preflights):
             if problems:
-                result.problems[node.name] = _join_problems(problems)
+                result.problems[node.name] = join_problems(problems)
             if node is result.job.master:
                 result.master_port = port
             if isinstance(binding, tuple):
@@ -268,54 +180,12 @@ def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, pytho
         pool.shutdown(wait=not interrupted, cancel_futures=interrupted)
     for result in results:
         if result.launches:
-            _judge(result, settings)
+            judge_job(result, settings)
     return results
 
 
 def _map(pool: ThreadPoolExecutor, fn: Callable[[Any], T], items: Sequence[Any]) -> List[T]:
     return list(pool.map(fn, items))
-
-
-def _join_problems(problems: List[NodeProblem]) -> NodeProblem:
-    first = problems[0]
-    if len(problems) == 1:
-        return first
-    return replace(first, message="; ".join(p.message for p in problems),
-                   fix="; ".join(dict.fromkeys(p.fix for p in problems if p.fix)))
-
-
-def node_address(host: str) -> Optional[str]:
-    """The inventory host as an IPv4 address: itself, or what the name resolves to here.
-
-    Resolved on this machine, as SSH resolved it to reach the node; the node's own NICs then
-    confirm it (:func:`binding_of`). None when it does not resolve or only to loopback.
-    """
-    literal = ip_literal(host)
-    if literal is not None:
-        return literal
-    try:
-        found = socket.getaddrinfo(host, None, family=socket.AF_INET, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return None
-    for *_, sockaddr in found:
-        if not is_loopback(str(sockaddr[0])):
-            return str(sockaddr[0])
-    return None
-
-
-def binding_of(node: JobNode, pre: Any) -> Union[Tuple[str, str], str]:
-    """(address, interface) to bind the node's ranks to, or why there is none."""
-    if pre.addresses_problem:
-        return f"its interfaces could not be read ({pre.addresses_problem})"
-    address = node_address(node.host)
-    if address is None:
-        return f"its host '{node.host}' does not resolve to an address here"
-    if not pre.addresses:
-        return "'ip -o addr' listed no interfaces (is iproute2 installed?)"
-    ifname = interface_holding(address, pre.addresses)
-    if ifname is None:
-        return f"no interface holds its inventory address {address} (NAT or a jump host?)"
-    return address, ifname
 
 
 def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: bool, python_path: str,
@@ -454,67 +324,12 @@ def _run_launch(session: Session, access: HostAccess, script: str, overall: floa
     return _Exec(parse_script_output(result.stdout), timed_out=result.timed_out, seconds=result.seconds)
 
 
-# --- judging ------------------------------------------------------------------------------------
-
-
-def _judge(result: JobResult, settings: RunSettings) -> None:
-    job = result.job
-    collected = CollectedOutput()
-    for node in job.nodes:
-        launch = result.launches[node.name]
-        collected = collected.merged(parse_worker_output(launch.output.log or "", source=f"{node.name} torchrun log"))
-    result.collected = collected
-    result.verdict = build_verdict(collected, expected_world_size=job.world_size,
-                                   expected_nodes=[n.name for n in job.nodes], min_busbw_GBps=settings.min_busbw)
-    found = {}
-    for node in job.nodes:
-        problem = launch_problem(result.launches[node.name], node.nproc, collected, result.master_addr,
-                                 result.master_port, settings.timeouts.overall)
-        if problem is not None:
-            found[node.name] = problem
-    result.problems.update(primary_problems(found))
-
-
-def slowest_phases(collected: Optional[CollectedOutput]) -> Dict[str, float]:
-    """Per phase, the longest any rank took: where a launch spends its time."""
-    slowest: Dict[str, float] = {}
-    for record in collected.records if collected else ():
-        for name, phase in record.phases.items():
-            if phase.seconds is not None:
-                slowest[name] = max(slowest.get(name, 0.0), phase.seconds)
-    return slowest
-
-
-def _node_reports(result: JobResult, problems: Dict[str, NodeProblem], inventory: Inventory) -> List[NodeReport]:
-    by_name = {n.name: n for n in result.job.nodes}
-    reports = []
-    for node in inventory.nodes:
-        job_node = by_name[node.name]
-        launch = result.launches.get(node.name)
-        problem = problems.get(node.name)
-        ranks = sum(1 for r in (result.collected.records if result.collected else ()) if r.node == node.name)
-        if launch is None:
-            status = "not_started"
-        elif problem is None:
-            status = "ok"
-        else:
-            status = "suspect" if problem.kind == "suspect" else "failed"
-        reports.append(NodeReport(
-            node=node.name, host=node.host, node_rank=job_node.node_rank, nproc=job_node.nproc, status=status,
-            problem=problem, exit_code=launch.output.exit_code if launch else None,
-            timed_out=launch.timed_out if launch else False, killed=launch.killed if launch else 0,
-            ranks_reported=ranks, seconds=launch.seconds if launch else 0.0,
-            log_tail=problem.log_tail if problem is not None else "",
-            bound=result.bindings.get(node.name), unbound_reason=result.unbound.get(node.name)))
-    return reports
-
-
 # --- bisect -------------------------------------------------------------------------------------
 
 
 def run_bisect(session: Session, inventory: Inventory, settings: RunSettings, python_path: str, run_id: str,
                console: Console) -> BisectReport:
-    """Run the rounds of :func:`bisect.plan_rounds`, each round's groups at the same time."""
+    """Run the rounds of :func:`ascendprep.allreduce.bisection.plan_rounds`, each round's groups at the same time."""
     names = [n.name for n in inventory.nodes]
     rounds: List[List[GroupResult]] = []
     group_settings = replace(settings, inject_wrong=None, inject_stall=None)
@@ -523,19 +338,7 @@ def run_bisect(session: Session, inventory: Inventory, settings: RunSettings, py
         jobs = [cluster_job(inventory, group_settings, f"{run_id}-b{index}g{number}", names=group)
                 for number, group in enumerate(groups, start=1)]
         results = run_jobs(session, jobs, group_settings, python_path, console)
-        rounds.append([_group_result(tuple(group), result) for group, result in zip(groups, results)])
+        rounds.append([group_result(tuple(group), result) for group, result in zip(groups, results)])
     return judge(rounds)
 
 
-def _group_result(group: Tuple[str, ...], result: JobResult) -> GroupResult:
-    verdict = result.verdict
-    if verdict is None:
-        reason = "; ".join(p.message for p in result.problems.values()) or "did not run"
-        return GroupResult(group, False, None, None, reason)
-    functional = verdict.connectivity_passed and verdict.correctness_passed and not verdict.failures
-    complete = [row for row in verdict.sizes if row.ranks_reporting == verdict.world_size]
-    largest = max(complete, key=lambda row: row.bytes) if complete else None
-    # Groups are compared with each other (bisect.judge), not with the cluster's gate.
-    reason = "" if functional else "; ".join(verdict.reasons[:2])
-    return GroupResult(group, functional, largest.busbw_GBps if largest else None,
-                       largest.bytes if largest else None, reason)

@@ -16,12 +16,12 @@ from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.mesh import PingPlan, plan_pings
 from ascendprep.desired import DesiredState
 from ascendprep.facts import PingResult
-from ascendprep.hosts import gather_facts
+from ascendprep.fleet.hosts import gather_facts
 from ascendprep.probes.ping import parse_ping_output, render_ping_script
-from ascendprep.remote.access import HostAccess
-from ascendprep.remote.fanout import HostOutcome, Session
-from ascendprep.remote.progress import Progress
-from ascendprep.remote.transport import Transport
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.fanout import HostOutcome, Session
+from ascendprep.fleet.progress import Progress
+from ascendprep.fleet.transport import Transport
 
 #: Seconds one ``hccn_tool -ping`` may take (3 echoes; lost ones wait ~1 s each on real devices).
 PING_TIMEOUT_S = 15
@@ -97,11 +97,3 @@ def collect(
         else:
             hosts[name] = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
     return hosts, plan
-
-
-def ping_counts(plan: Optional[PingPlan]) -> Dict[str, int]:
-    """Pings per source node (for reports and benchmarks)."""
-    if plan is None:
-        return {}
-    return {node: len(pairs) for node, pairs in plan.by_source().items()}
-

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Optional, Protocol, Tuple, Union, runtime_checkable
 
 from ascendprep.limits import FETCH_FILE_CAP, HOST_OUTPUT_CAP, SUDO_AUTH_TIMEOUT
-from ascendprep.remote import shell
-from ascendprep.remote.errors import CommandTimeout, OutputTooLarge, RemoteError, SudoError
-from ascendprep.remote.result import TIMED_OUT_RC, ExecResult
-from ascendprep.remote.sudo import SudoGate, SudoPassword, as_gate, password_required_message
+from ascendprep.fleet import shell
+from ascendprep.fleet.errors import CommandTimeout, OutputTooLarge, RemoteError, SudoError
+from ascendprep.fleet.result import TIMED_OUT_RC, ExecResult
+from ascendprep.fleet.sudo import SudoGate, SudoPassword, as_gate, password_required_message
 
 log = logging.getLogger(__name__)
 

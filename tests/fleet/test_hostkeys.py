@@ -9,8 +9,9 @@ import paramiko
 import pytest
 
 from ascendprep.lab.testing import skip_or_fail
-from ascendprep.remote import HostAccess, HostKeyError
-from ascendprep.remote.hostkeys import fingerprint, known_keys, record_host_key
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.errors import HostKeyError
+from ascendprep.fleet.hostkeys import fingerprint, known_keys, record_host_key
 
 if subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0:
     skip_or_fail("ssh-keygen is not installed (apt-get install openssh-client)")
@@ -103,7 +104,7 @@ def test_revoked_lines_are_read_apart_from_trusted_ones(tmp_path: Path, key_pair
     _, key = key_pair
     path = tmp_path / "known_hosts"
     path.write_text(_line("node1", key) + "@revoked * " + _line("", key).strip() + "\n")
-    from ascendprep.remote.hostkeys import revoked_keys
+    from ascendprep.fleet.hostkeys import revoked_keys
 
     assert [k.source for k in known_keys("node1", [str(path)])] == [f"{path}:1"]
     assert [(k.source, k.key) for k in revoked_keys("node1", [str(path)])] == [(f"{path}:2", key)]

@@ -2,7 +2,7 @@
 
 The fan-out records a failed host as ``(kind, message)``; reports group hosts by kind
 ("3 unreachable, 1 host_key"), so every failure the transport knows about is raised as a
-:class:`RemoteError` subclass whose ``kind`` is one of :data:`ERROR_KINDS`. Messages name the
+:class:`RemoteError` subclass whose ``kind`` is one of :data:`HOST_ERROR_KINDS`. Messages name the
 host and say what to do next, because they are shown to people as they are.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Tuple
 
 #: Every kind of host failure, in the order reports list them.
-ERROR_KINDS: Tuple[str, ...] = ("unreachable", "auth", "host_key", "timeout", "sudo", "error")
+HOST_ERROR_KINDS: Tuple[str, ...] = ("unreachable", "auth", "host_key", "timeout", "sudo", "error")
 
 
 class RemoteError(Exception):

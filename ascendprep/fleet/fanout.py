@@ -6,7 +6,7 @@ hosts with ``forks`` worker threads; whatever goes wrong on a host (no route, a 
 unknown host key, a timeout, sudo, an exception in the job) becomes that host's
 :class:`HostOutcome` with an ``error`` and a ``kind``, and the other hosts carry on.
 
-With a :class:`~ascendprep.remote.deadline.Deadline` the session also bounds the whole command:
+With a :class:`~ascendprep.fleet.deadline.Deadline` the session also bounds the whole command:
 once it passes, ``run`` stops waiting, reports every host still at work (or still queued) as
 "timed out in STEP", closes those hosts' connections from outside (a thread blocked in
 paramiko cannot be killed, but a closed socket wakes it) and returns. The workers are daemon
@@ -22,13 +22,13 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, Generic, Iterable, List, Optional, Sequence, Set, TypeVar
 
-from ascendprep.remote.access import HostAccess
-from ascendprep.remote.deadline import LIMIT_NAME, Deadline
-from ascendprep.remote.errors import CommandTimeout, RemoteError
-from ascendprep.remote.progress import Progress
-from ascendprep.remote.ssh import JumpHosts, SSHTransport
-from ascendprep.remote.sudo import SudoGate, SudoPassword
-from ascendprep.remote.transport import Transport
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.deadline import LIMIT_NAME, Deadline
+from ascendprep.fleet.errors import CommandTimeout, RemoteError
+from ascendprep.fleet.progress import Progress
+from ascendprep.fleet.ssh import JumpHosts, SSHTransport
+from ascendprep.fleet.sudo import SudoGate, SudoPassword
+from ascendprep.fleet.transport import Transport
 
 T = TypeVar("T")
 Job = Callable[[Transport, HostAccess], T]
@@ -37,7 +37,7 @@ TransportFactory = Callable[[HostAccess], Transport]
 
 @dataclass(frozen=True)
 class HostOutcome(Generic[T]):
-    """What happened on one host: a value, or an error with its kind (see ``ERROR_KINDS``)."""
+    """What happened on one host: a value, or an error with its kind (see ``HOST_ERROR_KINDS``)."""
 
     host: str
     value: Optional[T] = None
@@ -292,15 +292,3 @@ class Session:
 def _close_all(transports: List[Transport]) -> None:
     for transport in transports:
         transport.close()
-
-
-def run_on_hosts(
-    hosts: Sequence[HostAccess],
-    job: Job[T],
-    forks: int,
-    progress: Optional[Progress] = None,
-    transport_factory: Optional[TransportFactory] = None,
-) -> Dict[str, HostOutcome[T]]:
-    """One fan-out with its own connections, closed at the end. Use Session to keep them."""
-    with Session(hosts, forks, transport_factory) as session:
-        return session.run(job, progress)

@@ -9,8 +9,10 @@ from typing import Iterator
 
 import pytest
 
-from ascendprep.remote import CommandTimeout, HostAccess, SSHTransport
-from ascendprep.remote.fanout import Session
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.errors import CommandTimeout
+from ascendprep.fleet.ssh import SSHTransport
+from ascendprep.fleet.fanout import Session
 
 from .fakeserver import FakeSSHServer
 

@@ -11,18 +11,20 @@ from typing import List
 import pytest
 from rich.console import Console
 
-from ascendprep.remote import (
-    HostAccess,
-    LocalTransport,
-    Progress,
-    Session,
-    Transport,
-    UnreachableError,
-    progress_for_terminal,
-    run_on_hosts,
-)
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.errors import UnreachableError
+from ascendprep.fleet.fanout import Session
+from ascendprep.fleet.local import LocalTransport
+from ascendprep.fleet.progress import Progress, progress_for_terminal
+from ascendprep.fleet.transport import Transport
 
 from .conftest import Sshd, free_port
+
+
+def run_on_hosts(hosts, job, forks, progress=None, transport_factory=None):  # type: ignore[no-untyped-def]
+    """One fan-out on connections of its own, closed at the end (what a one-phase command does)."""
+    with Session(hosts, forks, transport_factory) as session:
+        return session.run(job, progress)
 
 
 def _hostname_job(transport: Transport, host: HostAccess) -> str:
