@@ -20,11 +20,13 @@ from ascendprep import exitcodes
 from ascendprep.applyscript import StepResult
 from ascendprep.commands import apply as apply_command
 from ascendprep.desired import build_desired
-from ascendprep.hosts import AppliedHost, Gathered
+from ascendprep.fleet import hosts as fleet_hosts
+from ascendprep.fleet.hosts import AppliedHost, Gathered
 from ascendprep.inventory import load_inventory
 from ascendprep.plan import Change, diff_host
 from ascendprep.planfile import from_host_plans, read_plan, write_plan
-from ascendprep.remote.fanout import HostOutcome
+from ascendprep.report import changes as report_changes
+from ascendprep.fleet.fanout import HostOutcome
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts
 
@@ -54,10 +56,9 @@ class FakeHosts:
             self.applied = {k: list(v) for k, v in changes_by_host.items() if v}
             return self.on_apply(self.applied)
 
-        monkeypatch.setattr(apply_command, "Session", session)
-        monkeypatch.setattr(apply_command, "host_accesses", lambda *a, **k: [])
-        monkeypatch.setattr(apply_command, "gather_facts", gather)
-        monkeypatch.setattr(apply_command, "apply_changes", apply)
+        monkeypatch.setattr(apply_command, "open_session", session)
+        monkeypatch.setattr(fleet_hosts, "gather_facts", gather)
+        monkeypatch.setattr(fleet_hosts, "apply_changes", apply)
 
 
 def all_ok(changes_by_host: dict[str, list[Change]]) -> dict[str, HostOutcome[AppliedHost]]:
@@ -193,7 +194,7 @@ def test_a_crash_in_the_report_does_not_lose_the_journal(planned, monkeypatch):
     def broken_table(rows):
         raise RuntimeError("report bug")
 
-    monkeypatch.setattr(apply_command, "apply_table", broken_table)
+    monkeypatch.setattr(report_changes, "apply_table", broken_table)
     with pytest.raises(RuntimeError):
         apply_command.run_apply(plan_path, False, None)
     journal = journals(plan_path)[-1]

@@ -19,13 +19,13 @@ from ascendprep import exitcodes
 from ascendprep.cli import main
 from ascendprep.applyjournal import ApplyJournal
 from ascendprep.commands.apply import _record_results, _report
-from ascendprep.hosts import AppliedHost
+from ascendprep.fleet.hosts import AppliedHost
 from ascendprep.applyscript import StepResult
 from ascendprep.jsoninput import parse_json, read_json_file
 from ascendprep.limits import INVENTORY_MAX_BYTES
 from ascendprep.plan import Change, HostPlan
 from ascendprep.planfile import PlanFile
-from ascendprep.remote.fanout import HostOutcome
+from ascendprep.fleet.fanout import HostOutcome
 from ascendprep.report.changes import apply_table, changes_table
 from ascendprep.report.text import cell, markup_safe, visible
 from ascendprep.yamlsource import InputError, parse_yaml
