@@ -9,6 +9,7 @@ no file content travels back).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
 from ascendprep import drift
@@ -84,10 +85,10 @@ def firewall(ctx: NodeContext) -> List[Verdict]:
         name = item.key.split(":", 1)[1]
         state = getattr(ctx.facts.firewall, name)
         evidence: Dict[str, Any] = {"tool": name, "active": item.have, "detail": state.detail if state else None, "policy": policy}
+        severity = drift.firewall_severity(policy, name)
         if item.unknown is not None:
-            verdicts.append(could_not_check(item.unknown, evidence, subject=name))
+            verdicts.append(replace(could_not_check(item.unknown, evidence, subject=name), severity=severity))
         elif item.drifted:
-            severity = drift.firewall_severity(policy, name)
             verdicts.append(failed(drift.firewall_problem(name, evidence["detail"]), evidence, fix=drift.firewall_fix(ctx.desired, name), severity=severity, subject=name))
         else:
             verdicts.append(passed(f"{name} is installed but not active", evidence, subject=name))

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ascendprep import drift
 from ascendprep.checks.context import NodeContext
-from ascendprep.checks.model import Check, Verdict, failed, passed, skipped
+from ascendprep.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.checks.text import parse_asctime
 from ascendprep.desired import DesiredState
 from ascendprep.facts import LinkRecord, LinkStat, NpuFacts
@@ -51,6 +51,9 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     job, so a device that is wrong *and* recorded as such is reported once, there. Which keys
     are stale is drift.hccn_conf_stale's judgement, the one plan acts on too."""
     conf, live, want = ctx.facts.hccn_conf, _live(ctx, npu), ctx.planned(npu)
+    unread = ctx.facts.errors_for("hccn_conf")  # the file's error names no NPU, so the runner's NPU filter misses it
+    if unread:
+        return could_not_check("; ".join(dict.fromkeys(e.message for e in unread)), {"file": None})
     if conf is None:
         return failed(f"{HCCN_CONF} does not exist: the device settings are lost at the next driver restart", {"file": None}, fix=_APPLY)
     planned = {"address": want.ip, "netmask": want.netmask, "gateway": want.gateway, "netdetect": want.netdetect}

@@ -99,7 +99,7 @@ def plan_document(plans: list["HostPlan"], plan_path: Optional[str], schema_vers
                 "reachable": p.reachable,
                 "error": p.error,
                 "incomplete": p.incomplete,
-                "changes": [change_entry(c) for c in p.changes],
+                "changes": [{**change_entry(c), "key": c.key} for c in p.changes],
                 "findings": [f.to_dict() for f in p.findings],
             }
             for p in plans
