@@ -16,7 +16,6 @@ words about them are the renderers' business.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
@@ -46,9 +45,7 @@ class Drift:
     line (``want`` itself, except for "at least" settings, which keep a higher value the host
     has, and the reserved ports, which keep the host's own ranges). ``unknown`` says why ``have``
     could not be read: then ``in_sync`` means nothing. ``not_applicable``: the product has no
-    such setting (the tool said "not supported"). ``forced``: the item is right on its own but
-    another change of the same NPU undoes it (an address change drops a gateway outside the new
-    subnet).
+    such setting (the tool said "not supported").
     """
 
     key: str
@@ -58,13 +55,12 @@ class Drift:
     set_to: Any = None
     unknown: Optional[str] = None
     not_applicable: Optional[str] = None
-    forced: Optional[str] = None
     npu: Optional[int] = None
 
     @property
     def drifted(self) -> bool:
         """True when the host needs a change for this item (known, applicable, not in line)."""
-        return self.unknown is None and self.not_applicable is None and (not self.in_sync or self.forced is not None)
+        return self.unknown is None and self.not_applicable is None and not self.in_sync
 
 
 def sha256_text(text: str) -> str:
@@ -136,15 +132,6 @@ def npu_address(want: HccnSettings, facts: HostFacts) -> Drift:
     return Drift(f"hccn.ip:{npu}", wanted, have, have["device"] == wanted and not stale, wanted, unknown, npu=npu)
 
 
-def _in_subnet(ip: Optional[str], other_ip: str, netmask: str) -> bool:
-    if not ip:
-        return False
-    try:
-        return ipaddress.IPv4Address(ip) in ipaddress.IPv4Network(f"{other_ip}/{netmask}", strict=False)
-    except ValueError:
-        return False
-
-
 def _device_and_file(kind: str, want: Optional[str], facts: HostFacts, npu: int, conf_key: str, attribute: str) -> Drift:
     live = npu_live(facts, npu)
     conf = facts.hccn_conf
@@ -154,15 +141,13 @@ def _device_and_file(kind: str, want: Optional[str], facts: HostFacts, npu: int,
     return Drift(f"hccn.{kind}:{npu}", want, have, in_sync, want, unknown, not_applicable, npu=npu)
 
 
-def npu_gateway(want: HccnSettings, facts: HostFacts, address: Drift) -> Optional[Drift]:
-    """None when no gateway is planned. hccn_tool drops a gateway that an address change leaves
-    outside the subnet, so with the address drifted such a gateway must be set again."""
+def npu_gateway(want: HccnSettings, facts: HostFacts) -> Optional[Drift]:
+    """None when no gateway is planned. (hccn_tool drops a gateway that an address change leaves
+    outside the subnet; such a gateway differs from the planned one, which ipplan keeps inside
+    it, so it is set again anyway.)"""
     if want.gateway is None:
         return None
-    drift = _device_and_file("gateway", want.gateway, facts, want.npu, "gateway", "gateway")
-    if address.drifted and not _in_subnet(npu_live(facts, want.npu).gateway, want.ip, want.netmask):
-        return Drift(drift.key, drift.want, drift.have, drift.in_sync, drift.set_to, drift.unknown, drift.not_applicable, "the new address leaves the gateway's subnet", want.npu)
-    return drift
+    return _device_and_file("gateway", want.gateway, facts, want.npu, "gateway", "gateway")
 
 
 def npu_netdetect(want: HccnSettings, facts: HostFacts) -> Optional[Drift]:
@@ -197,9 +182,8 @@ def npu_tls(want: HccnSettings, facts: HostFacts) -> Optional[Drift]:
 
 def npu_drifts(want: HccnSettings, facts: HostFacts) -> list[Drift]:
     """An NPU's items in the order apply sets them: address, gateway, detect IP, TLS."""
-    address = npu_address(want, facts)
-    others = (npu_gateway(want, facts, address), npu_netdetect(want, facts), npu_tls(want, facts))
-    return [address, *(d for d in others if d is not None)]
+    others = (npu_gateway(want, facts), npu_netdetect(want, facts), npu_tls(want, facts))
+    return [npu_address(want, facts), *(d for d in others if d is not None)]
 
 
 # --------------------------------------------------------------------------------------------

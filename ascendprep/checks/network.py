@@ -85,8 +85,7 @@ def _as_planned(item: Optional[drift.Drift], what: str, unplanned: str, live: Op
 
 
 def gateway(ctx: NodeContext, npu: int) -> Verdict:
-    want = ctx.planned(npu)
-    item = drift.npu_gateway(want, ctx.facts, drift.npu_address(want, ctx.facts))
+    item = drift.npu_gateway(ctx.planned(npu), ctx.facts)
     return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", _live(ctx, npu).gateway)
 
 
