@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ascendprep import limits
-from ascendprep.changes import SAFE_PATH, Change, ordered
+from ascendprep.changes import SAFE_PATH, Change, ChangeError, ordered
 from ascendprep.envfiles import MANAGED_HEADER
 from ascendprep.limits import APPLY_HCCN_BUSY_RETRIES
 from ascendprep.probes.failures import BUSY_TEXT
@@ -158,7 +158,7 @@ def _q(value: object) -> str:
 def render_apply_script(changes: list[Change], hccn_tool: Optional[str], lock_dir: str = LOCK_DIR, busy_retries: int = APPLY_HCCN_BUSY_RETRIES) -> str:
     """The host's script; ``lock_dir``/``busy_retries`` are for tests that run it unprivileged."""
     if not SAFE_PATH.match(lock_dir):
-        raise ApplyScriptError(f"unsafe lock folder {lock_dir!r}")
+        raise ChangeError(f"unsafe lock folder {lock_dir!r}")
     prelude = _PRELUDE.format(
         lock_dir=_q(lock_dir), lock_name=LOCK_NAME, locked_rc=LOCKED_RC, end=_END,
         busy_retries=int(busy_retries), busy_text=_q(BUSY_TEXT), header=_q(MANAGED_HEADER),

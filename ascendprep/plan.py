@@ -15,7 +15,7 @@ from typing import Optional
 from ascendprep import drift
 from ascendprep import sysctl as sysctl_rules
 from ascendprep.changes import NPU_KINDS, Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
-from ascendprep.desired import DesiredState, NodeDesired
+from ascendprep.desired import DesiredState, HccnSettings, NodeDesired
 from ascendprep.facts import HostFacts
 from ascendprep.findings import Finding
 from ascendprep.probes.paths import SYSCTL_FILE
@@ -38,16 +38,16 @@ class HostPlan:
     unknown: set[str] = field(default_factory=set)
 
 
-def _npu_change(name: str, wanted: drift.Drift, settings_npu: int, node: NodeDesired) -> Change:
-    settings = next(s for s in node.hccn if s.npu == settings_npu)
-    kind = wanted.key.split(":")[0]
+def _npu_change(name: str, item: drift.Drift, settings: HccnSettings) -> Change:
+    """The change that sets one drifted NPU item (its kind is the key's prefix)."""
+    kind = item.key.split(":")[0]
     if kind == SetNpuAddress.kind:
-        return SetNpuAddress(name, wanted.have, settings.npu, settings.ip, settings.netmask)
+        return SetNpuAddress(name, item.have, settings.npu, settings.ip, settings.netmask)
     if kind == SetNpuGateway.kind:
-        return SetNpuGateway(name, wanted.have, settings.npu, wanted.set_to)
+        return SetNpuGateway(name, item.have, settings.npu, item.set_to)
     if kind == SetNpuNetdetect.kind:
-        return SetNpuNetdetect(name, wanted.have, settings.npu, wanted.set_to)
-    return SetNpuTls(name, wanted.have, settings.npu, wanted.set_to)
+        return SetNpuNetdetect(name, item.have, settings.npu, item.set_to)
+    return SetNpuTls(name, item.have, settings.npu, item.set_to)
 
 
 def _hccn_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[Change]:
@@ -66,7 +66,7 @@ def _hccn_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[C
                 plan.incomplete.append(f"npu {want.npu}: {item.key.split(':')[0].removeprefix('hccn.')} unknown ({item.unknown})")
                 plan.unknown.add(item.key)
             elif item.drifted:
-                changes.append(_npu_change(name, item, want.npu, node))
+                changes.append(_npu_change(name, item, want))
     return changes
 
 
