@@ -375,7 +375,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     node_order = [n.name for n in run.desired.inventory.nodes]
     if options.junit is not None:
         try:
-            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, run.allreduce_findings if run.allreduce_doc is not None else None))
+            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, run.allreduce_findings if run.allreduce_doc is not None or run.allreduce_findings else None))
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED

@@ -128,3 +128,12 @@ def test_socket_ifname_matching(desired):
     prefix = desired_state(INVENTORY.replace("firewall: check", "training: {socket_ifname: 'eth'}\nfirewall: check"))
     hosts, plan = cluster_evidence(prefix, {})
     assert all(r.status is Status.PASSED for r in run_checks(prefix, hosts, plan, today=TODAY) if r.check == "node.host_nic")
+
+
+def test_allow_busy_npus_only_goes_with_allreduce(tmp_path):
+    from click.testing import CliRunner
+
+    from ascendprep.commands.verify import verify_command
+
+    outcome = CliRunner().invoke(verify_command, [str(tmp_path / "inventory.yaml"), "--allow-busy-npus"])
+    assert outcome.exit_code == 2 and "--allow-busy-npus only apply with --allreduce" in outcome.output

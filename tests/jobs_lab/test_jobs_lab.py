@@ -76,10 +76,12 @@ def test_each_cause_fails_its_check_on_its_node_and_passes_healed(jobs_lab: Lab,
         assert "binds ascnic0" in nic["message"] and "leaves through eth0" in nic["message"]
 
         # The all-reduce is not started on a busy NPU, and says why.
-        code, doc = _verify(jobs_lab, tmp_path, "--allreduce", "--only", "npu")
+        junit = tmp_path / "junit.xml"
+        code, doc = _verify(jobs_lab, tmp_path, "--allreduce", "--only", "npu", "--junit", str(junit))
         assert code == 1 and doc["allreduce"] is None
         refusal = [f for f in doc["findings"] if f["id"] == "allreduce.busy_npus"]
         assert len(refusal) == 1 and f"node2: NPU 1 chip 0 pid {busy_pid(1)}" in refusal[0]["message"]
+        assert "allreduce.busy_npus" in junit.read_text()  # CI sees why the all-reduce did not run
     finally:
         jobs_lab.heal()
     code, doc = _verify(jobs_lab, tmp_path)
