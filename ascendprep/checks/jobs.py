@@ -29,7 +29,7 @@ from ascendprep.checks.node import chip_devids
 from ascendprep.facts import HostFacts, InterfaceAddress
 from ascendprep.findings import Finding, Severity
 from ascendprep.jobfacts import NpuProcess, SocketUse
-from ascendprep.probes.netaddr import ip_literal
+from ascendprep.probes.netaddr import ip_literal, is_loopback
 from ascendprep.probes.ports import blocking
 from ascendprep.report.text import visible
 
@@ -113,6 +113,9 @@ def _owner(item: SocketUse) -> str:
     return f"pid {item.pid} ({visible(item.process) if item.process else 'name unknown'})"
 
 
+_HCCL_BLOCK = "HCCL's host port block"
+
+
 def hccl_ports(ctx: NodeContext) -> Verdict:
     facts = ctx.facts
     table = facts.port_sockets
@@ -126,7 +129,7 @@ def hccl_ports(ctx: NodeContext) -> Verdict:
         low, high = compat.hccl_port_range(cann, base)
     except ValueError as exc:
         return could_not_check(str(exc))
-    wanted: List[Tuple[str, int, int]] = [("HCCL's host port block", low, high)]
+    wanted: List[Tuple[str, int, int]] = [(_HCCL_BLOCK, low, high)]
     model = ctx.desired.inventory.model
     if ctx.name == ctx.desired.inventory.master.name:
         wanted.append(("the master port (torchrun's rendezvous)", model.training.master_port, model.training.master_port))
@@ -136,7 +139,9 @@ def hccl_ports(ctx: NodeContext) -> Verdict:
     taken: List[Dict[str, Any]] = []
     for what, first, last in wanted:
         for item in blocking(table.sockets):
-            if first <= item.local_port <= last:
+            # HCCL binds the host NIC's address, which a loopback-only socket does not collide
+            # with; torchrun's store binds every address, which collides with any.
+            if first <= item.local_port <= last and not (what == _HCCL_BLOCK and is_loopback(item.local_address)):
                 verb = "listens on" if item.state == "LISTEN" else f"holds ({item.state})"
                 problems.append(f"{_owner(item)} {verb} {item.local_address}:{item.local_port}, in {what}")
                 taken.append({"port": item.local_port, "state": item.state, "address": item.local_address,

@@ -80,7 +80,9 @@ def test_a_listener_on_60000_fails_and_names_the_process_an_unrelated_port_does_
     assert "pid 4242 (python3) listens on 0.0.0.0:60000" in result.message and "EJ0003" in result.message
     assert "stop pid 4242" in result.fix
     # CANN 8.2 uses 60000-60015: a socket on 60020 is outside its block, and 29500 only matters on the master.
-    sockets = PortSockets("ss", (SocketUse("LISTEN", "0.0.0.0", 60020, 1, "x"), SocketUse("LISTEN", "0.0.0.0", 29500, 2, "y")),
+    # A loopback-only listener does not collide with HCCL's bind on the host NIC's address.
+    sockets = PortSockets("ss", (SocketUse("LISTEN", "0.0.0.0", 60020, 1, "x"), SocketUse("LISTEN", "0.0.0.0", 29500, 2, "y"),
+                                 SocketUse("LISTEN", "127.0.0.1", 60001, 3, "z")),
                           ranges=((60000, 60031), (29500, 29500)))
     failed, mine, _ = _run(desired, port_sockets=sockets)
     assert failed == [] and mine[("node.hccl_ports", "node2", None)].evidence["hccl_ports"] == "60000-60015"
