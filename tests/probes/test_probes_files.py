@@ -37,6 +37,25 @@ def _info(path, version):
             },
             None,
         ),
+        # an Ascend home below a directory named "cann": the cann/ vs cann-<ver> directory still decides
+        (
+            {
+                "cann": (
+                    _info("/opt/cann/Ascend/cann/share/info/runtime/version.info", "9.0.0"),
+                    _info("/opt/cann/Ascend/cann-8.5.0/share/info/runtime/version.info", "8.5.0"),
+                )
+            },
+            "9.0.0",
+        ),
+        (
+            {
+                "cann": (
+                    _info("/opt/cann/Ascend/cann-8.5.0/share/info/runtime/version.info", "8.5.0"),
+                    _info("/opt/cann/Ascend/cann-9.0.0/share/info/runtime/version.info", "9.0.0"),
+                )
+            },
+            None,
+        ),
         ({}, None),
     ],
 )
