@@ -253,20 +253,19 @@ def hccn_query(
     )
 
 
-HCCN_QUERIES = tuple(
-    hccn_query(name, args, hccn.PARSERS[name], fact, phases)
-    for name, args, fact, phases in (
-        ("hccn.ip", hccn.QUERIES["hccn.ip"], "npus[devid].ip, .netmask", BOTH),
-        ("hccn.gateway", hccn.QUERIES["hccn.gateway"], "npus[devid].gateway, .gateway_iface", BOTH),
-        ("hccn.netdetect", hccn.QUERIES["hccn.netdetect"], "npus[devid].netdetect", BOTH),
-        ("hccn.link", hccn.QUERIES["hccn.link"], "npus[devid].link", VERIFY_ONLY),
-        ("hccn.net_health", hccn.QUERIES["hccn.net_health"], "npus[devid].net_health", VERIFY_ONLY),
-        ("hccn.lldp", hccn.QUERIES["hccn.lldp"], "npus[devid].lldp", VERIFY_ONLY),
-        ("hccn.tls", hccn.QUERIES["hccn.tls"], "npus[devid].tls", BOTH),
-        ("hccn.link_stat", hccn.QUERIES["hccn.link_stat"], "npus[devid].link_stat", VERIFY_ONLY),
-        ("hccn.optical", hccn.QUERIES["hccn.optical"], "npus[devid].optical_present", VERIFY_ONLY),
-        ("hccn.speed", hccn.QUERIES["hccn.speed"], "npus[devid].speed_mbps", VERIFY_ONLY),
-    )
+#: The per-NPU queries, in the order they run: ten calls per NPU, each a few hundred ms on a
+#: real driver; add one only for a fact a check needs.
+HCCN_QUERIES = (
+    hccn_query("hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask"),
+    hccn_query("hccn.gateway", ("-gateway", "-g"), hccn.parse_gateway, "npus[devid].gateway, .gateway_iface"),
+    hccn_query("hccn.netdetect", ("-netdetect", "-g"), hccn.parse_netdetect, "npus[devid].netdetect"),
+    hccn_query("hccn.link", ("-link", "-g"), hccn.parse_link, "npus[devid].link", VERIFY_ONLY),
+    hccn_query("hccn.net_health", ("-net_health", "-g"), hccn.parse_net_health, "npus[devid].net_health", VERIFY_ONLY),
+    hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
+    hccn_query("hccn.tls", ("-tls", "-g"), hccn.parse_tls, "npus[devid].tls"),
+    hccn_query("hccn.link_stat", ("-link_stat", "-g"), hccn.parse_link_stat, "npus[devid].link_stat", VERIFY_ONLY),
+    hccn_query("hccn.optical", ("-optical", "-g"), hccn.parse_optical, "npus[devid].optical_present", VERIFY_ONLY),
+    hccn_query("hccn.speed", ("-speed", "-g"), hccn.parse_speed, "npus[devid].speed_mbps", VERIFY_ONLY),
 )
 
 

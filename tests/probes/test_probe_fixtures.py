@@ -22,8 +22,7 @@ from ascendprep.probes.sections import Section
 from ascendprep.probes.unit import Where
 from ascendprep.probes.units import by_section
 
-from conftest import FIXTURES, build_transcript
-
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"
 #: Directories under tests/fixtures/probes that hold raw tool output for other tests, not cases.
 RAW_DIRS = {"fake_tools", "firewall", "hccn", "npu_smi", "ping", "versions"}
 CASES = sorted(path for path in FIXTURES.glob("*/*.json") if path.parent.name not in RAW_DIRS)
@@ -45,7 +44,7 @@ def test_every_unit_has_cases_and_every_case_directory_is_a_unit():
 
 
 @pytest.mark.parametrize("path", CASES, ids=[_case_id(p) for p in CASES])
-def test_case_yields_its_fact_and_errors(path):
+def test_case_yields_its_fact_and_errors(path, transcript):
     case = json.loads(path.read_text(encoding="utf-8"))
     assert _REQUIRED <= set(case) <= _KEYS, f"{path.name}: keys {sorted(set(case) - _KEYS)} unknown or {sorted(_REQUIRED - set(case))} missing"
     unit = UNITS[path.parent.name]
@@ -63,7 +62,7 @@ def test_case_yields_its_fact_and_errors(path):
 
     framed = [{"name": "settings", "stdout": "".join(f"{k}={v}\n" for k, v in settings.items())}] if settings else []
     framed.append({"name": unit.section, "attrs": attrs, "rc": rc, "tries": tries, "stdout": case["output"], "stderr": stderr})
-    facts = parse_gather_output(build_transcript("gather", framed))
+    facts = parse_gather_output(transcript("gather", framed))
     assert [{"kind": e.kind, "message": e.message} for e in facts.errors] == case.get("errors", [])
     if outcome.error is not None:
         assert {"kind": outcome.error.kind, "message": outcome.error.message} in case.get("errors", [])
