@@ -143,20 +143,25 @@ def _no_settle(section: Section) -> Optional[Given]:
 class ProbeUnit:
     """One probe of the gather script. See the module docstring for how a section is read.
 
-    ``section``: the section name the script prints (``[a-z0-9_.-]``). ``command``: the shell
-    words after ``ap_run <section> <attrs>`` (run through ``ap_tool`` for the time limit; values
-    in it already validated and quoted), given the render context and, for units with ``items``,
-    the item. ``describe``: the command as messages name it (``hccn_tool -i 3 -ip -g``).
+    ``section``: the section name the script prints (``[a-z0-9_.-]``, unique). ``command``: the
+    shell words after ``ap_run <section> <attrs>``, given the render context and, for units with
+    ``items``, the item. A command that runs a tool wraps it in ``ap_tool`` (or ``ap_hccn`` for
+    hccn_tool) so it is cut off after the time limit; every value in it is validated and
+    shlex-quoted (``render_gather_script`` validates the context's values).
+    ``describe``: the command as messages name it (``hccn_tool -i 3 -ip -g``).
     ``probe``: the probe name errors carry (default: the section name). ``fact``: where the
     value lands in HostFacts, for readers (``npus[devid].ip``). ``items``: for per-key units,
     the render-time list (sysctl keys, managed paths); ``item_attrs`` names each item's section
-    attributes. ``after``: shell lines that run right after the command (they may read the
-    captured output in ``$AP_TMP/out``, e.g. to remember the tool's path); ``guard``: a shell
-    condition the command runs under. ``comment``: a line of the script saying why the probe is
-    there (for whoever reads the script). ``lenient``: the parser skips what it does not know
-    instead of refusing it, so an exception from it is a surprise: it is reported as
-    "unreadable output (its type: ...)" by the gather loop rather than as a refusal. ``render``: replaces the default rendering entirely, for
-    units whose shell needs a loop of its own (the CANN directories). ``phases``: who reads it.
+    attributes. ``attrs``: the shell word of a single-run unit's attributes (default none).
+    ``after``: shell lines that run right after the command (they may read the captured output
+    in ``$AP_TMP/out``, e.g. to remember the tool's path); ``guard``: a shell condition the
+    command runs under. ``comment``: a line of the script saying why the probe is there (for
+    whoever reads the script). ``render``: replaces the default rendering entirely, for units
+    whose shell needs a loop of its own (the CANN directories). ``settle``, ``answered``,
+    ``unknown``: see the module docstring. ``lenient``: the parser skips what it does not know
+    instead of refusing it, so an exception from it is a surprise, reported by the gather loop
+    as "unreadable output (its type: ...)" rather than as a refusal. ``phases``: which of
+    ``plan``/``verify`` read the fact (gather runs every unit for now).
     """
 
     section: str

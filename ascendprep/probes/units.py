@@ -4,7 +4,8 @@ Adding a probe (see :mod:`ascendprep.probes.unit` for what each field means):
 
 1. Write its parser in its own module under ``ascendprep/probes/`` (text in, value out, raising
    :class:`~ascendprep.probes.text.UnexpectedOutput` on output the tool does not print), and
-   the field it fills in :class:`~ascendprep.facts.HostFacts` (or ``NpuFacts``).
+   the field it fills in :class:`~ascendprep.facts.HostFacts` (or ``NpuFacts``), with a
+   default so that facts saved before it still load.
 2. Declare one :class:`~ascendprep.probes.unit.ProbeUnit` and add it to :data:`UNITS` where it
    should run. A host-wide command::
 
@@ -22,8 +23,9 @@ Adding a probe (see :mod:`ascendprep.probes.unit` for what each field means):
    A per-NPU hccn_tool query is ``hccn_query("hccn.foo", ("-foo", "-g"), hccn_foo.parse,
    fact="npus[devid].foo")`` (its parser returns a dict of NpuFacts fields); a per-chip npu-smi
    query uses ``scope=CHIP`` and ``$ap_id``/``$ap_c`` in its command.
-3. Add fixtures ``tests/fixtures/probes/<section>/<case>.json`` (see the README there); the
-   generic test runs every case through the unit's parser.
+3. Add fixtures ``tests/fixtures/probes/<section>/<case>.json`` (see the README there): the
+   generic test (tests/probes/test_probe_fixtures.py) runs every case through the unit and
+   fails for a unit without a case directory.
 
 Section names are unique; :func:`by_section` refuses duplicates.
 """
