@@ -19,6 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
 
+from ascendprep.probes.optics import OpticalInfo
 from ascendprep.probes.paths import CANN_RUNTIME_VERSION_FILE
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
@@ -114,6 +115,11 @@ class NpuFacts:
     link_stat: Optional[LinkStat] = None
     optical_present: Optional[bool] = None
     speed_mbps: Optional[int] = None
+    #: The whole ``-optical -g`` answer (lanes, flags, the module's thresholds): checks/optics.py.
+    optics: Optional[OpticalInfo] = None
+    #: ``-duplex -g`` (``full``/``half``; None = ``Unknown!``) and ``-fec -g`` (``rs``/``no``/``auto``).
+    duplex: Optional[str] = None
+    fec: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -311,6 +317,8 @@ class HostFacts:
     hccn_conf: Optional[HccnConf] = None
     npu_smi: Optional[NpuSmiList] = None
     npu_health: Tuple[NpuHealth, ...] = ()
+    #: npu-smi NPU id → ``Firmware Version`` of ``npu-smi info -t board -i N`` (None = ``NA``).
+    npu_firmware: Dict[int, Optional[str]] = field(default_factory=dict)
     sysctl: Dict[str, str] = field(default_factory=dict)
     sysctl_file: Optional[SysctlFile] = None
     firewall: Firewall = field(default_factory=Firewall)

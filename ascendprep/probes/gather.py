@@ -8,7 +8,7 @@ as a timeout instead of stalling the host. Per NPU it calls hccn_tool once per e
 
 Sections the script prints (see :mod:`ascendprep.probes.sections` for the framing):
 ``settings``, ``hostname``, ``arch``, ``os_release``, ``tool.npu_smi``, ``npu_smi.list``,
-``npu_smi.health`` (npu, chip), ``npus``, ``tool.hccn_tool``, ``hccn.*`` (npu), ``file.hccn_conf``,
+``npu_smi.health`` (npu, chip), ``npu_smi.board`` (npu), ``npus``, ``tool.hccn_tool``, ``hccn.*`` (npu), ``file.hccn_conf``,
 ``sysctl`` (key), ``file.sysctl``, ``managed`` (path), ``firewall.{ufw,firewalld,nftables}``,
 ``version.*`` (file), ``python``, ``net.addrs``, ``hostname.resolve``.
 """
@@ -30,7 +30,7 @@ from ascendprep.facts import (
     VersionFile,
     Versions,
 )
-from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
+from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, ports, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import classify_failure, dcmi_failure, over_cap_error
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
@@ -158,6 +158,7 @@ def _body(npus: Optional[int], python_path: str, sysctl_keys: Tuple[str, ...]) -
     lines += [
         "for ap_pair in $AP_CHIPS; do",
         "\tap_id=${ap_pair%:*} ap_n=${ap_pair#*:} ap_c=0",
+        '\tap_run npu_smi.board " npu=$ap_id" ap_tool "$AP_NPUSMI" info -t board -i "$ap_id"',
         '\twhile [ "$ap_c" -lt "$ap_n" ]; do',
         '\t\tap_run npu_smi.health " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t health',
     ]
@@ -247,6 +248,7 @@ class _FactsBuilder:
         self.fields: Dict[str, Any] = {}
         self.npus: Dict[int, Dict[str, Any]] = {}
         self.health: List[NpuHealth] = []
+        self.npu_firmware: Dict[int, Optional[str]] = {}
         self.sysctl: Dict[str, str] = {}
         self.managed: Dict[str, ManagedFile] = {}
         self.firewall: Dict[str, FirewallTool] = {}
@@ -276,6 +278,7 @@ class _FactsBuilder:
             ascend_home=self.ascend_home,
             npus={devid: NpuFacts(devid=devid, **values) for devid, values in sorted(self.npus.items())},
             npu_health=tuple(self.health),
+            npu_firmware=self.npu_firmware,
             sysctl=self.sysctl,
             managed_files=self.managed,
             firewall=Firewall(**self.firewall),
@@ -304,6 +307,7 @@ class _FactsBuilder:
             "tool.hccn_tool": self._tool,
             "npu_smi.list": self._npu_smi_list,
             "npu_smi.health": self._npu_health,
+            "npu_smi.board": self._npu_board,
             "npus": self._npus,
             "file.hccn_conf": self._hccn_conf,
             "sysctl": self._sysctl,
@@ -352,6 +356,8 @@ class _FactsBuilder:
             return name, f"hccn_tool -i {section.npu} {' '.join(hccn.QUERIES[name])}", section.npu
         if name == "npu_smi.health":
             return name, f"npu-smi info -i {section.npu} -c {section.int_attr('chip')} -t health", section.npu
+        if name == "npu_smi.board":
+            return name, f"npu-smi info -t board -i {section.npu}", section.npu
         if name.startswith("firewall.") and name.split(".", 1)[1] in _FIREWALLS:
             return name, _FIREWALLS[name.split(".", 1)[1]][1], None
         if name in _VERSION_SECTIONS:
@@ -415,6 +421,19 @@ class _FactsBuilder:
         if parsed is not None:
             health, code, info = parsed
             self.health.append(NpuHealth(npu_id=npu, chip=chip, health=health, error_code=code, error_info=info))
+
+    def _npu_board(self, section: Section) -> None:
+        """``Firmware Version`` of one NPU's board info (checks/npu_firmware.py compares them)."""
+        npu = section.npu
+        what = f"npu-smi info -t board -i {npu}"
+        if npu is None:
+            return self._error("npu_smi.board", "error", f"{what}: section without an NPU id")
+        if section.rc != 0 or dcmi_failure(section.text):
+            return self._failed(section, "npu_smi.board", what, npu)
+        try:
+            self.npu_firmware[npu] = ports.parse_board_firmware(section.stdout)
+        except ValueError as exc:
+            self._error("npu_smi.board", "error", f"{what}: {exc}", npu)
 
     def _npus(self, section: Section) -> None:
         for word in section.stdout.split():

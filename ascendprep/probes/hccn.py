@@ -15,12 +15,13 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ascendprep.facts import LinkRecord, LinkStat, LldpNeighbor, TlsState
+from ascendprep.probes import optics, ports
 from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
 
 Fields = Dict[str, Any]
 
 #: Per-NPU queries of the gather script, in the order they run: probe name → arguments after
-#: ``-i <devid>``. Ten calls per NPU; add one only for a fact a check needs.
+#: ``-i <devid>``. Twelve calls per NPU; add one only for a fact a check needs.
 QUERIES: Dict[str, Tuple[str, ...]] = {
     "hccn.ip": ("-ip", "-g"),
     "hccn.gateway": ("-gateway", "-g"),
@@ -32,6 +33,8 @@ QUERIES: Dict[str, Tuple[str, ...]] = {
     "hccn.link_stat": ("-link_stat", "-g"),
     "hccn.optical": ("-optical", "-g"),
     "hccn.speed": ("-speed", "-g"),
+    "hccn.duplex": ("-duplex", "-g"),
+    "hccn.fec": ("-fec", "-g"),
 }
 
 #: The spellings of ``-net_health -g`` (index = driver code), current drivers.
@@ -247,18 +250,6 @@ def _count(value: str, key: str) -> int:
     return int(value)
 
 
-def parse_optical(stdout: str) -> Fields:
-    """The ``present : present|not present`` line of ``-optical -g``."""
-    for line in content_lines(stdout):
-        key, sep, value = line.partition(":")
-        if sep and key.strip().lower() == "present":
-            state = value.strip().lower()
-            if state in ("present", "not present"):
-                return {"optical_present": state == "present"}
-            raise UnexpectedOutput(f"optical present value {value.strip()!r}")
-    raise not_as_expected("'present : present|not present'", stdout)
-
-
 _SPEED_RE = re.compile(r"Speed:\s*(?:(\d+)\s*Mb/s|(Unknown!?))", re.IGNORECASE)
 
 
@@ -279,8 +270,10 @@ PARSERS: Dict[str, Callable[[str], Fields]] = {
     "hccn.lldp": parse_lldp,
     "hccn.tls": parse_tls,
     "hccn.link_stat": parse_link_stat,
-    "hccn.optical": parse_optical,
+    "hccn.optical": optics.parse_optical,
     "hccn.speed": parse_speed,
+    "hccn.duplex": ports.parse_duplex,
+    "hccn.fec": ports.parse_fec,
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.probes import hccn
+from ascendprep.probes import hccn, optics
 from ascendprep.probes.gather import parse_gather_output
 from ascendprep.probes.text import UnexpectedOutput
 
@@ -129,7 +129,7 @@ def test_link_stat_without_records(fixture_text):
         (hccn.parse_link_stat, "[devid 0]link up count       : two\n"),
         (hccn.parse_link_stat, "Get invalid device id.\n"),
         (hccn.parse_tls, "dev_id:0, tls status unknown\n"),
-        (hccn.parse_optical, "optical info:\n"),
+        (optics.parse_optical, "optical info:\n"),
         (hccn.parse_speed, "Duplex: Full\n"),
         (hccn.parse_lldp, "just some words\n"),
     ],
@@ -139,9 +139,9 @@ def test_unrecognised_output_is_refused(parser, text):
         parser(text)
 
 
-def test_every_query_has_a_parser_and_ten_calls_per_npu():
+def test_every_query_has_a_parser_and_twelve_calls_per_npu():
     assert set(hccn.QUERIES) == set(hccn.PARSERS)
-    assert len(hccn.QUERIES) == 10
+    assert len(hccn.QUERIES) == 12
 
 
 @pytest.mark.parametrize(
