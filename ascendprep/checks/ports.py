@@ -145,9 +145,12 @@ def fec(ctx: ClusterContext) -> List[Verdict]:
     return verdicts
 
 
+#: Per-NPU checks (run with the network checks) and fleet checks (run with the cluster checks).
 CHECKS: List[Check] = [
     Check("ports.speed", ("ports", "network"), "npu", Severity.ERROR, "each port runs at the product's nominal rate", "", speed, probes=("hccn.speed",), requires=_NEEDS),
     Check("ports.duplex", ("ports", "network"), "npu", Severity.ERROR, "each port runs full duplex", "", duplex, probes=("hccn.duplex",), requires=_NEEDS),
+]
+CLUSTER_CHECKS: List[Check] = [
     Check("ports.speed_fleet", ("ports", "cluster", "network"), "cluster", Severity.WARNING, "every port runs at the same rate as the rest of the fleet", "", speed_fleet),
     Check("ports.fec", ("ports", "cluster", "network"), "cluster", Severity.ERROR, "one FEC mode on every port", "", fec),
 ]

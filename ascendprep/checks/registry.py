@@ -16,7 +16,7 @@ from ascendprep.checks.model import Check
 
 CHECKS: Tuple[Check, ...] = tuple(
     node.CHECKS + network.CHECKS + optics.CHECKS + ports.CHECKS + host.CHECKS + hostname.CHECKS + software.CHECKS + cluster.CHECKS
-    + npu_firmware.CHECKS + reachability.CHECKS
+    + ports.CLUSTER_CHECKS + npu_firmware.CHECKS + reachability.CHECKS
 )
 BY_ID = {check.id: check for check in CHECKS}
 GROUPS: Tuple[str, ...] = tuple(dict.fromkeys(group for check in CHECKS for group in check.groups))

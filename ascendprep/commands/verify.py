@@ -29,7 +29,7 @@ from ascendprep.limits import COMMAND_DEADLINE_MIN_S
 
 ALLREDUCE_MODULE = "ascendprep.allreduce.launch"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
-GROUPS = ("node", "npu", "network", "sysctl", "firewall", "files", "software", "cluster")
+GROUPS = ("node", "npu", "network", "optics", "ports", "sysctl", "firewall", "files", "software", "cluster", "firmware")
 MESHES = ("ring", "full")
 
 
