@@ -233,7 +233,9 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
     vcc_evidence = {"vcc_mv": vcc, "high_mv": t.vcc_high_mv, "low_mv": t.vcc_low_mv}
     if vcc is not None:
         if (t.vcc_high_mv is not None and vcc > t.vcc_high_mv) or (t.vcc_low_mv is not None and vcc < t.vcc_low_mv):
-            verdicts.append(failed(f"module supply {vcc:g} mV is outside its thresholds {t.vcc_low_mv:g}-{t.vcc_high_mv:g} mV", vcc_evidence, fix=_FIX_MODULE, subject="vcc"))
+            over = t.vcc_high_mv is not None and vcc > t.vcc_high_mv
+            bound = t.vcc_high_mv if over else t.vcc_low_mv
+            verdicts.append(failed(f"module supply {vcc:g} mV is {'over' if over else 'under'} its {'high' if over else 'low'} threshold {bound:g} mV", vcc_evidence, fix=_FIX_MODULE, subject="vcc"))
         else:
             near = [bound for bound in (t.vcc_low_mv, t.vcc_high_mv) if bound and abs(vcc - bound) < bound * margins.vcc_margin_pct / 100]
             if near:
@@ -242,7 +244,8 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
     if verdicts:
         return verdicts
     evidence = {**temp_evidence, **vcc_evidence, "tx_bias_ma": {str(l.lane): l.tx_bias_ma for l in info.lanes if l.tx_bias_ma is not None}, "margins": asdict(margins)}
-    return [passed(f"module temperature {temp if temp is not None else info.temperature_note} and supply within thresholds", evidence)]
+    shown = f"{temp:g} °C" if temp is not None else f"'{info.temperature_note or 'not printed'}'"
+    return [passed(f"module temperature {shown} and supply within the module's thresholds", evidence)]
 
 
 def _bias_findings(lanes: Sequence[OpticalLane], margins: OpticsMargins) -> List[Verdict]:

@@ -157,6 +157,11 @@ def test_vcc_outside_its_thresholds_is_an_error(desired):
     failed, _ = grey(desired, with_optics(desired, 1, Vcc="3100.00 mV"))
     (finding,) = only(failed, "optics.module")
     assert finding.severity is Severity.ERROR and finding.subject == "vcc" and finding.evidence["low_mv"] == 3135.0
+    assert finding.message == "module supply 3100 mV is under its low threshold 3135 mV"
+    # one threshold printed as NA: the other is still judged
+    failed, _ = grey(desired, with_optics(desired, 1, Vcc="3500.00 mV", Vcc_Low_Thres="NA"))
+    (finding,) = only(failed, "optics.module")
+    assert finding.message == "module supply 3500 mV is over its high threshold 3465 mV"
 
 
 def test_laser_bias_far_below_its_siblings_is_a_warning(desired):
