@@ -154,9 +154,12 @@ def power(ctx: NodeContext, npu: int) -> List[Verdict]:
     assert info is not None
     margins = margins_for(ctx.desired)
     verdicts = _power_findings(info, "rx", margins) + _power_findings(info, "tx", margins)
+    figures = metrics(info)
     if verdicts:
+        for verdict in verdicts:  # every lane's figures beside the one named, for --format json
+            verdict.evidence.setdefault("metrics", figures)
         return verdicts
-    evidence = {"metrics": metrics(info), "thresholds": asdict(info.thresholds), "margins": asdict(margins)}
+    evidence = {"metrics": figures, "thresholds": asdict(info.thresholds), "margins": asdict(margins)}
     lanes = sum(1 for lane in info.lanes if lane.has_readings)
     return [passed(f"Tx/Rx power of {lanes} lane{'s' if lanes != 1 else ''} within the module's thresholds", evidence)]
 

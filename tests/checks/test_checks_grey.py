@@ -82,6 +82,7 @@ def test_lane_under_the_modules_low_alarm_is_an_error_with_lane_reading_and_thre
     assert (finding.node, finding.npu, finding.severity) == ("node2", 5, Severity.ERROR)
     assert finding.evidence["lane"] == 1 and finding.evidence["reading_mw"] == 0.05 and finding.evidence["low_alarm_mw"] == 0.1445
     assert "lane 1" in finding.message and "0.1445 mW" in finding.message
+    assert finding.evidence["metrics"]["npu_chip_optical_rx_power_0"] == 0.7943  # the siblings' figures too
 
 
 def test_threshold_is_the_modules_own_not_a_fixed_number(desired):
