@@ -32,6 +32,9 @@ from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expec
 #: is refused as output this parser does not know.
 MAX_LANES = 8
 
+#: The widest flag mask accepted: the driver prints one byte; two leave room for 16-lane modules.
+MAX_MASK = 0xFFFF
+
 #: Values that mean "no reading" (copper ports, a module that cannot say).
 _NO_VALUE = ("na", "n/a", "not supported", "get failed", "")
 
@@ -154,9 +157,12 @@ def _flag(key: str, value: str) -> Optional[int]:
     if text in _NO_VALUE:
         return None
     try:
-        return int(text, 16) if text.startswith("0x") else int(text)
+        mask = int(text, 16) if text.startswith("0x") else int(text)
     except ValueError:
         raise UnexpectedOutput(f"optical {key} {value.strip()!r} is not a hex mask") from None
+    if not 0 <= mask <= MAX_MASK:
+        raise UnexpectedOutput(f"optical {key} {value.strip()[:40]!r} is wider than a lane mask (at most {MAX_MASK:#x})")
+    return mask
 
 
 def parse_optical_info(stdout: str) -> OpticalInfo:

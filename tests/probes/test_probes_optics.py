@@ -105,6 +105,7 @@ def test_temperature_words_are_kept_not_guessed():
         ("optical info:\npresent              : present\nRx Power0            : lots mW\n", "is not a number in mw"),
         ("optical info:\npresent              : present\nRx Power8            : 0.7000 mW\n", "at most 8 lanes"),
         ("optical info:\npresent              : present\nRx Los Flag          : zero\n", "hex mask"),
+        ("optical info:\npresent              : present\nRx Los Flag          : 0x" + "f" * 400 + "\n", "wider than a lane mask"),
         ("optical info:\npresent              : present\nTx Power             : 1.0000 mW\nTx Power0            : 1.0000 mW\n", "mix lane-numbered"),
         ("optical info:\npresent              : present\nsomething odd\n", "unrecognised optical line"),
     ],
