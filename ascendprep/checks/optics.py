@@ -24,7 +24,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ascendprep.checks.context import NodeContext
 from ascendprep.checks.model import Check, Verdict, failed, passed, skipped
 from ascendprep.findings import Severity
-from ascendprep.probes.optics import OpticalInfo, OpticalLane, flagged_lanes
+from ascendprep.facts import OpticalInfo, OpticalLane
+from ascendprep.probes.optics import flagged_lanes
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ anyway it is refused as an unsupported format rather than misread.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
+from ascendprep.facts import OpticalInfo, OpticalLane, OpticalThresholds
 from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
@@ -37,86 +37,6 @@ MAX_MASK = 0xFFFF
 
 #: Values that mean "no reading" (copper ports, a module that cannot say).
 _NO_VALUE = ("na", "n/a", "not supported", "get failed", "")
-
-
-@dataclass(frozen=True)
-class OpticalLane:
-    """One lane's readings; None = the tool printed ``NA`` (or nothing) for it.
-
-    ``lane`` is None in the older single-reading form, whose lane the tool does not name.
-    Flags are decoded from the module-wide masks (bit ``lane``); None when the mask was ``NA``.
-    """
-
-    lane: Optional[int]
-    tx_power_mw: Optional[float] = None
-    rx_power_mw: Optional[float] = None
-    tx_bias_ma: Optional[float] = None
-    tx_los: Optional[bool] = None
-    rx_los: Optional[bool] = None
-    tx_lol: Optional[bool] = None
-    rx_lol: Optional[bool] = None
-
-    @property
-    def has_readings(self) -> bool:
-        return self.tx_power_mw is not None or self.rx_power_mw is not None
-
-
-@dataclass(frozen=True)
-class OpticalThresholds:
-    """The module's own alarm thresholds, as printed beside its readings (None = ``NA``)."""
-
-    temp_high_c: Optional[float] = None
-    temp_low_c: Optional[float] = None
-    vcc_high_mv: Optional[float] = None
-    vcc_low_mv: Optional[float] = None
-    tx_power_high_mw: Optional[float] = None
-    tx_power_low_mw: Optional[float] = None
-    rx_power_high_mw: Optional[float] = None
-    rx_power_low_mw: Optional[float] = None
-
-
-@dataclass(frozen=True)
-class OpticalInfo:
-    """Everything ``-optical -g`` said about one port's module.
-
-    ``present_line`` is what the ``present`` line said; :attr:`present` also believes readings
-    that follow a ``not present`` line. ``temperature_note`` keeps the words the tool printed
-    instead of a temperature (``not supported``, ``get failed``, ``NA``). ``flags`` holds the raw
-    masks (``tx_los``, ``rx_los``, ``tx_lol``, ``rx_lol``; None = ``NA`` or not printed).
-    """
-
-    present_line: bool
-    temperature_c: Optional[float] = None
-    temperature_note: Optional[str] = None
-    vcc_mv: Optional[float] = None
-    lanes: Tuple[OpticalLane, ...] = ()
-    indexed: bool = True
-    thresholds: OpticalThresholds = field(default_factory=OpticalThresholds)
-    flags: Dict[str, Optional[int]] = field(default_factory=dict)
-    vendor_name: Optional[str] = None
-    part_number: Optional[str] = None
-    serial_number: Optional[str] = None
-    identifier: Optional[str] = None
-    wavelength_nm: Optional[int] = None
-    high_power_enabled: Optional[bool] = None
-
-    @property
-    def has_readings(self) -> bool:
-        """Any power, Vcc or temperature reading: a module answered."""
-        return self.vcc_mv is not None or self.temperature_c is not None or any(lane.has_readings for lane in self.lanes)
-
-    @property
-    def present(self) -> bool:
-        """A module is in the cage: the tool says so, or its readings show it anyway."""
-        return self.present_line or self.has_readings
-
-    @property
-    def medium(self) -> str:
-        """``optical`` (powers readable), ``electrical`` (present, every power ``NA``: a copper
-        or DAC port) or ``absent``."""
-        if not self.present:
-            return "absent"
-        return "optical" if any(lane.has_readings for lane in self.lanes) else "electrical"
 
 
 _PRESENT = {"present": True, "not present": False}
@@ -218,7 +138,7 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             name, unit = _LANE_FIELDS[kind]
             lanes.setdefault(index, {})[name] = _reading(key, value, unit)
     if present is None:
-        raise not_as_expected("'present : present|not present' (hccn_tool -optical -g)", stdout)
+        raise not_as_expected("'present : present|not present'", stdout)
     if None in lanes and len(lanes) > 1:
         indexed_only = {k: v for k, v in lanes.items() if k is not None}
         unindexed = lanes.pop(None)

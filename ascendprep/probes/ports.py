@@ -22,7 +22,7 @@ _TABLE_RE = re.compile(r"^\s*[+|]")
 
 def _refuse_table(stdout: str, what: str) -> None:
     if any(_TABLE_RE.match(line) for line in stdout.splitlines()):
-        raise UnexpectedOutput(f"{what}: a per-port table (Ascend 950 form) is not a supported format")
+        raise UnexpectedOutput(f"a per-port table (the Ascend 950 form of {what}) is not a supported format")
 
 
 def parse_duplex(stdout: str) -> Dict[str, Optional[str]]:
@@ -57,4 +57,4 @@ def parse_board_firmware(stdout: str) -> Optional[str]:
             if not re.fullmatch(r"[0-9A-Za-z._-]{1,64}", value):
                 raise UnexpectedOutput(f"firmware version {value!r} is not a version")
             return value
-    raise not_as_expected("'Firmware Version : <version>' (npu-smi info -t board)", stdout)
+    raise not_as_expected("'Firmware Version : <version>'", stdout)

@@ -1,8 +1,9 @@
 """``-optical -g``, ``-duplex -g``, ``-fec -g`` and ``npu-smi info -t board``: every parser branch.
 
 Fixtures: tests/fixtures/probes/hccn/optical_* (driver format, see the README there) and the
-published captures in tests/fixtures/probes/captures/ (the 910A "not present but readings" form
-and the MindCluster docs' unnumbered form are run by test_probes_captures.py too).
+published captures among the data cases in tests/fixtures/probes/hccn.optical/ (the 910A "not
+present but readings" form and the MindCluster docs' unnumbered form; test_probe_fixtures.py runs
+every case there through the unit too).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def text(name: str) -> str:
 
 
 def capture(name: str) -> str:
-    return json.loads((FIXTURES / "captures" / name).read_text())["stdout"]
+    """The output of a published capture case (tests/fixtures/probes/hccn.optical/)."""
+    return json.loads((FIXTURES / "hccn.optical" / name).read_text())["output"]
 
 
 def test_four_lanes_with_the_modules_thresholds():
@@ -65,7 +67,7 @@ def test_copper_port_is_present_with_no_readings():
 def test_empty_cage_is_absent():
     info = parse_optical_info(text("optical_get_not_present_invalid.out"))
     assert (info.present, info.medium, info.has_readings) == (False, "absent", False)
-    assert parse_optical(text("optical_not_present.out"))["optical_present"] is False
+    assert parse_optical(capture("optical_not_present.json"))["optical_present"] is False
 
 
 def test_not_present_line_with_readings_is_a_present_module():
