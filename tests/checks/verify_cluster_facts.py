@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from ascendprep import sysctl
@@ -39,6 +40,14 @@ from ascendprep.facts import (
 )
 from ascendprep.inventory import inventory_from_text
 from ascendprep.jobfacts import LinkState, NpuProcessTable, PortSockets
+from ascendprep.probes.optics import OpticalInfo, parse_optical_info
+
+#: A healthy module's ``-optical -g`` (driver format, the MindCluster capture's thresholds).
+HEALTHY_OPTICAL_TEXT = (Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn" / "optical_get_thresholds.out").read_text()
+
+
+def healthy_optics() -> OpticalInfo:
+    return parse_optical_info(HEALTHY_OPTICAL_TEXT)
 
 INVENTORY = """\
 name: unit
@@ -97,6 +106,9 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
             link_stat=LinkStat(current_time=NOW, up_count=1, down_count=0, records=(LinkRecord(BOOT, "UP"),)),
             optical_present=True,
             speed_mbps=200000,
+            optics=healthy_optics(),
+            duplex="full",
+            fec="rs",
         )
         entry = {"address": settings.ip, "netmask": settings.netmask}
         if settings.netdetect:
@@ -126,6 +138,7 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
         hccn_conf=HccnConf(raw=raw, devices=conf),
         npu_smi=NpuSmiList(total_count=wanted.nproc, devices=tuple(NpuSmiDevice(npu_id=i) for i in range(wanted.nproc))),
         npu_health=tuple(NpuHealth(npu_id=i, chip=0, health="OK") for i in range(wanted.nproc)),
+        npu_firmware={i: software["firmware"] or "7.5.0.1.129" for i in range(wanted.nproc)},
         sysctl=live_sysctl,
         sysctl_file=SysctlFile(raw=render_sysctl_conf(live_sysctl), values=dict(live_sysctl)),
         firewall=Firewall(ufw=FirewallTool(installed=False), firewalld=FirewallTool(installed=False), nftables=FirewallTool(installed=True, active=False)),

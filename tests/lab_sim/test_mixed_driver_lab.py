@@ -71,7 +71,7 @@ def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tm
     assert old["lldp"]["system_name"] is None and new["lldp"]["system_name"] == "leaf-1"
     assert old["speed_mbps"] is None and new["speed_mbps"] == 200000
     kinds = {(e["probe"], e["kind"]) for e in facts["node2"]["errors"]}
-    assert kinds == {("hccn.speed", "unsupported")}
+    assert kinds == {("hccn.speed", "unsupported"), ("hccn.duplex", "unsupported")}
     assert facts["node1"]["errors"] == []
 
 
