@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SSH_PACKAGES = ("paramiko", "fabric", "invoke")
 #: The pure core: what plan and verify decide with, readable without any SSH library.
 PURE_PACKAGES = ("ascendprep.checks", "ascendprep.compat", "ascendprep.probes")
-PURE_MODULES = ("ascendprep.plan", "ascendprep.desired", "ascendprep.ipplan", "ascendprep.facts", "ascendprep.allreduce.jobs")
+PURE_MODULES = ("ascendprep.plan", "ascendprep.desired", "ascendprep.ipplan", "ascendprep.facts", "ascendprep.drift", "ascendprep.changes", "ascendprep.applyscript", "ascendprep.allreduce.jobs")
 
 BLOCK_SSH = textwrap.dedent(
     """
