@@ -27,7 +27,7 @@ FACTS_SCHEMA_VERSION = 1
 #: Why a probe yielded no value. ``unsupported``: the tool said the command does not exist
 #: on this product (hccn_tool exit 13 with "not supported"), which checks may treat as benign.
 #: ``over_cap``: the tool printed more than the node-side cap (limits.REMOTE_CALL_OUTPUT_CAP).
-#: (Not the host-level kinds of :mod:`ascendprep.remote.errors`: those say why a whole host failed.)
+#: (Not :data:`ascendprep.fleet.errors.HOST_ERROR_KINDS`: those say why a whole host failed.)
 PROBE_ERROR_KINDS = ("timeout", "error", "missing", "unsupported", "over_cap")
 
 
