@@ -97,3 +97,31 @@ def test_a_failed_read_is_could_not_check(desired):
     hosts, plan = cluster_evidence(desired, {"node2": facts})
     (result,) = [r for r in run_checks(desired, hosts, plan, today=TODAY) if r.check == "network.counters" and r.node == "node2" and r.npu == 3]
     assert result.status is Status.FAILED and result.message.startswith(COULD_NOT_CHECK)
+
+
+# -- npu.health with decoded event codes (same facts helper) ----------------------------------
+
+
+def _health(desired, health, code, npu=4):
+    from ascendprep.facts import NpuHealth
+
+    facts = replace(healthy_facts(desired, "node2"), npu_health=tuple(NpuHealth(i, 0, health if i == npu else "OK", code if i == npu else None, "node type=SOC" if i == npu else None) for i in range(8)))
+    hosts, plan = cluster_evidence(desired, {"node2": facts})
+    (result,) = [r for r in run_checks(desired, hosts, plan, today=TODAY) if r.check == "npu.health" and r.node == "node2" and r.npu == npu]
+    return result
+
+
+def test_a_sub_health_code_is_a_warning_with_the_vendor_action(desired):
+    result = _health(desired, "Warning", "81078605")
+    assert (result.status, result.severity) == (Status.FAILED, Severity.WARNING)
+    assert result.message == "npu-smi health is Warning: 81078605 SubHealth (Some lanes of a RoCE port are faulty) (node type=SOC)"
+    assert result.fix.startswith("sub-healthy")
+    assert result.evidence["codes"] == [{"code": "81078605", "level": "SubHealth", "action": result.fix, "cause": "Some lanes of a RoCE port are faulty"}]
+
+
+def test_an_unknown_code_is_an_error_and_is_named(desired):
+    result = _health(desired, "Alarm", "80E18402 8FFF0001")
+    assert (result.status, result.severity) == (Status.FAILED, Severity.ERROR)
+    assert "8FFF0001 unknown" in result.message
+    assert [c["level"] for c in result.evidence["codes"]] == ["SeparateNPU", "unknown"]
+    assert result.fix.startswith("unknown:")
