@@ -26,6 +26,7 @@ import click
 from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
 from ascendprep.limits import KEEP_RUNS_DEFAULT
 from ascendprep.limits import COMMAND_DEADLINE_MIN_S
+from ascendprep.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
 
 ALLREDUCE_MODULE = "ascendprep.allreduce.launch"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
@@ -69,6 +70,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
+@click.option("--sample-interval", "sample_interval", type=click.IntRange(0, SAMPLE_INTERVAL_MAX_S), default=None, metavar="SECONDS", help=f"Seconds between the two reads of every NPU port's error and pause counters (hccn_tool -stat -g), whose growth per second is judged; sampled while the other probes run, so verify takes at most this much longer. 0: read once, no rates.  [default: {SAMPLE_INTERVAL_DEFAULT_S}]")
 @click.option("--timeout", type=click.FloatRange(min=COMMAND_DEADLINE_MIN_S), default=None, metavar="SECONDS", help="Seconds the whole command may take; hosts still at work then are reported as timed out, the report and the bundle are still written, exit 1 (default: per phase and wave of --forks hosts, ssh.connect_timeout + ssh.command_timeout, plus 30; with --allreduce plus its 600). --allreduce gets what is left, at most 600 s unless --timeout is given.")
 def verify_command(
     inventory: Optional[Path],
@@ -90,6 +92,7 @@ def verify_command(
     train: bool,
     bisect: bool,
     timeout: Optional[float],
+    sample_interval: Optional[int],
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
@@ -107,6 +110,8 @@ def verify_command(
         raise click.UsageError("missing INVENTORY (or --from-bundle DIR)")
     if from_bundle is not None and (allreduce or mesh or accept_new_host_keys or forks or timeout):
         raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
+    if from_bundle is not None and sample_interval is not None:
+        raise click.UsageError("--from-bundle contacts no host: --sample-interval does not apply")
     allreduce_options = _allreduce_options(
         allreduce,
         {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect},
@@ -129,6 +134,7 @@ def verify_command(
         sudo_password=prompt_sudo_password(ask_sudo_password) if from_bundle is None else None,
         allreduce=allreduce_options,
         timeout=timeout,
+        sample_interval=SAMPLE_INTERVAL_DEFAULT_S if sample_interval is None else sample_interval,
     )
     try:
         code = run_verify(options)

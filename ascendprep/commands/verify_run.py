@@ -70,6 +70,8 @@ class VerifyOptions:
     keep_runs: int = KEEP_RUNS_DEFAULT
     #: ``--timeout``: seconds the whole command may take (None: derived from the fleet).
     timeout: Optional[float] = None
+    #: ``--sample-interval``: seconds between the two reads of the port counters (0: read once).
+    sample_interval: int = 0
 
 
 @dataclass
@@ -128,7 +130,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     allreduce_doc = None
     deadline = verify_deadline(inventory, options)
     with Session(accesses, options.forks or inventory.model.ssh.forks, sudo_password=options.sudo_password, deadline=deadline) as session:
-        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
+        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what), sample_interval=options.sample_interval)
         if options.allreduce is not None:
             from ascendprep.allreduce.launch import run_allreduce  # written separately; loaded only when asked for
 
@@ -148,7 +150,7 @@ VERIFY_PHASES = 2
 def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
     """``--timeout``, or the default for this fleet; --allreduce adds its own default budget."""
     ssh = inventory.model.ssh
-    deadline = command_deadline(options.timeout, len(inventory.nodes), options.forks or ssh.forks, ssh.connect_timeout, ssh.command_timeout, VERIFY_PHASES)
+    deadline = command_deadline(options.timeout, len(inventory.nodes), options.forks or ssh.forks, ssh.connect_timeout, ssh.command_timeout + options.sample_interval, VERIFY_PHASES)
     if options.timeout is None and options.allreduce is not None:
         from ascendprep.allreduce.options import DEFAULT_TIMEOUT_S
 

@@ -31,6 +31,8 @@ from ascendprep.facts import (
     Versions,
 )
 from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
+from ascendprep.probes import port_stats
+from ascendprep.limits import SAMPLE_INTERVAL_MAX_S
 from ascendprep.probes.failures import classify_failure, dcmi_failure, over_cap_error
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
@@ -57,6 +59,7 @@ def render_gather_script(
     ascend_home: str = paths.DEFAULT_ASCEND_HOME,
     busy_retries: int = 3,
     sysctl_keys: Sequence[str] = paths.SYSCTL_KEYS,
+    sample_interval: int = 0,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -67,7 +70,10 @@ def render_gather_script(
     ``busy_retries``: extra tries, with back-off, when hccn_tool answers that it is busy
     (another hccn_tool, e.g. a monitoring exporter, was running).
     ``sysctl_keys``: kernel settings to read (the defaults plus any the inventory sets).
+    ``sample_interval``: seconds between the two reads of the port counters (``-stat -g``, near the
+    start and at the end, :mod:`ascendprep.probes.port_stats`); 0 reads them once.
     """
+    check_int("sample_interval", sample_interval, 0, SAMPLE_INTERVAL_MAX_S)
     for key in sysctl_keys:
         if not _SYSCTL_KEY.match(key):
             raise UnsafeValue(f"sysctl key {key!r} is not of the form net.core.somaxconn")
@@ -80,7 +86,8 @@ def render_gather_script(
             preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home),
             _GATHER_FUNCTIONS,
             _NETWORK_FUNCTIONS,
-            main_block(_body(npus, python_path, tuple(sysctl_keys)) + _network_lines()),
+            port_stats.SHELL_FUNCTIONS,
+            main_block(_body(npus, python_path, tuple(sysctl_keys)) + _network_lines() + port_stats.second_pass_lines(sample_interval)),
         ]
     )
 
@@ -171,6 +178,7 @@ def _body(npus: Optional[int], python_path: str, sysctl_keys: Tuple[str, ...]) -
         "",
         "# hccn_tool: the live state of every NPU port.",
         "ap_hccn_tool",
+        port_stats.first_pass_lines(),
         'if [ -n "$AP_HCCN" ]; then',
         "\tfor ap_dev in $AP_DEVS; do",
     ]
@@ -304,6 +312,7 @@ class _FactsBuilder:
             "tool.hccn_tool": self._tool,
             "npu_smi.list": self._npu_smi_list,
             "npu_smi.health": self._npu_health,
+            port_stats.SECTION: self._port_stats,
             "npus": self._npus,
             "file.hccn_conf": self._hccn_conf,
             "sysctl": self._sysctl,
@@ -350,6 +359,8 @@ class _FactsBuilder:
         name = section.name
         if name in hccn.QUERIES:
             return name, f"hccn_tool -i {section.npu} {' '.join(hccn.QUERIES[name])}", section.npu
+        if name == port_stats.SECTION:
+            return name, f"hccn_tool -i {section.npu} {' '.join(port_stats.ARGS)}", section.npu
         if name == "npu_smi.health":
             return name, f"npu-smi info -i {section.npu} -c {section.int_attr('chip')} -t health", section.npu
         if name.startswith("firewall.") and name.split(".", 1)[1] in _FIREWALLS:
@@ -415,6 +426,19 @@ class _FactsBuilder:
         if parsed is not None:
             health, code, info = parsed
             self.health.append(NpuHealth(npu_id=npu, chip=chip, health=health, error_code=code, error_info=info))
+
+    def _port_stats(self, section: Section) -> None:
+        """One read of a port's counters (pass 1 or 2, stamped with the node's clock)."""
+        probe, what, devid = self._probe_of(section)
+        if devid is None:
+            return self._error(probe, "error", f"{what}: section without an NPU id")
+        values = self.npus.setdefault(devid, {})
+        if section.rc != 0:
+            return self._failed(section, probe, what, devid)
+        counters = self._parsed(probe, what, lambda: port_stats.parse_stat(section.stdout), devid)
+        if counters is not None:
+            read = port_stats.sample(counters, section.int_attr("pass"), section.attrs.get("t", ""))
+            values["stat_samples"] = values.get("stat_samples", ()) + (read,)
 
     def _npus(self, section: Section) -> None:
         for word in section.stdout.split():

@@ -171,7 +171,8 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     sections = parse_transcript(output, "gather").sections
     tls0 = next(s for s in sections if s.name == "hccn.tls" and s.npu == 0)
     assert tls0.tries == 2
-    assert sum(1 for s in sections if s.name.startswith("hccn.")) == 20  # 10 calls per NPU, no more
+    assert sum(1 for s in sections if s.name.startswith("hccn.")) == 22  # 10 calls per NPU and one -stat read, no more
+    assert [len(facts.npus[n].stat_samples) for n in (0, 1)] == [1, 1]  # --sample-interval 0: read once
 
 
 def test_given_npu_count_and_a3_discovery(tmp_path, fixtures_dir):
