@@ -8,9 +8,9 @@ way: every counter printed is kept, and the checks judge only those they know.
 
 Sampling. Counts since boot say little (a port up for a year has errors from last spring); their
 growth over a few seconds says whether the port is degrading *now*. The gather script therefore
-reads every NPU's counters near its start (``pass=1``) and again at its end (``pass=2``),
-sleeping only for what is left of the sample interval after the other probes ran, so verify grows
-by at most that interval. Each section carries ``t=``, the node's clock (``/proc/uptime``, in
+reads every NPU's counters first among that NPU's queries (section ``hccn.stat``, ``pass=1``)
+and again at its end (``hccn.stat2``, ``pass=2``), sleeping only for what is left of the sample
+interval after the other probes ran, so verify grows by at most that interval. Each section carries ``t=``, the node's clock (``/proc/uptime``, in
 hundredths of a second; the epoch where it is missing) just before the call: the rate divides by
 the interval between the two calls on that node, so neither the controller's clock nor the SSH
 latency enters it.
@@ -19,10 +19,11 @@ latency enters it.
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from ascendprep.facts import CounterSample
 from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
+from ascendprep.probes.unit import HOST, NPU, VERIFY_ONLY, Draft, ProbeUnit, RenderContext, Where
 
 #: The section name and the hccn_tool arguments (after ``-i <devid>``).
 SECTION = "hccn.stat"
@@ -77,10 +78,12 @@ def sample(counters: Dict[str, int], pass_number: Optional[int], t_attr: str) ->
     return CounterSample(pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=counters)
 
 
-# -- the script side ----------------------------------------------------------------------------
+# -- the script side: two probe units --------------------------------------------------------
 
-#: Shell functions of the sampled reads (POSIX sh; see module docstring). ``AP_DEVS`` and
-#: ``AP_HCCN`` are set by the gather script before the first pass.
+#: Shell functions of the sampled reads (POSIX sh). The first read of each device runs inside the
+#: gather's per-NPU loop and keeps its time in ``$AP_TMP/stat_t.<devid>``; the second pass, at the
+#: end of the script, waits for each device only for what is left of the interval since its own
+#: first read, so every NPU's interval is at least the one asked for.
 SHELL_FUNCTIONS = r"""# ap_now: AP_NOW = hundredths of a second on this node's clock (/proc/uptime, else the epoch).
 ap_now() {
 	AP_NOW=
@@ -92,12 +95,11 @@ ap_now() {
 	case $AP_NOW in '' | *[!0-9]*) AP_NOW=0 ;; esac
 }
 
-# ap_stat_pass PASS: read -stat -g of every NPU, each section stamped with the time it was asked.
-ap_stat_pass() {
-	for ap_dev in $AP_DEVS; do
-		ap_now
-		ap_run hccn.stat " npu=$ap_dev pass=$1 t=$AP_NOW" ap_hccn -i "$ap_dev" -stat -g
-	done
+# ap_stat_first: the first read of device $ap_dev's counters; its time is kept for the second.
+ap_stat_first() {
+	ap_now
+	printf '%s\n' "$AP_NOW" >"$AP_TMP/stat_t.$ap_dev"
+	ap_run hccn.stat " npu=$ap_dev pass=1 t=$AP_NOW" ap_hccn -i "$ap_dev" -stat -g
 }
 
 # ap_stat_wait START SECONDS: sleep for what is left of SECONDS since START (hundredths).
@@ -109,27 +111,83 @@ ap_stat_wait() {
 		sleep "$((ap_left / 100)).$((ap_left % 100 / 10))$((ap_left % 10))" 2>/dev/null || sleep "$((ap_left / 100 + 1))"
 	fi
 }
+
+# ap_stat_second SECONDS: read every device again, SECONDS after its first read.
+ap_stat_second() {
+	for ap_dev in $AP_DEVS; do
+		ap_t1=
+		if [ -r "$AP_TMP/stat_t.$ap_dev" ]; then read -r ap_t1 <"$AP_TMP/stat_t.$ap_dev"; fi
+		case $ap_t1 in '' | *[!0-9]*) continue ;; esac
+		ap_stat_wait "$ap_t1" "$1"
+		ap_now
+		ap_run hccn.stat2 " npu=$ap_dev pass=2 t=$AP_NOW" ap_hccn -i "$ap_dev" -stat -g
+	done
+}
 """
 
-
-def first_pass_lines() -> str:
-    """Shell lines of the first read (right after hccn_tool was located); remembers when it began."""
-    return "\n".join([
-        "# Port counters, first read (the second one ends the script: their growth is a rate).",
-        "ap_now",
-        "AP_STAT_T0=$AP_NOW",
-        'if [ -n "$AP_HCCN" ]; then ap_stat_pass 1; fi',
-    ]) + "\n"
+#: The second read's section (the first's is :data:`SECTION`); errors of both name :data:`SECTION`.
+SECOND_SECTION = "hccn.stat2"
 
 
-def second_pass_lines(interval_s: int) -> str:
-    """Shell lines of the second read, ``interval_s`` after the first began (none when 0)."""
-    if interval_s <= 0:
-        return ""
-    return "\n".join([
-        f"# Port counters, second read: {interval_s}s after the first began.",
+def _parse_read(stdout: str, where: Where) -> CounterSample:
+    return sample(parse_stat(stdout), where.int_attr("pass"), where.attrs.get("t", ""))
+
+
+def _fill_read(draft: Draft, where: Where, read: CounterSample) -> None:
+    values = draft.npu(where.npu)  # type: ignore[arg-type]
+    values["stat_samples"] = values.get("stat_samples", ()) + (read,)
+
+
+def _describe(where: Where) -> str:
+    return f"hccn_tool -i {where.npu} {' '.join(ARGS)}"
+
+
+def _second_pass(ctx: RenderContext) -> List[str]:
+    interval = ctx.sample_interval
+    if interval <= 0:
+        return []
+    return [
+        f"# Port counters, second read: {interval}s after each NPU's first (their growth is a rate).",
         'if [ -n "$AP_HCCN" ]; then',
-        f'\tap_stat_wait "$AP_STAT_T0" {int(interval_s)}',
-        "\tap_stat_pass 2",
+        f"\tap_stat_second {int(interval)}",
         "fi",
-    ]) + "\n"
+    ]
+
+
+#: The first read, inside the per-NPU loop (first of the NPU's queries, so near the script's start).
+FIRST_READ = ProbeUnit(
+    section=SECTION,
+    scope=NPU,
+    command=lambda ctx: f'ap_hccn -i "$ap_dev" {" ".join(ARGS)}',
+    render=lambda ctx: ["ap_stat_first"],
+    describe=_describe,
+    parse=_parse_read,
+    fill=_fill_read,
+    fact="npus[devid].stat_samples[0] (pass 1)",
+    phases=VERIFY_ONLY,
+)
+
+class _LateNpuRead(ProbeUnit):
+    """A per-NPU read rendered as a host unit, i.e. after every other probe (the units' per-NPU loop
+    runs early): its sections still carry ``npu=``, which errors and facts are filed under."""
+
+    def npu_of(self, where: Where) -> Optional[int]:
+        return where.npu
+
+    def _missing_attrs(self, where: Where) -> Optional[str]:
+        return None if where.npu is not None else "section without an NPU id"
+
+
+#: The second read of every NPU, the last thing the script does (none with --sample-interval 0).
+SECOND_READ = _LateNpuRead(
+    section=SECOND_SECTION,
+    scope=HOST,
+    command=lambda ctx: f'ap_hccn -i "$ap_dev" {" ".join(ARGS)}',
+    render=_second_pass,
+    probe=lambda where: SECTION,
+    describe=_describe,
+    parse=_parse_read,
+    fill=_fill_read,
+    fact="npus[devid].stat_samples[1] (pass 2)",
+    phases=VERIFY_ONLY,
+)

@@ -77,3 +77,27 @@ def test_sample_interval_option_is_checked_before_any_host_is_contacted(tmp_path
     negative = CliRunner().invoke(main, ["verify", "inventory.yaml", "--sample-interval", "-1"])
     assert negative.exit_code == 2 and "--sample-interval" in negative.output
     assert "--sample-interval SECONDS" in CliRunner().invoke(main, ["verify", "--help"]).output
+
+
+def _transcript(sections) -> str:
+    nonce = "0123456789abcdef"
+    lines = [f"@@ascendprep gather v1 {nonce}"]
+    for name, attrs, rc, stdout, stderr in sections:
+        lines += [f"@@{nonce} begin {name}{attrs}", *stdout.splitlines(), f"@@{nonce} stderr", *stderr.splitlines(), f"@@{nonce} end rc={rc} tries=1"]
+    return "\n".join(lines + [f"@@{nonce} done"]) + "\n"
+
+
+def test_both_reads_land_on_their_npu_and_a_failed_second_read_is_that_npus_error():
+    text = _transcript([
+        ("hccn.stat", " npu=3 pass=1 t=100000", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:10\n", ""),
+        ("hccn.stat", " npu=4 pass=1 t=100010", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:7\n", ""),
+        ("hccn.stat2", " npu=3 pass=2 t=100500", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:260\n", ""),
+        ("hccn.stat2", " npu=4 pass=2 t=100510", 124, "", "not run: hccn_tool hung earlier in this run (hccn_tool -i 4 -lldp -g)\n"),
+    ])
+    facts = parse_gather_output(text)
+    first, second = sample_pair(facts.npus[3].stat_samples)
+    assert (first.at_s, second.at_s) == (1000.0, 1005.0)  # type: ignore[union-attr]
+    assert rates(first, second)["mac_rx_fcs_err_pkt_num"].rate_per_s == 50.0  # type: ignore[arg-type]
+    (error,) = facts.errors
+    assert (error.probe, error.npu, error.kind) == ("hccn.stat", 4, "timeout")
+    assert error.message.startswith("hccn_tool -i 4 -stat -g: not run")
