@@ -10,7 +10,10 @@ Modules: ``model`` (Check, Verdict, CheckResult), ``registry`` (every check, --o
 ``runner``, ``context`` (what checks read), one module per family (``node``, ``network``,
 ``host``, ``software``, ``cluster``, ``reachability``), ``mesh`` (which NPU pairs to ping),
 ``evidence`` (gather + ping over a Session), ``bundle`` (the saved evidence, --from-bundle).
-``data/`` holds the compatibility matrix and thresholds (owned by ascendprep.compat).
+``data/`` holds the compatibility matrix and thresholds (owned by ascendprep.compat), and the
+grey-failure data: ``grey_thresholds.yaml`` (named thresholds, read by ``grey_thresholds``,
+overridable in the inventory) and ``health_codes.yaml`` (NPU event codes, read by
+``health_codes``); ``counters`` judges the port counter rates.
 
 This file imports nothing on purpose: ``ascendprep.compat`` loads ``data/`` through this package
 (importlib.resources), and that must not pull in the whole registry.

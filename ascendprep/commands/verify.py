@@ -97,7 +97,8 @@ def verify_command(
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
     Per node: reachable, NPUs present and healthy, per NPU the device IP, /etc/hccn.conf, gateway,
-    detect IP, link, net_health, LLDP neighbour, TLS, link flaps and optics; kernel settings,
+    detect IP, link, net_health, LLDP neighbour, TLS, link flaps, optics and the growth of the
+    port's error and pause counters (--sample-interval); kernel settings,
     firewall, managed files and software versions. Cluster-wide: versions identical and
     compatible, TLS consistent, no duplicate device IP, and NPU pairs that ping each other.
 
