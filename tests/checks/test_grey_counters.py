@@ -125,3 +125,8 @@ def test_an_unknown_code_is_an_error_and_is_named(desired):
     assert "8FFF0001 unknown" in result.message
     assert [c["level"] for c in result.evidence["codes"]] == ["SeparateNPU", "unknown"]
     assert result.fix.startswith("unknown:")
+
+
+def test_reads_of_an_unknown_pass_are_skipped_not_a_crash(desired):
+    (result,) = _counters(desired, (CounterSample(3, 2000.0, {"mac_rx_fcs_err_pkt_num": 12}),))
+    assert result.status is Status.SKIPPED and "no pass" in result.message
