@@ -63,8 +63,8 @@ def render_gather_script(
     (another hccn_tool, e.g. a monitoring exporter, was running).
     ``sysctl_keys``: kernel settings to read (the defaults plus any the inventory sets).
     ``units``: the probes to run (all registered ones by default).
-    ``sample_interval``: seconds between the two reads of the port counters (``-stat -g``, first
-    among each NPU's queries and again at the end, :mod:`ascendprep.probes.port_stats`); 0: once.
+    ``sample_interval``: seconds between the two reads of the port counters (``-stat -g``, after
+    each NPU's other queries and again at the end, :mod:`ascendprep.probes.port_stats`); 0: once.
     """
     check_int("sample_interval", sample_interval, 0, SAMPLE_INTERVAL_MAX_S)
     for key in sysctl_keys:

@@ -8,8 +8,9 @@ way: every counter printed is kept, and the checks judge only those they know.
 
 Sampling. Counts since boot say little (a port up for a year has errors from last spring); their
 growth over a few seconds says whether the port is degrading *now*. The gather script therefore
-reads every NPU's counters first among that NPU's queries (section ``hccn.stat``, ``pass=1``)
-and again at its end (``hccn.stat2``, ``pass=2``), sleeping only for what is left of the sample
+reads every NPU's counters right after that NPU's other hccn_tool queries (section ``hccn.stat``,
+``pass=1``; early in the script, and after the queries whose failures name the port first) and
+again at its end (``hccn.stat2``, ``pass=2``), sleeping only for what is left of the sample
 interval after the other probes ran, so verify grows by at most that interval. Each section carries ``t=``, the node's clock (``/proc/uptime``, in
 hundredths of a second; the epoch where it is missing) just before the call: the rate divides by
 the interval between the two calls on that node, so neither the controller's clock nor the SSH
@@ -154,7 +155,7 @@ def _second_pass(ctx: RenderContext) -> List[str]:
     ]
 
 
-#: The first read, inside the per-NPU loop (first of the NPU's queries, so near the script's start).
+#: The first read, inside the per-NPU loop after the NPU's other queries (early in the script).
 FIRST_READ = ProbeUnit(
     section=SECTION,
     scope=NPU,
