@@ -46,6 +46,15 @@ FAULT_KINDS = (
     "hccn-busy",
     "npu-smi-dcmi",  # npu-smi's DCMI cannot open the NPUs (held elsewhere): every call fails, -8020
     "hccn-flood",
+    "npu-busy",  # a process still holds the NPU: npu-smi info lists it (issue 17)
+    # grey failures of the port's physical layer, rendered by lab/sim/optics.py (issue 20)
+    "optical-low-power",
+    "optical-los",
+    "optical-hot",
+    "port-100g",
+    "fec-mismatch",
+    "optical-copper",
+    "optical-not-present-readings",
     # issue 20 (grey failures): counters that grow (lab/sim/counters.py), health event codes (npu_smi.py)
     "fcs-errors",
     "pfc-storm",
