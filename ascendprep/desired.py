@@ -114,7 +114,7 @@ def build_desired(inventory: Inventory) -> DesiredState:
     master = inventory.master
     ports = required_port_ranges(inventory)
     minimums = sysctl.minimums(model.sysctl)
-    env_sh = envfiles.render_env_sh(model.env)
+    env_sh = envfiles.render_env_sh(model.env, nodes=nnodes)
     rank_table = render_rank_table(build_rank_table(inventory, plan))
     python_path = model.software.python_path
 
@@ -130,12 +130,14 @@ def build_desired(inventory: Inventory) -> DesiredState:
             nproc_per_node=node.npus,
             if_ip=_if_ip(node),
             socket_ifname=model.training.socket_ifname,
+            rank_table=model.training.rank_table,
         )
         files = [
             ManagedFile(ENV_SH, env_sh, scope="cluster"),
             ManagedFile(SET_ENV_SH, envfiles.render_set_env_sh(rendezvous, bind_address=_if_ip(node))),
-            ManagedFile(RANK_TABLE, rank_table, scope="cluster"),
         ]
+        if model.training.rank_table:
+            files.append(ManagedFile(RANK_TABLE, rank_table, scope="cluster"))
         nodes[node.name] = NodeDesired(
             node=node,
             rank=rank,

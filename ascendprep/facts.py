@@ -19,6 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
 
+from ascendprep.probes.jobenv_facts import JobEnv
 from ascendprep.probes.paths import CANN_RUNTIME_VERSION_FILE
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
@@ -322,6 +323,8 @@ class HostFacts:
     #: What the node's own hostname resolves to there (``getent ahosts``, i.e. getaddrinfo, as
     #: gloo and NCCL look it up); ``()`` when it does not resolve, None when not read.
     hostname_addresses: Optional[Tuple[str, ...]] = None
+    #: The job's environment as HCCL jobs meet it (probes/jobenv.py); None when not read.
+    job: Optional[JobEnv] = None
     errors: Tuple[ProbeError, ...] = ()
 
     @property

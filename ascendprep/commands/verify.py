@@ -29,7 +29,7 @@ from ascendprep.limits import COMMAND_DEADLINE_MIN_S
 
 ALLREDUCE_MODULE = "ascendprep.allreduce.launch"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
-GROUPS = ("node", "npu", "network", "sysctl", "firewall", "files", "software", "cluster")
+GROUPS = ("node", "npu", "network", "sysctl", "firewall", "files", "software", "job", "cluster")
 MESHES = ("ring", "full")
 
 
@@ -62,6 +62,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")
 @click.option("--forks", type=click.IntRange(1, 1024), default=None, help="Hosts worked on at once (default: the inventory's ssh.forks).")
 @ask_sudo_password_option
+@click.option("--exec-via", "exec_via", default=None, metavar="PREFIX", help="Run the node checks through this command prefix, e.g. 'docker exec trainer' or 'kubectl exec -n ml pod-0 --' (words only: no shell syntax); job.container names what it does not see of the host's devices, tools and files.")
 @click.option("--allreduce", is_flag=True, help="Also run an all-reduce across every node with torchrun.")
 @click.option("--sizes", default=None, help="--allreduce: message sizes, e.g. 1K:256M (x4 steps).")
 @click.option("--min-busbw", type=click.FloatRange(min=0, min_open=True), default=None, help="--allreduce: fail below this bus bandwidth (GB/s) for large messages.")
@@ -90,6 +91,7 @@ def verify_command(
     train: bool,
     bisect: bool,
     timeout: Optional[float],
+    exec_via: Optional[str],
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
@@ -107,6 +109,16 @@ def verify_command(
         raise click.UsageError("missing INVENTORY (or --from-bundle DIR)")
     if from_bundle is not None and (allreduce or mesh or accept_new_host_keys or forks or timeout):
         raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
+    if from_bundle is not None and exec_via is not None:
+        raise click.UsageError("--from-bundle contacts no host: --exec-via does not apply")
+    via = None
+    if exec_via is not None:
+        from ascendprep.execvia import ExecViaError, parse_exec_via
+
+        try:
+            via = parse_exec_via(exec_via)
+        except ExecViaError as exc:
+            raise click.UsageError(str(exc)) from None
     allreduce_options = _allreduce_options(
         allreduce,
         {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect},
@@ -129,6 +141,7 @@ def verify_command(
         sudo_password=prompt_sudo_password(ask_sudo_password) if from_bundle is None else None,
         allreduce=allreduce_options,
         timeout=timeout,
+        exec_via=via,
     )
     try:
         code = run_verify(options)

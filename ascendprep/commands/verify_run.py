@@ -70,6 +70,8 @@ class VerifyOptions:
     keep_runs: int = KEEP_RUNS_DEFAULT
     #: ``--timeout``: seconds the whole command may take (None: derived from the fleet).
     timeout: Optional[float] = None
+    #: ``--exec-via``: the checked wrapper the node checks run through (ascendprep.execvia.ExecVia).
+    exec_via: Optional[Any] = None
 
 
 @dataclass
@@ -128,7 +130,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     allreduce_doc = None
     deadline = verify_deadline(inventory, options)
     with Session(accesses, options.forks or inventory.model.ssh.forks, sudo_password=options.sudo_password, deadline=deadline) as session:
-        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
+        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what), exec_via=options.exec_via)
         if options.allreduce is not None:
             from ascendprep.allreduce.launch import run_allreduce  # written separately; loaded only when asked for
 

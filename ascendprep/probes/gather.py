@@ -30,7 +30,7 @@ from ascendprep.facts import (
     VersionFile,
     Versions,
 )
-from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
+from ascendprep.probes import firewall, hccn, hccn_conf, jobenv, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import classify_failure, dcmi_failure, over_cap_error
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
@@ -80,7 +80,8 @@ def render_gather_script(
             preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home),
             _GATHER_FUNCTIONS,
             _NETWORK_FUNCTIONS,
-            main_block(_body(npus, python_path, tuple(sysctl_keys)) + _network_lines()),
+            jobenv.shell_functions(),
+            main_block(_body(npus, python_path, tuple(sysctl_keys)) + _network_lines() + jobenv.body_lines(python_path)),
         ]
     )
 
@@ -254,6 +255,7 @@ class _FactsBuilder:
         self.timeout_s: Optional[int] = None
         self.ascend_home: Optional[str] = None
         self.python_path = ""
+        self.job = jobenv.JobEnvReader()
 
     def build(self) -> HostFacts:
         if self.transcript.problem:
@@ -280,6 +282,7 @@ class _FactsBuilder:
             managed_files=self.managed,
             firewall=Firewall(**self.firewall),
             versions=Versions(**self.versions),
+            job=self.job.result(any(s.name.startswith("job.") for s in self.transcript.sections)),
             errors=tuple(self.errors),
             **self.fields,
         )
@@ -291,6 +294,8 @@ class _FactsBuilder:
             return self._version
         if name.startswith("firewall."):
             return self._firewall
+        if name.startswith("job."):
+            return self._job
         return self._by_name.get(name)
 
     @property
@@ -362,6 +367,8 @@ class _FactsBuilder:
         if name == "managed":
             path = section.attrs.get("path", "?")
             return f"file:{path}", f"sha256sum {path}", None
+        if name.startswith("job."):
+            return jobenv.JobEnvReader.probe_of(section) + (None,)
         return _FIXED_PROBES.get(name, (name, name)) + (None,)
 
     # -- sections ------------------------------------------------------------------------
@@ -522,6 +529,9 @@ class _FactsBuilder:
             if problem:
                 self._error("python", "error", problem)
 
+
+    def _job(self, section: Section) -> None:
+        self.errors.extend(self.job.read(section, self.ascend_home or paths.DEFAULT_ASCEND_HOME, self.timeout_s))
 
     def _net_addrs(self, section: Section) -> None:
         what = "ip -o addr show"
