@@ -135,9 +135,8 @@ def build_desired(inventory: Inventory) -> DesiredState:
         files = [
             ManagedFile(ENV_SH, env_sh, scope="cluster"),
             ManagedFile(SET_ENV_SH, envfiles.render_set_env_sh(rendezvous, bind_address=_if_ip(node))),
+            ManagedFile(RANK_TABLE, rank_table, scope="cluster"),
         ]
-        if model.training.rank_table:
-            files.append(ManagedFile(RANK_TABLE, rank_table, scope="cluster"))
         nodes[node.name] = NodeDesired(
             node=node,
             rank=rank,

@@ -55,7 +55,8 @@ def rank_table(ctx: NodeContext) -> Verdict:
     planned = planned_rank_table(ctx)
     login = _value(job.login, "RANK_TABLE_FILE")
     launch = _value(job.launch, "RANK_TABLE_FILE") if job.launch is not None else None
-    strays = tuple(path for path in (job.rank_tables or ()) if path != planned)
+    # Ours is always written (apply keeps it for rank-table launchers); only others are stray.
+    strays = tuple(path for path in (job.rank_tables or ()) if path != RANK_TABLE)
     evidence = {
         "planned": planned,
         "login_RANK_TABLE_FILE": login,
