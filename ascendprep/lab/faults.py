@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from ascendprep.lab import network
+from ascendprep.lab import jobfaults, network
 from ascendprep.lab.nodefs import HCCN_CONF
 from ascendprep.lab.sim import state as sim_state
 from ascendprep.lab.spec import VERSION_RE, drifted_version
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: Faults that live in the simulated devices (the simulator defines and applies them).
 DEVICE_FAULTS = sim_state.FAULT_KINDS
 NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", "slow", "hostname-loopback",
-               "hostname-missing")
+               "hostname-missing") + jobfaults.JOB_FAULTS
 FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
 DEFAULT_SLOW_RATE = "8mbit"
 HOSTS_FILE = "/etc/hosts"
@@ -252,6 +252,7 @@ _INJECT = {
     "slow": _slow,
     "hostname-loopback": _hostname_mapping,
     "hostname-missing": _hostname_mapping,
+    **{kind: jobfaults.inject for kind in jobfaults.JOB_FAULTS},
 }
 _HEAL = {
     "stale-hccn-conf": _heal_stale_hccn_conf,
@@ -261,6 +262,7 @@ _HEAL = {
     "slow": _heal_slow,
     "hostname-loopback": _heal_hostname_mapping,
     "hostname-missing": _heal_hostname_mapping,
+    **{kind: jobfaults.heal for kind in jobfaults.JOB_FAULTS},
 }
 
 
