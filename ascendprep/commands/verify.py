@@ -97,7 +97,9 @@ def verify_command(
 
     Per node: reachable, NPUs present and healthy, per NPU the device IP, /etc/hccn.conf, gateway,
     detect IP, link, net_health, LLDP neighbour, TLS, link flaps and optics; kernel settings,
-    firewall, managed files and software versions. Cluster-wide: versions identical and
+    firewall, managed files and software versions; the job's environment (HCCL_CONNECT_TIMEOUT
+    and RANK_TABLE_FILE as a login shell sees them, an actual import torch_npu, NNAL/ATB, and with
+    --exec-via what the container lacks of the host's devices and files). Cluster-wide: versions identical and
     compatible, TLS consistent, no duplicate device IP, and NPU pairs that ping each other.
 
     Every run saves its evidence under .ascendprep/runs/<UTC time>/ (0600 files, raw outputs
