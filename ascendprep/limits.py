@@ -128,6 +128,10 @@ MAX_HOST_ADDRESSES = 4096
 #: in 5-30 s on a real node; a hung import costs this, once per node).
 JOB_IMPORT_TIMEOUT_S = 90
 
+#: Seconds a login shell (``bash -l``: the site profile, then set_env.sh and CANN's set_env.sh)
+#: may take to print the job variables; profiles that run conda init or module loads take seconds.
+JOB_LOGIN_TIMEOUT_S = 30
+
 #: The time an HCCL cluster needs to start, the floor for HCCL_CONNECT_TIMEOUT (checks/job.py):
 #: JOB_START_BASE_S + JOB_START_PER_NODE_S per node, within HCCL's range [120, 7200] s.
 JOB_START_BASE_S = 300

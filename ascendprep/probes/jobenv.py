@@ -16,23 +16,23 @@ The ``job.*`` sections of the gather script read what the files ascendprep manag
 
 Nothing is interpolated: the shell code is constant, paths come from :mod:`ascendprep.probes.paths`
 and the interpreter path is validated by the gather (``check_command``) and quoted.
-:class:`JobEnvReader` turns the sections into :class:`~ascendprep.probes.jobenv_facts.JobEnv`
-and ProbeErrors; it never raises on odd output.
+Each section is a :class:`~ascendprep.probes.unit.ProbeUnit` of :data:`JOB_UNITS` (registered in
+:mod:`ascendprep.probes.units`); together they fill ``HostFacts.job``.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from typing import Dict, List, Optional, Tuple
+from dataclasses import replace
+from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep import limits
-from ascendprep.facts import ProbeError
 from ascendprep.probes import paths
-from ascendprep.probes.failures import classify_failure
 from ascendprep.probes.jobenv_facts import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from ascendprep.probes.sections import Section
 from ascendprep.probes.text import first_line
+from ascendprep.probes.unit import VERIFY_ONLY, Draft, Given, ProbeUnit, Where, fixed, nothing_if_absent, text_only
 
 #: Variables read from the login shell; the checks judge these two.
 JOB_VARIABLES = ("HCCL_CONNECT_TIMEOUT", "RANK_TABLE_FILE")
@@ -121,7 +121,7 @@ def shell_functions() -> str:
         "# ap_job_env SOURCE: the job variables in a login shell (after sourcing SOURCE when given).\n"
         "ap_job_env() {\n"
         "\tap_job_sh\n"
-        f"\ttimeout -k 2 \"$AP_T\" \"$ap_sh\" -lc {q(_PRINT_ENV)} ascendprep-job \"$1\"\n"
+        f"\ttimeout -k 2 {int(limits.JOB_LOGIN_TIMEOUT_S)} \"$ap_sh\" -lc {q(_PRINT_ENV)} ascendprep-job \"$1\"\n"
         "}\n\n"
         "# ap_job_import SOURCE PYTHON: import torch_npu in PYTHON under the job's environment.\n"
         "ap_job_import() {\n"
@@ -137,23 +137,6 @@ def shell_functions() -> str:
         "\tset -f\n"
         "}\n"
     )
-
-
-def body_lines(python_path: str) -> str:
-    """The ``job.*`` section lines of the gather's main block. ``python_path`` is already checked."""
-    q = shlex.quote
-    set_env = q(paths.SET_ENV_SH)
-    return "\n".join([
-        "",
-        "# The job's environment: login shell, rank tables, what a container sees, NNAL, torch_npu.",
-        "ap_run job.login '' ap_job_env ''",
-        f"if [ -f {set_env} ]; then ap_run job.launch '' ap_job_env {set_env}; fi",
-        "ap_run job.rank_tables '' ap_job_rank_tables",
-        'ap_run job.visible \'\' ap_job_visible "$AP_HOME"',
-        'if [ -n "${AP_VIA_HOST+x}" ]; then ap_run job.host_visible \'\' printf \'%s\\n\' "$AP_VIA_HOST"; fi',
-        f'ap_run job.nnal " file={NNAL_VERSION_FILE}" cat "$AP_HOME/{NNAL_VERSION_FILE}"',
-        f"ap_run job.torch_npu '' ap_job_import {set_env} {q(python_path)}",
-    ]) + "\n"
 
 
 # --- parsers (pure) ---------------------------------------------------------------------------
@@ -232,62 +215,97 @@ def import_error_line(error: Optional[str]) -> str:
     return first_line(lines[-1]) if lines else "no output"
 
 
-class JobEnvReader:
-    """Collects the ``job.*`` sections of one gather transcript into a JobEnv (and errors)."""
+def _fill_part(part: str):
+    """``fill`` that sets one part of ``HostFacts.job`` (the JobEnv is built up section by section)."""
 
-    def __init__(self) -> None:
-        self.parts: Dict[str, object] = {}
-        self.errors: List[ProbeError] = []
+    def fill(draft: Draft, where: Where, value: Any) -> None:
+        draft.fields["job"] = replace(draft.fields.get("job") or JobEnv(), **{part: value})
 
-    @staticmethod
-    def probe_of(section: Section) -> Tuple[str, str]:
-        return _SECTION_PROBES.get(section.name, (section.name, section.name))
+    return fill
 
-    def read(self, section: Section, ascend_home: str, timeout_s: Optional[int]) -> List[ProbeError]:
-        """Read one section; returns the errors it produced (also kept in ``self.errors``)."""
-        before = len(self.errors)
-        probe, what = self.probe_of(section)
-        try:
-            self._read(section, probe, what, ascend_home, timeout_s)
-        except ValueError as exc:
-            self.errors.append(ProbeError(probe=probe, kind="error", message=f"{what}: unreadable output ({exc})"))
-        return self.errors[before:]
 
-    def _read(self, section: Section, probe: str, what: str, ascend_home: str, timeout_s: Optional[int]) -> None:
-        name = section.name
-        if name == "job.nnal":
-            path = f"{ascend_home.rstrip('/')}/{NNAL_VERSION_FILE}"
-            if section.rc not in (0, None) and "no such file or directory" in section.stderr.lower():
-                return
-            if section.rc != 0:
-                self.errors.append(classify_failure(section, probe, f"cat {path}", timeout_s=timeout_s))
-                return
-            self.parts["nnal"] = parse_nnal_version(path, section.stdout)
-            return
-        if name == "job.torch_npu":
-            if section.rc in (124, 137) or section.rc is None or section.rc == 127:
-                self.errors.append(classify_failure(section, probe, what, timeout_s=limits.JOB_IMPORT_TIMEOUT_S))
-                return
-            self.parts["torch_npu"] = parse_import(section.rc, section.stdout, section.stderr)
-            return
-        if section.rc != 0:
-            self.errors.append(classify_failure(section, probe, what, timeout_s=timeout_s))
-            return
-        if name == "job.login":
-            self.parts["login"] = parse_shell_env(section.stdout, None)
-        elif name == "job.launch":
-            self.parts["launch"] = parse_shell_env(section.stdout, paths.SET_ENV_SH)
-        elif name == "job.rank_tables":
-            self.parts["rank_tables"] = tuple(line for line in section.stdout.splitlines() if line)[:100]
-        elif name == "job.visible":
-            self.parts["visible"] = parse_visibility(section.stdout)
-        elif name == "job.host_visible":
-            self.parts["host_visible"] = parse_visibility(section.stdout)
-        else:
-            self.errors.append(ProbeError(probe=probe, kind="error", message=f"unknown section {name!r} in the gather output"))
+def _import_settle(section: Section) -> Optional[Given]:
+    """An import that ran and ended (well or not) is an answer; a hung one or a missing
+    interpreter (124/137/127, or a cut-off section) is a failure classified as such."""
+    if section.rc is None or section.rc in (124, 137, 127):
+        return None
+    return Given(parse_import(section.rc, section.stdout, section.stderr))
 
-    def result(self, gathered: bool) -> Optional[JobEnv]:
-        """The JobEnv, or None when the transcript had no ``job.*`` section at all (an older gather)."""
-        if not gathered:
-            return None
-        return JobEnv(**self.parts)  # type: ignore[arg-type]
+
+def _never_parsed(stdout: str, where: Where) -> Any:
+    raise ValueError("the import probe is read by its settle step")
+
+
+_SET_ENV = shlex.quote(paths.SET_ENV_SH)
+
+JOB_UNITS: Tuple[ProbeUnit, ...] = (
+    ProbeUnit(
+        section="job.login",
+        comment="The job's environment: login shell, rank tables, what a container sees, NNAL, torch_npu.",
+        command=lambda ctx: "ap_job_env ''",
+        describe=fixed(_SECTION_PROBES["job.login"][1]),
+        parse=lambda stdout, where: parse_shell_env(stdout, None),
+        fill=_fill_part("login"),
+        fact="job.login",
+        phases=VERIFY_ONLY,
+    ),
+    ProbeUnit(
+        section="job.launch",
+        command=lambda ctx: f"ap_job_env {_SET_ENV}",
+        guard=f"[ -f {_SET_ENV} ]",
+        describe=fixed(_SECTION_PROBES["job.launch"][1]),
+        parse=lambda stdout, where: parse_shell_env(stdout, paths.SET_ENV_SH),
+        fill=_fill_part("launch"),
+        fact="job.launch",
+        phases=VERIFY_ONLY,
+    ),
+    ProbeUnit(
+        section="job.rank_tables",
+        command=lambda ctx: "ap_job_rank_tables",
+        describe=fixed(_SECTION_PROBES["job.rank_tables"][1]),
+        parse=lambda stdout, where: tuple(line for line in stdout.splitlines() if line)[:100],
+        fill=_fill_part("rank_tables"),
+        fact="job.rank_tables",
+        phases=VERIFY_ONLY,
+    ),
+    ProbeUnit(
+        section="job.visible",
+        command=lambda ctx: 'ap_job_visible "$AP_HOME"',
+        describe=fixed(_SECTION_PROBES["job.visible"][1]),
+        parse=text_only(parse_visibility),
+        fill=_fill_part("visible"),
+        fact="job.visible",
+        phases=VERIFY_ONLY,
+    ),
+    ProbeUnit(
+        section="job.host_visible",
+        command=lambda ctx: "printf '%s\\n' \"$AP_VIA_HOST\"",
+        guard='[ -n "${AP_VIA_HOST+x}" ]',
+        describe=fixed(_SECTION_PROBES["job.host_visible"][1]),
+        parse=text_only(parse_visibility),
+        fill=_fill_part("host_visible"),
+        fact="job.host_visible (only through --exec-via)",
+        phases=VERIFY_ONLY,
+    ),
+    ProbeUnit(
+        section="job.nnal",
+        attrs=f"' file={NNAL_VERSION_FILE}'",
+        command=lambda ctx: f'cat "$AP_HOME/{NNAL_VERSION_FILE}"',
+        describe=lambda where: f"cat {where.home_path(NNAL_VERSION_FILE)}",
+        parse=lambda stdout, where: parse_nnal_version(where.home_path(NNAL_VERSION_FILE), stdout),
+        settle=nothing_if_absent,
+        fill=_fill_part("nnal"),
+        fact="job.nnal",
+        phases=VERIFY_ONLY,
+    ),
+    ProbeUnit(
+        section="job.torch_npu",
+        command=lambda ctx: f"ap_job_import {_SET_ENV} {shlex.quote(ctx.python_path)}",
+        describe=fixed(_SECTION_PROBES["job.torch_npu"][1]),
+        parse=_never_parsed,
+        settle=_import_settle,
+        fill=_fill_part("torch_npu"),
+        fact="job.torch_npu",
+        phases=VERIFY_ONLY,
+    ),
+)

@@ -16,6 +16,8 @@ from ascendprep.facts import HostFacts
 from ascendprep.probes import jobenv
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.sections import Section
+from ascendprep.probes.unit import Draft
+from ascendprep.probes.units import by_section
 
 UNDEFINED = "ImportError: /usr/local/lib/python3.10/site-packages/torch_npu/lib/libtorch_npu.so: undefined symbol: _ZN3c104impl3cow11cow_deleterEPv"
 
@@ -112,14 +114,18 @@ def test_import_outcomes():
 
 
 @pytest.mark.parametrize("rc, kind", [(124, "timeout"), (127, "missing")])
-def test_reader_turns_a_hung_or_missing_interpreter_into_an_error_not_a_result(rc, kind):
-    reader = jobenv.JobEnvReader()
-    errors = reader.read(Section("job.torch_npu", {}, "", "python: not found" if rc == 127 else "", rc), "/usr/local/Ascend", 10)
-    assert [e.kind for e in errors] == [kind]
-    assert reader.result(True).torch_npu is None
+def test_a_hung_or_missing_interpreter_is_an_error_not_a_result(rc, kind):
+    draft = Draft()
+    by_section()["job.torch_npu"].read(Section("job.torch_npu", {}, "", "python: not found" if rc == 127 else "", rc), draft)
+    assert [e.kind for e in draft.errors] == [kind]
+    assert "job" not in draft.fields
 
 
-def test_reader_never_raises_on_odd_output():
-    reader = jobenv.JobEnvReader()
-    errors = reader.read(Section("job.visible", {}, "\x00\x01 nonsense\n", "", 0), "/usr/local/Ascend", 10)
-    assert errors and errors[0].probe == "job.visible" and "unreadable" in errors[0].message
+def test_odd_output_is_a_recorded_error():
+    draft = Draft()
+    by_section()["job.visible"].read(Section("job.visible", {}, "\x00\x01 nonsense\n", "", 0), draft)
+    assert draft.errors and draft.errors[0].probe == "job.visible" and "no item lines" in draft.errors[0].message
+
+
+def test_every_job_section_is_a_registered_unit():
+    assert {u.section for u in jobenv.JOB_UNITS} <= set(by_section())
