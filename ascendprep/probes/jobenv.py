@@ -248,6 +248,7 @@ JOB_UNITS: Tuple[ProbeUnit, ...] = (
         fill=_fill_part("login"),
         fact="job.login",
         phases=VERIFY_ONLY,
+        timeout_s=limits.JOB_LOGIN_TIMEOUT_S,
     ),
     ProbeUnit(
         section="job.launch",
@@ -258,6 +259,7 @@ JOB_UNITS: Tuple[ProbeUnit, ...] = (
         fill=_fill_part("launch"),
         fact="job.launch",
         phases=VERIFY_ONLY,
+        timeout_s=limits.JOB_LOGIN_TIMEOUT_S,
     ),
     ProbeUnit(
         section="job.rank_tables",
@@ -307,5 +309,6 @@ JOB_UNITS: Tuple[ProbeUnit, ...] = (
         fill=_fill_part("torch_npu"),
         fact="job.torch_npu",
         phases=VERIFY_ONLY,
+        timeout_s=limits.JOB_IMPORT_TIMEOUT_S,
     ),
 )

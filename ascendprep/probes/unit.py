@@ -176,6 +176,9 @@ class ProbeUnit:
     phases: FrozenSet[str] = BOTH
     comment: Optional[str] = None
     lenient: bool = False
+    #: Seconds the command's own limit allows when it is not the script's per-command one
+    #: (timeout messages name it); None: the script's.
+    timeout_s: Optional[int] = None
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -232,7 +235,7 @@ class ProbeUnit:
         if given is not None:
             return self.fill(draft, where, given.value)
         if not self.answered(section):
-            draft.errors.append(classify_failure(section, probe, what, npu=npu, timeout_s=draft.timeout_s))
+            draft.errors.append(classify_failure(section, probe, what, npu=npu, timeout_s=self.timeout_s or draft.timeout_s))
             return self._store_unknown(draft, where)
         if self.lenient:
             return self.fill(draft, where, self.parse(section.stdout, where))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep import limits
 from ascendprep.facts import HostFacts
 from ascendprep.probes import jobenv
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
@@ -119,6 +120,8 @@ def test_a_hung_or_missing_interpreter_is_an_error_not_a_result(rc, kind):
     by_section()["job.torch_npu"].read(Section("job.torch_npu", {}, "", "python: not found" if rc == 127 else "", rc), draft)
     assert [e.kind for e in draft.errors] == [kind]
     assert "job" not in draft.fields
+    if rc == 124:  # the import's own limit, not the script's per-command one
+        assert f"timed out after {limits.JOB_IMPORT_TIMEOUT_S}s" in draft.errors[0].message
 
 
 def test_odd_output_is_a_recorded_error():
