@@ -15,12 +15,11 @@ are unknown even without an error of their own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
 
-from ascendprep.probes.jobenv_facts import JobEnv
-from ascendprep.probes.paths import CANN_RUNTIME_VERSION_FILE
+from ascendprep.jobenv_facts import JobEnv
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
 FACTS_SCHEMA_VERSION = 1
@@ -28,7 +27,8 @@ FACTS_SCHEMA_VERSION = 1
 #: Why a probe yielded no value. ``unsupported``: the tool said the command does not exist
 #: on this product (hccn_tool exit 13 with "not supported"), which checks may treat as benign.
 #: ``over_cap``: the tool printed more than the node-side cap (limits.REMOTE_CALL_OUTPUT_CAP).
-ERROR_KINDS = ("timeout", "error", "missing", "unsupported", "over_cap")
+#: (Not the host-level kinds of :mod:`ascendprep.remote.errors`: those say why a whole host failed.)
+PROBE_ERROR_KINDS = ("timeout", "error", "missing", "unsupported", "over_cap")
 
 
 class FactsFormatError(ValueError):
@@ -49,8 +49,8 @@ class ProbeError:
     npu: Optional[int] = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ERROR_KINDS:
-            raise ValueError(f"ProbeError kind must be one of {ERROR_KINDS}, not {self.kind!r}")
+        if self.kind not in PROBE_ERROR_KINDS:
+            raise ValueError(f"ProbeError kind must be one of {PROBE_ERROR_KINDS}, not {self.kind!r}")
 
 
 @dataclass(frozen=True)
@@ -214,11 +214,25 @@ class Versions:
         for info in (self.toolkit, self.nnae):
             if info is not None and info.version:
                 return info.version
-        unversioned = [info for info in self.cann if info.path.endswith("/cann/" + CANN_RUNTIME_VERSION_FILE)]
-        candidates = unversioned or list(self.cann)
+        candidates = _unversioned_cann(self.cann) or list(self.cann)
         if len(candidates) == 1:
             return candidates[0].version
         return None
+
+
+def _unversioned_cann(cann: Tuple[VersionFile, ...]) -> List[VersionFile]:
+    """The entries read from ``<home>/cann`` rather than ``<home>/cann-<ver>``.
+
+    The gather reads the same file under sibling directories, so the directory is the one path
+    component in which the entries differ; this needs no knowledge of where the file lives.
+    """
+    parts = [info.path.split("/") for info in cann]
+    if len(parts) < 2 or len({len(split) for split in parts}) != 1:
+        return []
+    differing = [index for index in range(len(parts[0])) if len({split[index] for split in parts}) > 1]
+    if len(differing) != 1:
+        return []
+    return [info for info, split in zip(cann, parts) if split[differing[0]] == "cann"]
 
 
 @dataclass(frozen=True)
@@ -330,10 +344,6 @@ class HostFacts:
     @property
     def os_id(self) -> Optional[str]:
         return self.os_release.get("ID")
-
-    @property
-    def os_version_id(self) -> Optional[str]:
-        return self.os_release.get("VERSION_ID")
 
     def errors_for(self, probe: str, npu: Optional[int] = None) -> Tuple[ProbeError, ...]:
         """Errors of one probe (on one NPU when given); a probe name prefix such as ``hccn.`` works too."""

@@ -25,7 +25,7 @@ from ascendprep.checks.model import Check, Verdict, could_not_check, failed, pas
 from ascendprep.checks.software import installed_version
 from ascendprep.findings import Severity
 from ascendprep.probes.jobenv import import_error_line
-from ascendprep.probes.jobenv_facts import JobEnv, ShellEnv, Visibility
+from ascendprep.jobenv_facts import JobEnv, ShellEnv, Visibility
 from ascendprep.probes.paths import RANK_TABLE, SET_ENV_SH
 
 _NOT_READ = "the job environment was not read (a gather from an older ascendprep)"

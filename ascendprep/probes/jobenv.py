@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep import limits
 from ascendprep.probes import paths
-from ascendprep.probes.jobenv_facts import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
+from ascendprep.jobenv_facts import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from ascendprep.probes.sections import Section
 from ascendprep.probes.text import first_line
 from ascendprep.probes.unit import VERIFY_ONLY, Draft, Given, ProbeUnit, Where, fixed, nothing_if_absent, text_only

@@ -13,7 +13,7 @@ from ascendprep.checks.runner import run_checks
 from ascendprep.checks.registry import Selection
 from ascendprep.facts import ProbeError
 from ascendprep.findings import Severity
-from ascendprep.probes.jobenv_facts import NnalVersion, ShellEnv, TorchNpuImport, Visibility
+from ascendprep.jobenv_facts import NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from verify_cluster_facts import INVENTORY, JOB_ITEMS, TODAY, cluster_evidence, desired_state, healthy_facts
 
 RANK_TABLE_INVENTORY = INVENTORY + "training:\n  rank_table: true\n"
