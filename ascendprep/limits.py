@@ -140,3 +140,14 @@ JOB_START_PER_NODE_S = 5
 #: Words and characters of an ``--exec-via`` command prefix (``docker exec trainer``).
 EXEC_VIA_MAX_WORDS = 16
 EXEC_VIA_MAX_CHARS = 256
+# --- jobs in the way: NPU processes, taken ports (issue 17, helper f17a) -------------------------
+
+#: Rows of the ``npu-smi info`` process table one host may report (32 processes per chip is the
+#: DCMI limit; 16 chips); more is unexpected output, not parsed further.
+MAX_NPU_PROCESS_ROWS = 1024
+
+#: Sockets on the HCCL/master ports one host may report (``ss`` or ``/proc/net/tcp`` lines).
+MAX_PORT_SOCKETS = 4096
+
+#: NICs one host may report from ``ip -o link``.
+MAX_HOST_LINKS = 4096

@@ -234,18 +234,6 @@ def _count(value: str, key: str) -> int:
     return int(value)
 
 
-def parse_optical(stdout: str) -> Fields:
-    """The ``present : present|not present`` line of ``-optical -g``."""
-    for line in content_lines(stdout):
-        key, sep, value = line.partition(":")
-        if sep and key.strip().lower() == "present":
-            state = value.strip().lower()
-            if state in ("present", "not present"):
-                return {"optical_present": state == "present"}
-            raise UnexpectedOutput(f"optical present value {value.strip()!r}")
-    raise not_as_expected("'present : present|not present'", stdout)
-
-
 _SPEED_RE = re.compile(r"Speed:\s*(?:(\d+)\s*Mb/s|(Unknown!?))", re.IGNORECASE)
 
 

@@ -16,7 +16,7 @@ The ``job.*`` sections of the gather script read what the files ascendprep manag
 
 Nothing is interpolated: the shell code is constant, paths come from :mod:`ascendprep.probes.paths`
 and the interpreter path is validated by the gather (``check_command``) and quoted.
-Each section is a :class:`~ascendprep.probes.unit.ProbeUnit` of :data:`JOB_UNITS` (registered in
+Each section is a :class:`~ascendprep.probes.unit.ProbeUnit` of :data:`JOBENV_UNITS` (registered in
 :mod:`ascendprep.probes.units`); together they fill ``HostFacts.job``.
 """
 
@@ -238,7 +238,7 @@ def _never_parsed(stdout: str, where: Where) -> Any:
 
 _SET_ENV = shlex.quote(paths.SET_ENV_SH)
 
-JOB_UNITS: Tuple[ProbeUnit, ...] = (
+JOBENV_UNITS: Tuple[ProbeUnit, ...] = (
     ProbeUnit(
         section="job.login",
         comment="The job's environment: login shell, rank tables, what a container sees, NNAL, torch_npu.",

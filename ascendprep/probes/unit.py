@@ -61,6 +61,8 @@ class RenderContext:
     npus: Optional[int]
     python_path: str
     sysctl_keys: Tuple[str, ...]
+    #: What the issue-17 probes ask about (:class:`ascendprep.probes.jobs.JobProbes`); None: skip them.
+    job_probes: Optional[Any] = None
 
 
 @dataclass(frozen=True)

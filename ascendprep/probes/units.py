@@ -36,8 +36,9 @@ import shlex
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ascendprep.facts import FirewallTool, ManagedFile, NpuHealth, VersionFile
-from ascendprep.probes import firewall, hccn, hccn_conf, jobenv, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
+from ascendprep.probes import firewall, hccn, hccn_conf, jobenv, netaddr, npu_smi, optics, paths, port_state, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import dcmi_failure
+from ascendprep.probes.jobs import JOB_UNITS
 from ascendprep.probes.sections import Section
 from ascendprep.probes.unit import (
     BOTH,
@@ -185,6 +186,29 @@ NPU_SMI_HEALTH = ProbeUnit(
 )
 
 
+
+def _fill_board_firmware(draft: Draft, where: Where, version: Optional[str]) -> None:
+    draft.fields.setdefault("npu_firmware", {})[where.npu] = version
+
+
+#: Board info is per NPU, not per chip: asked in the chip loop for chip 0 only.
+NPU_SMI_BOARD = ProbeUnit(
+    section="npu_smi.board",
+    scope=CHIP,
+    command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -t board -i "$ap_id"',
+    render=lambda ctx: [
+        'if [ "$ap_c" -eq 0 ]; then',
+        '\tap_run npu_smi.board " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -t board -i "$ap_id"',
+        "fi",
+    ],
+    describe=lambda where: f"npu-smi info -t board -i {where.npu}",
+    parse=text_only(port_state.parse_board_firmware),
+    answered=lambda section: section.rc == 0 and dcmi_failure(section.text) is None,
+    fill=_fill_board_firmware,
+    fact="npu_firmware[npu id]",
+    phases=VERIFY_ONLY,
+)
+
 # -- the device ids hccn_tool is asked about ------------------------------------------------
 
 
@@ -255,7 +279,7 @@ def hccn_query(
     )
 
 
-#: The per-NPU queries, in the order they run: ten calls per NPU, each a few hundred ms on a
+#: The per-NPU queries, in the order they run: twelve calls per NPU, each a few hundred ms on a
 #: real driver; add one only for a fact a check needs.
 HCCN_QUERIES = (
     hccn_query("hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask"),
@@ -266,8 +290,10 @@ HCCN_QUERIES = (
     hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
     hccn_query("hccn.tls", ("-tls", "-g"), hccn.parse_tls, "npus[devid].tls"),
     hccn_query("hccn.link_stat", ("-link_stat", "-g"), hccn.parse_link_stat, "npus[devid].link_stat", VERIFY_ONLY),
-    hccn_query("hccn.optical", ("-optical", "-g"), hccn.parse_optical, "npus[devid].optical_present", VERIFY_ONLY),
+    hccn_query("hccn.optical", ("-optical", "-g"), optics.parse_optical, "npus[devid].optical_present, .optics", VERIFY_ONLY),
     hccn_query("hccn.speed", ("-speed", "-g"), hccn.parse_speed, "npus[devid].speed_mbps", VERIFY_ONLY),
+    hccn_query("hccn.duplex", ("-duplex", "-g"), port_state.parse_duplex, "npus[devid].duplex", VERIFY_ONLY),
+    hccn_query("hccn.fec", ("-fec", "-g"), port_state.parse_fec, "npus[devid].fec", VERIFY_ONLY),
 )
 
 
@@ -504,6 +530,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     NPU_SMI_TOOL,
     NPU_SMI_LIST,
     NPU_SMI_HEALTH,
+    NPU_SMI_BOARD,
     NPUS,
     HCCN_TOOL,
     *HCCN_QUERIES,
@@ -516,7 +543,8 @@ UNITS: Tuple[ProbeUnit, ...] = (
     PYTHON,
     NET_ADDRS,
     HOSTNAME_RESOLVE,
-    *jobenv.JOB_UNITS,
+    *JOB_UNITS,
+    *jobenv.JOBENV_UNITS,
 )
 
 

@@ -131,4 +131,4 @@ def test_odd_output_is_a_recorded_error():
 
 
 def test_every_job_section_is_a_registered_unit():
-    assert {u.section for u in jobenv.JOB_UNITS} <= set(by_section())
+    assert {u.section for u in jobenv.JOBENV_UNITS} <= set(by_section())
