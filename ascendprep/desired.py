@@ -125,7 +125,7 @@ def build_desired(inventory: Inventory) -> DesiredState:
     master = inventory.master
     ports = required_port_ranges(inventory)
     minimums = sysctl.minimums(model.sysctl)
-    env_sh = envfiles.render_env_sh(model.env)
+    env_sh = envfiles.render_env_sh(model.env, nodes=nnodes)
     rank_table = render_rank_table(build_rank_table(inventory, plan))
     python_path = model.software.python_path
 
@@ -141,6 +141,7 @@ def build_desired(inventory: Inventory) -> DesiredState:
             nproc_per_node=node.npus,
             if_ip=_if_ip(node),
             socket_ifname=model.training.socket_ifname,
+            rank_table=model.training.rank_table,
         )
         files = [
             FileToWrite(ENV_SH, env_sh, scope="cluster"),

@@ -14,6 +14,7 @@ import ipaddress
 import shlex
 from typing import Mapping, Optional, Union
 
+from ascendprep import limits
 from ascendprep.probes.paths import ENV_SH, RANK_TABLE
 
 MANAGED_HEADER = "# Managed by ascendprep: changes are overwritten by 'ascendprep apply'."
@@ -48,13 +49,46 @@ fi
 """
 
 
+#: HCCL_CONNECT_TIMEOUT's range and default, in seconds (reference §5.2, HCCL ``hccl_env``
+#: docs: "range [120, 7200]; effective = value + 20 s", default 120).
+HCCL_CONNECT_TIMEOUT_MIN_S = 120
+HCCL_CONNECT_TIMEOUT_MAX_S = 7200
+HCCL_CONNECT_TIMEOUT_DEFAULT_S = 120
+
+
+def required_connect_timeout(nodes: int) -> int:
+    """Seconds of HCCL_CONNECT_TIMEOUT a cluster of ``nodes`` needs: the time it takes to start.
+
+    ``JOB_START_BASE_S + JOB_START_PER_NODE_S × nodes``, within HCCL's range. Why: every rank
+    waits in link setup until its peers arrive, so the timeout must cover the skew between the
+    first and the last rank to get there. That skew has a fixed part (importing torch/torch_npu,
+    loading CANN's libraries and the model on a slow node: minutes, not the default 120 s, in
+    the field threads of "wait socket establish timeout" / EI0006) and a part that grows with the
+    node count (launchers start nodes one after the other over SSH, and every node reads the
+    same checkpoint from shared storage at once).
+    """
+    wanted = limits.JOB_START_BASE_S + limits.JOB_START_PER_NODE_S * max(1, nodes)
+    return max(HCCL_CONNECT_TIMEOUT_MIN_S, min(HCCL_CONNECT_TIMEOUT_MAX_S, wanted))
+
+
+def connect_timeout_for(nodes: int) -> int:
+    """What env.sh exports: the usual 1200 s, or more when the cluster needs more to start."""
+    return max(int(DEFAULT_ENV["HCCL_CONNECT_TIMEOUT"]), required_connect_timeout(nodes))
+
+
 def _exports(values: Mapping[str, Union[str, int]]) -> str:
     return "".join(f"export {key}={shlex.quote(str(value))}\n" for key, value in values.items())
 
 
-def render_env_sh(extra: Mapping[str, str]) -> str:
-    """The cluster-wide ``env.sh``: CANN, then HCCL/log defaults, then the inventory's ``env:``."""
+def render_env_sh(extra: Mapping[str, str], nodes: Optional[int] = None) -> str:
+    """The cluster-wide ``env.sh``: CANN, then HCCL/log defaults, then the inventory's ``env:``.
+
+    ``nodes``: the cluster's node count; HCCL_CONNECT_TIMEOUT is raised to what it needs to start
+    (:func:`connect_timeout_for`) when that is above the default.
+    """
     values = dict(DEFAULT_ENV)
+    if nodes is not None:
+        values["HCCL_CONNECT_TIMEOUT"] = str(connect_timeout_for(nodes))
     values.update(extra)
     return f"{MANAGED_HEADER}\n# Cluster-wide environment for Ascend training; sourced by set_env.sh.\n\n{_LOCATE_CANN}\n{_exports(values)}"
 
@@ -131,8 +165,13 @@ def render_interface_binding(address: str) -> str:
     )
 
 
-def rendezvous_values(*, master_addr: str, master_port: int, nnodes: int, node_rank: int, nproc_per_node: int, if_ip: str | None, socket_ifname: str | None) -> dict[str, Union[str, int]]:
-    """The variables of ``set_env.sh`` in the order they are written."""
+def rendezvous_values(*, master_addr: str, master_port: int, nnodes: int, node_rank: int, nproc_per_node: int, if_ip: str | None, socket_ifname: str | None, rank_table: bool = False) -> dict[str, Union[str, int]]:
+    """The variables of ``set_env.sh`` in the order they are written.
+
+    ``RANK_TABLE_FILE`` only with ``rank_table`` (the inventory's ``training.rank_table``): when
+    it is set, torch_npu and HCCL initialise from that file instead of the rendezvous, and a
+    table that does not match the job fails with EI0014 (issue 17: "rank-table mode by accident").
+    """
     values: dict[str, Union[str, int]] = {
         "MASTER_ADDR": master_addr,
         "MASTER_PORT": master_port,
@@ -144,7 +183,8 @@ def rendezvous_values(*, master_addr: str, master_port: int, nnodes: int, node_r
         values["HCCL_SOCKET_IFNAME"] = socket_ifname
     elif if_ip:
         values["HCCL_IF_IP"] = if_ip
-    values["RANK_TABLE_FILE"] = RANK_TABLE
+    if rank_table:
+        values["RANK_TABLE_FILE"] = RANK_TABLE
     return values
 
 

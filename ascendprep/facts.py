@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
 
+from ascendprep.jobenv_facts import JobEnv
 from ascendprep.jobfacts import LinkState, NpuProcessTable, PortSockets, RouteLookup
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
@@ -436,6 +437,8 @@ class HostFacts:
     #: What the node's own hostname resolves to there (``getent ahosts``, i.e. getaddrinfo, as
     #: gloo and NCCL look it up); ``()`` when it does not resolve, None when not read.
     hostname_addresses: Optional[Tuple[str, ...]] = None
+    #: The job's environment as HCCL jobs meet it (probes/jobenv.py); None when not read.
+    job: Optional[JobEnv] = None
     #: What stops a job from starting (issue 17, :mod:`ascendprep.jobfacts`): the process table
     #: of ``npu-smi info``, sockets on the HCCL/master ports, NIC states, the route to the master.
     npu_processes: Optional[NpuProcessTable] = None

@@ -248,6 +248,8 @@ class Training(_Strict):
     master: Optional[str] = None
     master_port: int = Field(29500, ge=1024, le=65535)
     socket_ifname: Optional[str] = None
+    #: Launch from a rank table: set_env.sh exports RANK_TABLE_FILE (the table is written either way).
+    rank_table: bool = False
 
     @field_validator("socket_ifname")
     @classmethod

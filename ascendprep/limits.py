@@ -122,6 +122,24 @@ ALLREDUCE_LOG_TAIL_ENV = "ASCENDPREP_ALLREDUCE_LOG_TAIL"
 #: report; a host listing more is reported as unexpected output, not parsed further.
 MAX_HOST_ADDRESSES = 4096
 
+# --- the job's environment (issue 17, helper f17b: probes/jobenv.py, checks/job.py, execvia.py) ---
+
+#: Seconds the gather's real ``import torch_npu`` may take (torch + torch_npu + CANN libraries load
+#: in 5-30 s on a real node; a hung import costs this, once per node).
+JOB_IMPORT_TIMEOUT_S = 90
+
+#: Seconds a login shell (``bash -l``: the site profile, then set_env.sh and CANN's set_env.sh)
+#: may take to print the job variables; profiles that run conda init or module loads take seconds.
+JOB_LOGIN_TIMEOUT_S = 30
+
+#: The time an HCCL cluster needs to start, the floor for HCCL_CONNECT_TIMEOUT (checks/job.py):
+#: JOB_START_BASE_S + JOB_START_PER_NODE_S per node, within HCCL's range [120, 7200] s.
+JOB_START_BASE_S = 300
+JOB_START_PER_NODE_S = 5
+
+#: Words and characters of an ``--exec-via`` command prefix (``docker exec trainer``).
+EXEC_VIA_MAX_WORDS = 16
+EXEC_VIA_MAX_CHARS = 256
 # --- jobs in the way: NPU processes, taken ports (issue 17, helper f17a) -------------------------
 
 #: Rows of the ``npu-smi info`` process table one host may report (32 processes per chip is the

@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ALLREDUCE_MODULE = "ascendprep.fleet.allreduce"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
-GROUPS = ("node", "npu", "network", "optics", "ports", "sysctl", "firewall", "files", "software", "cluster", "firmware")
+GROUPS = ("node", "npu", "network", "optics", "ports", "sysctl", "firewall", "files", "software", "job", "cluster", "firmware")
 MESHES = ("ring", "full")
 #: verify's ``--timeout`` also bounds the all-reduce, and the report and bundle are still written.
 VERIFY_TIMEOUT_HELP = (
@@ -98,6 +98,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @accept_new_host_keys_option
 @forks_option
 @ask_sudo_password_option
+@click.option("--exec-via", "exec_via", default=None, metavar="PREFIX", help="Run the node checks through this command prefix, e.g. 'docker exec trainer' or 'kubectl exec -n ml pod-0 --' (words only: no shell syntax); job.container names what it does not see of the host's devices, tools and files.")
 @click.option("--allreduce", is_flag=True, help="Also run an all-reduce across every node with torchrun.")
 @click.option("--sizes", default=None, help="--allreduce: message sizes, e.g. 1K:256M (x4 steps).")
 @click.option("--min-busbw", type=click.FloatRange(min=0, min_open=True), default=None, help="--allreduce: fail below this bus bandwidth (GB/s) for large messages.")
@@ -130,6 +131,7 @@ def verify_command(
     allow_busy_npus: bool,
     timeout: Optional[float],
     sample_interval: Optional[int],
+    exec_via: Optional[str],
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
@@ -137,7 +139,9 @@ def verify_command(
     /etc/hccn.conf, gateway, detect IP, link, net_health, LLDP neighbour, TLS, link flaps,
     optics and the growth of the port's error and pause counters (--sample-interval); HCCL's host
     ports free, the host NIC for HCCL/gloo up with its address; kernel
-    settings, firewall, managed files and software versions. Cluster-wide: versions identical and
+    settings, firewall, managed files and software versions; the job's environment
+    (HCCL_CONNECT_TIMEOUT and RANK_TABLE_FILE as a login shell sees them, an actual import
+    torch_npu, NNAL/ATB, and with --exec-via what the container lacks). Cluster-wide: versions identical and
     compatible, TLS consistent, no duplicate device IP, and NPU pairs that ping each other.
 
     Every run saves its evidence under .ascendprep/runs/<UTC time>/ (0600 files, raw outputs
@@ -151,6 +155,16 @@ def verify_command(
         raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
     if from_bundle is not None and sample_interval is not None:
         raise click.UsageError("--from-bundle contacts no host: --sample-interval does not apply")
+    if from_bundle is not None and exec_via is not None:
+        raise click.UsageError("--from-bundle contacts no host: --exec-via does not apply")
+    via = None
+    if exec_via is not None:
+        from ascendprep.execvia import ExecViaError, parse_exec_via
+
+        try:
+            via = parse_exec_via(exec_via)
+        except ExecViaError as exc:
+            raise click.UsageError(str(exc)) from None
     allreduce_options = _allreduce_options(
         allreduce,
         {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect,
@@ -173,6 +187,7 @@ def verify_command(
         allreduce=allreduce_options,
         timeout=timeout,
         sample_interval=SAMPLE_INTERVAL_DEFAULT_S if sample_interval is None else sample_interval,
+        exec_via=via,
     )
     try:
         code = run_verify(options)
@@ -204,6 +219,8 @@ class VerifyOptions:
     timeout: Optional[float] = None
     #: ``--sample-interval``: seconds between the two reads of the port counters (0: read once).
     sample_interval: int = 0
+    #: ``--exec-via``: the checked wrapper the node checks run through (ascendprep.execvia.ExecVia).
+    exec_via: Optional[Any] = None
 
 
 @dataclass
@@ -263,7 +280,10 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     allreduce_doc = None
     deadline = verify_deadline(inventory, options)
     with open_session(inventory, options.accept_new_host_keys, options.forks, options.sudo_password, deadline) as session:
-        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what), sample_interval=options.sample_interval)
+        hosts, pings = collect(
+            session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what),
+            sample_interval=options.sample_interval, exec_via=options.exec_via,
+        )
         refusal = busy_npu_refusal(hosts) if options.allreduce is not None and not options.allreduce.allow_busy_npus else None
         if refusal is not None:
             allreduce_findings = [refusal]  # issue 17: an all-reduce on NPUs another job holds fails with EJ0001

@@ -15,6 +15,7 @@ from typing import Callable, Dict, Optional, Tuple
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.mesh import PingPlan, plan_pings
 from ascendprep.desired import DesiredState
+from ascendprep.execvia import ExecVia
 from ascendprep.facts import PingResult
 from ascendprep.fleet.hosts import gather_facts
 from ascendprep.probes.ping import parse_ping_output, render_ping_script
@@ -75,13 +76,15 @@ def collect(
     with_pings: bool,
     progress: ProgressFactory = lambda _: None,
     sample_interval: int = 0,
+    exec_via: Optional[ExecVia] = None,
 ) -> Tuple[Dict[str, HostEvidence], Optional[PingPlan]]:
     """Gather every host, plan and run the pings; the evidence per node, and the ping plan.
 
     ``sample_interval``: seconds between the gather's two reads of the port counters (0: one read).
+    ``exec_via``: the gather runs through this wrapper (the pings stay on the host).
     """
     inventory = desired.inventory
-    gathered = gather_facts(session, inventory, progress("reading hosts"), sample_interval=sample_interval)
+    gathered = gather_facts(session, inventory, progress("reading hosts"), sample_interval=sample_interval, exec_via=exec_via)
     hosts: Dict[str, HostEvidence] = {}
     for node in inventory.nodes:
         outcome = gathered[node.name]

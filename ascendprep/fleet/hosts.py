@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ascendprep.applyscript import LOCKED_RC, StepResult, parse_apply_output, render_apply_script
+from ascendprep.execvia import ExecVia, explain_failure, wrap_script
 from ascendprep.facts import HostFacts
 from ascendprep.inventory import Inventory, Node, parse_jump_host
 from ascendprep.plan import Change
@@ -60,11 +61,19 @@ class Gathered:
     seconds: float
 
 
-def gather_facts(session: Session, inventory: Inventory, progress: Optional[Progress] = None, only: Optional[set[str]] = None, sample_interval: int = 0) -> dict[str, HostOutcome[Gathered]]:
+def gather_facts(
+    session: Session,
+    inventory: Inventory,
+    progress: Optional[Progress] = None,
+    only: Optional[set[str]] = None,
+    sample_interval: int = 0,
+    exec_via: Optional[ExecVia] = None,
+) -> dict[str, HostOutcome[Gathered]]:
     """Run the gather script on every host (or on ``only``) and parse what it printed.
 
     ``sample_interval``: seconds between the two reads of the port counters (verify); the script
     may run that much longer than ``ssh.command_timeout`` allows otherwise.
+    ``exec_via``: run it through that wrapper (:mod:`ascendprep.execvia`), e.g. in a container.
     """
     npus_of = {node.name: node.npus for node in inventory.nodes}
     python_path = inventory.model.software.python_path
@@ -73,10 +82,14 @@ def gather_facts(session: Session, inventory: Inventory, progress: Optional[Prog
 
     def job(transport: Transport, access: HostAccess) -> Gathered:
         script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes, sample_interval=sample_interval)
+        if exec_via is not None:
+            script = wrap_script(script, exec_via)
         result = transport.run_script(script, timeout=access.command_timeout + sample_interval if sample_interval else None)
         if result.timed_out:
             result.raise_for_status(access.name, "fact gathering")
         facts = parse_gather_output(result.stdout)
+        if exec_via is not None:
+            facts = explain_failure(facts, exec_via, result.rc, result.stderr)
         return Gathered(facts, result.stdout, result.stderr, result.seconds)
 
     targets = [h for h in session.hosts if only is None or h.name in only]

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from ascendprep.lab import jobfaults, network
+from ascendprep.lab import jobenvfaults, jobfaults, network
 from ascendprep.lab.nodefs import HCCN_CONF
 from ascendprep.lab.sim import state as sim_state
 from ascendprep.lab.spec import VERSION_RE, drifted_version
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: Faults that live in the simulated devices (the simulator defines and applies them).
 DEVICE_FAULTS = sim_state.FAULT_KINDS
 NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", "slow", "hostname-loopback",
-               "hostname-missing", "port-listener", "nic-no-address")
+               "hostname-missing", "port-listener", "nic-no-address") + jobenvfaults.JOBENV_FAULTS
 FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
 DEFAULT_SLOW_RATE = "8mbit"
 HOSTS_FILE = "/etc/hosts"
@@ -260,6 +260,7 @@ _INJECT = {
     "hostname-missing": _hostname_mapping,
     "port-listener": jobfaults.start_listener,
     "nic-no-address": jobfaults.move_address,
+    **{kind: jobenvfaults.inject for kind in jobenvfaults.JOBENV_FAULTS},
 }
 _HEAL = {
     "stale-hccn-conf": _heal_stale_hccn_conf,
@@ -271,6 +272,7 @@ _HEAL = {
     "hostname-missing": _heal_hostname_mapping,
     "port-listener": jobfaults.stop_listener,
     "nic-no-address": jobfaults.restore_address,
+    **{kind: jobenvfaults.heal for kind in jobenvfaults.JOBENV_FAULTS},
 }
 
 

@@ -194,7 +194,7 @@ def populate_upper(
     versions: Versions,
 ) -> None:
     """Write a fresh node's own files into its upper layers (before they are mounted)."""
-    from ascendprep.lab.sim import cann, tools  # the simulator half of the lab
+    from ascendprep.lab.sim import cann, jobenv, tools  # the simulator half of the lab
 
     upper_root = paths.upper_root(node.name)
     for overlay in node_overlays(paths, node.name, python.purelib):
@@ -208,6 +208,7 @@ def populate_upper(
     cann.install_cann_tree(upper_root, versions.cann_tree(), platform.machine())
     purelib_upper = upper_root / python.purelib.relative_to("/")
     cann.install_torch_npu_metadata(purelib_upper, versions.torch_npu, python.torch or versions.torch_npu)
+    jobenv.install_torch_npu_standin(upper_root)
     tools.install_node_tools(upper_root, python.executable, str(python.package_root))
     host_torch_npu = sorted(python.purelib.glob("torch_npu*"))
     mask_host_paths(upper_root, [*HOST_ASCEND_PATHS, *host_torch_npu])

@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 
 def read_file(path: str) -> dict[str, Any]:
@@ -22,11 +22,12 @@ def read_file(path: str) -> dict[str, Any]:
         return {"exists": False, "text": None}
 
 
-def write_file(path: str, text: str) -> dict[str, Any]:
-    """Replace ``path`` atomically (temp file + rename), keeping an existing file's mode."""
+def write_file(path: str, text: str, mode: Optional[int] = None) -> dict[str, Any]:
+    """Replace ``path`` atomically (temp file + rename), keeping an existing file's mode unless ``mode`` is given."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+    if mode is None:
+        mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         with os.fdopen(fd, "w") as handle:

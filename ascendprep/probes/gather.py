@@ -25,8 +25,8 @@ import shlex
 from typing import Any, Dict, List, Optional, Sequence
 
 from ascendprep.facts import Firewall, HostFacts, NpuFacts, Versions
-from ascendprep.probes import paths, port_stats
 from ascendprep.limits import SAMPLE_INTERVAL_MAX_S
+from ascendprep.probes import jobenv, paths, port_stats
 from ascendprep.probes.failures import over_cap_error
 from ascendprep.probes.sections import new_nonce, parse_transcript
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
@@ -84,6 +84,7 @@ def render_gather_script(
             _GATHER_FUNCTIONS,
             _NETWORK_FUNCTIONS,
             port_stats.SHELL_FUNCTIONS,
+            jobenv.shell_functions(),
             main_block(_body(ctx, units)),
         ]
     )

@@ -188,6 +188,9 @@ class ProbeUnit:
     phases: FrozenSet[str] = BOTH
     comment: Optional[str] = None
     lenient: bool = False
+    #: Seconds the command's own limit allows when it is not the script's per-command one
+    #: (timeout messages name it); None: the script's.
+    timeout_s: Optional[int] = None
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -256,7 +259,7 @@ class ProbeUnit:
         if given is not None:
             return Outcome(value=given.value, has_value=True)
         if not self.answered(section):
-            return self._unknown(where, classify_failure(section, probe, what, npu=npu, timeout_s=timeout_s))
+            return self._unknown(where, classify_failure(section, probe, what, npu=npu, timeout_s=self.timeout_s or timeout_s))
         if self.lenient:
             return Outcome(value=self.parse(section.stdout, where), has_value=True)
         try:

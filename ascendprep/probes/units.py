@@ -36,8 +36,7 @@ import shlex
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ascendprep.facts import FirewallTool, ManagedFile, NpuHealth, VersionFile
-from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, optics, paths, port_state, python_pkgs, sysctl, system, versions
-from ascendprep.probes import port_stats
+from ascendprep.probes import firewall, hccn, hccn_conf, jobenv, netaddr, npu_smi, optics, paths, port_state, port_stats, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import dcmi_failure
 from ascendprep.probes.jobs import JOB_UNITS
 from ascendprep.probes.sections import Section
@@ -546,6 +545,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     NET_ADDRS,
     HOSTNAME_RESOLVE,
     *JOB_UNITS,
+    *jobenv.JOBENV_UNITS,
     port_stats.SECOND_READ,
 )
 

@@ -34,7 +34,8 @@ from ascendprep.facts import (
     VersionFile,
 )
 from ascendprep.findings import Severity
-from verify_cluster_facts import NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from ascendprep.jobenv_facts import ShellEnv, TorchNpuImport, Visibility
+from verify_cluster_facts import JOB_ITEMS, NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 Where = Tuple[str, Optional[str], Optional[int]]
 
@@ -102,6 +103,11 @@ FAULTS: Dict[str, Tuple[Callable[[DesiredState], HostFacts], Set[Where]]] = {
     "env file edited": (lambda d: replace(_node2(d), managed_files={**_node2(d).managed_files, "/etc/ascendprep/env.sh": ManagedFile("/etc/ascendprep/env.sh", True, "0" * 64)}), {("files.managed", "node2", None)}),
     "rank table missing": (lambda d: replace(_node2(d), managed_files={**_node2(d).managed_files, "/etc/ascendprep/rank_table.json": ManagedFile("/etc/ascendprep/rank_table.json", False)}), {("files.managed", "node2", None)}),
     "torch_npu not installed": (lambda d: replace(_node2(d), python=PythonEnv("/usr/bin/python3", "3.10.12", "/usr/bin/python3", {"torch": "2.6.0", "torch_npu": None, "torchvision": "0.21.0"})), {("software.torch_npu", "node2", None)}),
+    # issue 17, the job environment (checks/job.py)
+    "RANK_TABLE_FILE in a site profile": (lambda d: replace(_node2(d), job=replace(_node2(d).job, login=ShellEnv({"HCCL_CONNECT_TIMEOUT": None, "RANK_TABLE_FILE": "/etc/ascendprep/hccl_8p.json"}))), {("job.rank_table", "node2", None)}),
+    "short HCCL_CONNECT_TIMEOUT in a site profile": (lambda d: replace(_node2(d), job=replace(_node2(d).job, login=ShellEnv({"HCCL_CONNECT_TIMEOUT": "60", "RANK_TABLE_FILE": None}))), {("job.connect_timeout", "node2", None)}),
+    "container without davinci_manager": (lambda d: replace(_node2(d), job=replace(_node2(d).job, visible=Visibility(present=tuple(i for i in JOB_ITEMS if i != "dev:/dev/davinci_manager")))), {("job.container", "node2", None)}),
+    "torch_npu import undefined symbol": (lambda d: replace(_node2(d), job=replace(_node2(d).job, torch_npu=TorchNpuImport(ok=False, error="ImportError: libtorch_npu.so: undefined symbol: _ZN3c10", rc=1))), {("job.torch_npu_import", "node2", None)}),
     "hccn_tool missing": (lambda d: replace(_node2(d), hccn_tool=None, npus={}, errors=(ProbeError("hccn_tool", "missing", "hccn_tool: not installed"),)), {("node.hccn_tool", "node2", None)}),
 }
 
@@ -188,7 +194,7 @@ def test_version_skew_names_the_odd_node(desired):
     assert skew.message == "node2 has CANN 8.1.RC1, the other 3 have 8.2.RC1"
     assert skew.node == "node2"
     # Anything else is the compatibility verdict on node2's own stack.
-    assert all(r.check == "cluster.compat" and r.node == "node2" for r in failed if r.check not in ("software.cann", "cluster.versions"))
+    assert all(r.check == "cluster.compat" and r.node == "node2" for r in failed if r.check not in ("software.cann", "cluster.versions", "job.nnal"))  # NNAL stays at the old CANN
 
 
 def test_duplicate_device_ip_names_both_holders(desired):

@@ -17,6 +17,7 @@ from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.mesh import PingPlan, plan_pings
 from ascendprep.desired import DesiredState, build_desired
 from ascendprep.envfiles import render_sysctl_conf
+from ascendprep.jobenv_facts import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from ascendprep.facts import (
     CounterSample,
     Firewall,
@@ -164,6 +165,28 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
             executable="/usr/bin/python3",
             packages={"torch": software["torch"], "torch_npu": software["torch_npu"], "torchvision": software["torchvision"]},
         ),
+        job=healthy_job(desired, node),
+    )
+
+
+#: What a job needs, as a node whose container (--exec-via) sees everything reports it.
+JOB_ITEMS = tuple(f"dev:/dev/davinci{i}" for i in range(8)) + (
+    "dev:/dev/davinci_manager", "dev:/dev/hisi_hdc", "dev:/dev/devmm_svm", "tool:hccn_tool", "file:/etc/hccn.conf",
+    "file:/etc/ascendprep/env.sh", "file:/etc/ascendprep/set_env.sh", "lib:/usr/local/Ascend/driver/lib64",
+)
+
+
+def healthy_job(desired: DesiredState, node: str) -> JobEnv:
+    """The job environment of a node that was applied and runs its jobs in a full container."""
+    cann = desired.software["cann"] or "8.0.RC3"
+    return JobEnv(
+        login=ShellEnv({"HCCL_CONNECT_TIMEOUT": None, "RANK_TABLE_FILE": None}),
+        launch=ShellEnv({"HCCL_CONNECT_TIMEOUT": "1200", "RANK_TABLE_FILE": None}, sourced="/etc/ascendprep/set_env.sh"),
+        rank_tables=("/etc/ascendprep/rank_table.json",),
+        visible=Visibility(present=JOB_ITEMS),
+        host_visible=Visibility(present=JOB_ITEMS, via="docker exec trainer"),
+        nnal=NnalVersion("/usr/local/Ascend/nnal/atb/latest/version.info", version=cann, build=f"{cann}.B030"),
+        torch_npu=TorchNpuImport(ok=True, version=desired.software["torch_npu"] or "2.1.0.post8", rc=0),
     )
 
 

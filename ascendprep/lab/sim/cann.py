@@ -138,6 +138,9 @@ def install_cann_tree(root: Path, versions: dict, arch: str) -> None:
         shutil.rmtree(latest)
     latest.symlink_to(cann)
     _write(toolkit / "set_env.sh", set_env_script(arch), 0o755)
+    from ascendprep.lab.sim.jobenv import install_nnal_and_driver_libs
+
+    install_nnal_and_driver_libs(root, cann)  # NNAL follows its CANN release, as installers pair them
     _write(root / "etc/Ascend/ascend_cann_install.info", "Install_Path=/usr/local/Ascend\n")
     _write(
         root / "etc/ascend_install.info",

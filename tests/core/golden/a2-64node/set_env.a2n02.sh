@@ -8,7 +8,6 @@ export NNODES=64
 export NODE_RANK=1
 export NPROC_PER_NODE=8
 export HCCL_SOCKET_IFNAME==bond0
-export RANK_TABLE_FILE=/etc/ascendprep/rank_table.json
 # gloo on the NIC HCCL_SOCKET_IFNAME names (gloo takes one exact interface name).
 if [ -z "${GLOO_SOCKET_IFNAME-}" ] && [ -e /sys/class/net/bond0 ]; then export GLOO_SOCKET_IFNAME=bond0; fi
 # Host NIC for gloo and NCCL: the one holding this node's address 10.40.1.12, whatever the
