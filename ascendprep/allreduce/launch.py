@@ -48,7 +48,7 @@ from ascendprep.allreduce.diagnosis import (
 )
 from ascendprep.allreduce.options import AllreduceOptions, RunSettings, resolve_settings
 from ascendprep.allreduce.outcome import AllreduceOutcome, NodeReport, build_findings, option_findings
-from ascendprep.allreduce.results import CollectedOutput, Verdict, build_verdict, parse_worker_output
+from ascendprep.allreduce.results import AllreduceVerdict, CollectedOutput, build_verdict, parse_worker_output
 from ascendprep.allreduce.scripts import (
     WORKER_NAME,
     LaunchOutput,
@@ -112,7 +112,7 @@ class JobResult:
     job: Job
     problems: Dict[str, NodeProblem] = field(default_factory=dict)
     launches: Dict[str, LaunchResult] = field(default_factory=dict)
-    verdict: Optional[Verdict] = None
+    verdict: Optional[AllreduceVerdict] = None
     collected: Optional[CollectedOutput] = None
     master_port: Optional[int] = None
     launch_seconds: Optional[float] = None
