@@ -22,7 +22,8 @@ from ascendprep.allreduce.launch import AllreduceOptions, AllreduceOutcome, run_
 from ascendprep.hosts import host_accesses
 from ascendprep.inventory import load_inventory
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import processes_naming, start_test_lab
+from ascendprep.lab.testing import processes_naming
+from labsupport import start_test_lab
 from ascendprep.remote.fanout import Session
 
 RUN_DIR_GLOB = "/tmp/ascendprep-allreduce-*"

@@ -8,7 +8,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from ascendprep.lab.testing import skip_or_fail
+from labsupport import skip_or_fail
 from ascendprep.remote import HostAccess, HostKeyError
 from ascendprep.remote.hostkeys import fingerprint, known_keys, record_host_key
 
