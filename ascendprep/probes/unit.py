@@ -1,0 +1,296 @@
+"""What one gather probe is: its command, its section, its parser and the fact it fills.
+
+A :class:`ProbeUnit` is a declaration, not code that runs anything. The gather script
+(:mod:`ascendprep.probes.gather`) renders every registered unit's command into one sh script and,
+reading the output back, hands each section to the unit that owns its name. The units
+themselves are listed in :mod:`ascendprep.probes.units`.
+
+How a section becomes a fact (:meth:`ProbeUnit.read`, the same for every unit):
+
+1. ``settle(section)``: answers that are not output to parse. :data:`NOTHING` records nothing
+   (a version file that is not installed), ``Given(value)`` stores ``value`` as is (an NPU
+   without an IP: hccn_tool exit 13). Default: none.
+2. ``answered(section)``: is this a real answer? Default ``rc == 0``. Otherwise the failure is
+   classified into a :class:`~ascendprep.facts.ProbeError` (timeout, missing, ...) and
+   ``unknown`` (when set) is stored, e.g. "firewalld is installed, state unknown".
+3. ``parse(stdout, where)``: the pure parser, text in, value out. It raises ``ValueError``
+   (:class:`~ascendprep.probes.text.UnexpectedOutput`) for output the tool does not print;
+   that becomes an ``error`` ProbeError naming the command.
+4. ``fill(draft, where, value)``: puts the value into the :class:`Draft` of the HostFacts.
+
+Scopes: a ``host`` unit's command runs once (or once per item of ``items``, each its own
+section with an attribute such as ``key=`` or ``path=``); an ``npu`` unit's runs once per hccn
+device id inside the gather's hccn_tool loop (``$ap_dev`` holds the id, the section carries
+``npu=``); a ``chip`` unit's once per npu-smi chip inside the chip loop (``$ap_id``, ``$ap_c``;
+``npu=`` and ``chip=``).
+
+Everything here is pure: no I/O, no host access.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+
+from ascendprep.facts import ProbeError
+from ascendprep.probes import paths
+from ascendprep.probes.failures import classify_failure
+from ascendprep.probes.sections import Section, render_attrs
+
+HOST = "host"
+NPU = "npu"
+CHIP = "chip"
+SCOPES = (HOST, NPU, CHIP)
+
+#: Phases that read a unit's fact. Gather still runs every unit; a later change may run only
+#: the units a phase needs (``plan`` decides changes, ``verify`` judges the cluster).
+PLAN = "plan"
+VERIFY = "verify"
+BOTH: FrozenSet[str] = frozenset({PLAN, VERIFY})
+VERIFY_ONLY: FrozenSet[str] = frozenset({VERIFY})
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """The validated values the commands are rendered from (gather checked them all)."""
+
+    npus: Optional[int]
+    python_path: str
+    sysctl_keys: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Where:
+    """What a parser may know besides the text: the section's attributes and the script's settings."""
+
+    attrs: Mapping[str, str] = field(default_factory=dict)
+    ascend_home: Optional[str] = None
+    python_path: str = ""
+
+    @property
+    def npu(self) -> Optional[int]:
+        return self.int_attr("npu")
+
+    @property
+    def chip(self) -> Optional[int]:
+        return self.int_attr("chip")
+
+    def int_attr(self, key: str) -> Optional[int]:
+        value = self.attrs.get(key, "")
+        return int(value) if value.isdigit() else None
+
+    def home_path(self, relative: str) -> str:
+        """``relative`` under the Ascend home the script used (the default when it did not say)."""
+        home = (self.ascend_home or paths.DEFAULT_ASCEND_HOME).rstrip("/")
+        return f"{home}/{relative}"
+
+
+@dataclass(frozen=True)
+class Given:
+    """A section that answered without output to parse: store ``value`` as the fact."""
+
+    value: Any
+
+
+#: A section whose answer is "nothing to record" (e.g. an optional file that is absent).
+NOTHING = Given(None)
+
+
+class Draft:
+    """HostFacts under construction: what the units' ``fill`` functions write into."""
+
+    def __init__(self) -> None:
+        self.errors: List[ProbeError] = []
+        self.fields: Dict[str, Any] = {}
+        self.npus: Dict[int, Dict[str, Any]] = {}
+        self.npu_health: List[Any] = []
+        self.sysctl: Dict[str, str] = {}
+        self.managed_files: Dict[str, Any] = {}
+        self.firewall: Dict[str, Any] = {}
+        self.versions: Dict[str, Any] = {"cann": []}
+        self.timeout_s: Optional[int] = None
+        self.ascend_home: Optional[str] = None
+        self.python_path = ""
+
+    def where(self, section: Section) -> Where:
+        return Where(attrs=dict(section.attrs), ascend_home=self.ascend_home, python_path=self.python_path)
+
+    def error(self, probe: str, kind: str, message: str, npu: Optional[int] = None) -> None:
+        self.errors.append(ProbeError(probe=probe, kind=kind, message=message, npu=npu))
+
+    def npu(self, devid: int) -> Dict[str, Any]:
+        """The NpuFacts fields gathered so far for one device id (created empty)."""
+        return self.npus.setdefault(devid, {})
+
+
+Parser = Callable[[str, Where], Any]
+Filler = Callable[[Draft, Where, Any], None]
+
+
+def _rc_zero(section: Section) -> bool:
+    return section.rc == 0
+
+
+def _no_settle(section: Section) -> Optional[Given]:
+    return None
+
+
+@dataclass(frozen=True)
+class ProbeUnit:
+    """One probe of the gather script. See the module docstring for how a section is read.
+
+    ``section``: the section name the script prints (``[a-z0-9_.-]``). ``command``: the shell
+    words after ``ap_run <section> <attrs>`` (run through ``ap_tool`` for the time limit; values
+    in it already validated and quoted), given the render context and, for units with ``items``,
+    the item. ``describe``: the command as messages name it (``hccn_tool -i 3 -ip -g``).
+    ``probe``: the probe name errors carry (default: the section name). ``fact``: where the
+    value lands in HostFacts, for readers (``npus[devid].ip``). ``items``: for per-key units,
+    the render-time list (sysctl keys, managed paths); ``item_attrs`` names each item's section
+    attributes. ``after``: shell lines that run right after the command (they may read the
+    captured output in ``$AP_TMP/out``, e.g. to remember the tool's path); ``guard``: a shell
+    condition the command runs under. ``comment``: a line of the script saying why the probe is
+    there (for whoever reads the script). ``lenient``: the parser skips what it does not know
+    instead of refusing it, so an exception from it is a surprise: it is reported as
+    "unreadable output (its type: ...)" by the gather loop rather than as a refusal. ``render``: replaces the default rendering entirely, for
+    units whose shell needs a loop of its own (the CANN directories). ``phases``: who reads it.
+    """
+
+    section: str
+    command: Callable[..., str]
+    parse: Parser
+    fill: Filler
+    fact: str
+    describe: Callable[[Where], str]
+    scope: str = HOST
+    probe: Optional[Callable[[Where], str]] = None
+    items: Optional[Callable[[RenderContext], Sequence[str]]] = None
+    item_attrs: Optional[Callable[[str], Dict[str, str]]] = None
+    attrs: str = ""
+    after: Tuple[str, ...] = ()
+    guard: Optional[str] = None
+    render: Optional[Callable[[RenderContext], List[str]]] = None
+    settle: Callable[[Section], Optional[Given]] = _no_settle
+    answered: Callable[[Section], bool] = _rc_zero
+    unknown: Optional[Callable[[Where], Any]] = None
+    phases: FrozenSet[str] = BOTH
+    comment: Optional[str] = None
+    lenient: bool = False
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"probe unit {self.section}: scope must be one of {SCOPES}, not {self.scope!r}")
+        if not self.phases <= BOTH or not self.phases:
+            raise ValueError(f"probe unit {self.section}: phases must be a non-empty subset of {sorted(BOTH)}")
+
+    # -- the script side -----------------------------------------------------------------
+
+    def script_lines(self, ctx: RenderContext) -> List[str]:
+        """The sh lines that run this unit (inside its loop for ``npu``/``chip`` units)."""
+        lines = self._command_lines(ctx)
+        return ["", f"# {self.comment}", *lines] if self.comment else lines
+
+    def _command_lines(self, ctx: RenderContext) -> List[str]:
+        if self.render is not None:
+            return self.render(ctx)
+        if self.scope == NPU:
+            return [f'ap_run {self.section} " npu=$ap_dev" {self.command(ctx)}', *self.after]
+        if self.scope == CHIP:
+            return [f'ap_run {self.section} " npu=$ap_id chip=$ap_c" {self.command(ctx)}', *self.after]
+        if self.items is not None:
+            lines = []
+            for item in self.items(ctx):
+                attrs = render_attrs(**(self.item_attrs(item) if self.item_attrs else {}))
+                lines.append(f"ap_run {self.section} {shlex.quote(attrs)} {self.command(ctx, item)}")
+            return lines + list(self.after)
+        lines = [f"ap_run {self.section} {self.attrs or chr(39) * 2} {self.command(ctx)}", *self.after]
+        if self.guard is None:
+            return lines
+        return [f"if {self.guard}; then", *("\t" + line for line in lines), "fi"]
+
+    # -- the reading side ----------------------------------------------------------------
+
+    def probe_name(self, where: Where) -> str:
+        return self.probe(where) if self.probe is not None else self.section
+
+    def npu_of(self, where: Where) -> Optional[int]:
+        """The NPU id errors of this unit carry: hccn device id or npu-smi NPU id; None for host units."""
+        return where.npu if self.scope != HOST else None
+
+    def read(self, section: Section, draft: Draft) -> None:
+        """Turn the section into the unit's fact in ``draft``, or into a recorded ProbeError."""
+        where = draft.where(section)
+        probe, what, npu = self.probe_name(where), self.describe(where), self.npu_of(where)
+        missing = self._missing_attrs(where)
+        if missing:
+            return draft.error(probe, "error", f"{what}: {missing}")
+        if self.scope == NPU:
+            draft.npu(where.npu)  # an NPU whose query failed is still one of the host's NPUs
+        given = self.settle(section)
+        if given is NOTHING:
+            return None
+        if given is not None:
+            return self.fill(draft, where, given.value)
+        if not self.answered(section):
+            draft.errors.append(classify_failure(section, probe, what, npu=npu, timeout_s=draft.timeout_s))
+            return self._store_unknown(draft, where)
+        if self.lenient:
+            return self.fill(draft, where, self.parse(section.stdout, where))
+        try:
+            value = self.parse(section.stdout, where)
+        except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
+            draft.error(probe, "error", f"{what}: {exc}", npu)
+            return self._store_unknown(draft, where)
+        return self.fill(draft, where, value)
+
+    def _missing_attrs(self, where: Where) -> Optional[str]:
+        if self.scope == NPU and where.npu is None:
+            return "section without an NPU id"
+        if self.scope == CHIP and (where.npu is None or where.chip is None):
+            return "section without npu/chip"
+        return None
+
+    def _store_unknown(self, draft: Draft, where: Where) -> None:
+        if self.unknown is not None:
+            self.fill(draft, where, self.unknown(where))
+
+
+def file_absent(section: Section) -> bool:
+    """``cat``/``sha256sum`` said the file is not there (an answer for optional files)."""
+    return section.rc not in (0, None) and "no such file or directory" in section.stderr.lower()
+
+
+def nothing_if_absent(section: Section) -> Optional[Given]:
+    """``settle`` for optional files: absent means "not there", not a failure."""
+    return NOTHING if file_absent(section) else None
+
+
+def set_field(name: str) -> Filler:
+    """``fill`` that sets one HostFacts field to the value."""
+
+    def fill(draft: Draft, where: Where, value: Any) -> None:
+        draft.fields[name] = value
+
+    return fill
+
+
+def update_npu(draft: Draft, where: Where, fields: Any) -> None:
+    """``fill`` for ``npu`` units whose parser returns a dict of NpuFacts fields."""
+    if fields:
+        draft.npu(where.npu).update(fields)  # type: ignore[arg-type]
+
+
+def text_only(parse: Callable[[str], Any]) -> Parser:
+    """A parser that needs only the text, as a unit parser."""
+
+    def unit_parse(stdout: str, where: Where) -> Any:
+        return parse(stdout)
+
+    unit_parse.__doc__ = parse.__doc__
+    unit_parse.__name__ = getattr(parse, "__name__", "parse")
+    return unit_parse
+
+
+def fixed(text: str) -> Callable[[Where], str]:
+    """``describe`` of a unit whose command reads the same everywhere."""
+    return lambda where: text

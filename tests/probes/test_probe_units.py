@@ -1,0 +1,107 @@
+"""The probe unit interface: the gather script and its parser are driven by the registered units."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ascendprep.probes.gather import parse_gather_output, render_gather_script
+from ascendprep.probes.unit import CHIP, NPU, VERIFY, VERIFY_ONLY, ProbeUnit, fixed, set_field, text_only, update_npu
+from ascendprep.probes.units import UNITS, by_section
+
+
+def _sections_in(script: str):
+    return set(re.findall(r"ap_run ([a-z0-9_.-]+) ", script)) | ({"tool.hccn_tool"} if "\nap_hccn_tool\n" in script else set())
+
+
+def test_every_section_the_script_prints_has_a_unit_and_every_unit_runs():
+    script = render_gather_script(None, "python3")
+    assert _sections_in(script) == set(by_section())
+
+
+def test_two_units_with_one_section_are_refused():
+    with pytest.raises(ValueError, match="two probe units print section 'hostname'"):
+        by_section(UNITS + (UNITS[1],))
+
+
+def test_units_name_the_phases_that_read_them():
+    table = by_section()
+    assert table["hccn.ip"].phases == {"plan", "verify"}
+    assert table["hccn.link_stat"].phases == VERIFY_ONLY
+    with pytest.raises(ValueError, match="phases"):
+        ProbeUnit(section="x", command=fixed("x"), parse=text_only(str), fill=set_field("x"), fact="x", describe=fixed("x"), phases=frozenset({"apply"}))
+
+
+_WORD = ProbeUnit(
+    section="demo.word",
+    command=lambda ctx: "ap_tool cat /etc/demo",
+    describe=fixed("cat /etc/demo"),
+    parse=text_only(lambda text: text.strip()),
+    fill=set_field("hostname"),
+    fact="hostname",
+    phases=frozenset({VERIFY}),
+)
+
+
+def _per_npu_parse(text: str):
+    if not text.startswith("mtu:"):
+        raise ValueError(f"expected 'mtu:<n>', got {text!r}")
+    return {"speed_mbps": int(text[4:])}
+
+
+_PER_NPU = ProbeUnit(
+    section="demo.mtu",
+    scope=NPU,
+    command=lambda ctx: 'ap_hccn -i "$ap_dev" -mtu -g',
+    describe=lambda where: f"hccn_tool -i {where.npu} -mtu -g",
+    parse=text_only(_per_npu_parse),
+    fill=update_npu,
+    fact="npus[devid].speed_mbps",
+)
+
+_PER_CHIP = ProbeUnit(
+    section="demo.chip",
+    scope=CHIP,
+    command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t temp',
+    describe=lambda where: f"npu-smi info -i {where.npu} -c {where.chip} -t temp",
+    parse=text_only(str),
+    fill=lambda draft, where, value: None,
+    fact="(nothing)",
+)
+
+
+def test_a_new_unit_is_one_declaration_rendered_in_its_loop():
+    units = UNITS + (_WORD, _PER_NPU, _PER_CHIP)
+    script = render_gather_script(2, "python3", units=units)
+    lines = script.splitlines()
+    assert "ap_run demo.word '' ap_tool cat /etc/demo" in lines
+    npu_loop = lines.index("\tfor ap_dev in $AP_DEVS; do")
+    assert lines.index('\t\tap_run demo.mtu " npu=$ap_dev" ap_hccn -i "$ap_dev" -mtu -g') > npu_loop
+    chip_loop = lines.index('\twhile [ "$ap_c" -lt "$ap_n" ]; do')
+    assert lines.index('\t\tap_run demo.chip " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t temp') > chip_loop
+    assert "demo.word" not in render_gather_script(2, "python3")
+
+
+def test_a_new_unit_fills_its_fact_and_reports_its_failures(transcript):
+    units = UNITS + (_WORD, _PER_NPU)
+    text = transcript(
+        "gather",
+        [
+            {"name": "demo.word", "stdout": "node7\n"},
+            {"name": "demo.mtu", "attrs": {"npu": 0}, "stdout": "mtu:9000\n"},
+            {"name": "demo.mtu", "attrs": {"npu": 1}, "stdout": "garbage\n"},
+            {"name": "demo.mtu", "attrs": {"npu": 2}, "rc": 124},
+        ],
+    )
+    facts = parse_gather_output(text, units=units)
+    assert facts.hostname == "node7"
+    assert facts.npus[0].speed_mbps == 9000
+    assert set(facts.npus) == {0, 1, 2} and facts.npus[1].speed_mbps is None
+    assert [(e.probe, e.kind, e.npu, e.message) for e in facts.errors] == [
+        ("demo.mtu", "error", 1, "hccn_tool -i 1 -mtu -g: expected 'mtu:<n>', got 'garbage\\n'"),
+        ("demo.mtu", "timeout", 2, "hccn_tool -i 2 -mtu -g timed out and was killed"),
+    ]
+    # Without the unit registered, its section is unknown output, not silently dropped.
+    unknown = parse_gather_output(text)
+    assert [e.message for e in unknown.errors][0] == "unknown section 'demo.word' in the gather output"
