@@ -16,10 +16,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
-from ascendprep.plan import Change
+from ascendprep.changes import Change
 from ascendprep.planfile import write_private
+from ascendprep.report.changes import change_entry
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: typed changes (kind, target, before, after, text), as in plan files
 KIND = "apply-journal"
 JOURNAL_DIR = "journal"
 
@@ -29,10 +30,8 @@ def _now() -> str:
 
 
 def public_change(change: Change) -> dict[str, Any]:
-    """A change for the journal: values before/after, never file contents."""
-    data = change.to_dict()
-    data["action"] = {k: v for k, v in change.action.items() if k != "content"}
-    return data
+    """A change for the journal: values before/after (a file's by sha256), never file contents."""
+    return {**change_entry(change), "key": change.key}
 
 
 def _user() -> Optional[str]:

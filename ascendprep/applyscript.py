@@ -1,8 +1,8 @@
 """One POSIX sh script per host that carries out that host's changes, and the parser of its output.
 
-Order (safe for hccn_tool): per NPU the IP, then the gateway (needs the IP), then the detect IP
-(probes via the gateway or peer), then TLS; then live sysctl values; then files; then the
-firewall. A failed IP skips the later steps of that NPU only; every other step still runs. An
+The steps are the changes' own fragments, in the changes' own order (:mod:`ascendprep.changes`:
+per NPU the IP, then the gateway, the detect IP and TLS; then live sysctl values; then files;
+then the firewall). A failed IP skips the later steps of that NPU only; every other step still runs. An
 ``hccn_tool`` set command that answers "hccn_tool is busy" is tried again with the gather's
 back-off (1, 2, 4 s), and the step reports how many tries it took.
 
@@ -29,24 +29,16 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ascendprep import limits
-from ascendprep import sysctl as sysctl_rules
+from ascendprep.changes import SAFE_PATH, Change, ChangeError, ordered
 from ascendprep.envfiles import MANAGED_HEADER
 from ascendprep.limits import APPLY_HCCN_BUSY_RETRIES
-from ascendprep.plan import Change
 from ascendprep.probes.failures import BUSY_TEXT
-from ascendprep.probes.paths import ENV_SH
 
 #: Root's own folder for the apply lock (created 0700; /run is a tmpfs, so it goes at reboot).
 LOCK_DIR = "/run/ascendprep"
 LOCK_NAME = "apply.lock"
 #: Exit code of the script when another apply holds the lock (EX_TEMPFAIL).
 LOCKED_RC = 75
-#: hccn_tool set commands are quick; one that hangs is cut off so the rest of the host proceeds.
-HCCN_STEP_TIMEOUT = 60
-#: ascendprep's own folder on a host: every file in it was written by ascendprep.
-OWN_DIR = ENV_SH.rsplit("/", 1)[0] + "/"
-
-_SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/+-]+$")
 _STEP = re.compile(r"^@@ascendprep-step (\S+) rc=(-?\d+)(?: tries=(\d+))?@@$")
 _END = "@@ascendprep-end@@"
 
@@ -159,85 +151,20 @@ _ap_sysctl() {{
 """
 
 
-class ApplyScriptError(ValueError):
-    """A change that cannot be rendered safely (e.g. an hccn_tool path with odd characters)."""
-
-
 def _q(value: object) -> str:
     return shlex.quote(str(value))
 
 
-def _hccn_step(change: Change, tool: str) -> str:
-    action = change.action
-    npu = int(action["npu"])
-    op = action["op"]
-    base = f"timeout {HCCN_STEP_TIMEOUT} {_q(tool)} -i {npu}"
-    if op == "hccn_ip":
-        command = f"{base} -ip -s address {_q(action['address'])} netmask {_q(action['netmask'])}"
-    elif op == "hccn_gateway":
-        command = f"{base} -gateway -s gateway {_q(action['gateway'])}"
-    elif op == "hccn_netdetect":
-        command = f"{base} -netdetect -s address {_q(action['address'])}"
-    elif op == "hccn_tls":
-        command = f"{base} -tls -s enable {int(action['enable'])}"
-    else:
-        raise ApplyScriptError(f"unknown hccn operation {op!r}")
-    key = _q(change.key)
-    guard = f"_ap_fail_{npu}"
-    lines = [
-        f'if [ -n "${{{guard}:-}}" ]; then _ap_skip {key} "skipped: an earlier step of npu {npu} failed";',
-        f"else _ap_hccn {key} {command} || {guard}=1; fi",
-    ]
-    return "\n".join(lines)
-
-
-def _step(change: Change, hccn_tool: Optional[str]) -> str:
-    action = change.action
-    op = action["op"]
-    key = _q(change.key)
-    if op.startswith("hccn_"):
-        if not hccn_tool or not _SAFE_PATH.match(hccn_tool):
-            raise ApplyScriptError(f"{change.node}: no usable hccn_tool path ({hccn_tool!r})")
-        return _hccn_step(change, hccn_tool)
-    if op == "sysctl":
-        problem = sysctl_rules.key_problem(str(action["key"]), [str(action["key"])]) or sysctl_rules.value_problem(str(action["key"]), action["value"])
-        if problem:
-            raise ApplyScriptError(f"{change.node}: {problem}")
-        return f"_ap_step {key} _ap_sysctl {_q(action['key'])} {_q(action['value'])}"
-    if op == "write_file":
-        path = action["path"]
-        if not _SAFE_PATH.match(path):
-            raise ApplyScriptError(f"{change.node}: refusing to write {path!r}")
-        ours = 1 if path.startswith(OWN_DIR) else 0
-        return f"_ap_step {key} _ap_write {_q(path)} {int(action['mode']):o} {_q(action['content'])} {ours}"
-    if op == "firewall_disable":
-        tool = action["tool"]
-        if tool == "ufw":
-            return f"_ap_step {key} ufw disable"
-        if tool == "firewalld":
-            return f"_ap_step {key} systemctl disable --now firewalld"
-        raise ApplyScriptError(f"unknown firewall {tool!r}")
-    raise ApplyScriptError(f"unknown operation {op!r}")
-
-
-_ORDER = {"hccn_ip": 0, "hccn_gateway": 1, "hccn_netdetect": 2, "hccn_tls": 3, "sysctl": 4, "write_file": 5, "firewall_disable": 6}
-
-
-def ordered(changes: list[Change]) -> list[Change]:
-    """Changes in the order the script runs them (stable within a kind)."""
-    return sorted(changes, key=lambda c: (_ORDER[c.action["op"]], c.npu if c.npu is not None else -1))
-
-
 def render_apply_script(changes: list[Change], hccn_tool: Optional[str], lock_dir: str = LOCK_DIR, busy_retries: int = APPLY_HCCN_BUSY_RETRIES) -> str:
     """The host's script; ``lock_dir``/``busy_retries`` are for tests that run it unprivileged."""
-    if not _SAFE_PATH.match(lock_dir):
-        raise ApplyScriptError(f"unsafe lock folder {lock_dir!r}")
+    if not SAFE_PATH.match(lock_dir):
+        raise ChangeError(f"unsafe lock folder {lock_dir!r}")
     prelude = _PRELUDE.format(
         lock_dir=_q(lock_dir), lock_name=LOCK_NAME, locked_rc=LOCKED_RC, end=_END,
         busy_retries=int(busy_retries), busy_text=_q(BUSY_TEXT), header=_q(MANAGED_HEADER),
         keep=_STEP_OUTPUT_KEEP, keep_kb=_STEP_OUTPUT_KEEP_KB,
     )
-    body = "\n".join(_step(change, hccn_tool) for change in ordered(changes))
+    body = "\n".join(change.fragment(hccn_tool) for change in ordered(changes))
     return f"{prelude}\n{body}\nexit 0\n"
 
 

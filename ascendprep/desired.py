@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from ascendprep import compat, envfiles, sysctl
 from ascendprep.findings import Finding, Severity
@@ -34,7 +34,10 @@ class HccnSettings:
 
 
 @dataclass(frozen=True)
-class ManagedFile:
+class FileToWrite:
+    """A file apply writes on a node, with the content it must have (facts.ManagedFile is the
+    host's side: whether it exists and its sha256)."""
+
     path: str
     content: str
     mode: int = 0o644
@@ -52,7 +55,7 @@ class NodeDesired:
     sysctl_minimums: dict[str, Union[int, str]]
     #: Port ranges that must be in net.ipv4.ip_local_reserved_ports (merged with the host's).
     reserved_ports: list[tuple[int, int]]
-    files: list[ManagedFile]
+    files: list[FileToWrite]
     torchrun: str
 
 
@@ -63,6 +66,9 @@ class DesiredState:
     nodes: dict[str, NodeDesired]
     software: dict[str, Optional[str]]
     firewall: str
+    #: HCCL's host port range for the CANN the inventory expects (compat.hccl_port_range):
+    #: what the reserved ports must cover and what a firewall must let through.
+    hccl_ports: tuple[int, int] = field(default_factory=lambda: compat.hccl_port_range(None))
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -88,9 +94,14 @@ def torchrun_command(python_path: str, nnodes: int, node_rank: int, nproc: int, 
     return f". {shlex.quote(SET_ENV_SH)} && " + " ".join(shlex.quote(a) for a in argv)
 
 
+def hccl_ports(inventory: Inventory) -> tuple[int, int]:
+    """HCCL's host port range for the CANN the inventory expects: the one place it is decided."""
+    return compat.hccl_port_range(inventory.model.software.cann)
+
+
 def required_port_ranges(inventory: Inventory) -> list[tuple[int, int]]:
     """HCCL's host port range for the expected CANN, plus any the inventory reserves itself."""
-    ranges = [compat.hccl_port_range(inventory.model.software.cann)]
+    ranges = [hccl_ports(inventory)]
     extra = inventory.model.sysctl.get(sysctl.RESERVED_PORTS)
     if extra is not None:
         ranges.extend(sysctl.parse_port_ranges(str(extra)))
@@ -132,9 +143,9 @@ def build_desired(inventory: Inventory) -> DesiredState:
             socket_ifname=model.training.socket_ifname,
         )
         files = [
-            ManagedFile(ENV_SH, env_sh, scope="cluster"),
-            ManagedFile(SET_ENV_SH, envfiles.render_set_env_sh(rendezvous, bind_address=_if_ip(node))),
-            ManagedFile(RANK_TABLE, rank_table, scope="cluster"),
+            FileToWrite(ENV_SH, env_sh, scope="cluster"),
+            FileToWrite(SET_ENV_SH, envfiles.render_set_env_sh(rendezvous, bind_address=_if_ip(node))),
+            FileToWrite(RANK_TABLE, rank_table, scope="cluster"),
         ]
         nodes[node.name] = NodeDesired(
             node=node,
@@ -153,20 +164,5 @@ def build_desired(inventory: Inventory) -> DesiredState:
     for node in inventory.nodes:
         if _if_ip(node) is None and model.training.socket_ifname is None:
             findings.append(Finding("plan.hccl_if", Severity.WARNING, f"{node.name}: host '{node.host}' is a name, so HCCL_IF_IP cannot be set; HCCL will pick a NIC by its own order", "set training.socket_ifname (HCCL_SOCKET_IFNAME) or give the node's IP as host", node=node.name))
-    return DesiredState(inventory, plan, nodes, software, model.firewall, findings)
+    return DesiredState(inventory, plan, nodes, software, model.firewall, hccl_ports(inventory), findings)
 
-
-def sysctl_target(node: NodeDesired, current: dict[str, Any]) -> dict[str, Union[int, str]]:
-    """The values to persist and apply on a node, given what it has now (``current``).
-
-    "At least" keys keep a higher current value; the reserved ports are the host's plus ours.
-    """
-    target: dict[str, Union[int, str]] = {}
-    for key, wanted in node.sysctl_minimums.items():
-        have = current.get(key)
-        if isinstance(wanted, int) and have is not None and str(have).strip().isdigit():
-            target[key] = max(wanted, int(str(have).strip()))
-        else:
-            target[key] = wanted
-    target[sysctl.RESERVED_PORTS] = sysctl.merge_reserved_ports(current.get(sysctl.RESERVED_PORTS), node.reserved_ports)
-    return target

@@ -1,42 +1,25 @@
 """The diff: desired state vs a host's facts → the changes ``apply`` will make, per host and NPU.
 
-Pure. A :class:`Change` has a stable ``key`` (``hccn.ip:3``, ``sysctl:net.core.somaxconn``,
-``file:/etc/ascendprep/env.sh``), the value seen (``before``) and the value wanted (``after``), a
-line for people, and the ``action`` that apply renders into its script. Keys make a saved plan
-comparable with a fresh diff: that is how apply tells "already done" from "changed since planning".
+Pure. Whether an item is right is :mod:`ascendprep.drift`'s judgement (the same one verify's
+checks use); here a drifted item becomes a typed change (:mod:`ascendprep.changes`) and an item
+that cannot be judged makes the host's plan incomplete. A change's ``key`` (``hccn.ip:3``,
+``sysctl:net.core.somaxconn``, ``file:/etc/ascendprep/env.sh``) makes a saved plan comparable
+with a fresh diff: that is how apply tells "already done" from "changed since planning".
 """
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
-from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, field
+from typing import Optional
 
+from ascendprep import drift
 from ascendprep import sysctl as sysctl_rules
-from ascendprep.desired import DesiredState, NodeDesired, sysctl_target
-from ascendprep.envfiles import render_sysctl_conf
-from ascendprep.facts import HostFacts, NpuFacts
-from ascendprep.findings import Finding, Severity
+from ascendprep.changes import NPU_KINDS, Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
+from ascendprep.desired import DesiredState, HccnSettings, NodeDesired
+from ascendprep.facts import HostFacts
+from ascendprep.findings import Finding
 from ascendprep.probes.paths import SYSCTL_FILE
-
-
-@dataclass(frozen=True)
-class Change:
-    node: str
-    key: str
-    summary: str
-    before: Optional[str]
-    after: Optional[str]
-    action: dict[str, Any] = field(default_factory=dict)
-    npu: Optional[int] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Change":
-        return cls(**data)
+from ascendprep.report.changes import describe
 
 
 @dataclass
@@ -51,116 +34,95 @@ class HostPlan:
     #: Reasons this host's plan is incomplete (unreachable, a probe failed where a value was needed).
     incomplete: list[str] = field(default_factory=list)
     error: Optional[str] = None
+    #: The keys of the items that could not be judged (each one is behind a line of ``incomplete``).
+    unknown: set[str] = field(default_factory=set)
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _in_subnet(ip: Optional[str], other_ip: str, netmask: str) -> bool:
-    if not ip:
-        return False
-    try:
-        network = ipaddress.IPv4Network(f"{other_ip}/{netmask}", strict=False)
-        return ipaddress.IPv4Address(ip) in network
-    except ValueError:
-        return False
+def _npu_change(name: str, item: drift.Drift, settings: HccnSettings) -> Change:
+    """The change that sets one drifted NPU item (its kind is the key's prefix)."""
+    kind = item.key.split(":")[0]
+    if kind == SetNpuAddress.kind:
+        return SetNpuAddress(name, item.have, settings.npu, settings.ip, settings.netmask)
+    if kind == SetNpuGateway.kind:
+        return SetNpuGateway(name, item.have, settings.npu, item.set_to)
+    if kind == SetNpuNetdetect.kind:
+        return SetNpuNetdetect(name, item.have, settings.npu, item.set_to)
+    return SetNpuTls(name, item.have, settings.npu, item.set_to)
 
 
 def _hccn_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[Change]:
     name = node.node.name
-    conf = facts.hccn_conf
     changes: list[Change] = []
     for want in node.hccn:
-        npu = want.npu
-        live: Optional[NpuFacts] = facts.npus.get(npu)
-        if live is None or facts.errors_for("hccn.ip", npu):
-            reason = "; ".join(e.message for e in facts.errors_for("hccn.", npu)) or "not reported by hccn_tool"
-            plan.incomplete.append(f"npu {npu}: live device settings unknown ({reason})")
+        drifts = drift.npu_drifts(want, facts)
+        address = drifts[0]
+        if address.unknown is not None:
+            # every later step of the NPU depends on its address
+            plan.incomplete.append(f"npu {want.npu}: live device settings unknown ({address.unknown})")
+            plan.unknown |= {d.key for d in drifts}
             continue
-        file_ip = conf.get(npu, "address") if conf else None
-        file_mask = conf.get(npu, "netmask") if conf else None
-        ip_changes = (live.ip, live.netmask, file_ip, file_mask) != (want.ip, want.netmask, want.ip, want.netmask)
-        if ip_changes:
-            before = f"{live.ip}/{live.netmask}" if live.ip else "none"
-            stale = file_ip is not None and file_ip != live.ip
-            note = f" (/etc/hccn.conf says {file_ip})" if stale else (" (not in /etc/hccn.conf)" if live.ip == want.ip else "")
-            changes.append(Change(name, f"hccn.ip:{npu}", f"npu {npu}: ip {before}{note} → {want.ip}/{want.netmask}", before if not note else f"{before}{note}", f"{want.ip}/{want.netmask}", {"op": "hccn_ip", "npu": npu, "address": want.ip, "netmask": want.netmask}, npu))
-        if want.gateway:
-            file_gw = conf.get(npu, "gateway") if conf else None
-            dropped = ip_changes and not _in_subnet(live.gateway, want.ip, want.netmask)
-            if live.gateway != want.gateway or file_gw != want.gateway or dropped:
-                before = live.gateway or "none"
-                changes.append(Change(name, f"hccn.gateway:{npu}", f"npu {npu}: gateway {before} → {want.gateway}", before, want.gateway, {"op": "hccn_gateway", "npu": npu, "gateway": want.gateway}, npu))
-        if want.netdetect:
-            file_nd = conf.get(npu, "netdetect") if conf else None
-            if live.netdetect != want.netdetect or file_nd != want.netdetect:
-                before = live.netdetect or "none"
-                changes.append(Change(name, f"hccn.netdetect:{npu}", f"npu {npu}: netdetect {before} → {want.netdetect}", before, want.netdetect, {"op": "hccn_netdetect", "npu": npu, "address": want.netdetect}, npu))
-        if want.tls is not None:
-            have = live.tls.switch if live.tls is not None and live.tls.certificates else None
-            if live.tls is not None and not live.tls.certificates and want.tls == 0:
-                have = 0  # no certificates: TLS is effectively off already (reference §1.4 -tls)
-            if have != want.tls:
-                before = "unknown" if have is None else str(have)
-                changes.append(Change(name, f"hccn.tls:{npu}", f"npu {npu}: tls switch {before} → {want.tls}", before, str(want.tls), {"op": "hccn_tls", "npu": npu, "enable": want.tls}, npu))
+        for item in drifts:
+            if item.unknown is not None:
+                plan.incomplete.append(f"npu {want.npu}: {item.key.split(':')[0].removeprefix('hccn.')} unknown ({item.unknown})")
+                plan.unknown.add(item.key)
+            elif item.drifted:
+                changes.append(_npu_change(name, item, want))
     return changes
 
 
 def _sysctl_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[Change]:
     name = node.node.name
-    missing = [key for key in (*node.sysctl_minimums, sysctl_rules.RESERVED_PORTS) if key not in facts.sysctl]
-    if missing:
-        plan.incomplete.append(f"sysctl {', '.join(missing)} could not be read")
+    values = drift.sysctl_drifts(node, facts)
+    unknown = [d for d in values if d.unknown is not None]
+    if unknown:
+        keys = [d.key.split(":", 1)[1] for d in unknown]
+        unreadable = [d.unknown for d in unknown if d.unknown and "cannot be read" in d.unknown]
+        plan.incomplete.append(f"sysctl {', '.join(keys)} could not be read" + (f" ({'; '.join(unreadable)})" if unreadable else ""))
+        plan.unknown |= {d.key for d in unknown} | {f"file:{SYSCTL_FILE}"}
         return []
-    target = sysctl_target(node, facts.sysctl)
-    changes = []
-    for key, value in target.items():
-        have = facts.sysctl.get(key, "").strip()
-        if key == sysctl_rules.RESERVED_PORTS:
-            needed = not sysctl_rules.covers(have, node.reserved_ports)
-        else:
-            needed = have != str(value)
-        if needed:
-            note = "" if sysctl_rules.is_allowed_key(key) else " (opt-in: outside the HCCL allow-list)"
-            changes.append(Change(name, f"sysctl:{key}", f"sysctl {key} {have or '(empty)'} → {value}{note}", have, str(value), {"op": "sysctl", "key": key, "value": str(value)}))
-    content = render_sysctl_conf(target)
-    current = facts.sysctl_file.raw if facts.sysctl_file else None
-    if current != content:
-        verb = "create" if current is None else "update"
-        changes.append(Change(name, f"file:{SYSCTL_FILE}", f"{SYSCTL_FILE}: {verb}", _sha(current) if current is not None else None, _sha(content), {"op": "write_file", "path": SYSCTL_FILE, "content": content, "mode": 0o644}))
+    changes: list[Change] = [SetSysctl(name, d.have, d.key.split(":", 1)[1], d.set_to) for d in values if d.drifted]
+    persisted = drift.sysctl_file(node, facts, values)
+    if persisted.unknown is not None:
+        plan.incomplete.append(f"{SYSCTL_FILE} unknown ({persisted.unknown})")
+        plan.unknown.add(persisted.key)
+    elif persisted.drifted:
+        changes.append(WriteFile(name, persisted.have, SYSCTL_FILE, persisted.want, persisted.set_to, 0o644))
     return changes
 
 
-def _file_changes(node: NodeDesired, facts: HostFacts) -> list[Change]:
-    changes = []
+def _file_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[Change]:
+    changes: list[Change] = []
     for wanted in node.files:
-        have = facts.managed_files.get(wanted.path)
-        digest = _sha(wanted.content)
-        if have is not None and have.exists and have.sha256 == digest:
-            continue
-        verb = "create" if have is None or not have.exists else "update"
-        before = have.sha256 if have is not None and have.exists else None
-        changes.append(Change(node.node.name, f"file:{wanted.path}", f"{wanted.path}: {verb}", before, digest, {"op": "write_file", "path": wanted.path, "content": wanted.content, "mode": wanted.mode}))
+        item = drift.managed_file(wanted, facts)
+        if item.unknown is not None:
+            plan.incomplete.append(f"{wanted.path} unknown ({item.unknown})")
+            plan.unknown.add(item.key)
+        elif item.drifted:
+            changes.append(WriteFile(node.node.name, item.have, wanted.path, item.want, wanted.content, wanted.mode))
     return changes
 
 
-def _firewall_changes(node: NodeDesired, facts: HostFacts, policy: str, plan: HostPlan) -> list[Change]:
+def _firewall_changes(node: NodeDesired, facts: HostFacts, desired: DesiredState, plan: HostPlan) -> list[Change]:
+    """``disable`` switches ufw/firewalld off; the rest (``check``, nftables) is reported with
+    the id, severity and fix verify's ``firewall.active`` uses."""
     name = node.node.name
-    if policy == "leave":
-        return []
-    changes = []
-    for tool in ("ufw", "firewalld"):
-        state = getattr(facts.firewall, tool)
-        if state is None or not state.installed or not state.active:
-            continue
-        if policy == "disable":
-            changes.append(Change(name, f"firewall:{tool}", f"firewall {tool}: active → disabled", "active", "inactive", {"op": "firewall_disable", "tool": tool}))
-        else:
-            plan.findings.append(Finding("firewall.active", Severity.WARNING, f"{name}: {tool} is active and may block HCCL ports", "set firewall: disable in the inventory, or open 60000-60031 and the master port", node=name))
-    nft = facts.firewall.nftables
-    if nft is not None and nft.active and policy in ("disable", "check"):
-        plan.findings.append(Finding("firewall.nftables", Severity.WARNING, f"{name}: an nftables ruleset is loaded ({nft.detail or 'tables present'}); ascendprep does not flush it", "review the ruleset: HCCL needs ports 60000-60031 and the master port between nodes", node=name))
+    policy = desired.firewall
+    changes: list[Change] = []
+    for item in drift.firewall(policy, facts):
+        tool = item.key.split(":", 1)[1]
+        disables = drift.firewall_disables(policy, tool)
+        if item.unknown is not None:
+            if disables:
+                plan.incomplete.append(f"firewall {tool} unknown ({item.unknown})")
+                plan.unknown.add(item.key)
+            else:
+                plan.findings.append(Finding("firewall.active", drift.firewall_severity(policy, tool), f"{name}: could not check {tool}: {item.unknown}", drift.firewall_fix(desired, tool), node=name))
+        elif item.drifted:
+            if disables:
+                changes.append(DisableFirewall(name, item.have, tool))
+            else:
+                detail = getattr(facts.firewall, tool).detail
+                plan.findings.append(Finding("firewall.active", drift.firewall_severity(policy, tool), f"{name}: {drift.firewall_problem(tool, detail)}", drift.firewall_fix(desired, tool), node=name))
     return changes
 
 
@@ -170,8 +132,8 @@ def diff_host(desired: DesiredState, node_name: str, facts: HostFacts) -> HostPl
     plan = HostPlan(node_name, node.node.host, reachable=True)
     changes = _hccn_changes(node, facts, plan)
     changes += _sysctl_changes(node, facts, plan)
-    changes += _file_changes(node, facts)
-    changes += _firewall_changes(node, facts, desired.firewall, plan)
+    changes += _file_changes(node, facts, plan)
+    changes += _firewall_changes(node, facts, desired, plan)
     plan.changes = changes
     return plan
 
@@ -186,10 +148,10 @@ def managed_keys(desired: DesiredState, node_name: str) -> set[str]:
     inventory's sysctl keys, the managed files and the firewall. A saved plan naming anything
     else was not made by ``plan`` and is refused."""
     node = desired.nodes[node_name]
-    keys = {f"{kind}:{want.npu}" for want in node.hccn for kind in ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls")}
+    keys = {f"{kind}:{want.npu}" for want in node.hccn for kind in NPU_KINDS}
     keys |= {f"sysctl:{key}" for key in (*node.sysctl_minimums, sysctl_rules.RESERVED_PORTS)}
     keys |= {f"file:{wanted.path}" for wanted in node.files} | {f"file:{SYSCTL_FILE}"}
-    keys |= {"firewall:ufw", "firewall:firewalld"}
+    keys |= {f"firewall:{tool}" for tool in drift.DISABLEABLE_FIREWALLS}
     return keys
 
 
@@ -203,8 +165,8 @@ class Reconciled:
 
     ``to_apply`` holds the *fresh* changes (what the inventory produces now), never the saved
     ones: the plan file only selects and confirms, it cannot say what to run. ``tampered``
-    lists saved changes that no diff could have produced (another action, a key outside the
-    managed set): the whole plan is refused for them.
+    lists saved changes that no diff could have produced (a key outside the managed set, a
+    key listed twice, another node): the whole plan is refused for them.
     """
 
     to_apply: list[Change]
@@ -214,14 +176,14 @@ class Reconciled:
 
 
 def reconcile(planned: list[Change], current: list[Change], managed: Optional[set[str]] = None) -> Reconciled:
-    """Compare the changes saved in a plan with a fresh diff of the same host.
+    """Compare the changes saved in a plan with a fresh diff of the same host, by value.
 
     A planned change that the host no longer needs is already done (a second apply, or a rerun
     after an interruption). A change needed now that the plan did not contain, or whose value
     before or after differs from the plan, means the host moved since planning: stale. A saved
-    change with the same key and values as the fresh one but another action (or node, NPU) was
-    edited by hand: tampered. ``managed``: the keys the host may have at all (see
-    :func:`managed_keys`); a saved key outside it is tampered too.
+    change for another node than the host it is filed under was edited by hand: tampered.
+    ``managed``: the keys the host may have at all (see :func:`managed_keys`); a saved key
+    outside it is tampered too.
     """
     tampered = [f"{_shown(c.key)}: not something ascendprep manages on this host" for c in planned if managed is not None and c.key not in managed]
     by_key: dict[str, Change] = {}
@@ -233,15 +195,13 @@ def reconcile(planned: list[Change], current: list[Change], managed: Optional[se
     for change in current:
         saved = by_key.get(change.key)
         if saved is None:
-            stale.append(f"{change.summary} (not in the plan)")
+            stale.append(f"{describe(change)} (not in the plan)")
         elif saved.after != change.after:
-            stale.append(f"{change.key}: the plan sets {_shown(saved.after)}, the inventory now wants {change.after}")
-        elif saved.before != change.before and not _explained_by_plan(saved, change, planned):
-            stale.append(f"{change.key}: was {_shown(saved.before)} at planning, is now {change.before}")
-        elif (saved.action, saved.node, saved.npu) != (change.action, change.node, change.npu):
-            tampered.append(f"{change.key}: the saved change does not do what the inventory asks ({_differs(saved, change)})")
-        elif saved.before == change.before and saved.summary != change.summary:
-            tampered.append(f"{change.key}: the saved summary {_shown(saved.summary)} is not what this change does ({change.summary})")
+            stale.append(f"{change.key}: the plan sets {_shown(saved.after)}, the inventory now wants {_shown(change.after)}")
+        elif saved.before != change.before and not _explained_by_plan(saved, planned):
+            stale.append(f"{change.key}: was {_shown(saved.before)} at planning, is now {_shown(change.before)}")
+        elif saved.node != change.node:
+            tampered.append(f"{change.key}: the saved change is for node {_shown(saved.node, 40)}, not {change.node}")
         else:
             to_apply.append(change)
     needed = {change.key for change in current}
@@ -255,27 +215,10 @@ def _shown(value: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _differs(saved: Change, fresh: Change) -> str:
-    parts = []
-    if saved.action.get("op") != fresh.action.get("op"):
-        parts.append(f"the plan's action is {_shown(saved.action.get('op'), 40)}, the inventory's {fresh.action.get('op')}")
-    elif saved.action != fresh.action:
-        wrong = [k for k in sorted({*saved.action, *fresh.action}) if saved.action.get(k) != fresh.action.get(k)]
-        parts.append(f"action {', '.join(_shown(k, 40) for k in wrong)} differs")
-    if saved.node != fresh.node:
-        parts.append(f"node {_shown(saved.node, 40)} is not {fresh.node}")
-    if saved.npu != fresh.npu:
-        parts.append(f"npu {_shown(saved.npu, 20)} is not {fresh.npu}")
-    return "; ".join(parts)
-
-
-def _explained_by_plan(saved: Change, now: Change, planned: list[Change]) -> bool:
+def _explained_by_plan(saved: Change, planned: list[Change]) -> bool:
     """Setting an NPU's IP moves its other values on the device's own account (hccn_tool drops a
     gateway that leaves the subnet), so after an interrupted apply a later step of the same NPU
     may see a different "before": that is the plan's doing, not a drift."""
-    order = ["hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls"]
-    kind = saved.key.split(":")[0]
-    if saved.npu is None or kind not in order:
+    if saved.npu is None:
         return False
-    earlier = set(order[: order.index(kind)])
-    return any(c.npu == saved.npu and c.key.split(":")[0] in earlier for c in planned)
+    return any(c.npu == saved.npu and c.kind in NPU_KINDS and c.order < saved.order for c in planned)

@@ -9,6 +9,10 @@ host facts, so it is written 0600 whatever the umask.
 A plan file is data, never commands: ``apply`` runs what a fresh diff of the inventory produces
 and only uses the saved changes to confirm that nothing moved (see ``plan.reconcile``). Reading
 one therefore checks every field's type, so a hand-edited file is a located error, not a crash.
+
+Schema 2 records typed changes (``kind``, ``target``, machine values ``before``/``after``, and
+the ``text`` people read, which must say what the values do); schema 1 files (an ``action``
+per change) are refused with the advice to plan again.
 """
 
 from __future__ import annotations
@@ -24,12 +28,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
+from ascendprep.changes import Change, ChangeError, from_saved
 from ascendprep.limits import INVENTORY_MAX_BYTES, PLAN_FILE_MAX_BYTES
-from ascendprep.plan import Change, HostPlan
+from ascendprep.plan import HostPlan
+from ascendprep.report.changes import change_entry, describe
 from ascendprep.yamlsource import InputError, Located
 from ascendprep.jsoninput import parse_json
 
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 2
+#: What a plan file of an older schema gets told (a plan is cheap to make again; apply reads it
+#: only to confirm, so converting one would confirm nothing).
+OLDER_PLAN = "plan file was written by an older ascendprep; run `ascendprep plan` again"
 PLAN_KIND = "ascendprep-plan"
 STATE_DIR = ".ascendprep"
 DEFAULT_PLAN = Path(STATE_DIR) / "plan.json"
@@ -82,7 +91,7 @@ class PlanFile:
                     "reachable": h.reachable,
                     "error": h.error,
                     "incomplete": h.incomplete,
-                    "changes": [c.to_dict() for c in h.changes],
+                    "changes": [change_entry(c) for c in h.changes],
                 }
                 for h in self.hosts
             ],
@@ -165,27 +174,28 @@ def _text(value: Any, name: str, optional: bool = False) -> Optional[str]:
     return value
 
 
+_CHANGE_FIELDS = ("kind", "node", "target", "before", "after", "text")
+
+
 def _change(data: Any, where: str) -> Change:
     if not isinstance(data, dict):
         raise TypeError(f"{where} must be an object")
-    unknown = set(data) - {"node", "key", "summary", "before", "after", "action", "npu"}
+    unknown = set(data) - set(_CHANGE_FIELDS)
     if unknown:
         raise TypeError(f"{where} has unknown fields {sorted(unknown)}")
-    action = data.get("action")
-    if not isinstance(action, dict) or not all(isinstance(k, str) for k in action):
-        raise TypeError(f"{where}.action must be an object")
-    npu = data.get("npu")
-    if npu is not None and (not isinstance(npu, int) or isinstance(npu, bool)):
-        raise TypeError(f"{where}.npu must be a number or null")
-    return Change(
-        node=_text(data.get("node"), f"{where}.node"),
-        key=_text(data.get("key"), f"{where}.key"),
-        summary=_text(data.get("summary"), f"{where}.summary"),
-        before=_text(data.get("before"), f"{where}.before", optional=True),
-        after=_text(data.get("after"), f"{where}.after", optional=True),
-        action=action,
-        npu=npu,
-    )
+    missing = [name for name in _CHANGE_FIELDS if name not in data]
+    if missing:
+        raise TypeError(f"{where} is missing {', '.join(missing)}")
+    node = _text(data["node"], f"{where}.node")
+    text = _text(data["text"], f"{where}.text")
+    try:
+        change = from_saved(data["kind"], node, data["target"], data["before"], data["after"])
+    except ChangeError as exc:
+        raise TypeError(f"{where}: {exc}") from None
+    if text != describe(change):
+        shown = text if len(text) <= 120 and text.isprintable() else repr(text[:120])
+        raise TypeError(f"{where}.text {shown!r} is not what this change does ({describe(change)})")
+    return change
 
 
 def _host(data: Any, where: str) -> SavedHost:
@@ -222,8 +232,11 @@ def read_plan(path: Path) -> PlanFile:
         raise bad(f"not a readable plan file: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") != PLAN_KIND:
         raise bad("not an ascendprep plan file")
-    if data.get("schema_version") != PLAN_SCHEMA_VERSION:
-        raise bad(f"plan schema_version {data.get('schema_version')!r} is not {PLAN_SCHEMA_VERSION}: plan again with this version")
+    version = data.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version < PLAN_SCHEMA_VERSION:
+        raise bad(f"schema_version {version}: {OLDER_PLAN}")
+    if version != PLAN_SCHEMA_VERSION:
+        raise bad(f"plan schema_version {version!r} is not {PLAN_SCHEMA_VERSION}: plan again with this version of ascendprep")
     try:
         inventory = data["inventory"]
         hosts = data["hosts"]

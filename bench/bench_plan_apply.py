@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from ascendprep.desired import build_desired
-from ascendprep.hosts import apply_changes, gather_facts, host_accesses
+from ascendprep.fleet.hosts import apply_changes, gather_facts, host_accesses
 from ascendprep.inventory import load_inventory
 from ascendprep.lab import lifecycle
 from ascendprep.lab.lab import Lab
@@ -53,7 +53,7 @@ from ascendprep.lab.system import missing_requirements
 from ascendprep.lab.testing import free_test_subnet
 from ascendprep.plan import diff_host
 from ascendprep.probes.gather import render_gather_script
-from ascendprep.remote.fanout import Session
+from ascendprep.fleet.fanout import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "ansible"))
 from render_project import PLAYBOOK, write_project  # noqa: E402  (bench/ansible is not a package)

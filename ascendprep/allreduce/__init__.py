@@ -3,6 +3,8 @@
 * ``worker.py`` -- uploaded alone to each node and run under torchrun (stdlib + torch only).
 * ``sizes`` -- the ``--sizes`` spec parser, for validating user input on the control side.
 * ``results`` -- parse the ranks' output and judge it (:func:`results.build_verdict`).
+* ``jobs`` -- who runs which ranks, where they bind, and judging a run (pure); the runs over SSH
+  are :mod:`ascendprep.fleet.allreduce`.
 
 Nothing here imports torch at import time; only the worker, on the nodes, does.
 """

@@ -1,15 +1,15 @@
 """Node and cluster checks for ``ascendprep verify``: evidence in, named results out.
 
-The pure core::
+Pure: nothing here touches a host. The evidence comes from :mod:`ascendprep.fleet.evidence`
+(live) or :mod:`ascendprep.fleet.bundle` (``--from-bundle``)::
 
-    hosts, pings = collect(session, desired, mesh="ring", with_pings=True)   # evidence.py (I/O)
+    hosts, pings = collect(session, desired, mesh="ring", with_pings=True)   # fleet.evidence (I/O)
     results = run_checks(desired, hosts, pings, Selection.parse(only, skip))  # runner.py (pure)
     findings = [r.finding() for r in results if r.failed]
 
 Modules: ``model`` (Check, Verdict, CheckResult), ``registry`` (every check, --only/--skip),
 ``runner``, ``context`` (what checks read), one module per family (``node``, ``network``,
-``host``, ``software``, ``cluster``, ``reachability``), ``mesh`` (which NPU pairs to ping),
-``evidence`` (gather + ping over a Session), ``bundle`` (the saved evidence, --from-bundle).
+``host``, ``software``, ``cluster``, ``reachability``), ``mesh`` (which NPU pairs to ping).
 ``data/`` holds the compatibility matrix and thresholds (owned by ascendprep.compat).
 
 This file imports nothing on purpose: ``ascendprep.compat`` loads ``data/`` through this package

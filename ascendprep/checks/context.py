@@ -1,7 +1,7 @@
 """What the checks look at: per host what verify learned (facts, pings, or why not), and the plan.
 
-Plain data, filled either by a live run (:mod:`ascendprep.checks.evidence`) or from a saved
-bundle (:mod:`ascendprep.checks.bundle`), so that both evaluate exactly the same way.
+Plain data, filled either by a live run (:mod:`ascendprep.fleet.evidence`) or from a saved
+bundle (:mod:`ascendprep.fleet.bundle`), so that both evaluate exactly the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class HostEvidence:
     """One host's evidence: its facts (None when they could not be gathered) and its pings.
 
     ``error``/``error_kind`` say why gathering failed (kinds of
-    :data:`ascendprep.remote.errors.ERROR_KINDS`). ``pings`` is None when no ping phase ran on
+    :data:`ascendprep.fleet.errors.HOST_ERROR_KINDS`). ``pings`` is None when no ping phase ran on
     this host; ``ping_error`` says why a ping phase that was needed did not complete.
     The raw transcripts are kept for the evidence bundle.
     """

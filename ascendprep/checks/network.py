@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ascendprep import drift
 from ascendprep.checks.context import NodeContext
-from ascendprep.checks.model import Check, Verdict, failed, passed, skipped
+from ascendprep.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.checks.text import parse_asctime
 from ascendprep.desired import DesiredState
 from ascendprep.facts import LinkRecord, LinkStat, NpuFacts
@@ -26,7 +27,7 @@ _NEEDS = ("node.reachable", "node.hccn_tool")
 
 
 def _live(ctx: NodeContext, npu: int) -> NpuFacts:
-    return ctx.facts.npus.get(npu) or NpuFacts(devid=npu)
+    return drift.npu_live(ctx.facts, npu)
 
 
 def _cidr(ip: Optional[str], netmask: Optional[str]) -> str:
@@ -34,34 +35,36 @@ def _cidr(ip: Optional[str], netmask: Optional[str]) -> str:
 
 
 def ip(ctx: NodeContext, npu: int) -> Verdict:
+    """The device's address against the plan (its copy in /etc/hccn.conf is network.hccn_conf's;
+    a probe that failed makes this "could not check" in the runner, before the drift is read)."""
     want, live = ctx.planned(npu), _live(ctx, npu)
+    item = drift.npu_address(want, ctx.facts)
     evidence = {"live": {"ip": live.ip, "netmask": live.netmask}, "planned": {"ip": want.ip, "netmask": want.netmask}}
-    if (live.ip, live.netmask) != (want.ip, want.netmask):
+    if item.have["device"] != item.want:
         return failed(f"device IP is {_cidr(live.ip, live.netmask)}; the plan says {want.ip}/{want.netmask}", evidence, fix=_APPLY)
     return passed(f"device IP {want.ip}/{want.netmask} as planned", evidence)
-
-
-#: /etc/hccn.conf key → NpuFacts attribute (what hccn_tool re-applies at driver start).
-_CONF_KEYS = (("address", "ip"), ("netmask", "netmask"), ("gateway", "gateway"), ("netdetect", "netdetect"))
 
 
 def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     """File ↔ device, with the plan as evidence: a stale file quietly undoes a fix at the next
     driver restart (reference §2). Device ↔ plan is network.ip's (and gateway's, netdetect's)
-    job, so a device that is wrong *and* recorded as such is reported once, there."""
+    job, so a device that is wrong *and* recorded as such is reported once, there. Which keys
+    are stale is drift.hccn_conf_stale's judgement, the one plan acts on too."""
     conf, live, want = ctx.facts.hccn_conf, _live(ctx, npu), ctx.planned(npu)
+    unread = ctx.facts.errors_for("hccn_conf")  # the file's error names no NPU, so the runner's NPU filter misses it
+    if unread:
+        return could_not_check("; ".join(dict.fromkeys(e.message for e in unread)), {"file": None})
     if conf is None:
         return failed(f"{HCCN_CONF} does not exist: the device settings are lost at the next driver restart", {"file": None}, fix=_APPLY)
     planned = {"address": want.ip, "netmask": want.netmask, "gateway": want.gateway, "netdetect": want.netdetect}
-    file_values = {key: conf.get(npu, key) for key, _ in _CONF_KEYS}
-    live_values = {key: getattr(live, attribute) for key, attribute in _CONF_KEYS}
+    file_values = {key: conf.get(npu, key) for key, _ in drift.HCCN_CONF_KEYS}
+    live_values = {key: getattr(live, attribute) for key, attribute in drift.HCCN_CONF_KEYS}
     evidence: Dict[str, Any] = {"file": file_values, "device": live_values, "planned": planned}
     problems = []
-    for key, _ in _CONF_KEYS:
+    for key in drift.hccn_conf_stale(ctx.facts, npu):
         in_file, on_device = file_values[key], live_values[key]
-        if in_file != on_device:
-            shown = f"{key}_{npu}={in_file}" if in_file is not None else f"no {key}_{npu}"
-            problems.append(f"{shown} but the device has {on_device or 'none'} (plan: {planned[key] or 'none'})")
+        shown = f"{key}_{npu}={in_file}" if in_file is not None else f"no {key}_{npu}"
+        problems.append(f"{shown} but the device has {on_device or 'none'} (plan: {planned[key] or 'none'})")
     doubled = [key for key in conf.duplicates if key.endswith(f"_{npu}")]
     if doubled:
         evidence["duplicates"] = doubled
@@ -71,23 +74,24 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     return passed(f"{HCCN_CONF} matches the device", evidence)
 
 
-def _as_planned(ctx: NodeContext, npu: int, attr: str, what: str, unplanned: str) -> Verdict:
+def _as_planned(item: Optional[drift.Drift], what: str, unplanned: str, live: Optional[str]) -> Verdict:
     """A live hccn value (gateway, detect IP) against the plan; skipped where nothing is planned."""
-    want, live = getattr(ctx.planned(npu), attr), getattr(_live(ctx, npu), attr)
-    if want is None:
+    if item is None:
         return skipped(unplanned, {"live": live})
-    evidence = {"live": live, "planned": want}
-    if live != want:
-        return failed(f"{what} is {live or 'not set'}; the plan says {want}", evidence, fix=_APPLY)
-    return passed(f"{what} {want} as planned", evidence)
+    evidence = {"live": live, "planned": item.want}
+    if item.have["device"] != item.want:
+        return failed(f"{what} is {live or 'not set'}; the plan says {item.want}", evidence, fix=_APPLY)
+    return passed(f"{what} {item.want} as planned", evidence)
 
 
 def gateway(ctx: NodeContext, npu: int) -> Verdict:
-    return _as_planned(ctx, npu, "gateway", "gateway", "no gateway is planned (device_network.gateway is not set)")
+    item = drift.npu_gateway(ctx.planned(npu), ctx.facts)
+    return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", _live(ctx, npu).gateway)
 
 
 def netdetect(ctx: NodeContext, npu: int) -> Verdict:
-    return _as_planned(ctx, npu, "netdetect", "detect IP", "no detect IP is planned for this NPU")
+    item = drift.npu_netdetect(ctx.planned(npu), ctx.facts)
+    return _as_planned(item, "detect IP", "no detect IP is planned for this NPU", _live(ctx, npu).netdetect)
 
 
 def link(ctx: NodeContext, npu: int) -> Verdict:
@@ -155,18 +159,18 @@ def lldp(ctx: NodeContext, npu: int) -> Verdict:
 
 
 def tls(ctx: NodeContext, npu: int) -> Verdict:
-    want = ctx.planned(npu).tls
+    """The effective switch (drift.tls_effective: off without certificates) against the plan."""
+    item = drift.npu_tls(ctx.planned(npu), ctx.facts)
     state = _live(ctx, npu).tls
-    if want is None:
+    if item is None:
         return skipped("no TLS switch is planned for this NPU")
-    if state is None:
-        return failed("TLS state unknown", {"planned": want}, fix=_APPLY)
-    have = 1 if state.enabled else 0
-    evidence = {"switch": state.switch, "certificates": state.certificates, "enabled": state.enabled, "planned": want}
-    if have != want:
-        words = {0: "disabled", 1: "enabled"}
-        return failed(f"TLS is {words[have]}; the plan says {words[want]}", evidence, fix=f"{_APPLY} (hccn_tool -i {npu} -tls -s enable {want})")
-    return passed(f"TLS switch {want} as planned", evidence)
+    if state is None or item.unknown is not None:
+        return failed("TLS state unknown", {"planned": item.want}, fix=_APPLY)
+    evidence = {"switch": state.switch, "certificates": state.certificates, "enabled": state.enabled, "planned": item.want}
+    words = {0: "disabled", 1: "enabled"}
+    if item.drifted:
+        return failed(f"TLS is {words[item.have]}; the plan says {words[item.want]}", evidence, fix=f"{_APPLY} (hccn_tool -i {npu} -tls -s enable {item.want})")
+    return passed(f"TLS switch {item.want} as planned", evidence)
 
 
 def _moment(parts: Optional[Tuple[int, int, int, int, int, int]]) -> Optional[datetime]:

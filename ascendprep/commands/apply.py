@@ -14,40 +14,78 @@ a fresh diff of the inventory produces now.
 4. Each host runs one script with its fresh changes. The journal next to the plan file is
    written before anything is printed and records each host's intent before any script starts;
    it is finished on success, refusal, Ctrl-C and SIGTERM.
+
+The core (inventory, plan, journal, reports) is imported inside the flow, and the SSH session
+only by :func:`~ascendprep.commands.common.open_session`, so that registering the command in
+``cli.py`` costs ``ascendprep --help`` nothing.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
+import click
 from rich.console import Console
 
 from ascendprep import exitcodes
-from ascendprep.applyjournal import ApplyJournal, public_change
-from ascendprep.desired import DesiredState, build_desired
-from ascendprep.hosts import AppliedHost, apply_changes, gather_facts, host_accesses
-from ascendprep.inventory import Inventory, inventory_from_text
-from ascendprep.plan import Change, diff_host, managed_keys, reconcile
-from ascendprep.planfile import DEFAULT_PLAN, PlanFile, read_inventory_bytes, read_plan, write_plan
+from ascendprep.commands.common import (
+    accept_new_host_keys_option,
+    ask_sudo_password_option,
+    fail_input,
+    forks_option,
+    hosts_deadline,
+    open_session,
+    prompt_sudo_password,
+    timeout_option,
+)
+from ascendprep.fleet.sudo import SudoPassword
 from ascendprep.probes.shell import checked_output_cap_override
-from ascendprep.remote.deadline import command_deadline
-from ascendprep.remote.fanout import HostOutcome, Session
-from ascendprep.remote.progress import progress_for_terminal
-from ascendprep.remote.sudo import SudoPassword
 from ascendprep.report import console as report_console
-from ascendprep.report.changes import apply_table
 from ascendprep.report.text import markup_safe
 from ascendprep.yamlsource import InputError, Located
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ascendprep.applyjournal import ApplyJournal
+    from ascendprep.desired import DesiredState
+    from ascendprep.fleet.fanout import HostOutcome
+    from ascendprep.fleet.hosts import AppliedHost
+    from ascendprep.inventory import Inventory
+    from ascendprep.plan import Change
+    from ascendprep.planfile import PlanFile
 
 #: Exit status after SIGTERM (128 + 15), as a shell reports it.
 TERMINATED = 143
 #: Exit status after Ctrl-C (128 + 2).
 INTERRUPTED = 130
+
+
+
+@click.command("apply")
+@click.argument("planfile", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--inventory", "inventory_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="The inventory to apply (must be the one the plan was made from; default: the one the plan names).")
+@accept_new_host_keys_option
+@forks_option
+@timeout_option()
+@ask_sudo_password_option
+def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool) -> None:
+    """Carry out the saved plan (default .ascendprep/plan.json).
+
+    Every host is read again first and diffed against the inventory: what runs is that fresh
+    diff, never commands from the plan file. Changes already in place are skipped; if anything
+    moved since planning, or the plan file holds a change the inventory does not produce, the
+    plan is refused and nothing is changed. A second apply changes nothing.
+    """
+    try:
+        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path, timeout)
+    except InputError as error:
+        fail_input(error)
+    sys.exit(code)
 
 
 class Terminated(BaseException):
@@ -78,8 +116,11 @@ class Refused(Exception):
         self.heading, self.lines, self.footer = heading, lines, footer
 
 
-def _load_inventory(path: Path, saved: PlanFile, given: Optional[Path]) -> Inventory:
+def _load_inventory(path: Path, saved: "PlanFile", given: Optional[Path]) -> "Inventory":
     """The inventory from ``--inventory`` or from the plan; its hash must be the plan's."""
+    from ascendprep.inventory import inventory_from_text
+    from ascendprep.planfile import read_inventory_bytes
+
     source = given if given is not None else Path(saved.inventory_path)
     if given is None and not source.is_absolute():
         raise InputError([Located(str(path), None, "inventory.path", f"'{saved.inventory_path}' is not an absolute path (plan files record the resolved path)")])
@@ -124,11 +165,14 @@ APPLY_PHASES = 2
 
 
 def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None) -> int:
+    from ascendprep.applyjournal import ApplyJournal
+    from ascendprep.planfile import DEFAULT_PLAN, read_plan
+
     out = report_console()
     err = report_console(stderr=True)
     path = plan_path or DEFAULT_PLAN
     checked_output_cap_override()
-    saved: PlanFile = read_plan(path)
+    saved = read_plan(path)
     journal = ApplyJournal(path, saved.cluster)
     try:
         with _sigterm_unwinds():
@@ -159,6 +203,11 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
 
 
 def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float]) -> int:
+    from ascendprep.desired import build_desired
+    from ascendprep.fleet.hosts import apply_changes, gather_facts
+    from ascendprep.fleet.progress import progress_for_terminal
+    from ascendprep.plan import diff_host, managed_keys, reconcile
+
     inventory = _load_inventory(path, saved, inventory_path)
     if inventory_path is None:
         err.print(f"Inventory: {inventory.source} (named by the plan; --inventory names it yourself)", markup=False, soft_wrap=True)
@@ -177,10 +226,8 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
         return exitcodes.FAILED if skipped else exitcodes.OK
 
     nodes = [n for n in inventory.nodes if n.name in planned]
-    accesses = host_accesses(inventory, accept_new_host_keys, nodes)
-    ssh = inventory.model.ssh
-    deadline = command_deadline(timeout, len(nodes), forks or ssh.forks, ssh.connect_timeout, ssh.command_timeout, APPLY_PHASES)
-    with Session(accesses, forks or ssh.forks, sudo_password=sudo_password, deadline=deadline) as session:
+    deadline = hosts_deadline(inventory, timeout, forks, APPLY_PHASES, hosts=len(nodes))
+    with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, nodes) as session:
         gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned))
         to_apply: dict[str, list[Change]] = {}
         stale: list[str] = []
@@ -221,6 +268,8 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
 
 def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], outcomes: dict[str, HostOutcome[AppliedHost]]) -> tuple[list[tuple[str, Change, Optional[int], str]], bool]:
     """Each change's result, as table rows, written into the journal (before any printing)."""
+    from ascendprep.applyjournal import public_change
+
     rows: list[tuple[str, Change, Optional[int], str]] = []
     failed = False
     for name, changes in to_apply.items():
@@ -254,6 +303,9 @@ def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], ou
 
 
 def _report(out: Console, path: Path, saved: PlanFile, rows: list[tuple[str, Change, Optional[int], str]], failed: bool, journal_path: Path) -> int:
+    from ascendprep.planfile import write_plan
+    from ascendprep.report.changes import apply_table
+
     out.print(apply_table(rows))
     ok_steps = sum(1 for r in rows if r[2] == 0)
     out.print(f"Applied {ok_steps} of {len(rows)} changes; journal: {journal_path}", markup=False)

@@ -1,53 +1,159 @@
-"""``ascendprep plan INVENTORY``: read every host, diff against the desired state, save the plan."""
+"""``ascendprep plan INVENTORY``: read every host, diff against the desired state, save the plan.
+
+With ``--offline`` no host is contacted: the desired state per node and NPU, as text, JSON or
+the per-NPU address table (CSV).
+
+The core (inventory, desired state, diff, reports) is imported inside the flow, and the SSH
+session only by :func:`~ascendprep.commands.common.open_session`, so that registering the
+command in ``cli.py`` costs ``ascendprep --help`` nothing.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-
-from ascendprep.report import console as report_console
+import click
 
 from ascendprep import exitcodes
-from ascendprep.desired import DesiredState, build_desired
+from ascendprep.commands.common import (
+    accept_new_host_keys_option,
+    ask_sudo_password_option,
+    fail_input,
+    forks_option,
+    hosts_deadline,
+    open_session,
+    print_invalid_inventory,
+    prompt_sudo_password,
+    stderr_console,
+    timeout_option,
+)
 from ascendprep.findings import Severity
-from ascendprep.hosts import gather_facts, host_accesses
-from ascendprep.inventory import load_inventory
-from ascendprep.plan import HostPlan, diff_host, unreachable_host
-from ascendprep.planfile import DEFAULT_PLAN, from_host_plans, write_plan
-from ascendprep.remote.deadline import Deadline, command_deadline
-from ascendprep.remote.fanout import Session
-from ascendprep.remote.progress import progress_for_terminal
-from ascendprep.remote.sudo import SudoPassword
+from ascendprep.fleet.deadline import Deadline
+from ascendprep.fleet.sudo import SudoPassword
+from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
 from ascendprep.report import SCHEMA_VERSION
-from ascendprep.report.changes import changes_table, plan_document
+from ascendprep.report import console as report_console
 from ascendprep.report.findings import findings_table
 from ascendprep.report.text import markup_safe
-from ascendprep.report.limits_hit import collect_limits_hit
-from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
+from ascendprep.yamlsource import InputError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ascendprep.desired import DesiredState
+    from ascendprep.plan import HostPlan
 
 #: Remote phases of ``plan`` (for the default deadline): one gather per host.
 PLAN_PHASES = 1
 
 
-def plan_deadline(desired: DesiredState, forks: Optional[int], timeout: Optional[float]) -> Deadline:
-    """``--timeout``, or the default for this fleet (see remote.deadline.default_timeout)."""
-    inventory = desired.inventory
-    ssh = inventory.model.ssh
-    return command_deadline(timeout, len(inventory.nodes), forks or ssh.forks, ssh.connect_timeout, ssh.command_timeout, PLAN_PHASES)
+@click.command("plan")
+@click.argument("inventory", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--offline", is_flag=True, help="Compute the desired state only; contact no host.")
+@click.option("-o", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Where to save the plan (default .ascendprep/plan.json).")
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when nothing would change, 3 when changes are pending, 1 on errors.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version); with --offline also csv: the per-NPU address table (node,host,npu,ip,netmask,gateway,detect).")
+@click.option("--nodes", "node_limit", default="8", show_default=True, metavar="N|all", help="--offline text output: per-node tables to show.")
+@accept_new_host_keys_option
+@forks_option
+@timeout_option()
+@ask_sudo_password_option
+def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool) -> None:
+    """Show what must change so that every host matches INVENTORY, and save that plan.
+
+    Reads every host (one SSH connection and one script each), diffs per host and NPU — device
+    IP, netmask, gateway, detect IP, TLS, sysctl, env files, rank table, firewall — and saves
+    the plan for 'ascendprep apply'. Nothing is changed on any host.
+
+    With --offline: no host is contacted; shows the desired state per node and NPU, the files
+    that will be written, expected software versions and every rule violation. With
+    --format csv it writes only the per-NPU address table to stdout (findings go to stderr;
+    nothing is written when the inventory breaks an addressing rule).
+    """
+    if output_format == "csv" and not offline:
+        raise click.UsageError("--format csv is the offline address table: add --offline")
+    if offline:
+        plan_offline(inventory, output_format, node_limit)
+        return
+    try:
+        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), timeout)
+    except InputError as error:
+        fail_input(error)
+    sys.exit(code)
 
 
-def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, deadline: Optional[Deadline] = None, limits_hit: Optional[list] = None) -> list[HostPlan]:
+def _positive_int(text: str, option: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise click.BadParameter(f"'{text}' is not a positive number or 'all'", param_hint=option)
+    return int(text)
+
+
+# -- --offline: the desired state, no host ---------------------------------------------------------
+
+
+def plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
+    """Print the desired state of ``inventory``; exit 2 when it breaks a rule, 1 on error findings."""
+    from ascendprep.desired import build_desired
+    from ascendprep.inventory import load_inventory
+    from ascendprep.report.plan import print_plan, render_json
+
+    limit: Optional[int] = None if node_limit == "all" else _positive_int(node_limit, "--nodes")
+    try:
+        inv = load_inventory(inventory)
+    except InputError as error:
+        fail_input(error)
+    desired = build_desired(inv)
+    if output_format == "csv":
+        _write_csv(desired)
+    elif output_format == "json":
+        sys.stdout.write(render_json(desired))
+    else:
+        print_plan(report_console(), desired, node_limit=limit)
+    if desired.invalid:
+        sys.exit(exitcodes.INVALID)
+    if any(f.severity.value == "error" for f in desired.findings):
+        sys.exit(exitcodes.FAILED)
+
+
+def _write_csv(desired: "DesiredState") -> None:
+    """The address table on stdout, findings on stderr; no table when an addressing rule broke."""
+    from ascendprep.report.addresses import write_address_csv
+
+    if desired.findings:
+        stderr_console().print(findings_table(desired.findings))
+    if desired.invalid:
+        sys.exit(exitcodes.INVALID)
+    try:
+        write_address_csv(desired, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (head, a closed pager) went away: stop quietly, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(exitcodes.FAILED)
+
+
+# -- the live plan: gather, diff, save ---------------------------------------------------------------
+
+
+def plan_deadline(desired: "DesiredState", forks: Optional[int], timeout: Optional[float]) -> Deadline:
+    """``--timeout``, or the default for this fleet (see fleet.deadline.default_timeout)."""
+    return hosts_deadline(desired.inventory, timeout, forks, PLAN_PHASES)
+
+
+def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, deadline: Optional[Deadline] = None, limits_hit: Optional[list] = None) -> list["HostPlan"]:
     """Gather facts on every node and diff each against its desired state.
 
     ``limits_hit``: when given, the limits the run hit are appended to it (see report.limits_hit).
     """
+    from ascendprep.fleet.hosts import gather_facts
+    from ascendprep.fleet.progress import progress_for_terminal
+    from ascendprep.plan import diff_host, unreachable_host
+    from ascendprep.report.limits_hit import collect_limits_hit
+
     inventory = desired.inventory
-    accesses = host_accesses(inventory, accept_new_host_keys)
-    with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password, deadline=deadline) as session:
+    with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline) as session:
         outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"))
     if limits_hit is not None:
         facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in outcomes.items()}
@@ -63,13 +169,18 @@ def plan_hosts(desired: DesiredState, accept_new_host_keys: bool, forks: Optiona
 
 
 def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None) -> int:
+    """The live ``plan``: returns the exit code; raises InputError for a bad inventory."""
+    from ascendprep.desired import build_desired
+    from ascendprep.inventory import load_inventory
+    from ascendprep.planfile import DEFAULT_PLAN, from_host_plans, write_plan
+    from ascendprep.report.changes import changes_table, plan_document
+
     err = report_console(stderr=True)
     checked_output_cap_override()
     inventory = load_inventory(inventory_path)
     desired = build_desired(inventory)
     if desired.invalid:
-        err.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP rules"))
-        return exitcodes.INVALID
+        return print_invalid_inventory(desired, err)
     limits_hit: list = []
     deadline = plan_deadline(desired, forks, timeout)
     plans = plan_hosts(desired, accept_new_host_keys, forks, sudo_password, deadline, limits_hit)

@@ -1,4 +1,4 @@
-"""``ascendprep verify``: the click command (options and usage errors only).
+"""``ascendprep verify``: the click command and its flow.
 
 1. Load the inventory and its desired state (rule violations: exit 2).
 2. One SSH round trip per host gathers its facts; a second one per host pings NPU pairs (the
@@ -8,7 +8,7 @@
 4. Output: a summary (text) or a document (json), optionally JUnit; every live run saves its
    evidence bundle under ``.ascendprep/runs/``. Exit 0 when nothing at error severity failed.
 
-The flow lives in :mod:`ascendprep.commands.verify_run`, imported when the command runs, so that
+The checks, the probes and SSH are imported inside the flow, when the command runs, so that
 registering :data:`verify_command` in ``ascendprep/cli.py`` costs the CLI nothing at start-up.
 The check groups and meshes are spelled out here for the same reason; a test holds them equal
 to the registry's.
@@ -16,21 +16,56 @@ to the registry's.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import sys
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import click
+from rich.console import Console
 
-from ascendprep.commands.sudo_prompt import ask_sudo_password_option, prompt_sudo_password
+from ascendprep import exitcodes
+from ascendprep.commands.common import (
+    accept_new_host_keys_option,
+    ask_sudo_password_option,
+    forks_option,
+    hosts_deadline,
+    open_session,
+    print_input_errors,
+    print_invalid_inventory,
+    prompt_sudo_password,
+    timeout_option,
+)
+from ascendprep.findings import Finding, has_errors
+from ascendprep.fleet.deadline import Deadline
+from ascendprep.fleet.sudo import SudoPassword
 from ascendprep.limits import KEEP_RUNS_DEFAULT
-from ascendprep.limits import COMMAND_DEADLINE_MIN_S
+from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
+from ascendprep.report.text import markup_safe as escape
+from ascendprep.yamlsource import InputError, Located, read_input_text
 
-ALLREDUCE_MODULE = "ascendprep.allreduce.launch"
+if TYPE_CHECKING:  # pragma: no cover
+    from ascendprep.checks.context import HostEvidence
+    from ascendprep.checks.mesh import PingPlan
+    from ascendprep.checks.model import CheckResult
+    from ascendprep.checks.registry import Selection
+    from ascendprep.desired import DesiredState
+    from ascendprep.inventory import Inventory
+
+ALLREDUCE_MODULE = "ascendprep.fleet.allreduce"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
 GROUPS = ("node", "npu", "network", "sysctl", "firewall", "files", "software", "cluster")
 MESHES = ("ring", "full")
+#: verify's ``--timeout`` also bounds the all-reduce, and the report and bundle are still written.
+VERIFY_TIMEOUT_HELP = (
+    "Seconds the whole command may take; hosts still at work then are reported as timed out, the report and the bundle "
+    "are still written, exit 1 (default: per phase and wave of --forks hosts, ssh.connect_timeout + ssh.command_timeout, "
+    "plus 30; with --allreduce plus its 600). --allreduce gets what is left, at most 600 s unless --timeout is given."
+)
 
 
 def _allreduce_options(enabled: bool, given: Dict[str, Any]) -> Optional[Any]:
@@ -59,8 +94,8 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
 @click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host.")
 @click.option("--keep-runs", "keep_runs", type=click.IntRange(1, 100_000), default=KEEP_RUNS_DEFAULT, show_default=True, help="Evidence bundles kept under .ascendprep/runs/; older ones are removed after each run.")
-@click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")
-@click.option("--forks", type=click.IntRange(1, 1024), default=None, help="Hosts worked on at once (default: the inventory's ssh.forks).")
+@accept_new_host_keys_option
+@forks_option
 @ask_sudo_password_option
 @click.option("--allreduce", is_flag=True, help="Also run an all-reduce across every node with torchrun.")
 @click.option("--sizes", default=None, help="--allreduce: message sizes, e.g. 1K:256M (x4 steps).")
@@ -69,7 +104,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
-@click.option("--timeout", type=click.FloatRange(min=COMMAND_DEADLINE_MIN_S), default=None, metavar="SECONDS", help="Seconds the whole command may take; hosts still at work then are reported as timed out, the report and the bundle are still written, exit 1 (default: per phase and wave of --forks hosts, ssh.connect_timeout + ssh.command_timeout, plus 30; with --allreduce plus its 600). --allreduce gets what is left, at most 600 s unless --timeout is given.")
+@timeout_option(VERIFY_TIMEOUT_HELP)
 def verify_command(
     inventory: Optional[Path],
     only: Sequence[str],
@@ -113,8 +148,6 @@ def verify_command(
     )
     if allreduce_options is not None and timeout is not None:
         allreduce_options = type(allreduce_options)(**{**vars(allreduce_options), "timeout": timeout})
-    from ascendprep.commands.verify_run import VerifyOptions, run_verify
-
     options = VerifyOptions(
         inventory=inventory,
         only=tuple(only),
@@ -136,3 +169,233 @@ def verify_command(
         click.echo("verify: interrupted; the all-reduce's remote processes were stopped.", err=True)
         code = 130
     sys.exit(code)
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    inventory: Optional[Path]
+    only: Tuple[str, ...] = ()
+    skip: Tuple[str, ...] = ()
+    output_format: str = "text"
+    junit: Optional[Path] = None
+    mesh: Optional[str] = None
+    from_bundle: Optional[Path] = None
+    accept_new_host_keys: bool = False
+    forks: Optional[int] = None
+    #: A prompted sudo password (``--ask-sudo-password``); None: ASCENDPREP_SUDO_PASSWORD, if set.
+    sudo_password: Optional[SudoPassword] = None
+    #: ``ascendprep.allreduce.options.AllreduceOptions`` when --allreduce was given.
+    allreduce: Optional[Any] = None
+    runs_dir: Optional[Path] = None
+    #: Run folders kept under runs_dir after this run's bundle is saved (``--keep-runs``).
+    keep_runs: int = KEEP_RUNS_DEFAULT
+    #: ``--timeout``: seconds the whole command may take (None: derived from the fleet).
+    timeout: Optional[float] = None
+
+
+@dataclass
+class _Run:
+    """What a verify produced, live or from a bundle."""
+
+    desired: DesiredState
+    inventory_path: str
+    inventory_text: str
+    hosts: Dict[str, HostEvidence]
+    pings: Optional[PingPlan]
+    mesh: str
+    selection: Selection
+    day: date
+    ssh_execs: Dict[str, int]
+    allreduce_findings: List[Finding]
+    allreduce_doc: Optional[Dict[str, Any]] = None
+    from_bundle: Optional[str] = None
+    #: Limits the live run hit (report.limits_hit); a bundle re-check hits none.
+    limits_hit: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
+    from ascendprep.desired import build_desired
+
+    desired = build_desired(inventory)
+    if desired.invalid:
+        print_invalid_inventory(desired, console)
+        return None
+    return desired
+
+
+def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
+    from ascendprep.fleet.evidence import collect
+    from ascendprep.fleet.progress import progress_for_terminal
+    from ascendprep.inventory import inventory_from_text
+    from ascendprep.report.limits_hit import collect_limits_hit
+
+    assert options.inventory is not None
+    checked_output_cap_override()
+    path = options.inventory
+    text = read_input_text(path)
+    inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
+    desired = _desired(inventory, err)
+    if desired is None:
+        return None
+    if options.allreduce is not None:
+        from ascendprep.allreduce.jobs import option_problems
+
+        problems = option_problems(inventory, options.allreduce)
+        if problems:
+            raise InputError([Located("--allreduce", None, "", problem) for problem in problems])
+    mesh = options.mesh or "ring"
+    day = datetime.now(timezone.utc).date()
+    allreduce_findings: List[Finding] = []
+    allreduce_doc = None
+    deadline = verify_deadline(inventory, options)
+    with open_session(inventory, options.accept_new_host_keys, options.forks, options.sudo_password, deadline) as session:
+        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
+        if options.allreduce is not None:
+            from ascendprep.fleet.allreduce import run_allreduce  # written separately; loaded only when asked for
+
+            shown = err if options.output_format == "json" else Console(highlight=False)
+            outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
+            allreduce_findings = list(outcome.findings)
+            allreduce_doc = outcome.to_dict()
+        execs = session.exec_counts()
+    limits_hit = collect_limits_hit(session.limits_hit, {name: host.facts for name, host in hosts.items()}, remote_call_output_cap())
+    return _Run(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc, limits_hit=limits_hit)
+
+
+#: Remote phases of ``verify`` (for the default deadline): the gather, then the pings.
+VERIFY_PHASES = 2
+
+
+def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
+    """``--timeout``, or the default for this fleet; --allreduce adds its own default budget."""
+    deadline = hosts_deadline(inventory, options.timeout, options.forks, VERIFY_PHASES)
+    if options.timeout is None and options.allreduce is not None:
+        from ascendprep.allreduce.options import DEFAULT_TIMEOUT_S
+
+        deadline.seconds += DEFAULT_TIMEOUT_S
+    return deadline
+
+
+def _allreduce_within(allreduce: Any, deadline: Deadline) -> Any:
+    """The all-reduce's options with its overall limit cut to what is left of the command's."""
+    from ascendprep.allreduce.options import DEFAULT_TIMEOUT_S, MIN_TIMEOUT_S
+
+    wanted = allreduce.timeout if allreduce.timeout is not None else DEFAULT_TIMEOUT_S
+    return replace(allreduce, timeout=max(MIN_TIMEOUT_S, min(wanted, deadline.remaining())))
+
+
+def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[_Run]:
+    from ascendprep.checks.registry import Selection
+    from ascendprep.fleet.bundle import BundleError, read_bundle
+    from ascendprep.inventory import inventory_from_text
+
+    assert options.from_bundle is not None
+    bundle = read_bundle(options.from_bundle)
+    inventory = inventory_from_text(bundle.inventory_text, file=bundle.inventory_path, base_dir=Path(bundle.inventory_path).parent)
+    desired = _desired(inventory, err)
+    if desired is None:
+        return None
+    if selection is None:
+        selection = Selection.parse(bundle.selection.get("only", ()), bundle.selection.get("skip", ()))
+    missing = sorted(set(n.name for n in inventory.nodes) - set(bundle.hosts))
+    if missing:
+        raise BundleError(f"{bundle.path}: no evidence for nodes {', '.join(missing)}")
+    return _Run(desired, bundle.inventory_path, bundle.inventory_text, bundle.hosts, bundle.pings, bundle.mesh, selection, bundle.day, bundle.ssh_execs, bundle.allreduce_findings, bundle.allreduce_doc, from_bundle=str(options.from_bundle))
+
+
+def run_verify(options: VerifyOptions) -> int:
+    """The whole command; returns the exit code. Raises nothing for bad input: it says so, exits 2."""
+    from ascendprep.checks.registry import Selection, SelectionError
+    from ascendprep.fleet.bundle import BundleError
+
+    err = Console(stderr=True, highlight=False)
+    try:
+        explicit = bool(options.only or options.skip)
+        selection = Selection.parse(options.only, options.skip) if explicit or options.from_bundle is None else None
+        if options.from_bundle is not None:
+            run = _from_bundle(options, selection, err)
+        else:
+            assert selection is not None
+            run = _live(options, selection, err)
+    except InputError as error:
+        return print_input_errors(error, err)
+    except (BundleError, SelectionError) as error:
+        err.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
+        return exitcodes.INVALID
+    if run is None:
+        return exitcodes.INVALID
+    return _report(run, options, err)
+
+
+def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console) -> Optional[Path]:
+    """Write the evidence bundle (when the disk has room) and drop runs past ``keep_runs``.
+
+    The bundle is evidence, not the verdict: any failure here is a warning, and the document then
+    says ``"bundle": null``. Returns where it was saved, or None.
+    """
+    from ascendprep.fleet.bundle import Bundle, bundle_size, check_free_space, prune_runs, write_bundle
+
+    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, run.selection.to_dict(), run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc)
+    disk = check_free_space(target.parent, bundle_size(bundle, document))
+    if disk.warning:
+        err.print(f"[yellow]warning:[/] {escape(disk.warning)}", soft_wrap=True)
+    saved: Optional[Path] = None
+    if disk.write:
+        try:
+            saved = write_bundle(bundle, target, document)
+        except (OSError, ValueError) as exc:
+            err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}", soft_wrap=True)
+    if saved is None:
+        document["bundle"] = None
+    try:
+        prune_runs(target.parent, keep_runs)
+    except OSError as exc:
+        err.print(f"[yellow]warning:[/] old runs under {escape(str(target.parent))} could not be removed: {escape(str(exc))}", soft_wrap=True)
+    return saved
+
+
+def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
+    from ascendprep.checks.runner import no_errors, run_checks
+    from ascendprep.fleet.bundle import RUNS_DIR, new_bundle_dir
+    from ascendprep.report.junit import render_junit
+    from ascendprep.report.verify import print_verify, verify_document
+
+    results: List[CheckResult] = run_checks(run.desired, run.hosts, run.pings, run.selection, run.day)
+    code = exitcodes.OK if no_errors(results) and not has_errors(run.allreduce_findings) else exitcodes.FAILED
+    if any(hit["limit"] == "command_timeout" for hit in run.limits_hit):
+        code = exitcodes.FAILED  # incomplete, whatever the checks of the rest say
+    node_order = [n.name for n in run.desired.inventory.nodes]
+    if options.junit is not None:
+        try:
+            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, run.allreduce_findings if run.allreduce_doc is not None else None))
+        except OSError as exc:
+            err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
+            code = exitcodes.FAILED
+    target = None if run.from_bundle else new_bundle_dir(options.runs_dir or RUNS_DIR)
+    document = verify_document(
+        inventory={"path": run.inventory_path, "sha256": hashlib.sha256(run.inventory_text.encode()).hexdigest(), "name": run.desired.inventory.name},
+        results=results,
+        hosts=run.hosts,
+        ssh_execs=run.ssh_execs,
+        mesh=run.mesh,
+        selection=run.selection.to_dict(),
+        exit_code=code,
+        extra=run.allreduce_findings,
+        allreduce=run.allreduce_doc,
+        bundle=str(target) if target else None,
+        from_bundle=run.from_bundle,
+    )
+    document["limits_hit"] = run.limits_hit
+    if target is not None:
+        target = _save_bundle(run, target, document, options.keep_runs, err)
+    if options.output_format == "json":
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+    else:
+        out = Console(highlight=False)
+        if run.from_bundle:
+            out.print(f"Re-checked the evidence in {escape(run.from_bundle)} (gathered {run.day.isoformat()}); no host was contacted.")
+        print_verify(out, results, run.hosts, node_order, run.allreduce_findings, str(target) if target else None)
+        for hit in run.limits_hit:
+            if hit["limit"] == "command_timeout":
+                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(', '.join(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
+    return code

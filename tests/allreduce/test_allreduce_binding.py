@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ascendprep.allreduce.launch import Job, JobNode, JobResult, binding_of, node_address
+from ascendprep.allreduce.jobs import Job, JobNode, JobResult, binding_of, node_address
 from ascendprep.allreduce.scripts import interface_exports, parse_preflight, render_preflight_script
 from ascendprep.facts import InterfaceAddress
 

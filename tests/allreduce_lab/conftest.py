@@ -18,13 +18,13 @@ import pytest
 import yaml
 from rich.console import Console
 
-from ascendprep.allreduce.launch import AllreduceOptions, AllreduceOutcome, run_allreduce
-from ascendprep.hosts import host_accesses
+from ascendprep.fleet.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
+from ascendprep.fleet.hosts import host_accesses
 from ascendprep.inventory import load_inventory
 from ascendprep.lab.lab import Lab
+from ascendprep.fleet.fanout import Session
 from ascendprep.lab.testing import processes_naming
 from labsupport import start_test_lab
-from ascendprep.remote.fanout import Session
 
 RUN_DIR_GLOB = "/tmp/ascendprep-allreduce-*"
 #: The lab nodes share the host's /tmp: run directories another (or a killed) test session left

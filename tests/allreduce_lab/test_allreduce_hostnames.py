@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from ascendprep.allreduce import launch
+from ascendprep.fleet import allreduce as allreduce_run
 from ascendprep.findings import Severity
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
@@ -111,7 +111,7 @@ def test_the_allreduce_passes_when_hostnames_lead_to_loopback_or_nowhere(pair: C
 def test_without_the_binding_the_loopback_trap_is_real(pair: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """The unlike variant: the same hosts, ranks left to their hostname, fail as the issue says."""
     lab = pair.lab
-    monkeypatch.setattr(launch, "binding_of", lambda node, pre: "binding switched off by the test")
+    monkeypatch.setattr(allreduce_run, "binding_of", lambda node, pre: "binding switched off by the test")
     with on_every_node(lab, "hostname-loopback"), set_env_without_binding(lab):
         run = pair.allreduce(**TINY, timeout=30)
     assert not run.outcome.passed

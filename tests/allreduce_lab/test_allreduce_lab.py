@@ -169,10 +169,10 @@ def test_a_slow_node_is_named_by_bisect(cluster: Cluster) -> None:
 def test_ctrl_c_stops_every_process_on_every_node(cluster: Cluster) -> None:
     program = textwrap.dedent(f"""
         from rich.console import Console
-        from ascendprep.allreduce.launch import AllreduceOptions, run_allreduce
-        from ascendprep.hosts import host_accesses
+        from ascendprep.fleet.allreduce import AllreduceOptions, run_allreduce
+        from ascendprep.fleet.hosts import host_accesses
         from ascendprep.inventory import load_inventory
-        from ascendprep.remote.fanout import Session
+        from ascendprep.fleet.fanout import Session
         inventory = load_inventory({str(cluster.inventory)!r})
         with Session(host_accesses(inventory), 8) as session:
             run_allreduce(inventory, session, AllreduceOptions(nproc_per_node=1, sizes="1K", timeout=120,

@@ -13,9 +13,9 @@ from typing import Iterator
 import paramiko
 import pytest
 
-from ascendprep.hosts import host_accesses
+from ascendprep.fleet.hosts import host_accesses
 from ascendprep.inventory import load_inventory
-from ascendprep.remote import SSHTransport
+from ascendprep.fleet.ssh import SSHTransport
 
 from .conftest import Cluster, applied_cluster, run_dirs_left
 

@@ -22,11 +22,11 @@ from tests.apply.test_plan_apply_lab import converge, inventory_copy, run_cli, s
 pytestmark = pytest.mark.lab
 
 
-def _edit_plan(folder: Path, node: str, key: str, **fields) -> None:
+def _edit_plan(folder: Path, node: str, which: tuple[str, str], **fields) -> None:
     path = folder / ".ascendprep" / "plan.json"
     data = json.loads(path.read_text())
     host = next(h for h in data["hosts"] if h["node"] == node)
-    change = next(c for c in host["changes"] if c["key"] == key)
+    change = next(c for c in host["changes"] if (c["kind"], c["target"]) == which)
     change.update(fields)
     path.write_text(json.dumps(data))
 
@@ -45,7 +45,7 @@ def _wait_for(predicate, seconds: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_a_hand_edited_action_is_refused_and_nothing_changes(lab: Lab, tmp_path: Path) -> None:
+def test_a_hand_edited_change_is_refused_and_nothing_changes(lab: Lab, tmp_path: Path) -> None:
     path = inventory_copy(lab, tmp_path)
     converge(path, tmp_path)
     sh(lab, "node1", "echo 1024 > /proc/sys/net/core/somaxconn; echo 2048 > /proc/sys/net/core/somaxconn")
@@ -53,11 +53,11 @@ def test_a_hand_edited_action_is_refused_and_nothing_changes(lab: Lab, tmp_path:
     plan = run_cli("plan", str(path), cwd=tmp_path)
     assert plan.returncode == 0 and "sysctl net.core.somaxconn 2048 → 65535" in plan.stdout, plan.stdout + plan.stderr
     cron = "/etc/cron.d/ascendprep-pwned"
-    _edit_plan(tmp_path, "node1", "sysctl:net.core.somaxconn", action={"op": "write_file", "path": cron, "content": "* * * * * root touch /tmp/pwned\n", "mode": 0o644})
+    _edit_plan(tmp_path, "node1", ("sysctl", "net.core.somaxconn"), kind="file", target=cron, before=None, after="0" * 64, text=f"{cron}: create")
 
     refused = run_cli("apply", cwd=tmp_path)
     assert refused.returncode == 1, refused.stdout + refused.stderr
-    assert "node1: sysctl:net.core.somaxconn: the saved change does not do what the inventory asks" in refused.stderr
+    assert f"node1: file:{cron}: not something ascendprep manages on this host" in refused.stderr
     assert lab.ssh("node1", f"test -e {cron}").returncode != 0
     # nothing changed anywhere: node2's own (untouched) change was not made either
     assert sh(lab, "node1", "cat /proc/sys/net/core/somaxconn").strip() == "2048"
@@ -67,9 +67,10 @@ def test_a_hand_edited_action_is_refused_and_nothing_changes(lab: Lab, tmp_path:
     # the same key setting another sysctl instead
     run_cli("plan", str(path), cwd=tmp_path)
     forward = sh(lab, "node1", "cat /proc/sys/net/ipv4/ip_forward").strip()
-    _edit_plan(tmp_path, "node1", "sysctl:net.core.somaxconn", action={"op": "sysctl", "key": "net.ipv4.ip_forward", "value": "1" if forward == "0" else "0"})
+    other = "1" if forward == "0" else "0"
+    _edit_plan(tmp_path, "node1", ("sysctl", "net.core.somaxconn"), target="net.ipv4.ip_forward", after=other, text=f"sysctl net.ipv4.ip_forward 2048 → {other}")
     refused = run_cli("apply", cwd=tmp_path)
-    assert refused.returncode == 1 and "node1: sysctl:net.core.somaxconn" in refused.stderr
+    assert refused.returncode == 1 and "node1: sysctl:net.ipv4.ip_forward: not something ascendprep manages on this host" in refused.stderr, refused.stderr
     assert sh(lab, "node1", "cat /proc/sys/net/ipv4/ip_forward").strip() == forward
     assert sh(lab, "node1", "cat /proc/sys/net/core/somaxconn").strip() == "2048"
     converge(path, tmp_path)

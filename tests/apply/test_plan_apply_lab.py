@@ -80,7 +80,7 @@ def test_plan_apply_converges_and_a_second_apply_changes_nothing(lab: Lab, tmp_p
     assert plan.returncode == 3, plan.stderr
     document = json.loads(plan.stdout)
     node1 = next(h for h in document["hosts"] if h["node"] == "node1")
-    summaries = [c["summary"] for c in node1["changes"]]
+    summaries = [c["text"] for c in node1["changes"]]
     assert any(s.startswith("npu 0: ip none → 10.20.0.") for s in summaries), summaries
     assert "sysctl net.core.somaxconn 4096 → 65535" in summaries
     assert "/etc/ascendprep/env.sh: create" in summaries

@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.checks import bundle as bundle_module
-from ascendprep.checks.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
+from ascendprep.fleet import bundle as bundle_module
+from ascendprep.fleet.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
 from ascendprep.checks.registry import Selection
-from ascendprep.commands import verify_run
+from ascendprep.commands import verify as verify_flow
 from ascendprep.commands.verify import verify_command
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state
 
@@ -168,7 +168,7 @@ def test_prune_keeps_the_newest_runs_and_nothing_else_is_touched(tmp_path):
 
 def _run(evidence):
     desired, hosts, plan = evidence
-    return verify_run._Run(desired, "/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection(), TODAY, {}, [])
+    return verify_flow._Run(desired, "/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection(), TODAY, {}, [])
 
 
 def _quiet() -> Console:
@@ -181,7 +181,7 @@ def test_each_saved_run_prunes_to_keep_runs(evidence, tmp_path):
     for second in range(4):
         target = runs / f"20260101T00000{second}Z"
         document = {"bundle": str(target)}
-        saved.append(verify_run._save_bundle(_run(evidence), target, document, keep_runs=2, err=_quiet()))
+        saved.append(verify_flow._save_bundle(_run(evidence), target, document, keep_runs=2, err=_quiet()))
         assert document["bundle"] == str(target)
     assert saved == [runs / f"20260101T00000{s}Z" for s in range(4)]
     assert [p.name for p in run_dirs(runs)] == ["20260101T000002Z", "20260101T000003Z"]
@@ -200,7 +200,7 @@ def test_no_bundle_when_the_disk_is_full_and_a_warning_when_low(evidence, tmp_pa
     assert not check_free_space(tmp_path, 5000).write
     err = Console(file=io.StringIO(), width=300, color_system=None)
     document = {"bundle": "x"}
-    assert verify_run._save_bundle(_run(evidence), tmp_path / "runs" / "20260101T000000Z", document, keep_runs=20, err=err) is None
+    assert verify_flow._save_bundle(_run(evidence), tmp_path / "runs" / "20260101T000000Z", document, keep_runs=20, err=err) is None
     assert document["bundle"] is None and "the evidence bundle was not saved" in err.file.getvalue()
     assert not (tmp_path / "runs" / "20260101T000000Z").exists()
 

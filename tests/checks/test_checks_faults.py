@@ -14,6 +14,7 @@ import pytest
 from ascendprep.checks.model import COULD_NOT_CHECK, Status
 from ascendprep.checks.runner import no_errors, run_checks
 from ascendprep.desired import DesiredState
+from ascendprep.envfiles import render_sysctl_conf
 from ascendprep.facts import (
     Firewall,
     FirewallTool,
@@ -28,6 +29,7 @@ from ascendprep.facts import (
     NpuSmiList,
     ProbeError,
     PythonEnv,
+    SysctlFile,
     TlsState,
     VersionFile,
 )
@@ -95,7 +97,8 @@ FAULTS: Dict[str, Tuple[Callable[[DesiredState], HostFacts], Set[Where]]] = {
     "npu alarm": (lambda d: replace(_node2(d), npu_health=tuple(NpuHealth(i, 0, "Alarm" if i == 4 else "OK", "80E18402" if i == 4 else None) for i in range(8))), {("npu.health", "node2", 4)}),
     "npu missing from npu-smi": (lambda d: replace(_node2(d), npu_smi=NpuSmiList(7, tuple(NpuSmiDevice(i) for i in range(7)))), {("npu.count", "node2", None), ("npu.health", "node2", 7)}),
     "somaxconn too low": (lambda d: replace(_node2(d), sysctl={**_node2(d).sysctl, "net.core.somaxconn": "4096"}), {("sysctl.minimum", "node2", None)}),
-    "ports not reserved": (lambda d: replace(_node2(d), sysctl={**_node2(d).sysctl, "net.ipv4.ip_local_reserved_ports": "8080"}), {("sysctl.reserved_ports", "node2", None)}),
+    # the file persists the host's 8080 with HCCL's ports; the live value lost HCCL's
+    "ports not reserved": (lambda d: replace(_node2(d), sysctl={**_node2(d).sysctl, "net.ipv4.ip_local_reserved_ports": "8080"}, sysctl_file=SysctlFile(render_sysctl_conf({**_node2(d).sysctl, "net.ipv4.ip_local_reserved_ports": "8080,60000-60015"}))), {("sysctl.reserved_ports", "node2", None)}),
     "env file edited": (lambda d: replace(_node2(d), managed_files={**_node2(d).managed_files, "/etc/ascendprep/env.sh": ManagedFile("/etc/ascendprep/env.sh", True, "0" * 64)}), {("files.managed", "node2", None)}),
     "rank table missing": (lambda d: replace(_node2(d), managed_files={**_node2(d).managed_files, "/etc/ascendprep/rank_table.json": ManagedFile("/etc/ascendprep/rank_table.json", False)}), {("files.managed", "node2", None)}),
     "torch_npu not installed": (lambda d: replace(_node2(d), python=PythonEnv("/usr/bin/python3", "3.10.12", "/usr/bin/python3", {"torch": "2.6.0", "torch_npu": None, "torchvision": "0.21.0"})), {("software.torch_npu", "node2", None)}),

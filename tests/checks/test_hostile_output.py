@@ -18,21 +18,21 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.checks.bundle import Bundle, new_bundle_dir, write_bundle
-from ascendprep.checks.evidence import collect
+from ascendprep.fleet.bundle import Bundle, new_bundle_dir, write_bundle
+from ascendprep.fleet.evidence import collect
 from ascendprep.checks.model import COULD_NOT_CHECK
 from ascendprep.checks.registry import Selection
 from ascendprep.checks.runner import no_errors, run_checks
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired import build_desired
-from ascendprep.hosts import host_accesses
+from ascendprep.fleet.hosts import host_accesses
 from ascendprep.inventory import inventory_from_text
 from ascendprep.plan import diff_host
 from ascendprep.probes.gather import parse_gather_output
 from ascendprep.probes.sysctl import parse_proc_value
 from ascendprep.probes.text import UnexpectedOutput
-from ascendprep.remote.fanout import Session
-from ascendprep.remote.local import LocalTransport
+from ascendprep.fleet.fanout import Session
+from ascendprep.fleet.local import LocalTransport
 from ascendprep.report.changes import changes_table
 from ascendprep.report.verify import print_verify, verify_document
 from verify_cluster_facts import TODAY

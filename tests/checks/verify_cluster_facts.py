@@ -15,6 +15,7 @@ from ascendprep import sysctl
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.mesh import PingPlan, plan_pings
 from ascendprep.desired import DesiredState, build_desired
+from ascendprep.envfiles import render_sysctl_conf
 from ascendprep.facts import (
     Firewall,
     FirewallTool,
@@ -121,7 +122,7 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
         npu_smi=NpuSmiList(total_count=wanted.nproc, devices=tuple(NpuSmiDevice(npu_id=i) for i in range(wanted.nproc))),
         npu_health=tuple(NpuHealth(npu_id=i, chip=0, health="OK") for i in range(wanted.nproc)),
         sysctl=live_sysctl,
-        sysctl_file=SysctlFile(raw="(rendered)", values=dict(live_sysctl)),
+        sysctl_file=SysctlFile(raw=render_sysctl_conf(live_sysctl), values=dict(live_sysctl)),
         firewall=Firewall(ufw=FirewallTool(installed=False), firewalld=FirewallTool(installed=False), nftables=FirewallTool(installed=True, active=False)),
         managed_files={f.path: ManagedFile(f.path, True, hashlib.sha256(f.content.encode()).hexdigest()) for f in wanted.files},
         versions=Versions(

@@ -20,11 +20,15 @@ from ascendprep import exitcodes
 from ascendprep.applyscript import StepResult
 from ascendprep.commands import apply as apply_command
 from ascendprep.desired import build_desired
-from ascendprep.hosts import AppliedHost, Gathered
+from ascendprep.fleet import hosts as fleet_hosts
+from ascendprep.fleet.hosts import AppliedHost, Gathered
 from ascendprep.inventory import load_inventory
-from ascendprep.plan import Change, diff_host
+from ascendprep.changes import Change, SetSysctl, WriteFile
+from ascendprep.facts import ManagedFile
+from ascendprep.plan import diff_host
 from ascendprep.planfile import from_host_plans, read_plan, write_plan
-from ascendprep.remote.fanout import HostOutcome
+from ascendprep.report import changes as report_changes
+from ascendprep.fleet.fanout import HostOutcome
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts
 
@@ -54,10 +58,9 @@ class FakeHosts:
             self.applied = {k: list(v) for k, v in changes_by_host.items() if v}
             return self.on_apply(self.applied)
 
-        monkeypatch.setattr(apply_command, "Session", session)
-        monkeypatch.setattr(apply_command, "host_accesses", lambda *a, **k: [])
-        monkeypatch.setattr(apply_command, "gather_facts", gather)
-        monkeypatch.setattr(apply_command, "apply_changes", apply)
+        monkeypatch.setattr(apply_command, "open_session", session)
+        monkeypatch.setattr(fleet_hosts, "gather_facts", gather)
+        monkeypatch.setattr(fleet_hosts, "apply_changes", apply)
 
 
 def all_ok(changes_by_host: dict[str, list[Change]]) -> dict[str, HostOutcome[AppliedHost]]:
@@ -71,7 +74,8 @@ def planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     inventory_path = tmp_path / "inventory.yaml"
     inventory_path.write_text(yaml.safe_dump(INVENTORY))
     state = build_desired(load_inventory(inventory_path))
-    facts = {"n1": converged_facts(state, "n1", sysctl=dict(LOW_SYSCTL), managed_files={}), "n2": converged_facts(state, "n2")}
+    absent = {path.removeprefix("file:"): ManagedFile(path.removeprefix("file:"), False) for path in MANAGED}
+    facts = {"n1": converged_facts(state, "n1", sysctl=dict(LOW_SYSCTL), managed_files=absent), "n2": converged_facts(state, "n2")}
     plans = [diff_host(state, name, facts[name]) for name in ("n1", "n2")]
     plan_path = tmp_path / ".ascendprep" / "plan.json"
     write_plan(from_host_plans(inventory_path, "t", plans), plan_path)
@@ -88,24 +92,24 @@ def journals(plan_path: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((plan_path.parent / "journal").glob("apply-*.json"))]
 
 
-def _n1_change(data: dict[str, Any], key: str) -> dict[str, Any]:
+def _n1_change(data: dict[str, Any], kind: str, target: str) -> dict[str, Any]:
     host = next(h for h in data["hosts"] if h["node"] == "n1")
-    return next(c for c in host["changes"] if c["key"] == key)
+    return next(c for c in host["changes"] if (c["kind"], c["target"]) == (kind, target))
 
 
-def test_a_hand_edited_action_refuses_the_whole_plan(planned, monkeypatch, capsys):
+def test_a_change_turned_into_another_file_refuses_the_whole_plan(planned, monkeypatch, capsys):
     plan_path, _, facts = planned
     hosts = FakeHosts(monkeypatch, facts, all_ok)
-    cron = {"op": "write_file", "path": "/etc/cron.d/x", "content": "* * * * * root sh /tmp/x\n", "mode": 420}
-    edit_plan(plan_path, lambda d: _n1_change(d, "sysctl:net.core.somaxconn").update(action=cron))
+    cron = {"kind": "file", "target": "/etc/cron.d/x", "before": None, "after": "0" * 64, "text": "/etc/cron.d/x: create"}
+    edit_plan(plan_path, lambda d: _n1_change(d, "sysctl", "net.core.somaxconn").update(cron))
     code = apply_command.run_apply(plan_path, False, None)
     assert code == exitcodes.FAILED
     assert hosts.applied == {}
     err = capsys.readouterr().err
     assert "holds changes that this inventory does not produce" in err
-    assert "n1: sysctl:net.core.somaxconn: the saved change does not do what the inventory asks (the plan's action is write_file, the inventory's sysctl)" in err
+    assert "n1: file:/etc/cron.d/x: not something ascendprep manages on this host" in err
     journal = journals(plan_path)[-1]
-    assert journal["status"] == "refused" and journal["hosts"] == [] and "cron" not in json.dumps(journal)
+    assert journal["status"] == "refused" and journal["hosts"] == []
 
 
 def test_the_fresh_change_runs_not_the_saved_one(planned, monkeypatch):
@@ -113,7 +117,9 @@ def test_the_fresh_change_runs_not_the_saved_one(planned, monkeypatch):
     hosts = FakeHosts(monkeypatch, facts, all_ok)
     assert apply_command.run_apply(plan_path, False, None) == exitcodes.OK
     [change] = [c for c in hosts.applied["n1"] if c.key == "sysctl:net.core.somaxconn"]
-    assert change.action == {"op": "sysctl", "key": "net.core.somaxconn", "value": "65535"}
+    assert change == SetSysctl("n1", "4096", "net.core.somaxconn", "65535")
+    [env] = [c for c in hosts.applied["n1"] if c.key == "file:/etc/ascendprep/env.sh"]
+    assert isinstance(env, WriteFile) and env.content and env.content.startswith("# Managed by ascendprep")
 
 
 def test_a_plan_naming_a_node_outside_the_inventory_is_refused(planned, monkeypatch, capsys):
@@ -177,7 +183,7 @@ def test_the_journal_holds_the_intent_before_any_script_runs(planned, monkeypatc
     assert seen["status"] == "applying"
     assert [(h["node"], h["status"]) for h in seen["hosts"]] == [("n1", "pending")]
     assert [c["key"] for c in seen["hosts"][0]["intent"]] == ["sysctl:net.core.somaxconn", *MANAGED]
-    assert all("content" not in c["action"] for c in seen["hosts"][0]["intent"])
+    assert all(set(c) == {"kind", "node", "target", "before", "after", "text", "key"} for c in seen["hosts"][0]["intent"])
     [path] = (plan_path.parent / "journal").glob("apply-*.json")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     final = json.loads(path.read_text())
@@ -193,7 +199,7 @@ def test_a_crash_in_the_report_does_not_lose_the_journal(planned, monkeypatch):
     def broken_table(rows):
         raise RuntimeError("report bug")
 
-    monkeypatch.setattr(apply_command, "apply_table", broken_table)
+    monkeypatch.setattr(report_changes, "apply_table", broken_table)
     with pytest.raises(RuntimeError):
         apply_command.run_apply(plan_path, False, None)
     journal = journals(plan_path)[-1]

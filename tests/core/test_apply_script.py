@@ -14,11 +14,12 @@ from pathlib import Path
 
 from ascendprep.applyscript import LOCKED_RC, parse_apply_output, render_apply_script
 from ascendprep.envfiles import MANAGED_HEADER
-from ascendprep.plan import Change
+from ascendprep.changes import Change, SetNpuAddress, WriteFile
+from ascendprep.drift import sha256_text
 
 
 def _write(target: Path, content: str) -> Change:
-    return Change("n1", f"file:{target}", "", None, "x", {"op": "write_file", "path": str(target), "content": content, "mode": 0o644})
+    return WriteFile("n1", None, str(target), sha256_text(content), content, 0o644)
 
 
 def _run(script: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -110,7 +111,7 @@ echo "Cmd executed successfully!"
 
 
 def _ip_change(npu: int = 0) -> Change:
-    return Change("n1", f"hccn.ip:{npu}", "", None, "x", {"op": "hccn_ip", "npu": npu, "address": "10.20.0.1", "netmask": "255.255.255.0"}, npu)
+    return SetNpuAddress("n1", None, npu, "10.20.0.1", "255.255.255.0")
 
 
 def test_a_busy_hccn_tool_is_tried_again_and_the_tries_reported(tmp_path: Path):

@@ -19,13 +19,14 @@ from ascendprep import exitcodes
 from ascendprep.cli import main
 from ascendprep.applyjournal import ApplyJournal
 from ascendprep.commands.apply import _record_results, _report
-from ascendprep.hosts import AppliedHost
+from ascendprep.fleet.hosts import AppliedHost
 from ascendprep.applyscript import StepResult
 from ascendprep.jsoninput import parse_json, read_json_file
 from ascendprep.limits import INVENTORY_MAX_BYTES
-from ascendprep.plan import Change, HostPlan
+from ascendprep.changes import SetNpuAddress, SetSysctl
+from ascendprep.plan import HostPlan
 from ascendprep.planfile import PlanFile
-from ascendprep.remote.fanout import HostOutcome
+from ascendprep.fleet.fanout import HostOutcome
 from ascendprep.report.changes import apply_table, changes_table
 from ascendprep.report.text import cell, markup_safe, visible
 from ascendprep.yamlsource import InputError, parse_yaml
@@ -77,7 +78,7 @@ def test_plan_table_shows_hostile_host_errors_as_text():
 
 
 def test_apply_report_with_a_tool_message_in_brackets_is_printed_and_journaled(tmp_path):
-    change = Change("node1", "hccn.ip:0", "npu 0: ip 10.0.0.1 → 10.0.0.2", "10.0.0.1", "10.0.0.2", {"op": "hccn_ip", "npu": 0}, 0)
+    change = SetNpuAddress("node1", {"device": "10.0.0.1/255.255.255.0", "file": None}, 0, "10.0.0.2", "255.255.255.0")
     message = "[/home/x/ip.c:553] set ip failed\x1b]0;pwned\x07"
     outcomes = {"node1": HostOutcome("node1", AppliedHost({"hccn.ip:0": StepResult("hccn.ip:0", 1, message)}, 1, "", False))}
     saved = PlanFile("inv.yaml", "0" * 64, "c", "2026-01-01T00:00:00+00:00", [])
@@ -96,9 +97,9 @@ def test_apply_report_with_a_tool_message_in_brackets_is_printed_and_journaled(t
 
 
 def test_apply_table_of_a_step_that_never_ran():
-    change = Change("n[/x]", "k", "[/bold] summary", None, None)
+    change = SetSysctl("n[/x]", "[/bold] seen", "net.core.x", "1")  # a live value is the host's text
     text = _plain(apply_table([("n[/x]", change, None, "\x1bc")]))
-    assert "n[/x]" in text and "[/bold] summary" in text and "did not run" in text and "\\x1bc" in text
+    assert "n[/x]" in text and "[/bold] seen" in text and "did not run" in text and "\\x1bc" in text
 
 
 def test_invalid_inventory_user_in_markup_is_a_located_error(tmp_path):

@@ -12,7 +12,10 @@ from ascendprep.desired import build_desired
 from ascendprep.envfiles import render_sysctl_conf
 from ascendprep.facts import HccnConf, HostFacts, ManagedFile, NpuFacts, ProbeError, SysctlFile, TlsState
 from ascendprep.inventory import inventory_from_text
-from ascendprep.plan import Change, diff_host, reconcile
+from ascendprep.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetSysctl, WriteFile
+from ascendprep.drift import sha256_text
+from ascendprep.plan import diff_host, reconcile
+from ascendprep.report.changes import describe
 from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
 
 INVENTORY = {
@@ -53,8 +56,9 @@ def test_converged_host_has_no_changes():
 def test_fresh_host_needs_everything_in_order():
     state = desired()
     fresh = HostFacts(
-        npus={0: NpuFacts(devid=0), 1: NpuFacts(devid=1)},
+        npus={0: NpuFacts(devid=0, tls=TlsState(switch=1)), 1: NpuFacts(devid=1, tls=TlsState(switch=1))},
         sysctl={"net.core.somaxconn": "4096", "net.ipv4.tcp_max_syn_backlog": "512", "net.ipv4.ip_local_reserved_ports": "8080"},
+        managed_files={path: ManagedFile(path, False) for path in (ENV_SH, SET_ENV_SH, RANK_TABLE)},
     )
     plan = diff_host(state, "n1", fresh)
     keys = [c.key for c in plan.changes]
@@ -63,8 +67,9 @@ def test_fresh_host_needs_everything_in_order():
     ports = next(c for c in plan.changes if c.key == "sysctl:net.ipv4.ip_local_reserved_ports")
     assert ports.before == "8080" and ports.after == "8080,60000-60015"  # merged, never replaced (CANN 8.0 reserves 16 ports)
     assert {f"file:{p}" for p in (ENV_SH, SET_ENV_SH, RANK_TABLE, SYSCTL_FILE)} <= set(keys)
-    summary = next(c for c in plan.changes if c.key == "sysctl:net.core.somaxconn").summary
+    summary = describe(next(c for c in plan.changes if c.key == "sysctl:net.core.somaxconn"))
     assert summary == "sysctl net.core.somaxconn 4096 → 65535"
+    assert [describe(c) for c in plan.changes if c.npu == 0] == ["npu 0: ip none → 10.20.0.1/255.255.255.0", "npu 0: netdetect none → 10.20.0.3", "npu 0: tls switch 1 → 0"]
 
 
 def test_higher_sysctl_values_are_kept():
@@ -72,7 +77,7 @@ def test_higher_sysctl_values_are_kept():
     facts = converged_facts(state, sysctl={"net.core.somaxconn": "131072", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031"})
     plan = diff_host(state, "n1", facts)
     assert [c.key for c in plan.changes] == [f"file:{SYSCTL_FILE}"]
-    assert "net.core.somaxconn = 131072" in plan.changes[0].action["content"]
+    assert "net.core.somaxconn = 131072" in plan.changes[0].content
 
 
 def test_stale_hccn_conf_is_a_change_even_when_the_device_is_right():
@@ -82,7 +87,8 @@ def test_stale_hccn_conf_is_a_change_even_when_the_device_is_right():
     conf[1] = {**conf[1], "address": "10.20.0.99"}
     plan = diff_host(state, "n1", converged_facts(state, hccn_conf=HccnConf(raw="", devices=conf)))
     assert [c.key for c in plan.changes] == ["hccn.ip:1"]
-    assert "/etc/hccn.conf says 10.20.0.99" in plan.changes[0].summary
+    assert "/etc/hccn.conf says 10.20.0.99" in describe(plan.changes[0])
+    assert plan.changes[0].before == {"device": "10.20.0.2/255.255.255.0", "file": "10.20.0.99/255.255.255.0"}
 
 
 def test_unknown_probe_values_make_the_host_incomplete_not_changed():
@@ -94,27 +100,39 @@ def test_unknown_probe_values_make_the_host_incomplete_not_changed():
     assert plan.incomplete and "npu 1" in plan.incomplete[0] and "timed out" in plan.incomplete[0]
 
 
-def _change(key, before, after, npu=None):
-    return Change("n1", key, key, before, after, {}, npu)
+def _ip(npu: int, address: str, device=None) -> SetNpuAddress:
+    return SetNpuAddress("n1", {"device": device, "file": None}, npu, address, "255.255.255.0")
 
 
 def test_reconcile_second_apply_is_all_done():
-    planned = [_change("hccn.ip:0", "none", "10.20.0.1/255.255.255.0", 0)]
+    planned = [_ip(0, "10.20.0.1")]
     result = reconcile(planned, [])
     assert result.to_apply == [] and result.already_done == planned and result.stale == []
 
 
 def test_reconcile_partial_apply_continues():
-    planned = [_change("hccn.ip:0", "none", "a", 0), _change("hccn.ip:1", "none", "b", 1)]
-    result = reconcile(planned, [_change("hccn.ip:1", "none", "b", 1)])
+    planned = [_ip(0, "10.20.0.1"), _ip(1, "10.20.0.2")]
+    result = reconcile(planned, [_ip(1, "10.20.0.2")])
     assert [c.key for c in result.to_apply] == ["hccn.ip:1"] and not result.stale
 
 
-def test_reconcile_detects_drift_and_new_differences():
-    planned = [_change("sysctl:x", "1", "2")]
-    assert reconcile(planned, [_change("sysctl:x", "5", "2")]).stale == ["sysctl:x: was 1 at planning, is now 5"]
-    assert "not in the plan" in reconcile(planned, [_change("sysctl:y", "1", "2")]).stale[0]
-    assert "the plan sets 2" in reconcile(planned, [_change("sysctl:x", "1", "3")]).stale[0]
+def test_reconcile_compares_values_not_words():
+    planned = [SetSysctl("n1", "1", "net.core.x", "2")]
+    assert reconcile(planned, [SetSysctl("n1", "5", "net.core.x", "2")]).stale == ["sysctl:net.core.x: was 1 at planning, is now 5"]
+    assert "not in the plan" in reconcile(planned, [SetSysctl("n1", "1", "net.core.y", "2")]).stale[0]
+    assert "the plan sets 2" in reconcile(planned, [SetSysctl("n1", "1", "net.core.x", "3")]).stale[0]
+    # the file's copy seen otherwise is a move of the host, even with the same device value
+    moved = reconcile([_ip(0, "10.20.0.1", "10.20.0.9/255.255.255.0")], [SetNpuAddress("n1", {"device": "10.20.0.9/255.255.255.0", "file": "10.20.0.7/255.255.255.0"}, 0, "10.20.0.1", "255.255.255.0")])
+    assert moved.stale and "was {'device': '10.20.0.9/255.255.255.0', 'file': None} at planning" in moved.stale[0]
+
+
+def test_a_gateway_seen_otherwise_after_its_npus_address_was_set_is_the_plans_doing():
+    gateway = SetNpuGateway("n1", {"device": "10.9.0.254", "file": None}, 0, "10.20.0.254")
+    now = SetNpuGateway("n1", {"device": None, "file": None}, 0, "10.20.0.254")
+    result = reconcile([_ip(0, "10.20.0.1"), gateway], [now])
+    assert result.stale == [] and result.to_apply == [now]
+    alone = reconcile([gateway], [now])
+    assert alone.stale and alone.to_apply == []
 
 
 def test_apply_script_runs_steps_and_skips_the_rest_of_a_failed_npu(tmp_path: Path):
@@ -129,10 +147,10 @@ echo "Cmd executed successfully!"
     tool.chmod(0o755)
     target = tmp_path / "etc" / "env.sh"
     changes = [
-        Change("n1", "hccn.ip:1", "", None, "x", {"op": "hccn_ip", "npu": 1, "address": "10.20.0.2", "netmask": "255.255.255.0"}, 1),
-        Change("n1", "hccn.netdetect:1", "", None, "x", {"op": "hccn_netdetect", "npu": 1, "address": "10.20.0.3"}, 1),
-        Change("n1", "hccn.ip:0", "", None, "x", {"op": "hccn_ip", "npu": 0, "address": "10.20.0.1", "netmask": "255.255.255.0"}, 0),
-        Change("n1", f"file:{target}", "", None, "x", {"op": "write_file", "path": str(target), "content": "it's $(not) run\n", "mode": 0o640}),
+        SetNpuAddress("n1", None, 1, "10.20.0.2", "255.255.255.0"),
+        SetNpuNetdetect("n1", None, 1, "10.20.0.3"),
+        SetNpuAddress("n1", None, 0, "10.20.0.1", "255.255.255.0"),
+        WriteFile("n1", None, str(target), sha256_text("it's $(not) run\n"), "it's $(not) run\n", 0o640),
     ]
     script = render_apply_script(changes, str(tool), lock_dir=str(tmp_path / "lock"))
     done = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True)

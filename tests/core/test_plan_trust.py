@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
 from ascendprep.inventory import inventory_from_text
-from ascendprep.plan import Change, diff_host, managed_keys, reconcile
+from ascendprep.changes import WriteFile
+from ascendprep.plan import diff_host, managed_keys, reconcile
 from ascendprep.planfile import PlanFile, SavedHost, read_plan, write_plan
+from ascendprep.report.changes import describe
 from ascendprep.yamlsource import InputError
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts, desired
@@ -25,34 +28,29 @@ def _somaxconn_change(state, node="n1"):
     return next(c for c in fresh if c.key == "sysctl:net.core.somaxconn"), fresh
 
 
-def _edited(change: Change, **fields) -> Change:
-    return Change(**{**change.to_dict(), **fields})
-
-
 # ------------------------------------------------------------------ reconcile: what runs is fresh
 
 
-def test_same_key_and_values_but_another_action_is_refused_as_tampered():
+def test_a_saved_change_filed_under_another_node_is_refused_as_tampered():
     state = desired()
     change, fresh = _somaxconn_change(state)
-    cron = _edited(change, action={"op": "write_file", "path": "/etc/cron.d/x", "content": "* * * * * root sh /tmp/x\n", "mode": 0o644})
-    planned = [cron if c is change else c for c in fresh]
-    result = reconcile(planned, fresh, managed_keys(state, "n1"))
+    moved = replace(change, node="n2")
+    result = reconcile([moved if c is change else c for c in fresh], fresh, managed_keys(state, "n1"))
     assert result.to_apply == [c for c in fresh if c is not change]
-    assert result.tampered == ["sysctl:net.core.somaxconn: the saved change does not do what the inventory asks (the plan's action is write_file, the inventory's sysctl)"]
+    assert result.tampered == ["sysctl:net.core.somaxconn: the saved change is for node n2, not n1"]
 
 
-def test_another_sysctl_behind_a_known_key_is_refused():
+def test_another_sysctl_in_place_of_a_known_one_is_refused():
     state = desired()
     change, fresh = _somaxconn_change(state)
-    evil = _edited(change, action={"op": "sysctl", "key": "kernel.modprobe", "value": "/tmp/evil"})
+    evil = replace(change, name="kernel.modprobe", value="/tmp/evil")
     result = reconcile([evil if c is change else c for c in fresh], fresh, managed_keys(state, "n1"))
-    assert len(result.tampered) == 1 and "action key, value differs" in result.tampered[0]
+    assert result.tampered == ["sysctl:kernel.modprobe: not something ascendprep manages on this host"]
 
 
 def test_a_key_outside_the_managed_set_is_refused_even_when_nothing_needs_it():
     state = desired()
-    extra = Change("n1", "file:/etc/cron.d/x", "/etc/cron.d/x: create", None, "abc", {"op": "write_file", "path": "/etc/cron.d/x", "content": "x", "mode": 0o644})
+    extra = WriteFile("n1", None, "/etc/cron.d/x", "a" * 64)
     result = reconcile([extra], [], managed_keys(state, "n1"))
     assert result.tampered == ["file:/etc/cron.d/x: not something ascendprep manages on this host"]
 
@@ -63,14 +61,6 @@ def test_the_fresh_change_is_applied_not_the_saved_one():
     result = reconcile(list(fresh), fresh, managed_keys(state, "n1"))
     assert result.tampered == [] and result.stale == []
     assert all(a is f for a, f in zip(result.to_apply, fresh))
-
-
-def test_an_edited_summary_is_refused():
-    state = desired()
-    change, fresh = _somaxconn_change(state)
-    lying = _edited(change, summary="nothing to see here")
-    result = reconcile([lying if c is change else c for c in fresh], fresh, managed_keys(state, "n1"))
-    assert result.tampered and "nothing to see here" in result.tampered[0]
 
 
 def test_managed_keys_are_the_inventory_npus_sysctls_files_and_firewall():
@@ -104,9 +94,14 @@ def test_plan_file_is_0600_whatever_the_umask(tmp_path: Path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d["hosts"][0]["changes"][0].update(action="rm -rf /"), "hosts[0].changes[0].action must be an object"),
-        (lambda d: d["hosts"][0]["changes"][0].update(key=["x"]), "hosts[0].changes[0].key must be text, not list"),
-        (lambda d: d["hosts"][0]["changes"][0].update(npu=True), "hosts[0].changes[0].npu must be a number or null"),
+        (lambda d: d["hosts"][0]["changes"][0].update(action={"op": "sysctl"}), "hosts[0].changes[0] has unknown fields ['action']"),
+        (lambda d: d["hosts"][0]["changes"][0].update(kind="shell"), "hosts[0].changes[0]: kind 'shell' is not one of hccn.ip, hccn.gateway"),
+        (lambda d: d["hosts"][0]["changes"][0].update(target=["x"]), "hosts[0].changes[0]: target and after must be text"),
+        (lambda d: d["hosts"][0]["changes"][0].update(before=[1]), "hosts[0].changes[0]: before must be text, a number or an object of those"),
+        (lambda d: d["hosts"][0]["changes"][0].update(kind="hccn.tls", target="npu x", after=1), "hosts[0].changes[0]: target must be 'npu N'"),
+        (lambda d: d["hosts"][0]["changes"][0].update(kind="file", target="/etc/x;y", after="0" * 64), "hosts[0].changes[0]: target must be an absolute path of plain characters"),
+        (lambda d: d["hosts"][0]["changes"][0].pop("text"), "hosts[0].changes[0] is missing text"),
+        (lambda d: d["hosts"][0]["changes"][0].update(text="nothing to see here"), "hosts[0].changes[0].text 'nothing to see here' is not what this change does (sysctl net.core.somaxconn 4096 → 65535)"),
         (lambda d: d["hosts"][0]["changes"][0].update(shell="id"), "hosts[0].changes[0] has unknown fields ['shell']"),
         (lambda d: d["hosts"].__setitem__(0, "node1"), "hosts[0] must be an object"),
         (lambda d: d.update(hosts={"n1": {}}), "inventory must be an object and hosts a list"),
@@ -123,6 +118,26 @@ def test_a_plan_file_with_a_field_of_the_wrong_type_is_a_located_error(tmp_path:
         read_plan(path)
     assert str(caught.value.problems[0]).startswith(str(path))
     assert message in str(caught.value.problems[0])
+
+
+def test_a_plan_file_records_typed_changes_with_their_words(tmp_path: Path):
+    path = tmp_path / "plan.json"
+    write_plan(_plan(tmp_path), path)
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 2
+    assert data["hosts"][0]["changes"] == [{"kind": "sysctl", "node": "n1", "target": "net.core.somaxconn", "before": "4096", "after": "65535", "text": "sysctl net.core.somaxconn 4096 → 65535"}]
+
+
+def test_a_version_1_plan_file_is_refused_with_the_advice_to_plan_again(tmp_path: Path):
+    path = tmp_path / "plan.json"
+    write_plan(_plan(tmp_path), path)
+    data = json.loads(path.read_text())
+    data["schema_version"] = 1
+    data["hosts"][0]["changes"] = [{"node": "n1", "key": "sysctl:net.core.somaxconn", "summary": "s", "before": "4096", "after": "65535", "action": {"op": "sysctl"}, "npu": None}]
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError) as caught:
+        read_plan(path)
+    assert [str(p) for p in caught.value.problems] == [f"{path}: schema_version 1: plan file was written by an older ascendprep; run `ascendprep plan` again"]
 
 
 def test_a_plan_path_that_is_not_a_regular_file_is_refused(tmp_path: Path):
@@ -163,7 +178,7 @@ def test_keys_outside_the_allow_list_need_an_opt_in_and_are_marked_in_the_plan()
 
     state = build_desired(inventory)
     facts = converged_facts(state, sysctl={"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031", "vm.swappiness": "1"})
-    summaries = [c.summary for c in diff_host(state, "n1", facts).changes]
+    summaries = [describe(c) for c in diff_host(state, "n1", facts).changes]
     assert "sysctl vm.swappiness 1 → 10 (opt-in: outside the HCCL allow-list)" in summaries
     assert "sysctl:vm.swappiness" in managed_keys(state, "n1")
 

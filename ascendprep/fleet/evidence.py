@@ -1,0 +1,99 @@
+"""The edge of verify that talks to hosts: gather facts, then run the ping phase. Nothing else here
+touches a host; the checks only read what this returns.
+
+Round trips: one gather script per host, then one ping script per host that has pings to send
+(the pings of a node run one at a time, hccn_tool refuses concurrent calls; nodes run at once).
+So verify costs at most 2 SSH execs per host, and a dead host costs its connect timeout once:
+the Session remembers the failure for the ping phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Dict, Optional, Tuple
+
+from ascendprep.checks.context import HostEvidence
+from ascendprep.checks.mesh import PingPlan, plan_pings
+from ascendprep.desired import DesiredState
+from ascendprep.facts import PingResult
+from ascendprep.fleet.hosts import gather_facts
+from ascendprep.probes.ping import parse_ping_output, render_ping_script
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.fanout import HostOutcome, Session
+from ascendprep.fleet.progress import Progress
+from ascendprep.fleet.transport import Transport
+
+#: Seconds one ``hccn_tool -ping`` may take (3 echoes; lost ones wait ~1 s each on real devices).
+PING_TIMEOUT_S = 15
+#: Extra tries with back-off (1, 2, 4, 8, 8 s) when hccn_tool answers that it is busy.
+PING_BUSY_RETRIES = 5
+
+ProgressFactory = Callable[[str], Optional[Progress]]
+
+
+@dataclass(frozen=True)
+class PingRun:
+    """One node's ping script: its parsed results and the raw transcript (kept as evidence)."""
+
+    results: Tuple[PingResult, ...]
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool
+
+
+def ping_script_budget(count: int, per_ping: int = PING_TIMEOUT_S, retries: int = PING_BUSY_RETRIES) -> float:
+    """Wall-clock limit for a script of ``count`` pings: each may run to its timeout after busy retries."""
+    return 30.0 + count * (per_ping + 3 + retries)
+
+
+def run_pings(session: Session, plan: PingPlan, progress: Optional[Progress] = None) -> Dict[str, HostOutcome[PingRun]]:
+    """Run each source node's pings (one script per node, all nodes at once)."""
+    work = plan.by_source()
+
+    def job(transport: Transport, access: HostAccess) -> PingRun:
+        pairs = work[access.name]
+        script = render_ping_script(pairs, per_command_timeout=PING_TIMEOUT_S, busy_retries=PING_BUSY_RETRIES)
+        limit = max(ping_script_budget(len(pairs)), access.command_timeout or 0)
+        result = transport.run_script(script, timeout=limit)
+        return PingRun(tuple(parse_ping_output(result.stdout)), result.stdout, result.stderr, result.seconds, result.timed_out)
+
+    targets = [h for h in session.hosts if h.name in work]
+    return session.run(job, progress, hosts=targets, step="pinging NPU pairs")
+
+
+def _ping_problem(run: PingRun) -> Optional[str]:
+    if run.timed_out:
+        return f"the ping script ran past its time limit after {run.seconds:.0f}s and was killed"
+    return None
+
+
+def collect(
+    session: Session,
+    desired: DesiredState,
+    mesh: str,
+    with_pings: bool,
+    progress: ProgressFactory = lambda _: None,
+) -> Tuple[Dict[str, HostEvidence], Optional[PingPlan]]:
+    """Gather every host, plan and run the pings; the evidence per node, and the ping plan."""
+    inventory = desired.inventory
+    gathered = gather_facts(session, inventory, progress("reading hosts"))
+    hosts: Dict[str, HostEvidence] = {}
+    for node in inventory.nodes:
+        outcome = gathered[node.name]
+        if outcome.ok and outcome.value is not None:
+            value = outcome.value
+            hosts[node.name] = HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr)
+        else:
+            hosts[node.name] = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
+    if not with_pings:
+        return hosts, None
+    plan = plan_pings(desired, {name: host.facts for name, host in hosts.items()}, mesh)
+    for name, pinged in run_pings(session, plan, progress("pinging NPU pairs")).items():
+        host = hosts[name]
+        if pinged.ok and pinged.value is not None:
+            run = pinged.value
+            hosts[name] = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)
+        else:
+            hosts[name] = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
+    return hosts, plan

@@ -1,0 +1,100 @@
+"""The edge where the pure core meets the hosts: connect, gather facts, apply a host's changes.
+
+Each phase is one batched script per host through a :class:`~ascendprep.fleet.fanout.Session`,
+so a command keeps one connection per host and a failure on one host is that host's outcome only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ascendprep.applyscript import LOCKED_RC, StepResult, parse_apply_output, render_apply_script
+from ascendprep.facts import HostFacts
+from ascendprep.inventory import Inventory, Node, parse_jump_host
+from ascendprep.plan import Change
+from ascendprep.probes.gather import parse_gather_output, render_gather_script
+from ascendprep.probes.paths import SYSCTL_KEYS
+from ascendprep.fleet.access import HostAccess, known_hosts_files
+from ascendprep.fleet.errors import CommandTimeout
+from ascendprep.fleet.fanout import HostOutcome, Session
+from ascendprep.fleet.progress import Progress
+from ascendprep.fleet.transport import Transport
+
+
+def host_accesses(inventory: Inventory, accept_new_host_keys: bool = False, nodes: Optional[list[Node]] = None) -> list[HostAccess]:
+    """One :class:`HostAccess` per node: the inventory's known_hosts first, then the user's."""
+    ssh = inventory.model.ssh
+    known = known_hosts_files(inventory.known_hosts)
+    key = str(inventory.key_file) if inventory.key_file else None
+    jump = None
+    if ssh.jump_host:
+        user, host, port = parse_jump_host(ssh.jump_host)
+        jump = HostAccess(name=f"jump:{host}", address=host, port=port, user=user or ssh.user, key_file=key, known_hosts=tuple(known), connect_timeout=ssh.connect_timeout, command_timeout=ssh.command_timeout, accept_new_host_keys=accept_new_host_keys)
+    return [
+        HostAccess(
+            name=node.name,
+            address=node.host,
+            port=node.port,
+            user=node.user,
+            key_file=key,
+            known_hosts=tuple(known),
+            jump=jump,
+            connect_timeout=ssh.connect_timeout,
+            command_timeout=ssh.command_timeout,
+            sudo=ssh.sudo,
+            accept_new_host_keys=accept_new_host_keys,
+        )
+        for node in (nodes if nodes is not None else inventory.nodes)
+    ]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """A host's parsed facts and the raw transcript they came from (kept as evidence)."""
+
+    facts: HostFacts
+    transcript: str
+    stderr: str
+    seconds: float
+
+
+def gather_facts(session: Session, inventory: Inventory, progress: Optional[Progress] = None, only: Optional[set[str]] = None) -> dict[str, HostOutcome[Gathered]]:
+    """Run the gather script on every host (or on ``only``) and parse what it printed."""
+    npus_of = {node.name: node.npus for node in inventory.nodes}
+    python_path = inventory.model.software.python_path
+    sysctl_keys = tuple(dict.fromkeys([*SYSCTL_KEYS, *inventory.model.sysctl]))
+
+    def job(transport: Transport, access: HostAccess) -> Gathered:
+        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys)
+        result = transport.run_script(script)
+        if result.timed_out:
+            result.raise_for_status(access.name, "fact gathering")
+        facts = parse_gather_output(result.stdout)
+        return Gathered(facts, result.stdout, result.stderr, result.seconds)
+
+    targets = [h for h in session.hosts if only is None or h.name in only]
+    return session.run(job, progress, hosts=targets, step="gathering facts")
+
+
+@dataclass(frozen=True)
+class AppliedHost:
+    steps: dict[str, StepResult]
+    rc: int
+    stderr: str
+    locked: bool
+
+
+def apply_changes(session: Session, changes_by_host: dict[str, list[Change]], hccn_tools: dict[str, Optional[str]], progress: Optional[Progress] = None) -> dict[str, HostOutcome[AppliedHost]]:
+    """Run each host's rendered apply script (hosts without changes are not contacted)."""
+
+    def job(transport: Transport, access: HostAccess) -> AppliedHost:
+        script = render_apply_script(changes_by_host[access.name], hccn_tools.get(access.name))
+        result = transport.run_script(script)
+        if result.timed_out:
+            raise CommandTimeout(access.name, f"apply on {access.name} timed out after {result.seconds:.0f}s and was killed; run apply again to finish")
+        return AppliedHost(parse_apply_output(result.stdout), result.rc, result.stderr, result.rc == LOCKED_RC)
+
+    targets = [h for h in session.hosts if changes_by_host.get(h.name)]
+    return session.run(job, progress, hosts=targets, step="applying changes")
+

@@ -1,0 +1,153 @@
+"""Where host I/O may happen: only in ascendprep.fleet, and only when a command contacts hosts.
+
+Each case runs in a fresh interpreter (``sys.modules`` of the test process already holds
+paramiko), with the worktree's package first on the path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The SSH stack: paramiko, and fabric with its invoke.
+SSH_PACKAGES = ("paramiko", "fabric", "invoke")
+#: The pure core: what plan and verify decide with, readable without any SSH library.
+PURE_PACKAGES = ("ascendprep.checks", "ascendprep.compat", "ascendprep.probes")
+PURE_MODULES = ("ascendprep.plan", "ascendprep.desired", "ascendprep.ipplan", "ascendprep.facts", "ascendprep.allreduce.jobs")
+
+BLOCK_SSH = textwrap.dedent(
+    """
+    import importlib.abc, sys
+
+    class BlockSSH(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in {blocked!r}:
+                raise ImportError(name + " is blocked: this module must not need SSH")
+            return None
+
+    sys.meta_path.insert(0, BlockSSH())
+    """
+).format(blocked=SSH_PACKAGES)
+
+
+def _python(code: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_pure_core_imports_with_paramiko_and_fabric_blocked() -> None:
+    code = BLOCK_SSH + textwrap.dedent(
+        """
+        import importlib, json, pkgutil
+        try:
+            import paramiko
+        except ImportError:
+            blocked = True
+        else:
+            blocked = False
+        imported = []
+        for package in {packages!r}:
+            root = importlib.import_module(package)
+            imported.append(package)
+            for info in pkgutil.walk_packages(root.__path__, package + "."):
+                importlib.import_module(info.name)
+                imported.append(info.name)
+        for module in {modules!r}:
+            importlib.import_module(module)
+            imported.append(module)
+        fleet = sorted(m for m in sys.modules if m.startswith("ascendprep.fleet"))
+        print(json.dumps({{"blocked": blocked, "imported": imported, "fleet": fleet}}))
+        """
+    ).format(packages=PURE_PACKAGES, modules=PURE_MODULES)
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["blocked"], "the blocker let paramiko through: this test would prove nothing"
+    assert {"ascendprep.checks.registry", "ascendprep.probes.gather", "ascendprep.probes.ping", "ascendprep.compat.data"} <= set(result["imported"])
+    assert result["fleet"] == [], "the pure core imports host I/O"
+
+
+def test_a_module_that_needs_ssh_fails_under_the_blocker() -> None:
+    """The unlike case: the same blocker stops the session (so the test above can fail)."""
+    done = _python(BLOCK_SSH + "import ascendprep.fleet.fanout\n")
+    assert done.returncode != 0
+    assert "is blocked: this module must not need SSH" in done.stderr
+
+
+#: Runs the CLI in-process, then says which SSH packages it loaded (into the file argv[1]).
+RUN_CLI = textwrap.dedent(
+    """
+    import json, sys
+    from ascendprep.cli import main
+    report, args = sys.argv[1], sys.argv[2:]
+    try:
+        main(args, prog_name="ascendprep")
+        code = 0
+    except SystemExit as exit:
+        code = exit.code
+    loaded = sorted({m.split(".")[0] for m in sys.modules} & set(%r))
+    with open(report, "w") as handle:
+        json.dump({"code": code, "loaded": loaded}, handle)
+    """
+) % (SSH_PACKAGES,)
+
+
+def _cli(tmp_path: Path, *args: str) -> dict:
+    report = tmp_path / "report.json"
+    done = _python(RUN_CLI, str(report), *args, cwd=tmp_path)
+    assert report.exists(), done.stderr
+    return json.loads(report.read_text())
+
+
+def _inventory(tmp_path: Path, host: str = "10.0.0.[11-12]", **ssh: object) -> Path:
+    document = {
+        "name": "t",
+        "product": "atlas-a2",
+        "npus_per_node": 2,
+        "device_network": {"subnet": "10.20.0.0/24", "tls": False},
+        "nodes": [{"name": "n[1-2]", "host": host}],
+        "software": {"cann": "8.0.RC3"},
+    }
+    if ssh:
+        document["ssh"] = ssh
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["plan", "--help"],
+        ["verify", "--help"],
+        ["plan", "--offline", "INVENTORY"],
+        ["plan", "--offline", "INVENTORY", "--format", "json"],
+        ["plan", "--offline", "INVENTORY", "--format", "csv"],
+    ],
+    ids=lambda args: " ".join(args),
+)
+def test_help_and_offline_plan_load_no_ssh_library(tmp_path: Path, args: list) -> None:
+    inventory = _inventory(tmp_path)
+    result = _cli(tmp_path, *[str(inventory) if a == "INVENTORY" else a for a in args])
+    assert result == {"code": 0, "loaded": []}
+
+
+def test_a_live_plan_does_load_the_ssh_stack(tmp_path: Path) -> None:
+    """The unlike case: contacting hosts loads paramiko (so the runner above can see it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the with ends: connections are refused
+    inventory = _inventory(tmp_path, host="127.0.0.[1-2]", port=port, connect_timeout=2)
+    result = _cli(tmp_path, "plan", str(inventory), "--timeout", "20")
+    assert result["code"] == 1
+    assert "paramiko" in result["loaded"] and "fabric" in result["loaded"]

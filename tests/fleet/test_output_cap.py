@@ -1,0 +1,86 @@
+"""A host that prints without end costs the controller its cap, not what it printed.
+
+50 MB of output against a 1 MB cap, over the real sshd and through the local transport: the
+step fails for that host with "output over 1024 KB", the other host's result is intact, and the
+controller's Python allocations stay near the cap (tracemalloc) instead of growing to 50 MB.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+from typing import Callable, Tuple, TypeVar
+
+import pytest
+
+from ascendprep.fleet.local import LocalTransport
+from ascendprep.fleet.ssh import SSHTransport
+from ascendprep.fleet.errors import OutputTooLarge
+from ascendprep.fleet.fanout import Session
+
+from .conftest import Sshd
+
+T = TypeVar("T")
+CAP = 1024 * 1024
+FLOOD = "head -c 50000000 /dev/zero | tr '\\0' x; echo 'and stderr too' >&2\n"
+
+
+def _peak_while(action: Callable[[], T]) -> Tuple[T, int]:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        result = action()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _flood_error(run: Callable[[], object]) -> Tuple[OutputTooLarge, int]:
+    def attempt() -> OutputTooLarge:
+        with pytest.raises(OutputTooLarge) as caught:
+            run()
+        return caught.value
+
+    return _peak_while(attempt)
+
+
+def test_ssh_flood_is_cut_at_the_cap(sshd: Sshd, known_hosts: Path) -> None:
+    with SSHTransport(sshd.access(name="noisy", known_hosts=[known_hosts])) as host:
+        host.output_cap = CAP
+        error, peak = _flood_error(lambda: host.run_script(FLOOD))
+        assert host.run_script("echo still fine").stdout == "still fine\n"
+    assert str(error).startswith("noisy: output over 1024 KB: the remote script printed 50000015 bytes")
+    assert (error.kind, error.limit, error.cap) == ("error", "HOST_OUTPUT_CAP", CAP)
+    assert peak < 8 * CAP, f"the controller held {peak} bytes for a {CAP}-byte cap"
+
+
+def test_local_flood_is_cut_at_the_cap() -> None:
+    host = LocalTransport("here", output_cap=CAP)
+    error, peak = _flood_error(lambda: host.run_script(FLOOD))
+    assert str(error).startswith("here: output over 1024 KB: the remote script printed 50000015 bytes")
+    assert peak < 8 * CAP, f"the controller held {peak} bytes for a {CAP}-byte cap"
+    assert host.run_script("echo ok; echo err >&2").stdout == "ok\n"
+
+
+def test_a_flooding_host_does_not_affect_the_others(sshd: Sshd, known_hosts: Path) -> None:
+    hosts = [sshd.access(name="noisy", known_hosts=[known_hosts]), sshd.access(name="quiet", known_hosts=[known_hosts])]
+
+    def connect(access):  # type: ignore[no-untyped-def]
+        transport = SSHTransport(access).open()
+        transport.output_cap = CAP
+        return transport
+
+    def job(transport, access):  # type: ignore[no-untyped-def]
+        return transport.run_script(FLOOD if access.name == "noisy" else "echo quiet").stdout
+
+    with Session(hosts, forks=2, transport_factory=connect) as session:
+        outcomes = session.run(job)
+    assert outcomes["quiet"].ok and outcomes["quiet"].value == "quiet\n"
+    assert outcomes["noisy"].kind == "error"
+    assert "output over 1024 KB" in (outcomes["noisy"].error or "")
+
+
+def test_local_timeout_still_kills_and_keeps_what_was_printed(tmp_path: Path) -> None:
+    host = LocalTransport("here", output_cap=CAP)
+    result = host.run_script("echo started; sleep 30", timeout=1)
+    assert result.timed_out and result.stdout == "started\n"
