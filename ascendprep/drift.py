@@ -24,7 +24,7 @@ from ascendprep.desired import DesiredState, FileToWrite, HccnSettings, NodeDesi
 from ascendprep.envfiles import render_sysctl_conf
 from ascendprep.facts import HostFacts, NpuFacts, ProbeError
 from ascendprep.findings import Severity
-from ascendprep.probes.paths import HCCN_CONF, SYSCTL_FILE
+from ascendprep.probes.paths import SYSCTL_FILE
 
 #: The firewall front ends apply can switch off; an nftables ruleset may be Docker's or the
 #: site's, so it is only ever reported.
@@ -266,7 +266,7 @@ def sysctl_file(node: NodeDesired, facts: HostFacts, values: Optional[Sequence[D
     return Drift(key, want, have, have == want, content)
 
 
-def sysctl_file_problems(node: NodeDesired, facts: HostFacts, values: Sequence[Drift]) -> list[str]:
+def sysctl_file_problems(facts: HostFacts, values: Sequence[Drift]) -> list[str]:
     """Which persisted values differ from what apply writes (for people: the file's own words)."""
     saved = facts.sysctl_file
     problems = []
@@ -348,10 +348,3 @@ def firewall_problem(tool: str, detail: Optional[str]) -> str:
     what = f"an nftables ruleset is loaded ({detail or 'tables present'})" if tool == "nftables" else f"{tool} is active"
     return f"{what} and may block HCCL's ports"
 
-
-__all__ = [
-    "Drift", "HCCN_CONF", "at_least", "firewall", "firewall_disables", "firewall_fix", "firewall_problem",
-    "firewall_severity", "hccn_conf_stale", "managed_file", "npu_address", "npu_drifts", "npu_gateway",
-    "npu_netdetect", "npu_tls", "reserved_ports", "sysctl_drifts", "sysctl_file", "sysctl_file_problems",
-    "sysctl_target", "sysctl_value", "tls_effective",
-]

@@ -66,9 +66,34 @@ def render_set_env_sh(rendezvous: Mapping[str, Union[str, int]], bind_address: O
     interface that holds it (:func:`render_interface_binding`).
     """
     binding = render_interface_binding(bind_address) if bind_address is not None else ""
+    gloo = render_gloo_from_hccl_ifname(str(rendezvous["HCCL_SOCKET_IFNAME"])) if "HCCL_SOCKET_IFNAME" in rendezvous else ""
     return (
         f"{MANAGED_HEADER}\n# This node's part of the training job; source it before torchrun.\n\n"
-        f". {shlex.quote(ENV_SH)}\n{_exports(rendezvous)}{binding}"
+        f". {shlex.quote(ENV_SH)}\n{_exports(rendezvous)}{gloo}{binding}"
+    )
+
+
+def render_gloo_from_hccl_ifname(spec: str) -> str:
+    """Lines that give gloo the NIC ``HCCL_SOCKET_IFNAME`` names, so HCCL and gloo use one NIC.
+
+    Why: torch_npu's CPU-side groups run on gloo, which does not read HCCL's variable; left to
+    itself it follows the hostname, which may be loopback ("Using the loopback address as
+    fallback", vllm issue 7074) or the wrong network. gloo takes one concrete interface name,
+    not HCCL's prefix (``eth``) or exclusion (``^docker``) forms (``Unable to find address for:
+    ^lo``), so only an exact name is passed on: ``=eth0``, or ``eth0`` where that interface
+    exists when the file is sourced. One NIC for every socket follows gpustack PR 3311. A value
+    set before is kept; other forms leave gloo to the address binding below.
+    """
+    items = spec.split(",")
+    if len(items) != 1 or spec.startswith("^"):
+        return ""
+    name = spec[1:] if spec.startswith("=") else spec
+    if not name or not all(ch.isalnum() or ch in "_.:-" for ch in name):
+        return ""
+    q = shlex.quote
+    return (
+        "# gloo on the NIC HCCL_SOCKET_IFNAME names (gloo takes one exact interface name).\n"
+        f'if [ -z "${{GLOO_SOCKET_IFNAME-}}" ] && [ -e /sys/class/net/{q(name)} ]; then export GLOO_SOCKET_IFNAME={q(name)}; fi\n'
     )
 
 

@@ -15,11 +15,11 @@ are unknown even without an error of their own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
 
-from ascendprep.probes.paths import CANN_RUNTIME_VERSION_FILE
+from ascendprep.jobfacts import LinkState, NpuProcessTable, PortSockets, RouteLookup
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
 FACTS_SCHEMA_VERSION = 1
@@ -27,7 +27,8 @@ FACTS_SCHEMA_VERSION = 1
 #: Why a probe yielded no value. ``unsupported``: the tool said the command does not exist
 #: on this product (hccn_tool exit 13 with "not supported"), which checks may treat as benign.
 #: ``over_cap``: the tool printed more than the node-side cap (limits.REMOTE_CALL_OUTPUT_CAP).
-ERROR_KINDS = ("timeout", "error", "missing", "unsupported", "over_cap")
+#: (Not :data:`ascendprep.fleet.errors.HOST_ERROR_KINDS`: those say why a whole host failed.)
+PROBE_ERROR_KINDS = ("timeout", "error", "missing", "unsupported", "over_cap")
 
 
 class FactsFormatError(ValueError):
@@ -48,8 +49,8 @@ class ProbeError:
     npu: Optional[int] = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ERROR_KINDS:
-            raise ValueError(f"ProbeError kind must be one of {ERROR_KINDS}, not {self.kind!r}")
+        if self.kind not in PROBE_ERROR_KINDS:
+            raise ValueError(f"ProbeError kind must be one of {PROBE_ERROR_KINDS}, not {self.kind!r}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,86 @@ class TlsState:
 
 
 @dataclass(frozen=True)
+class OpticalLane:
+    """One lane's readings; None = the tool printed ``NA`` (or nothing) for it.
+
+    ``lane`` is None in the older single-reading form, whose lane the tool does not name.
+    Flags are decoded from the module-wide masks (bit ``lane``); None when the mask was ``NA``.
+    """
+
+    lane: Optional[int]
+    tx_power_mw: Optional[float] = None
+    rx_power_mw: Optional[float] = None
+    tx_bias_ma: Optional[float] = None
+    tx_los: Optional[bool] = None
+    rx_los: Optional[bool] = None
+    tx_lol: Optional[bool] = None
+    rx_lol: Optional[bool] = None
+
+    @property
+    def has_readings(self) -> bool:
+        return self.tx_power_mw is not None or self.rx_power_mw is not None
+
+
+@dataclass(frozen=True)
+class OpticalThresholds:
+    """The module's own alarm thresholds, as printed beside its readings (None = ``NA``)."""
+
+    temp_high_c: Optional[float] = None
+    temp_low_c: Optional[float] = None
+    vcc_high_mv: Optional[float] = None
+    vcc_low_mv: Optional[float] = None
+    tx_power_high_mw: Optional[float] = None
+    tx_power_low_mw: Optional[float] = None
+    rx_power_high_mw: Optional[float] = None
+    rx_power_low_mw: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class OpticalInfo:
+    """Everything ``-optical -g`` said about one port's module.
+
+    ``present_line`` is what the ``present`` line said; :attr:`present` also believes readings
+    that follow a ``not present`` line. ``temperature_note`` keeps the words the tool printed
+    instead of a temperature (``not supported``, ``get failed``, ``NA``). ``flags`` holds the raw
+    masks (``tx_los``, ``rx_los``, ``tx_lol``, ``rx_lol``; None = ``NA`` or not printed).
+    """
+
+    present_line: bool
+    temperature_c: Optional[float] = None
+    temperature_note: Optional[str] = None
+    vcc_mv: Optional[float] = None
+    lanes: Tuple[OpticalLane, ...] = ()
+    indexed: bool = True
+    thresholds: OpticalThresholds = field(default_factory=OpticalThresholds)
+    flags: Dict[str, Optional[int]] = field(default_factory=dict)
+    vendor_name: Optional[str] = None
+    part_number: Optional[str] = None
+    serial_number: Optional[str] = None
+    identifier: Optional[str] = None
+    wavelength_nm: Optional[int] = None
+    high_power_enabled: Optional[bool] = None
+
+    @property
+    def has_readings(self) -> bool:
+        """Any power, Vcc or temperature reading: a module answered."""
+        return self.vcc_mv is not None or self.temperature_c is not None or any(lane.has_readings for lane in self.lanes)
+
+    @property
+    def present(self) -> bool:
+        """A module is in the cage: the tool says so, or its readings show it anyway."""
+        return self.present_line or self.has_readings
+
+    @property
+    def medium(self) -> str:
+        """``optical`` (powers readable), ``electrical`` (present, every power ``NA``: a copper
+        or DAC port) or ``absent``."""
+        if not self.present:
+            return "absent"
+        return "optical" if any(lane.has_readings for lane in self.lanes) else "electrical"
+
+
+@dataclass(frozen=True)
 class NpuFacts:
     """Live ``hccn_tool`` values of one NPU port, keyed by its physical device id."""
 
@@ -114,6 +195,11 @@ class NpuFacts:
     link_stat: Optional[LinkStat] = None
     optical_present: Optional[bool] = None
     speed_mbps: Optional[int] = None
+    #: The whole ``-optical -g`` answer (lanes, flags, the module's thresholds): checks/optics.py.
+    optics: Optional[OpticalInfo] = None
+    #: ``-duplex -g`` (``full``/``half``; None = ``Unknown!``) and ``-fec -g`` (``rs``/``no``/``auto``).
+    duplex: Optional[str] = None
+    fec: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -213,11 +299,25 @@ class Versions:
         for info in (self.toolkit, self.nnae):
             if info is not None and info.version:
                 return info.version
-        unversioned = [info for info in self.cann if info.path.endswith("/cann/" + CANN_RUNTIME_VERSION_FILE)]
-        candidates = unversioned or list(self.cann)
+        candidates = _unversioned_cann(self.cann) or list(self.cann)
         if len(candidates) == 1:
             return candidates[0].version
         return None
+
+
+def _unversioned_cann(cann: Tuple[VersionFile, ...]) -> List[VersionFile]:
+    """The entries read from ``<home>/cann`` rather than ``<home>/cann-<ver>``.
+
+    The gather reads the same file under sibling directories, so the directory is the one path
+    component in which the entries differ; this needs no knowledge of where the file lives.
+    """
+    parts = [info.path.split("/") for info in cann]
+    if len(parts) < 2 or len({len(split) for split in parts}) != 1:
+        return []
+    differing = [index for index in range(len(parts[0])) if len({split[index] for split in parts}) > 1]
+    if len(differing) != 1:
+        return []
+    return [info for info, split in zip(cann, parts) if split[differing[0]] == "cann"]
 
 
 @dataclass(frozen=True)
@@ -311,6 +411,8 @@ class HostFacts:
     hccn_conf: Optional[HccnConf] = None
     npu_smi: Optional[NpuSmiList] = None
     npu_health: Tuple[NpuHealth, ...] = ()
+    #: npu-smi NPU id → ``Firmware Version`` of ``npu-smi info -t board -i N`` (None = ``NA``).
+    npu_firmware: Dict[int, Optional[str]] = field(default_factory=dict)
     sysctl: Dict[str, str] = field(default_factory=dict)
     sysctl_file: Optional[SysctlFile] = None
     firewall: Firewall = field(default_factory=Firewall)
@@ -322,15 +424,17 @@ class HostFacts:
     #: What the node's own hostname resolves to there (``getent ahosts``, i.e. getaddrinfo, as
     #: gloo and NCCL look it up); ``()`` when it does not resolve, None when not read.
     hostname_addresses: Optional[Tuple[str, ...]] = None
+    #: What stops a job from starting (issue 17, :mod:`ascendprep.jobfacts`): the process table
+    #: of ``npu-smi info``, sockets on the HCCL/master ports, NIC states, the route to the master.
+    npu_processes: Optional[NpuProcessTable] = None
+    port_sockets: Optional[PortSockets] = None
+    links: Optional[Tuple[LinkState, ...]] = None
+    route_to_master: Optional[RouteLookup] = None
     errors: Tuple[ProbeError, ...] = ()
 
     @property
     def os_id(self) -> Optional[str]:
         return self.os_release.get("ID")
-
-    @property
-    def os_version_id(self) -> Optional[str]:
-        return self.os_release.get("VERSION_ID")
 
     def errors_for(self, probe: str, npu: Optional[int] = None) -> Tuple[ProbeError, ...]:
         """Errors of one probe (on one NPU when given); a probe name prefix such as ``hccn.`` works too."""

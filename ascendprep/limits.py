@@ -121,3 +121,15 @@ ALLREDUCE_LOG_TAIL_ENV = "ASCENDPREP_ALLREDUCE_LOG_TAIL"
 #: Interface addresses (``ip -o addr``) or resolved addresses (``getent ahosts``) one host may
 #: report; a host listing more is reported as unexpected output, not parsed further.
 MAX_HOST_ADDRESSES = 4096
+
+# --- jobs in the way: NPU processes, taken ports (issue 17, helper f17a) -------------------------
+
+#: Rows of the ``npu-smi info`` process table one host may report (32 processes per chip is the
+#: DCMI limit; 16 chips); more is unexpected output, not parsed further.
+MAX_NPU_PROCESS_ROWS = 1024
+
+#: Sockets on the HCCL/master ports one host may report (``ss`` or ``/proc/net/tcp`` lines).
+MAX_PORT_SOCKETS = 4096
+
+#: NICs one host may report from ``ip -o link``.
+MAX_HOST_LINKS = 4096

@@ -37,6 +37,9 @@ class Product:
     planes: int
     #: The chip key of the compatibility data's per-chip driver/firmware tables, if it has one.
     compat_chip: Optional[str] = None
+    #: Nominal rate of one NPU RoCE port in Mb/s as ``hccn_tool -speed -g`` prints it; None when
+    #: no public source gives it (then ports are only compared with the rest of the fleet).
+    roce_port_mbps: Optional[int] = None
 
     def plane_of(self, npu: int, subnet_count: int) -> int:
         """Which of the configured subnets NPU index ``npu`` must use."""
@@ -56,6 +59,9 @@ PRODUCTS: dict[str, Product] = {
         default_npus=8,
         subnet_rule=SubnetRule.FOUR_PLANES,
         planes=4,
+        # Atlas 800 training server (model 9000) spec: 8 x 100GE RoCE ports on the NPU boards;
+        # MindCluster's hccn_tool parser test reads "Speed: 100000 Mb/s" (reference §1.4).
+        roce_port_mbps=100000,
     ),
     "atlas-a2": Product(
         id="atlas-a2",
@@ -66,6 +72,8 @@ PRODUCTS: dict[str, Product] = {
         subnet_rule=SubnetRule.POOL,
         planes=0,
         compat_chip="910b",
+        # A 910B capture of hccn_tool -status -g shows "Speed: 200000Mb/s" (reference §8, BLOG).
+        roce_port_mbps=200000,
     ),
     "atlas-a3": Product(
         id="atlas-a3",

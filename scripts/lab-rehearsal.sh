@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole job on a virtual cluster: set up this machine, bring a lab up, then
-#   plan -> apply -> verify --allreduce
+#   plan -> apply -> verify --allreduce, then grey faults (optics, port speed, FEC) that verify
+#   must name, healed, and verify once more
 # exactly as against real servers, over real SSH. The lab is taken down at the end unless
 # KEEP_LAB=1. Options: NODES (default 4), PRODUCT (default atlas-a2), LAB (default rehearsal),
 # SKIP_SETUP=1 (already set up), ASCENDPREP_VENV (the virtualenv scripts/setup.sh made).
@@ -58,3 +59,20 @@ ascendprep plan "$inventory" --detailed-exitcode
 echo "== verify --allreduce"
 # Two ranks per node: every lab rank is a CPU torch process on this one machine.
 ascendprep verify "$inventory" --allreduce --nproc-per-node 2
+
+echo "== grey failures: a dim lane, LoS, a hot module, a 100G port, another FEC mode (verify must name them)"
+ascendprep lab fault node1 optical-low-power --npu 0 --name "$LAB"
+ascendprep lab fault node1 optical-los --npu 1 --name "$LAB"
+ascendprep lab fault node2 optical-hot --npu 0 --name "$LAB"
+ascendprep lab fault node2 port-100g --npu 1 --name "$LAB"
+ascendprep lab fault node1 fec-mismatch --npu 2 --name "$LAB"
+ascendprep lab fault node2 optical-copper --npu 2 --name "$LAB"   # must not fail
+grey=0
+ascendprep verify "$inventory" --only optics,ports,firmware || grey=$?
+ascendprep lab heal --name "$LAB"
+if [ "$grey" != 1 ]; then
+  echo "lab-rehearsal: verify should have failed (exit 1) on the grey faults, got $grey" >&2
+  exit 1
+fi
+echo "== verify after healing (grey checks pass)"
+ascendprep verify "$inventory" --only optics,ports,firmware

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
+from ascendprep.allreduce.error_codes import with_named_cause
 from ascendprep.allreduce.results import CollectedOutput, RankFailure
 from ascendprep.allreduce.scripts import NO_SET_ENV_RC, LaunchOutput, Preflight
 from ascendprep.probes.paths import SET_ENV_SH
@@ -126,7 +127,15 @@ _RENDEZVOUS = (
 
 def launch_problem(result: LaunchResult, expected_ranks: int, collected: CollectedOutput,
                    master: str, master_port: Optional[int], overall_s: float) -> Optional[NodeProblem]:
-    """What went wrong on this node's own side, if anything (None: nothing of its own)."""
+    """What went wrong on this node's own side, if anything (None: nothing of its own), with the
+    cause HCCL named in its log (EJ0001, EI0006, ...: :mod:`.error_codes`) and its fix."""
+    problem = _launch_problem(result, expected_ranks, collected, master, master_port, overall_s)
+    said = "\n".join([result.output.log or ""] + [f.reason for f in _node_failures(collected, result.node)])
+    return with_named_cause(problem, said)
+
+
+def _launch_problem(result: LaunchResult, expected_ranks: int, collected: CollectedOutput,
+                    master: str, master_port: Optional[int], overall_s: float) -> Optional[NodeProblem]:
     node = result.node
     out = result.output
     tail = log_tail(out.log)

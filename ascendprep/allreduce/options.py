@@ -45,6 +45,8 @@ class AllreduceOptions:
     timeout: Optional[float] = None
     train: bool = False
     bisect: bool = False
+    #: Run even where npu-smi shows processes on the NPUs (verify refuses otherwise: npu.busy).
+    allow_busy_npus: bool = False
     warmup: Optional[int] = None
     iters: Optional[int] = None
     inject_wrong: Optional[int] = None

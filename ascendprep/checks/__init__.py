@@ -9,7 +9,8 @@ Pure: nothing here touches a host. The evidence comes from :mod:`ascendprep.flee
 
 Modules: ``model`` (Check, Verdict, CheckResult), ``registry`` (every check, --only/--skip),
 ``runner``, ``context`` (what checks read), one module per family (``node``, ``network``,
-``host``, ``software``, ``cluster``, ``reachability``), ``mesh`` (which NPU pairs to ping).
+``host``, ``software``, ``cluster``, ``reachability``; grey failures: ``optics``, ``ports``,
+``npu_firmware``), ``mesh`` (which NPU pairs to ping).
 ``data/`` holds the compatibility matrix and thresholds (owned by ascendprep.compat).
 
 This file imports nothing on purpose: ``ascendprep.compat`` loads ``data/`` through this package

@@ -69,7 +69,7 @@ def sysctl_persisted(ctx: NodeContext) -> Verdict:
         return could_not_check(item.unknown, {"file": SYSCTL_FILE})
     evidence = {"file": SYSCTL_FILE, "values": dict(saved.values), "sha256": item.have, "planned_sha256": item.want}
     if item.drifted:
-        problems = drift.sysctl_file_problems(ctx.node, ctx.facts, values)
+        problems = drift.sysctl_file_problems(ctx.facts, values)
         what = f"does not persist the planned values: {', '.join(problems)}" if problems else "differs from what apply writes (edited by hand?)"
         return failed(f"{SYSCTL_FILE} {what}", evidence, fix=_APPLY)
     return passed(f"{SYSCTL_FILE} persists the planned values", evidence)

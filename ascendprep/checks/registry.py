@@ -11,10 +11,13 @@ import difflib
 from dataclasses import dataclass
 from typing import FrozenSet, Iterable, List, Tuple
 
-from ascendprep.checks import cluster, host, hostname, network, node, reachability, software
+from ascendprep.checks import cluster, host, hostname, jobs, network, node, npu_firmware, optics, ports, reachability, software
 from ascendprep.checks.model import Check
 
-CHECKS: Tuple[Check, ...] = tuple(node.CHECKS + network.CHECKS + host.CHECKS + hostname.CHECKS + software.CHECKS + cluster.CHECKS + reachability.CHECKS)
+CHECKS: Tuple[Check, ...] = tuple(
+    node.CHECKS + network.CHECKS + optics.CHECKS + ports.CHECKS + host.CHECKS + hostname.CHECKS + jobs.CHECKS
+    + software.CHECKS + cluster.CHECKS + ports.CLUSTER_CHECKS + npu_firmware.CHECKS + reachability.CHECKS
+)
 BY_ID = {check.id: check for check in CHECKS}
 GROUPS: Tuple[str, ...] = tuple(dict.fromkeys(group for check in CHECKS for group in check.groups))
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ALLREDUCE_MODULE = "ascendprep.fleet.allreduce"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
-GROUPS = ("node", "npu", "network", "sysctl", "firewall", "files", "software", "cluster")
+GROUPS = ("node", "npu", "network", "optics", "ports", "sysctl", "firewall", "files", "software", "cluster", "firmware")
 MESHES = ("ring", "full")
 #: verify's ``--timeout`` also bounds the all-reduce, and the report and bundle are still written.
 VERIFY_TIMEOUT_HELP = (
@@ -104,6 +104,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
+@click.option("--allow-busy-npus", is_flag=True, help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).")
 @timeout_option(VERIFY_TIMEOUT_HELP)
 def verify_command(
     inventory: Optional[Path],
@@ -124,13 +125,15 @@ def verify_command(
     nproc_per_node: Optional[int],
     train: bool,
     bisect: bool,
+    allow_busy_npus: bool,
     timeout: Optional[float],
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
-    Per node: reachable, NPUs present and healthy, per NPU the device IP, /etc/hccn.conf, gateway,
-    detect IP, link, net_health, LLDP neighbour, TLS, link flaps and optics; kernel settings,
-    firewall, managed files and software versions. Cluster-wide: versions identical and
+    Per node: reachable, NPUs present, healthy and not held by a process, per NPU the device IP,
+    /etc/hccn.conf, gateway, detect IP, link, net_health, LLDP neighbour, TLS, link flaps and
+    optics; HCCL's host ports free, the host NIC for HCCL/gloo up with its address; kernel
+    settings, firewall, managed files and software versions. Cluster-wide: versions identical and
     compatible, TLS consistent, no duplicate device IP, and NPU pairs that ping each other.
 
     Every run saves its evidence under .ascendprep/runs/<UTC time>/ (0600 files, raw outputs
@@ -144,7 +147,8 @@ def verify_command(
         raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
     allreduce_options = _allreduce_options(
         allreduce,
-        {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect},
+        {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect,
+         "allow_busy_npus": allow_busy_npus},
     )
     if allreduce_options is not None and timeout is not None:
         allreduce_options = type(allreduce_options)(**{**vars(allreduce_options), "timeout": timeout})
@@ -224,6 +228,7 @@ def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
 
 
 def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
+    from ascendprep.checks.jobs import busy_npu_refusal
     from ascendprep.fleet.evidence import collect
     from ascendprep.fleet.progress import progress_for_terminal
     from ascendprep.inventory import inventory_from_text
@@ -250,7 +255,10 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     deadline = verify_deadline(inventory, options)
     with open_session(inventory, options.accept_new_host_keys, options.forks, options.sudo_password, deadline) as session:
         hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
-        if options.allreduce is not None:
+        refusal = busy_npu_refusal(hosts) if options.allreduce is not None and not options.allreduce.allow_busy_npus else None
+        if refusal is not None:
+            allreduce_findings = [refusal]  # issue 17: an all-reduce on NPUs another job holds fails with EJ0001
+        elif options.allreduce is not None:
             from ascendprep.fleet.allreduce import run_allreduce  # written separately; loaded only when asked for
 
             shown = err if options.output_format == "json" else Console(highlight=False)
@@ -367,7 +375,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     node_order = [n.name for n in run.desired.inventory.nodes]
     if options.junit is not None:
         try:
-            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, run.allreduce_findings if run.allreduce_doc is not None else None))
+            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, run.allreduce_findings if run.allreduce_doc is not None or run.allreduce_findings else None))
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED

@@ -14,6 +14,7 @@ from ascendprep.facts import HostFacts
 from ascendprep.inventory import Inventory, Node, parse_jump_host
 from ascendprep.plan import Change
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
+from ascendprep.probes.jobs import job_probes
 from ascendprep.probes.paths import SYSCTL_KEYS
 from ascendprep.fleet.access import HostAccess, known_hosts_files
 from ascendprep.fleet.errors import CommandTimeout
@@ -64,9 +65,10 @@ def gather_facts(session: Session, inventory: Inventory, progress: Optional[Prog
     npus_of = {node.name: node.npus for node in inventory.nodes}
     python_path = inventory.model.software.python_path
     sysctl_keys = tuple(dict.fromkeys([*SYSCTL_KEYS, *inventory.model.sysctl]))
+    probes = job_probes(inventory)
 
     def job(transport: Transport, access: HostAccess) -> Gathered:
-        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys)
+        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes)
         result = transport.run_script(script)
         if result.timed_out:
             result.raise_for_status(access.name, "fact gathering")

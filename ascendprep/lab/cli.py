@@ -168,9 +168,10 @@ def status_command(name: str, output: str) -> None:
 @click.option("--rate", default=None, help="slow: the link rate, e.g. 8mbit (the default).")
 @click.option("--version", "version", default=None, help="cann-drift / torch-npu-drift: the version to drift to.")
 @click.option("--size", default=None, help="hccn-flood: what each hccn_tool call prints, e.g. 512K or 30M (the default).")
-def fault_command(node: str, kind: str, name: str, npu: Optional[int], rate: Optional[str], version: Optional[str], size: Optional[str]) -> None:
+@click.option("--port", type=int, default=None, help="port-listener: the TCP port a process listens on (60000, the default).")
+def fault_command(node: str, kind: str, name: str, npu: Optional[int], rate: Optional[str], version: Optional[str], size: Optional[str], port: Optional[int]) -> None:
     """Inject fault KIND on NODE."""
-    record = _guarded(lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version, size=size))
+    record = _guarded(lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version, size=size, port=port))
     click.echo(f"fault in force: {_describe(record)}")
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from ascendprep.lab import network
+from ascendprep.lab import jobfaults, network
 from ascendprep.lab.nodefs import HCCN_CONF
 from ascendprep.lab.sim import state as sim_state
 from ascendprep.lab.spec import VERSION_RE, drifted_version
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: Faults that live in the simulated devices (the simulator defines and applies them).
 DEVICE_FAULTS = sim_state.FAULT_KINDS
 NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", "slow", "hostname-loopback",
-               "hostname-missing")
+               "hostname-missing", "port-listener", "nic-no-address")
 FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
 DEFAULT_SLOW_RATE = "8mbit"
 HOSTS_FILE = "/etc/hosts"
@@ -52,10 +52,12 @@ def inject(
     rate: Optional[str] = None,
     version: Optional[str] = None,
     size: Optional[str] = None,
+    port: Optional[int] = None,
 ) -> dict[str, Any]:
     """Put fault ``kind`` in force on ``node``; returns its record (as ``lab status`` shows it).
 
     ``size`` (hccn-flood): what each hccn_tool call prints, e.g. ``30M`` (the default).
+    ``port`` (port-listener): the TCP port a process listens on (60000, the default).
     """
     target = lab.node(node)
     if kind not in FAULT_KINDS:
@@ -72,6 +74,8 @@ def inject(
         raise LabError("--version only applies to cann-drift and torch-npu-drift")
     if size is not None and kind != "hccn-flood":
         raise LabError("--size only applies to the 'hccn-flood' fault")
+    if port is not None and kind != "port-listener":
+        raise LabError("--port only applies to the 'port-listener' fault")
     if kind in DEVICE_FAULTS:
         from ascendprep.lab.sim import state
 
@@ -88,6 +92,8 @@ def inject(
         if any(r["node"] == node and r["kind"] == kind and r.get("npu") == npu for r in records):
             raise LabError(f"{kind} is already in force on {node}; heal it first")
         record: dict[str, Any] = {"node": node, "kind": kind, "npu": npu, "level": "node"}
+        if kind == "port-listener":
+            record["port"] = jobfaults.check_port(port)
         _INJECT[kind](lab, record, rate=rate, version=version)
         records.append(record)
     return _public(record)
@@ -252,6 +258,8 @@ _INJECT = {
     "slow": _slow,
     "hostname-loopback": _hostname_mapping,
     "hostname-missing": _hostname_mapping,
+    "port-listener": jobfaults.start_listener,
+    "nic-no-address": jobfaults.move_address,
 }
 _HEAL = {
     "stale-hccn-conf": _heal_stale_hccn_conf,
@@ -261,6 +269,8 @@ _HEAL = {
     "slow": _heal_slow,
     "hostname-loopback": _heal_hostname_mapping,
     "hostname-missing": _heal_hostname_mapping,
+    "port-listener": jobfaults.stop_listener,
+    "nic-no-address": jobfaults.restore_address,
 }
 
 

@@ -165,9 +165,10 @@ class Lab:
         rate: Optional[str] = None,
         version: Optional[str] = None,
         size: Optional[str] = None,
+        port: Optional[int] = None,
     ) -> dict[str, Any]:
         """Inject fault ``kind`` (see :data:`ascendprep.lab.faults.FAULT_KINDS`) on ``node``."""
-        return faults.inject(self, node, kind, npu=npu, rate=rate, version=version, size=size)
+        return faults.inject(self, node, kind, npu=npu, rate=rate, version=version, size=size, port=port)
 
     def heal(self, node: Optional[str] = None, kind: Optional[str] = None) -> list[dict[str, Any]]:
         """Undo faults: all, or those of one node and/or one kind. Returns what was healed."""

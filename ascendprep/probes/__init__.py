@@ -9,6 +9,4 @@
 - :mod:`~ascendprep.probes.paths`: where things live on a host (shared with apply and desired state).
 - :mod:`~ascendprep.probes.sections` / :mod:`~ascendprep.probes.shell`: the output framing and
   the sh helpers both scripts share.
-
-Importing this package imports nothing else, so ``ascendprep.facts`` can use ``paths``.
 """

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ascendprep.facts import Firewall, HostFacts, NpuFacts, Versions
 from ascendprep.probes import paths
@@ -50,6 +50,7 @@ def render_gather_script(
     busy_retries: int = 3,
     sysctl_keys: Sequence[str] = paths.SYSCTL_KEYS,
     units: Sequence[ProbeUnit] = UNITS,
+    job_probes: Optional[Any] = None,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -61,6 +62,8 @@ def render_gather_script(
     (another hccn_tool, e.g. a monitoring exporter, was running).
     ``sysctl_keys``: kernel settings to read (the defaults plus any the inventory sets).
     ``units``: the probes to run (all registered ones by default).
+    ``job_probes``: what the NPU-process, port, NIC and master-route probes ask about
+    (:func:`ascendprep.probes.jobs.job_probes`); None: HCCL's default ports, no route lookup.
     """
     for key in sysctl_keys:
         if not _SYSCTL_KEY.match(key):
@@ -68,7 +71,7 @@ def render_gather_script(
     if npus is not None:
         check_int("npus", npus, 0, MAX_DEVID + 1)
     python_path = check_command("python_path", python_path)
-    ctx = RenderContext(npus=npus, python_path=python_path, sysctl_keys=tuple(sysctl_keys))
+    ctx = RenderContext(npus=npus, python_path=python_path, sysctl_keys=tuple(sysctl_keys), job_probes=job_probes)
     nonce = new_nonce()
     return "\n".join(
         [

@@ -4,35 +4,22 @@ Formats follow docs/ascend-reference.md §1.4 including older drivers: ``Socket 
 ``Socket fail``, ``[device N]`` for ``[devid N]``, no ``link down count`` line, and an empty
 ``-ip -g`` answer for a device without an IP. Where public sources disagree on a spelling both
 are accepted and the driver source's stays primary in messages: ``netdetect addr:`` (driver
-``tool_ops.c``) beside ``netdetect address:`` (a vendor DeepSeek-V3 multi-node deployment guide). Each parser returns the :class:`NpuFacts` fields
-it fills, so the gather step can apply any query's result the same way.
+``tool_ops.c``) beside ``netdetect address:`` (a vendor DeepSeek-V3 multi-node deployment guide).
+Each parser returns the :class:`NpuFacts` fields it fills, so the gather step can apply any
+query's result the same way. Which queries the gather runs, with which arguments, is declared
+in :mod:`ascendprep.probes.units` (``HCCN_QUERIES``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep.facts import LinkRecord, LinkStat, LldpNeighbor, TlsState
 from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
 
 Fields = Dict[str, Any]
-
-#: Per-NPU queries of the gather script, in the order they run: probe name → arguments after
-#: ``-i <devid>``. Ten calls per NPU; add one only for a fact a check needs.
-QUERIES: Dict[str, Tuple[str, ...]] = {
-    "hccn.ip": ("-ip", "-g"),
-    "hccn.gateway": ("-gateway", "-g"),
-    "hccn.netdetect": ("-netdetect", "-g"),
-    "hccn.link": ("-link", "-g"),
-    "hccn.net_health": ("-net_health", "-g"),
-    "hccn.lldp": ("-lldp", "-g"),
-    "hccn.tls": ("-tls", "-g"),
-    "hccn.link_stat": ("-link_stat", "-g"),
-    "hccn.optical": ("-optical", "-g"),
-    "hccn.speed": ("-speed", "-g"),
-}
 
 #: The spellings of ``-net_health -g`` (index = driver code), current drivers.
 NET_HEALTH_STATES = (
@@ -247,18 +234,6 @@ def _count(value: str, key: str) -> int:
     return int(value)
 
 
-def parse_optical(stdout: str) -> Fields:
-    """The ``present : present|not present`` line of ``-optical -g``."""
-    for line in content_lines(stdout):
-        key, sep, value = line.partition(":")
-        if sep and key.strip().lower() == "present":
-            state = value.strip().lower()
-            if state in ("present", "not present"):
-                return {"optical_present": state == "present"}
-            raise UnexpectedOutput(f"optical present value {value.strip()!r}")
-    raise not_as_expected("'present : present|not present'", stdout)
-
-
 _SPEED_RE = re.compile(r"Speed:\s*(?:(\d+)\s*Mb/s|(Unknown!?))", re.IGNORECASE)
 
 
@@ -268,20 +243,6 @@ def parse_speed(stdout: str) -> Fields:
     if not match:
         raise not_as_expected("'Speed: <n> Mb/s' or 'Speed: Unknown!'", stdout)
     return {"speed_mbps": int(match.group(1)) if match.group(1) else None}
-
-
-PARSERS: Dict[str, Callable[[str], Fields]] = {
-    "hccn.ip": parse_ip,
-    "hccn.gateway": parse_gateway,
-    "hccn.netdetect": parse_netdetect,
-    "hccn.link": parse_link,
-    "hccn.net_health": parse_net_health,
-    "hccn.lldp": parse_lldp,
-    "hccn.tls": parse_tls,
-    "hccn.link_stat": parse_link_stat,
-    "hccn.optical": parse_optical,
-    "hccn.speed": parse_speed,
-}
 
 
 def not_configured(probe: str, output: str) -> Optional[Fields]:

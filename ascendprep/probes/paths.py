@@ -20,9 +20,8 @@ MANAGED_FILES = (ENV_SH, SET_ENV_SH, RANK_TABLE)
 
 #: What hccn_tool re-applies at driver start and on ``-cfg recovery`` (fixed path in its source).
 HCCN_CONF = "/etc/hccn.conf"
-#: OS identification; ``/usr/lib/os-release`` is the spec's fallback.
+#: OS identification (the gather falls back to ``/usr/lib/os-release``, as os-release(5) says).
 OS_RELEASE = "/etc/os-release"
-OS_RELEASE_FALLBACK = "/usr/lib/os-release"
 
 #: Root installs; non-root installs use ``~/Ascend`` (pass ``ascend_home="~/Ascend"``).
 DEFAULT_ASCEND_HOME = "/usr/local/Ascend"

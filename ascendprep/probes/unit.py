@@ -18,6 +18,9 @@ How a section becomes a fact (:meth:`ProbeUnit.read`, the same for every unit):
    that becomes an ``error`` ProbeError naming the command.
 4. ``fill(draft, where, value)``: puts the value into the :class:`Draft` of the HostFacts.
 
+Steps 1-3 are :meth:`ProbeUnit.evaluate` (pure: section in, :class:`Outcome` out), which the
+data-driven fixtures in ``tests/fixtures/probes/<section>/*.json`` exercise.
+
 Scopes: a ``host`` unit's command runs once (or once per item of ``items``, each its own
 section with an attribute such as ``key=`` or ``path=``); an ``npu`` unit's runs once per hccn
 device id inside the gather's hccn_tool loop (``$ap_dev`` holds the id, the section carries
@@ -58,6 +61,8 @@ class RenderContext:
     npus: Optional[int]
     python_path: str
     sysctl_keys: Tuple[str, ...]
+    #: What the issue-17 probes ask about (:class:`ascendprep.probes.jobs.JobProbes`); None: skip them.
+    job_probes: Optional[Any] = None
 
 
 @dataclass(frozen=True)
@@ -140,20 +145,25 @@ def _no_settle(section: Section) -> Optional[Given]:
 class ProbeUnit:
     """One probe of the gather script. See the module docstring for how a section is read.
 
-    ``section``: the section name the script prints (``[a-z0-9_.-]``). ``command``: the shell
-    words after ``ap_run <section> <attrs>`` (run through ``ap_tool`` for the time limit; values
-    in it already validated and quoted), given the render context and, for units with ``items``,
-    the item. ``describe``: the command as messages name it (``hccn_tool -i 3 -ip -g``).
+    ``section``: the section name the script prints (``[a-z0-9_.-]``, unique). ``command``: the
+    shell words after ``ap_run <section> <attrs>``, given the render context and, for units with
+    ``items``, the item. A command that runs a tool wraps it in ``ap_tool`` (or ``ap_hccn`` for
+    hccn_tool) so it is cut off after the time limit; every value in it is validated and
+    shlex-quoted (``render_gather_script`` validates the context's values).
+    ``describe``: the command as messages name it (``hccn_tool -i 3 -ip -g``).
     ``probe``: the probe name errors carry (default: the section name). ``fact``: where the
     value lands in HostFacts, for readers (``npus[devid].ip``). ``items``: for per-key units,
     the render-time list (sysctl keys, managed paths); ``item_attrs`` names each item's section
-    attributes. ``after``: shell lines that run right after the command (they may read the
-    captured output in ``$AP_TMP/out``, e.g. to remember the tool's path); ``guard``: a shell
-    condition the command runs under. ``comment``: a line of the script saying why the probe is
-    there (for whoever reads the script). ``lenient``: the parser skips what it does not know
-    instead of refusing it, so an exception from it is a surprise: it is reported as
-    "unreadable output (its type: ...)" by the gather loop rather than as a refusal. ``render``: replaces the default rendering entirely, for
-    units whose shell needs a loop of its own (the CANN directories). ``phases``: who reads it.
+    attributes. ``attrs``: the shell word of a single-run unit's attributes (default none).
+    ``after``: shell lines that run right after the command (they may read the captured output
+    in ``$AP_TMP/out``, e.g. to remember the tool's path); ``guard``: a shell condition the
+    command runs under. ``comment``: a line of the script saying why the probe is there (for
+    whoever reads the script). ``render``: replaces the default rendering entirely, for units
+    whose shell needs a loop of its own (the CANN directories). ``settle``, ``answered``,
+    ``unknown``: see the module docstring. ``lenient``: the parser skips what it does not know
+    instead of refusing it, so an exception from it is a surprise, reported by the gather loop
+    as "unreadable output (its type: ...)" rather than as a refusal. ``phases``: which of
+    ``plan``/``verify`` read the fact (gather runs every unit for now).
     """
 
     section: str
@@ -220,28 +230,38 @@ class ProbeUnit:
     def read(self, section: Section, draft: Draft) -> None:
         """Turn the section into the unit's fact in ``draft``, or into a recorded ProbeError."""
         where = draft.where(section)
+        outcome = self.evaluate(section, where, draft.timeout_s)
+        if self.scope == NPU and where.npu is not None:
+            draft.npu(where.npu)  # an NPU whose query failed is still one of the host's NPUs
+        if outcome.error is not None:
+            draft.errors.append(outcome.error)
+        if outcome.has_value:
+            self.fill(draft, where, outcome.value)
+
+    def evaluate(self, section: Section, where: Where, timeout_s: Optional[int] = None) -> "Outcome":
+        """What the section means, without storing it: the value to fill in and/or the error.
+
+        Pure; ``timeout_s`` (the script's time limit) only words a timeout's message. A
+        ``lenient`` unit's parser exceptions propagate (the gather loop reports them).
+        """
         probe, what, npu = self.probe_name(where), self.describe(where), self.npu_of(where)
         missing = self._missing_attrs(where)
         if missing:
-            return draft.error(probe, "error", f"{what}: {missing}")
-        if self.scope == NPU:
-            draft.npu(where.npu)  # an NPU whose query failed is still one of the host's NPUs
+            return Outcome(error=ProbeError(probe=probe, kind="error", message=f"{what}: {missing}"))
         given = self.settle(section)
         if given is NOTHING:
-            return None
+            return Outcome()
         if given is not None:
-            return self.fill(draft, where, given.value)
+            return Outcome(value=given.value, has_value=True)
         if not self.answered(section):
-            draft.errors.append(classify_failure(section, probe, what, npu=npu, timeout_s=draft.timeout_s))
-            return self._store_unknown(draft, where)
+            return self._unknown(where, classify_failure(section, probe, what, npu=npu, timeout_s=timeout_s))
         if self.lenient:
-            return self.fill(draft, where, self.parse(section.stdout, where))
+            return Outcome(value=self.parse(section.stdout, where), has_value=True)
         try:
             value = self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
-            draft.error(probe, "error", f"{what}: {exc}", npu)
-            return self._store_unknown(draft, where)
-        return self.fill(draft, where, value)
+            return self._unknown(where, ProbeError(probe=probe, kind="error", message=f"{what}: {exc}", npu=npu))
+        return Outcome(value=value, has_value=True)
 
     def _missing_attrs(self, where: Where) -> Optional[str]:
         if self.scope == NPU and where.npu is None:
@@ -250,9 +270,20 @@ class ProbeUnit:
             return "section without npu/chip"
         return None
 
-    def _store_unknown(self, draft: Draft, where: Where) -> None:
-        if self.unknown is not None:
-            self.fill(draft, where, self.unknown(where))
+    def _unknown(self, where: Where, error: ProbeError) -> "Outcome":
+        if self.unknown is None:
+            return Outcome(error=error)
+        return Outcome(value=self.unknown(where), has_value=True, error=error)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one section meant: a value to fill in (``has_value``), an error, both, or neither
+    (an optional file that is not there)."""
+
+    value: Any = None
+    has_value: bool = False
+    error: Optional[ProbeError] = None
 
 
 def file_absent(section: Section) -> bool:

@@ -4,7 +4,8 @@ Adding a probe (see :mod:`ascendprep.probes.unit` for what each field means):
 
 1. Write its parser in its own module under ``ascendprep/probes/`` (text in, value out, raising
    :class:`~ascendprep.probes.text.UnexpectedOutput` on output the tool does not print), and
-   the field it fills in :class:`~ascendprep.facts.HostFacts` (or ``NpuFacts``).
+   the field it fills in :class:`~ascendprep.facts.HostFacts` (or ``NpuFacts``), with a
+   default so that facts saved before it still load.
 2. Declare one :class:`~ascendprep.probes.unit.ProbeUnit` and add it to :data:`UNITS` where it
    should run. A host-wide command::
 
@@ -22,8 +23,9 @@ Adding a probe (see :mod:`ascendprep.probes.unit` for what each field means):
    A per-NPU hccn_tool query is ``hccn_query("hccn.foo", ("-foo", "-g"), hccn_foo.parse,
    fact="npus[devid].foo")`` (its parser returns a dict of NpuFacts fields); a per-chip npu-smi
    query uses ``scope=CHIP`` and ``$ap_id``/``$ap_c`` in its command.
-3. Add fixtures ``tests/fixtures/probes/<section>/<case>.json`` (see the README there); the
-   generic test runs every case through the unit's parser.
+3. Add fixtures ``tests/fixtures/probes/<section>/<case>.json`` (see the README there): the
+   generic test (tests/probes/test_probe_fixtures.py) runs every case through the unit and
+   fails for a unit without a case directory.
 
 Section names are unique; :func:`by_section` refuses duplicates.
 """
@@ -34,8 +36,9 @@ import shlex
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ascendprep.facts import FirewallTool, ManagedFile, NpuHealth, VersionFile
-from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, paths, python_pkgs, sysctl, system, versions
+from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, optics, paths, port_state, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import dcmi_failure
+from ascendprep.probes.jobs import JOB_UNITS
 from ascendprep.probes.sections import Section
 from ascendprep.probes.unit import (
     BOTH,
@@ -183,6 +186,29 @@ NPU_SMI_HEALTH = ProbeUnit(
 )
 
 
+
+def _fill_board_firmware(draft: Draft, where: Where, version: Optional[str]) -> None:
+    draft.fields.setdefault("npu_firmware", {})[where.npu] = version
+
+
+#: Board info is per NPU, not per chip: asked in the chip loop for chip 0 only.
+NPU_SMI_BOARD = ProbeUnit(
+    section="npu_smi.board",
+    scope=CHIP,
+    command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -t board -i "$ap_id"',
+    render=lambda ctx: [
+        'if [ "$ap_c" -eq 0 ]; then',
+        '\tap_run npu_smi.board " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -t board -i "$ap_id"',
+        "fi",
+    ],
+    describe=lambda where: f"npu-smi info -t board -i {where.npu}",
+    parse=text_only(port_state.parse_board_firmware),
+    answered=lambda section: section.rc == 0 and dcmi_failure(section.text) is None,
+    fill=_fill_board_firmware,
+    fact="npu_firmware[npu id]",
+    phases=VERIFY_ONLY,
+)
+
 # -- the device ids hccn_tool is asked about ------------------------------------------------
 
 
@@ -253,20 +279,21 @@ def hccn_query(
     )
 
 
-HCCN_QUERIES = tuple(
-    hccn_query(name, args, hccn.PARSERS[name], fact, phases)
-    for name, args, fact, phases in (
-        ("hccn.ip", hccn.QUERIES["hccn.ip"], "npus[devid].ip, .netmask", BOTH),
-        ("hccn.gateway", hccn.QUERIES["hccn.gateway"], "npus[devid].gateway, .gateway_iface", BOTH),
-        ("hccn.netdetect", hccn.QUERIES["hccn.netdetect"], "npus[devid].netdetect", BOTH),
-        ("hccn.link", hccn.QUERIES["hccn.link"], "npus[devid].link", VERIFY_ONLY),
-        ("hccn.net_health", hccn.QUERIES["hccn.net_health"], "npus[devid].net_health", VERIFY_ONLY),
-        ("hccn.lldp", hccn.QUERIES["hccn.lldp"], "npus[devid].lldp", VERIFY_ONLY),
-        ("hccn.tls", hccn.QUERIES["hccn.tls"], "npus[devid].tls", BOTH),
-        ("hccn.link_stat", hccn.QUERIES["hccn.link_stat"], "npus[devid].link_stat", VERIFY_ONLY),
-        ("hccn.optical", hccn.QUERIES["hccn.optical"], "npus[devid].optical_present", VERIFY_ONLY),
-        ("hccn.speed", hccn.QUERIES["hccn.speed"], "npus[devid].speed_mbps", VERIFY_ONLY),
-    )
+#: The per-NPU queries, in the order they run: twelve calls per NPU, each a few hundred ms on a
+#: real driver; add one only for a fact a check needs.
+HCCN_QUERIES = (
+    hccn_query("hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask"),
+    hccn_query("hccn.gateway", ("-gateway", "-g"), hccn.parse_gateway, "npus[devid].gateway, .gateway_iface"),
+    hccn_query("hccn.netdetect", ("-netdetect", "-g"), hccn.parse_netdetect, "npus[devid].netdetect"),
+    hccn_query("hccn.link", ("-link", "-g"), hccn.parse_link, "npus[devid].link", VERIFY_ONLY),
+    hccn_query("hccn.net_health", ("-net_health", "-g"), hccn.parse_net_health, "npus[devid].net_health", VERIFY_ONLY),
+    hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
+    hccn_query("hccn.tls", ("-tls", "-g"), hccn.parse_tls, "npus[devid].tls"),
+    hccn_query("hccn.link_stat", ("-link_stat", "-g"), hccn.parse_link_stat, "npus[devid].link_stat", VERIFY_ONLY),
+    hccn_query("hccn.optical", ("-optical", "-g"), optics.parse_optical, "npus[devid].optical_present, .optics", VERIFY_ONLY),
+    hccn_query("hccn.speed", ("-speed", "-g"), hccn.parse_speed, "npus[devid].speed_mbps", VERIFY_ONLY),
+    hccn_query("hccn.duplex", ("-duplex", "-g"), port_state.parse_duplex, "npus[devid].duplex", VERIFY_ONLY),
+    hccn_query("hccn.fec", ("-fec", "-g"), port_state.parse_fec, "npus[devid].fec", VERIFY_ONLY),
 )
 
 
@@ -503,6 +530,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     NPU_SMI_TOOL,
     NPU_SMI_LIST,
     NPU_SMI_HEALTH,
+    NPU_SMI_BOARD,
     NPUS,
     HCCN_TOOL,
     *HCCN_QUERIES,
@@ -515,6 +543,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     PYTHON,
     NET_ADDRS,
     HOSTNAME_RESOLVE,
+    *JOB_UNITS,
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from ascendprep import sysctl
@@ -38,6 +39,15 @@ from ascendprep.facts import (
     Versions,
 )
 from ascendprep.inventory import inventory_from_text
+from ascendprep.jobfacts import LinkState, NpuProcessTable, PortSockets
+from ascendprep.probes.optics import OpticalInfo, parse_optical_info
+
+#: A healthy module's ``-optical -g`` (driver format, the MindCluster capture's thresholds).
+HEALTHY_OPTICAL_TEXT = (Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn" / "optical_get_thresholds.out").read_text()
+
+
+def healthy_optics() -> OpticalInfo:
+    return parse_optical_info(HEALTHY_OPTICAL_TEXT)
 
 INVENTORY = """\
 name: unit
@@ -96,6 +106,9 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
             link_stat=LinkStat(current_time=NOW, up_count=1, down_count=0, records=(LinkRecord(BOOT, "UP"),)),
             optical_present=True,
             speed_mbps=200000,
+            optics=healthy_optics(),
+            duplex="full",
+            fec="rs",
         )
         entry = {"address": settings.ip, "netmask": settings.netmask}
         if settings.netdetect:
@@ -112,6 +125,10 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
         hostname=node,
         addresses=(InterfaceAddress("lo", "inet", "127.0.0.1", 8), InterfaceAddress("eth0", "inet", wanted.node.host, 24)),
         hostname_addresses=(wanted.node.host,),
+        # Issue 17's facts: no process on the NPUs, nothing on HCCL's ports, eth0 up.
+        npu_processes=NpuProcessTable(idle_npus=tuple(range(wanted.nproc))),
+        port_sockets=PortSockets("ss", ranges=((60000, 60031), (29500, 29500))),
+        links=(LinkState("lo", ("LOOPBACK", "UP", "LOWER_UP"), "UNKNOWN"), LinkState("eth0", ("BROADCAST", "MULTICAST", "UP", "LOWER_UP"), "UP")),
         os_release={"ID": "debian", "VERSION_ID": "12"},
         arch="x86_64",
         ascend_home="/usr/local/Ascend",
@@ -121,6 +138,7 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
         hccn_conf=HccnConf(raw=raw, devices=conf),
         npu_smi=NpuSmiList(total_count=wanted.nproc, devices=tuple(NpuSmiDevice(npu_id=i) for i in range(wanted.nproc))),
         npu_health=tuple(NpuHealth(npu_id=i, chip=0, health="OK") for i in range(wanted.nproc)),
+        npu_firmware={i: software["firmware"] or "7.5.0.1.129" for i in range(wanted.nproc)},
         sysctl=live_sysctl,
         sysctl_file=SysctlFile(raw=render_sysctl_conf(live_sysctl), values=dict(live_sysctl)),
         firewall=Firewall(ufw=FirewallTool(installed=False), firewalld=FirewallTool(installed=False), nftables=FirewallTool(installed=True, active=False)),

@@ -82,3 +82,24 @@ def test_env_sh_sources_cann_and_sets_hccl(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     )
     assert out.stdout.strip() == "from-toolkit 1 1200"
+
+
+def _gloo_after_sourcing(spec: str, sys_class_net: Path, before: str = "") -> str:
+    """GLOO_SOCKET_IFNAME after the lines set_env.sh gets for HCCL_SOCKET_IFNAME=spec."""
+    from ascendprep.envfiles import render_gloo_from_hccl_ifname
+
+    lines = render_gloo_from_hccl_ifname(spec).replace("/sys/class/net/", f"{sys_class_net}/")
+    result = subprocess.run(["sh", "-c", before + lines + 'printf %s "${GLOO_SOCKET_IFNAME-unset}"'],
+                            capture_output=True, text=True, timeout=30, env={})
+    return result.stdout
+
+
+@pytest.mark.parametrize("spec, gloo", [("=bond0", "bond0"), ("bond0", "bond0"), ("bond", "unset"),
+                                        ("^docker", "unset"), ("=eth9", "unset"), ("bond0,eth0", "unset")])
+def test_gloo_follows_an_exact_hccl_socket_ifname(spec: str, gloo: str, tmp_path: Path) -> None:
+    # gloo takes one exact interface name: a prefix, an exclusion or a list is not passed on
+    # (gloo fails with "Unable to find address for: ^docker"), nor a NIC the host does not have.
+    (tmp_path / "bond0").mkdir()
+    (tmp_path / "eth0").mkdir()
+    assert _gloo_after_sourcing(spec, tmp_path) == gloo
+    assert _gloo_after_sourcing(spec, tmp_path, before="GLOO_SOCKET_IFNAME=eth0\n") == "eth0"

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SSH_PACKAGES = ("paramiko", "fabric", "invoke")
 #: The pure core: what plan and verify decide with, readable without any SSH library.
 PURE_PACKAGES = ("ascendprep.checks", "ascendprep.compat", "ascendprep.probes")
-PURE_MODULES = ("ascendprep.plan", "ascendprep.desired", "ascendprep.ipplan", "ascendprep.facts", "ascendprep.allreduce.jobs")
+PURE_MODULES = ("ascendprep.plan", "ascendprep.desired", "ascendprep.ipplan", "ascendprep.facts", "ascendprep.drift", "ascendprep.changes", "ascendprep.applyscript", "ascendprep.allreduce.jobs")
 
 BLOCK_SSH = textwrap.dedent(
     """
@@ -140,6 +140,20 @@ def test_help_and_offline_plan_load_no_ssh_library(tmp_path: Path, args: list) -
     inventory = _inventory(tmp_path)
     result = _cli(tmp_path, *[str(inventory) if a == "INVENTORY" else a for a in args])
     assert result == {"code": 0, "loaded": []}
+
+
+def test_a_bundle_recheck_loads_no_ssh_library(tmp_path: Path) -> None:
+    """``verify --from-bundle`` contacts no host, so it needs no SSH library either."""
+    from datetime import date
+
+    from ascendprep.checks.context import HostEvidence
+    from ascendprep.fleet.bundle import Bundle, write_bundle
+
+    text = _inventory(tmp_path).read_text()
+    hosts = {name: HostEvidence(name, address, None, error=f"{name}: connection refused", error_kind="unreachable") for name, address in (("n1", "10.0.0.11"), ("n2", "10.0.0.12"))}
+    target = write_bundle(Bundle(str(tmp_path / "inventory.yaml"), text, hosts, None, "ring", {"only": [], "skip": []}, date(2026, 1, 5)), tmp_path / "runs" / "20260105T000000Z", {})
+    result = _cli(tmp_path, "verify", "--from-bundle", str(target), "--format", "json")
+    assert result == {"code": 1, "loaded": []}  # 1: the recorded hosts were unreachable
 
 
 def test_a_live_plan_does_load_the_ssh_stack(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -102,15 +101,19 @@ def test_simulator_imports_only_light_stdlib_modules():
     assert result.stdout.strip() == "[]", result.stderr
 
 
-def test_one_query_is_fast(lab):
-    """Median wall time of ``hccn_tool -i 0 -ip -g`` through the wrapper (budget ~60 ms; CI slack)."""
+def test_one_query_stays_light(lab):
+    """A query through the wrapper loads only the standard library and the simulator.
+
+    The lab runs the tool hundreds of times per command, so its cost is its start-up: no ``site``
+    and no third-party import (yaml, pydantic, rich, click, paramiko). Asserted on the imports the
+    interpreter reports (``PYTHONPROFILEIMPORTTIME``), not on a wall time; bench/ measures time.
+    """
     tools.install_node_tools(lab.root("node1"), sys.executable, str(REPO))
     hccn = str(lab.root("node1") / tools.HCCN_TOOL_PATH)
     lab.set_ip("node1", 0, "10.20.0.10")
-    env = lab.env("node1")
-    samples = []
-    for _ in range(7):
-        start = time.perf_counter()
-        subprocess.run([hccn, "-i", "0", "-ip", "-g"], capture_output=True, env=env, timeout=30, check=True)
-        samples.append(time.perf_counter() - start)
-    assert sorted(samples)[3] < 0.25
+    env = dict(lab.env("node1"), PYTHONPROFILEIMPORTTIME="1")
+    done = subprocess.run([hccn, "-i", "0", "-ip", "-g"], capture_output=True, env=env, timeout=30, check=True, text=True)
+    assert "ipaddr:10.20.0.10" in done.stdout
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "ascendprep" in imported and "site" not in imported
+    assert not imported & {"yaml", "pydantic", "rich", "click", "paramiko", "fabric", "torch"}

@@ -16,11 +16,12 @@ import pytest
 
 from ascendprep import limits
 from ascendprep.facts import ProbeError
-from ascendprep.probes import hccn
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.ping import parse_ping_output, parse_ping_summary
 from ascendprep.probes.sections import parse_transcript
 from ascendprep.probes.shell import UnsafeValue, remote_call_output_cap
+from ascendprep.probes.unit import NPU
+from ascendprep.probes.units import UNITS
 
 from test_probes_gather import SHELLS, _fake_host, _run
 
@@ -109,6 +110,9 @@ def test_a_cut_ping_is_a_failed_pair_not_a_parse(transcript):
     assert fine.ok and fine.received == 3
 
 
+HCCN_SECTIONS = [unit.section for unit in UNITS if unit.scope == NPU]
+
+
 def _under_cap_junk() -> str:
     """Hostile text just under the cap: long digit runs that almost match the parsers' patterns."""
     block = "ipaddr:" + "7" * 5000 + " packets transmitted, " + "9" * 5000 + "\x1b[31m\n"
@@ -118,7 +122,7 @@ def _under_cap_junk() -> str:
 def test_parsing_hostile_text_under_the_cap_takes_linear_time(transcript):
     junk = _under_cap_junk()
     sections = [{"name": "settings", "stdout": "timeout=10\n"}, {"name": "npus", "stdout": "0\n1\n"}]
-    sections += [{"name": probe, "attrs": {"npu": npu}, "stdout": junk} for npu in (0, 1) for probe in hccn.QUERIES]
+    sections += [{"name": probe, "attrs": {"npu": npu}, "stdout": junk} for npu in (0, 1) for probe in HCCN_SECTIONS]
     text = transcript("gather", sections)
 
     started = time.monotonic()

@@ -7,6 +7,8 @@ import re
 import pytest
 
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
+from ascendprep.probes.jobs import JobProbes
+from ascendprep.probes.ports import PortQuery
 from ascendprep.probes.unit import CHIP, NPU, VERIFY, VERIFY_ONLY, ProbeUnit, fixed, set_field, text_only, update_npu
 from ascendprep.probes.units import UNITS, by_section
 
@@ -16,7 +18,8 @@ def _sections_in(script: str):
 
 
 def test_every_section_the_script_prints_has_a_unit_and_every_unit_runs():
-    script = render_gather_script(None, "python3")
+    jobs = JobProbes(PortQuery(((60000, 60031), (29500, 29500))), "10.0.0.1")  # issue 17's units need their settings
+    script = render_gather_script(None, "python3", job_probes=jobs)
     assert _sections_in(script) == set(by_section())
 
 

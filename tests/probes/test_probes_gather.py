@@ -134,6 +134,7 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     assert facts.npu_smi_tool == str(tmp_path / "bin" / "npu-smi")
     assert [device.npu_id for device in facts.npu_smi.devices] == [0, 1]
     assert [(h.npu_id, h.chip, h.health) for h in facts.npu_health] == [(0, 0, "OK"), (1, 0, "Alarm")]
+    assert [p.pid for p in facts.npu_processes.processes] == [1333928, 784780]  # npu-smi info's process table
 
     assert sorted(facts.npus) == [0, 1]
     npu0, npu1 = facts.npus[0], facts.npus[1]
@@ -143,6 +144,8 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     assert npu0.tls == TlsState(switch=0, preconfigured=1, certificates=True)  # after one "busy" answer
     assert npu0.lldp.system_name == "LEAF-A-01" and npu1.lldp is None
     assert npu0.link_stat.down_count == 1 and npu0.optical_present is True
+    assert (npu0.duplex, npu0.fec, npu0.optics.lanes[3].rx_power_mw) == ("full", "rs", 0.7601)
+    assert facts.npu_firmware == {0: "7.1.0.7.220", 1: "7.1.0.7.220"}
 
     assert facts.versions.driver_version == "23.0.7"
     assert facts.versions.firmware_version == "7.1.0.11.220"
@@ -161,7 +164,7 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     problems = {(e.probe, e.npu, e.kind) for e in facts.errors}
     # After the hung -lldp on NPU 1 the remaining hccn_tool calls are not made (each would wait
     # out the limit too); they are recorded as timeouts that say so.
-    skipped = {(probe, 1, "timeout") for probe in ("hccn.tls", "hccn.link_stat", "hccn.optical", "hccn.speed")}
+    skipped = {(probe, 1, "timeout") for probe in ("hccn.tls", "hccn.link_stat", "hccn.optical", "hccn.speed", "hccn.duplex", "hccn.fec")}
     assert problems == {("hccn.lldp", 1, "timeout"), ("hccn.speed", 0, "unsupported")} | skipped
     (not_run,) = facts.errors_for("hccn.tls", npu=1)
     assert not_run.message == "hccn_tool -i 1 -tls -g: not run: hccn_tool hung earlier in this run (hccn_tool -i 1 -lldp -g)"
@@ -171,7 +174,7 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     sections = parse_transcript(output, "gather").sections
     tls0 = next(s for s in sections if s.name == "hccn.tls" and s.npu == 0)
     assert tls0.tries == 2
-    assert sum(1 for s in sections if s.name.startswith("hccn.")) == 20  # 10 calls per NPU, no more
+    assert sum(1 for s in sections if s.name.startswith("hccn.")) == 24  # 12 calls per NPU, no more
 
 
 def test_given_npu_count_and_a3_discovery(tmp_path, fixtures_dir):

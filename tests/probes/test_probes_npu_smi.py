@@ -2,51 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 
 from ascendprep.probes import npu_smi
 from ascendprep.probes.gather import parse_gather_output
-from ascendprep.probes.text import UnexpectedOutput
 
-
-def test_reference_excerpt(fixture_text):
-    listed = npu_smi.parse_list(fixture_text("npu_smi/list_reference_excerpt.out"))
-    assert listed.total_count == 8
-    assert [(device.npu_id, device.chip_count) for device in listed.devices] == [(0, 1), (1, 1)]
-
-
-def test_910b_eight_npus(fixture_text):
-    listed = npu_smi.parse_list(fixture_text("npu_smi/list_910b_8npu.out"))
-    assert [device.npu_id for device in listed.devices] == list(range(8))
-    assert {device.chip_count for device in listed.devices} == {1}
-
-
-def test_a3_two_chips_and_product_lines(fixture_text):
-    listed = npu_smi.parse_list(fixture_text("npu_smi/list_a3_8npu.out"))
-    assert len(listed.devices) == 8
-    first = listed.devices[0]
-    assert (first.chip_count, first.product_name, first.serial_number) == (2, "Atlas 800T A3", "1020000000")
-
-
-@pytest.mark.parametrize(
-    "name, expected",
-    [
-        ("npu_smi/health_910b.out", ("OK", None, None)),
-        ("npu_smi/health_950.out", ("OK", None, None)),
-        ("npu_smi/health_alarm.out", ("Alarm", "80E18005", "node type=SoC, sensor type=Heartbeat")),
-    ],
-)
-def test_health_labels(fixture_text, name, expected):
-    assert npu_smi.parse_health(fixture_text(name)) == expected
-
-
-@pytest.mark.parametrize("text", ["", "command not found\n", "        Error Code : NA\n"])
-def test_unrecognised_output_is_refused(text):
-    with pytest.raises(UnexpectedOutput):
-        if "Error" in text:
-            npu_smi.parse_health(text)
-        else:
-            npu_smi.parse_list(text)
 
 
 def test_gather_records_health_per_chip_and_failures(fixture_text, transcript):

@@ -118,12 +118,14 @@ CASES: Dict[str, Case] = {
     "hccn-hang": (
         {"npu": 3},
         lambda a: {("network.ip", "node2", 3), ("network.link", "node2", 3)},
-        lambda a: (lambda c: c["node"] == "node2" and c["check"].startswith("network.") and c["message"].startswith("could not check: ")),
+        lambda a: (lambda c: c["node"] == "node2" and c["check"].startswith(("network.", "optics.", "ports.")) and c["message"].startswith("could not check: ")),
     ),
     # Last: it leaves a flap in the link history (a warning from then on, as on real hardware).
     "link-down": (
         {"npu": 3},
-        lambda a: {("network.link", "node2", 3), ("network.net_health", "node2", 3), ("network.lldp", "node2", 3)} | _net_health_of_peers(a, "node2", 3),
+        # a cut fibre: every lane dark with Rx LoS/LoL, so the optics checks name it too
+        lambda a: {("network.link", "node2", 3), ("network.net_health", "node2", 3), ("network.lldp", "node2", 3),
+                   ("optics.power", "node2", 3), ("optics.signal", "node2", 3)} | _net_health_of_peers(a, "node2", 3),
         lambda a: _pairs_touching("node2", 3),
     ),
 }

@@ -55,6 +55,11 @@ COMMANDS: tuple[tuple[str, str, str, str], ...] = (
      "   [-c]        : clear link history statistics\n"),
     ("-i", "devid", "-speed",
      "   [-g]        : get the speed of eth ports\n"),
+    # [I] -duplex / -fec: the wording follows -speed's; their help text is not in the reference.
+    ("-i", "devid", "-duplex",
+     "   [-g]        : get the duplex of eth ports\n"),
+    ("-i", "devid", "-fec",
+     "   [-g]        : get the fec mode of eth ports\n"),
     ("-i", "devid", "-ping",
      "   [-g]                : get ping result\n"
      "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"

@@ -39,7 +39,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import fabric, hccn_views, hccnconf, ipv4
+from . import fabric, hccn_views, hccnconf, ipv4, optics
 from .hccn_codes import (
     DSMI_EXE_ERR,
     DSMI_GATEWAY_NOT_PRESET_ERR,
@@ -421,7 +421,7 @@ def cmd_optical(inv: Invocation, args: list[str]) -> int:
     inv.get_flag = True
     if len(args) != 1:
         return PARAM_CMD_COUNT_ERR
-    for line in hccn_views.optical_lines(inv.doc, inv.devid):
+    for line in optics.optical_lines(inv.doc, inv.devid):
         inv.print(line)
     return OK
 
@@ -451,10 +451,31 @@ def cmd_speed(inv: Invocation, args: list[str]) -> int:
     inv.get_flag = True
     if is_legacy(inv.doc):
         return TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR  # older drivers have no -speed
-    if link_is_up(inv.doc, inv.devid):
-        inv.print(f"Speed: {profile(inv.product)['port_speed_mbps']} Mb/s")
-    else:
-        inv.print("Speed: Unknown!")
+    inv.print(optics.speed_line(inv.doc, inv.devid))
+    return OK
+
+
+def cmd_duplex(inv: Invocation, args: list[str]) -> int:
+    """``-duplex -g``: in the same product-extension table as ``-speed`` (absent on older drivers)."""
+    if len(args) != 1:
+        return PARAM_CMD_COUNT_ERR
+    if args[0] != "-g":
+        return PARAM_OP_NOT_SUPPORT_ERR
+    inv.get_flag = True
+    if is_legacy(inv.doc):
+        return TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR
+    inv.print(optics.duplex_line(inv.doc, inv.devid))
+    return OK
+
+
+def cmd_fec(inv: Invocation, args: list[str]) -> int:
+    """``-fec -g`` (910A captures show it too, so older drivers answer it)."""
+    if len(args) != 1:
+        return PARAM_CMD_COUNT_ERR
+    if args[0] != "-g":
+        return PARAM_OP_NOT_SUPPORT_ERR
+    inv.get_flag = True
+    inv.print(optics.fec_line(inv.doc, inv.devid))
     return OK
 
 
@@ -550,6 +571,8 @@ COMMANDS = {
     ("-i", "-tls"): cmd_tls,
     ("-i", "-link_stat"): cmd_link_stat,
     ("-i", "-speed"): cmd_speed,
+    ("-i", "-duplex"): cmd_duplex,
+    ("-i", "-fec"): cmd_fec,
     ("-i", "-ping"): cmd_ping,
 }
 

@@ -1,15 +1,13 @@
 """Text renderers of ``hccn_tool`` queries whose output is more than a line or two.
 
 Pure functions of a device document (see :mod:`ascendprep.lab.sim.state`); the formats are those
-of ascend-reference §1.4 (``-stat -g``, ``-optical -g``, ``-tls -g``, ``-link_stat -g``).
+of ascend-reference §1.4 (``-stat -g``, ``-tls -g``, ``-link_stat -g``).
 """
 
 from __future__ import annotations
 
 import time
 
-from .profiles import profile
-from .state import faults_for
 
 #: ``-stat -g`` counters in the order the tool prints them (ascend-reference §1.4).
 STAT_KEYS: tuple[str, ...] = (
@@ -33,52 +31,6 @@ _CERTS = (
 )
 _CERT_START = 1704679973  # Mon Jan  8 02:12:53 2024 UTC
 _CERT_END = 2335831973  # 20 years later
-
-
-def optical_lines(doc: dict, devid: int) -> list[str]:
-    """``-optical -g`` text for a simulated short-reach module (fibre cut = ``link-down`` fault)."""
-    device, prof = doc["devices"][devid], profile(doc["product"])
-
-    def row(name: str, value: str) -> str:
-        return f"{name:<21}: {value}"
-
-    lines = ["optical info:"]
-    if not device["optical_present"]:
-        lines += [row("present", "not present"), row("temperature", "NA"), row("high power enable reg", "not enabled"),
-                  row("vendor name", ""), row("vendor part number", ""), row("vendor serial number", ""),
-                  row("vendor org unique id", "0x0 0x0 0x0"), row("xsfp identifier", "NA"),
-                  row("xsfp wave length", "0 nm"), row("manufact date code", "")]
-        lines += [row(name, "NA") for name in ("Vcc", "Tx Power", "Rx Power", "Vcc High Thres", "Vcc Low Thres",
-                                               "Temp High Thres", "Temp Low Thres", "TxPower High Thres",
-                                               "TxPower Low Thres", "RxPower High Thres", "RxPower Low Thres")]
-        return lines
-    dark = "link-down" in faults_for(doc, devid)
-    lines += [
-        row("present", "present"),
-        row("temperature", f"{45 + devid % 5} C"),
-        row("high power enable reg", "enabled"),
-        row("vendor name", "HUAWEI"),
-        row("vendor part number", "34062286"),
-        row("vendor serial number", f"LAB{doc['node'][:8].upper()}{devid:02d}"),
-        row("vendor org unique id", "0x0 0xe0 0xfc"),
-        row("xsfp identifier", prof["xsfp_identifier"]),
-        row("xsfp wave length", "850 nm"),
-        row("manufact date code", "230415"),
-        row("Vcc", f"{3262.90 + devid * 0.7:.2f} mV"),
-    ]
-    for lane in range(4):
-        lines.append(row(f"Tx Power{lane}", f"{0.8912 + 0.0113 * lane:.4f} mW"))
-        rx = 0.0 if dark else 0.7943 + 0.0097 * lane
-        lines.append(row(f"Rx Power{lane}", f"{rx:.4f} mW"))
-    lines += [
-        row("Vcc High Thres", "3630.00 mV"), row("Vcc Low Thres", "2970.00 mV"),
-        row("Temp High Thres", "75 C"), row("Temp Low Thres", "-5 C"),
-        row("TxPower High Thres", "3.1623 mW"), row("TxPower Low Thres", "0.1585 mW"),
-        row("RxPower High Thres", "3.1623 mW"), row("RxPower Low Thres", "0.0525 mW"),
-    ]
-    lines += [row(f"Tx Bias{lane}", f"{7.5000 + 0.125 * lane:.4f} mA") for lane in range(4)]
-    lines += [row("Tx Los Flag", "0x0"), row("Rx Los Flag", "0xf" if dark else "0x0")]
-    return lines
 
 
 def stat_lines(device: dict) -> list[str]:

@@ -25,6 +25,7 @@ import os
 import sys
 
 from .driver_profiles import is_legacy
+from .npu_procs import process_rows
 from .identity import LabSetupError, load_identity, system_root
 from .profiles import bus_id, profile
 from .state import LabStateError, faults_for, read_node
@@ -211,7 +212,8 @@ def _usage_pair(used: int, total: int) -> str:
 
 
 def info_table(doc: dict, driver: str) -> str:
-    """The ``npu-smi info`` box: header, two rows per chip, then the (empty) process table.
+    """The ``npu-smi info`` box: header, two rows per chip, then the process table (a row per
+    chip with the ``npu-busy`` fault, see :mod:`.npu_procs`).
 
     Its width follows the npu-smi generation (:func:`table_layout`), as on real hosts."""
     topo = Topology(doc)
@@ -245,7 +247,7 @@ def info_table(doc: dict, driver: str) -> str:
         lines.append(box.double)
     lines += [box.columns, box.process_header, box.double]
     for npu in range(topo.npu_count):
-        lines.append("|" + f" No running processes found in NPU {npu}".ljust(box.width) + "|")
+        lines += process_rows(doc, npu, topo.devids(npu), box.process_header, box.width)
         lines.append(box.double)
     return "\n".join(lines) + "\n"
 

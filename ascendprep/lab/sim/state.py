@@ -46,6 +46,15 @@ FAULT_KINDS = (
     "hccn-busy",
     "npu-smi-dcmi",  # npu-smi's DCMI cannot open the NPUs (held elsewhere): every call fails, -8020
     "hccn-flood",
+    "npu-busy",  # a process still holds the NPU: npu-smi info lists it (issue 17)
+    # grey failures of the port's physical layer, rendered by lab/sim/optics.py (issue 20)
+    "optical-low-power",
+    "optical-los",
+    "optical-hot",
+    "port-100g",
+    "fec-mismatch",
+    "optical-copper",
+    "optical-not-present-readings",
 )
 
 #: ``hccn-flood``: bytes each hccn_tool call prints when no size is given (issue 19's 30 MB).

@@ -9,6 +9,8 @@ export NODE_RANK=1
 export NPROC_PER_NODE=8
 export HCCL_SOCKET_IFNAME==bond0
 export RANK_TABLE_FILE=/etc/ascendprep/rank_table.json
+# gloo on the NIC HCCL_SOCKET_IFNAME names (gloo takes one exact interface name).
+if [ -z "${GLOO_SOCKET_IFNAME-}" ] && [ -e /sys/class/net/bond0 ]; then export GLOO_SOCKET_IFNAME=bond0; fi
 # Host NIC for gloo and NCCL: the one holding this node's address 10.40.1.12, whatever the
 # hostname resolves to (127.0.1.1 or nothing would make the ranks miss each other).
 ascendprep_ifname=$(PATH="$PATH:/usr/sbin:/sbin" ip -o addr show 2>/dev/null | awk -v a=10.40.1.12 '{ split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2; exit } }')
