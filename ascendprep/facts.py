@@ -82,6 +82,16 @@ class LinkStat:
 
 
 @dataclass(frozen=True)
+class CounterSample:
+    """One read of ``hccn_tool -stat -g`` (probes/port_stats.py): which pass of the gather made it,
+    the node's clock at the call in seconds (None when the script did not stamp it), the counters."""
+
+    pass_number: int
+    at_s: Optional[float]
+    counters: Dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class TlsState:
     """The TLS switch of one NPU port (``-tls -g``).
 
@@ -200,6 +210,8 @@ class NpuFacts:
     #: ``-duplex -g`` (``full``/``half``; None = ``Unknown!``) and ``-fec -g`` (``rs``/``no``/``auto``).
     duplex: Optional[str] = None
     fec: Optional[str] = None
+    #: ``-stat -g`` reads, in the order made (two when the gather sampled, issue 20).
+    stat_samples: Tuple[CounterSample, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -273,6 +273,8 @@ class InventoryModel(_Strict):
     software: Software = Field(default_factory=Software)
     env: Dict[str, str] = Field(default_factory=dict)
     training: Training = Field(default_factory=Training)
+    #: Grey-failure thresholds by name (checks/data/grey_thresholds.yaml lists the names and defaults).
+    thresholds: Dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -539,6 +541,18 @@ def _sysctl_problems(doc: YamlDocument, model: InventoryModel) -> list[Located]:
     return problems
 
 
+def _threshold_problems(doc: YamlDocument, model: InventoryModel) -> list[Located]:
+    """Threshold names the data file does not know and values out of their range (grey_thresholds.py)."""
+    from ascendprep.checks.grey_thresholds import override_problem
+
+    problems = []
+    for key, value in model.thresholds.items():
+        problem = override_problem(key, value)
+        if problem:
+            problems.append(doc.problem(("thresholds", key), problem))
+    return problems
+
+
 def load_inventory(path: Union[str, Path]) -> Inventory:
     """Load, validate and expand an inventory file; raise :class:`InputError` on any problem."""
     path = Path(path)
@@ -566,6 +580,7 @@ def inventory_from_document(doc: YamlDocument, base_dir: Path) -> Inventory:
     if not problems:
         groups, problems = resolve_groups(doc, model.device_network, nodes, product)
     problems += _sysctl_problems(doc, model)
+    problems += _threshold_problems(doc, model)
     if problems:
         raise InputError(problems)
     group_of = [0] * len(nodes)

@@ -133,3 +133,12 @@ MAX_PORT_SOCKETS = 4096
 
 #: NICs one host may report from ``ip -o link``.
 MAX_HOST_LINKS = 4096
+# --- port counter sampling of verify (issue 20, helper g20b: probes/port_stats.py) --------------
+
+#: Seconds between the two reads of ``hccn_tool -stat -g`` when ``verify --sample-interval`` is not
+#: given: long enough that a steady error trickle (1/s) shows as several counts, short enough that
+#: verify, which samples while its other probes run, grows by at most this much.
+SAMPLE_INTERVAL_DEFAULT_S = 5
+
+#: The longest ``--sample-interval`` accepted, in seconds (a pre-job check, not a monitor).
+SAMPLE_INTERVAL_MAX_S = 600

@@ -60,19 +60,22 @@ echo "== verify --allreduce"
 # Two ranks per node: every lab rank is a CPU torch process on this one machine.
 ascendprep verify "$inventory" --allreduce --nproc-per-node 2
 
-echo "== grey failures: a dim lane, LoS, a hot module, a 100G port, another FEC mode (verify must name them)"
+echo "== grey failures: a dim lane, LoS, a hot module, a 100G port, another FEC mode, FCS errors, a PFC storm, an unknown NPU event code (verify must name them)"
 ascendprep lab fault node1 optical-low-power --npu 0 --name "$LAB"
 ascendprep lab fault node1 optical-los --npu 1 --name "$LAB"
 ascendprep lab fault node2 optical-hot --npu 0 --name "$LAB"
 ascendprep lab fault node2 port-100g --npu 1 --name "$LAB"
 ascendprep lab fault node1 fec-mismatch --npu 2 --name "$LAB"
 ascendprep lab fault node2 optical-copper --npu 2 --name "$LAB"   # must not fail
+ascendprep lab fault node1 fcs-errors --npu 3 --name "$LAB"
+ascendprep lab fault node2 pfc-storm --npu 3 --name "$LAB"
+ascendprep lab fault node2 npu-unknown-code --npu 0 --name "$LAB"
 grey=0
-ascendprep verify "$inventory" --only optics,ports,firmware || grey=$?
+ascendprep verify "$inventory" --only optics,ports,firmware,network.counters,npu.health || grey=$?
 ascendprep lab heal --name "$LAB"
 if [ "$grey" != 1 ]; then
   echo "lab-rehearsal: verify should have failed (exit 1) on the grey faults, got $grey" >&2
   exit 1
 fi
 echo "== verify after healing (grey checks pass)"
-ascendprep verify "$inventory" --only optics,ports,firmware
+ascendprep verify "$inventory" --only optics,ports,firmware,network.counters,npu.health

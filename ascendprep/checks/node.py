@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ascendprep.checks import health_codes
 from ascendprep.checks.context import NodeContext
 from ascendprep.checks.model import Check, Verdict, could_not_check, failed, passed
 from ascendprep.facts import HostFacts
@@ -102,12 +103,18 @@ def npu_health(ctx: NodeContext, npu: int) -> Verdict:
         errors = facts.errors_for("npu_smi.health", npu_id)
         return could_not_check(errors[0].message if errors else f"npu-smi gave no health for NPU {npu_id} chip {chip}", evidence)
     evidence.update({"health": health.health, "error_code": health.error_code, "error_info": health.error_info})
+    meanings = health_codes.decode(health.error_code, npu_id, chip)
+    if meanings:
+        evidence["codes"] = [meaning.to_dict() for meaning in meanings]
     if not health.ok:
-        detail = f" ({health.error_code}: {health.error_info})" if health.error_code else ""
+        decider = health_codes.worst(meanings)
+        detail = f": {health_codes.summary(meanings)}" if meanings else ""
+        info = f" ({health.error_info})" if health.error_info else ""
         return failed(
-            f"npu-smi health is {health.health}{detail}",
+            f"npu-smi health is {health.health}{detail}{info}",
             evidence,
-            fix=f"read 'npu-smi info -i {npu_id} -c {chip} -t health' and the device log; an Alarm/Critical NPU needs a reset or a replacement",
+            fix=(decider.action if decider is not None else f"read 'npu-smi info -i {npu_id} -c {chip} -t health' and the device log; an Alarm/Critical NPU needs a reset or a replacement"),
+            severity=health_codes.severity_of(health.health, meanings),
         )
     return passed("npu-smi health is OK", evidence)
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import FrozenSet, Iterable, List, Tuple
 
 from ascendprep.checks import cluster, host, hostname, jobs, network, node, npu_firmware, optics, ports, reachability, software
+from ascendprep.checks import counters
 from ascendprep.checks.model import Check
 
 CHECKS: Tuple[Check, ...] = tuple(
-    node.CHECKS + network.CHECKS + optics.CHECKS + ports.CHECKS + host.CHECKS + hostname.CHECKS + jobs.CHECKS
+    node.CHECKS + network.CHECKS + optics.CHECKS + ports.CHECKS + counters.CHECKS + host.CHECKS + hostname.CHECKS + jobs.CHECKS
     + software.CHECKS + cluster.CHECKS + ports.CLUSTER_CHECKS + npu_firmware.CHECKS + reachability.CHECKS
 )
 BY_ID = {check.id: check for check in CHECKS}

@@ -44,6 +44,7 @@ from ascendprep.findings import Finding, has_errors
 from ascendprep.fleet.deadline import Deadline
 from ascendprep.fleet.sudo import SudoPassword
 from ascendprep.limits import KEEP_RUNS_DEFAULT
+from ascendprep.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
 from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
 from ascendprep.report.text import markup_safe as escape
 from ascendprep.yamlsource import InputError, Located, read_input_text
@@ -105,6 +106,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
 @click.option("--allow-busy-npus", is_flag=True, help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).")
+@click.option("--sample-interval", "sample_interval", type=click.IntRange(0, SAMPLE_INTERVAL_MAX_S), default=None, metavar="SECONDS", help=f"Seconds between the two reads of every NPU port's error and pause counters (hccn_tool -stat -g), whose growth per second is judged; sampled while the other probes run, so verify takes at most this much longer. 0: read once, no rates.  [default: {SAMPLE_INTERVAL_DEFAULT_S}]")
 @timeout_option(VERIFY_TIMEOUT_HELP)
 def verify_command(
     inventory: Optional[Path],
@@ -127,12 +129,14 @@ def verify_command(
     bisect: bool,
     allow_busy_npus: bool,
     timeout: Optional[float],
+    sample_interval: Optional[int],
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
     Per node: reachable, NPUs present, healthy and not held by a process, per NPU the device IP,
-    /etc/hccn.conf, gateway, detect IP, link, net_health, LLDP neighbour, TLS, link flaps and
-    optics; HCCL's host ports free, the host NIC for HCCL/gloo up with its address; kernel
+    /etc/hccn.conf, gateway, detect IP, link, net_health, LLDP neighbour, TLS, link flaps,
+    optics and the growth of the port's error and pause counters (--sample-interval); HCCL's host
+    ports free, the host NIC for HCCL/gloo up with its address; kernel
     settings, firewall, managed files and software versions. Cluster-wide: versions identical and
     compatible, TLS consistent, no duplicate device IP, and NPU pairs that ping each other.
 
@@ -145,6 +149,8 @@ def verify_command(
         raise click.UsageError("missing INVENTORY (or --from-bundle DIR)")
     if from_bundle is not None and (allreduce or mesh or accept_new_host_keys or forks or timeout):
         raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
+    if from_bundle is not None and sample_interval is not None:
+        raise click.UsageError("--from-bundle contacts no host: --sample-interval does not apply")
     allreduce_options = _allreduce_options(
         allreduce,
         {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect,
@@ -166,6 +172,7 @@ def verify_command(
         sudo_password=prompt_sudo_password(ask_sudo_password) if from_bundle is None else None,
         allreduce=allreduce_options,
         timeout=timeout,
+        sample_interval=SAMPLE_INTERVAL_DEFAULT_S if sample_interval is None else sample_interval,
     )
     try:
         code = run_verify(options)
@@ -195,6 +202,8 @@ class VerifyOptions:
     keep_runs: int = KEEP_RUNS_DEFAULT
     #: ``--timeout``: seconds the whole command may take (None: derived from the fleet).
     timeout: Optional[float] = None
+    #: ``--sample-interval``: seconds between the two reads of the port counters (0: read once).
+    sample_interval: int = 0
 
 
 @dataclass
@@ -254,7 +263,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     allreduce_doc = None
     deadline = verify_deadline(inventory, options)
     with open_session(inventory, options.accept_new_host_keys, options.forks, options.sudo_password, deadline) as session:
-        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what))
+        hosts, pings = collect(session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what), sample_interval=options.sample_interval)
         refusal = busy_npu_refusal(hosts) if options.allreduce is not None and not options.allreduce.allow_busy_npus else None
         if refusal is not None:
             allreduce_findings = [refusal]  # issue 17: an all-reduce on NPUs another job holds fails with EJ0001
@@ -277,6 +286,9 @@ VERIFY_PHASES = 2
 def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
     """``--timeout``, or the default for this fleet; --allreduce adds its own default budget."""
     deadline = hosts_deadline(inventory, options.timeout, options.forks, VERIFY_PHASES)
+    if options.timeout is None and options.sample_interval:
+        waves = -(-len(inventory.nodes) // (options.forks or inventory.model.ssh.forks))
+        deadline.seconds += options.sample_interval * waves  # each wave's gather waits up to the interval
     if options.timeout is None and options.allreduce is not None:
         from ascendprep.allreduce.options import DEFAULT_TIMEOUT_S
 

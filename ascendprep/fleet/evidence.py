@@ -74,10 +74,14 @@ def collect(
     mesh: str,
     with_pings: bool,
     progress: ProgressFactory = lambda _: None,
+    sample_interval: int = 0,
 ) -> Tuple[Dict[str, HostEvidence], Optional[PingPlan]]:
-    """Gather every host, plan and run the pings; the evidence per node, and the ping plan."""
+    """Gather every host, plan and run the pings; the evidence per node, and the ping plan.
+
+    ``sample_interval``: seconds between the gather's two reads of the port counters (0: one read).
+    """
     inventory = desired.inventory
-    gathered = gather_facts(session, inventory, progress("reading hosts"))
+    gathered = gather_facts(session, inventory, progress("reading hosts"), sample_interval=sample_interval)
     hosts: Dict[str, HostEvidence] = {}
     for node in inventory.nodes:
         outcome = gathered[node.name]

@@ -60,16 +60,20 @@ class Gathered:
     seconds: float
 
 
-def gather_facts(session: Session, inventory: Inventory, progress: Optional[Progress] = None, only: Optional[set[str]] = None) -> dict[str, HostOutcome[Gathered]]:
-    """Run the gather script on every host (or on ``only``) and parse what it printed."""
+def gather_facts(session: Session, inventory: Inventory, progress: Optional[Progress] = None, only: Optional[set[str]] = None, sample_interval: int = 0) -> dict[str, HostOutcome[Gathered]]:
+    """Run the gather script on every host (or on ``only``) and parse what it printed.
+
+    ``sample_interval``: seconds between the two reads of the port counters (verify); the script
+    may run that much longer than ``ssh.command_timeout`` allows otherwise.
+    """
     npus_of = {node.name: node.npus for node in inventory.nodes}
     python_path = inventory.model.software.python_path
     sysctl_keys = tuple(dict.fromkeys([*SYSCTL_KEYS, *inventory.model.sysctl]))
     probes = job_probes(inventory)
 
     def job(transport: Transport, access: HostAccess) -> Gathered:
-        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes)
-        result = transport.run_script(script)
+        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes, sample_interval=sample_interval)
+        result = transport.run_script(script, timeout=access.command_timeout + sample_interval if sample_interval else None)
         if result.timed_out:
             result.raise_for_status(access.name, "fact gathering")
         facts = parse_gather_output(result.stdout)

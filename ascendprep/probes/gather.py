@@ -25,7 +25,8 @@ import shlex
 from typing import Any, Dict, List, Optional, Sequence
 
 from ascendprep.facts import Firewall, HostFacts, NpuFacts, Versions
-from ascendprep.probes import paths
+from ascendprep.probes import paths, port_stats
+from ascendprep.limits import SAMPLE_INTERVAL_MAX_S
 from ascendprep.probes.failures import over_cap_error
 from ascendprep.probes.sections import new_nonce, parse_transcript
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
@@ -51,6 +52,7 @@ def render_gather_script(
     sysctl_keys: Sequence[str] = paths.SYSCTL_KEYS,
     units: Sequence[ProbeUnit] = UNITS,
     job_probes: Optional[Any] = None,
+    sample_interval: int = 0,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -64,20 +66,24 @@ def render_gather_script(
     ``units``: the probes to run (all registered ones by default).
     ``job_probes``: what the NPU-process, port, NIC and master-route probes ask about
     (:func:`ascendprep.probes.jobs.job_probes`); None: HCCL's default ports, no route lookup.
+    ``sample_interval``: seconds between the two reads of the port counters (``-stat -g``, after
+    each NPU's other queries and again at the end, :mod:`ascendprep.probes.port_stats`); 0: once.
     """
+    check_int("sample_interval", sample_interval, 0, SAMPLE_INTERVAL_MAX_S)
     for key in sysctl_keys:
         if not _SYSCTL_KEY.match(key):
             raise UnsafeValue(f"sysctl key {key!r} is not of the form net.core.somaxconn")
     if npus is not None:
         check_int("npus", npus, 0, MAX_DEVID + 1)
     python_path = check_command("python_path", python_path)
-    ctx = RenderContext(npus=npus, python_path=python_path, sysctl_keys=tuple(sysctl_keys), job_probes=job_probes)
+    ctx = RenderContext(npus=npus, python_path=python_path, sysctl_keys=tuple(sysctl_keys), job_probes=job_probes, sample_interval=sample_interval)
     nonce = new_nonce()
     return "\n".join(
         [
             preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home),
             _GATHER_FUNCTIONS,
             _NETWORK_FUNCTIONS,
+            port_stats.SHELL_FUNCTIONS,
             main_block(_body(ctx, units)),
         ]
     )

@@ -63,6 +63,8 @@ class RenderContext:
     sysctl_keys: Tuple[str, ...]
     #: What the issue-17 probes ask about (:class:`ascendprep.probes.jobs.JobProbes`); None: skip them.
     job_probes: Optional[Any] = None
+    #: Seconds between the two reads of the port counters (probes/port_stats.py); 0: one read.
+    sample_interval: int = 0
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ascendprep.facts import FirewallTool, ManagedFile, NpuHealth, VersionFile
 from ascendprep.probes import firewall, hccn, hccn_conf, netaddr, npu_smi, optics, paths, port_state, python_pkgs, sysctl, system, versions
+from ascendprep.probes import port_stats
 from ascendprep.probes.failures import dcmi_failure
 from ascendprep.probes.jobs import JOB_UNITS
 from ascendprep.probes.sections import Section
@@ -534,6 +535,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     NPUS,
     HCCN_TOOL,
     *HCCN_QUERIES,
+    port_stats.FIRST_READ,
     HCCN_CONF,
     SYSCTL,
     SYSCTL_FILE,
@@ -544,6 +546,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     NET_ADDRS,
     HOSTNAME_RESOLVE,
     *JOB_UNITS,
+    port_stats.SECOND_READ,
 )
 
 

@@ -18,6 +18,7 @@ from ascendprep.checks.mesh import PingPlan, plan_pings
 from ascendprep.desired import DesiredState, build_desired
 from ascendprep.envfiles import render_sysctl_conf
 from ascendprep.facts import (
+    CounterSample,
     Firewall,
     FirewallTool,
     HccnConf,
@@ -87,6 +88,14 @@ def desired_state(text: str = INVENTORY) -> DesiredState:
     return build_desired(inventory_from_text(text))
 
 
+#: ``-stat -g`` read twice 5 s apart on a healthy idle port: traffic counters move, a few FCS
+#: errors and pause frames since boot do not (issue 20: counts since boot are information only).
+HEALTHY_STAT_SAMPLES = (
+    CounterSample(1, 1000.0, {"mac_rx_fcs_err_pkt_num": 12, "mac_rx_pfc_pkt_num": 3400, "mac_rx_total_pkt_num": 9000, "roce_rx_err_pkt_num": 0}),
+    CounterSample(2, 1005.0, {"mac_rx_fcs_err_pkt_num": 12, "mac_rx_pfc_pkt_num": 3410, "mac_rx_total_pkt_num": 9500, "roce_rx_err_pkt_num": 0}),
+)
+
+
 def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
     wanted = desired.nodes[node]
     npus: Dict[int, NpuFacts] = {}
@@ -109,6 +118,7 @@ def healthy_facts(desired: DesiredState, node: str) -> HostFacts:
             optics=healthy_optics(),
             duplex="full",
             fec="rs",
+            stat_samples=HEALTHY_STAT_SAMPLES,
         )
         entry = {"address": settings.ip, "netmask": settings.netmask}
         if settings.netdetect:

@@ -63,6 +63,10 @@ def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tm
     # every per-NPU network check ran (passed) on the legacy node too
     legacy_network = [c for c in doc["checks"] if c["node"] == "node2" and c["check"].startswith("network.")]
     assert {c["status"] for c in legacy_network if c["check"] in ("network.ip", "network.tls", "network.lldp", "network.link_flaps")} == {"passed"}
+    # the legacy driver's short -stat -g form: its two RoCE error counters sampled and judged (issue 20)
+    (counters,) = [c for c in legacy_network if (c["check"], c["npu"]) == ("network.counters", 0)]
+    assert counters["status"] == "passed" and counters["evidence"]["form"].startswith("short")
+    assert set(counters["evidence"]["rates_per_s"]) == {"npu_chip_roce_rx_err_pkt_num", "npu_chip_roce_tx_err_pkt_num"}
 
     hosts = tmp_path / doc["bundle"] / "hosts"  # bundles keep facts.json gzip'd
     facts = {node: json.loads(gzip.decompress((hosts / node / "facts.json.gz").read_bytes())) for node in ("node1", "node2")}

@@ -164,7 +164,7 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     problems = {(e.probe, e.npu, e.kind) for e in facts.errors}
     # After the hung -lldp on NPU 1 the remaining hccn_tool calls are not made (each would wait
     # out the limit too); they are recorded as timeouts that say so.
-    skipped = {(probe, 1, "timeout") for probe in ("hccn.tls", "hccn.link_stat", "hccn.optical", "hccn.speed", "hccn.duplex", "hccn.fec")}
+    skipped = {(probe, 1, "timeout") for probe in ("hccn.tls", "hccn.link_stat", "hccn.optical", "hccn.speed", "hccn.duplex", "hccn.fec", "hccn.stat")}
     assert problems == {("hccn.lldp", 1, "timeout"), ("hccn.speed", 0, "unsupported")} | skipped
     (not_run,) = facts.errors_for("hccn.tls", npu=1)
     assert not_run.message == "hccn_tool -i 1 -tls -g: not run: hccn_tool hung earlier in this run (hccn_tool -i 1 -lldp -g)"
@@ -174,7 +174,8 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     sections = parse_transcript(output, "gather").sections
     tls0 = next(s for s in sections if s.name == "hccn.tls" and s.npu == 0)
     assert tls0.tries == 2
-    assert sum(1 for s in sections if s.name.startswith("hccn.")) == 24  # 12 calls per NPU, no more
+    assert sum(1 for s in sections if s.name.startswith("hccn.")) == 26  # 12 calls per NPU and one -stat read, no more
+    assert [len(facts.npus[n].stat_samples) for n in (0, 1)] == [1, 0]  # --sample-interval 0: read once (not after the hang)
 
 
 def test_given_npu_count_and_a3_discovery(tmp_path, fixtures_dir):

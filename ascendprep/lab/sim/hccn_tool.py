@@ -17,6 +17,7 @@ Lab faults (``state.set_fault``): ``hccn-hang`` sleeps 3600 s before doing anyth
 stderr) instead of its answer: escape sequences, 5,000-digit numbers, long lines, a NUL as the
 last byte (exit 0, like a tool that believes it answered); the others change what the device
 reports (see :mod:`ascendprep.lab.sim.fabric`).
+``fcs-errors`` and ``pfc-storm`` make ``-stat -g`` counters grow (:mod:`ascendprep.lab.sim.counters`).
 
 Product notes. ``-ping`` is documented for A2/A3 only; the simulator also answers it on Atlas 800
 (910), where the reference cannot confirm it ([U]), so that the same checks run everywhere.
@@ -39,7 +40,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import fabric, hccn_views, hccnconf, ipv4, optics
+from . import counters, fabric, hccn_views, hccnconf, ipv4, optics
 from .hccn_codes import (
     DSMI_EXE_ERR,
     DSMI_GATEWAY_NOT_PRESET_ERR,
@@ -433,12 +434,13 @@ def cmd_stat(inv: Invocation, args: list[str]) -> int:
     if args[0] == "-g":
         inv.get_flag = True
         render = hccn_views.stat_lines_short if is_legacy(inv.doc) else hccn_views.stat_lines
-        for line in render(inv.device):
+        for line in render({"counters": counters.counters_at(inv.doc, inv.devid, time.time())}):
             inv.print(line)
         return OK
     if args[0] == "-c":
         with inv.edit() as doc:
             doc["devices"][inv.devid]["counters"] = {}
+            doc["devices"][inv.devid]["counters_cleared_at"] = time.time()
         return OK
     return PARAM_OP_NOT_SUPPORT_ERR
 

@@ -17,7 +17,7 @@ STAT_KEYS: tuple[str, ...] = (
     + tuple(f"mac_rx_pfc_pri{i}_pkt_num" for i in range(8))
     + ("mac_tx_total_pkt_num", "mac_tx_total_oct_num", "mac_tx_bad_pkt_num", "mac_tx_bad_oct_num",
        "mac_rx_total_pkt_num", "mac_rx_total_oct_num", "mac_rx_bad_pkt_num", "mac_rx_bad_oct_num",
-       "roce_rx_rc_pkt_num", "roce_rx_all_pkt_num", "roce_rx_err_pkt_num", "roce_tx_rc_pkt_num",
+       "mac_rx_fcs_err_pkt_num", "roce_rx_rc_pkt_num", "roce_rx_all_pkt_num", "roce_rx_err_pkt_num", "roce_tx_rc_pkt_num",
        "roce_tx_all_pkt_num", "roce_tx_err_pkt_num", "roce_cqe_num", "roce_rx_cnp_pkt_num",
        "roce_tx_cnp_pkt_num", "roce_unexpected_ack_num", "roce_out_of_order_num",
        "roce_verification_err_num", "roce_qp_status_err_num", "roce_new_pkt_rty_num",

@@ -8,7 +8,8 @@ as npu-smi 26.x prints it; Atlas A3 prints two chip rows per NPU),
   Version`` read ``Version=`` of ``usr/local/Ascend/driver/version.info``, ``Firmware Version``
   reads ``usr/local/Ascend/firmware/version.info`` (under ``ASCENDPREP_LAB_ROOT``, default /).
 * Health: ``OK``; ``Alarm`` with the ``npu-alarm`` fault, ``Critical`` with ``npu-critical``
-  (the worst wins). Lab faults name hccn devids; on A3 NPU ``n`` holds devids ``2n`` and ``2n+1``.
+  (the worst wins); ``npu-subhealth`` and ``npu-unknown-code`` raise one event code each
+  (:data:`CODE_FAULTS`). Lab faults name hccn devids; on A3 NPU ``n`` holds devids ``2n`` and ``2n+1``.
 * Key/value outputs are tab-indented with the key padded to 31 characters, as in captures.
 * [I] With the default (``current``) driver profile an unknown NPU or chip id prints
   ``Invalid NPU ID: N.`` (or ``Invalid chip ID``) plus a hint on stderr and exit 1. A node with
@@ -137,19 +138,46 @@ def _kv(key: str, value: object) -> str:
     return f"\t{key:<31}: {value}"
 
 
+#: Lab faults that raise one specific event code (issue 20), the worst first: kind -> (health,
+#: code, the code as the ``legacy`` driver prints it, information). ``npu-subhealth`` raises a
+#: code the vendor's fault table lists (81078605, SubHealth: some lanes of a RoCE port faulty);
+#: ``npu-unknown-code`` one it does not, which an older driver prints in decimal (reference §4.7).
+CODE_FAULTS = {
+    "npu-unknown-code": ("Alarm", "8FFF0001", str(0x8FFF0001),
+                         "node type=SOC, sensor type=General, event state=undescribed event (ascendprep lab fault npu-unknown-code)"),
+    "npu-subhealth": ("Warning", "81078605", "81078605",
+                      "node type=NPU, sensor type=Network, event state=some lanes faulty (ascendprep lab fault npu-subhealth)"),
+}
+
+
 def health_of(doc: dict, devid: int) -> str:
-    """``OK``, ``Alarm`` or ``Critical`` from the node's injected faults for one devid."""
+    """``OK``, ``Warning``, ``Alarm`` or ``Critical`` from the node's injected faults for one devid."""
     kinds = faults_for(doc, devid)
     if "npu-critical" in kinds:
         return "Critical"
     if "npu-alarm" in kinds:
         return "Alarm"
+    for kind, (state, *_rest) in CODE_FAULTS.items():
+        if kind in kinds:
+            return state
     return "OK"
 
 
 def _worst(states: list[str]) -> str:
-    order = ("OK", "Alarm", "Critical")
+    order = ("OK", "Warning", "Alarm", "Critical")
     return max(states, key=order.index)
+
+
+def _code_fault_rows(doc: dict, devids: list[int]) -> list[str] | None:
+    """Health rows of a code fault, when one applies and no npu-alarm/npu-critical outranks it."""
+    kinds = set().union(*(faults_for(doc, devid) for devid in devids))
+    if kinds & {"npu-alarm", "npu-critical"}:
+        return None
+    for kind, (state, code, legacy_code, information) in CODE_FAULTS.items():
+        if kind in kinds:
+            shown = legacy_code if is_legacy(doc) else code
+            return [_kv("Health Status", state), _kv("Error Code", shown), _kv("Error Information", information)]
+    return None
 
 
 class Topology:
@@ -266,6 +294,9 @@ def info_health(doc: dict, npu: int, chip: int | None) -> str:
     topo = Topology(doc)
     devids = topo.devids(npu) if chip is None else [topo.devids(npu)[chip]]
     state = _worst([health_of(doc, devid) for devid in devids])
+    coded = _code_fault_rows(doc, devids)
+    if coded is not None:
+        return "\n".join(coded) + "\n"
     if is_legacy(doc) and state in _LEGACY_ALARMS:
         code, lines = _LEGACY_ALARMS[state]
         rows = [_kv("Health Status", state), _kv("Error Code", code), _kv("Error Information", lines[0])]

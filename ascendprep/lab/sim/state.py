@@ -55,7 +55,14 @@ FAULT_KINDS = (
     "fec-mismatch",
     "optical-copper",
     "optical-not-present-readings",
+    # issue 20 (grey failures): counters that grow (lab/sim/counters.py), health event codes (npu_smi.py)
+    "fcs-errors",
+    "pfc-storm",
+    "npu-subhealth",
+    "npu-unknown-code",
 )
+#: Faults whose effect grows from the moment they are injected: their record keeps ``since``.
+GROWING_FAULTS = ("fcs-errors", "pfc-storm")
 
 #: ``hccn-flood``: bytes each hccn_tool call prints when no size is given (issue 19's 30 MB).
 DEFAULT_FLOOD_BYTES = 30 * 1024 * 1024
@@ -381,7 +388,10 @@ def set_fault(state_dir: str | os.PathLike, node: str, kind: str, npu: int | Non
         if size is not None:
             doc["faults"] = [f for f in doc["faults"] if not (f["kind"] == kind and f.get("npu") == npu)]
             fault["size"] = size
-        if fault not in doc["faults"]:
+        if kind in GROWING_FAULTS:
+            if not any(f["kind"] == kind and f.get("npu") == npu for f in doc["faults"]):
+                doc["faults"].append({**fault, "since": time.time()})
+        elif fault not in doc["faults"]:
             doc["faults"].append(fault)
 
 
