@@ -159,7 +159,7 @@ def npu_netdetect(want: HccnSettings, facts: HostFacts) -> Optional[Drift]:
 
 def tls_effective(facts: HostFacts, npu: int) -> Optional[int]:
     """1 when TLS is on, 0 when off, None when not reported. A port without certificates runs
-    without TLS whatever its switch says ("No certificate found", reference §1.4 -tls)."""
+    without TLS whatever its switch says ("No certificate found", docs/ascend-reference.md §1.4 -tls)."""
     state = npu_live(facts, npu).tls
     if state is None:
         return None

@@ -1,8 +1,9 @@
 """The files ascendprep writes on every node: ``env.sh``, ``set_env.sh`` and the sysctl drop-in.
 
-``env.sh`` is identical on every node: it locates CANN the way the seed guide's script does
-(``/etc/Ascend/ascend_cann_install.info`` → ``ascend-toolkit`` → ``nnae``, section 环境变量配置 of
-``seeds/002``) and sets the HCCL and log variables. ``set_env.sh`` is per node: the rendezvous
+``env.sh`` is identical on every node: it locates CANN the way the script of the Ascend PyTorch
+migration guide does (``/etc/Ascend/ascend_cann_install.info`` → ``ascend-toolkit`` → ``nnae``;
+section 环境变量配置, https://www.hiascend.com/document/detail/zh/Pytorch/60RC2/ptmoddevg/trainingmigrguide/PT_LMTMOG_0018.html)
+and sets the HCCL and log variables. ``set_env.sh`` is per node: the rendezvous
 (MASTER_ADDR/PORT, NNODES, NODE_RANK, NPROC_PER_NODE), the host NIC HCCL uses, the host NIC
 gloo and NCCL use (:func:`render_interface_binding`), and the rank table; it sources ``env.sh``. Both are POSIX sh so that ``.``, ``source`` and non-bash shells work.
 Every value is quoted with :func:`shlex.quote`.
@@ -19,8 +20,8 @@ from ascendprep.probes.paths import ENV_SH, RANK_TABLE
 
 MANAGED_HEADER = "# Managed by ascendprep: changes are overwritten by 'ascendprep apply'."
 
-#: HCCL and log settings for training, from the seed guide and ModelZoo's env_npu.sh
-#: (reference §5.2). HCCL_CONNECT_TIMEOUT is raised from its default of 120 s because node start
+#: HCCL and log settings for training, from that migration guide and ModelZoo's env_npu.sh
+#: (docs/ascend-reference.md §5.2). HCCL_CONNECT_TIMEOUT is raised from its default of 120 s because node start
 #: skew on large clusters exceeds it ("wait socket establish timeout").
 DEFAULT_ENV: dict[str, str] = {
     "HCCL_WHITELIST_DISABLE": "1",

@@ -39,12 +39,5 @@ class Finding:
         return cls(**{**data, "severity": Severity(data["severity"])})
 
 
-def worst(findings: Iterable[Finding]) -> Optional[Severity]:
-    """The most severe level among ``findings`` (None when there are none)."""
-    order = [Severity.ERROR, Severity.WARNING, Severity.INFO]
-    levels = {f.severity for f in findings}
-    return next((level for level in order if level in levels), None)
-
-
 def has_errors(findings: Iterable[Finding]) -> bool:
     return any(f.severity is Severity.ERROR for f in findings)

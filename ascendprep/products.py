@@ -60,7 +60,7 @@ PRODUCTS: dict[str, Product] = {
         subnet_rule=SubnetRule.FOUR_PLANES,
         planes=4,
         # Atlas 800 training server (model 9000) spec: 8 x 100GE RoCE ports on the NPU boards;
-        # MindCluster's hccn_tool parser test reads "Speed: 100000 Mb/s" (reference §1.4).
+        # MindCluster's hccn_tool parser test reads "Speed: 100000 Mb/s" (docs/ascend-reference.md §1.4).
         roce_port_mbps=100000,
     ),
     "atlas-a2": Product(
@@ -72,7 +72,7 @@ PRODUCTS: dict[str, Product] = {
         subnet_rule=SubnetRule.POOL,
         planes=0,
         compat_chip="910b",
-        # A 910B capture of hccn_tool -status -g shows "Speed: 200000Mb/s" (reference §8, BLOG).
+        # A 910B capture of hccn_tool -status -g shows "Speed: 200000Mb/s" (docs/ascend-reference.md §8, BLOG).
         roce_port_mbps=200000,
     ),
     "atlas-a3": Product(

@@ -88,7 +88,7 @@ def minimums(overrides: dict[str, Union[int, str]]) -> dict[str, Union[int, str]
 ALLOWED_PREFIXES = ("net.core.", "net.ipv4.", "net.ipv6.")
 
 #: ``vm.*``/``kernel.*`` keys that a reference in docs/ names for Ascend training. None does
-#: today (ascend-reference.md names only somaxconn, tcp_max_syn_backlog and the reserved ports),
+#: today (docs/ascend-reference.md names only somaxconn, tcp_max_syn_backlog and the reserved ports),
 #: so every such key needs the inventory's ``sysctl_opt_in``.
 REFERENCED_KEYS: frozenset[str] = frozenset()
 

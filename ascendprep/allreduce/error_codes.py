@@ -76,7 +76,7 @@ KNOWN_ERRORS: Tuple[KnownError, ...] = (
         "the rank table (RANK_TABLE_FILE) is invalid or does not match the job",
         "regenerate the rank table ('ascendprep apply'), or unset RANK_TABLE_FILE when the job does not launch from one",
         ("files.managed",),
-        "ascend-reference.md §6 (HCOMM EI0004/EI0014/EI0017)"),
+        "docs/ascend-reference.md §6 (HCOMM EI0004/EI0014/EI0017)"),
     KnownError(
         "ra rdma init failed", re.compile(r"ra rdma init fail|rdma init fail|ra rdev init failed"),
         "RDMA on an NPU port did not start: the link is down, the device IP is not configured, or the rank table's IP is not the device's",

@@ -19,7 +19,7 @@ from ascendprep.allreduce.bisection import GroupResult
 from ascendprep.allreduce.diagnosis import LaunchResult, NodeProblem, launch_problem, primary_problems
 from ascendprep.allreduce.options import AllreduceOptions, RunSettings, resolve_settings
 from ascendprep.allreduce.outcome import NodeReport
-from ascendprep.allreduce.results import CollectedOutput, Verdict, build_verdict, parse_worker_output
+from ascendprep.allreduce.results import AllreduceVerdict, CollectedOutput, build_verdict, parse_worker_output
 from ascendprep.allreduce.scripts import run_dir
 from ascendprep.compat import ThresholdsError, min_busbw_gbps
 from ascendprep.inventory import Inventory
@@ -57,7 +57,7 @@ class JobResult:
     job: Job
     problems: Dict[str, NodeProblem] = field(default_factory=dict)
     launches: Dict[str, LaunchResult] = field(default_factory=dict)
-    verdict: Optional[Verdict] = None
+    verdict: Optional[AllreduceVerdict] = None
     collected: Optional[CollectedOutput] = None
     master_port: Optional[int] = None
     launch_seconds: Optional[float] = None

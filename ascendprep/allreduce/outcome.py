@@ -5,10 +5,11 @@ stable ids, so verify's table, JSON and JUnit show them like any other check. On
 become findings (verify counts every finding as a failed check); a clean run has none.
 
 Ids: ``allreduce.options`` (bad options), ``allreduce.node_failed`` (a node could not run, or is
-the origin of the failure), ``allreduce.connectivity`` (not every rank could talk),
-``allreduce.wrong_elements``, ``allreduce.performance`` (a rank failed during the sweep),
-``allreduce.busbw`` (the gate), ``allreduce.train``, ``allreduce.straggler`` (warning),
-``allreduce.verdict`` (any other reason the verdict failed).
+the origin of the failure), then one per gate of :mod:`ascendprep.allreduce.gates` that said
+no: ``allreduce.connectivity`` (not every rank could join and complete the all-reduce; a rank
+that fails during the size sweep counts here), ``allreduce.wrong_elements``, ``allreduce.busbw``
+(the floor), ``allreduce.train``, ``allreduce.straggler`` (warning), and ``allreduce.verdict``
+(any other reason the verdict failed, e.g. injected self-test faults).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ascendprep.allreduce.bisection import BisectReport
 from ascendprep.allreduce.diagnosis import CULPRIT_KINDS, NodeProblem
 from ascendprep.allreduce.options import RunSettings
-from ascendprep.allreduce.results import Verdict, compress_ranks
+from ascendprep.allreduce.gates import BUSBW, CONNECTIVITY, WRONG_ELEMENTS
+from ascendprep.allreduce.results import AllreduceVerdict
 from ascendprep.allreduce.sizes import format_size
 from ascendprep.findings import Finding, Severity
 
@@ -76,7 +78,7 @@ class AllreduceOutcome:
     stage: str  # options | preflight | launch | done: how far the run got
     settings: Optional[RunSettings]
     nodes: List[NodeReport] = field(default_factory=list)
-    verdict: Optional[Verdict] = None
+    verdict: Optional[AllreduceVerdict] = None
     findings: List[Finding] = field(default_factory=list)
     master: Optional[str] = None
     master_port: Optional[int] = None
@@ -127,7 +129,7 @@ def option_findings(problems: Sequence[str]) -> List[Finding]:
             for problem in problems]
 
 
-def build_findings(*, verdict: Optional[Verdict], problems: Mapping[str, NodeProblem],
+def build_findings(*, verdict: Optional[AllreduceVerdict], problems: Mapping[str, NodeProblem],
                    nodes: Sequence[str], bisect: Optional[BisectReport] = None) -> List[Finding]:
     """Every problem of a run as findings, node-specific ones first."""
     findings: List[Finding] = []
@@ -147,29 +149,27 @@ def build_findings(*, verdict: Optional[Verdict], problems: Mapping[str, NodePro
                 "fix the node findings above, then run verify --allreduce again"))
         return findings + _bisect_findings(bisect)
     reasons = list(verdict.reasons)
-    if not verdict.connectivity_passed:
+    connectivity = verdict.gate_named(CONNECTIVITY)
+    if not connectivity.ok:
         findings.append(Finding("allreduce.connectivity", Severity.ERROR,
-                                "not every rank could join and talk: " + brief(reasons),
-                                FIX_CONNECTIVITY, evidence={"reasons": reasons,
+                                "not every rank could join and complete the all-reduce: " + brief(connectivity.reasons),
+                                FIX_CONNECTIVITY, evidence={"reasons": list(connectivity.reasons),
                                                             "missing_ranks": list(verdict.missing_ranks),
                                                             "missing_nodes": list(verdict.missing_nodes)}))
     wrong = [row for row in verdict.sizes if row.wrong_elements]
+    correctness = verdict.gate_named(WRONG_ELEMENTS)
     if wrong:
         total = sum(row.wrong_elements for row in wrong)
         findings.append(Finding("allreduce.wrong_elements", Severity.ERROR,
                                 f"{total} wrong elements in all-reduce results at sizes "
                                 + ", ".join(format_size(row.bytes) for row in wrong),
                                 FIX_WRONG, evidence={"sizes": {format_size(r.bytes): r.wrong_elements for r in wrong}}))
-    if verdict.connectivity_passed:
-        sweep = [f for f in verdict.failures if f.phase == "performance" and "wrong elements" not in f.reason]
-        if sweep:
-            ranks = compress_ranks(f.rank for f in sweep if f.rank is not None) or "?"
-            findings.append(Finding("allreduce.performance", Severity.ERROR,
-                                    f"ranks {ranks} failed during the size sweep: {sweep[0].reason}",
-                                    "see the node findings and log lines", evidence={"reasons": reasons}))
-    if verdict.gate is not None and not verdict.gate.passed:
-        findings.append(Finding("allreduce.busbw", Severity.ERROR, verdict.gate.reason, FIX_BUSBW,
-                                evidence={k: v for k, v in vars(verdict.gate).items()}))
+    elif not correctness.ok and connectivity.ok:
+        findings.append(Finding("allreduce.wrong_elements", Severity.ERROR, brief(correctness.reasons), FIX_WRONG,
+                                evidence={"reasons": list(correctness.reasons)}))
+    if not verdict.gate_named(BUSBW).ok and verdict.busbw_floor is not None:
+        findings.append(Finding("allreduce.busbw", Severity.ERROR, verdict.busbw_floor.reason, FIX_BUSBW,
+                                evidence=dict(vars(verdict.busbw_floor))))
     for train in verdict.train:
         if train.status == "fail":
             findings.append(Finding("allreduce.train", Severity.ERROR,

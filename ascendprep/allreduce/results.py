@@ -5,17 +5,16 @@ without torch or hosts. The launcher collects each rank's ``ASCENDPREP_RESULT`` 
 ``rank-<N>.json`` file), calls :func:`parse_worker_output` / :func:`record_from_dict`, then
 :func:`build_verdict`.
 
-The rules, in the spirit of nccl-tests:
+The judgement is a set of gates (connectivity, wrong elements, busbw floor, training,
+stragglers, self-test), each a pure function in :mod:`ascendprep.allreduce.gates`; this module
+gathers their evidence, in the spirit of nccl-tests:
 
-* **Connectivity** ("can every rank talk"): every expected rank sent a record, and every record
-  passed the setup, init and connectivity phases.
-* **Correctness**: no rank counted a wrong element at any size.
 * **Per-size table**: a collective is done when its slowest rank is, so a size's time is the
   maximum over ranks; algbw = bytes / time (GB/s, 1e9 bytes/s); busbw = algbw * 2(n-1)/n.
-* **Stragglers** (a warning, not a failure; see :class:`StragglerRule`).
-* **Bandwidth gate** ("is it fast"): the busbw of the largest size that every rank measured must
-  reach ``min_busbw_GBps``. Large messages are where the fabric, not latency, sets the time.
-  A gate asked for without such a measurement fails: no data is not a pass.
+* **Stragglers**: see :class:`StragglerRule`.
+* **Bandwidth floor** ("is it fast"): the busbw of the largest size that every rank measured
+  must reach ``min_busbw_GBps``. Large messages are where the fabric, not latency, sets the
+  time. A floor asked for without such a measurement fails: no data is not a pass.
 * **Training** (when the worker ran ``--train``): each mode passed on every rank, with one
   parameter digest shared by all ranks; skipped modes are reported with their reason.
 """
@@ -29,6 +28,19 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from .gates import (
+    CONNECTIVITY,
+    WRONG_ELEMENTS,
+    GateResult,
+    busbw_gate,
+    connectivity_gate,
+    largest_complete_row,
+    self_test_gate,
+    stragglers_gate,
+    training_gate,
+    wrong_elements_gate,
+)
+from .ranks import compress_ranks, short_list
 from .worker import (
     ERROR_MARKER,
     RECORD_SCHEMA_VERSION,
@@ -37,7 +49,7 @@ from .worker import (
     format_size,
 )
 
-VERDICT_SCHEMA_VERSION = 1
+VERDICT_SCHEMA_VERSION = 2  # 2: "gates" added, "gate" renamed "busbw_floor"
 
 CONNECTIVITY_PHASES = ("setup", "init", "connectivity")
 
@@ -296,7 +308,9 @@ class Straggler:
 
 
 @dataclass(frozen=True)
-class GateResult:
+class BusbwFloor:
+    """The bandwidth floor's judgement in figures: the ``busbw`` gate's details."""
+
     min_busbw_GBps: float
     passed: bool
     reason: str
@@ -323,26 +337,56 @@ class TrainVerdict:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The answer to "does an all-reduce across every rank work, correctly and fast enough"."""
+class AllreduceVerdict:
+    """The answer to "does an all-reduce across every rank work, correctly and fast enough".
 
-    passed: bool
-    reasons: Tuple[str, ...]
-    warnings: Tuple[str, ...]
+    ``gates`` hold the judgement (see :mod:`ascendprep.allreduce.gates`): the verdict passes
+    when no blocking gate failed, and its reasons and warnings are the gates'. The other
+    fields are the evidence the gates were given.
+    """
+
+    gates: Tuple[GateResult, ...]
     world_size: Optional[int]
     backend: Optional[str]
     ranks_reported: Tuple[int, ...]
     missing_ranks: Tuple[int, ...]
     missing_nodes: Tuple[str, ...]
-    connectivity_passed: bool
-    correctness_passed: bool
     failures: Tuple[RankFailure, ...]
     sizes: Tuple[SizeRow, ...]
     stragglers: Tuple[Straggler, ...]
-    gate: Optional[GateResult]
+    busbw_floor: Optional[BusbwFloor]
     train: Tuple[TrainVerdict, ...]
     straggler_rule: StragglerRule = StragglerRule()
     schema_version: int = VERDICT_SCHEMA_VERSION
+
+    def gate_named(self, name: str) -> GateResult:
+        for gate in self.gates:
+            if gate.name == name:
+                return gate
+        raise KeyError(f"no all-reduce gate named {name!r}")
+
+    @property
+    def passed(self) -> bool:
+        return not any(gate.fails_verdict for gate in self.gates)
+
+    @property
+    def reasons(self) -> Tuple[str, ...]:
+        """Why the verdict failed: the reasons of the blocking gates that said no."""
+        return tuple(reason for gate in self.gates if gate.fails_verdict for reason in gate.reasons)
+
+    @property
+    def warnings(self) -> Tuple[str, ...]:
+        """What a passing run should still tell: non-blocking gates' reasons, every gate's warnings."""
+        return tuple(reason for gate in self.gates if not gate.blocking for reason in gate.reasons) + \
+            tuple(warning for gate in self.gates for warning in gate.warnings)
+
+    @property
+    def connectivity_passed(self) -> bool:
+        return self.gate_named(CONNECTIVITY).ok
+
+    @property
+    def correctness_passed(self) -> bool:
+        return self.gate_named(WRONG_ELEMENTS).ok
 
     @property
     def straggler_nodes(self) -> Tuple[str, ...]:
@@ -353,6 +397,7 @@ class Verdict:
         return {
             "schema_version": self.schema_version,
             "passed": self.passed,
+            "gates": [gate.to_dict() for gate in self.gates],
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
             "world_size": self.world_size,
@@ -368,7 +413,7 @@ class Verdict:
             "stragglers": [dict(vars(s), sizes=list(s.sizes)) for s in self.stragglers],
             "straggler_nodes": list(self.straggler_nodes),
             "straggler_rule": vars(self.straggler_rule).copy(),
-            "gate": vars(self.gate).copy() if self.gate is not None else None,
+            "busbw_floor": vars(self.busbw_floor).copy() if self.busbw_floor is not None else None,
             "train": [dict(vars(t), ranks_failed=list(t.ranks_failed)) for t in self.train],
         }
 
@@ -386,8 +431,8 @@ def bus_bandwidth(algbw_GBps: float, world_size: int) -> float:
 def build_verdict(collected: CollectedOutput, *, expected_world_size: Optional[int] = None,
                   expected_nodes: Optional[Sequence[str]] = None,
                   min_busbw_GBps: Optional[float] = None,
-                  straggler_rule: StragglerRule = StragglerRule()) -> Verdict:
-    """Judge one run from everything the ranks said.
+                  straggler_rule: StragglerRule = StragglerRule()) -> AllreduceVerdict:
+    """Judge one run from everything the ranks said: gather the evidence, ask each gate.
 
     ``expected_world_size`` and ``expected_nodes`` come from the launcher (nodes x processes
     per node, inventory names passed to the worker as ``--node-name``); without them the
@@ -397,80 +442,63 @@ def build_verdict(collected: CollectedOutput, *, expected_world_size: Optional[i
     if min_busbw_GBps is not None and not (math.isfinite(min_busbw_GBps) and min_busbw_GBps > 0):
         raise ValueError(
             f"min_busbw_GBps must be a positive number of GB/s, got {min_busbw_GBps!r}")
-    reasons: List[str] = list(collected.problems)
-    warnings: List[str] = []
+    joining: List[str] = list(collected.problems)
 
     records, duplicates = _unique_by_rank(collected.records)
-    reasons.extend(duplicates)
-    world_size = _world_size(records, expected_world_size, reasons)
+    joining.extend(duplicates)
+    world_size = _world_size(records, expected_world_size, joining)
     reported = tuple(sorted(r.rank for r in records))
     missing = _missing_ranks(reported, world_size)
     if not records:
-        reasons.append("no rank reported a result")
+        joining.append("no rank reported a result")
     if missing:
-        reasons.append(f"{len(missing)} of {world_size} ranks sent no result: "
+        joining.append(f"{len(missing)} of {world_size} ranks sent no result: "
                        f"ranks {compress_ranks(missing)}")
     seen_nodes = {r.node for r in records}
     missing_nodes = tuple(n for n in (expected_nodes or ()) if n not in seen_nodes)
     if missing_nodes:
-        reasons.append(f"nodes with no result: {', '.join(missing_nodes)}")
+        joining.append(f"nodes with no result: {', '.join(missing_nodes)}")
     outsiders = [r.rank for r in records if world_size is not None and r.rank >= world_size]
     if outsiders:
-        reasons.append(f"ranks {compress_ranks(outsiders)} are outside world size {world_size}")
+        joining.append(f"ranks {compress_ranks(outsiders)} are outside world size {world_size}")
 
-    backend = _backend(records, reasons)
+    backend = _backend(records, joining)
     failures = _failures(records, collected.errors)
-    reasons.extend(_describe_failures(failures))
-    injected = sorted({item for r in records for item in r.injected})
-    if injected:
-        reasons.append(f"self-test faults were injected ({', '.join(injected)}): "
-                       "this run is a test of ascendprep, not a verdict on the cluster")
-
-    connectivity_passed = bool(records) and not missing and world_size is not None and all(
-        r.phases.get(name, PhaseOutcome("not_run")).status == "pass"
-        for r in records for name in CONNECTIVITY_PHASES)
+    wrong_failures = [f for f in failures if f.phase == "performance" and "wrong elements" in f.reason]
+    train_failures = [f for f in failures if f.phase == "train"]
+    other_failures = [f for f in failures if f not in wrong_failures and f not in train_failures]
+    joining.extend(_describe_failures(other_failures))
+    failed_ranks = {f.rank for f in failures}
+    unjoined = [r.rank for r in records if r.rank not in failed_ranks and not all(
+        r.phases.get(name, PhaseOutcome("not_run")).status == "pass" for name in CONNECTIVITY_PHASES)]
+    if unjoined:
+        joining.append(f"ranks {compress_ranks(unjoined)} did not pass {', '.join(CONNECTIVITY_PHASES)} "
+                       "and gave no reason")
 
     rows = _size_rows(records, world_size)
-    wrong = [row for row in rows if row.wrong_elements]
-    if wrong:
-        reasons.append(f"{sum(row.wrong_elements for row in wrong)} wrong elements at sizes "
-                       + ", ".join(format_size(row.bytes) for row in wrong))
     stragglers = find_stragglers(records, straggler_rule)
-    for straggler in stragglers:
-        warnings.append(
-            f"rank {straggler.rank} ({straggler.node}) straggles at "
-            f"{', '.join(format_size(b) for b in straggler.sizes)}: up to "
-            f"{straggler.worst_ratio:.1f}x the median time")
-
-    gate = None
-    if min_busbw_GBps is not None:
-        gate = evaluate_gate(rows, world_size, min_busbw_GBps)
-        if not gate.passed:
-            reasons.append(gate.reason)
-
+    floor = evaluate_busbw_floor(rows, world_size, min_busbw_GBps) if min_busbw_GBps is not None else None
     train = _train_verdicts(records)
-    for verdict in train:
-        if verdict.status == "fail":
-            reasons.append(f"training {verdict.mode} failed on ranks "
-                           f"{compress_ranks(verdict.ranks_failed) or '?'}: {verdict.reason}")
-        elif verdict.status == "skipped":
-            warnings.append(f"training {verdict.mode} skipped: {verdict.reason}")
+    injected = sorted({item for r in records for item in r.injected})
 
-    return Verdict(
-        passed=not reasons,
-        reasons=tuple(reasons),
-        warnings=tuple(warnings),
+    return AllreduceVerdict(
+        gates=(
+            connectivity_gate(world_size, len(reported), joining),
+            wrong_elements_gate(rows, _describe_failures(wrong_failures)),
+            busbw_gate(floor, rows, world_size),
+            training_gate(train, _describe_failures(train_failures)),
+            stragglers_gate(stragglers),
+            self_test_gate(injected),
+        ),
         world_size=world_size,
         backend=backend,
         ranks_reported=reported,
         missing_ranks=missing,
         missing_nodes=missing_nodes,
-        connectivity_passed=connectivity_passed,
-        correctness_passed=bool(rows) and not wrong,
         failures=tuple(failures),
         sizes=tuple(rows),
         stragglers=tuple(stragglers),
-        gate=gate,
+        busbw_floor=floor,
         train=tuple(train),
         straggler_rule=straggler_rule,
     )
@@ -542,7 +570,7 @@ def _describe_failures(failures: Sequence[RankFailure]) -> List[str]:
     for (phase, reason), members in ordered:
         noun = "rank" if len(members) == 1 else "ranks"
         ranks = compress_ranks(f.rank for f in members if f.rank is not None) or "?"
-        nodes = _short_list(sorted({f.node for f in members}))
+        nodes = short_list(sorted({f.node for f in members}))
         lines.append(f"{noun} {ranks} ({nodes}) failed in {phase}: {reason}")
     return lines
 
@@ -593,21 +621,20 @@ def find_stragglers(records: Sequence[RankRecord],
             for rank, (record, sizes, worst) in sorted(flagged.items())]
 
 
-def evaluate_gate(rows: Sequence[SizeRow], world_size: Optional[int],
-                  min_busbw_GBps: float) -> GateResult:
+def evaluate_busbw_floor(rows: Sequence[SizeRow], world_size: Optional[int],
+                         min_busbw_GBps: float) -> BusbwFloor:
     """Compare the busbw of the largest size measured by every rank with the threshold.
 
     Fails closed: without such a size there is nothing to vouch for the fabric.
     """
-    complete = [row for row in rows if world_size is not None and row.ranks_reporting == world_size]
-    if not complete:
-        return GateResult(min_busbw_GBps, False,
+    row = largest_complete_row(rows, world_size)
+    if row is None:
+        return BusbwFloor(min_busbw_GBps, False,
                           f"--min-busbw {min_busbw_GBps:g} GB/s asked for, but no message size was "
                           "measured by every rank, so bandwidth is unproven")
-    row = max(complete, key=lambda r: r.bytes)
     passed = row.busbw_GBps >= min_busbw_GBps
     relation = "reaches" if passed else "is below"
-    return GateResult(
+    return BusbwFloor(
         min_busbw_GBps, passed,
         f"bus bandwidth {row.busbw_GBps:.3f} GB/s at {format_size(row.bytes)} {relation} "
         f"--min-busbw {min_busbw_GBps:g} GB/s",
@@ -647,23 +674,3 @@ def _train_verdict(mode: str, outcomes: Sequence[Tuple[int, TrainOutcome]]) -> T
             for s in sorted(statuses))
     return TrainVerdict(mode, status, reason, tuple(rank for rank, _ in failed),
                         first.api, first.amp)
-
-
-def compress_ranks(ranks: Iterable[int]) -> str:
-    """``[0, 1, 2, 3, 7, 9, 10]`` -> ``'0-3, 7, 9-10'``: readable for a thousand ranks."""
-    ordered = sorted(set(ranks))
-    spans: List[str] = []
-    start = previous = None
-    for rank in ordered + [None]:
-        if rank is not None and previous is not None and rank == previous + 1:
-            previous = rank
-            continue
-        if start is not None:
-            spans.append(str(start) if start == previous else f"{start}-{previous}")
-        start = previous = rank
-    return ", ".join(spans)
-
-
-def _short_list(items: Sequence[str], limit: int = 8) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

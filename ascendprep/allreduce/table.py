@@ -2,6 +2,7 @@
 
 The columns are nccl-tests': size, time of the slowest rank, algorithm and bus bandwidth, and
 the count of wrong elements; the slowest rank is named so that a straggler has an address.
+Like nccl-tests the table ends with two lines, wrong elements and average busbw, OK or FAIL.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ascendprep.allreduce.outcome import AllreduceOutcome
-from ascendprep.allreduce.results import Verdict
+from ascendprep.allreduce.gates import footer_lines
+from ascendprep.allreduce.results import AllreduceVerdict
 from ascendprep.allreduce.sizes import format_size
 from ascendprep.report.text import markup_safe as escape, visible
 
 
-def sizes_table(verdict: Verdict, title: str = "") -> Table:
+def sizes_table(verdict: AllreduceVerdict, title: str = "") -> Table:
     """One row per message size, as every rank measured it (the slowest rank's time)."""
     table = Table(title=title or None, title_justify="left")
     table.add_column("size", justify="right")
@@ -45,9 +47,9 @@ def print_allreduce(console: Console, outcome: AllreduceOutcome) -> None:
             console.print(sizes_table(verdict, title))
         else:
             console.print(f"{escape(title)}: no message size was measured")
-        if verdict.gate is not None:
-            style = "green" if verdict.gate.passed else "bold red"
-            console.print(f"[{style}]{escape(verdict.gate.reason)}[/]", soft_wrap=True)
+        # nccl-tests' closing lines: wrong elements, then the average bus bandwidth.
+        for line in footer_lines(verdict):
+            console.print(escape(line), soft_wrap=True)
         for warning in verdict.warnings:
             console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
         for reason in verdict.reasons:

@@ -2,7 +2,7 @@
 
 ``npu-smi info -t health`` lists the codes of the events it holds against a chip (``Error Code :
 A4025021 8C03A000``: bare upper-case hex; a code the driver cannot describe is printed in
-decimal, reference §4.7). Each is looked up in the vendor's fault levels (MindCluster device
+decimal, docs/ascend-reference.md §4.7). Each is looked up in the vendor's fault levels (MindCluster device
 plugin ``faultCode.json``: not handled, restart the request, restart the job, reset the NPU,
 isolate it, sub-health, ...). A code the table does not list, or a word that is no code at all, is
 shown as unknown, never dropped, and counts as an error: nothing says it is harmless.

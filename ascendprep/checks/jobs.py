@@ -160,7 +160,7 @@ def hccl_ports(ctx: NodeContext) -> Verdict:
 
 
 def _matches(spec: str, ifname: str) -> bool:
-    """HCCL_SOCKET_IFNAME semantics (reference §5.2): ``eth`` prefix, ``=eth0`` exact, ``^``
+    """HCCL_SOCKET_IFNAME semantics (docs/ascend-reference.md §5.2): ``eth`` prefix, ``=eth0`` exact, ``^``
     excludes (``^eth``, ``^=eth0``); a comma list; only exclusions means "all but these"."""
     items = [item for item in spec.split(",") if item]
     include = [item for item in items if not item.startswith("^")]

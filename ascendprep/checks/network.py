@@ -1,6 +1,6 @@
 """Per-NPU network checks: what ``hccn_tool`` reports for each port against the plan.
 
-The order follows the vendor's verification sequence (reference §3.3): address, the file that
+The order follows the vendor's verification sequence (docs/ascend-reference.md §3.3): address, the file that
 re-applies it, gateway and detect IP, link, net_health, the switch behind the port, TLS, flaps,
 optics. Each check reads one fact; a probe that failed for that NPU makes it "could not check".
 """
@@ -47,7 +47,7 @@ def ip(ctx: NodeContext, npu: int) -> Verdict:
 
 def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     """File ↔ device, with the plan as evidence: a stale file quietly undoes a fix at the next
-    driver restart (reference §2). Device ↔ plan is network.ip's (and gateway's, netdetect's)
+    driver restart (docs/ascend-reference.md §2). Device ↔ plan is network.ip's (and gateway's, netdetect's)
     job, so a device that is wrong *and* recorded as such is reported once, there. Which keys
     are stale is drift.hccn_conf_stale's judgement, the one plan acts on too."""
     conf, live, want = ctx.facts.hccn_conf, _live(ctx, npu), ctx.planned(npu)

@@ -1,6 +1,6 @@
 """Parsing and ordering of Huawei's own version spellings: CANN, NPU driver / Ascend HDK, firmware.
 
-None of these is PEP 440. The rules come from /work/shared/docs/compat-notes.md §2; where the
+None of these is PEP 440. The rules come from docs/compat-notes.md §2; where the
 notes leave a choice open the choice is written down here.
 
 Shape: ``MAJOR.MINOR.POINT[.SUFFIX...]`` split on ``.`` and ``-``, matched case-insensitively.

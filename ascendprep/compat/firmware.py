@@ -1,14 +1,14 @@
 """Driver <-> firmware compatibility from the ranges the installed packages declare themselves.
 
 The compatibility data names at most one firmware per CANN, but each installed package says what
-it accepts (compat-notes §2, ascend-reference §4.6):
+it accepts (docs/compat-notes.md §2, docs/ascend-reference.md §4.6):
 
 * ``driver/version.info``: ``compatible_version_fw=[7.0.0,7.7.99]``, sometimes several ranges
   (``[6.4.0,6.4.99],[7.0.0,8.9.9]``). Bounds are inclusive; an upper bound also admits its own
   builds (``7.7.99`` admits ``7.7.99.1.2``).
 * ``firmware/version.info``: ``compatible_version_drv=[23.0.rc3,23.0.rc3.],[24.1,24.1.]``. The
   notes call these prefix ranges, but the exact semantics are undocumented, and a strict prefix
-  reading contradicts the one real sample (ascend-reference §4.6: firmware 7.1.0.11.220 of
+  reading contradicts the one real sample (docs/ascend-reference.md §4.6: firmware 7.1.0.11.220 of
   package 23.0.7 declares ``[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]`` next to driver 23.0.7). So a
   range whose upper element ends in ``.`` is read at the driver-line level: it admits every
   driver of the same YY.N line as its lower element (``[23.0.0,23.0.0.]`` admits 23.0.7). That

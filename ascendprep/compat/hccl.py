@@ -13,7 +13,7 @@ How wide the block is depends on the CANN generation, and the sources do not pin
   CANN 8.5.0.alpha002 HCCL guide's troubleshooting section; and the documented base-port range
   [1024, 65520], whose top is exactly 65535 - 15.
 * 32 ports (60000-60031): the HCCL_IF_BASE_PORT page of the open-sourced HCCL (hicann/hccl,
-  ascend-reference.md §5.2), which documents the CANN 8.5+/9.x generation.
+  docs/ascend-reference.md §5.2), which documents the CANN 8.5+/9.x generation.
 
 No source says in which release the block grew. The conservative answer is the wider one: every
 CANN from the 8.5 line on (including its alphas and betas, where the documents disagree) and any

@@ -184,7 +184,7 @@ def _from_pep440(kind: str, text: str, parts: Pep440Parts) -> Version:
 def base_release(version: Version) -> str:
     """``X.Y.Z`` of a PEP 440 version without pre/post/dev/local: ``2.1.0.post8`` -> ``2.1.0``.
 
-    torch_npu's setup derives its exact torch pin this way (compat-notes §1).
+    torch_npu's setup derives its exact torch pin this way (docs/compat-notes.md §1).
     """
     if version.kind not in PEP440_KINDS:
         raise ValueError(f"base_release needs a PEP 440 kind, got {version.kind}")

@@ -1,16 +1,12 @@
-"""Pytest support for tests that need a running lab: fixtures, fault context, host snapshots.
+"""Labs for tests and benchmarks: session names, free subnets, fault context, host snapshots.
 
-Use the fixtures from any test folder by importing them into its ``conftest.py``::
+Free of pytest, because it ships in the wheel (the lab is part of the package). The pytest
+side -- fixtures, and skipping where a lab cannot start -- is in the repository's
+``tests/labsupport.py``, built on this module.
 
-    from ascendprep.lab.testing import lab, lab_fault  # noqa: F401  (pytest fixtures)
-
-(or list ``"ascendprep.lab.testing"`` in ``pytest_plugins`` of the top-level conftest).
-
-``lab`` brings one 4-node atlas-a2 lab up per test session and takes it down at the end. Each
-session's lab has its own name (``pytest-<pid>``) and subnet, so test runs that overlap on one
-machine do not take each other's lab down. Where a lab cannot start (not root, no sshd, ...)
-the tests are skipped, except under ``CI=true``, where a silent skip would hide that nothing
-was tested: there they fail, saying what is missing.
+Each session's lab has its own name (``pytest-<pid>``) and subnet, so test runs that overlap
+on one machine do not take each other's lab down, and a lab whose process died is found and
+taken down by the next session.
 """
 
 from __future__ import annotations
@@ -21,35 +17,19 @@ import re
 import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
-
-import pytest
+from typing import Any, Iterator, Optional
 
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.lifecycle import tear_down
 from ascendprep.lab.network import NETNS_DIR, existing_links, existing_netns, subnet_conflicts
 from ascendprep.lab.paths import LAB_ROOT, RUN_ROOT, LabPaths
 from ascendprep.lab.spec import LabSpec, netns_pattern, short_hash
-from ascendprep.lab.system import LabError, missing_requirements, mount_points, netns_inode, processes_in_net_namespaces
+from ascendprep.lab.system import LabError, mount_points, netns_inode, processes_in_net_namespaces
 
 #: Session labs are named ``pytest-<pid>[-suffix]``; one whose pid is gone was left by a crash.
 SESSION_LAB_RE = re.compile(r"^pytest-([0-9]+)(-[A-Za-z0-9._-]+)?$")
 #: Test labs take a /24 from here (the 4-node session lab and small labs of single tests).
 TEST_SUBNETS = ipaddress.IPv4Network("10.231.128.0/17")
-
-
-def skip_or_fail(reason: str) -> None:
-    """Skip the test, or under ``CI=true`` fail it: CI must not pass without running the lab."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"the lab cannot start: {reason} (CI=true: lab tests must run in CI)", pytrace=False)
-    pytest.skip(f"the lab cannot start here: {reason}")
-
-
-def require_lab_host() -> None:
-    """Skip (or fail in CI) unless this machine can run a lab."""
-    problems = missing_requirements()
-    if problems:
-        skip_or_fail("; ".join(problems))
 
 
 def session_lab_name(suffix: str = "") -> str:
@@ -83,9 +63,9 @@ def remove_abandoned_test_labs() -> list[str]:
     return removed
 
 
-def start_test_lab(nodes: int = 4, product: str = "atlas-a2", suffix: str = "", **options: Any) -> Lab:
-    """Bring up a lab for tests (skipping or failing as :func:`skip_or_fail` says when it cannot)."""
-    require_lab_host()
+def start_session_lab(nodes: int = 4, product: str = "atlas-a2", suffix: str = "", **options: Any) -> Lab:
+    """Bring up this process's lab (``pytest-<pid>[-suffix]``) on a free test subnet, after
+    taking down the labs of dead sessions. Raises :class:`LabError` where a lab cannot start."""
     remove_abandoned_test_labs()
     spec = LabSpec(
         name=session_lab_name(suffix),
@@ -121,31 +101,6 @@ def fault_injected(lab: Lab, node: str, kind: str, **options: Any) -> Iterator[d
     try:
         yield record
     finally:
-        lab.heal(node, kind)
-
-
-@pytest.fixture(scope="session")
-def lab() -> Iterator[Lab]:
-    """A 4-node atlas-a2 lab, up once for the whole test session."""
-    started = start_test_lab()
-    try:
-        yield started
-    finally:
-        started.down()
-
-
-@pytest.fixture
-def lab_fault(lab: Lab) -> Iterator[Callable[..., dict[str, Any]]]:
-    """``lab_fault("node2", "slow", rate="8mbit")``: injected now, healed when the test ends."""
-    injected: list[tuple[str, str]] = []
-
-    def inject(node: str, kind: str, **options: Any) -> dict[str, Any]:
-        record = lab.fault(node, kind, **options)
-        injected.append((node, kind))
-        return record
-
-    yield inject
-    for node, kind in reversed(injected):
         lab.heal(node, kind)
 
 

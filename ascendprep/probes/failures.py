@@ -1,6 +1,6 @@
 """Turn a section that did not yield a value into a :class:`ProbeError` with a readable message.
 
-hccn_tool collapses unrelated failures onto the same exit status (reference §1.2), so the
+hccn_tool collapses unrelated failures onto the same exit status (docs/ascend-reference.md §1.2), so the
 kind is decided from the text where the text is specific, and from the status otherwise.
 """
 

@@ -38,9 +38,9 @@ NET_HEALTH_STATES = (
 _NET_HEALTH_ALIASES = {"socket failed": "Socket fail"}
 
 #: Failures that are really answers: "nothing configured" (text as printed by hccn_tool,
-#: reference §1.2: exit 13, 2 and 14) and the fields they mean. ``-lldp -g`` answers the
+#: docs/ascend-reference.md §1.2: exit 13, 2 and 14) and the fields they mean. ``-lldp -g`` answers the
 #: generic ``Command execute failed!`` (exit 1) when no LLDP frame came in from the switch:
-#: that is "no neighbour" (reference §1.4 ``-lldp -g``), and network.lldp tells it apart from
+#: that is "no neighbour" (docs/ascend-reference.md §1.4 ``-lldp -g``), and network.lldp tells it apart from
 #: a link that is down by the link state; a tool that could not run (timeout, missing, another
 #: message) stays a probe error.
 LLDP_NO_NEIGHBOUR_TEXT = "command execute failed!"

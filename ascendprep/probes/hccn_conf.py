@@ -1,4 +1,4 @@
-"""``/etc/hccn.conf``: the per-device settings hccn_tool re-applies at boot (reference §2).
+"""``/etc/hccn.conf``: the per-device settings hccn_tool re-applies at boot (docs/ascend-reference.md §2).
 
 Lines are ``<key>_<devid>=<value>``; the key may itself contain underscores
 (``send_arp_status_0``, ``route_address_10.0.0.0_netmask_255.0.0.0_3``), so the device id is

@@ -4,7 +4,7 @@ Why: HCCL opens its host sockets on the NIC named by ``HCCL_SOCKET_IFNAME`` or h
 ``HCCL_IF_IP``, gloo on ``GLOO_SOCKET_IFNAME``. A NIC that is down, holds no (or another)
 address, or is not the one the kernel routes to the master on, leaves ranks advertising an
 address their peers cannot reach: "Gloo connectFullMesh failed", "1/8 clients joined", HCCL's
-"get host ip fail by socket Ifname" (reference §7). Pure parsers.
+"get host ip fail by socket Ifname" (docs/ascend-reference.md §7). Pure parsers.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from ascendprep.probes.sections import NOT_FOUND_RC, Section, render_attrs
 from ascendprep.probes.text import UnexpectedOutput
 from ascendprep.probes.unit import NOTHING, VERIFY_ONLY, Given, ProbeUnit, RenderContext, Where, fixed, set_field, text_only
 
-#: The environment variable that moves HCCL's host port block (reference §5.2).
+#: The environment variable that moves HCCL's host port block (docs/ascend-reference.md §5.2).
 BASE_PORT_ENV = "HCCL_IF_BASE_PORT"
 
 

@@ -3,7 +3,7 @@
 Why: a training process that did not exit (or one of another user) keeps its NPU, and the next
 job dies in HCCL start-up with ``EJ0001: Failed to initialize the HCCP process. Reason: Maybe
 the last training process is running`` (Ascend's own words; LLaMA-Factory issue 3839). The table
-(reference §4.1) follows the NPU rows::
+(docs/ascend-reference.md §4.1) follows the NPU rows::
 
     | NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
     +===========================+===============+====================================================+

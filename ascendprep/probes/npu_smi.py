@@ -1,9 +1,9 @@
 """``npu-smi info -l`` (the NPU list) and ``npu-smi info -i N -c C -t health``.
 
-Both print ``key : value`` lines with the key padded (reference §4.2, §4.4). The health label
+Both print ``key : value`` lines with the key padded (docs/ascend-reference.md §4.2, §4.4). The health label
 is ``Health Status`` on 910/910B and ``Health`` in the 950 documentation; both are accepted.
 An alarm may carry several codes (``Error Code : A4025021 8C03A000 8C084E00``) and an ``Error
-Information`` that goes on over lines whose key is empty (``  : node type=...``, reference §4.7):
+Information`` that goes on over lines whose key is empty (``  : node type=...``, docs/ascend-reference.md §4.7):
 those continuation lines belong to the field above them and are kept, joined with ``"; "``.
 """
 

@@ -30,7 +30,7 @@ HCCN_TOOL_IN_HOME = "driver/tools/hccn_tool"
 #: npu-smi inside the driver package, used when it is not on PATH.
 NPU_SMI_IN_HOME = "driver/tools/npu-smi"
 
-#: Version files relative to the Ascend home (reference §4.6). The toolkit path takes the arch.
+#: Version files relative to the Ascend home (docs/ascend-reference.md §4.6). The toolkit path takes the arch.
 DRIVER_VERSION_FILE = "driver/version.info"
 FIRMWARE_VERSION_FILE = "firmware/version.info"
 TOOLKIT_INFO_FILE = "ascend-toolkit/latest/{arch}-linux/ascend_toolkit_install.info"

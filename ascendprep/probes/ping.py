@@ -3,7 +3,7 @@
 The pings of a node run one at a time (hccn_tool refuses concurrent calls with ``hccn_tool is
 busy, please try again.``); a busy answer is retried with back-off (1, 2, 4, 8, 8... s). The
 device prints ``N packets transmitted, M received, P% packet loss``; any loss makes hccn_tool
-exit 1 with ``Command execute failed!`` on stderr after the stdout block (reference §1.4).
+exit 1 with ``Command execute failed!`` on stderr after the stdout block (docs/ascend-reference.md §1.4).
 """
 
 from __future__ import annotations

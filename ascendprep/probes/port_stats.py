@@ -1,9 +1,9 @@
 """``hccn_tool -i N -stat -g``: a port's packet counters, read twice so that their growth is a rate.
 
-The output (reference §1.4 ``-stat -g``, driver ``tool_display_stat_info``) is ``packet
+The output (docs/ascend-reference.md §1.4 ``-stat -g``, driver ``tool_display_stat_info``) is ``packet
 statistics:`` then ``key:value`` lines, the values ``%llu`` (unsigned 64-bit). Current drivers
 print ~50 MAC, RoCE and NIC counters; older 910 drivers print a short form with only
-``roce_rx_err_pkt_num`` and ``roce_tx_err_pkt_num`` (reference §1.4, §4.7). Both parse the same
+``roce_rx_err_pkt_num`` and ``roce_tx_err_pkt_num`` (docs/ascend-reference.md §1.4, §4.7). Both parse the same
 way: every counter printed is kept, and the checks judge only those they know.
 
 Sampling. Counts since boot say little (a port up for a year has errors from last spring); their

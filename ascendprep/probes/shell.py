@@ -21,7 +21,7 @@ from ascendprep import limits
 from ascendprep.probes.paths import HCCN_TOOL_IN_HOME
 from ascendprep.probes.sections import header_line
 
-#: hccn_tool takes the physical device id as 1-2 decimal digits (reference §1.1).
+#: hccn_tool takes the physical device id as 1-2 decimal digits (docs/ascend-reference.md §1.1).
 MAX_DEVID = 99
 MAX_TIMEOUT_S = 3600
 MAX_BUSY_RETRIES = 20

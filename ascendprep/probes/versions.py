@@ -1,4 +1,4 @@
-"""Driver, firmware and CANN version/install files (reference §4.6).
+"""Driver, firmware and CANN version/install files (docs/ascend-reference.md §4.6).
 
 ``driver/version.info`` and ``firmware/version.info`` use ``Version=``; the toolkit and nnae
 ``*_install.info`` files use lower-case ``version=``; the newer ``cann[-<ver>]`` layouts carry

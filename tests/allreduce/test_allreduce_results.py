@@ -100,11 +100,11 @@ def test_gate_reads_largest_size_measured_by_every_rank():
     records = [record(r, times=times) for r in range(4)]
     busbw = bus_bandwidth(algorithm_bandwidth(64 * MB, 4000.0), 4)
     passing = build_verdict(collected(*records), min_busbw_GBps=busbw - 0.1)
-    assert passing.passed and passing.gate.passed and passing.gate.at_bytes == 64 * MB
+    assert passing.passed and passing.busbw_floor.passed and passing.busbw_floor.at_bytes == 64 * MB
     failing = build_verdict(collected(*records), min_busbw_GBps=busbw + 0.1)
-    assert not failing.passed and not failing.gate.passed
-    assert "is below --min-busbw" in failing.gate.reason
-    assert failing.gate.measured_busbw_GBps == pytest.approx(busbw)
+    assert not failing.passed and not failing.busbw_floor.passed
+    assert "is below --min-busbw" in failing.busbw_floor.reason
+    assert failing.busbw_floor.measured_busbw_GBps == pytest.approx(busbw)
 
 
 def test_gate_fails_closed_without_measurements():
@@ -112,14 +112,14 @@ def test_gate_fails_closed_without_measurements():
     for rec in no_sizes:
         rec["sizes"] = []
     verdict = build_verdict(collected(*no_sizes), min_busbw_GBps=1.0)
-    assert not verdict.passed and not verdict.gate.passed
-    assert verdict.gate.measured_busbw_GBps is None
-    assert "bandwidth is unproven" in verdict.gate.reason
+    assert not verdict.passed and not verdict.busbw_floor.passed
+    assert verdict.busbw_floor.measured_busbw_GBps is None
+    assert "bandwidth is unproven" in verdict.busbw_floor.reason
 
     # A size only some ranks measured cannot vouch for the fabric either.
     partial = [record(r, times={MB: 100.0}) for r in range(3)]
     assert not build_verdict(collected(*partial), expected_world_size=4,
-                             min_busbw_GBps=0.001).gate.passed
+                             min_busbw_GBps=0.001).busbw_floor.passed
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf")])
@@ -245,7 +245,7 @@ def test_to_dict_is_json_ready_and_versioned():
     assert json.loads(json.dumps(data)) == data
     assert data["schema_version"] == VERDICT_SCHEMA_VERSION
     assert data["sizes"][0]["bytes"] == MB and data["straggler_nodes"] == ["node1"]
-    assert data["gate"]["passed"] is True and data["train"][0]["mode"] == "ddp"
+    assert data["busbw_floor"]["passed"] is True and data["train"][0]["mode"] == "ddp"
 
 
 def test_compress_ranks():

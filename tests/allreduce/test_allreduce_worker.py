@@ -101,7 +101,7 @@ def test_healthy_run_gives_a_passing_verdict_with_busbw(healthy):
                             min_busbw_GBps=1e-6)
     assert verdict.passed, verdict.reasons
     assert verdict.connectivity_passed and verdict.correctness_passed
-    assert verdict.gate.at_bytes == 65536 and verdict.gate.measured_busbw_GBps > 0
+    assert verdict.busbw_floor.at_bytes == 65536 and verdict.busbw_floor.measured_busbw_GBps > 0
 
 
 def test_training_passes_ddp_fsdp_and_hsdp(healthy):

@@ -22,8 +22,9 @@ from ascendprep.fleet.allreduce import AllreduceOptions, AllreduceOutcome, run_a
 from ascendprep.fleet.hosts import host_accesses
 from ascendprep.inventory import load_inventory
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import processes_naming, start_test_lab
 from ascendprep.fleet.fanout import Session
+from ascendprep.lab.testing import processes_naming
+from labsupport import start_test_lab
 
 RUN_DIR_GLOB = "/tmp/ascendprep-allreduce-*"
 #: The lab nodes share the host's /tmp: run directories another (or a killed) test session left

@@ -7,6 +7,7 @@ gate test runs one rank per node.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -39,14 +40,21 @@ def test_healthy_cluster_passes_with_zero_wrong_elements_and_a_busbw_figure(clus
     assert [row.bytes for row in verdict.sizes] == [1024, 4096, 16384, 65536]
     assert all(row.ranks_reporting == 8 and row.wrong_elements == 0 for row in verdict.sizes)
     assert all(row.busbw_GBps > 0 for row in verdict.sizes)
-    assert verdict.gate is not None and verdict.gate.passed
+    assert verdict.busbw_floor is not None and verdict.busbw_floor.passed
     assert {n.node: n.status for n in outcome.nodes} == {f"node{i}": "ok" for i in range(1, 5)}
     assert [n.node_rank for n in outcome.nodes] == [0, 1, 2, 3]
     # What a person sees: the per-size table with the bus bandwidth, and the pass.
     assert "busbw (GB/s)" in run.printed and "64K" in run.printed and "all-reduce passed" in run.printed
+    # ... closed by nccl-tests' two lines.
+    assert "wrong elements: 0 OK" in run.printed
+    assert re.search(r"avg busbw: [0-9.e+-]+ GB/s over 4 sizes OK \([0-9.e+-]+ GB/s at 64K, floor 1e-09 GB/s\)",
+                     run.printed), run.printed
     document = outcome.to_dict()
     assert document["schema_version"] == 1 and document["passed"] is True
     assert document["verdict"]["correctness"]["wrong_elements"] == 0
+    assert [(g["name"], g["ok"]) for g in document["verdict"]["gates"]] == [
+        ("connectivity", True), ("wrong_elements", True), ("busbw", True), ("training", True),
+        ("stragglers", True), ("self_test", True)]
     # Preflight and launch: two execs per node, whatever the session's forks.
     assert run.execs == {f"node{i}": 2 for i in range(1, 5)}
     assert processes_of(outcome.run_id) == []
@@ -132,9 +140,11 @@ def test_min_busbw_above_what_the_lab_can_do_fails_the_verdict(cluster: Cluster)
     verdict = outcome.verdict
     assert not outcome.passed and verdict is not None
     assert verdict.connectivity_passed and verdict.correctness_passed
-    assert verdict.gate is not None and not verdict.gate.passed and verdict.gate.at_bytes == 16384
+    assert verdict.busbw_floor is not None and not verdict.busbw_floor.passed and verdict.busbw_floor.at_bytes == 16384
     assert [(f.id, f.severity) for f in outcome.findings] == [("allreduce.busbw", Severity.ERROR)]
     assert "is below --min-busbw 1e+06 GB/s" in outcome.findings[0].message
+    assert "wrong elements: 0 OK" in run.printed
+    assert "FAIL (bus bandwidth " in run.printed and "at 16K is below --min-busbw 1e+06 GB/s)" in run.printed
     assert run_dirs_left(cluster.lab) == []
 
 
@@ -148,7 +158,7 @@ def test_a_slow_node_is_named_by_bisect(cluster: Cluster) -> None:
     verdict = outcome.verdict
     assert verdict is not None and verdict.connectivity_passed and verdict.correctness_passed
     assert verdict.stragglers == ()  # what the verdict alone can say: slow, but not who
-    assert verdict.gate is not None and not verdict.gate.passed
+    assert verdict.busbw_floor is not None and not verdict.busbw_floor.passed
     assert outcome.bisect is not None and list(outcome.bisect.suspects) == ["node3"], outcome.bisect.to_dict()
     stragglers = [f for f in outcome.findings if f.id == "allreduce.straggler"]
     assert [(f.node, f.severity, f.evidence["source"]) for f in stragglers] == [("node3", Severity.WARNING, "bisect")]

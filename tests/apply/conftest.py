@@ -7,7 +7,7 @@ from typing import Iterator
 import pytest
 
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import start_test_lab
+from labsupport import start_test_lab
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import start_test_lab
+from labsupport import start_test_lab
 
 pytestmark = pytest.mark.lab
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from ascendprep.lab.testing import skip_or_fail
 from ascendprep.fleet.access import HostAccess
 from ascendprep.fleet.errors import HostKeyError
 from ascendprep.fleet.hostkeys import fingerprint, known_keys, record_host_key
+from labsupport import skip_or_fail
 
 if subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0:
     skip_or_fail("ssh-keygen is not installed (apt-get install openssh-client)")

@@ -21,7 +21,7 @@ from ascendprep.commands.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.sim.npu_procs import busy_pid
-from ascendprep.lab.testing import start_test_lab
+from labsupport import start_test_lab
 
 pytestmark = pytest.mark.lab
 

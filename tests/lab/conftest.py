@@ -1,5 +1,5 @@
-"""Lab fixtures for tests/lab (the logic lives in ascendprep.lab.testing, reusable elsewhere)."""
+"""Lab fixtures for tests/lab (the logic lives in tests/labsupport.py, reusable elsewhere)."""
 
-from ascendprep.lab.testing import lab, lab_fault
+from labsupport import lab, lab_fault
 
 __all__ = ["lab", "lab_fault"]  # pytest fixtures, used by name

@@ -21,12 +21,11 @@ from ascendprep.lab.testing import (
     HostSnapshot,
     free_test_subnet,
     lab_netns_inodes,
-    require_lab_host,
     session_lab_name,
     ssh,
-    start_test_lab,
     surviving_processes,
 )
+from labsupport import require_lab_host, start_test_lab
 
 pytestmark = pytest.mark.lab
 

@@ -41,7 +41,7 @@ def test_an_unknown_mapping_names_the_option():
 
 @pytest.mark.lab
 def test_lab_up_with_debian_hostnames_resolves_each_node_to_loopback():
-    from ascendprep.lab.testing import start_test_lab
+    from labsupport import start_test_lab
 
     lab = start_test_lab(nodes=1, suffix="h127", hostnames="loopback")
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.lab.testing import skip_or_fail
+from labsupport import skip_or_fail
 
 from ascendprep.inventory import inventory_from_text
 from ascendprep.lab import nodefs, sshd

@@ -18,7 +18,7 @@ from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import start_test_lab
+from labsupport import start_test_lab
 
 pytestmark = pytest.mark.lab
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.lab.testing import skip_or_fail
+from labsupport import skip_or_fail
 
 from ascendprep.facts import TlsState
 from ascendprep.probes.gather import parse_gather_output, render_gather_script

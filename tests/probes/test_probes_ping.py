@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ascendprep.lab.testing import skip_or_fail
+from labsupport import skip_or_fail
 
 from ascendprep.facts import PingResult
 from ascendprep.probes.ping import parse_ping_output, parse_ping_summary, render_ping_script

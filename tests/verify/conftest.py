@@ -1,6 +1,6 @@
 """A lab of verify's own: plan + apply change every node, so it must not be the lab other suites use.
 
-The fixture logic is ascendprep.lab.testing's (skip where a lab cannot start, fail under CI=true);
+The fixture logic is tests/labsupport.py's (skip where a lab cannot start, fail under CI=true);
 only the lab's name differs (``pytest-<pid>-verify``), so it can be up next to tests/lab's ``lab``
 fixture in the same session.
 """
@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import start_test_lab
+from labsupport import start_test_lab
 
 
 @pytest.fixture(scope="session")

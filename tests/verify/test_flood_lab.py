@@ -18,7 +18,7 @@ import pytest
 from ascendprep import limits
 from ascendprep.lab.cli_run import CliRun, run_cli
 from ascendprep.lab.lab import Lab
-from ascendprep.lab.testing import start_test_lab
+from labsupport import start_test_lab
 
 pytestmark = pytest.mark.lab
 

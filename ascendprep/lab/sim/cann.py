@@ -1,6 +1,6 @@
 """Files that make a lab node look like it has the Ascend driver, firmware, CANN and torch_npu.
 
-Layouts follow ascend-reference §4.6/§5 and compat-notes §3: ``version.info`` files with
+Layouts follow docs/ascend-reference.md §4.6/§5 and docs/compat-notes.md §3: ``version.info`` files with
 capitalised ``Version=``/``Innerversion=`` keys for driver and firmware, the toolkit's
 ``ascend_toolkit_install.info`` (lower-case keys) under ``ascend-toolkit/latest/<arch>-linux``
 (``latest`` a symlink to the versioned directory, as the installer makes it), ``set_env.sh``, the
@@ -96,7 +96,7 @@ def toolkit_install_info(cann: str, arch: str) -> str:
 
 
 def set_env_script(arch: str) -> str:
-    """``ascend-toolkit/set_env.sh``: the variables CANN's script exports (ascend-reference §5.1)."""
+    """``ascend-toolkit/set_env.sh``: the variables CANN's script exports (docs/ascend-reference.md §5.1)."""
     return (
         "# ascendprep lab: simulated CANN toolkit environment\n"
         "export ASCEND_TOOLKIT_HOME=/usr/local/Ascend/ascend-toolkit/latest\n"

@@ -1,7 +1,7 @@
 """The simulated switch fabric: who can reach whom, what net_health reports, what LLDP says.
 
 All functions are pure: they take snapshots of every node document (``state.read_all_nodes``)
-and answer as the real fabric would, under these rules (ascend-reference §1.4, §3, §9):
+and answer as the real fabric would, under these rules (docs/ascend-reference.md §1.4, §3, §9):
 
 * A device can send only with its link up and an IP configured.
 * A peer NPU address answers when some NPU of the lab has it, its link is up, and the two are
@@ -10,7 +10,7 @@ and answer as the real fabric would, under these rules (ascend-reference §1.4, 
 * A gateway address answers (it is the switch's interface) when some NPU of the lab uses it as
   its gateway and it lies in the asking device's subnet.
 * Atlas A3: the two dies of one NPU must sit in different subnets; when they share one, the
-  die's pings fail, and the two dies never reach each other (ascend-reference §3.3, HIXL).
+  die's pings fail, and the two dies never reach each other (docs/ascend-reference.md §3.3, HIXL).
 * ``net_health``: link down -> ``Fault``; no netdetect -> ``Init``; ``net-health-fail`` fault
   -> ``Receive timeout``; detect IP reachable -> ``Success``; no route to it (no IP, or
   off-subnet without a gateway) -> ``Unreachable``; otherwise ``Receive timeout``.
@@ -123,7 +123,7 @@ def _switch_mgmt_ip(switch: str) -> str:
 
 
 def lldp_text(device: dict, system_name: bool = True) -> str:
-    """The neighbour TLV dump of ``-lldp -g`` (lldptool-style, ascend-reference §1.4 layout).
+    """The neighbour TLV dump of ``-lldp -g`` (lldptool-style, docs/ascend-reference.md §1.4 layout).
 
     ``system_name=False``: a switch that sends no System Name TLV (seen with older drivers and
     switch configurations), whose description runs over several lines.

@@ -1,4 +1,4 @@
-"""Result codes of ``hccn_tool`` and what each prints, on which stream (ascend-reference §1.2).
+"""Result codes of ``hccn_tool`` and what each prints, on which stream (docs/ascend-reference.md §1.2).
 
 The real tool returns its internal code from ``main()`` (the shell sees ``code & 0xFF``) and
 prints by family: 0x1xxx command-line errors and 0x2xxx parameter errors on stderr (parameter

@@ -1,4 +1,4 @@
-"""Usage blocks of the simulated ``hccn_tool`` commands (shape of ascend-reference §1.4 "Help").
+"""Usage blocks of the simulated ``hccn_tool`` commands (shape of docs/ascend-reference.md §1.4 "Help").
 
 ``hccn_tool -h`` prints, per command, ``hccn_tool -i devid -<opt>`` and then the option block; a
 parameter error prints ``[ hccn_tool -i devid -<opt> ] needs the following parameters:`` and the

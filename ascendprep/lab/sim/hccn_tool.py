@@ -1,6 +1,6 @@
 """Simulated ``hccn_tool`` for the ascendprep lab: ``python -m ascendprep.lab.sim.hccn_tool ...``.
 
-It follows the real 910B/A3 tool (ascend-reference §1, §2, §9; structure of its ``cmd.c``):
+It follows the real 910B/A3 tool (docs/ascend-reference.md §1, §2, §9; structure of its ``cmd.c``):
 
 * argument checks in the real order: argument count/length -> ``-h`` -> ``-i``/``-a`` ->
   command name -> device id -> the command's own parameters;

@@ -1,7 +1,7 @@
 """Text renderers of ``hccn_tool`` queries whose output is more than a line or two.
 
 Pure functions of a device document (see :mod:`ascendprep.lab.sim.state`); the formats are those
-of ascend-reference §1.4 (``-stat -g``, ``-tls -g``, ``-link_stat -g``).
+of docs/ascend-reference.md §1.4 (``-stat -g``, ``-tls -g``, ``-link_stat -g``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 
-#: ``-stat -g`` counters in the order the tool prints them (ascend-reference §1.4).
+#: ``-stat -g`` counters in the order the tool prints them (docs/ascend-reference.md §1.4).
 STAT_KEYS: tuple[str, ...] = (
     ("mac_tx_mac_pause_num", "mac_rx_mac_pause_num", "mac_tx_pfc_pkt_num")
     + tuple(f"mac_tx_pfc_pri{i}_pkt_num" for i in range(8))

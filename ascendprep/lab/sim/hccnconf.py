@@ -1,4 +1,4 @@
-"""``/etc/hccn.conf`` as the real ``hccn_tool`` reads and writes it (ascend-reference §2).
+"""``/etc/hccn.conf`` as the real ``hccn_tool`` reads and writes it (docs/ascend-reference.md §2).
 
 Lines are ``<key>_<devid>=<value>``; lines starting with ``#`` or shorter than 3 characters are
 ignored on read. Writing a key removes every line with the same ``<key>_<devid>=`` prefix and
@@ -68,7 +68,7 @@ def entries(text: str) -> list[tuple[str, int, str]]:
 def make_stale(text: str, npu: int) -> str:
     """Return ``text`` with ``address_<npu>`` changed so that it disagrees with the live device.
 
-    This is the "stale hccn.conf" fault (ascend-reference §2, VA PR #16847): the file still names
+    This is the "stale hccn.conf" fault (docs/ascend-reference.md §2, VA PR #16847): the file still names
     an address the device no longer has. The line keeps its place (someone edited the file, the
     tool did not rewrite it) and the new address stays in the same /24 so that the file still
     looks plausible. A file without ``address_<npu>`` gets one appended from TEST-NET-1, which is

@@ -1,7 +1,7 @@
 """The process table of the simulated ``npu-smi info``: a process per NPU under ``npu-busy``.
 
 Real npu-smi lists, per NPU, a row per process that holds one of its chips, or ``No running
-processes found in NPU N`` (reference §4.1). The ``npu-busy`` lab fault stands for a training
+processes found in NPU N`` (docs/ascend-reference.md §4.1). The ``npu-busy`` lab fault stands for a training
 process that did not exit: its devids get a ``python3`` row with a pid and HBM memory, laid out in
 the columns of the node's npu-smi generation (four columns, or five with ``Process id in
 container`` from npu-smi 26.x). Devids without the fault keep "No running processes".

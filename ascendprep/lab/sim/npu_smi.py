@@ -1,6 +1,6 @@
 """Simulated ``npu-smi`` for the ascendprep lab: ``python -m ascendprep.lab.sim.npu_smi info ...``.
 
-Supported (ascend-reference §4): ``info`` (the 910B table, 116 characters wide from driver 26 on
+Supported (docs/ascend-reference.md §4): ``info`` (the 910B table, 116 characters wide from driver 26 on
 as npu-smi 26.x prints it; Atlas A3 prints two chip rows per NPU),
 ``info -l``, ``info -t health -i N [-c C]``, ``info -t board -i N [-c C]``.
 
@@ -48,7 +48,7 @@ class TableLayout:
         self.process_header = process_header
 
 
-#: Up to 25.x (reference §4.1): a 96-character box.
+#: Up to 25.x (docs/ascend-reference.md §4.1): a 96-character box.
 NARROW = TableLayout(
     52, (12, 18, 21), 33,
     "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|",
@@ -84,7 +84,7 @@ _ALARMS = {
 
 
 #: An older driver's alarm details: several codes, the information continued on empty-key lines
-#: (reference §4.7; codes as in Ascend/mind-cluster's fault-diagnosis tests).
+#: (docs/ascend-reference.md §4.7; codes as in Ascend/mind-cluster's fault-diagnosis tests).
 _LEGACY_ALARMS = {
     "Alarm": ("A4025021 8C03A000 8C084E00", (
         "node type=DEVICE, sensor type=Heartbeat, event state=adda heartbeat lost",
@@ -141,7 +141,7 @@ def _kv(key: str, value: object) -> str:
 #: Lab faults that raise one specific event code (issue 20), the worst first: kind -> (health,
 #: code, the code as the ``legacy`` driver prints it, information). ``npu-subhealth`` raises a
 #: code the vendor's fault table lists (81078605, SubHealth: some lanes of a RoCE port faulty);
-#: ``npu-unknown-code`` one it does not, which an older driver prints in decimal (reference §4.7).
+#: ``npu-unknown-code`` one it does not, which an older driver prints in decimal (docs/ascend-reference.md §4.7).
 CODE_FAULTS = {
     "npu-unknown-code": ("Alarm", "8FFF0001", str(0x8FFF0001),
                          "node type=SOC, sensor type=General, event state=undescribed event (ascendprep lab fault npu-unknown-code)"),

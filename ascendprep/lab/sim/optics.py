@@ -1,6 +1,6 @@
 """The simulated port's physical layer: ``-optical -g``, ``-speed -g``, ``-duplex -g``, ``-fec -g``.
 
-Formats are the driver's (``tool.c`` ``tool_show_optical_info``, ``tool_ext.c``; reference §1.4
+Formats are the driver's (``tool.c`` ``tool_show_optical_info``, ``tool_ext.c``; docs/ascend-reference.md §1.4
 and §4.7); the module's thresholds are those of the MindCluster documentation's capture
 (RxPower Low Thres 0.1445 mW, Temp High Thres 70 C, ...). Grey faults, per node and NPU:
 

@@ -102,9 +102,9 @@ def _check_devid_count(product: str, npus: object, where: str) -> int:
 def default_cabling(product: str, node_names: list[str], npus: int) -> dict[str, dict[str, dict]]:
     """Which switch port each NPU port is cabled to, per node: ``{node: {"<npu>": {switch, port}}}``.
 
-    Rail-optimised, as large clusters are built (ascend-reference §3.3): the same NPU index of
+    Rail-optimised, as large clusters are built (docs/ascend-reference.md §3.3): the same NPU index of
     every server goes to the same leaf, one port per server. Atlas 800 (910) follows its four
-    planes instead: NPUs i and i+4 share leaf ``leaf-(i mod 4 + 1)`` (ascend-reference §3.1).
+    planes instead: NPUs i and i+4 share leaf ``leaf-(i mod 4 + 1)`` (docs/ascend-reference.md §3.1).
     """
     prof = profile(product)
     _check_devid_count(product, npus, "default_cabling")
