@@ -50,7 +50,7 @@ fi
 """
 
 
-#: HCCL_CONNECT_TIMEOUT's range and default, in seconds (reference §5.2, HCCL ``hccl_env``
+#: HCCL_CONNECT_TIMEOUT's range and default, in seconds (docs/ascend-reference.md §5.2, HCCL ``hccl_env``
 #: docs: "range [120, 7200]; effective = value + 20 s", default 120).
 HCCL_CONNECT_TIMEOUT_MIN_S = 120
 HCCL_CONNECT_TIMEOUT_MAX_S = 7200
