@@ -68,3 +68,24 @@ def lab_fault(lab: Lab) -> Iterator[Callable[..., dict[str, Any]]]:
     yield inject
     for node, kind in reversed(injected):
         lab.heal(node, kind)
+
+
+def verify_json(lab: Lab, workdir: Any, *options: str) -> tuple[int, dict[str, Any]]:
+    """``verify LAB-INVENTORY --format json OPTIONS`` in-process, run from ``workdir``: exit code, report.
+
+    From ``workdir`` because verify writes its evidence bundle under the current directory.
+    """
+    import json
+
+    from click.testing import CliRunner
+
+    from ascendprep.commands.verify import verify_command
+
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        outcome = CliRunner().invoke(verify_command, [str(lab.inventory_path), "--format", "json", *options])
+    finally:
+        os.chdir(cwd)
+    assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
+    return outcome.exit_code, json.loads(outcome.stdout)

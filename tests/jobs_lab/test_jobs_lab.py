@@ -8,20 +8,16 @@ own node, so each check must name the right node and only it.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from click.testing import CliRunner
 
 from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
-from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.sim.npu_procs import busy_pid
-from labsupport import start_test_lab
+from labsupport import start_test_lab, verify_json
 
 pytestmark = pytest.mark.lab
 
@@ -41,14 +37,7 @@ def jobs_lab(tmp_path_factory) -> Iterator[Lab]:
 
 
 def _verify(lab: Lab, workdir: Path, *options: str) -> tuple[int, Dict[str, Any]]:
-    cwd = os.getcwd()
-    os.chdir(workdir)
-    try:
-        outcome = CliRunner().invoke(verify_command, [str(lab.inventory_path), "--format", "json", *options])
-    finally:
-        os.chdir(cwd)
-    assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
-    return outcome.exit_code, json.loads(outcome.stdout)
+    return verify_json(lab, workdir, *options)
 
 
 def _failed(doc: Dict[str, Any]) -> List[tuple]:

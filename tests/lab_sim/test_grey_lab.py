@@ -5,20 +5,16 @@ passes with the figures in --format json.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Dict, Iterator, Set, Tuple
 
-import json
 
 import pytest
-from click.testing import CliRunner
 
 from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
-from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
-from labsupport import start_test_lab
+from labsupport import start_test_lab, verify_json
 
 pytestmark = pytest.mark.lab
 
@@ -46,14 +42,7 @@ def grey_lab() -> Iterator[Lab]:
 
 
 def _verify(lab: Lab, workdir: Path) -> Tuple[int, Dict[str, Any]]:
-    cwd = os.getcwd()
-    os.chdir(workdir)
-    try:
-        outcome = CliRunner().invoke(verify_command, [str(lab.inventory_path), "--format", "json"])
-    finally:
-        os.chdir(cwd)
-    assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
-    return outcome.exit_code, json.loads(outcome.stdout)
+    return verify_json(lab, workdir)
 
 
 def test_each_grey_fault_is_named_on_its_node_and_npu_and_the_healed_lab_passes(grey_lab: Lab, tmp_path: Path) -> None:

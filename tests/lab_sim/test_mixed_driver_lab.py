@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
-from click.testing import CliRunner
 
 from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
-from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from labsupport import start_test_lab
+from labsupport import start_test_lab, verify_json
 
 pytestmark = pytest.mark.lab
 
@@ -36,14 +33,7 @@ def mixed_lab() -> Iterator[Lab]:
 
 
 def _verify(lab: Lab, workdir: Path) -> tuple[int, Dict[str, Any]]:
-    cwd = os.getcwd()
-    os.chdir(workdir)
-    try:
-        outcome = CliRunner().invoke(verify_command, [str(lab.inventory_path), "--format", "json"])
-    finally:
-        os.chdir(cwd)
-    assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
-    return outcome.exit_code, json.loads(outcome.stdout)
+    return verify_json(lab, workdir)
 
 
 def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tmp_path: Path) -> None:

@@ -8,20 +8,17 @@ all four faults in force at once on different nodes and NPUs.
 
 from __future__ import annotations
 
-import json
-import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from click.testing import CliRunner
 
 from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
-from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
+from labsupport import verify_json
 
 pytestmark = pytest.mark.lab
 
@@ -29,14 +26,7 @@ INTERVAL = "2"
 
 
 def _verify(lab: Lab, workdir: Path, *args: str) -> Tuple[int, Dict[str, Any]]:
-    cwd = os.getcwd()
-    os.chdir(workdir)
-    try:
-        outcome = CliRunner().invoke(verify_command, [str(lab.inventory_path), "--format", "json", "--sample-interval", INTERVAL, *args])
-    finally:
-        os.chdir(cwd)
-    assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
-    return outcome.exit_code, json.loads(outcome.stdout)
+    return verify_json(lab, workdir, "--sample-interval", INTERVAL, *args)
 
 
 def _failed(doc: Dict[str, Any], *severities: str) -> List[Dict[str, Any]]:

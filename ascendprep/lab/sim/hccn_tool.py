@@ -131,6 +131,20 @@ class Invocation:
 # --------------------------------------------------------------------------- helpers
 
 
+def _get_only(inv: Invocation, args: list[str]) -> int | None:
+    """For a query that only has ``-g``: the tool's result code for other arguments, else None.
+
+    The real tool checks the argument count first (``PARAM_CMD_COUNT_ERR``), then the operation
+    (``PARAM_OP_NOT_SUPPORT_ERR``), and marks a get so that its answer is read-only.
+    """
+    if len(args) != 1:
+        return PARAM_CMD_COUNT_ERR
+    if args[0] != "-g":
+        return PARAM_OP_NOT_SUPPORT_ERR
+    inv.get_flag = True
+    return None
+
+
 def _pairs(args: list[str], allowed: tuple[str, ...]) -> dict[str, str] | int:
     """``key value key value`` -> dict; PARAM_OP_NOT_SUPPORT_ERR on an unknown key."""
     values: dict[str, str] = {}
@@ -291,11 +305,9 @@ def cmd_netdetect(inv: Invocation, args: list[str]) -> int:
 
 
 def cmd_net_health(inv: Invocation, args: list[str]) -> int:
-    if len(args) != 1:
-        return PARAM_CMD_COUNT_ERR
-    if args[0] != "-g":
-        return PARAM_OP_NOT_SUPPORT_ERR
-    inv.get_flag = True
+    refused = _get_only(inv, args)
+    if refused is not None:
+        return refused
     nodes = read_all_nodes(inv.identity.state_dir)
     status = fabric.net_health(nodes, inv.identity.node, inv.devid)
     if status == "Fault" and is_legacy(inv.doc):
@@ -305,11 +317,9 @@ def cmd_net_health(inv: Invocation, args: list[str]) -> int:
 
 
 def cmd_lldp(inv: Invocation, args: list[str]) -> int:
-    if len(args) != 1:
-        return PARAM_CMD_COUNT_ERR
-    if args[0] != "-g":
-        return PARAM_OP_NOT_SUPPORT_ERR
-    inv.get_flag = True
+    refused = _get_only(inv, args)
+    if refused is not None:
+        return refused
     if link_is_up(inv.doc, inv.devid) and "lldp-empty" not in faults_for(inv.doc, inv.devid):
         inv.out.write(fabric.lldp_text(inv.device, system_name=not is_legacy(inv.doc)))
         return OK
@@ -446,11 +456,9 @@ def cmd_stat(inv: Invocation, args: list[str]) -> int:
 
 
 def cmd_speed(inv: Invocation, args: list[str]) -> int:
-    if len(args) != 1:
-        return PARAM_CMD_COUNT_ERR
-    if args[0] != "-g":
-        return PARAM_OP_NOT_SUPPORT_ERR
-    inv.get_flag = True
+    refused = _get_only(inv, args)
+    if refused is not None:
+        return refused
     if is_legacy(inv.doc):
         return TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR  # older drivers have no -speed
     inv.print(optics.speed_line(inv.doc, inv.devid))
@@ -459,11 +467,9 @@ def cmd_speed(inv: Invocation, args: list[str]) -> int:
 
 def cmd_duplex(inv: Invocation, args: list[str]) -> int:
     """``-duplex -g``: in the same product-extension table as ``-speed`` (absent on older drivers)."""
-    if len(args) != 1:
-        return PARAM_CMD_COUNT_ERR
-    if args[0] != "-g":
-        return PARAM_OP_NOT_SUPPORT_ERR
-    inv.get_flag = True
+    refused = _get_only(inv, args)
+    if refused is not None:
+        return refused
     if is_legacy(inv.doc):
         return TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR
     inv.print(optics.duplex_line(inv.doc, inv.devid))
@@ -472,11 +478,9 @@ def cmd_duplex(inv: Invocation, args: list[str]) -> int:
 
 def cmd_fec(inv: Invocation, args: list[str]) -> int:
     """``-fec -g`` (910A captures show it too, so older drivers answer it)."""
-    if len(args) != 1:
-        return PARAM_CMD_COUNT_ERR
-    if args[0] != "-g":
-        return PARAM_OP_NOT_SUPPORT_ERR
-    inv.get_flag = True
+    refused = _get_only(inv, args)
+    if refused is not None:
+        return refused
     inv.print(optics.fec_line(inv.doc, inv.devid))
     return OK
 
