@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Iterable, Optional
 
 _GROUP = re.compile(r"\[([^\[\]]*)\]")
 _SPAN = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -66,3 +67,73 @@ def expand(pattern: str) -> list[str]:
     if total > MAX_EXPANSION:
         raise HostRangeError(f"'{pattern}' expands to {total} names, more than {MAX_EXPANSION}")
     return ["".join(combo) for combo in itertools.product(*pieces)]
+
+
+# -- the inverse: a list of names as a few patterns (pdsh's dshbak -c, Slurm's hostlist) --------
+
+_LAST_NUMBER = re.compile(r"^(.*?)(\d+)(\D*)$")
+
+
+def number_spans(numbers: Iterable[int], width: int = 0) -> str:
+    """``[1, 2, 3, 5]`` as ``1-3,5`` (each bound zero-padded to ``width``); duplicates count once."""
+    ordered = sorted(set(numbers))
+    spans: list[str] = []
+    start = 0
+    for index in range(1, len(ordered) + 1):
+        if index == len(ordered) or ordered[index] != ordered[index - 1] + 1:
+            lo, hi = ordered[start], ordered[index - 1]
+            first = str(lo).zfill(width)
+            spans.append(first if lo == hi else f"{first}-{str(hi).zfill(width)}")
+            start = index
+    return ",".join(spans)
+
+
+def compress(names: Iterable[str]) -> list[str]:
+    """The inverse of :func:`expand` over a list: names as the fewest patterns this simple scheme
+    finds, in first-seen order, so ``node0001 … node4096`` reads ``node[0001-4096]``.
+
+    Only the last number in a name varies (``r1n[1-8]``); the zero padding is kept exactly, so
+    expanding every pattern gives back the same set of names. A name holding ``[`` or ``]`` (or
+    ``,``, which joins patterns for display) is kept whole, never made into a pattern.
+    """
+    groups: dict[tuple[str, str, int], set[int]] = {}
+    padded_widths: dict[tuple[str, str], set[int]] = {}
+    parsed: list[tuple[str, Optional[tuple[str, str, str]]]] = []
+    for name in dict.fromkeys(names):
+        match = None if any(c in name for c in "[],") else _LAST_NUMBER.match(name)
+        parts = match.groups() if match else None
+        parsed.append((name, parts))
+        if parts and parts[1].startswith("0") and len(parts[1]) > 1:
+            padded_widths.setdefault((parts[0], parts[2]), set()).add(len(parts[1]))
+    order: list[object] = []
+    for name, parts in parsed:
+        if parts is None:
+            order.append(name)
+            continue
+        prefix, digits, suffix = parts
+        padded = digits.startswith("0") and len(digits) > 1
+        # An unpadded number as long as a padded one of the same family joins it: node0999 and
+        # node1000 are one span, node[0999-1000].
+        width = len(digits) if padded or len(digits) in padded_widths.get((prefix, suffix), ()) else 0
+        key = (prefix, suffix, width)
+        if key not in groups:
+            groups[key] = set()
+            order.append(key)
+        groups[key].add(int(digits))
+    patterns: list[str] = []
+    for item in order:
+        if isinstance(item, str):
+            patterns.append(item)
+            continue
+        prefix, suffix, width = item  # type: ignore[misc]
+        numbers = groups[item]  # type: ignore[index]
+        if len(numbers) == 1:
+            patterns.append(f"{prefix}{str(next(iter(numbers))).zfill(width)}{suffix}")
+        else:
+            patterns.append(f"{prefix}[{number_spans(numbers, width)}]{suffix}")
+    return patterns
+
+
+def compressed(names: Iterable[str]) -> str:
+    """:func:`compress` joined for people: ``node[01-04,07],login1``."""
+    return ",".join(compress(names))
