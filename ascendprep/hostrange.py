@@ -137,3 +137,42 @@ def compress(names: Iterable[str]) -> list[str]:
 def compressed(names: Iterable[str]) -> str:
     """:func:`compress` joined for people: ``node[01-04,07],login1``."""
     return ",".join(compress(names))
+
+
+# -- choosing hosts: --hosts PATTERN ------------------------------------------------------------------
+
+_GLOB_CHARS = "*?"
+
+
+def _top_level_pieces(pattern: str) -> list[str]:
+    """``node[1,3],login*`` as ``node[1,3]`` and ``login*``: commas inside brackets stay."""
+    pieces, depth, start = [], 0, 0
+    for index, char in enumerate(pattern):
+        depth += char == "["
+        depth -= char == "]"
+        if char == "," and depth == 0:
+            pieces.append(pattern[start:index])
+            start = index + 1
+    pieces.append(pattern[start:])
+    return [piece.strip() for piece in pieces if piece.strip()]
+
+
+def select(pattern: str, names: Iterable[str]) -> list[str]:
+    """The ``names`` (in their order) that ``pattern`` names: comma-separated host ranges
+    (``node[01-08]``, expanded as :func:`expand` does) or shell globs (``rack2-*``; a piece with
+    ``*`` or ``?`` is a glob, matched with :func:`fnmatch.fnmatchcase`).
+
+    Raises HostRangeError for a malformed range; an empty result is the caller's to report."""
+    import fnmatch
+
+    pieces = _top_level_pieces(pattern)
+    if not pieces:
+        raise HostRangeError("empty host pattern")
+    exact: set[str] = set()
+    globs: list[str] = []
+    for piece in pieces:
+        if any(c in piece for c in _GLOB_CHARS):
+            globs.append(piece)
+        else:
+            exact.update(expand(piece))
+    return [name for name in names if name in exact or any(fnmatch.fnmatchcase(name, glob) for glob in globs)]

@@ -44,3 +44,23 @@ def test_a_full_cluster_reads_as_one_range():
 
 def test_a_name_with_brackets_stays_whole():
     assert compress(["n[1]", "n2"]) == ["n[1]", "n2"]
+
+
+def test_select_takes_ranges_and_globs_in_inventory_order():
+    from ascendprep.hostrange import select
+
+    names = [f"node{i:02d}" for i in range(1, 17)] + ["login1"]
+    assert select("node[01-03]", names) == ["node01", "node02", "node03"]
+    assert select("node1*", names) == [f"node{i}" for i in range(10, 17)]
+    assert select("login?,node[16,02]", names) == ["node02", "node16", "login1"]
+    assert select("node[90-99]", names) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(_names, _names)
+def test_select_of_a_compressed_subset_is_that_subset(names, subset):
+    from ascendprep.hostrange import select
+
+    chosen = [n for n in dict.fromkeys(names) if n in set(subset)]
+    if chosen:
+        assert select(compressed(chosen), list(dict.fromkeys(names))) == chosen
