@@ -43,3 +43,23 @@ def test_a_pattern_naming_nothing_is_a_usage_error(inventory, pattern, message):
     outcome = CliRunner().invoke(plan_command, [str(inventory), "--hosts", pattern])
     assert outcome.exit_code == 2
     assert message in outcome.output and "Traceback" not in outcome.output
+
+
+def test_verify_reports_only_the_hosts_named(inventory, tmp_path):
+    from ascendprep.commands.verify import verify_command
+
+    outcome = CliRunner().invoke(verify_command, [str(inventory), "--hosts", "n[3-4]", "--format", "json", "--skip", "cluster"])
+    assert outcome.exit_code == 1, outcome.output
+    document = json.loads(outcome.stdout)
+    assert list(document["hosts"]) == ["n3", "n4"]
+    assert sorted({f["node"] for f in document["findings"]}) == ["n3", "n4"]
+    text = CliRunner().invoke(verify_command, [str(inventory), "--hosts", "n[3-4]", "--skip", "cluster"]).output
+    assert "n[3-4]" in text and "n1" not in text and "n2" not in text
+
+
+def test_verify_pattern_naming_nothing_is_exit_2_before_any_host_is_read(inventory):
+    from ascendprep.commands.verify import verify_command
+
+    outcome = CliRunner().invoke(verify_command, [str(inventory), "--hosts", "gpu*"])
+    assert outcome.exit_code == 2 and "names no node of the inventory" in outcome.output
+    assert not (inventory.parent / ".ascendprep").exists()  # no run was started
