@@ -134,12 +134,24 @@ def outcome_label(rc: int) -> Text:
 def apply_table(rows: list[tuple[str, Change, Optional[int], str]]) -> Table:
     """``rows``: (host, change, rc or None when the step never ran, the tool's message).
 
-    Every cell is plain text: the tool's message is whatever the host printed."""
+    Rows equal in change, result and message merge: NPUs of a host into ``npu[0-7]``, then hosts
+    into a range (``node[0001-4096]``), so a clean apply of a large cluster is a few lines and a
+    failure stands out with its own message. Every cell is plain text: the tool's message is
+    whatever the host printed."""
+    by_host: dict[str, list[tuple[Optional[int], tuple[str, Optional[int], str]]]] = {}
+    for host, change, rc, message in rows:
+        by_host.setdefault(host, []).append((change.npu, (_without_npu(change), rc, message)))
+    pairs = []
+    for host, lines in by_host.items():
+        for label, (text, rc, message) in collapse_npus(lines):
+            pairs.append((host, (f"{label}: {text}" if label else text, rc, message)))
     table = Table(title="Apply", title_justify="left")
-    table.add_column("host")
+    table.add_column("hosts", overflow="fold")
+    table.add_column("count", justify="right")
     table.add_column("change", overflow="fold")
     table.add_column("result")
     table.add_column("message", overflow="fold")
-    for host, change, rc, message in rows:
-        table.add_row(cell(host), cell(describe(change)), outcome_label(rc) if rc is not None else cell("did not run", "red"), cell(message))
+    for group in group_hosts(pairs):
+        text, rc, message = group.key  # type: ignore[misc]
+        table.add_row(cell(group.where), str(len(group.hosts)), cell(text), outcome_label(rc) if rc is not None else cell("did not run", "red"), cell(message))
     return table

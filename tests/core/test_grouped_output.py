@@ -55,3 +55,21 @@ def test_collapse_npus_merges_only_equal_lines():
     lines = [(0, "tls 1 → 0"), (1, "tls 1 → 0"), (3, "tls 1 → 0"), (2, "tls unknown → 0"), (None, "sysctl x")]
     assert collapse_npus(lines) == [("npu[0-1,3]", "tls 1 → 0"), ("npu 2", "tls unknown → 0"), (None, "sysctl x")]
     assert npu_label([5]) == "npu 5"
+
+
+def test_apply_results_merge_only_when_change_result_and_message_agree():
+    from ascendprep.report.changes import apply_table
+
+    rows = []
+    for i in range(1, 65):
+        node = f"node{i:02d}"
+        rows += [(node, SetNpuTls(node, 1, npu, 0), 0, "ok") for npu in range(8)]
+        rows.append((node, SetSysctl(node, "4096", "net.core.somaxconn", "65535"), 0, "ok"))
+    rows[8 * 9 + 3] = ("node09", SetNpuTls("node09", 1, 3, 0), 1, "hccn_tool is busy [/x.c:1]")
+    text = _text(apply_table(rows))
+    lines = text.splitlines()
+    assert any("node[01-08,10-64]" in line and "npu[0-7]: tls switch 1 → 0" in line for line in lines)
+    assert any("node09" in line and "npu[0-2,4-7]: tls switch" in line for line in lines)
+    failed = [line for line in lines if "failed (rc 1)" in line]
+    assert len(failed) == 1 and "node09" in failed[0] and "npu 3:" in failed[0] and "[/x.c:1]" in failed[0]
+    assert any("node[01-64]" in line and "somaxconn" in line for line in lines)
