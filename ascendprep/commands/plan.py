@@ -36,6 +36,7 @@ from ascendprep.commands.common import (
 from ascendprep.findings import Severity
 from ascendprep.fleet.deadline import Deadline
 from ascendprep.fleet.sudo import SudoPassword
+from ascendprep.hostrange import compressed
 from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report import console as report_console
@@ -215,7 +216,7 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
         out.print(f"Plan: {saved.change_count} changes on {hosts_with_changes} of {len(plans)} hosts, saved to {markup_safe(path)}")
         for hit in limits_hit:
             if hit["limit"] == "command_timeout":
-                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {markup_safe(hit['step'])}: {markup_safe(', '.join(hit['hosts']))} were given up on.[/]", soft_wrap=True)
+                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {markup_safe(hit['step'])}: {markup_safe(compressed(hit['hosts']))} were given up on.[/]", soft_wrap=True)
         if not saved.complete:
             out.print("[yellow]The plan is incomplete: the hosts above marked as such were not (fully) read.[/]")
         elif saved.change_count:

@@ -45,6 +45,7 @@ from ascendprep.commands.common import (
 from ascendprep.findings import Finding, has_errors
 from ascendprep.fleet.deadline import Deadline
 from ascendprep.fleet.sudo import SudoPassword
+from ascendprep.hostrange import compressed
 from ascendprep.limits import KEEP_RUNS_DEFAULT
 from ascendprep.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
 from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
@@ -438,5 +439,5 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         print_verify(out, results, shown.hosts, node_order, shown.allreduce_findings, str(target) if target else None)
         for hit in run.limits_hit:
             if hit["limit"] == "command_timeout":
-                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(', '.join(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
+                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(compressed(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
     return code
