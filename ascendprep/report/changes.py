@@ -14,7 +14,7 @@ from rich.text import Text
 from ascendprep import sysctl as sysctl_rules
 from ascendprep.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
 from ascendprep.probes.paths import HCCN_CONF
-from ascendprep.report.grouping import collapse_npus, group_hosts
+from ascendprep.report.grouping import collapse_npu_lines, collapse_npus, group_hosts
 from ascendprep.report.text import cell
 
 if TYPE_CHECKING:
@@ -75,10 +75,11 @@ def _without_npu(change: Change) -> str:
 
 
 def _host_lines(plan: "HostPlan") -> list[tuple[str, str]]:
-    """One host's lines as (style, text): the same change on NPUs 0-7 is one ``npu[0-7]`` line."""
+    """One host's lines as (style, text): the same change on NPUs 0-7 is one ``npu[0-7]`` line, and
+    addresses that follow the plan in step with the NPU one ``npu[0-7]: ip none → 10.20.0.[1-8]``."""
     if not plan.reachable:
         return [("red", f"not planned: {plan.error}")]
-    lines = [("", f"{label}: {rest}" if label else rest) for label, rest in collapse_npus((c.npu, _without_npu(c)) for c in plan.changes)]
+    lines = [("", f"{label}: {rest}" if label else rest) for label, rest in collapse_npu_lines((c.npu, _without_npu(c)) for c in plan.changes)]
     lines.extend(("yellow", f"incomplete: {reason}") for reason in plan.incomplete)
     if not plan.changes and not plan.incomplete:
         lines.append(("green", "no changes"))

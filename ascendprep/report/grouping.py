@@ -9,6 +9,7 @@ entry per host and change.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Optional, Sequence, TypeVar
 
@@ -56,3 +57,61 @@ def collapse_npus(lines: Iterable[tuple[Optional[int], K]]) -> list[tuple[Option
         if npu is not None:
             slot.append(npu)
     return [(None if no_npu else npu_label(npus), rest) for (no_npu, rest), npus in merged.items()]
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _lockstep(entries: list[tuple[int, str]]) -> Optional[str]:
+    """``entries`` (npu, line) that differ only in one number, which runs in step with the NPU
+    (NPUs 0-7, values 1-8): that line with the number as a range, ``10.20.0.[1-8]``; else None.
+
+    The range pairs with ``npu[0-7]`` in order, so nothing is hidden: expanding both gives back
+    every line. Any other difference (two numbers, a gap, a zero-padded number) is not merged."""
+    entries = sorted(entries)
+    numbers = [[m.group(0) for m in _NUMBER.finditer(line)] for _, line in entries]
+    varying = [i for i in range(len(numbers[0])) if len({row[i] for row in numbers}) > 1]
+    if len(varying) != 1:
+        return None
+    index = varying[0]
+    tokens = [row[index] for row in numbers]
+    if any(len(t) > 1 and t.startswith("0") for t in tokens):
+        return None
+    values = [int(t) for t in tokens]
+    npus = [npu for npu, _ in entries]
+    steps_ok = all(b - a == 1 for a, b in zip(npus, npus[1:])) and all(v - n == values[0] - npus[0] for v, n in zip(values, npus))
+    if not steps_ok:
+        return None
+    match = list(_NUMBER.finditer(entries[0][1]))[index]
+    line = entries[0][1]
+    return f"{line[: match.start()]}[{values[0]}-{values[-1]}]{line[match.end():]}"
+
+
+def collapse_npu_lines(lines: Iterable[tuple[Optional[int], str]]) -> list[tuple[Optional[str], str]]:
+    """:func:`collapse_npus`, and then one NPU's lines that follow the rule in step with the NPU
+    index (``npu 0 … 10.20.0.1``, ``npu 1 … 10.20.0.2`` …) as ``npu[0-7]: … 10.20.0.[1-8]``.
+
+    A line that breaks the step stays on its own, with its own value."""
+    merged = collapse_npus(lines)
+    singles: dict[str, list[tuple[int, str]]] = {}
+    for label, text in merged:
+        if label is not None and label.startswith("npu "):
+            singles.setdefault(_NUMBER.sub("#", text), []).append((int(label[4:]), text))
+    replaced: dict[str, tuple[str, str]] = {}
+    gone: set[str] = set()
+    for entries in singles.values():
+        if len(entries) < 2:
+            continue
+        line = _lockstep(entries)
+        if line is None:
+            continue
+        first = min(entries)[1]
+        replaced[first] = (npu_label([npu for npu, _ in entries]), line)
+        gone.update(text for _, text in entries if text != first)
+    out: list[tuple[Optional[str], str]] = []
+    for label, text in merged:
+        if label is not None and label.startswith("npu ") and text in replaced:
+            out.append(replaced[text])
+        elif not (label is not None and label.startswith("npu ") and text in gone):
+            out.append((label, text))
+    return out

@@ -7,7 +7,7 @@ from rich.console import Console
 from ascendprep.changes import SetNpuAddress, SetNpuTls, SetSysctl
 from ascendprep.plan import HostPlan
 from ascendprep.report.changes import changes_table
-from ascendprep.report.grouping import collapse_npus, group_hosts, npu_label
+from ascendprep.report.grouping import collapse_npu_lines, collapse_npus, group_hosts, npu_label
 
 
 def _text(renderable) -> str:
@@ -37,13 +37,20 @@ def test_the_same_change_on_every_host_and_npu_is_one_line():
     assert len(refused) == 1 and "node0007 " in refused[0]
 
 
-def test_values_that_differ_per_host_or_npu_are_never_merged():
+def test_values_that_differ_per_host_are_never_merged_and_npu_steps_show_their_pattern():
     text = _text(changes_table([_host(1), _host(2)]))
-    # Every device IP still shows, each on the line of its own host and NPU.
-    for host, address in (("node0001", "10.0.1.0"), ("node0001", "10.0.1.1"), ("node0002", "10.0.2.0"), ("node0002", "10.0.2.1")):
-        assert any(host in line and address in line for line in text.splitlines()), (host, address)
-    assert "npu[0-1]: ip" not in text
+    # Each host's device IPs run in step with the NPU: one line per host, the range pairs in order.
+    assert any("node0001" in line and "npu[0-1]: ip none → 10.0.1.[0-1]/255.255.0.0" in line for line in text.splitlines())
+    assert any("node0002" in line and "npu[0-1]: ip none → 10.0.2.[0-1]/255.255.0.0" in line for line in text.splitlines())
     assert "node[0001-0002]" in text and text.count("somaxconn") == 1
+
+
+def test_an_npu_that_breaks_the_step_keeps_every_value_visible():
+    plan = _host(1)
+    plan.changes[9] = SetNpuAddress("node0001", {"device": None, "file": None}, 1, "10.9.9.9", "255.255.0.0")
+    text = _text(changes_table([plan]))
+    assert "npu 0: ip none → 10.0.1.0/255.255.0.0" in text and "npu 1: ip none → 10.9.9.9/255.255.0.0" in text
+    assert "[0-1]/" not in text
 
 
 def test_group_hosts_keeps_first_seen_order_and_each_host_once():
@@ -73,3 +80,15 @@ def test_apply_results_merge_only_when_change_result_and_message_agree():
     failed = [line for line in lines if "failed (rc 1)" in line]
     assert len(failed) == 1 and "node09" in failed[0] and "npu 3:" in failed[0] and "[/x.c:1]" in failed[0]
     assert any("node[01-64]" in line and "somaxconn" in line for line in lines)
+
+
+def test_lockstep_lines_expand_back_to_every_npu_and_value():
+    from ascendprep.hostrange import expand
+
+    lines = [(npu, f"netdetect none → 10.20.{npu + 8}.254") for npu in range(8)]
+    [(label, text)] = collapse_npu_lines(lines)
+    assert (label, text) == ("npu[0-7]", "netdetect none → 10.20.[8-15].254")
+    assert list(zip(expand("npu[0-7]"), expand(text))) == [(f"npu{n}", f"netdetect none → 10.20.{n + 8}.254") for n in range(8)]
+    # Two numbers that vary, or a gap in the values: not merged.
+    assert len(collapse_npu_lines([(n, f"ip 1.1.1.{n} → 2.2.2.{n}") for n in range(3)])) == 3
+    assert len(collapse_npu_lines([(0, "gw 1.1.1.1"), (1, "gw 1.1.1.3")])) == 2
