@@ -35,6 +35,8 @@ from rich.console import Console
 
 from ascendprep import exitcodes
 from ascendprep.commands.common import (
+    hosts_option,
+    select_nodes,
     accept_new_host_keys_option,
     ask_sudo_password_option,
     fail_input,
@@ -45,6 +47,7 @@ from ascendprep.commands.common import (
     timeout_option,
 )
 from ascendprep.fleet.sudo import SudoPassword
+from ascendprep.hostrange import compressed
 from ascendprep.probes.shell import checked_output_cap_override
 from ascendprep.report import console as report_console
 from ascendprep.report.text import markup_safe
@@ -73,16 +76,18 @@ INTERRUPTED = 130
 @forks_option
 @timeout_option()
 @ask_sudo_password_option
-def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool) -> None:
+@hosts_option
+def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool, hosts_pattern: Optional[str]) -> None:
     """Carry out the saved plan (default .ascendprep/plan.json).
 
     Every host is read again first and diffed against the inventory: what runs is that fresh
     diff, never commands from the plan file. Changes already in place are skipped; if anything
     moved since planning, or the plan file holds a change the inventory does not produce, the
-    plan is refused and nothing is changed. A second apply changes nothing.
+    plan is refused and nothing is changed. A second apply changes nothing. With --hosts PATTERN
+    only the plan's hosts it names are read and changed.
     """
     try:
-        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path, timeout)
+        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path, timeout, hosts_pattern)
     except InputError as error:
         fail_input(error)
     sys.exit(code)
@@ -164,7 +169,7 @@ def _check_hosts(saved: PlanFile, desired: DesiredState) -> list[str]:
 APPLY_PHASES = 2
 
 
-def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None) -> int:
+def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None) -> int:
     from ascendprep.applyjournal import ApplyJournal
     from ascendprep.planfile import DEFAULT_PLAN, read_plan
 
@@ -176,7 +181,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
     journal = ApplyJournal(path, saved.cluster)
     try:
         with _sigterm_unwinds():
-            return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path, timeout)
+            return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path, timeout, hosts_pattern)
     except Refused as refused:
         journal.finish("refused", "\n".join([refused.heading, *refused.lines]))
         err.print(f"[red]{markup_safe(refused.heading)}[/]", soft_wrap=True)
@@ -186,6 +191,9 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
         return exitcodes.FAILED
     except InputError as error:
         journal.finish("refused", "; ".join(str(p) for p in error.problems))
+        raise
+    except click.UsageError as error:  # --hosts naming no node of the inventory: exit 2
+        journal.finish("refused", error.format_message())
         raise
     except KeyboardInterrupt:
         journal.finish("interrupted", "Ctrl-C")
@@ -202,7 +210,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
         journal.finish("finished")
 
 
-def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float]) -> int:
+def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float], hosts_pattern: Optional[str] = None) -> int:
     from ascendprep.desired import build_desired
     from ascendprep.fleet.hosts import apply_changes, gather_facts
     from ascendprep.fleet.progress import progress_for_terminal
@@ -216,8 +224,12 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
     foreign = _check_hosts(saved, desired)
     if foreign:
         raise Refused("The plan names hosts that are not this inventory's nodes; nothing was changed:", foreign, "Run 'ascendprep plan' again, review, then apply the new plan.")
-    skipped = [h for h in saved.hosts if not h.reachable]
-    planned = {h.node: h.changes for h in saved.hosts if h.reachable and h.changes}
+    chosen = {node.name for node in select_nodes(inventory, hosts_pattern)}
+    left_out = [h.node for h in saved.hosts if h.node not in chosen]
+    if left_out:
+        err.print(f"--hosts: {markup_safe(compressed(left_out))} of the plan left out; nothing will be done there.", soft_wrap=True)
+    skipped = [h for h in saved.hosts if not h.reachable and h.node in chosen]
+    planned = {h.node: h.changes for h in saved.hosts if h.reachable and h.changes and h.node in chosen}
     if not planned:
         journal.finish("finished", "no changes in the plan")
         for host in skipped:

@@ -42,6 +42,41 @@ ask_sudo_password_option = click.option(
     is_flag=True,
     help="Prompt once for the sudo password (for ssh.sudo hosts without NOPASSWD); else ASCENDPREP_SUDO_PASSWORD is used.",
 )
+hosts_option = click.option(
+    "--hosts",
+    "hosts_pattern",
+    default=None,
+    metavar="PATTERN",
+    help="Only these nodes: host ranges or globs, comma-separated (node[01-08], rack2-*), matched against node names; a pattern naming no node is an error (exit 2).",
+)
+
+
+def select_nodes(inventory: "Inventory", pattern: Optional[str]) -> list["Node"]:
+    """The inventory's nodes that ``--hosts`` names (all of them without it), in inventory order.
+
+    A malformed pattern or one that names no node is a usage error (exit 2), saying which nodes
+    there are, so a typo never turns into a run over nothing."""
+    from ascendprep.hostrange import HostRangeError, compressed, select
+
+    if pattern is None:
+        return list(inventory.nodes)
+    names = [node.name for node in inventory.nodes]
+    try:
+        chosen = set(select(pattern, names))
+    except HostRangeError as error:
+        raise click.BadParameter(f"{markup_free(pattern)}: {error}", param_hint="--hosts") from None
+    if not chosen:
+        raise click.BadParameter(f"{markup_free(pattern)} names no node of the inventory (its nodes: {compressed(names)})", param_hint="--hosts")
+    return [node for node in inventory.nodes if node.name in chosen]
+
+
+def markup_free(value: str) -> str:
+    """A user's pattern in an error message: quoted, control characters spelled out."""
+    from ascendprep.report.text import visible
+
+    return repr(visible(value))
+
+
 #: ``--timeout`` of plan and apply; verify words it for its report, bundle and all-reduce.
 TIMEOUT_HELP = (
     "Seconds the whole command may take; hosts still at work then are reported as timed out and the "

@@ -14,12 +14,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import click
 
 from ascendprep import exitcodes
 from ascendprep.commands.common import (
+    hosts_option,
+    select_nodes,
     accept_new_host_keys_option,
     ask_sudo_password_option,
     fail_input,
@@ -34,6 +36,7 @@ from ascendprep.commands.common import (
 from ascendprep.findings import Severity
 from ascendprep.fleet.deadline import Deadline
 from ascendprep.fleet.sudo import SudoPassword
+from ascendprep.hostrange import compressed
 from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report import console as report_console
@@ -43,6 +46,7 @@ from ascendprep.yamlsource import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired import DesiredState
+    from ascendprep.inventory import Node
     from ascendprep.plan import HostPlan
 
 #: Remote phases of ``plan`` (for the default deadline): one gather per host.
@@ -60,12 +64,17 @@ PLAN_PHASES = 1
 @forks_option
 @timeout_option()
 @ask_sudo_password_option
-def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool) -> None:
+@hosts_option
+def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool, hosts_pattern: Optional[str]) -> None:
     """Show what must change so that every host matches INVENTORY, and save that plan.
 
     Reads every host (one SSH connection and one script each), diffs per host and NPU — device
     IP, netmask, gateway, detect IP, TLS, sysctl, env files, rank table, firewall — and saves
     the plan for 'ascendprep apply'. Nothing is changed on any host.
+
+    With --hosts PATTERN only the nodes it names are read and planned (the desired state is still
+    computed for the whole inventory, so addresses and ranks do not move); the saved plan holds
+    only them.
 
     With --offline: no host is contacted; shows the desired state per node and NPU, the files
     that will be written, expected software versions and every rule violation. With
@@ -75,10 +84,12 @@ def plan_command(inventory: Path, offline: bool, output: Optional[Path], detaile
     if output_format == "csv" and not offline:
         raise click.UsageError("--format csv is the offline address table: add --offline")
     if offline:
+        if hosts_pattern is not None:
+            raise click.UsageError("--hosts chooses the hosts a live plan reads; --offline reads none")
         plan_offline(inventory, output_format, node_limit)
         return
     try:
-        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), timeout)
+        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), timeout, hosts_pattern)
     except InputError as error:
         fail_input(error)
     sys.exit(code)
@@ -142,8 +153,8 @@ def plan_deadline(desired: "DesiredState", forks: Optional[int], timeout: Option
     return hosts_deadline(desired.inventory, timeout, forks, PLAN_PHASES)
 
 
-def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, deadline: Optional[Deadline] = None, limits_hit: Optional[list] = None) -> list["HostPlan"]:
-    """Gather facts on every node and diff each against its desired state.
+def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, deadline: Optional[Deadline] = None, limits_hit: Optional[list] = None, nodes: Optional[Sequence["Node"]] = None) -> list["HostPlan"]:
+    """Gather facts on every node (or on ``nodes``) and diff each against its desired state.
 
     ``limits_hit``: when given, the limits the run hit are appended to it (see report.limits_hit).
     """
@@ -153,13 +164,14 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
     from ascendprep.report.limits_hit import collect_limits_hit
 
     inventory = desired.inventory
-    with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline) as session:
-        outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"))
+    chosen = list(inventory.nodes) if nodes is None else list(nodes)
+    with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, chosen) as session:
+        outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"), only={node.name for node in chosen})
     if limits_hit is not None:
         facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in outcomes.items()}
         limits_hit.extend(collect_limits_hit(session.limits_hit, facts, remote_call_output_cap()))
     plans = []
-    for node in inventory.nodes:
+    for node in chosen:
         outcome = outcomes[node.name]
         if outcome.ok and outcome.value is not None:
             plans.append(diff_host(desired, node.name, outcome.value.facts))
@@ -168,7 +180,7 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
     return plans
 
 
-def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None) -> int:
+def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None) -> int:
     """The live ``plan``: returns the exit code; raises InputError for a bad inventory."""
     from ascendprep.desired import build_desired
     from ascendprep.inventory import load_inventory
@@ -179,11 +191,12 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
     checked_output_cap_override()
     inventory = load_inventory(inventory_path)
     desired = build_desired(inventory)
+    nodes = select_nodes(inventory, hosts_pattern)
     if desired.invalid:
         return print_invalid_inventory(desired, err)
     limits_hit: list = []
     deadline = plan_deadline(desired, forks, timeout)
-    plans = plan_hosts(desired, accept_new_host_keys, forks, sudo_password, deadline, limits_hit)
+    plans = plan_hosts(desired, accept_new_host_keys, forks, sudo_password, deadline, limits_hit, nodes)
     path = output or DEFAULT_PLAN
     saved = from_host_plans(inventory_path, inventory.name, plans)
     write_plan(saved, path)
@@ -203,7 +216,7 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
         out.print(f"Plan: {saved.change_count} changes on {hosts_with_changes} of {len(plans)} hosts, saved to {markup_safe(path)}")
         for hit in limits_hit:
             if hit["limit"] == "command_timeout":
-                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {markup_safe(hit['step'])}: {markup_safe(', '.join(hit['hosts']))} were given up on.[/]", soft_wrap=True)
+                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {markup_safe(hit['step'])}: {markup_safe(compressed(hit['hosts']))} were given up on.[/]", soft_wrap=True)
         if not saved.complete:
             out.print("[yellow]The plan is incomplete: the hosts above marked as such were not (fully) read.[/]")
         elif saved.change_count:

@@ -30,6 +30,8 @@ from rich.console import Console
 
 from ascendprep import exitcodes
 from ascendprep.commands.common import (
+    hosts_option,
+    select_nodes,
     accept_new_host_keys_option,
     ask_sudo_password_option,
     forks_option,
@@ -43,6 +45,7 @@ from ascendprep.commands.common import (
 from ascendprep.findings import Finding, has_errors
 from ascendprep.fleet.deadline import Deadline
 from ascendprep.fleet.sudo import SudoPassword
+from ascendprep.hostrange import compressed
 from ascendprep.limits import KEEP_RUNS_DEFAULT
 from ascendprep.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
 from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
@@ -109,6 +112,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--allow-busy-npus", is_flag=True, help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).")
 @click.option("--sample-interval", "sample_interval", type=click.IntRange(0, SAMPLE_INTERVAL_MAX_S), default=None, metavar="SECONDS", help=f"Seconds between the two reads of every NPU port's error and pause counters (hccn_tool -stat -g), whose growth per second is judged; sampled while the other probes run, so verify takes at most this much longer. 0: read once, no rates.  [default: {SAMPLE_INTERVAL_DEFAULT_S}]")
 @timeout_option(VERIFY_TIMEOUT_HELP)
+@hosts_option
 def verify_command(
     inventory: Optional[Path],
     only: Sequence[str],
@@ -132,6 +136,7 @@ def verify_command(
     timeout: Optional[float],
     sample_interval: Optional[int],
     exec_via: Optional[str],
+    hosts_pattern: Optional[str],
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
@@ -188,6 +193,7 @@ def verify_command(
         timeout=timeout,
         sample_interval=SAMPLE_INTERVAL_DEFAULT_S if sample_interval is None else sample_interval,
         exec_via=via,
+        hosts_pattern=hosts_pattern,
     )
     try:
         code = run_verify(options)
@@ -221,6 +227,9 @@ class VerifyOptions:
     sample_interval: int = 0
     #: ``--exec-via``: the checked wrapper the node checks run through (ascendprep.execvia.ExecVia).
     exec_via: Optional[Any] = None
+    #: ``--hosts``: report only these nodes (every node is still read: the pings and cluster
+    #: checks need their peers).
+    hosts_pattern: Optional[str] = None
 
 
 @dataclass
@@ -265,6 +274,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     path = options.inventory
     text = read_input_text(path)
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
+    select_nodes(inventory, options.hosts_pattern)  # a pattern naming no node stops here, before any host is read
     desired = _desired(inventory, err)
     if desired is None:
         return None
@@ -394,6 +404,15 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
     return saved
 
 
+def _only_hosts(run: _Run, results: List[CheckResult], chosen: set) -> Tuple[_Run, List[CheckResult]]:
+    """``--hosts``: the results, findings and host evidence of the chosen nodes, and those about
+    no node in particular; the exit code then judges only them."""
+    kept = [r for r in results if r.node is None or r.node in chosen]
+    hosts = {name: host for name, host in run.hosts.items() if name in chosen}
+    findings = [f for f in run.allreduce_findings if f.node is None or f.node in chosen]
+    return replace(run, hosts=hosts, allreduce_findings=findings), kept
+
+
 def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     from ascendprep.checks.runner import no_errors, run_checks
     from ascendprep.fleet.bundle import RUNS_DIR, new_bundle_dir
@@ -401,13 +420,16 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     from ascendprep.report.verify import print_verify, verify_document
 
     results: List[CheckResult] = run_checks(run.desired, run.hosts, run.pings, run.selection, run.day)
-    code = exitcodes.OK if no_errors(results) and not has_errors(run.allreduce_findings) else exitcodes.FAILED
+    shown = run  # the bundle keeps every host's evidence; the report shows the --hosts ones
+    if options.hosts_pattern is not None:
+        shown, results = _only_hosts(run, results, {n.name for n in select_nodes(run.desired.inventory, options.hosts_pattern)})
+    code = exitcodes.OK if no_errors(results) and not has_errors(shown.allreduce_findings) else exitcodes.FAILED
     if any(hit["limit"] == "command_timeout" for hit in run.limits_hit):
         code = exitcodes.FAILED  # incomplete, whatever the checks of the rest say
-    node_order = [n.name for n in run.desired.inventory.nodes]
+    node_order = [n.name for n in run.desired.inventory.nodes if n.name in shown.hosts]
     if options.junit is not None:
         try:
-            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, run.allreduce_findings if run.allreduce_doc is not None or run.allreduce_findings else None))
+            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, shown.allreduce_findings if run.allreduce_doc is not None or shown.allreduce_findings else None))
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED
@@ -415,12 +437,12 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     document = verify_document(
         inventory={"path": run.inventory_path, "sha256": hashlib.sha256(run.inventory_text.encode()).hexdigest(), "name": run.desired.inventory.name},
         results=results,
-        hosts=run.hosts,
+        hosts=shown.hosts,
         ssh_execs=run.ssh_execs,
         mesh=run.mesh,
         selection=run.selection.to_dict(),
         exit_code=code,
-        extra=run.allreduce_findings,
+        extra=shown.allreduce_findings,
         allreduce=run.allreduce_doc,
         bundle=str(target) if target else None,
         from_bundle=run.from_bundle,
@@ -434,8 +456,8 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         out = Console(highlight=False)
         if run.from_bundle:
             out.print(f"Re-checked the evidence in {escape(run.from_bundle)} (gathered {run.day.isoformat()}); no host was contacted.")
-        print_verify(out, results, run.hosts, node_order, run.allreduce_findings, str(target) if target else None)
+        print_verify(out, results, shown.hosts, node_order, shown.allreduce_findings, str(target) if target else None)
         for hit in run.limits_hit:
             if hit["limit"] == "command_timeout":
-                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(', '.join(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
+                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(compressed(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
     return code

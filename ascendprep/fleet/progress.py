@@ -1,7 +1,10 @@
-"""A live "done / failed / in flight" line for fan-outs, on stderr and only for people.
+"""A live "done / failed / in flight / remaining, ETA" line for fan-outs, on stderr, for people.
 
-When stderr is not a terminal (CI logs, pipes) there is no progress output at all: logs stay
-clean and the final report says everything.
+At 4,096 hosts a read takes minutes; the line says how far it is and how long is left (rich's
+estimate from the hosts finished so far). It is transient: erased when the fan-out ends, so the
+report that follows stands alone. When stderr is not a terminal (CI logs, pipes, and a
+``FORCE_COLOR`` that makes rich think a pipe is one) there is no progress output at all: logs
+stay clean and the final report says everything.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import threading
 from typing import Optional, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress as RichProgress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress as RichProgress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 
 class Progress:
@@ -33,6 +36,8 @@ class Progress:
             BarColumn(),
             TextColumn("{task.fields[counts]}"),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=console or Console(stderr=True),
             transient=True,
         )
@@ -62,7 +67,8 @@ class Progress:
         self._bar.stop()
 
     def summary(self) -> str:
-        return f"{self.done} done · {self.failed} failed · {self.in_flight} in flight"
+        remaining = max(self.total - self.done - self.failed - self.in_flight, 0)
+        return f"{self.done} done · {self.failed} failed · {self.in_flight} in flight · {remaining} remaining"
 
     def _refresh(self) -> None:
         if self._task is not None:
@@ -70,8 +76,13 @@ class Progress:
 
 
 def progress_for_terminal(description: str, stream: Optional[TextIO] = None) -> Optional[Progress]:
-    """A Progress when ``stream`` (default stderr) is a terminal, else None (stay quiet)."""
+    """A Progress when ``stream`` (default stderr) is a terminal, else None (stay quiet).
+
+    Both must agree: the stream is a tty, and rich sees a terminal (``console.is_terminal``, so
+    ``TERM=dumb`` or rich's own switches are honoured); ``FORCE_COLOR`` alone never draws it into
+    a log file."""
     stream = sys.stderr if stream is None else stream
-    if not stream.isatty():
+    console = Console(file=stream)
+    if not (stream.isatty() and console.is_terminal):
         return None
-    return Progress(description, Console(file=stream))
+    return Progress(description, console)

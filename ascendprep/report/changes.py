@@ -14,6 +14,7 @@ from rich.text import Text
 from ascendprep import sysctl as sysctl_rules
 from ascendprep.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
 from ascendprep.probes.paths import HCCN_CONF
+from ascendprep.report.grouping import collapse_npu_lines, collapse_npus, group_hosts
 from ascendprep.report.text import cell
 
 if TYPE_CHECKING:
@@ -66,21 +67,37 @@ def change_entry(change: Change) -> dict[str, Any]:
     return {**change.to_dict(), "text": describe(change)}
 
 
+def _without_npu(change: Change) -> str:
+    """:func:`describe` less its ``npu N: `` lead, so equal changes on several NPUs can merge."""
+    text = describe(change)
+    lead = f"npu {change.npu}: "
+    return text[len(lead):] if change.npu is not None and text.startswith(lead) else text
+
+
+def _host_lines(plan: "HostPlan") -> list[tuple[str, str]]:
+    """One host's lines as (style, text): the same change on NPUs 0-7 is one ``npu[0-7]`` line, and
+    addresses that follow the plan in step with the NPU one ``npu[0-7]: ip none → 10.20.0.[1-8]``."""
+    if not plan.reachable:
+        return [("red", f"not planned: {plan.error}")]
+    lines = [("", f"{label}: {rest}" if label else rest) for label, rest in collapse_npu_lines((c.npu, _without_npu(c)) for c in plan.changes)]
+    lines.extend(("yellow", f"incomplete: {reason}") for reason in plan.incomplete)
+    if not plan.changes and not plan.incomplete:
+        lines.append(("green", "no changes"))
+    return lines
+
+
 def changes_table(plans: Iterable["HostPlan"]) -> Table:
-    """One row per change, grouped by host; unreachable and incomplete hosts say so."""
+    """One row per distinct change line, naming the hosts it applies to as a range
+    (``node[0001-4096]``); unreachable and incomplete hosts say so. Lines that differ in any
+    character (a device IP) stay apart, so no host's value is hidden."""
     table = Table(title="Changes", title_justify="left")
-    table.add_column("host")
+    table.add_column("hosts", overflow="fold")
+    table.add_column("count", justify="right")
     table.add_column("change", overflow="fold")
-    for plan in plans:
-        if not plan.reachable:
-            table.add_row(cell(plan.node, "red"), cell(f"not planned: {plan.error}", "red"))
-            continue
-        for change in plan.changes:
-            table.add_row(cell(plan.node), cell(describe(change)))
-        for reason in plan.incomplete:
-            table.add_row(cell(plan.node, "yellow"), cell(f"incomplete: {reason}", "yellow"))
-        if not plan.changes and not plan.incomplete:
-            table.add_row(cell(plan.node), cell("no changes", "green"))
+    for group in group_hosts((plan.node, line) for plan in plans for line in _host_lines(plan)):
+        style, text = group.key  # type: ignore[misc]
+        host_style = style if style in ("red", "yellow") else ""
+        table.add_row(cell(group.where, host_style), str(len(group.hosts)), cell(text, style))
     return table
 
 
@@ -118,12 +135,24 @@ def outcome_label(rc: int) -> Text:
 def apply_table(rows: list[tuple[str, Change, Optional[int], str]]) -> Table:
     """``rows``: (host, change, rc or None when the step never ran, the tool's message).
 
-    Every cell is plain text: the tool's message is whatever the host printed."""
+    Rows equal in change, result and message merge: NPUs of a host into ``npu[0-7]``, then hosts
+    into a range (``node[0001-4096]``), so a clean apply of a large cluster is a few lines and a
+    failure stands out with its own message. Every cell is plain text: the tool's message is
+    whatever the host printed."""
+    by_host: dict[str, list[tuple[Optional[int], tuple[str, Optional[int], str]]]] = {}
+    for host, change, rc, message in rows:
+        by_host.setdefault(host, []).append((change.npu, (_without_npu(change), rc, message)))
+    pairs = []
+    for host, lines in by_host.items():
+        for label, (text, rc, message) in collapse_npus(lines):
+            pairs.append((host, (f"{label}: {text}" if label else text, rc, message)))
     table = Table(title="Apply", title_justify="left")
-    table.add_column("host")
+    table.add_column("hosts", overflow="fold")
+    table.add_column("count", justify="right")
     table.add_column("change", overflow="fold")
     table.add_column("result")
     table.add_column("message", overflow="fold")
-    for host, change, rc, message in rows:
-        table.add_row(cell(host), cell(describe(change)), outcome_label(rc) if rc is not None else cell("did not run", "red"), cell(message))
+    for group in group_hosts(pairs):
+        text, rc, message = group.key  # type: ignore[misc]
+        table.add_row(cell(group.where), str(len(group.hosts)), cell(text), outcome_label(rc) if rc is not None else cell("did not run", "red"), cell(message))
     return table

@@ -1,7 +1,8 @@
 """verify's output: a summary for people (rich), and a JSON document for machines.
 
-People see only what failed, grouped by node in inventory order (then the cluster, then the
-all-reduce), each with its fix, and one line counting the rest. Machines get every result,
+People see only what failed (the nodes, then the cluster, then the all-reduce), each with its
+fix, the same finding on many nodes or NPUs as one row naming them as a range
+(``node[0001-4096] npu[0-7]``), and one line counting the rest. Machines get every result,
 passed and skipped included, with its evidence.
 """
 
@@ -15,6 +16,7 @@ from rich.console import Console
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.model import CheckResult, Status
 from ascendprep.findings import Finding, Severity
+from ascendprep.hostrange import compressed
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
 from ascendprep.report.text import markup_safe
@@ -74,11 +76,18 @@ def print_verify(
     extra: Sequence[Finding] = (),
     bundle: Optional[str] = None,
 ) -> None:
-    for group, findings in grouped_findings(results, node_order, extra).items():
-        host = hosts.get(group)
-        title = f"{group} ({host.address})" if host is not None else group
-        # findings_table shows messages as plain text: tool output ("[/path/pair.cc:553]") is never markup.
-        console.print(findings_table(findings, f"{markup_safe(title)}: {_plural(len(findings), 'failed check')}"))
+    groups = grouped_findings(results, node_order, extra)
+    on_nodes = [name for name in groups if name not in (CLUSTER, ALLREDUCE)]
+    sections = [
+        (f"nodes {compressed(on_nodes)}", [f for name in on_nodes for f in groups[name]]),
+        ("cluster", groups.get(CLUSTER, [])),
+        ("all-reduce", groups.get(ALLREDUCE, [])),
+    ]
+    for title, findings in sections:
+        if findings:
+            # One row per distinct finding, naming its hosts as a range (node[0001-4096]);
+            # findings_table shows messages as plain text: tool output ("[/path/pair.cc:553]") is never markup.
+            console.print(findings_table(findings, f"{markup_safe(title)}: {_plural(len(findings), 'failed check')}"))
     counts = summary(results, extra)
     console.print(summary_line(counts))
     if bundle:

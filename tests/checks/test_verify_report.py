@@ -13,6 +13,7 @@ from ascendprep.checks.runner import run_checks
 from ascendprep.commands.verify import verify_command
 from ascendprep.facts import LinkRecord, LinkStat
 from ascendprep.findings import Finding, Severity
+from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
 from ascendprep.report.verify import print_verify, summary, summary_line, verify_document
 from verify_cluster_facts import NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
@@ -35,14 +36,32 @@ def test_text_summary_groups_failures_by_node_with_fixes(faulty):
     console = Console(record=True, width=400)
     print_verify(console, results, hosts, NODES, bundle=".ascendprep/runs/x")
     text = console.export_text()
-    assert text.index("node2 (10.231.0.12): 2 failed checks") < text.index("node3 (10.231.0.13): 1 failed check")
+    # Grouped by design (issue 12): one table for the nodes, naming them as a range, each row its where.
+    assert "nodes node[2-3]: 3 failed checks" in text
+    assert text.index("node2 npu 3") < text.index("node3 ")
     assert "network.link" in text and "link status is DOWN" in text and "hccn_tool -i 3 -cfg recovery" in text
     assert "network.link_flaps" in text and "warning" in text
     counts = summary(results)
     assert counts["errors"] == 2 and counts["warnings"] == 1
     assert summary_line(counts) in text and "checks passed" in text
     assert "verify failed: 2 errors" in text
-    assert "node1 (" not in text  # nothing failed there: not shown
+    assert "node1" not in text  # nothing failed there: not shown
+
+
+def test_the_same_failure_on_many_nodes_and_npus_is_one_row():
+    """At 4,096 nodes the same finding is one line naming the hosts and NPUs as ranges."""
+    nodes = [f"node{i:04d}" for i in range(1, 4097)]
+    same = [Finding("network.tls", Severity.WARNING, "tls switch is 1", "hccn_tool -i N -tls -s enable 0", node=n, npu=npu) for n in nodes for npu in range(8)]
+    own = [Finding("network.ip", Severity.ERROR, f"device ip is 10.0.0.{npu}", "fix it", node="node0002", npu=npu) for npu in range(2)]
+    console = Console(record=True, width=400)
+    console.print(findings_table(same + own))
+    text = console.export_text()
+    rows = [line for line in text.splitlines() if "tls switch is 1" in line]
+    assert len(rows) == 1 and "node[0001-4096] npu[0-7]" in rows[0]
+    # Values that differ per NPU are never merged behind a range.
+    assert any("node0002 npu 0" in line and "10.0.0.0" in line for line in text.splitlines())
+    assert any("node0002 npu 1" in line and "10.0.0.1" in line for line in text.splitlines())
+    assert text.index("device ip is") < text.index("tls switch is 1")  # errors first
 
 
 def test_junit_has_a_suite_per_node_and_the_cluster(faulty):

@@ -250,3 +250,27 @@ def test_busy_tries_and_tool_text_are_reported_as_text(planned, monkeypatch, cap
     out = capsys.readouterr().out
     assert "[/home/x/ip.c:553]" in out and "after 3 tries: hccn_tool was busy" in out
     assert journals(plan_path)[-1]["hosts"][0]["steps"][0]["tries"] == 3
+
+
+def test_hosts_pattern_applies_only_the_named_hosts_of_the_plan(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    inventory_path = tmp_path / "inventory.yaml"
+    inventory_path.write_text(yaml.safe_dump(INVENTORY))
+    state = build_desired(load_inventory(inventory_path))
+    facts = {name: converged_facts(state, name, sysctl=dict(LOW_SYSCTL)) for name in ("n1", "n2")}
+    plan_path = tmp_path / "plan.json"
+    write_plan(from_host_plans(inventory_path, "t", [diff_host(state, name, facts[name]) for name in ("n1", "n2")]), plan_path)
+    hosts = FakeHosts(monkeypatch, facts, all_ok)
+    assert apply_command.run_apply(plan_path, False, None, hosts_pattern="n2") == exitcodes.OK
+    assert list(hosts.applied) == ["n2"] and hosts.gathered == ["n2"]
+    assert "--hosts: n1 of the plan left out" in capsys.readouterr().err
+
+
+def test_hosts_pattern_naming_no_node_refuses_apply(planned, monkeypatch):
+    import click
+
+    plan_path, _, facts = planned
+    hosts = FakeHosts(monkeypatch, facts, all_ok)
+    with pytest.raises(click.BadParameter, match="names no node"):
+        apply_command.run_apply(plan_path, False, None, hosts_pattern="gpu[1-4]")
+    assert hosts.gathered == [] and journals(plan_path)[-1]["status"] == "refused"

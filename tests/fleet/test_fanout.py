@@ -137,7 +137,7 @@ def test_progress_counts_done_failed_and_in_flight() -> None:
 
     run_on_hosts(hosts, job, forks=2, progress=progress, transport_factory=lambda h: LocalTransport(h.name))
     assert (progress.done, progress.failed, progress.in_flight) == (3, 1, 0)
-    assert progress.summary() == "3 done · 1 failed · 0 in flight"
+    assert progress.summary() == "3 done · 1 failed · 0 in flight · 0 remaining"
     assert "facts" in screen.getvalue()
 
 

@@ -1,0 +1,117 @@
+"""Identical lines across hosts (and NPUs) as one line, as pdsh's ``dshbak -c`` does.
+
+At 4,096 nodes a table with a row per host and change is unreadable; the same change on every
+node is one line, ``node[0001-4096]: sysctl net.core.somaxconn 4096 -> 65535``. Only lines that
+are equal character for character are merged, so a value that differs between hosts or NPUs (a
+device IP) is never hidden behind a range: it stays on its own line. ``--format json`` keeps one
+entry per host and change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Hashable, Iterable, Optional, Sequence, TypeVar
+
+from ascendprep.hostrange import compressed, number_spans
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """One line shown once for ``hosts`` (inventory order, each once)."""
+
+    hosts: tuple[str, ...]
+    key: Hashable
+
+    @property
+    def where(self) -> str:
+        """The hosts as a range: ``node[01-64]``."""
+        return compressed(self.hosts)
+
+
+def group_hosts(pairs: Iterable[tuple[str, K]]) -> list[Grouped]:
+    """``(host, line)`` pairs as one entry per distinct line, in the order lines are first seen.
+
+    Linear in the number of pairs (a dict per line), so 4,096 hosts cost no more per host than 4.
+    """
+    seen: dict[Hashable, dict[str, None]] = {}
+    for host, key in pairs:
+        seen.setdefault(key, {})[host] = None
+    return [Grouped(tuple(hosts), key) for key, hosts in seen.items()]
+
+
+def npu_label(npus: Sequence[int]) -> str:
+    """``npu 3`` for one NPU, ``npu[0-7]`` for several."""
+    unique = sorted(set(npus))
+    return f"npu {unique[0]}" if len(unique) == 1 else f"npu[{number_spans(unique)}]"
+
+
+def collapse_npus(lines: Iterable[tuple[Optional[int], K]]) -> list[tuple[Optional[str], K]]:
+    """One host's ``(npu, rest of line)`` pairs with equal ``rest`` merged: the same change on NPUs
+    0-7 is ``(npu[0-7], rest)``. Lines without an NPU pass through; first-seen order is kept."""
+    merged: dict[tuple[bool, K], list[int]] = {}
+    for npu, rest in lines:
+        slot = merged.setdefault((npu is None, rest), [])
+        if npu is not None:
+            slot.append(npu)
+    return [(None if no_npu else npu_label(npus), rest) for (no_npu, rest), npus in merged.items()]
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _lockstep(entries: list[tuple[int, str]]) -> Optional[str]:
+    """``entries`` (npu, line) that differ only in one number, which runs in step with the NPU
+    (NPUs 0-7, values 1-8): that line with the number as a range, ``10.20.0.[1-8]``; else None.
+
+    The range pairs with ``npu[0-7]`` in order, so nothing is hidden: expanding both gives back
+    every line. Any other difference (two numbers, a gap, a zero-padded number) is not merged."""
+    entries = sorted(entries)
+    numbers = [[m.group(0) for m in _NUMBER.finditer(line)] for _, line in entries]
+    varying = [i for i in range(len(numbers[0])) if len({row[i] for row in numbers}) > 1]
+    if len(varying) != 1:
+        return None
+    index = varying[0]
+    tokens = [row[index] for row in numbers]
+    if any(len(t) > 1 and t.startswith("0") for t in tokens):
+        return None
+    values = [int(t) for t in tokens]
+    npus = [npu for npu, _ in entries]
+    steps_ok = all(b - a == 1 for a, b in zip(npus, npus[1:])) and all(v - n == values[0] - npus[0] for v, n in zip(values, npus))
+    if not steps_ok:
+        return None
+    match = list(_NUMBER.finditer(entries[0][1]))[index]
+    line = entries[0][1]
+    return f"{line[: match.start()]}[{values[0]}-{values[-1]}]{line[match.end():]}"
+
+
+def collapse_npu_lines(lines: Iterable[tuple[Optional[int], str]]) -> list[tuple[Optional[str], str]]:
+    """:func:`collapse_npus`, and then one NPU's lines that follow the rule in step with the NPU
+    index (``npu 0 … 10.20.0.1``, ``npu 1 … 10.20.0.2`` …) as ``npu[0-7]: … 10.20.0.[1-8]``.
+
+    A line that breaks the step stays on its own, with its own value."""
+    merged = collapse_npus(lines)
+    singles: dict[str, list[tuple[int, str]]] = {}
+    for label, text in merged:
+        if label is not None and label.startswith("npu "):
+            singles.setdefault(_NUMBER.sub("#", text), []).append((int(label[4:]), text))
+    replaced: dict[str, tuple[str, str]] = {}
+    gone: set[str] = set()
+    for entries in singles.values():
+        if len(entries) < 2:
+            continue
+        line = _lockstep(entries)
+        if line is None:
+            continue
+        first = min(entries)[1]
+        replaced[first] = (npu_label([npu for npu, _ in entries]), line)
+        gone.update(text for _, text in entries if text != first)
+    out: list[tuple[Optional[str], str]] = []
+    for label, text in merged:
+        if label is not None and label.startswith("npu ") and text in replaced:
+            out.append(replaced[text])
+        elif not (label is not None and label.startswith("npu ") and text in gone):
+            out.append((label, text))
+    return out
