@@ -150,11 +150,12 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
     from ascendprep.fleet.hosts import gather_facts
     from ascendprep.fleet.progress import progress_for_terminal
     from ascendprep.plan import diff_host, unreachable_host
+    from ascendprep.probes.unit import PLAN
     from ascendprep.report.limits_hit import collect_limits_hit
 
     inventory = desired.inventory
     with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline) as session:
-        outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"))
+        outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"), phase=PLAN)
     if limits_hit is not None:
         facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in outcomes.items()}
         limits_hit.extend(collect_limits_hit(session.limits_hit, facts, remote_call_output_cap()))

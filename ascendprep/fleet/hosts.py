@@ -7,7 +7,7 @@ so a command keeps one connection per host and a failure on one host is that hos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
 from ascendprep.applyscript import LOCKED_RC, StepResult, parse_apply_output, render_apply_script
 from ascendprep.facts import HostFacts
@@ -16,6 +16,8 @@ from ascendprep.plan import Change
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.jobs import job_probes
 from ascendprep.probes.paths import SYSCTL_KEYS
+from ascendprep.probes.unit import VERIFY, ProbeUnit
+from ascendprep.probes.units import UNITS
 from ascendprep.fleet.access import HostAccess, known_hosts_files
 from ascendprep.fleet.errors import CommandTimeout
 from ascendprep.fleet.fanout import HostOutcome, Session
@@ -60,11 +62,22 @@ class Gathered:
     seconds: float
 
 
-def gather_facts(session: Session, inventory: Inventory, progress: Optional[Progress] = None, only: Optional[set[str]] = None, sample_interval: int = 0) -> dict[str, HostOutcome[Gathered]]:
+def gather_facts(
+    session: Session,
+    inventory: Inventory,
+    progress: Optional[Progress] = None,
+    only: Optional[set[str]] = None,
+    sample_interval: int = 0,
+    phase: str = VERIFY,
+    units: Optional[Mapping[str, Sequence[ProbeUnit]]] = None,
+) -> dict[str, HostOutcome[Gathered]]:
     """Run the gather script on every host (or on ``only``) and parse what it printed.
 
     ``sample_interval``: seconds between the two reads of the port counters (verify); the script
     may run that much longer than ``ssh.command_timeout`` allows otherwise.
+    ``phase``: which units run (``plan``: only what the diff reads; ``verify``: every unit).
+    ``units``: per host, the units to choose from (apply re-reads only what its changes depend
+    on, :func:`ascendprep.probes.reads.units_for_changes`); a host not in it gets every unit.
     """
     npus_of = {node.name: node.npus for node in inventory.nodes}
     python_path = inventory.model.software.python_path
@@ -72,7 +85,8 @@ def gather_facts(session: Session, inventory: Inventory, progress: Optional[Prog
     probes = job_probes(inventory)
 
     def job(transport: Transport, access: HostAccess) -> Gathered:
-        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes, sample_interval=sample_interval)
+        chosen = units.get(access.name, UNITS) if units is not None else UNITS
+        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes, sample_interval=sample_interval, units=chosen, phase=phase)
         result = transport.run_script(script, timeout=access.command_timeout + sample_interval if sample_interval else None)
         if result.timed_out:
             result.raise_for_status(access.name, "fact gathering")
