@@ -160,3 +160,9 @@ SAMPLE_INTERVAL_DEFAULT_S = 5
 
 #: The longest ``--sample-interval`` accepted, in seconds (a pre-job check, not a monitor).
 SAMPLE_INTERVAL_MAX_S = 600
+
+# -- lab: simulated tool latency (issue 12, s1) ------------------------------------------------
+
+#: The longest ``lab up --tool-latency-ms`` accepted: a slow real driver answers in about a
+#: second; more only makes the lab useless.
+TOOL_LATENCY_MAX_MS = 5000

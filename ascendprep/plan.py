@@ -10,7 +10,7 @@ with a fresh diff: that is how apply tells "already done" from "changed since pl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Collection, Optional
 
 from ascendprep import drift
 from ascendprep import sysctl as sysctl_rules
@@ -126,14 +126,42 @@ def _firewall_changes(node: NodeDesired, facts: HostFacts, desired: DesiredState
     return changes
 
 
-def diff_host(desired: DesiredState, node_name: str, facts: HostFacts) -> HostPlan:
-    """All changes that would bring ``node_name`` from ``facts`` to the desired state."""
+#: The parts of a host the diff judges, each from its own facts (:data:`ascendprep.probes.reads.AREA_SECTIONS`).
+NPU_AREA, SYSCTL_AREA, FILES_AREA, FIREWALL_AREA = "npu", "sysctl", "files", "firewall"
+AREAS = (NPU_AREA, SYSCTL_AREA, FILES_AREA, FIREWALL_AREA)
+
+
+def area_of(change: Change) -> str:
+    """The area whose facts decide ``change`` (the sysctl file belongs with the values it persists)."""
+    if change.kind in NPU_KINDS:
+        return NPU_AREA
+    if isinstance(change, SetSysctl) or (isinstance(change, WriteFile) and change.path == SYSCTL_FILE):
+        return SYSCTL_AREA
+    if isinstance(change, WriteFile):
+        return FILES_AREA
+    if isinstance(change, DisableFirewall):
+        return FIREWALL_AREA
+    raise ValueError(f"no area for change kind {change.kind!r}")
+
+
+def diff_host(desired: DesiredState, node_name: str, facts: HostFacts, areas: Optional[Collection[str]] = None) -> HostPlan:
+    """All changes that would bring ``node_name`` from ``facts`` to the desired state.
+
+    ``areas``: judge only these (:data:`AREAS`); apply re-reads only the areas of its planned
+    changes, and an area it did not read must not count as "unknown". None: every area.
+    """
     node = desired.nodes[node_name]
     plan = HostPlan(node_name, node.node.host, reachable=True)
-    changes = _hccn_changes(node, facts, plan)
-    changes += _sysctl_changes(node, facts, plan)
-    changes += _file_changes(node, facts, plan)
-    changes += _firewall_changes(node, facts, desired, plan)
+    wanted = set(AREAS if areas is None else areas)
+    changes: list[Change] = []
+    if NPU_AREA in wanted:
+        changes += _hccn_changes(node, facts, plan)
+    if SYSCTL_AREA in wanted:
+        changes += _sysctl_changes(node, facts, plan)
+    if FILES_AREA in wanted:
+        changes += _file_changes(node, facts, plan)
+    if FIREWALL_AREA in wanted:
+        changes += _firewall_changes(node, facts, desired, plan)
     plan.changes = changes
     return plan
 

@@ -214,7 +214,9 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
     from ascendprep.desired import build_desired
     from ascendprep.fleet.hosts import apply_changes, gather_facts
     from ascendprep.fleet.progress import progress_for_terminal
-    from ascendprep.plan import diff_host, managed_keys, reconcile
+    from ascendprep.plan import area_of, diff_host, managed_keys, reconcile
+    from ascendprep.probes.reads import units_for_areas
+    from ascendprep.probes.unit import PLAN
 
     inventory = _load_inventory(path, saved, inventory_path)
     if inventory_path is None:
@@ -240,7 +242,12 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
     nodes = [n for n in inventory.nodes if n.name in planned]
     deadline = hosts_deadline(inventory, timeout, forks, APPLY_PHASES, hosts=len(nodes))
     with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, nodes) as session:
-        gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned))
+        # Re-read only what the planned changes depend on: the areas (NPUs, kernel settings,
+        # files, firewall) their values come from; a change elsewhere since planning is not this
+        # plan's business (the next plan shows it).
+        areas = {name: {area_of(change) for change in changes} for name, changes in planned.items()}
+        units = {name: units_for_areas(host_areas) for name, host_areas in areas.items()}
+        gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned), phase=PLAN, units=units)
         to_apply: dict[str, list[Change]] = {}
         stale: list[str] = []
         tampered: list[str] = []
@@ -250,7 +257,7 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
             if outcome is None or not outcome.ok or outcome.value is None:
                 stale.append(f"{name}: cannot be read now ({outcome.error if outcome else 'not contacted'})")
                 continue
-            fresh = diff_host(desired, name, outcome.value.facts)
+            fresh = diff_host(desired, name, outcome.value.facts, areas=areas[name])
             stale.extend(f"{name}: {reason}" for reason in fresh.incomplete)
             result = reconcile(changes, fresh.changes, managed_keys(desired, name))
             stale.extend(f"{name}: {line}" for line in result.stale)

@@ -7,7 +7,7 @@ so a command keeps one connection per host and a failure on one host is that hos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
 from ascendprep.applyscript import LOCKED_RC, StepResult, parse_apply_output, render_apply_script
 from ascendprep.execvia import ExecVia, explain_failure, wrap_script
@@ -17,6 +17,8 @@ from ascendprep.plan import Change
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.jobs import job_probes
 from ascendprep.probes.paths import SYSCTL_KEYS
+from ascendprep.probes.unit import VERIFY, ProbeUnit
+from ascendprep.probes.units import UNITS
 from ascendprep.fleet.access import HostAccess, known_hosts_files
 from ascendprep.fleet.errors import CommandTimeout
 from ascendprep.fleet.fanout import HostOutcome, Session
@@ -68,11 +70,16 @@ def gather_facts(
     only: Optional[set[str]] = None,
     sample_interval: int = 0,
     exec_via: Optional[ExecVia] = None,
+    phase: str = VERIFY,
+    units: Optional[Mapping[str, Sequence[ProbeUnit]]] = None,
 ) -> dict[str, HostOutcome[Gathered]]:
     """Run the gather script on every host (or on ``only``) and parse what it printed.
 
     ``sample_interval``: seconds between the two reads of the port counters (verify); the script
     may run that much longer than ``ssh.command_timeout`` allows otherwise.
+    ``phase``: which units run (``plan``: only what the diff reads; ``verify``: every unit).
+    ``units``: per host, the units to choose from (apply re-reads only what its changes depend
+    on, :func:`ascendprep.probes.reads.units_for_changes`); a host not in it gets every unit.
     ``exec_via``: run it through that wrapper (:mod:`ascendprep.execvia`), e.g. in a container.
     """
     npus_of = {node.name: node.npus for node in inventory.nodes}
@@ -81,7 +88,8 @@ def gather_facts(
     probes = job_probes(inventory)
 
     def job(transport: Transport, access: HostAccess) -> Gathered:
-        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes, sample_interval=sample_interval)
+        chosen = units.get(access.name, UNITS) if units is not None else UNITS
+        script = render_gather_script(npus=npus_of[access.name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes, sample_interval=sample_interval, units=chosen, phase=phase)
         if exec_via is not None:
             script = wrap_script(script, exec_via)
         result = transport.run_script(script, timeout=access.command_timeout + sample_interval if sample_interval else None)

@@ -32,6 +32,7 @@ from ascendprep.lab.spec import (
 )
 from ascendprep.lab.system import LabError
 from ascendprep.products import PRODUCTS
+from ascendprep.limits import TOOL_LATENCY_MAX_MS
 from ascendprep.report.text import visible
 
 T = TypeVar("T")
@@ -95,6 +96,9 @@ def lab_group() -> None:
 @click.option("--hostnames", type=click.Choice(HOSTNAME_MAPPINGS), default="resolve", show_default=True,
               help="How each node's /etc/hosts maps its own name: resolve (to its address), "
                    "loopback (Debian's 127.0.1.1 line) or missing (not listed).")
+@click.option("--tool-latency-ms", "tool_latency_ms", type=click.IntRange(0, TOOL_LATENCY_MAX_MS), default=0, show_default=True,
+              help="Milliseconds every simulated hccn_tool/npu-smi call sleeps first, like a real driver's round trip "
+                   "(e.g. 200: timings then show tool calls and their concurrency, not the lab's CPU).")
 def up_command(
     name: str,
     nodes: int,
@@ -110,6 +114,7 @@ def up_command(
     chip: Optional[str],
     sftp: bool,
     hostnames: str,
+    tool_latency_ms: int,
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
@@ -117,7 +122,7 @@ def up_command(
     spec = LabSpec(
         name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
         driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip, sftp=sftp,
-        hostnames=hostnames,
+        hostnames=hostnames, tool_latency_ms=tool_latency_ms,
     )
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(visible(lab.inventory_path))

@@ -209,7 +209,7 @@ def populate_upper(
     purelib_upper = upper_root / python.purelib.relative_to("/")
     cann.install_torch_npu_metadata(purelib_upper, versions.torch_npu, python.torch or versions.torch_npu)
     jobenv.install_torch_npu_standin(upper_root)
-    tools.install_node_tools(upper_root, python.executable, str(python.package_root))
+    tools.install_node_tools(upper_root, python.executable, str(python.package_root), spec.tool_latency_ms)
     host_torch_npu = sorted(python.purelib.glob("torch_npu*"))
     mask_host_paths(upper_root, [*HOST_ASCEND_PATHS, *host_torch_npu])
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
 from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
+from ascendprep.limits import TOOL_LATENCY_MAX_MS
 from ascendprep.lab.sim.profiles import check_chip
 from ascendprep.products import PRODUCTS
 
@@ -98,6 +99,9 @@ class LabSpec:
     sftp: bool = True
     #: How each node's /etc/hosts maps its own name: resolve | loopback | missing (lab/hostsfile.py).
     hostnames: str = "resolve"
+    #: Milliseconds every simulated hccn_tool / npu-smi call sleeps before answering
+    #: (``--tool-latency-ms``): a real driver's round trip, so timings show tool calls, not CPU.
+    tool_latency_ms: int = 0
 
     def validated(self) -> "LabSpec":
         """Return a copy with ``npus`` resolved; raise :class:`LabSpecError` on bad values."""
@@ -123,6 +127,8 @@ class LabSpec:
             if not VERSION_RE.match(value):
                 raise LabSpecError(f"--{option.replace('_', '-')} {value!r} is not a version")
         self._check_driver_profiles()
+        if isinstance(self.tool_latency_ms, bool) or not isinstance(self.tool_latency_ms, int) or not 0 <= self.tool_latency_ms <= TOOL_LATENCY_MAX_MS:
+            raise LabSpecError(f"--tool-latency-ms {self.tool_latency_ms!r}: use 0 to {TOOL_LATENCY_MAX_MS} milliseconds")
         if self.chip is not None:
             try:
                 check_chip(product.id, self.chip, f"--chip {self.chip}")

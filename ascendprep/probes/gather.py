@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.facts import Firewall, HostFacts, NpuFacts, Versions
 from ascendprep.limits import SAMPLE_INTERVAL_MAX_S
@@ -30,7 +30,7 @@ from ascendprep.probes import jobenv, paths, port_stats
 from ascendprep.probes.failures import over_cap_error
 from ascendprep.probes.sections import new_nonce, parse_transcript
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
-from ascendprep.probes.unit import CHIP, HOST, NPU, Draft, ProbeUnit, RenderContext
+from ascendprep.probes.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext
 from ascendprep.probes.units import UNITS, by_section
 
 KIND = "gather"
@@ -39,6 +39,9 @@ _SYSCTL_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
 
 #: The unit after whose lines the hccn_tool loop over device ids runs (it sets $AP_HCCN).
 _HCCN_LOOP_AFTER = "tool.hccn_tool"
+#: The units that call the helper functions defined outside the units (port counters, resolve).
+_PORT_STATS_SECTIONS = {port_stats.SECTION, port_stats.SECOND_SECTION}
+_RESOLVE_SECTION = "hostname.resolve"
 #: The unit before whose lines the chip loop runs (the loop collects the device ids it prints).
 _CHIP_LOOP_BEFORE = "npus"
 
@@ -53,6 +56,7 @@ def render_gather_script(
     units: Sequence[ProbeUnit] = UNITS,
     job_probes: Optional[Any] = None,
     sample_interval: int = 0,
+    phase: str = VERIFY,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -63,7 +67,9 @@ def render_gather_script(
     ``busy_retries``: extra tries, with back-off, when hccn_tool answers that it is busy
     (another hccn_tool, e.g. a monitoring exporter, was running).
     ``sysctl_keys``: kernel settings to read (the defaults plus any the inventory sets).
-    ``units``: the probes to run (all registered ones by default).
+    ``units``: the probes to choose from (all registered ones by default).
+    ``phase``: only the units whose ``phases`` include it run (:func:`units_for_phase`): ``plan``
+    reads what its diff needs (per NPU: ip, gateway, netdetect, tls), ``verify`` everything.
     ``job_probes``: what the NPU-process, port, NIC and master-route probes ask about
     (:func:`ascendprep.probes.jobs.job_probes`); None: HCCL's default ports, no route lookup.
     ``sample_interval``: seconds between the two reads of the port counters (``-stat -g``, after
@@ -78,16 +84,31 @@ def render_gather_script(
     python_path = check_command("python_path", python_path)
     ctx = RenderContext(npus=npus, python_path=python_path, sysctl_keys=tuple(sysctl_keys), job_probes=job_probes, sample_interval=sample_interval)
     nonce = new_nonce()
+    chosen = units_for_phase(phase, units)
+    sections = {unit.section for unit in chosen}
     return "\n".join(
         [
             preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home),
             _GATHER_FUNCTIONS,
-            _NETWORK_FUNCTIONS,
-            port_stats.SHELL_FUNCTIONS,
-            jobenv.shell_functions(),
-            main_block(_body(ctx, units)),
+            # the helper functions only the units that call them need (plan's script has none)
+            _NETWORK_FUNCTIONS if _RESOLVE_SECTION in sections else "",
+            port_stats.SHELL_FUNCTIONS if sections & _PORT_STATS_SECTIONS else "",
+            jobenv.shell_functions() if any(section.startswith("job.") for section in sections) else "",
+            main_block(_body(ctx, chosen)),
         ]
     )
+
+
+def units_for_phase(phase: str, units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
+    """The units a phase reads, in registry order (an unknown phase is a programming error).
+
+    Each skipped unit is a tool call saved per host (or per NPU): plan leaves out eight of the
+    twelve per-NPU hccn_tool queries, the port counters, npu-smi's health and board reads, the
+    versions, the interpreter and the job probes, none of which its diff reads.
+    """
+    if phase not in BOTH:
+        raise ValueError(f"phase must be one of {sorted(BOTH)}, not {phase!r}")
+    return tuple(unit for unit in units if phase in unit.phases)
 
 
 def _body(ctx: RenderContext, units: Sequence[ProbeUnit]) -> str:

@@ -46,8 +46,9 @@ NPU = "npu"
 CHIP = "chip"
 SCOPES = (HOST, NPU, CHIP)
 
-#: Phases that read a unit's fact. Gather still runs every unit; a later change may run only
-#: the units a phase needs (``plan`` decides changes, ``verify`` judges the cluster).
+#: Phases that read a unit's fact: the gather script of a phase runs only the units tagged with
+#: it (``plan`` decides changes and reads only what the diff needs, ``verify`` judges the cluster
+#: and reads everything; see :func:`ascendprep.probes.gather.units_for_phase`).
 PLAN = "plan"
 VERIFY = "verify"
 BOTH: FrozenSet[str] = frozenset({PLAN, VERIFY})
@@ -165,7 +166,7 @@ class ProbeUnit:
     ``unknown``: see the module docstring. ``lenient``: the parser skips what it does not know
     instead of refusing it, so an exception from it is a surprise, reported by the gather loop
     as "unreadable output (its type: ...)" rather than as a refusal. ``phases``: which of
-    ``plan``/``verify`` read the fact (gather runs every unit for now).
+    ``plan``/``verify`` read the fact (a phase's gather script runs only its units).
     """
 
     section: str

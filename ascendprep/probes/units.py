@@ -100,6 +100,7 @@ HOSTNAME = ProbeUnit(
     parse=lambda stdout, where: system.parse_word(stdout, "hostname"),
     fill=set_field("hostname"),
     fact="hostname",
+    phases=VERIFY_ONLY,
 )
 
 #: The shell remembers the architecture for the toolkit's version file path.
@@ -115,6 +116,7 @@ ARCH = ProbeUnit(
     parse=lambda stdout, where: system.parse_word(stdout, "arch"),
     fill=set_field("arch"),
     fact="arch",
+    phases=VERIFY_ONLY,
 )
 
 OS_RELEASE = ProbeUnit(
@@ -125,6 +127,7 @@ OS_RELEASE = ProbeUnit(
     parse=text_only(system.parse_os_release),
     fill=set_field("os_release"),
     fact="os_release",
+    phases=VERIFY_ONLY,
 )
 
 
@@ -280,7 +283,8 @@ def hccn_query(
 
 
 #: The per-NPU queries, in the order they run: twelve calls per NPU, each a few hundred ms on a
-#: real driver; add one only for a fact a check needs.
+#: real driver; add one only for a fact a check needs. ``plan`` runs only the four it diffs
+#: (ip, gateway, netdetect, tls); the rest are verify's.
 HCCN_QUERIES = (
     hccn_query("hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask"),
     hccn_query("hccn.gateway", ("-gateway", "-g"), hccn.parse_gateway, "npus[devid].gateway, .gateway_iface"),
@@ -430,6 +434,7 @@ def _version(key: str, relative: str, comment: Optional[str] = None) -> ProbeUni
         fill=fill,
         fact=f"versions.{key}",
         comment=comment,
+        phases=VERIFY_ONLY,
     )
 
 
@@ -469,6 +474,7 @@ VERSIONS = (
         settle=nothing_if_absent,
         fill=_fill_cann,
         fact="versions.cann[]",
+        phases=VERIFY_ONLY,
     ),
 )
 

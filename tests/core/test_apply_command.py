@@ -44,14 +44,17 @@ class FakeHosts:
         self.on_apply = on_apply
         self.gathered: list[str] = []
         self.applied: dict[str, list[Change]] = {}
+        #: Per host, the sections of the units apply asked to re-read (None: every unit).
+        self.reread: dict[str, Any] = {}
 
         @contextmanager
         def session(*args, **kwargs):
             yield object()
 
-        def gather(session, inventory, progress=None, only=None):
+        def gather(session, inventory, progress=None, only=None, phase="verify", units=None):
             names = [n.name for n in inventory.nodes if only is None or n.name in only]
             self.gathered += names
+            self.reread = {n: None if units is None else [u.section for u in units[n] if phase in u.phases] for n in names}
             return {n: HostOutcome(n, Gathered(self.facts[n], "", "", 0.1)) for n in names}
 
         def apply(session, changes_by_host, tools, progress=None):

@@ -17,11 +17,19 @@ HCCN_TOOL_LINK = "usr/local/bin/hccn_tool"
 NPU_SMI_PATH = "usr/local/bin/npu-smi"
 
 
-def wrapper_script(python: str, pythonpath: str, module: str, name: str) -> str:
-    """The sh text of one wrapper (values quoted with :func:`shlex.quote`)."""
+def wrapper_script(python: str, pythonpath: str, module: str, name: str, latency_ms: int = 0) -> str:
+    """The sh text of one wrapper (values quoted with :func:`shlex.quote`).
+
+    ``latency_ms``: a sleep before every call, standing in for the driver round trip of a real
+    tool (``lab up --tool-latency-ms``); sleeping costs no CPU, so concurrency shows in timings.
+    """
+    if isinstance(latency_ms, bool) or not isinstance(latency_ms, int) or latency_ms < 0:
+        raise ValueError(f"latency_ms must be a non-negative integer, got {latency_ms!r}")
+    delay = f"sleep {latency_ms // 1000}.{latency_ms % 1000:03d}\n" if latency_ms else ""
     return (
         "#!/bin/sh\n"
         f"# ascendprep lab: simulated {name} (python -m {module})\n"
+        f"{delay}"
         f"PYTHONPATH={shlex.quote(pythonpath)}\n"
         "export PYTHONPATH\n"
         f"exec {shlex.quote(python)} -S -m {module} \"$@\"\n"
@@ -36,11 +44,11 @@ def _write_executable(path: Path, text: str) -> None:
     os.replace(temp, path)
 
 
-def install_node_tools(root: Path, python: str, pythonpath: str) -> None:
+def install_node_tools(root: Path, python: str, pythonpath: str, latency_ms: int = 0) -> None:
     """Write ``hccn_tool`` (driver tools dir + a /usr/local/bin symlink) and ``npu-smi`` below ``root``.
 
     ``python`` is the interpreter the node runs (absolute path); ``pythonpath`` the directory that
-    contains the ``ascendprep`` package (absolute). The symlink target is absolute so that it
+    contains the ``ascendprep`` package (absolute); ``latency_ms`` the sleep before every call. The symlink target is absolute so that it
     resolves inside the node, where ``root`` is ``/``.
     """
     root = Path(root)
@@ -49,11 +57,11 @@ def install_node_tools(root: Path, python: str, pythonpath: str) -> None:
             raise ValueError(f"{label} must be an absolute path without newlines, got {value!r}")
     _write_executable(
         root / HCCN_TOOL_PATH,
-        wrapper_script(python, pythonpath, "ascendprep.lab.sim.hccn_tool", "hccn_tool"),
+        wrapper_script(python, pythonpath, "ascendprep.lab.sim.hccn_tool", "hccn_tool", latency_ms),
     )
     _write_executable(
         root / NPU_SMI_PATH,
-        wrapper_script(python, pythonpath, "ascendprep.lab.sim.npu_smi", "npu-smi"),
+        wrapper_script(python, pythonpath, "ascendprep.lab.sim.npu_smi", "npu-smi", latency_ms),
     )
     link = root / HCCN_TOOL_LINK
     link.parent.mkdir(parents=True, exist_ok=True)
