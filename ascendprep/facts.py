@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from pydantic import TypeAdapter, ValidationError
 
 from ascendprep.jobenv_facts import JobEnv
-from ascendprep.jobfacts import LinkState, NpuProcessTable, PortSockets, RouteLookup
+from ascendprep.blocker_facts import LinkState, NpuProcessTable, PortSockets, RouteLookup
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
 FACTS_SCHEMA_VERSION = 1
@@ -439,7 +439,7 @@ class HostFacts:
     hostname_addresses: Optional[Tuple[str, ...]] = None
     #: The job's environment as HCCL jobs meet it (probes/jobenv.py); None when not read.
     job: Optional[JobEnv] = None
-    #: What stops a job from starting (issue 17, :mod:`ascendprep.jobfacts`): the process table
+    #: What stops a job from starting (issue 17, :mod:`ascendprep.blocker_facts`): the process table
     #: of ``npu-smi info``, sockets on the HCCL/master ports, NIC states, the route to the master.
     npu_processes: Optional[NpuProcessTable] = None
     port_sockets: Optional[PortSockets] = None

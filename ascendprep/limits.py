@@ -122,7 +122,7 @@ ALLREDUCE_LOG_TAIL_ENV = "ASCENDPREP_ALLREDUCE_LOG_TAIL"
 #: report; a host listing more is reported as unexpected output, not parsed further.
 MAX_HOST_ADDRESSES = 4096
 
-# --- the job's environment (issue 17, helper f17b: probes/jobenv.py, checks/job.py, execvia.py) ---
+# --- the job's environment (issue 17, helper f17b: probes/jobenv.py, checks/jobenv.py, execvia.py) ---
 
 #: Seconds the gather's real ``import torch_npu`` may take (torch + torch_npu + CANN libraries load
 #: in 5-30 s on a real node; a hung import costs this, once per node).
@@ -132,7 +132,7 @@ JOB_IMPORT_TIMEOUT_S = 90
 #: may take to print the job variables; profiles that run conda init or module loads take seconds.
 JOB_LOGIN_TIMEOUT_S = 30
 
-#: The time an HCCL cluster needs to start, the floor for HCCL_CONNECT_TIMEOUT (checks/job.py):
+#: The time an HCCL cluster needs to start, the floor for HCCL_CONNECT_TIMEOUT (checks/jobenv.py):
 #: JOB_START_BASE_S + JOB_START_PER_NODE_S per node, within HCCL's range [120, 7200] s.
 JOB_START_BASE_S = 300
 JOB_START_PER_NODE_S = 5

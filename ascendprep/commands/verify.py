@@ -263,7 +263,7 @@ def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
 
 
 def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
-    from ascendprep.checks.jobs import busy_npu_refusal
+    from ascendprep.checks.blockers import busy_npu_refusal
     from ascendprep.fleet.evidence import collect
     from ascendprep.fleet.progress import progress_for_terminal
     from ascendprep.inventory import inventory_from_text

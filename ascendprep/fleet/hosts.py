@@ -15,7 +15,7 @@ from ascendprep.facts import HostFacts
 from ascendprep.inventory import Inventory, Node, parse_jump_host
 from ascendprep.plan import Change
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.jobs import job_probes
+from ascendprep.probes.blockers import job_probes
 from ascendprep.probes.paths import SYSCTL_KEYS
 from ascendprep.probes.unit import VERIFY, ProbeUnit
 from ascendprep.probes.units import UNITS

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from ascendprep.lab import jobenvfaults, jobfaults, network
+from ascendprep.lab import blockerfaults, jobenvfaults, network
 from ascendprep.lab.nodefs import HCCN_CONF
 from ascendprep.lab.sim import state as sim_state
 from ascendprep.lab.spec import VERSION_RE, drifted_version
@@ -93,7 +93,7 @@ def inject(
             raise LabError(f"{kind} is already in force on {node}; heal it first")
         record: dict[str, Any] = {"node": node, "kind": kind, "npu": npu, "level": "node"}
         if kind == "port-listener":
-            record["port"] = jobfaults.check_port(port)
+            record["port"] = blockerfaults.check_port(port)
         _INJECT[kind](lab, record, rate=rate, version=version)
         records.append(record)
     return _public(record)
@@ -258,8 +258,8 @@ _INJECT = {
     "slow": _slow,
     "hostname-loopback": _hostname_mapping,
     "hostname-missing": _hostname_mapping,
-    "port-listener": jobfaults.start_listener,
-    "nic-no-address": jobfaults.move_address,
+    "port-listener": blockerfaults.start_listener,
+    "nic-no-address": blockerfaults.move_address,
     **{kind: jobenvfaults.inject for kind in jobenvfaults.JOBENV_FAULTS},
 }
 _HEAL = {
@@ -270,8 +270,8 @@ _HEAL = {
     "slow": _heal_slow,
     "hostname-loopback": _heal_hostname_mapping,
     "hostname-missing": _heal_hostname_mapping,
-    "port-listener": jobfaults.stop_listener,
-    "nic-no-address": jobfaults.restore_address,
+    "port-listener": blockerfaults.stop_listener,
+    "nic-no-address": blockerfaults.restore_address,
     **{kind: jobenvfaults.heal for kind in jobenvfaults.JOBENV_FAULTS},
 }
 

@@ -71,7 +71,7 @@ def render_gather_script(
     ``phase``: only the units whose ``phases`` include it run (:func:`units_for_phase`): ``plan``
     reads what its diff needs (per NPU: ip, gateway, netdetect, tls), ``verify`` everything.
     ``job_probes``: what the NPU-process, port, NIC and master-route probes ask about
-    (:func:`ascendprep.probes.jobs.job_probes`); None: HCCL's default ports, no route lookup.
+    (:func:`ascendprep.probes.blockers.job_probes`); None: HCCL's default ports, no route lookup.
     ``sample_interval``: seconds between the two reads of the port counters (``-stat -g``, after
     each NPU's other queries and again at the end, :mod:`ascendprep.probes.port_stats`); 0: once.
     """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from typing import List, Tuple
 
-from ascendprep.jobfacts import LinkState, RouteLookup
+from ascendprep.blocker_facts import LinkState, RouteLookup
 from ascendprep.limits import MAX_HOST_LINKS
 from ascendprep.probes.netaddr import IFNAME_RE
 from ascendprep.probes.text import UnexpectedOutput, content_lines, first_line

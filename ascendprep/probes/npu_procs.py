@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from ascendprep.jobfacts import NpuProcess, NpuProcessTable
+from ascendprep.blocker_facts import NpuProcess, NpuProcessTable
 from ascendprep.limits import MAX_NPU_PROCESS_ROWS
 from ascendprep.probes.text import UnexpectedOutput, not_as_expected
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ascendprep.jobfacts import PortSockets, SocketUse
+from ascendprep.blocker_facts import PortSockets, SocketUse
 from ascendprep.limits import MAX_PORT_SOCKETS
 from ascendprep.probes.shell import check_int
 from ascendprep.probes.text import UnexpectedOutput, content_lines, first_line

@@ -62,7 +62,7 @@ class RenderContext:
     npus: Optional[int]
     python_path: str
     sysctl_keys: Tuple[str, ...]
-    #: What the issue-17 probes ask about (:class:`ascendprep.probes.jobs.JobProbes`); None: skip them.
+    #: What the issue-17 probes ask about (:class:`ascendprep.probes.blockers.JobProbes`); None: skip them.
     job_probes: Optional[Any] = None
     #: Seconds between the two reads of the port counters (probes/port_stats.py); 0: one read.
     sample_interval: int = 0

@@ -38,7 +38,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from ascendprep.facts import FirewallTool, ManagedFile, NpuHealth, VersionFile
 from ascendprep.probes import firewall, hccn, hccn_conf, jobenv, netaddr, npu_smi, optics, paths, port_state, port_stats, python_pkgs, sysctl, system, versions
 from ascendprep.probes.failures import dcmi_failure
-from ascendprep.probes.jobs import JOB_UNITS
+from ascendprep.probes.blockers import JOB_UNITS
 from ascendprep.probes.sections import Section
 from ascendprep.probes.unit import (
     BOTH,

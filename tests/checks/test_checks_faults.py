@@ -103,7 +103,7 @@ FAULTS: Dict[str, Tuple[Callable[[DesiredState], HostFacts], Set[Where]]] = {
     "env file edited": (lambda d: replace(_node2(d), managed_files={**_node2(d).managed_files, "/etc/ascendprep/env.sh": ManagedFile("/etc/ascendprep/env.sh", True, "0" * 64)}), {("files.managed", "node2", None)}),
     "rank table missing": (lambda d: replace(_node2(d), managed_files={**_node2(d).managed_files, "/etc/ascendprep/rank_table.json": ManagedFile("/etc/ascendprep/rank_table.json", False)}), {("files.managed", "node2", None)}),
     "torch_npu not installed": (lambda d: replace(_node2(d), python=PythonEnv("/usr/bin/python3", "3.10.12", "/usr/bin/python3", {"torch": "2.6.0", "torch_npu": None, "torchvision": "0.21.0"})), {("software.torch_npu", "node2", None)}),
-    # issue 17, the job environment (checks/job.py)
+    # issue 17, the job environment (checks/jobenv.py)
     "RANK_TABLE_FILE in a site profile": (lambda d: replace(_node2(d), job=replace(_node2(d).job, login=ShellEnv({"HCCL_CONNECT_TIMEOUT": None, "RANK_TABLE_FILE": "/etc/ascendprep/hccl_8p.json"}))), {("job.rank_table", "node2", None)}),
     "short HCCL_CONNECT_TIMEOUT in a site profile": (lambda d: replace(_node2(d), job=replace(_node2(d).job, login=ShellEnv({"HCCL_CONNECT_TIMEOUT": "60", "RANK_TABLE_FILE": None}))), {("job.connect_timeout", "node2", None)}),
     "container without davinci_manager": (lambda d: replace(_node2(d), job=replace(_node2(d).job, visible=Visibility(present=tuple(i for i in JOB_ITEMS if i != "dev:/dev/davinci_manager")))), {("job.container", "node2", None)}),

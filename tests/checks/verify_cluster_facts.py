@@ -41,7 +41,7 @@ from ascendprep.facts import (
     Versions,
 )
 from ascendprep.inventory import inventory_from_text
-from ascendprep.jobfacts import LinkState, NpuProcessTable, PortSockets
+from ascendprep.blocker_facts import LinkState, NpuProcessTable, PortSockets
 from ascendprep.probes.optics import OpticalInfo, parse_optical_info
 
 #: A healthy module's ``-optical -g`` (driver format, the MindCluster capture's thresholds).

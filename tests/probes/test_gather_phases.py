@@ -12,7 +12,7 @@ from ascendprep.desired import build_desired
 from ascendprep.inventory import inventory_from_text
 from ascendprep.plan import diff_host
 from ascendprep.probes.gather import parse_gather_output, render_gather_script, units_for_phase
-from ascendprep.probes.jobs import JobProbes
+from ascendprep.probes.blockers import JobProbes
 from ascendprep.probes.ports import PortQuery
 from ascendprep.probes.sections import parse_transcript
 from test_probes_gather import _fake_host, _run  # the fake-tool host of the gather tests

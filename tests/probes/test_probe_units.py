@@ -7,7 +7,7 @@ import re
 import pytest
 
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.jobs import JobProbes
+from ascendprep.probes.blockers import JobProbes
 from ascendprep.probes.ports import PortQuery
 from ascendprep.probes.unit import CHIP, NPU, VERIFY, VERIFY_ONLY, ProbeUnit, fixed, set_field, text_only, update_npu
 from ascendprep.probes.units import UNITS, by_section

@@ -28,7 +28,7 @@ from ascendprep.checks.model import Check, Verdict, could_not_check, failed, pas
 from ascendprep.checks.node import chip_devids
 from ascendprep.facts import HostFacts, InterfaceAddress
 from ascendprep.findings import Finding, Severity
-from ascendprep.jobfacts import NpuProcess, SocketUse
+from ascendprep.blocker_facts import NpuProcess, SocketUse
 from ascendprep.probes.netaddr import ip_literal, is_loopback
 from ascendprep.probes.ports import blocking
 from ascendprep.report.text import visible

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.jobfacts import NpuProcess, SocketUse
+from ascendprep.blocker_facts import NpuProcess, SocketUse
 from ascendprep.probes import hostnic, npu_procs, ports
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.jobs import JobProbes
+from ascendprep.probes.blockers import JobProbes
 from ascendprep.probes.ports import PortQuery
 from ascendprep.probes.text import UnexpectedOutput
 
@@ -144,7 +144,7 @@ def test_the_gather_finds_a_real_listener_with_ss_and_through_proc_without_it(li
 
 
 def test_no_ss_and_an_unreadable_proc_is_an_error_not_an_empty_answer():
-    from ascendprep.probes.jobs import PORTS_PROC
+    from ascendprep.probes.blockers import PORTS_PROC
     from ascendprep.probes.sections import Section
     from ascendprep.probes.unit import Draft
 

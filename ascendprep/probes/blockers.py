@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep.compat.hccl import BASE_PORT_MAX, BASE_PORT_MIN, DEFAULT_BASE_PORT, WIDE_PORT_COUNT
-from ascendprep.jobfacts import RouteLookup
+from ascendprep.blocker_facts import RouteLookup
 from ascendprep.probes import hostnic, npu_procs, ports
 from ascendprep.probes.failures import dcmi_failure
 from ascendprep.probes.netaddr import ip_literal

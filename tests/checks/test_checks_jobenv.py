@@ -1,4 +1,4 @@
-"""The job-environment checks (checks/job.py) on a four-node unit cluster: each fails on its cause,
+"""The job-environment checks (checks/jobenv.py) on a four-node unit cluster: each fails on its cause,
 passes on the unlike variant, and says "could not check" when its probe could not read."""
 
 from __future__ import annotations
