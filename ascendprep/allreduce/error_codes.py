@@ -75,7 +75,7 @@ KNOWN_ERRORS: Tuple[KnownError, ...] = (
         "EI0014", _code("EI0014"),
         "the rank table (RANK_TABLE_FILE) is invalid or does not match the job",
         "regenerate the rank table ('ascendprep apply'), or unset RANK_TABLE_FILE when the job does not launch from one",
-        ("files.managed",),
+        ("job.rank_table", "files.managed"),
         "docs/ascend-reference.md §6 (HCOMM EI0004/EI0014/EI0017)"),
     KnownError(
         "ra rdma init failed", re.compile(r"ra rdma init fail|rdma init fail|ra rdev init failed"),

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from statistics import median
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ascendprep.checks import grey_thresholds
 from ascendprep.checks.context import NodeContext
 from ascendprep.checks.model import Check, Verdict, failed, passed, skipped
 from ascendprep.findings import Severity
@@ -30,8 +31,9 @@ from ascendprep.probes.optics import flagged_lanes
 
 @dataclass(frozen=True)
 class OpticsMargins:
-    """What turns a healthy-but-close reading into a warning. Defaults below; g20b's inventory
-    thresholds section overrides them by name (``margins_for`` is the one place they are read).
+    """What turns a healthy-but-close reading into a warning. The values are named thresholds
+    (defaults in ``checks/data/grey_thresholds.yaml``, overridable in the inventory's
+    ``thresholds:``); ``margins_for`` is the one place they are read.
 
     ``power_margin_db``: a Tx/Rx power within this many dB above the module's low alarm (or below
     its high alarm) is a warning (1 dB ≈ 26 % of the power).
@@ -43,14 +45,12 @@ class OpticsMargins:
     median (the v1 output prints no bias thresholds, so bias is judged against its siblings).
     """
 
-    power_margin_db: float = 1.0
-    lane_spread_db: float = 3.0
-    temp_margin_c: float = 5.0
-    vcc_margin_pct: float = 2.0
-    bias_spread_ratio: float = 0.5
+    power_margin_db: float
+    lane_spread_db: float
+    temp_margin_c: float
+    vcc_margin_pct: float
+    bias_spread_ratio: float
 
-
-DEFAULT_MARGINS = OpticsMargins()
 
 _NEEDS = ("node.reachable", "node.hccn_tool")
 _PROBES = ("hccn.optical",)
@@ -60,8 +60,21 @@ _FIX_MODULE = "check the port's airflow and the module; replace a module that ru
 
 
 def margins_for(desired: Any) -> OpticsMargins:
-    """The margins verify uses for this inventory (the defaults until the inventory overrides them)."""
-    return DEFAULT_MARGINS
+    """The margins verify uses for this inventory: the data file's defaults
+    (``checks/data/grey_thresholds.yaml``) with the inventory's ``thresholds:`` on top."""
+    overrides = desired.inventory.model.thresholds if desired is not None else None
+    values = grey_thresholds.effective(overrides)
+    return OpticsMargins(**{name: values[name] for name in OpticsMargins.__dataclass_fields__})
+
+
+#: The packaged defaults (what :func:`margins_for` gives an inventory without ``thresholds:``).
+DEFAULT_MARGINS = margins_for(None)
+
+
+def margins_evidence(desired: Any, margins: OpticsMargins) -> Dict[str, Any]:
+    """The margins as a finding's evidence shows them: per name its value, unit and source."""
+    overrides = desired.inventory.model.thresholds if desired is not None else None
+    return {name: grey_thresholds.shown(name, value, overrides) for name, value in asdict(margins).items()}
 
 
 def _db(ratio: float) -> float:
@@ -160,7 +173,7 @@ def power(ctx: NodeContext, npu: int) -> List[Verdict]:
         for verdict in verdicts:  # every lane's figures beside the one named, for --format json
             verdict.evidence.setdefault("metrics", figures)
         return verdicts
-    evidence = {"metrics": figures, "thresholds": asdict(info.thresholds), "margins": asdict(margins)}
+    evidence = {"metrics": figures, "thresholds": asdict(info.thresholds), "margins": margins_evidence(ctx.desired, margins)}
     lanes = sum(1 for lane in info.lanes if lane.has_readings)
     return [passed(f"Tx/Rx power of {lanes} lane{'s' if lanes != 1 else ''} within the module's thresholds", evidence)]
 
@@ -247,7 +260,7 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
     verdicts += _bias_findings(info.lanes, margins)
     if verdicts:
         return verdicts
-    evidence = {**temp_evidence, **vcc_evidence, "tx_bias_ma": {str(l.lane): l.tx_bias_ma for l in info.lanes if l.tx_bias_ma is not None}, "margins": asdict(margins)}
+    evidence = {**temp_evidence, **vcc_evidence, "tx_bias_ma": {str(l.lane): l.tx_bias_ma for l in info.lanes if l.tx_bias_ma is not None}, "margins": margins_evidence(ctx.desired, margins)}
     shown = f"{temp:g} °C" if temp is not None else f"'{info.temperature_note or 'not printed'}'"
     return [passed(f"module temperature {shown} and supply within the module's thresholds", evidence)]
 

@@ -20,7 +20,7 @@ from ascendprep.desired import DesiredState
 from ascendprep.facts import HostFacts
 from ascendprep.findings import Severity
 from ascendprep.probes.optics import parse_optical
-from verify_cluster_facts import HEALTHY_OPTICAL_TEXT, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from verify_cluster_facts import HEALTHY_OPTICAL_TEXT, INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 GREY = ("optics.", "ports.", "firmware.")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn"
@@ -112,6 +112,20 @@ def test_power_close_to_the_low_alarm_is_a_warning(desired):
     (finding,) = only(failed, "optics.power")
     assert finding.severity is Severity.WARNING and finding.evidence["margin_db"] == DEFAULT_MARGINS.power_margin_db
     assert "within 1 dB of the module's low alarm 0.1445 mW" in finding.message
+
+
+def test_the_inventory_moves_the_power_margin_and_the_evidence_says_so(desired):
+    # 0.20 mW is 1.4 dB above the 0.1445 mW alarm: outside the default 1 dB margin, inside 2 dB
+    facts = with_optics(desired, 0, Rx_Power2="0.2000 mW", Rx_Power0="0.2000 mW", Rx_Power1="0.2000 mW", Rx_Power3="0.2000 mW")
+    failed, results = grey(desired, facts)
+    assert not [r for r in failed if r.check == "optics.power"]
+    passed = next(r for r in results if r.check == "optics.power" and r.node == "node2" and r.npu == 0)
+    assert passed.evidence["margins"]["power_margin_db"] == {"name": "power_margin_db", "value": 1.0, "unit": "dB", "source": "default"}
+    tighter = desired_state(INVENTORY + "thresholds:\n  power_margin_db: 2\n")
+    failed, _ = grey(tighter, with_optics(tighter, 0, Rx_Power2="0.2000 mW", Rx_Power0="0.2000 mW", Rx_Power1="0.2000 mW", Rx_Power3="0.2000 mW"))
+    findings = only(failed, "optics.power")
+    assert {(f.node, f.npu, f.severity) for f in findings} == {("node2", 0, Severity.WARNING)}
+    assert all("within 2 dB of the module's low alarm" in f.message and f.evidence["margin_db"] == 2.0 for f in findings)
 
 
 def test_lane_far_below_its_siblings_is_a_warning(desired):
