@@ -73,6 +73,7 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
     cpu = time.process_time() - cpu0
     if profiler:
         profiler.dump_stats(profile)
+        (workdir / "report.out").write_text(out.getvalue())
     controller = cpu - fleet.simulation_cpu
     return {
         "command": command,

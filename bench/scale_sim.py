@@ -29,6 +29,8 @@ from ascendprep.fleet.result import ExecResult
 
 DATA = Path(__file__).resolve().parent / "scale_data"
 FRESH, CONVERGED = "fresh", "converged"
+#: The benchmark's hosts share one management /16 (10.64.0.0/16), as a flat L2 would.
+HOST_PREFIX = 16
 
 _HEADER = re.compile(r"@@ascendprep (gather|ping) v1 ([0-9a-f]{16})")
 _IPV4 = re.compile(r"(?<![0-9.])\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9.])")
@@ -127,7 +129,16 @@ class SimulatedFleet:
         text = self.gather.text.replace(self.gather.nonce, nonce)
         text = _IPV4.sub(lambda m: old_to_new.get(m.group(0), m.group(0)), text)
         text = re.sub(rf"(?<![\w-]){re.escape(self.recorded_node)}(?![\w-])", name, text)
+        text = text.replace("/24 scope global eth0", f"/{HOST_PREFIX} scope global eth0")
+        text = self._route_to_master(text, nonce, addresses["host"])
         return _SHA_LINE.sub(lambda m: hashes[m.group(2)] + m.group(1) if m.group(2) in hashes else m.group(0), text)
+
+    def _route_to_master(self, text: str, nonce: str, own: str) -> str:
+        """The recorded node was the master (its route is ``local``); others reach it on eth0."""
+        master = self.desired.inventory.master.host
+        route = f"local {own} dev lo src {own} uid 0 \n    cache <local> \n" if master == own else f"{master} dev eth0 src {own} uid 0 \n    cache \n"
+        section = re.compile(rf"(@@{nonce} begin net.route dest=)\S+\n.*?(?=@@{nonce} stderr)", re.S)
+        return section.sub(lambda m: f"{m.group(1)}{master}\n{route}", text, count=1)
 
     def _ping(self, script: str, nonce: str) -> str:
         pairs_line = next((line for line in script.splitlines() if line.startswith("ap_run pairs ")), "")
