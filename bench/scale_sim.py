@@ -35,6 +35,8 @@ HOST_PREFIX = 16
 _HEADER = re.compile(r"@@ascendprep (gather|ping) v1 ([0-9a-f]{16})")
 _IPV4 = re.compile(r"(?<![0-9.])\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9.])")
 _SHA_LINE = re.compile(r"^[0-9a-f]{64}(  (\S+))$", re.M)
+#: Section names as the rendered scripts name them (``ap_run hccn.ip ...``, ``ap_hccn hccn.ip``).
+_SCRIPT_SECTION = re.compile(r"\bap_\w+ '?([a-z_][a-z0-9_.-]*)'?[ \n]")
 _PAIR = re.compile(r"'(\d+) (\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})'")
 
 
@@ -75,6 +77,25 @@ class _Template:
             raise ValueError("recorded transcript has no ascendprep header")
         self.text = text
         self.nonce = match.group(2)
+        marker = f"@@{self.nonce} "
+        #: (section name, its lines from begin to end), in order, and the done line.
+        self.sections: List[Tuple[str, str]] = []
+        begin = text.index(marker + "begin ")
+        self.head = text[:begin]
+        for chunk in text[begin:].split(marker + "begin ")[1:]:
+            name = chunk.split(" ", 1)[0].split("\n", 1)[0]
+            self.sections.append((name, marker + "begin " + chunk))
+        last_name, last = self.sections[-1]
+        done = last.rfind(marker + "done")
+        self.tail = last[done:] if done >= 0 else ""
+        if done >= 0:
+            self.sections[-1] = (last_name, last[:done])
+
+    def asked(self, script: str) -> str:
+        """The recorded text of only the sections ``script`` runs (a plan that reads fewer probes
+        gets fewer sections back), in the recorded order."""
+        names = set(_SCRIPT_SECTION.findall(script))
+        return self.head + "".join(text for name, text in self.sections if name in names) + self.tail
 
 
 def _host_values(desired, name: str) -> Tuple[Dict[str, str], Dict[str, str]]:
@@ -121,12 +142,12 @@ class SimulatedFleet:
         kind, nonce = match.groups()
         if kind == "ping":
             return self._ping(script, nonce)
-        return self._gather(name, nonce)
+        return self._gather(name, script, nonce)
 
-    def _gather(self, name: str, nonce: str) -> str:
+    def _gather(self, name: str, script: str, nonce: str) -> str:
         addresses, hashes = _host_values(self.desired, name)
         old_to_new = {old: addresses[key] for key, old in self._recorded_addresses.items() if key in addresses}
-        text = self.gather.text.replace(self.gather.nonce, nonce)
+        text = self.gather.asked(script).replace(self.gather.nonce, nonce)
         text = _IPV4.sub(lambda m: old_to_new.get(m.group(0), m.group(0)), text)
         text = re.sub(rf"(?<![\w-]){re.escape(self.recorded_node)}(?![\w-])", name, text)
         text = text.replace("/24 scope global eth0", f"/{HOST_PREFIX} scope global eth0")
