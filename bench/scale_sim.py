@@ -115,7 +115,7 @@ def _host_values(desired, name: str) -> Tuple[Dict[str, str], Dict[str, str]]:
 class SimulatedFleet:
     """Answers for every host of ``desired`` (the benchmark inventory's desired state)."""
 
-    def __init__(self, desired, state: str = CONVERGED) -> None:
+    def __init__(self, desired, state: str = CONVERGED, host_prefix: int = HOST_PREFIX) -> None:
         from ascendprep.desired import build_desired
         from ascendprep.inventory import inventory_from_text
 
@@ -130,6 +130,7 @@ class SimulatedFleet:
         ping = _Template((DATA / "a2-converged.ping.txt").read_text())
         self.ping_reply = _ping_reply(ping)
         self.desired = desired
+        self.host_prefix = host_prefix
         #: CPU seconds (thread time) spent inside the simulated transports: not the controller's.
         self.simulation_cpu = 0.0
         self._lock = threading.Lock()
@@ -150,7 +151,7 @@ class SimulatedFleet:
         text = self.gather.asked(script).replace(self.gather.nonce, nonce)
         text = _IPV4.sub(lambda m: old_to_new.get(m.group(0), m.group(0)), text)
         text = re.sub(rf"(?<![\w-]){re.escape(self.recorded_node)}(?![\w-])", name, text)
-        text = text.replace("/24 scope global eth0", f"/{HOST_PREFIX} scope global eth0")
+        text = text.replace("/24 scope global eth0", f"/{self.host_prefix} scope global eth0")
         text = self._route_to_master(text, nonce, addresses["host"])
         return _SHA_LINE.sub(lambda m: hashes[m.group(2)] + m.group(1) if m.group(2) in hashes else m.group(0), text)
 
