@@ -16,12 +16,32 @@ job: an error.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Dict, List, Optional
 
 from ascendprep.checks.context import NodeContext
 from ascendprep.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.findings import Severity
+from ascendprep.inventory import Inventory
 from ascendprep.probes.netaddr import held_by, interface_holding, ip_literal, is_loopback
+
+#: The last inventory's address -> node name map (built once per run: rebuilding it for every
+#: node made this check quadratic in the node count, minutes at 4,096 nodes; bench/bench_scale.py).
+#: Held by a weak reference, compared by identity (an Inventory is not hashable).
+_owners_cache: List[Any] = [None, {}]
+
+
+def _address_owners(inventory: Inventory) -> Dict[str, str]:
+    """Which node each inventory address (given as an IP literal) belongs to."""
+    cached = _owners_cache[0]() if _owners_cache[0] is not None else None
+    if cached is not inventory:
+        owners: Dict[str, str] = {}
+        for node in inventory.nodes:
+            address = ip_literal(node.host)
+            if address is not None:
+                owners.setdefault(address, node.name)
+        _owners_cache[:] = [weakref.ref(inventory), owners]
+    return _owners_cache[1]
 
 _FIX = "edit /etc/hosts (or DNS) so that the node's hostname maps to its own cluster address"
 
@@ -46,8 +66,8 @@ def hostname_resolves(ctx: NodeContext) -> Verdict:
         return skipped("the gather did not report the hostname's resolution (facts from an older ascendprep)")
     resolved = list(facts.hostname_addresses)
     address = ip_literal(ctx.node.node.host)
-    others = {ip_literal(n.host): n.name for n in ctx.desired.inventory.nodes if n.name != name}
-    others.pop(None, None)
+    owners = _address_owners(ctx.desired.inventory)
+    others = {a: owners[a] for a in resolved if owners.get(a, name) != name}
     held = held_by(facts.addresses)
     evidence: Dict[str, Any] = {"hostname": hostname, "resolves_to": resolved, "inventory_address": address,
                                 "interface": interface_holding(address, facts.addresses) if address else None}

@@ -153,16 +153,23 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
         if host.facts is not None:
             _write(folder / "gather.out", host.gather_stdout, compress=True)
             _write(folder / "gather.err", host.gather_stderr, compress=True)
-            _write(folder / "facts.json", json.dumps(host.facts.to_dict(), indent=1) + "\n", compress=True)
+            _write(folder / "facts.json", _compact_json(host.facts.to_dict()), compress=True)
         if host.pings is not None:
             _write(folder / "ping.out", host.ping_stdout, compress=True)
             _write(folder / "ping.err", host.ping_stderr, compress=True)
-    _write(partial / RESULTS_FILE, json.dumps(report, indent=1) + "\n", compress=True)
+    _write(partial / RESULTS_FILE, _compact_json(report), compress=True)
     if bundle.allreduce_doc is not None:
         _write(partial / ALLREDUCE_FILE, json.dumps(bundle.allreduce_doc, indent=1) + "\n", compress=True)
     os.replace(partial, target)
     bundle.path = target
     return target
+
+
+def _compact_json(document: Any) -> str:
+    """JSON for the compressed per-host and results files, without indentation: json.dumps with
+    ``indent`` falls back to the pure-Python encoder, ~10x slower, which at 4,096 hosts made
+    these files most of verify's controller CPU (bench/bench_scale.py). Read them with jq."""
+    return json.dumps(document, separators=(",", ":")) + "\n"
 
 
 def _runs_dir(path: Path) -> None:

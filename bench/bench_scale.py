@@ -1,0 +1,134 @@
+"""plan and verify over 1,024 and 4,096 simulated hosts: the controller's CPU per host, peak
+memory and wall time (issue 12, "4,096 nodes from one control host").
+
+    python3 bench/bench_scale.py [--sizes 1024,4096] [--forks 64,256] [--formats text,json]
+
+No root, no lab: every host is answered in-process by bench/scale_sim.py (recorded lab
+transcripts of a healthy atlas-a2 node, per host values substituted). The whole command runs
+as the CLI runs it — run_plan / run_verify: inventory, desired state, the fleet fan-out
+(Session with ``forks`` worker threads; only the SSH connect is replaced by the simulated
+transport), the real parsers, the diff, the checks, the text or JSON report, the plan file and
+the verify bundle. Each (command, size, forks, format) runs in a child process of its own, so
+its max RSS is its own peak.
+
+Controller CPU = the child's process CPU time (user + system, time.process_time) minus the
+thread CPU spent inside the simulated transports (rendering the replies is the hosts' work).
+"plan" runs against fresh hosts (every NPU address, sysctl and file pending); "verify" against
+converged hosts, ring mesh (8 pings per host), no all-reduce.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+
+
+def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: Path, profile: str = "") -> dict:
+    """Run one command over ``hosts`` simulated hosts in this process; the measurements."""
+    sys.path.insert(0, str(BENCH))
+    import scale_sim
+
+    from ascendprep.desired import build_desired
+    from ascendprep.fleet import fanout
+    from ascendprep.inventory import load_inventory
+
+    inventory = scale_sim.write_scale_inventory(workdir, hosts)
+    fleet = scale_sim.SimulatedFleet(build_desired(load_inventory(inventory)), scale_sim.FRESH if command == "plan" else scale_sim.CONVERGED)
+    fleet_cpu_setup = time.process_time()
+    fanout.Session._connect_ssh = lambda self, access: fleet.transport_for(access)  # type: ignore[method-assign]
+
+    from ascendprep.commands.plan import run_plan
+    from ascendprep.commands.verify import VerifyOptions, run_verify
+
+    os.chdir(workdir)
+    out = io.StringIO()
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    with contextlib.redirect_stdout(out):
+        if profiler:
+            profiler.enable()
+        if command == "plan":
+            code = run_plan(inventory, workdir / "plan.json", output_format, True, False, forks)
+        else:
+            code = run_verify(VerifyOptions(inventory=inventory, output_format=output_format, forks=forks, runs_dir=workdir / "runs"))
+        if profiler:
+            profiler.disable()
+    wall = time.perf_counter() - wall0
+    cpu = time.process_time() - cpu0
+    if profiler:
+        profiler.dump_stats(profile)
+        (workdir / "report.out").write_text(out.getvalue())
+    controller = cpu - fleet.simulation_cpu
+    return {
+        "command": command,
+        "hosts": hosts,
+        "forks": forks,
+        "format": output_format,
+        "exit": code,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "simulation_cpu_s": round(fleet.simulation_cpu, 2),
+        "controller_cpu_s": round(controller, 2),
+        "controller_ms_per_host": round(1000 * controller / hosts, 2),
+        "setup_cpu_s": round(fleet_cpu_setup, 2),
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "report_bytes": len(out.getvalue()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1024,4096")
+    parser.add_argument("--forks", default="64,256")
+    parser.add_argument("--formats", default="text,json")
+    parser.add_argument("--commands", default="plan,verify")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # child: command,hosts,forks,format,workdir[,profile]
+    args = parser.parse_args()
+    if args.one:
+        command, hosts, forks, fmt, workdir, *profile = args.one.split(",")
+        print(json.dumps(run_one(command, int(hosts), int(forks), fmt, Path(workdir), profile[0] if profile else "")))
+        return
+
+    rows = []
+    load = os.getloadavg()
+    print(f"load average at start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}", file=sys.stderr)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    header = f"{'command':8} {'hosts':>6} {'forks':>5} {'format':6} {'exit':>4} {'wall s':>7} {'ctl CPU s':>9} {'ms/host':>8} {'maxRSS MB':>9} {'load':>5}"
+    print(header)
+    for command in args.commands.split(","):
+        for hosts in [int(s) for s in args.sizes.split(",")]:
+            for forks in [int(f) for f in args.forks.split(",")]:
+                for fmt in args.formats.split(","):
+                    with tempfile.TemporaryDirectory(prefix="ap-scale-") as tmp:
+                        spec = f"{command},{hosts},{forks},{fmt},{tmp}"
+                        done = subprocess.run([sys.executable, __file__, "--one", spec], env=env, capture_output=True, text=True)
+                    if done.returncode != 0:
+                        print(f"{command} {hosts} {forks} {fmt}: failed\n{done.stderr[-3000:]}", file=sys.stderr)
+                        continue
+                    row = json.loads(done.stdout.strip().splitlines()[-1])
+                    row["load1"] = round(os.getloadavg()[0], 1)
+                    rows.append(row)
+                    print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {row['exit']:>4} {row['wall_s']:>7} {row['controller_cpu_s']:>9} {row['controller_ms_per_host']:>8} {row['max_rss_mb']:>9} {row['load1']:>5}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
