@@ -5,8 +5,8 @@ converged, and its ping output (run as root, by hand; bench/bench_scale.py reads
     python3 bench/scale_capture.py /var/lib/ascendprep/lab/s3bench/inventory.yaml
 
 The lab inventory is copied with the device subnet widened to a /16 (the shape the benchmark's
-4,096-node inventories use, so the recorded netmask is theirs), then: plan (records node1's fresh
-gather), apply, verify (records node1's converged gather and its ping script's output). The
+4,096-node inventories use, so the recorded netmask is theirs), then: verify (records node1's fresh
+gather), plan, apply, verify (records node1's converged gather and its ping script's output). The
 transcripts are written to bench/scale_data/ with the lab's node name, host address and device
 addresses in them; bench_scale.py substitutes each simulated host's own values.
 """
@@ -68,8 +68,10 @@ def main() -> None:
     os.chdir(work)
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink):
-        print("plan", run_plan(inventory, work / "plan.json", "text", True, False, None), file=sys.stderr)
+        # the fresh node's full gather (every probe, as verify reads it); plan reads only a subset
+        print("verify (fresh)", run_verify(VerifyOptions(inventory=inventory, output_format="json", runs_dir=work / "runs")), file=sys.stderr)
         fresh = [e for e in log if e["kind"] == "gather"][-1]
+        print("plan", run_plan(inventory, work / "plan.json", "text", True, False, None), file=sys.stderr)
         print("apply", run_apply(work / "plan.json", False, None), file=sys.stderr)
         log.clear()
         print("verify", run_verify(VerifyOptions(inventory=inventory, output_format="json", runs_dir=work / "runs")), file=sys.stderr)
