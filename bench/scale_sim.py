@@ -98,6 +98,10 @@ class _Template:
         return self.head + "".join(text for name, text in self.sections if name in names) + self.tail
 
 
+#: The login environment's HCCL_CONNECT_TIMEOUT as the job probe prints it (name, set flag, value).
+_CONNECT_TIMEOUT = re.compile(r"^(ascendprep-env\tHCCL_CONNECT_TIMEOUT\t1\t)\d+$", re.M)
+
+
 def _host_values(desired, name: str) -> Tuple[Dict[str, str], Dict[str, str]]:
     """(address map from the recorded node's to ``name``'s, sha256 per managed path) of a node."""
     node = desired.nodes[name]
@@ -131,6 +135,11 @@ class SimulatedFleet:
         self.ping_reply = _ping_reply(ping)
         self.desired = desired
         self.host_prefix = host_prefix
+        from ascendprep.envfiles import connect_timeout_for
+
+        #: env.sh scales HCCL_CONNECT_TIMEOUT with the node count: the value a login shell of this
+        #: fleet's hosts sees once applied (the recording is of a 2-node lab's).
+        self.connect_timeout = str(connect_timeout_for(len(desired.nodes)))
         #: CPU seconds (thread time) spent inside the simulated transports: not the controller's.
         self.simulation_cpu = 0.0
         self._lock = threading.Lock()
@@ -153,6 +162,7 @@ class SimulatedFleet:
         text = re.sub(rf"(?<![\w-]){re.escape(self.recorded_node)}(?![\w-])", name, text)
         text = text.replace("/24 scope global eth0", f"/{self.host_prefix} scope global eth0")
         text = self._route_to_master(text, nonce, addresses["host"])
+        text = _CONNECT_TIMEOUT.sub(lambda m: m.group(1) + self.connect_timeout, text)
         return _SHA_LINE.sub(lambda m: hashes[m.group(2)] + m.group(1) if m.group(2) in hashes else m.group(0), text)
 
     def _route_to_master(self, text: str, nonce: str, own: str) -> str:

@@ -49,8 +49,11 @@ def test_the_recorded_node_replayed_gives_exactly_the_labs_facts(state):
 def test_another_host_gets_its_own_values_and_is_converged(scale_desired):
     fleet = scale_sim.SimulatedFleet(scale_desired, scale_sim.CONVERGED)
     recorded = parse_gather_output((scale_sim.DATA / "a2-converged.gather.txt").read_text())
-    facts = parse_gather_output(fleet.transcript("node0257", render_gather_script(8, PYTHON)))
+    transcript = fleet.transcript("node0257", render_gather_script(8, PYTHON))
+    facts = parse_gather_output(transcript)
     planned = scale_desired.nodes["node0257"]
+    # env.sh of a 300-node fleet raises HCCL_CONNECT_TIMEOUT to 300 + 5 x 300 s: its login shell says so
+    assert "ascendprep-env\tHCCL_CONNECT_TIMEOUT\t1\t1800\n" in transcript
     assert facts.errors == ()
     assert facts.hostname == "node0257"
     assert [(n.ip, n.netdetect) for n in facts.npus.values()] == [(p.ip, p.netdetect) for p in planned.hccn]
