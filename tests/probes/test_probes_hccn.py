@@ -36,9 +36,11 @@ def test_thirteen_hccn_tool_calls_per_npu():
     """Each call costs every NPU of every host a few hundred ms: a new one is a conscious choice
     (-duplex and -fec are issue 20's port state; the thirteenth is the port counters' first read,
     issue 20 too: their second read, at the end of the script, is rendered as a host unit and only
-    with verify's --sample-interval)."""
+    with verify's --sample-interval). An A3 die adds a fourteenth, -vnic -g (issue 21), asked only
+    when npu-smi listed a two-chip NPU."""
     per_npu = [unit for unit in UNITS if unit.scope == NPU]
-    assert len(per_npu) == 13
+    assert len(per_npu) == 14
+    assert [unit.section for unit in per_npu if unit.render is not None] == ["hccn.vnic"]
     assert all(unit.section.startswith("hccn.") for unit in per_npu)
 
 
