@@ -229,7 +229,7 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
     if options.bundle_dir is not None:
         from ascendprep.fleet.bundle import check_bundle_target
 
-        check_bundle_target(options.bundle_dir)  # refused before anything is read
+        check_bundle_target(options.bundle_dir, node.name)  # refused before anything is read
     desired = _desired(inventory, err)
     if desired is None:
         return None

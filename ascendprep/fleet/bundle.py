@@ -135,7 +135,7 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_di
     """
     partial = target.parent / f".{target.name}.partial"
     if chosen_dir:
-        check_bundle_target(target)
+        check_bundle_target(target, bundle.local_node)
     else:
         _runs_dir(target.parent)
     if partial.is_symlink():
@@ -181,9 +181,10 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_di
     return target
 
 
-def check_bundle_target(target: Path) -> None:
+def check_bundle_target(target: Path, node: Optional[str] = None) -> None:
     """``--bundle-dir``: refuse anything but a new folder in an existing one, an empty folder, or
-    an earlier bundle (run.json of this kind); raise :class:`BundleError` saying which."""
+    an earlier bundle (run.json of this kind) of ``node``; raise :class:`BundleError` saying which.
+    Another node's bundle is refused too: replacing it would lose that node's evidence."""
     if not target.parent.is_dir():
         raise BundleError(f"--bundle-dir {target}: {target.parent} is not an existing folder")
     if not os.path.lexists(target):
@@ -199,6 +200,8 @@ def check_bundle_target(target: Path) -> None:
         run = None
     if not isinstance(run, dict) or run.get("kind") != BUNDLE_KIND:
         raise BundleError(f"--bundle-dir {target}: a folder holding other files than a verify bundle; refused (it would be replaced)")
+    if node is not None and run.get("local_node") != node:
+        raise BundleError(f"--bundle-dir {target}: holds the bundle of {run.get('local_node') or 'a whole verify run'}, not of {node}; refused (it would be replaced)")
 
 
 def _put_in_place(partial: Path, target: Path) -> None:

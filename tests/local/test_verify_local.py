@@ -152,6 +152,14 @@ def test_hostile_or_mismatched_bundles_are_refused_with_the_folder_named(fake_no
     code, _, stderr = verify("--from-bundle", *folders, str(tmp_path / "o3"))
     assert code == 2 and "made from another inventory" in stderr and "o3" in stderr
 
+    whole = tmp_path / "whole-run"
+    shutil.copytree(folders[1], whole)
+    run = json.loads((whole / "run.json").read_text())
+    del run["local_node"]  # a whole verify run's bundle: its ping plan is not a node's own
+    (whole / "run.json").write_text(json.dumps(run))
+    code, _, stderr = verify("--from-bundle", folders[0], str(whole))
+    assert code == 2 and "only node bundles (verify --local) are merged" in stderr and "whole-run" in stderr
+
 
 def test_bundle_dir_replaces_an_earlier_bundle_and_refuses_other_folders(fake_node, tmp_path):
     folder = tmp_path / "b1"
@@ -169,6 +177,10 @@ def test_bundle_dir_replaces_an_earlier_bundle_and_refuses_other_folders(fake_no
     code, _, stderr = verify(str(fake_node), "--local", "--node", "n1", "--bundle-dir", str(busy))
     assert code == 2 and "other files than a verify bundle" in stderr
     assert (busy / "notes.txt").read_text() == "mine" and not list((tmp_path / "state").iterdir())  # nothing was read
+
+    code, _, stderr = verify(str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(folder))
+    assert code == 2 and "holds the bundle of n1, not of n2" in stderr  # n1's evidence is kept
+    assert json.loads((folder / "run.json").read_text())["local_node"] == "n1"
 
 
 @pytest.mark.parametrize(
