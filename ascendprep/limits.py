@@ -171,3 +171,7 @@ TOOL_LATENCY_MAX_MS = 5000
 
 #: Seconds ``ip -o addr show`` may take when a --local run looks for the inventory node it is.
 LOCAL_IDENTITY_TIMEOUT_S = 5
+
+#: This machine's addresses named in the "no node of the inventory is this machine" error before
+#: "and N more" (a host with many VFs or containers has hundreds).
+LOCAL_ADDRESSES_SHOWN = 8

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional
 
 import click
 
-from ascendprep.limits import LOCAL_IDENTITY_TIMEOUT_S
+from ascendprep.limits import LOCAL_ADDRESSES_SHOWN, LOCAL_IDENTITY_TIMEOUT_S
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.checks.context import HostEvidence
@@ -43,8 +43,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ascendprep.commands.verify import VerifyOptions, _Run
 
-#: Addresses named in the "no node is this machine" error before "and N more".
-MAX_ADDRESSES_SHOWN = 8
 #: What the other nodes' evidence says in a --local run (they are never contacted).
 NOT_THIS_NODE = "not read: a --local run reads only {node}"
 
@@ -58,7 +56,7 @@ class MachineIdentity:
 
     def describe(self) -> str:
         names = ", ".join(sorted(self.names)) or "none"
-        shown = sorted(self.addresses)[:MAX_ADDRESSES_SHOWN]
+        shown = sorted(self.addresses)[:LOCAL_ADDRESSES_SHOWN]
         addresses = ", ".join(shown) or "none read"
         if len(self.addresses) > len(shown):
             addresses += f" and {len(self.addresses) - len(shown)} more"
