@@ -53,3 +53,9 @@ def test_no_match_and_several_matches_are_refused_naming_what_was_compared():
     with pytest.raises(click.BadParameter, match="several nodes .*a2n01, a2n02"):
         match_node(inventory(), identity(["a2n01"], ["10.0.0.12"]), None)
     assert match_node(inventory(), identity(["a2n01"], ["10.0.0.12"]), "a2n02").name == "a2n02"  # --node decides
+
+
+def test_a_machine_with_many_addresses_names_a_few_and_counts_the_rest():
+    many = [f"192.0.2.{i}" for i in range(1, 13)]
+    with pytest.raises(click.BadParameter, match="and 4 more; its nodes"):
+        match_node(inventory(), identity(["server9"], many), None)
