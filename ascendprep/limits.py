@@ -166,3 +166,12 @@ SAMPLE_INTERVAL_MAX_S = 600
 #: The longest ``lab up --tool-latency-ms`` accepted: a slow real driver answers in about a
 #: second; more only makes the lab useless.
 TOOL_LATENCY_MAX_MS = 5000
+
+# -- node-local runs: verify/apply --local, merged node bundles (issue 13, nl1) -----------------
+
+#: Seconds ``ip -o addr show`` may take when a --local run looks for the inventory node it is.
+LOCAL_IDENTITY_TIMEOUT_S = 5
+
+#: This machine's addresses named in the "no node of the inventory is this machine" error before
+#: "and N more" (a host with many VFs or containers has hundreds).
+LOCAL_ADDRESSES_SHOWN = 8
