@@ -166,3 +166,9 @@ SAMPLE_INTERVAL_MAX_S = 600
 #: The longest ``lab up --tool-latency-ms`` accepted: a slow real driver answers in about a
 #: second; more only makes the lab useless.
 TOOL_LATENCY_MAX_MS = 5000
+
+# --- integrations: Prometheus textfile, Slurm launcher (issue 13, helper nl2) ------------------
+
+#: Characters of one Prometheus label value (a check subject, a version string read from a host);
+#: longer ones are cut: a hostile version file must not make a megabyte series.
+PROMETHEUS_LABEL_VALUE_CAP = 256

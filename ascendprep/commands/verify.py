@@ -93,7 +93,8 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.argument("inventory", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--only", multiple=True, metavar="IDS", help="Run only these checks. " + _SELECT_HELP)
 @click.option("--skip", multiple=True, metavar="IDS", help="Leave these checks out. " + _SELECT_HELP)
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "prometheus"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version; prometheus: node_exporter textfile metrics).")
+@click.option("--prometheus-file", "prometheus_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the results as Prometheus metrics to this file, atomically (for node_exporter's textfile collector: name it *.prom).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here (a testsuite per node and one for the cluster).")
 @click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
 @click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host.")
@@ -118,6 +119,7 @@ def verify_command(
     only: Sequence[str],
     skip: Sequence[str],
     output_format: str,
+    prometheus_file: Optional[Path],
     junit: Optional[Path],
     mesh: Optional[str],
     from_bundle: Optional[Path],
@@ -182,6 +184,7 @@ def verify_command(
         only=tuple(only),
         skip=tuple(skip),
         output_format=output_format,
+        prometheus_file=prometheus_file,
         junit=junit,
         mesh=mesh,
         from_bundle=from_bundle,
@@ -230,6 +233,8 @@ class VerifyOptions:
     #: ``--hosts``: report only these nodes (every node is still read: the pings and cluster
     #: checks need their peers).
     hosts_pattern: Optional[str] = None
+    #: ``--prometheus-file``: where the metrics are also written (atomically).
+    prometheus_file: Optional[Path] = None
 
 
 @dataclass
@@ -300,7 +305,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
         elif options.allreduce is not None:
             from ascendprep.fleet.allreduce import run_allreduce  # written separately; loaded only when asked for
 
-            shown = err if options.output_format == "json" else Console(highlight=False)
+            shown = err if options.output_format != "text" else Console(highlight=False)
             outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
             allreduce_findings = list(outcome.findings)
             allreduce_doc = outcome.to_dict()
@@ -450,7 +455,20 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     document["limits_hit"] = run.limits_hit
     if target is not None:
         target = _save_bundle(run, target, document, options.keep_runs, err)
-    if options.output_format == "json":
+    metrics = None
+    if options.output_format == "prometheus" or options.prometheus_file is not None:
+        metrics = _metrics(results, shown, node_order, code, run.allreduce_doc)
+    if options.prometheus_file is not None and metrics is not None:
+        from ascendprep.report.prometheus import write_metrics_file
+
+        try:
+            write_metrics_file(options.prometheus_file, metrics)
+        except OSError as exc:
+            err.print(f"[bold red]error:[/] --prometheus-file {escape(str(options.prometheus_file))}: {escape(str(exc.strerror or exc))}")
+            code = exitcodes.FAILED
+    if options.output_format == "prometheus" and metrics is not None:
+        sys.stdout.write(metrics)
+    elif options.output_format == "json":
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
     else:
         out = Console(highlight=False)
@@ -461,3 +479,13 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
             if hit["limit"] == "command_timeout":
                 out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(compressed(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
     return code
+
+
+def _metrics(results: List[CheckResult], shown: _Run, node_order: List[str], code: int, allreduce_doc: Optional[Dict[str, Any]]) -> str:
+    """The Prometheus textfile of this run (``--format prometheus`` / ``--prometheus-file``)."""
+    import time
+
+    from ascendprep import __version__
+    from ascendprep.report.prometheus import verify_metrics
+
+    return verify_metrics(results, shown.hosts, node_order, code, time.time(), allreduce_doc, __version__)
