@@ -172,3 +172,7 @@ TOOL_LATENCY_MAX_MS = 5000
 #: Characters of one Prometheus label value (a check subject, a version string read from a host);
 #: longer ones are cut: a hostile version file must not make a megabyte series.
 PROMETHEUS_LABEL_VALUE_CAP = 256
+
+#: Characters of ``SLURM_JOB_NODELIST`` read by ``--launcher slurm`` (a hostlist expression;
+#: Slurm's own limit for one is far below this).
+SLURM_NODELIST_MAX_CHARS = 65536

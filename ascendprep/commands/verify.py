@@ -110,6 +110,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
+@click.option("--launcher", type=click.Choice(["ssh", "slurm"]), default=None, help="--allreduce: start the worker over SSH (default) or with srun inside the current Slurm allocation (sbatch/salloc holding every inventory node).")
 @click.option("--allow-busy-npus", is_flag=True, help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).")
 @click.option("--sample-interval", "sample_interval", type=click.IntRange(0, SAMPLE_INTERVAL_MAX_S), default=None, metavar="SECONDS", help=f"Seconds between the two reads of every NPU port's error and pause counters (hccn_tool -stat -g), whose growth per second is judged; sampled while the other probes run, so verify takes at most this much longer. 0: read once, no rates.  [default: {SAMPLE_INTERVAL_DEFAULT_S}]")
 @timeout_option(VERIFY_TIMEOUT_HELP)
@@ -135,6 +136,7 @@ def verify_command(
     train: bool,
     bisect: bool,
     allow_busy_npus: bool,
+    launcher: Optional[str],
     timeout: Optional[float],
     sample_interval: Optional[int],
     exec_via: Optional[str],
@@ -164,6 +166,8 @@ def verify_command(
         raise click.UsageError("--from-bundle contacts no host: --sample-interval does not apply")
     if from_bundle is not None and exec_via is not None:
         raise click.UsageError("--from-bundle contacts no host: --exec-via does not apply")
+    if launcher is not None and not allreduce:
+        raise click.UsageError("--launcher only applies with --allreduce")
     via = None
     if exec_via is not None:
         from ascendprep.execvia import ExecViaError, parse_exec_via
@@ -197,6 +201,7 @@ def verify_command(
         sample_interval=SAMPLE_INTERVAL_DEFAULT_S if sample_interval is None else sample_interval,
         exec_via=via,
         hosts_pattern=hosts_pattern,
+        launcher=launcher or "ssh",
     )
     try:
         code = run_verify(options)
@@ -235,6 +240,8 @@ class VerifyOptions:
     hosts_pattern: Optional[str] = None
     #: ``--prometheus-file``: where the metrics are also written (atomically).
     prometheus_file: Optional[Path] = None
+    #: ``--launcher``: how the all-reduce reaches the nodes (ssh, or slurm: srun in the allocation).
+    launcher: str = "ssh"
 
 
 @dataclass
@@ -289,6 +296,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
         problems = option_problems(inventory, options.allreduce)
         if problems:
             raise InputError([Located("--allreduce", None, "", problem) for problem in problems])
+    launcher = _slurm_launcher(inventory) if options.allreduce is not None and options.launcher == "slurm" else None
     mesh = options.mesh or "ring"
     day = datetime.now(timezone.utc).date()
     allreduce_findings: List[Finding] = []
@@ -306,12 +314,28 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
             from ascendprep.fleet.allreduce import run_allreduce  # written separately; loaded only when asked for
 
             shown = err if options.output_format != "text" else Console(highlight=False)
-            outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
+            if launcher is not None:  # srun steps in the allocation instead of the SSH connections
+                with launcher.session(session.hosts, deadline) as steps:
+                    outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown)
+            else:
+                outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
             allreduce_findings = list(outcome.findings)
             allreduce_doc = outcome.to_dict()
         execs = session.exec_counts()
     limits_hit = collect_limits_hit(session.limits_hit, {name: host.facts for name, host in hosts.items()}, remote_call_output_cap())
     return _Run(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc, limits_hit=limits_hit)
+
+
+def _slurm_launcher(inventory: Inventory) -> Any:
+    """``--launcher slurm``: the allocation checked before any host is read (exit 2 outside one)."""
+    import os
+
+    from ascendprep.fleet.slurm import SlurmError, prepare_slurm
+
+    try:
+        return prepare_slurm([(n.name, n.host) for n in inventory.nodes], os.environ)
+    except SlurmError as exc:
+        raise InputError([Located("--launcher slurm", None, "", str(exc))]) from None
 
 
 #: Remote phases of ``verify`` (for the default deadline): the gather, then the pings.
