@@ -17,6 +17,7 @@ import subprocess
 from allreduce_lab.conftest import applied_cluster
 
 pytestmark = pytest.mark.lab
+prometheus_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client is in the test extra")
 
 STANDIN = Path(__file__).resolve().parent / "srun_standin.py"
 TINY = ["--nproc-per-node", "1", "--sizes", "1K:4K", "--backend", "gloo"]
@@ -27,9 +28,9 @@ def cluster(tmp_path_factory):
     yield from applied_cluster(tmp_path_factory, "slurm", nodes=2)
 
 
-def _verify(cluster, launcher, env):
+def _verify(cluster, launcher, env, *more):
     argv = [sys.executable, "-m", "ascendprep", "verify", str(cluster.inventory), "--only", "node", "--allreduce", *TINY,
-            "--launcher", launcher, "--format", "json", "--timeout", "240"]
+            "--launcher", launcher, "--format", "json", "--timeout", "240", *more]
     environment = {**os.environ, "HOME": str(cluster.folder), "COLUMNS": "200", **env}
     run = subprocess.run(argv, cwd=cluster.folder, env=environment, capture_output=True, text=True, timeout=300)
     assert run.returncode in (0, 1), run.stderr
@@ -47,7 +48,8 @@ def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
         "SRUN_STANDIN_LOG": str(log),
         "SRUN_STANDIN_NODES": json.dumps({name: cluster.lab.ssh_argv(name) for name in nodes}),
     }
-    by_slurm, run = _verify(cluster, "slurm", env)
+    prom = tmp_path / "ascendprep.prom"
+    by_slurm, run = _verify(cluster, "slurm", env, "--prometheus-file", str(prom))
     by_ssh, _ = _verify(cluster, "ssh", {})
     assert by_slurm["allreduce"]["passed"] is True, run.stderr
     for document in (by_slurm, by_ssh):
@@ -63,3 +65,9 @@ def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
     assert all(s["options"]["--jobid"] == "77" and "--overlap" in s["options"] for s in steps)
     # ... and none over the SSH connections: those did the gather only (one exec per node).
     assert by_slurm["hosts"]["node1"]["ssh_execs"] < by_ssh["hosts"]["node1"]["ssh_execs"]
+    # The live run's metrics parse with Prometheus' own parser and carry the all-reduce.
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in prometheus_parser.text_string_to_metric_families(prom.read_text()) for s in family.samples}
+    assert samples[("ascendprep_allreduce_passed", ())] == 1 and samples[("ascendprep_verify_success", ())] == 1
+    assert samples[("ascendprep_allreduce_busbw_bytes_per_second", (("size_bytes", "4096"),))] > 0
+    assert samples[("ascendprep_check_passed", (("check", "node.reachable"), ("node", "node2"), ("severity", "error")))] == 1
