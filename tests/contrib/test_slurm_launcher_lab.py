@@ -1,7 +1,10 @@
 """``verify --allreduce --launcher slurm`` on a real 2-node lab: the same worker, started with
-(a stand-in for) srun inside an "allocation" of the lab's nodes, gives the verdict the SSH
-launcher gives. The stand-in (srun_standin.py) keeps srun's documented contract and reaches the
-lab node over the lab's ssh, as slurmd would run the step there."""
+srun inside an allocation of the lab's nodes, gives the verdict the SSH launcher gives.
+
+Twice: with the srun stand-in (srun_standin.py: srun's documented contract, reaching the lab node
+over the lab's ssh), which runs wherever the lab does; and with a real Slurm (Debian's slurmctld,
+slurmd and munge; slurmlab.py), where those are installed (.ci/run installs them, so under
+CI=true a missing one fails)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ import pytest
 import subprocess
 
 from allreduce_lab.conftest import applied_cluster
+from labsupport import skip_or_fail
+from slurmlab import SlurmOnLab, missing_tools
 
 pytestmark = pytest.mark.lab
 prometheus_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client is in the test extra")
@@ -37,6 +42,10 @@ def _verify(cluster, launcher, env, *more):
     return json.loads(run.stdout), run
 
 
+def gates(document):
+    return [(g["name"], g["ok"]) for g in document["allreduce"]["verdict"]["gates"]]
+
+
 def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
     srun = tmp_path / "srun"
     srun.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
@@ -55,7 +64,6 @@ def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
     for document in (by_slurm, by_ssh):
         verdict = document["allreduce"]["verdict"]
         assert verdict["world_size"] == 2 and verdict["backend"] == "gloo"
-    gates = lambda d: [(g["name"], g["ok"]) for g in d["allreduce"]["verdict"]["gates"]]  # noqa: E731
     assert gates(by_slurm) == gates(by_ssh)
     assert [s["bytes"] for s in by_slurm["allreduce"]["verdict"]["sizes"]] == [s["bytes"] for s in by_ssh["allreduce"]["verdict"]["sizes"]]
     assert by_slurm["exit_code"] == by_ssh["exit_code"] == 0
@@ -71,3 +79,21 @@ def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
     assert samples[("ascendprep_allreduce_passed", ())] == 1 and samples[("ascendprep_verify_success", ())] == 1
     assert samples[("ascendprep_allreduce_busbw_bytes_per_second", (("size_bytes", "4096"),))] > 0
     assert samples[("ascendprep_check_passed", (("check", "node.reachable"), ("node", "node2"), ("severity", "error")))] == 1
+
+
+def test_a_real_slurm_runs_the_all_reduce_steps(cluster):
+    missing = missing_tools()
+    if missing:
+        skip_or_fail(f"Slurm is not installed ({', '.join(missing)}: apt-get install slurmd slurmctld slurm-client munge)")
+    with SlurmOnLab(cluster.lab) as slurm:
+        job = slurm.allocate()
+        env = {"SLURM_CONF": str(slurm.conf), "SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": "node[1-2]"}
+        document, run = _verify(cluster, "slurm", env)
+        assert document["allreduce"]["passed"] is True, run.stderr + slurm.log("slurmctld")
+        assert document["exit_code"] == 0
+        assert all(ok for _, ok in gates(document))
+        assert document["allreduce"]["verdict"]["world_size"] == 2
+        # slurmd on each node launched the steps: preflight, launch (and nothing over SSH).
+        for node in ("node1", "node2"):
+            steps = slurm.steps_launched(node)
+            assert len(steps) >= 2 and all(step.startswith(f"StepId={job}.") for step in steps), steps
