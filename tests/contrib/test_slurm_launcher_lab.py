@@ -20,6 +20,7 @@ import subprocess
 from allreduce_lab.conftest import applied_cluster
 from labsupport import skip_or_fail
 from slurmlab import SlurmOnLab, missing_tools
+from test_slurm_nodecheck import FAKE_ASCENDPREP, NODECHECK
 
 pytestmark = pytest.mark.lab
 prometheus_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client is in the test extra")
@@ -81,7 +82,7 @@ def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
     assert samples[("ascendprep_check_passed", (("check", "node.reachable"), ("node", "node2"), ("severity", "error")))] == 1
 
 
-def test_a_real_slurm_runs_the_all_reduce_steps(cluster):
+def test_a_real_slurm_runs_the_all_reduce_steps_and_the_node_check_drains_and_resumes(cluster, tmp_path):
     missing = missing_tools()
     if missing:
         skip_or_fail(f"Slurm is not installed ({', '.join(missing)}: apt-get install slurmd slurmctld slurm-client munge)")
@@ -97,3 +98,21 @@ def test_a_real_slurm_runs_the_all_reduce_steps(cluster):
         for node in ("node1", "node2"):
             steps = slurm.steps_launched(node)
             assert len(steps) >= 2 and all(step.startswith(f"StepId={job}.") for step in steps), steps
+        # The node check drains a failing node through the real scontrol, and resumes it once it passes.
+        fake = tmp_path / "fake"
+        (fake / "bin").mkdir(parents=True)
+        (fake / "bin" / "ascendprep").write_text(FAKE_ASCENDPREP)
+        (fake / "bin" / "ascendprep").chmod(0o755)
+        check_env = {**slurm.env, "PATH": f"{fake / 'bin'}{os.pathsep}{os.environ['PATH']}", "FAKE_DIR": str(fake),
+                     "SLURMD_NODENAME": "node2", "ASCENDPREP_NODECHECK_CONFIG": str(fake / "absent")}
+        (fake / "verify.rc").write_text("1")
+        (fake / "verify.json").write_text(json.dumps({"findings": [{"id": "network.link", "severity": "error", "npu": 3}]}))
+        failed = subprocess.run(["bash", str(NODECHECK)], env=check_env, capture_output=True, text=True, timeout=60)
+        assert failed.returncode == 1, failed.stderr
+        shown = subprocess.run(["scontrol", "show", "node", "node2"], env=slurm.env, capture_output=True, text=True).stdout
+        assert "DRAIN" in shown and "Reason=ascendprep: network.link[npu 3]" in shown, shown
+        (fake / "verify.rc").write_text("0")
+        passed = subprocess.run(["bash", str(NODECHECK)], env=check_env, capture_output=True, text=True, timeout=60)
+        assert passed.returncode == 0, passed.stderr
+        shown = subprocess.run(["scontrol", "show", "node", "node2"], env=slurm.env, capture_output=True, text=True).stdout
+        assert "DRAIN" not in shown and "Reason=" not in shown, shown
