@@ -462,6 +462,8 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED
+    if options.prometheus_file is not None and not _write_metrics(options.prometheus_file, _metrics(results, shown, node_order, code, run.allreduce_doc), err):
+        code = exitcodes.FAILED
     target = None if run.from_bundle else new_bundle_dir(options.runs_dir or RUNS_DIR)
     document = verify_document(
         inventory={"path": run.inventory_path, "sha256": hashlib.sha256(run.inventory_text.encode()).hexdigest(), "name": run.desired.inventory.name},
@@ -479,19 +481,8 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     document["limits_hit"] = run.limits_hit
     if target is not None:
         target = _save_bundle(run, target, document, options.keep_runs, err)
-    metrics = None
-    if options.output_format == "prometheus" or options.prometheus_file is not None:
-        metrics = _metrics(results, shown, node_order, code, run.allreduce_doc)
-    if options.prometheus_file is not None and metrics is not None:
-        from ascendprep.report.prometheus import write_metrics_file
-
-        try:
-            write_metrics_file(options.prometheus_file, metrics)
-        except OSError as exc:
-            err.print(f"[bold red]error:[/] --prometheus-file {escape(str(options.prometheus_file))}: {escape(str(exc.strerror or exc))}")
-            code = exitcodes.FAILED
-    if options.output_format == "prometheus" and metrics is not None:
-        sys.stdout.write(metrics)
+    if options.output_format == "prometheus":
+        sys.stdout.write(_metrics(results, shown, node_order, code, run.allreduce_doc))
     elif options.output_format == "json":
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
     else:
@@ -513,3 +504,15 @@ def _metrics(results: List[CheckResult], shown: _Run, node_order: List[str], cod
     from ascendprep.report.prometheus import verify_metrics
 
     return verify_metrics(results, shown.hosts, node_order, code, time.time(), allreduce_doc, __version__)
+
+
+def _write_metrics(path: Path, metrics: str, err: Console) -> bool:
+    """``--prometheus-file``: write atomically; a failure is said with the path (and exits 1)."""
+    from ascendprep.report.prometheus import write_metrics_file
+
+    try:
+        write_metrics_file(path, metrics)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] --prometheus-file {escape(str(path))}: {escape(str(exc.strerror or exc))}")
+        return False
+    return True

@@ -76,6 +76,8 @@ def _labels(labels: Labels) -> str:
 def _number(value: float) -> str:
     if value != value:  # NaN
         return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
     return repr(float(value))

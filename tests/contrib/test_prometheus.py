@@ -4,6 +4,7 @@ written atomically."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -117,6 +118,15 @@ def test_allreduce_busbw_per_size(desired):
     assert value(series, "ascendprep_allreduce_world_size") == 32
 
 
+def test_odd_figures_are_written_as_the_text_format_spells_them(desired):
+    allreduce = {"passed": False, "verdict": {"sizes": [{"bytes": 8, "busbw_GBps": float("inf")}, {"bytes": 16, "busbw_GBps": float("nan")},
+                                                         {"bytes": "x", "busbw_GBps": 1.0}, {"bytes": 32, "busbw_GBps": "fast"}]}}
+    series = _metrics(desired, allreduce=allreduce)
+    assert value(series, "ascendprep_allreduce_busbw_bytes_per_second", size_bytes="8") == float("inf")
+    busbw = [ls for (name, ls) in series if name == "ascendprep_allreduce_busbw_bytes_per_second"]
+    assert len(busbw) == 2  # the malformed rows are left out
+
+
 def test_two_results_on_one_label_set_are_one_series_failing_if_either_failed(desired):
     hosts, _, results = _evidence(desired)
     link = next(r for r in results if r.check == "network.link" and r.node == "node1" and r.npu == 0)
@@ -128,16 +138,21 @@ def test_two_results_on_one_label_set_are_one_series_failing_if_either_failed(de
 # --- the command ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def saved_run(desired, tmp_path, monkeypatch):
-    """A saved run with NPU 5 of node2 down; the bundle reader (tested in tests/checks) is
-    replaced by one handing back this evidence, since real bundles re-parse raw transcripts."""
-    hosts, pings = cluster_evidence(desired, {"node2": with_npu(cluster_evidence(desired)[0]["node2"].facts, 5, link="DOWN")})
+def _saved(desired, tmp_path, monkeypatch, facts=None) -> Path:
+    """A saved run of this evidence; the bundle reader (tested in tests/checks) is replaced by one
+    handing it back, since real bundles re-parse raw transcripts."""
+    hosts, pings = cluster_evidence(desired, facts)
     folder = tmp_path / "runs" / "20250601T000000Z"
     folder.mkdir(parents=True)
     bundle = Bundle("/x/inventory.yaml", INVENTORY, hosts, pings, "ring", Selection().to_dict(), TODAY, path=folder)
     monkeypatch.setattr(bundle_module, "read_bundle", lambda path: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
     return folder
+
+
+@pytest.fixture
+def saved_run(desired, tmp_path, monkeypatch):
+    """A saved run with NPU 5 of node2 down."""
+    return _saved(desired, tmp_path, monkeypatch, {"node2": with_npu(cluster_evidence(desired)[0]["node2"].facts, 5, link="DOWN")})
 
 
 def test_format_prometheus_prints_parseable_metrics(saved_run):
@@ -161,12 +176,15 @@ def test_prometheus_file_is_written_atomically_and_readable_by_node_exporter(sav
     assert sorted(p.name for p in textfile_dir.iterdir()) == ["ascendprep.prom"]  # no temp file left
 
 
-def test_an_unwritable_prometheus_file_is_a_located_error(saved_run, tmp_path):
+def test_an_unwritable_prometheus_file_is_a_located_error_and_fails_the_run(desired, tmp_path, monkeypatch):
+    healthy = _saved(desired, tmp_path, monkeypatch)
+    assert CliRunner().invoke(verify_command, ["--from-bundle", str(healthy)]).exit_code == 0
     target = tmp_path / "missing-dir" / "ascendprep.prom"
-    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(saved_run), "--prometheus-file", str(target)])
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(healthy), "--prometheus-file", str(target), "--format", "json"])
     assert outcome.exit_code == 1
     assert "--prometheus-file" in outcome.stderr and "missing-dir" in outcome.stderr
     assert "Traceback" not in outcome.stderr
+    assert json.loads(outcome.stdout)["exit_code"] == 1  # the document says what the exit says
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
