@@ -175,3 +175,13 @@ LOCAL_IDENTITY_TIMEOUT_S = 5
 #: This machine's addresses named in the "no node of the inventory is this machine" error before
 #: "and N more" (a host with many VFs or containers has hundreds).
 LOCAL_ADDRESSES_SHOWN = 8
+
+# --- integrations: Prometheus textfile, Slurm launcher (issue 13, helper nl2) ------------------
+
+#: Characters of one Prometheus label value (a check subject, a version string read from a host);
+#: longer ones are cut: a hostile version file must not make a megabyte series.
+PROMETHEUS_LABEL_VALUE_CAP = 256
+
+#: Characters of ``SLURM_JOB_NODELIST`` read by ``--launcher slurm`` (a hostlist expression;
+#: Slurm's own limit for one is far below this).
+SLURM_NODELIST_MAX_CHARS = 65536

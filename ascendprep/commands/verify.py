@@ -93,7 +93,8 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.argument("inventory", nargs=-1, metavar="[INVENTORY | BUNDLE_DIR...]", type=click.Path(path_type=Path))
 @click.option("--only", multiple=True, metavar="IDS", help="Run only these checks. " + _SELECT_HELP)
 @click.option("--skip", multiple=True, metavar="IDS", help="Leave these checks out. " + _SELECT_HELP)
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "prometheus"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version; prometheus: node_exporter textfile metrics).")
+@click.option("--prometheus-file", "prometheus_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the results as Prometheus metrics to this file, atomically (for node_exporter's textfile collector: name it *.prom).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here (a testsuite per node and one for the cluster).")
 @click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
 @click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host; with more folders after it (--from-bundle DIR DIR...), merge the node bundles of verify --local runs into one cluster report.")
@@ -112,6 +113,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
+@click.option("--launcher", type=click.Choice(["ssh", "slurm"]), default=None, help="--allreduce: start the worker over SSH (default) or with srun inside the current Slurm allocation (sbatch/salloc holding every inventory node).")
 @click.option("--allow-busy-npus", is_flag=True, help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).")
 @click.option("--sample-interval", "sample_interval", type=click.IntRange(0, SAMPLE_INTERVAL_MAX_S), default=None, metavar="SECONDS", help=f"Seconds between the two reads of every NPU port's error and pause counters (hccn_tool -stat -g), whose growth per second is judged; sampled while the other probes run, so verify takes at most this much longer. 0: read once, no rates.  [default: {SAMPLE_INTERVAL_DEFAULT_S}]")
 @timeout_option(VERIFY_TIMEOUT_HELP)
@@ -121,6 +123,7 @@ def verify_command(
     only: Sequence[str],
     skip: Sequence[str],
     output_format: str,
+    prometheus_file: Optional[Path],
     junit: Optional[Path],
     mesh: Optional[str],
     from_bundle: Optional[Path],
@@ -136,6 +139,7 @@ def verify_command(
     train: bool,
     bisect: bool,
     allow_busy_npus: bool,
+    launcher: Optional[str],
     timeout: Optional[float],
     sample_interval: Optional[int],
     exec_via: Optional[str],
@@ -188,6 +192,8 @@ def verify_command(
         raise click.UsageError("--from-bundle contacts no host: --sample-interval does not apply")
     if from_bundle is not None and exec_via is not None:
         raise click.UsageError("--from-bundle contacts no host: --exec-via does not apply")
+    if launcher is not None and not allreduce:
+        raise click.UsageError("--launcher only applies with --allreduce")
     via = None
     if exec_via is not None:
         from ascendprep.execvia import ExecViaError, parse_exec_via
@@ -208,6 +214,7 @@ def verify_command(
         only=tuple(only),
         skip=tuple(skip),
         output_format=output_format,
+        prometheus_file=prometheus_file,
         junit=junit,
         mesh=mesh,
         from_bundle=from_bundle,
@@ -224,6 +231,7 @@ def verify_command(
         local=local,
         node=node,
         bundle_dir=bundle_dir,
+        launcher=launcher or "ssh",
     )
     try:
         code = run_verify(options)
@@ -268,6 +276,10 @@ class VerifyOptions:
     node: Optional[str] = None
     #: ``--bundle-dir``: where a --local run writes its node bundle (None: under runs_dir).
     bundle_dir: Optional[Path] = None
+    #: ``--prometheus-file``: where the metrics are also written (atomically).
+    prometheus_file: Optional[Path] = None
+    #: ``--launcher``: how the all-reduce reaches the nodes (ssh, or slurm: srun in the allocation).
+    launcher: str = "ssh"
 
 
 @dataclass
@@ -326,6 +338,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
         problems = option_problems(inventory, options.allreduce)
         if problems:
             raise InputError([Located("--allreduce", None, "", problem) for problem in problems])
+    launcher = _slurm_launcher(inventory) if options.allreduce is not None and options.launcher == "slurm" else None
     mesh = options.mesh or "ring"
     day = datetime.now(timezone.utc).date()
     allreduce_findings: List[Finding] = []
@@ -342,13 +355,29 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
         elif options.allreduce is not None:
             from ascendprep.fleet.allreduce import run_allreduce  # written separately; loaded only when asked for
 
-            shown = err if options.output_format == "json" else Console(highlight=False)
-            outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
+            shown = err if options.output_format != "text" else Console(highlight=False)
+            if launcher is not None:  # srun steps in the allocation instead of the SSH connections
+                with launcher.session(session.hosts, deadline) as steps:
+                    outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown)
+            else:
+                outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
             allreduce_findings = list(outcome.findings)
             allreduce_doc = outcome.to_dict()
         execs = session.exec_counts()
     limits_hit = collect_limits_hit(session.limits_hit, {name: host.facts for name, host in hosts.items()}, remote_call_output_cap())
     return _Run(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc, limits_hit=limits_hit)
+
+
+def _slurm_launcher(inventory: Inventory) -> Any:
+    """``--launcher slurm``: the allocation checked before any host is read (exit 2 outside one)."""
+    import os
+
+    from ascendprep.fleet.slurm import SlurmError, prepare_slurm
+
+    try:
+        return prepare_slurm([(n.name, n.host) for n in inventory.nodes], os.environ)
+    except SlurmError as exc:
+        raise InputError([Located("--launcher slurm", None, "", str(exc))]) from None
 
 
 #: Remote phases of ``verify`` (for the default deadline): the gather, then the pings.
@@ -515,6 +544,8 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED
+    if options.prometheus_file is not None and not _write_metrics(options.prometheus_file, _metrics(results, shown, node_order, code, run.allreduce_doc), err):
+        code = exitcodes.FAILED
     chosen_dir = run.local_node is not None and options.bundle_dir is not None
     target = None if run.from_bundle else (options.bundle_dir if chosen_dir else new_bundle_dir(options.runs_dir or RUNS_DIR))
     document = verify_document(
@@ -537,7 +568,9 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         document["merged"] = run.merged.to_dict()
     if target is not None:
         target = _save_bundle(run, target, document, options.keep_runs, err, chosen_dir=chosen_dir)
-    if options.output_format == "json":
+    if options.output_format == "prometheus":
+        sys.stdout.write(_metrics(results, shown, node_order, code, run.allreduce_doc))
+    elif options.output_format == "json":
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
     else:
         out = Console(highlight=False)
@@ -555,3 +588,25 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
             if hit["limit"] == "command_timeout":
                 out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(compressed(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
     return code
+
+
+def _metrics(results: List[CheckResult], shown: _Run, node_order: List[str], code: int, allreduce_doc: Optional[Dict[str, Any]]) -> str:
+    """The Prometheus textfile of this run (``--format prometheus`` / ``--prometheus-file``)."""
+    import time
+
+    from ascendprep import __version__
+    from ascendprep.report.prometheus import verify_metrics
+
+    return verify_metrics(results, shown.hosts, node_order, code, time.time(), allreduce_doc, __version__)
+
+
+def _write_metrics(path: Path, metrics: str, err: Console) -> bool:
+    """``--prometheus-file``: write atomically; a failure is said with the path (and exits 1)."""
+    from ascendprep.report.prometheus import write_metrics_file
+
+    try:
+        write_metrics_file(path, metrics)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] --prometheus-file {escape(str(path))}: {escape(str(exc.strerror or exc))}")
+        return False
+    return True
