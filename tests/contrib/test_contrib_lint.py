@@ -56,10 +56,8 @@ def test_shell_scripts_parse_and_are_executable(script):
 
 
 @pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=lambda p: p.name)
-def test_shell_scripts_pass_shellcheck_where_installed(script):
-    shellcheck = tool("shellcheck")
-    if shellcheck is None:
-        pytest.skip("shellcheck is not installed (optional)")
+def test_shell_scripts_pass_shellcheck(script):
+    shellcheck = require("shellcheck")
     checked = subprocess.run([shellcheck, "-S", "warning", str(script)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout
 
