@@ -20,9 +20,9 @@ server; R18 is the device-IP verify against the same plan.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
+import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -65,14 +65,19 @@ def check_path(path: str) -> list[Violation]:
     return [] if path.endswith(".json") else [Violation("R1", f"{path}: HCCL loads only a file whose name ends in .json")]
 
 
-def _ip(text: Any) -> Optional[ipaddress._BaseAddress]:
-    """R7: what ``inet_pton`` accepts: IPv6 when the text has 2+ ':', else IPv4."""
+def _ip(text: Any) -> Optional[int]:
+    """R7: the address family (4 or 6) when ``inet_pton`` accepts ``text`` as HCCL calls it (IPv6
+    when the text has 2+ ':', else IPv4), None when it does not; 0 for the unspecified address."""
     if not isinstance(text, str):
         return None
+    family = socket.AF_INET6 if text.count(":") >= 2 else socket.AF_INET
     try:
-        return ipaddress.IPv6Address(text) if text.count(":") >= 2 else ipaddress.IPv4Address(text)
-    except ValueError:
+        packed = socket.inet_pton(family, text)
+    except (OSError, ValueError):
         return None
+    if not any(packed):
+        return 0
+    return 6 if family == socket.AF_INET6 else 4
 
 
 def _decimal(value: Any, limit: int = ID_MAX) -> Optional[int]:
@@ -131,11 +136,11 @@ def _server_rules(servers: list, product: Product) -> list[Violation]:
         else:
             seen[sid] = s
         if "host_ip" in server:
-            address = _ip(server["host_ip"])
-            if address is None:
+            family = _ip(server["host_ip"])
+            if family is None:
                 out.append(Violation("R7", f"host_ip {server['host_ip']!r} is not an IP address (EI0014 'ipStr convert failed'; a host name is not accepted)", s))
-            else:
-                families.add(address.version)
+            elif family:
+                families.add(family)
         devices = server.get("device")
         if not isinstance(devices, list) or not devices:
             out.append(Violation("R8", "device is required and must be a non-empty array", s))
@@ -157,7 +162,7 @@ def _device_rules(servers: list, product: Product) -> list[Violation]:
     for s, server in enumerate(servers):
         if not isinstance(server, dict) or not isinstance(server.get("device"), list):
             continue
-        host_ok = _ip(server.get("host_ip")) is not None
+        host_ok = bool(_ip(server.get("host_ip")))
         local_ids: dict[int, int] = {}
         for d, device in enumerate(server["device"]):
             if not isinstance(device, dict):
@@ -205,11 +210,11 @@ def _device_ip_rules(device: dict, s: int, d: int, server_count: int, host_ok: b
     items = raw.split(",")
     counts.add(len(items))
     for item in items:
-        address = _ip(item)
-        if address is None or address.is_unspecified:
+        family = _ip(item)
+        if not family:
             out.append(Violation("R11", f"device_ip '{item}' is not a valid address", s, d))
             continue
-        families.add(address.version)
+        families.add(family)
         if item in owner:
             first = owner[item]
             out.append(Violation("R11", f"device_ip {item} is already server_list[{first[0]}].device[{first[1]}]'s (EI0014 '[device_ip] is already exist')", s, d))
