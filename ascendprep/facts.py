@@ -213,6 +213,9 @@ class NpuFacts:
     fec: Optional[str] = None
     #: ``-stat -g`` reads, in the order made (two when the gather sampled, issue 20).
     stat_samples: Tuple[CounterSample, ...] = ()
+    #: A3 only: the die's HCCS virtual NIC address, ``-vnic -g`` (``192.<server>.<2+die>.<199-devid>``
+    #: per the driver, docs/a3-superpod.md §2); None when not read (not an A3) or not configured.
+    vnic_ip: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,28 @@ class NpuSmiDevice:
 class NpuSmiList:
     total_count: Optional[int] = None
     devices: Tuple[NpuSmiDevice, ...] = ()
+
+
+@dataclass(frozen=True)
+class SuperPodDie:
+    """One A3 die's super-pod identity, ``npu-smi info -t spod-info -i N -c C`` (docs/a3-superpod.md §2).
+
+    ``sdid`` is what a 1.2 rank table calls ``super_device_id`` (unique within a pod, HCCL
+    EI0014 otherwise); ``super_pod_id`` the physical pod, ``server_index`` the server's slot in
+    it, ``pod_size`` the pod's die count as the tool prints it (384 on a CM384 pod).
+    """
+
+    npu_id: int
+    chip: int
+    sdid: int
+    super_pod_id: int
+    server_index: int
+    pod_size: int
+
+    @property
+    def devid(self) -> int:
+        """The die's hccn_tool / rank-table ``device_id``: NPU id x 2 + chip (an A3 NPU has two dies)."""
+        return self.npu_id * 2 + self.chip
 
 
 @dataclass(frozen=True)
@@ -424,6 +449,9 @@ class HostFacts:
     hccn_conf: Optional[HccnConf] = None
     npu_smi: Optional[NpuSmiList] = None
     npu_health: Tuple[NpuHealth, ...] = ()
+    #: A3 only: hccn device id (NPU id x 2 + chip) → the die's super-pod identity (spod-info);
+    #: empty when the NPUs have one chip, or when it could not be read (then with an error).
+    superpod: Dict[int, SuperPodDie] = field(default_factory=dict)
     #: npu-smi NPU id → ``Firmware Version`` of ``npu-smi info -t board -i N`` (None = ``NA``).
     npu_firmware: Dict[int, Optional[str]] = field(default_factory=dict)
     sysctl: Dict[str, str] = field(default_factory=dict)

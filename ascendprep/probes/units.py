@@ -36,7 +36,7 @@ import shlex
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ascendprep.facts import FirewallTool, ManagedFile, NpuHealth, VersionFile
-from ascendprep.probes import firewall, hccn, hccn_conf, jobenv, netaddr, npu_smi, optics, paths, port_state, port_stats, python_pkgs, sysctl, system, versions
+from ascendprep.probes import firewall, hccn, hccn_conf, jobenv, netaddr, npu_smi, optics, paths, port_state, port_stats, python_pkgs, superpod, sysctl, system, versions
 from ascendprep.probes.failures import dcmi_failure
 from ascendprep.probes.blockers import JOB_UNITS
 from ascendprep.probes.sections import Section
@@ -144,7 +144,7 @@ NPU_SMI_TOOL = ProbeUnit(
     comment="NPUs: npu-smi's list gives NPU ids and chips; health is asked per chip.",
     command=lambda ctx: f'ap_locate npu-smi "$AP_HOME/{paths.NPU_SMI_IN_HOME}"',
     after=(
-        "AP_NPUSMI= AP_CHIPS=",
+        "AP_NPUSMI= AP_CHIPS= AP_SPOD=",
         'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_NPUSMI=$(cat "$AP_TMP/out"); fi',
     ),
     probe=fixed("npu_smi"),
@@ -537,9 +537,11 @@ UNITS: Tuple[ProbeUnit, ...] = (
     NPU_SMI_LIST,
     NPU_SMI_HEALTH,
     NPU_SMI_BOARD,
+    superpod.SPOD_INFO,
     NPUS,
     HCCN_TOOL,
     *HCCN_QUERIES,
+    superpod.VNIC,
     port_stats.FIRST_READ,
     HCCN_CONF,
     SYSCTL,

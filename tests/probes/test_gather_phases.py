@@ -39,7 +39,7 @@ def test_plan_script_does_not_call_verify_only_queries_and_verify_calls_them_all
 def test_plan_runs_four_hccn_queries_per_npu():
     plan_npu_units = [u.section for u in units_for_phase("plan") if u.scope == "npu"]
     assert plan_npu_units == ["hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls"]
-    assert len([u for u in units_for_phase("verify") if u.scope == "npu"]) == 13  # twelve queries and -stat
+    assert len([u for u in units_for_phase("verify") if u.scope == "npu"]) == 14  # twelve queries, -stat, and -vnic (A3 only)
     with pytest.raises(ValueError, match="phase must be one of"):
         units_for_phase("apply")
 

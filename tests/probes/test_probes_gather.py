@@ -193,6 +193,10 @@ def test_given_npu_count_and_a3_discovery(tmp_path, fixtures_dir):
     assert len(facts.npu_health) == 16
     assert {(h.npu_id, h.chip) for h in facts.npu_health} == {(n, c) for n in range(8) for c in (0, 1)}
     assert [(e.probe, e.kind) for e in facts.errors] == [("hccn_tool", "missing")]
+    # ... and each die's super-pod identity, keyed by its hccn devid (NPU 5 chip 0 is device 10).
+    assert sorted(facts.superpod) == list(range(16))
+    assert facts.superpod[10].sdid == 169082890 and (facts.superpod[10].npu_id, facts.superpod[10].chip) == (5, 0)
+    assert {(d.super_pod_id, d.server_index, d.pod_size) for d in facts.superpod.values()} == {(0, 40, 384)}
 
 
 def test_hostile_values_are_escaped_not_executed(tmp_path, fixtures_dir):

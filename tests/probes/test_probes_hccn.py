@@ -9,6 +9,7 @@ from ascendprep.probes import hccn
 from ascendprep.probes.gather import parse_gather_output
 from ascendprep.probes.text import UnexpectedOutput
 from ascendprep.probes.unit import NPU
+from ascendprep.probes.superpod import VNIC
 from ascendprep.probes.units import UNITS
 
 
@@ -36,9 +37,11 @@ def test_thirteen_hccn_tool_calls_per_npu():
     """Each call costs every NPU of every host a few hundred ms: a new one is a conscious choice
     (-duplex and -fec are issue 20's port state; the thirteenth is the port counters' first read,
     issue 20 too: their second read, at the end of the script, is rendered as a host unit and only
-    with verify's --sample-interval)."""
+    with verify's --sample-interval). An A3 die adds a fourteenth, -vnic -g (issue 21), asked only
+    when npu-smi listed a two-chip NPU."""
     per_npu = [unit for unit in UNITS if unit.scope == NPU]
-    assert len(per_npu) == 13
+    assert len(per_npu) == 14
+    assert "if [ -n \"$AP_SPOD\" ]; then" in VNIC.script_lines(None)  # type: ignore[arg-type]
     assert all(unit.section.startswith("hccn.") for unit in per_npu)
 
 
