@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 from ascendprep import superpod_rules
 
 if TYPE_CHECKING:
+    from ascendprep.facts import SuperPodDie
     from ascendprep.inventory import Inventory, Node
     from ascendprep.ipplan import IpPlan
 
@@ -56,6 +57,16 @@ def planned_identities(node: "Node") -> tuple[DieIdentity, ...]:
     pod = node.pod_key
     assert pod is not None
     return tuple(DieIdentity(die, superpod_rules.sdid(node.server_index, die), pod) for die in range(node.npus))
+
+
+def identities_from_facts(node: "Node", superpod: Mapping[int, "SuperPodDie"]) -> tuple[DieIdentity, ...]:
+    """The dies' identities as ``npu-smi info -t spod-info`` reported them (``HostFacts.superpod``),
+    in the rank table's terms: the pod is the node's logical pod when it has one."""
+    return tuple(
+        DieIdentity(devid, die.sdid, node.logical_super_pod if node.logical_super_pod is not None else str(die.super_pod_id))
+        for devid, die in sorted(superpod.items())
+        if devid < node.npus
+    )
 
 
 def _is_ip(text: str) -> bool:
