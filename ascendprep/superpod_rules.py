@@ -47,7 +47,8 @@ def vnic_address(server_index: int, die: int) -> str:
     return f"192.{server_index}.{2 + die % 2}.{199 - die}"
 
 
-def _first_key(doc: YamlDocument, entry: int, model: "InventoryModel") -> tuple:
+def _first_key(entry: int, model: "InventoryModel") -> tuple:
+    """Where an entry says it is in a pod: its first super-pod key (the line a reader looks at)."""
     raw = model.nodes[entry]
     for key in _POD_KEYS:
         if getattr(raw, key) is not None:
@@ -98,7 +99,7 @@ def _index_problems(doc: YamlDocument, model: "InventoryModel", nodes: list["Nod
     count: dict[int, int] = {}
     for node in nodes:
         assert node.super_pod is not None and node.server_index is not None
-        where = _first_key(doc, node.entry, model)
+        where = _first_key(node.entry, model)
         count[node.super_pod] = count.get(node.super_pod, 0) + 1
         if node.server_index >= A3_SUPERPOD_MAX_SERVERS:
             problems.append(doc.problem(("nodes", node.entry, "server_index"), f"{node.name} gets server index {node.server_index}; a super-pod's servers are numbered 0-{A3_SUPERPOD_MAX_SERVERS - 1}"))
@@ -124,7 +125,7 @@ def _contiguity_problems(doc: YamlDocument, model: "InventoryModel", nodes: list
         assert key is not None
         if key != current:
             if key in finished:
-                problems.append(doc.problem(_first_key(doc, node.entry, model), f"{node.name} is in super-pod {key}, whose servers are listed earlier: list a pod's servers together (HCCL wants them contiguous in the rank table, and torchrun's node ranks follow this file's order)"))
+                problems.append(doc.problem(_first_key(node.entry, model), f"{node.name} is in super-pod {key}, whose servers are listed earlier: list a pod's servers together (HCCL wants them contiguous in the rank table, and torchrun's node ranks follow this file's order)"))
             if current is not None:
                 finished.add(current)
             current = key
