@@ -1,6 +1,6 @@
 """A3 HCCL settings as the nodes' jobs will see them (docs/a3-superpod.md §3).
 
-``a3.hccl_env`` (cluster): the variables a job gets after ``set_env.sh`` (else the login
+``superpod.hccl_env`` (cluster): the variables a job gets after ``set_env.sh`` (else the login
 shell's), read by the ``job.launch``/``job.login`` probes, judged together:
 
 * settings that must be the same on every node (``HCCL_INTER_HCCS_DISABLE``, op-retry and the
@@ -134,6 +134,6 @@ def _applies(desired) -> Optional[str]:
 
 
 CHECKS: List[Check] = [
-    Check("a3.hccl_env", ("a3", "job", "cluster"), "cluster", Severity.ERROR, "A3 HCCL settings agree across nodes and never join physical super-pods",
+    Check("superpod.hccl_env", ("superpod", "job", "cluster"), "cluster", Severity.ERROR, "A3 HCCL settings agree across nodes and never join physical super-pods",
           "set the A3 HCCL variables once in the inventory's env", hccl_env, applies=_applies),
 ]

@@ -1,4 +1,4 @@
-"""verify's a3.hccl_env on an A3 cluster of 2 pods x 2 servers built as facts: agreeing settings
+"""verify's superpod.hccl_env on an A3 cluster of 2 pods x 2 servers built as facts: agreeing settings
 pass; a node that disagrees, a rule HCCL breaks on, and a logical pod that joins physical pods fail,
 naming the nodes; other products skip it once."""
 
@@ -42,7 +42,7 @@ def results(desired, changes: Dict[str, Dict[str, Optional[str]]]):
         launch = ShellEnv({**GOOD, **changes.get(node.name, {})}, sourced="/etc/ascendprep/set_env.sh")
         facts[node.name] = replace(base, job=replace(base.job, launch=launch))
     hosts, plan = cluster_evidence(desired, facts)
-    return [r for r in run_checks(desired, hosts, plan, Selection.parse(only=["a3.hccl_env"]), today=TODAY) if r.check == "a3.hccl_env"]
+    return [r for r in run_checks(desired, hosts, plan, Selection.parse(only=["superpod.hccl_env"]), today=TODAY) if r.check == "superpod.hccl_env"]
 
 
 def test_agreeing_settings_pass(desired) -> None:
@@ -84,12 +84,12 @@ def test_logical_pods_inside_one_physical_pod_pass(desired) -> None:
 def test_not_read_is_skipped_not_passed(desired) -> None:
     facts = {node.name: healthy_facts(desired, node.name) for node in desired.inventory.nodes}
     hosts, plan = cluster_evidence(desired, facts)
-    (result,) = [r for r in run_checks(desired, hosts, plan, Selection.parse(only=["a3.hccl_env"]), today=TODAY) if r.check == "a3.hccl_env"]
+    (result,) = [r for r in run_checks(desired, hosts, plan, Selection.parse(only=["superpod.hccl_env"]), today=TODAY) if r.check == "superpod.hccl_env"]
     assert result.status is Status.SKIPPED and "not read" in result.message
 
 
 def test_other_products_skip_it() -> None:
     desired = desired_state()
     hosts, plan = cluster_evidence(desired)
-    (result,) = [r for r in run_checks(desired, hosts, plan, Selection.parse(only=["a3.hccl_env"]), today=TODAY) if r.check == "a3.hccl_env"]
+    (result,) = [r for r in run_checks(desired, hosts, plan, Selection.parse(only=["superpod.hccl_env"]), today=TODAY) if r.check == "superpod.hccl_env"]
     assert result.status is Status.SKIPPED and "only Atlas A3" in result.message
