@@ -130,7 +130,9 @@ def _logical_pods(ctx: ClusterContext, envs: Dict[str, Dict[str, Optional[str]]]
 
 
 def _applies(desired) -> Optional[str]:
-    return None if desired.inventory.product.dies_per_npu > 1 else "only Atlas A3 reads these HCCL settings"
+    """Only A3 reads these settings (worded as the other super-pod checks say it)."""
+    product = desired.inventory.product
+    return None if product.dies_per_npu > 1 else f"{product.id} has no HCCS super-pod plane"
 
 
 CHECKS: List[Check] = [
