@@ -17,6 +17,7 @@ from ascendprep.inventory import Inventory, Node
 from ascendprep.ipplan import IpPlan, plan_device_ips
 from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 from ascendprep.ranktable import build_rank_table, render_rank_table
+from ascendprep.ranktable_rules import RANK_TABLE_MAX_BYTES, check_path, check_rank_table
 
 SOFTWARE_KEYS = ("cann", "driver", "firmware", "python", "torch", "torch_npu", "torchvision")
 
@@ -74,7 +75,7 @@ class DesiredState:
     @property
     def invalid(self) -> bool:
         """Rule violations in the inventory itself (exit code "invalid input")."""
-        return any(f.severity is Severity.ERROR and f.id.startswith("ipplan.") for f in self.findings)
+        return any(f.severity is Severity.ERROR and f.id.startswith(("ipplan.", "ranktable.")) for f in self.findings)
 
 
 def _if_ip(node: Node) -> Optional[str]:
@@ -116,6 +117,18 @@ def _software_findings(versions: dict[str, Optional[str]], chip: Optional[str]) 
     return findings
 
 
+def rank_table_findings(table: dict, inventory: Inventory, rendered_bytes: Optional[int] = None) -> list[Finding]:
+    """The HCCL parser rules the planned table breaks (ranktable_rules), as plan errors: a table
+    HCCL would refuse is never written (torch_npu would drop it silently)."""
+    # The indented rendering is longer than the compact JSON HCCL measures: below the cap, so is that.
+    compact = rendered_bytes if rendered_bytes is not None and rendered_bytes <= RANK_TABLE_MAX_BYTES else None
+    violations = check_path(RANK_TABLE) + check_rank_table(table, inventory.product, compact_bytes=compact)
+    return [
+        Finding(f"ranktable.{v.rule}", Severity.ERROR, f"the rank table HCCL would load breaks rule {v}", "see docs/ranktable-rules.md; change the inventory so the table passes", evidence={"rule": v.rule})
+        for v in violations
+    ]
+
+
 def build_desired(inventory: Inventory) -> DesiredState:
     """Everything the cluster should look like once applied, plus every rule finding."""
     plan = plan_device_ips(inventory)
@@ -126,7 +139,10 @@ def build_desired(inventory: Inventory) -> DesiredState:
     ports = required_port_ranges(inventory)
     minimums = sysctl.minimums(model.sysctl)
     env_sh = envfiles.render_env_sh(model.env, nodes=nnodes)
-    rank_table = render_rank_table(build_rank_table(inventory, plan))
+    table = build_rank_table(inventory, plan)
+    rank_table = render_rank_table(table)
+    # Address rule errors are reported once, by the IP plan (a duplicate address would repeat as R11).
+    table_findings = [] if any(f.severity is Severity.ERROR for f in plan.findings) else rank_table_findings(table, inventory, len(rank_table))
     python_path = model.software.python_path
 
     nodes: dict[str, NodeDesired] = {}
@@ -142,6 +158,7 @@ def build_desired(inventory: Inventory) -> DesiredState:
             if_ip=_if_ip(node),
             socket_ifname=model.training.socket_ifname,
             rank_table=model.training.rank_table,
+            logic_superpod=node.logical_super_pod,
         )
         files = [
             FileToWrite(ENV_SH, env_sh, scope="cluster"),
@@ -161,7 +178,7 @@ def build_desired(inventory: Inventory) -> DesiredState:
         rank += node.npus
 
     software = {key: getattr(model.software, key) for key in SOFTWARE_KEYS}
-    findings = list(plan.findings) + _software_findings(software, inventory.product.compat_chip)
+    findings = list(plan.findings) + table_findings + _software_findings(software, inventory.product.compat_chip)
     for node in inventory.nodes:
         if _if_ip(node) is None and model.training.socket_ifname is None:
             findings.append(Finding("plan.hccl_if", Severity.WARNING, f"{node.name}: host '{node.host}' is a name, so HCCL_IF_IP cannot be set; HCCL will pick a NIC by its own order", "set training.socket_ifname (HCCL_SOCKET_IFNAME) or give the node's IP as host", node=node.name))

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ascendprep import hostrange
 from ascendprep.devicegroups import FLAT, AddressGroup, form_of, resolve_groups
+from ascendprep import ranktable_rules, superpod_rules
 from ascendprep import sysctl as sysctl_rules
-from ascendprep.products import PRODUCTS, Product
+from ascendprep.products import A3_SUPERPOD_MAX_SERVERS, PRODUCTS, Product
 from ascendprep.yamlsource import InputError, Located, YamlDocument, format_path, load_yaml_file, parse_yaml
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -185,6 +186,20 @@ class NodeEntry(_Strict):
     device_ips: Dict[int, ipaddress.IPv4Address] = Field(default_factory=dict)
     detect_ips: Dict[int, ipaddress.IPv4Address] = Field(default_factory=dict)
     cabling: Dict[int, Cabling] = Field(default_factory=dict)
+    #: A3 only: the physical ``Super Pod ID`` (``npu-smi info -t spod-info``) of these servers.
+    super_pod: Optional[int] = Field(None, ge=0, le=2**31 - 1)
+    #: A3 only: the ``Server Index`` in the pod of the first server of this entry (the next ones
+    #: count up); defaults to the server's position among its pod's servers in this file.
+    server_index: Optional[int] = Field(None, ge=0, le=A3_SUPERPOD_MAX_SERVERS - 1)
+    #: A3 only: a logical super-pod (a split of the physical one) these servers belong to.
+    logical_super_pod: Optional[str] = None
+
+    @field_validator("logical_super_pod")
+    @classmethod
+    def _logical(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not NAME_RE.match(value):
+            raise ValueError(f"'{value}' is not a valid logical super-pod name (letters, digits, '.', '_', '-'; up to 64)")
+        return value
 
     @field_validator("host")
     @classmethod
@@ -323,6 +338,18 @@ class Node:
     cabling: dict[int, Cabling]
     #: Index of the ``nodes:`` entry this node came from, for error messages.
     entry: int
+    #: A3 super-pod membership (None outside a super-pod): the physical pod, the server's index
+    #: in it (defaults filled in at load), and the logical pod it is split into, if any.
+    super_pod: Optional[int] = None
+    server_index: Optional[int] = None
+    logical_super_pod: Optional[str] = None
+
+    @property
+    def pod_key(self) -> Optional[str]:
+        """The (logical) super-pod this server is in, as the rank table's ``super_pod_id``."""
+        if self.super_pod is None:
+            return None
+        return self.logical_super_pod if self.logical_super_pod is not None else str(self.super_pod)
 
 
 @dataclass(frozen=True)
@@ -447,7 +474,7 @@ def _expand_nodes(doc: YamlDocument, model: InventoryModel, default_npus: int, p
             for npu in mapping:
                 if not 0 <= npu < npus:
                     problems.append(doc.problem(where + (key, str(npu)), f"NPU {npu} does not exist on a node with {npus} NPUs"))
-        for name, host in zip(names, hosts):
+        for offset, (name, host) in enumerate(zip(names, hosts)):
             nodes.append(
                 Node(
                     index=len(nodes),
@@ -461,6 +488,9 @@ def _expand_nodes(doc: YamlDocument, model: InventoryModel, default_npus: int, p
                     detect_ips=dict(entry.detect_ips),
                     cabling=dict(entry.cabling),
                     entry=entry_index,
+                    super_pod=entry.super_pod,
+                    server_index=None if entry.server_index is None else entry.server_index + offset,
+                    logical_super_pod=entry.logical_super_pod,
                 )
             )
     return nodes, problems
@@ -580,7 +610,13 @@ def inventory_from_document(doc: YamlDocument, base_dir: Path) -> Inventory:
         problems = _cross_checks(doc, model, nodes, product)
     groups: tuple[AddressGroup, ...] = ()
     if not problems:
+        nodes, problems = superpod_rules.resolve(doc, model, nodes, product)
+    if not problems:
         groups, problems = resolve_groups(doc, model.device_network, nodes, product)
+    if not problems:
+        problems = superpod_rules.reserved_range_problems(doc, model, groups, nodes, product)
+    if not problems:
+        problems = ranktable_rules.inventory_problems(doc, model, nodes, product)
     problems += _sysctl_problems(doc, model)
     problems += _threshold_problems(doc, model)
     if problems:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Collection, Optional
 
-from ascendprep import drift
+from ascendprep import drift, superpod_rules
 from ascendprep import sysctl as sysctl_rules
 from ascendprep.changes import NPU_KINDS, Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
 from ascendprep.desired import DesiredState, HccnSettings, NodeDesired
@@ -163,6 +163,9 @@ def diff_host(desired: DesiredState, node_name: str, facts: HostFacts, areas: Op
     if FIREWALL_AREA in wanted:
         changes += _firewall_changes(node, facts, desired, plan)
     plan.changes = changes
+    if areas is None:
+        # A3: the super-pod identity the rank table plans, against npu-smi spod-info (superpod_rules).
+        plan.findings += superpod_rules.hardware_findings(node.node, facts.superpod, facts.errors)
     return plan
 
 

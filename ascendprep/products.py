@@ -40,6 +40,14 @@ class Product:
     #: Nominal rate of one NPU RoCE port in Mb/s as ``hccn_tool -speed -g`` prints it; None when
     #: no public source gives it (then ports are only compared with the rest of the fleet).
     roce_port_mbps: Optional[int] = None
+    #: Highest rank-table ``device_id`` HCCL accepts (docs/ranktable-rules.md R10: 7 on 910,
+    #: 15 on 910B and 910_93).
+    max_rank_device_id: int = 15
+    #: Whether HCCL wants the same device count on every server of a rank table (R16: 910 only).
+    same_devices_per_server: bool = False
+    #: Dies per NPU card: A3 numbers its dies 0..15 (``npu*2 + chip``) for hccn_tool and the rank
+    #: table, npu-smi numbers cards 0..7 and chips 0/1 (docs/a3-superpod.md §2).
+    dies_per_npu: int = 1
 
     def plane_of(self, npu: int, subnet_count: int) -> int:
         """Which of the configured subnets NPU index ``npu`` must use."""
@@ -62,6 +70,8 @@ PRODUCTS: dict[str, Product] = {
         # Atlas 800 training server (model 9000) spec: 8 x 100GE RoCE ports on the NPU boards;
         # MindCluster's hccn_tool parser test reads "Speed: 100000 Mb/s" (docs/ascend-reference.md §1.4).
         roce_port_mbps=100000,
+        max_rank_device_id=7,
+        same_devices_per_server=True,
     ),
     "atlas-a2": Product(
         id="atlas-a2",
@@ -83,6 +93,7 @@ PRODUCTS: dict[str, Product] = {
         default_npus=16,
         subnet_rule=SubnetRule.DIE_PLANES,
         planes=2,
+        dies_per_npu=2,
     ),
 }
 
@@ -91,3 +102,23 @@ RESERVED_VNIC_SUBNET = "192.168.1.0/24"
 
 #: The conventional Atlas 800 layout from the CANN install guide and ModelZoo: four /24s.
 CONVENTIONAL_910_SUBNETS = ("192.168.100.0/24", "192.168.101.0/24", "192.168.102.0/24", "192.168.103.0/24")
+
+#: What the A3 driver refuses as a RoCE device address (docs/a3-superpod.md §2, driver
+#: ``tool_a3_ipaddr_conflict_extend``): inside a super-pod all of 192.0.0.0/8, otherwise
+#: 192.168.0.0/21; both are kept for the HCCS virtual NICs (``192.<server>.<2+die>.<199-dev>``).
+A3_RESERVED_IN_SUPERPOD = "192.0.0.0/8"
+A3_RESERVED_OUTSIDE_SUPERPOD = "192.168.0.0/21"
+
+#: Servers one A3 super-pod holds (the driver's ``A3_SUPERPOD_MAX_NUMS``; server indexes 0..47).
+A3_SUPERPOD_MAX_SERVERS = 48
+
+
+def reserved_device_ranges(product: Product, in_superpod: bool) -> tuple[tuple[str, str], ...]:
+    """The ranges a device address must stay out of, each with why (for the plan's refusal)."""
+    ranges = [(RESERVED_VNIC_SUBNET, "reserved for the device vNIC; hccn_tool refuses these addresses")]
+    if product.dies_per_npu > 1:
+        if in_superpod:
+            ranges.append((A3_RESERVED_IN_SUPERPOD, "reserved for the HCCS virtual NICs inside an A3 super-pod; the A3 driver refuses RoCE addresses there ('conflicted')"))
+        else:
+            ranges.append((A3_RESERVED_OUTSIDE_SUPERPOD, "reserved for the HCCS virtual NICs on A3; the A3 driver refuses RoCE addresses there ('conflicted')"))
+    return tuple(ranges)

@@ -125,11 +125,11 @@ def fail_input(error: InputError) -> NoReturn:
 
 
 def print_invalid_inventory(desired: "DesiredState", console: Console) -> int:
-    """The device-IP rules the inventory breaks, as one table; the exit code for bad input."""
+    """The device-IP and rank-table rules the inventory breaks, as one table; the exit code for bad input."""
     from ascendprep.findings import Severity
     from ascendprep.report.findings import findings_table
 
-    console.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP rules"))
+    console.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP or rank-table rules"))
     return exitcodes.INVALID
 
 

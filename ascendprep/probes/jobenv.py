@@ -34,8 +34,12 @@ from ascendprep.probes.sections import Section
 from ascendprep.probes.text import first_line
 from ascendprep.probes.unit import VERIFY_ONLY, Draft, Given, ProbeUnit, Where, fixed, nothing_if_absent, text_only
 
-#: Variables read from the login shell; the checks judge these two.
-JOB_VARIABLES = ("HCCL_CONNECT_TIMEOUT", "RANK_TABLE_FILE")
+#: Variables read from the login shell: the job checks judge the first two, checks/a3env.py the
+#: A3 HCCL settings (docs/a3-superpod.md §3).
+JOB_VARIABLES = (
+    "HCCL_CONNECT_TIMEOUT", "RANK_TABLE_FILE",
+    "HCCL_INTER_HCCS_DISABLE", "HCCL_LOGIC_SUPERPOD_ID", "HCCL_OP_RETRY_ENABLE", "HCCL_OP_EXPANSION_MODE", "HCCL_INTRA_PCIE_ENABLE",
+)
 #: Where ascendprep writes its rank table; stray tables are looked for here.
 RANK_TABLE_DIR = paths.RANK_TABLE.rsplit("/", 1)[0]
 #: File names that are rank tables (MindSpore's hccl_tools writes ``hccl_<n>p_<devs>_<ip>.json``).

@@ -33,7 +33,7 @@ def _files(inventory: str) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("inventory", ["atlas800-2node.yaml", "a2-64node.yaml"])
+@pytest.mark.parametrize("inventory", ["atlas800-2node.yaml", "a2-64node.yaml", "a3-superpod.yaml"])
 def test_rendered_files_match_golden(inventory: str) -> None:
     folder = GOLDEN / Path(inventory).stem
     files = _files(inventory)
@@ -45,7 +45,7 @@ def test_rendered_files_match_golden(inventory: str) -> None:
         assert (folder / name).read_text() == content, f"{folder.name}/{name} differs from the golden file"
 
 
-@pytest.mark.parametrize("inventory", ["atlas800-2node.yaml", "a2-64node.yaml"])
+@pytest.mark.parametrize("inventory", ["atlas800-2node.yaml", "a2-64node.yaml", "a3-superpod.yaml"])
 def test_shell_files_parse(inventory: str, tmp_path: Path) -> None:
     shells = [s for s in ("bash", "dash", "sh") if shutil.which(s)]
     assert shells

@@ -57,7 +57,7 @@ def test_a_site_profile_export_is_read_from_the_login_shell_and_the_import_error
     )
     job = facts.job
     assert job is not None and job.login is not None
-    assert job.login.values == {"HCCL_CONNECT_TIMEOUT": "60", "RANK_TABLE_FILE": "/etc/ascendprep/hccl_8p.json"}
+    assert job.login.values == {**dict.fromkeys(jobenv.JOB_VARIABLES), "HCCL_CONNECT_TIMEOUT": "60", "RANK_TABLE_FILE": "/etc/ascendprep/hccl_8p.json"}
     assert job.login.rank_table_exists is False
     assert job.torch_npu is not None and not job.torch_npu.ok
     assert "undefined symbol" in jobenv.import_error_line(job.torch_npu.error)
@@ -71,7 +71,7 @@ def test_a_clean_node_reads_unset_variables_and_a_working_import(tmp_path):
     python = _fake_python(tmp_path, "echo 'ascendprep-torch-npu 2.1.0.post8'\n")
     facts = _gather(tmp_path, python)
     job = facts.job
-    assert job.login.values == {"HCCL_CONNECT_TIMEOUT": None, "RANK_TABLE_FILE": None}
+    assert job.login.values == dict.fromkeys(jobenv.JOB_VARIABLES)
     assert job.torch_npu.ok and job.torch_npu.version == "2.1.0.post8"
     assert job.nnal is None and not facts.errors_for("job.nnal")  # not installed is not an error
     assert HostFacts.from_dict(facts.to_dict()).job == job
