@@ -350,10 +350,15 @@ FLOOR_CLIENT = Path(__file__).resolve().parent / "floor_client.py"
 
 
 def bench_floor(lab: Lab, folder: Path) -> Measured:
-    """bench/floor_client.py as a child process; then plan must find nothing left to change."""
+    """bench/floor_client.py as a child process (its targets saved first, untimed); then plan must
+    find nothing left to change."""
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HOME": str(folder), "COLUMNS": "200"}
-    measured = run_on_lab(lab, [sys.executable, str(FLOOR_CLIENT), str(lab.inventory_path)], folder, env, folder / "floor.log")
+    targets = folder / "targets.json"  # worked out before the clock starts: a floor knows its answers
+    saved = subprocess.run([sys.executable, str(FLOOR_CLIENT), str(lab.inventory_path), "--save-targets", str(targets)], env=env, capture_output=True, text=True, check=False)
+    if saved.returncode != 0:
+        raise SystemExit(f"the floor client could not work out its targets:\n{saved.stderr[-3000:]}")
+    measured = run_on_lab(lab, [sys.executable, str(FLOOR_CLIENT), "--targets", str(targets)], folder, env, folder / "floor.log")
     if measured.rc != 0:
         raise SystemExit(f"the floor client exited {measured.rc}:\n{tail(folder / 'floor.log')}")
     check = subprocess.run(

@@ -1,6 +1,8 @@
 """The hand-batched floor: ascendprep's changes made by the least work an SSH client can do.
 
     python3 bench/floor_client.py INVENTORY [--forks N] [--hccn-tool PATH]
+    python3 bench/floor_client.py INVENTORY --save-targets FILE     # work out the values, run nothing
+    python3 bench/floor_client.py --targets FILE [--forks N]          # run them (what bench times)
 
 The yardstick of issue 12: what "plan + apply" would cost if someone wrote one shell script per
 host by hand, knowing the answers in advance. One paramiko connection per host, one exec, one
@@ -21,23 +23,26 @@ finds nothing to change on a fresh lab node: bench_plan_apply.py checks that, wh
 floor did the same changes. No gateway or TLS: the script refuses an inventory that plans them
 (the lab's does not), rather than silently doing less than ascendprep.
 
+A floor knows its answers in advance: with ``--save-targets`` the values (and each host's SSH
+address, key and known_hosts) are worked out once and saved; ``--targets`` then runs them without
+importing ascendprep or planning anything, which is what bench_plan_apply.py times.
+
 Exit status: 0 when every host's script succeeded and every read-back matched, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shlex
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "ansible"))
-from render_project import offline_plan, sysctl_values  # noqa: E402  (bench/ansible is not a package)
 
 #: hccn_tool where the driver installs it (the lab installs it there too).
 DEFAULT_HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
@@ -68,11 +73,37 @@ class HostTarget:
     files: tuple[tuple[str, str], ...]
 
 
-def host_targets(inventory_path: Path) -> list[HostTarget]:
-    """Every node's changes from ``ascendprep plan --offline --format json``."""
+@dataclass(frozen=True)
+class Targets:
+    """Every host's changes and how to reach it (what --save-targets writes)."""
+
+    hosts: tuple[HostTarget, ...]
+    key_file: Optional[str]
+    known_hosts: tuple[str, ...]
+    connect_timeout: float
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Targets":
+        data = json.loads(text)
+        hosts = tuple(
+            HostTarget(h["name"], h["host"], int(h["port"]), h["user"], tuple(NpuTarget(**n) for n in h["npus"]),
+                       tuple((k, v) for k, v in h["sysctl"]), tuple((p, c) for p, c in h["files"]))
+            for h in data["hosts"]
+        )  # fmt: skip
+        return cls(hosts, data["key_file"], tuple(data["known_hosts"]), float(data["connect_timeout"]))
+
+
+def load_targets(inventory_path: Path) -> Targets:
+    """Every node's changes from ``ascendprep plan --offline --format json``, and its SSH access."""
     from ascendprep.envfiles import render_sysctl_conf
     from ascendprep.inventory import load_inventory
     from ascendprep.probes.paths import SYSCTL_FILE
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "ansible"))
+    from render_project import offline_plan, sysctl_values  # bench/ansible is not a package
 
     inventory = load_inventory(inventory_path)
     plan = offline_plan(inventory_path)
@@ -90,7 +121,8 @@ def host_targets(inventory_path: Path) -> list[HostTarget]:
         files = [(SYSCTL_FILE, render_sysctl_conf(values)), *cluster_files, *own_files]
         entry = access[node["name"]]
         targets.append(HostTarget(node["name"], entry.host, entry.port, entry.user, tuple(npus), tuple(values.items()), tuple(files)))
-    return targets
+    key = str(inventory.key_file) if inventory.key_file else None
+    return Targets(tuple(targets), key, tuple(str(path) for path in inventory.known_hosts), float(inventory.model.ssh.connect_timeout))
 
 
 def render_floor_script(target: HostTarget, hccn_tool: str = DEFAULT_HCCN_TOOL) -> str:
@@ -165,34 +197,38 @@ def run_host(target: HostTarget, key_file: Optional[str], known_hosts: list[str]
     return HostRun(target.name, rc, tuple(problems), time.perf_counter() - started)
 
 
-def run_floor(inventory_path: Path, forks: Optional[int] = None, hccn_tool: str = DEFAULT_HCCN_TOOL) -> list[HostRun]:
+def run_floor(targets: Targets, forks: Optional[int] = None, hccn_tool: str = DEFAULT_HCCN_TOOL) -> list[HostRun]:
     """Every host at once (``forks`` threads, default one per host)."""
-    from ascendprep.inventory import load_inventory
-
-    inventory = load_inventory(inventory_path)
-    targets = host_targets(inventory_path)
-    key = str(inventory.key_file) if inventory.key_file else None
-    known = [str(path) for path in inventory.known_hosts]
-    timeout = inventory.model.ssh.connect_timeout
 
     def one(target: HostTarget) -> HostRun:
         try:
-            return run_host(target, key, known, hccn_tool, timeout)
+            return run_host(target, targets.key_file, list(targets.known_hosts), hccn_tool, targets.connect_timeout)
         except Exception as error:  # one host's failure is that host's row, never the others'
             return HostRun(target.name, -1, (f"{type(error).__name__}: {error}",), 0.0)
 
-    with ThreadPoolExecutor(max_workers=forks or len(targets)) as pool:
-        return list(pool.map(one, targets))
+    with ThreadPoolExecutor(max_workers=forks or len(targets.hosts)) as pool:
+        return list(pool.map(one, targets.hosts))
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("inventory", type=Path)
+    parser.add_argument("inventory", type=Path, nargs="?")
     parser.add_argument("--forks", type=int, default=None, help="hosts at once (default: all)")
     parser.add_argument("--hccn-tool", default=DEFAULT_HCCN_TOOL)
+    parser.add_argument("--save-targets", type=Path, help="write the inventory's targets to this file and stop")
+    parser.add_argument("--targets", type=Path, help="run the targets saved in this file (no inventory)")
     args = parser.parse_args(argv)
+    if (args.inventory is None) == (args.targets is None):
+        parser.error("give an INVENTORY or --targets FILE")
+    if args.targets is not None:
+        targets = Targets.from_json(args.targets.read_text())
+    else:
+        targets = load_targets(args.inventory.resolve())
+    if args.save_targets is not None:
+        args.save_targets.write_text(targets.to_json())
+        return 0
     started = time.perf_counter()
-    runs = run_floor(args.inventory.resolve(), args.forks, args.hccn_tool)
+    runs = run_floor(targets, args.forks, args.hccn_tool)
     failed = [run for run in runs if run.problems]
     for run in failed:
         print(f"{run.name}: " + "; ".join(run.problems), file=sys.stderr)
