@@ -168,7 +168,7 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
     inventory = desired.inventory
     chosen = list(inventory.nodes) if nodes is None else list(nodes)
     with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, chosen) as session:
-        units = {node.name: units_for_plan(desired.nodes[node.name]) for node in chosen}  # no gateway/TLS query where none is planned
+        units = {node.name: units_for_plan(desired, node.name) for node in chosen}  # no gateway/TLS/firewall query the diff would not look at
         outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"), only={node.name for node in chosen}, phase=PLAN, units=units)
     if limits_hit is not None:
         facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in outcomes.items()}

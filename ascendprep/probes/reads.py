@@ -18,7 +18,7 @@ from ascendprep.probes.units import UNITS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.changes import Change
-    from ascendprep.desired import NodeDesired
+    from ascendprep.desired import DesiredState, NodeDesired
 
 #: Units every re-read runs: the script's own settings (time limit, Ascend home) that later
 #: sections are read with.
@@ -87,7 +87,11 @@ def planned_npu_kinds(node: "NodeDesired") -> FrozenSet[str]:
     return frozenset(kinds)
 
 
-def units_for_plan(node: "NodeDesired", units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
-    """What plan reads on ``node`` (on top of the plan phase's choice): no ``-gateway -g`` or
-    ``-tls -g`` where the inventory plans no gateway or TLS switch (the diff would not look)."""
-    return _without_npu_queries(units, planned_npu_kinds(node))
+def units_for_plan(desired: "DesiredState", node_name: str, units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
+    """What plan reads on ``node_name`` (on top of the plan phase's choice): no ``-gateway -g`` or
+    ``-tls -g`` where the inventory plans no gateway or TLS switch, and no firewall probe under
+    ``firewall: leave`` (the diff would not look at them)."""
+    chosen = _without_npu_queries(units, planned_npu_kinds(desired.nodes[node_name]))
+    if desired.firewall == "leave":
+        chosen = tuple(unit for unit in chosen if unit.section not in AREA_SECTIONS["firewall"])
+    return chosen

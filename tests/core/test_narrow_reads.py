@@ -35,11 +35,19 @@ def _npu_sections(units) -> list[str]:
 
 def test_plan_reads_gateway_and_tls_only_where_the_inventory_plans_them():
     bare = _desired()  # no gateway, no TLS switch (the detect IP is a peer's, by default)
-    assert _npu_sections(units_for_plan(bare.nodes["n1"])) == ["hccn.ip", "hccn.netdetect"]
+    assert _npu_sections(units_for_plan(bare, "n1")) == ["hccn.ip", "hccn.netdetect"]
     full = _desired(gateway="10.20.0.254", detect="gateway", tls=False)
-    assert _npu_sections(units_for_plan(full.nodes["n1"])) == ["hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls"]
-    script = render_gather_script(8, "python3", units=units_for_plan(bare.nodes["n1"]), phase=PLAN)
+    assert _npu_sections(units_for_plan(full, "n1")) == ["hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls"]
+    script = render_gather_script(8, "python3", units=units_for_plan(bare, "n1"), phase=PLAN)
     assert "-ip -g" in script and "-netdetect -g" in script and "-gateway -g" not in script and "-tls -g" not in script
+
+
+def test_plan_reads_the_firewalls_only_when_the_inventory_may_act_on_them():
+    for policy, read in (("leave", False), ("check", True), ("disable", True)):
+        state = build_desired(inventory_from_text(yaml.safe_dump({**INVENTORY, "firewall": policy})))
+        sections = {u.section for u in units_for_plan(state, "n1")}
+        assert ({"firewall.ufw", "firewall.firewalld", "firewall.nftables"} <= sections) is read, policy
+        assert not read or "ufw status" in render_gather_script(8, "python3", units=units_for_plan(state, "n1"), phase=PLAN)
 
 
 def test_a_plan_without_the_unread_queries_is_the_same_plan():
