@@ -23,7 +23,7 @@ N nodes up (named ``bench-N``, on a free /24) and takes each down again, also on
 
 Once (on the first size's second lab) it also measures what the lab itself costs: the gather
 script run inside node1 without SSH against the same script over SSH, and one simulated
-hccn_tool call (each starts a Python interpreter). From those it prints the "lab floor" of each
+hccn_tool call (each starts a Python interpreter). From those it prints the "lab bound" of each
 phase: the CPU the simulated tools of N nodes need, spread over this machine's cores, i.e. the
 wall time no SSH client could beat on this machine.
 
@@ -476,7 +476,7 @@ def cost_lines(cost: LabCost, results: list[SizeResult]) -> list[str]:
         f"  gather script inside the node, no SSH: {cost.in_node_wall:.2f} s wall, {cost.in_node_cpu:.2f} s CPU "
         f"({cost.tool_calls} simulated tool calls; one hccn_tool call = {cost.tool_call_cpu * 1000:.0f} ms CPU, a Python start)",
         f"  the same script over SSH by ascendprep, one host: {cost.ssh_exec:.2f} s exec, {cost.ssh_round_trip:.2f} s with the connect",
-        f"  floor of a phase on this machine = its node CPU / {CORES} cores (the nodes share these cores with ascendprep):",
+        f"  lab bound of a phase on this machine (not the hand-batched floor) = its node CPU / {CORES} cores (the nodes share these cores with ascendprep):",
     ]
     for r in results:
         plan, apply = r.cli["plan"], r.cli["apply"]
