@@ -248,7 +248,8 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
         # (the next plan shows it).
         areas = {name: {area_of(change) for change in changes} for name, changes in planned.items()}
         npu_kinds = {name: npu_kinds_for(changes) for name, changes in planned.items()}
-        units = {name: units_for_changes(changes) for name, changes in planned.items()}
+        npus_of = {node.name: node.npus for node in nodes}
+        units = {name: units_for_changes(changes, npus_of.get(name)) for name, changes in planned.items()}
         gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned), phase=PLAN, units=units)
         to_apply: dict[str, list[Change]] = {}
         stale: list[str] = []

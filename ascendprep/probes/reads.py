@@ -11,7 +11,7 @@ TLS switch only where the inventory plans one (:func:`units_for_plan`). Pure: na
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Collection, Dict, FrozenSet, Iterable, Sequence, Tuple
+from typing import TYPE_CHECKING, Collection, Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
 from ascendprep.probes.unit import ProbeUnit
 from ascendprep.probes.units import UNITS
@@ -65,12 +65,26 @@ def _without_npu_queries(units: Sequence[ProbeUnit], kinds: Collection[str]) -> 
     return tuple(unit for unit in units if unit.section not in dropped)
 
 
-def units_for_changes(changes: Sequence["Change"], units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
-    """What apply re-reads on a host before making ``changes``: their areas, and within the NPU
-    area only the queries of :func:`npu_kinds_for`."""
+#: The units that find npu-smi and list the NPUs: the device ids come from that list only when the
+#: inventory gives no count (plan and apply read no per-chip value).
+DEVICE_LISTING: FrozenSet[str] = frozenset({"tool.npu_smi", "npu_smi.list"})
+
+
+def _without_device_listing(units: Sequence[ProbeUnit], npus: Optional[int]) -> Tuple[ProbeUnit, ...]:
+    """``units`` less npu-smi's NPU list when the inventory gives the node's NPU count."""
+    if npus is None:
+        return tuple(units)
+    return tuple(unit for unit in units if unit.section not in DEVICE_LISTING)
+
+
+def units_for_changes(changes: Sequence["Change"], npus: Optional[int] = None, units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
+    """What apply re-reads on a host before making ``changes``: their areas, within the NPU area
+    only the queries of :func:`npu_kinds_for`, and no npu-smi list when ``npus`` (the
+    inventory's count for the node) says which device ids there are."""
     from ascendprep.plan import area_of
 
-    return _without_npu_queries(units_for_areas({area_of(change) for change in changes}, units), npu_kinds_for(changes))
+    chosen = _without_npu_queries(units_for_areas({area_of(change) for change in changes}, units), npu_kinds_for(changes))
+    return _without_device_listing(chosen, npus)
 
 
 def planned_npu_kinds(node: "NodeDesired") -> FrozenSet[str]:
@@ -89,9 +103,10 @@ def planned_npu_kinds(node: "NodeDesired") -> FrozenSet[str]:
 
 def units_for_plan(desired: "DesiredState", node_name: str, units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
     """What plan reads on ``node_name`` (on top of the plan phase's choice): no ``-gateway -g`` or
-    ``-tls -g`` where the inventory plans no gateway or TLS switch, and no firewall probe under
-    ``firewall: leave`` (the diff would not look at them)."""
-    chosen = _without_npu_queries(units, planned_npu_kinds(desired.nodes[node_name]))
+    ``-tls -g`` where the inventory plans no gateway or TLS switch, no npu-smi list where it gives
+    the NPU count, and no firewall probe under ``firewall: leave`` (the diff would not look)."""
+    node = desired.nodes[node_name]
+    chosen = _without_device_listing(_without_npu_queries(units, planned_npu_kinds(node)), node.node.npus)
     if desired.firewall == "leave":
         chosen = tuple(unit for unit in chosen if unit.section not in AREA_SECTIONS["firewall"])
     return chosen

@@ -40,6 +40,7 @@ def test_plan_reads_gateway_and_tls_only_where_the_inventory_plans_them():
     assert _npu_sections(units_for_plan(full, "n1")) == ["hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls"]
     script = render_gather_script(8, "python3", units=units_for_plan(bare, "n1"), phase=PLAN)
     assert "-ip -g" in script and "-netdetect -g" in script and "-gateway -g" not in script and "-tls -g" not in script
+    assert "ap_run npu_smi.list" not in script and "ap_run tool.npu_smi" not in script  # the inventory gives the NPU count
 
 
 def test_plan_reads_the_firewalls_only_when_the_inventory_may_act_on_them():
@@ -75,6 +76,8 @@ def test_apply_re_reads_the_planned_npu_kinds_and_the_address_they_need():
     assert "hccn.ip" in sections and "hccn.netdetect" in sections and "file.hccn_conf" in sections
     assert "hccn.gateway" not in sections and "hccn.tls" not in sections
     assert [s for s in (u.section for u in units_for_changes([tls])) if s.startswith("hccn.")] == ["hccn.tls"]
+    assert "npu_smi.list" in {u.section for u in units_for_changes([ip])}  # no NPU count: the list gives the ids
+    assert "npu_smi.list" not in {u.section for u in units_for_changes([ip], npus=8)}
 
 
 def _plan(tmp_path, monkeypatch, data, facts):
