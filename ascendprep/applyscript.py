@@ -88,15 +88,16 @@ _ap_report() {{
 _ap_nl='
 '
 # Runs "$@" and sets _ap_out (its output, only the end past {keep_kb} KB: a tool printing
-# megabytes costs this much; trailing newlines dropped, in the shell: no process per step) and
-# _ap_rc (its exit status).
+# megabytes costs this much) and _ap_rc (its exit status). Trailing newlines are dropped: the
+# one printed before the status and the tool's last one in the shell (no process in the usual
+# case), any more by $(...) (never a loop per newline: a tool may print {keep_kb} KB of them).
 _ap_run() {{
   _ap_all=$({{ "$@" 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c {keep})
   _ap_rc=${{_ap_all##*@@ap-rc=}}
   _ap_out=${{_ap_all%@@ap-rc=*}}
-  while :; do
-    case $_ap_out in *"$_ap_nl") _ap_out=${{_ap_out%"$_ap_nl"}} ;; *) break ;; esac
-  done
+  _ap_out=${{_ap_out%"$_ap_nl"}}
+  _ap_out=${{_ap_out%"$_ap_nl"}}
+  case $_ap_out in *"$_ap_nl") _ap_out=$(printf '%s' "$_ap_out") ;; esac
   if [ "${{#_ap_all}}" -ge {keep} ]; then _ap_out="[output over {keep_kb} KB: only its end is kept]
 $_ap_out"; fi
   case $_ap_rc in '' | *[!0-9]*) _ap_rc=125 ;; esac
