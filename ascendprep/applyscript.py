@@ -85,12 +85,19 @@ fi
 _ap_report() {{
   printf '@@ascendprep-step %s rc=%s tries=%s@@\\n%s\\n{end}\\n' "$1" "$2" "$3" "$4"
 }}
+_ap_nl='
+'
 # Runs "$@" and sets _ap_out (its output, only the end past {keep_kb} KB: a tool printing
-# megabytes costs this much) and _ap_rc (its exit status).
+# megabytes costs this much) and _ap_rc (its exit status). Trailing newlines are dropped: the
+# one printed before the status and the tool's last one in the shell (no process in the usual
+# case), any more by $(...) (never a loop per newline: a tool may print {keep_kb} KB of them).
 _ap_run() {{
   _ap_all=$({{ "$@" 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c {keep})
   _ap_rc=${{_ap_all##*@@ap-rc=}}
-  _ap_out=$(printf '%s' "${{_ap_all%@@ap-rc=*}}")
+  _ap_out=${{_ap_all%@@ap-rc=*}}
+  _ap_out=${{_ap_out%"$_ap_nl"}}
+  _ap_out=${{_ap_out%"$_ap_nl"}}
+  case $_ap_out in *"$_ap_nl") _ap_out=$(printf '%s' "$_ap_out") ;; esac
   if [ "${{#_ap_all}}" -ge {keep} ]; then _ap_out="[output over {keep_kb} KB: only its end is kept]
 $_ap_out"; fi
   case $_ap_rc in '' | *[!0-9]*) _ap_rc=125 ;; esac
@@ -132,7 +139,8 @@ _ap_backup() {{
 }}
 _ap_write() {{
   _ap_traps
-  _ap_dir=$(dirname "$1") && mkdir -p "$_ap_dir" || return 1
+  _ap_dir=${{1%/*}}; _ap_dir=${{_ap_dir:-/}}
+  mkdir -p "$_ap_dir" || return 1
   _ap_tmp=$(mktemp "$1.ascendprep.XXXXXX") || return 1
   _ap_tmps="$_ap_tmps $_ap_tmp"
   if ! printf '%s' "$3" > "$_ap_tmp" || ! chmod "$2" "$_ap_tmp" || ! _ap_sync "$_ap_tmp"; then rm -f "$_ap_tmp"; return 1; fi
@@ -145,8 +153,9 @@ _ap_write() {{
   fi
   mv -f "$_ap_tmp" "$1" && _ap_sync "$_ap_dir" && echo "wrote $1"
 }}
+# _ap_sysctl KEY VALUE FILE: FILE is KEY's /proc/sys path (worked out when the script is rendered).
 _ap_sysctl() {{
-  printf '%s\\n' "$2" > "/proc/sys/$(printf '%s' "$1" | tr . /)" && echo "$1 = $2"
+  printf '%s\\n' "$2" > "$3" && echo "$1 = $2"
 }}
 """
 

@@ -203,7 +203,8 @@ class SetSysctl(Change):
         problem = sysctl_rules.key_problem(self.name, [self.name]) or sysctl_rules.value_problem(self.name, self.value)
         if problem:
             raise ChangeError(f"{self.node}: {problem}")
-        return f"_ap_step {_q(self.key)} _ap_sysctl {_q(self.name)} {_q(self.value)}"
+        proc = "/proc/sys/" + self.name.replace(".", "/")  # what `sysctl -w` writes (the key is checked above)
+        return f"_ap_step {_q(self.key)} _ap_sysctl {_q(self.name)} {_q(self.value)} {_q(proc)}"
 
 
 @dataclass(frozen=True)

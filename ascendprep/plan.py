@@ -50,13 +50,15 @@ def _npu_change(name: str, item: drift.Drift, settings: HccnSettings) -> Change:
     return SetNpuTls(name, item.have, settings.npu, item.set_to)
 
 
-def _hccn_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[Change]:
+def _hccn_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan, kinds: Optional[Collection[str]] = None) -> list[Change]:
+    """``kinds``: judge only these NPU kinds (None: all); an unread value is not "unknown"."""
     name = node.node.name
+    judged = set(NPU_KINDS if kinds is None else kinds)
     changes: list[Change] = []
     for want in node.hccn:
-        drifts = drift.npu_drifts(want, facts)
-        address = drifts[0]
-        if address.unknown is not None:
+        drifts = [d for d in drift.npu_drifts(want, facts) if d.key.split(":")[0] in judged]
+        address = drifts[0] if drifts and drifts[0].key.startswith(SetNpuAddress.kind + ":") else None
+        if address is not None and address.unknown is not None:
             # every later step of the NPU depends on its address
             plan.incomplete.append(f"npu {want.npu}: live device settings unknown ({address.unknown})")
             plan.unknown |= {d.key for d in drifts}
@@ -144,18 +146,20 @@ def area_of(change: Change) -> str:
     raise ValueError(f"no area for change kind {change.kind!r}")
 
 
-def diff_host(desired: DesiredState, node_name: str, facts: HostFacts, areas: Optional[Collection[str]] = None) -> HostPlan:
+def diff_host(desired: DesiredState, node_name: str, facts: HostFacts, areas: Optional[Collection[str]] = None, npu_kinds: Optional[Collection[str]] = None) -> HostPlan:
     """All changes that would bring ``node_name`` from ``facts`` to the desired state.
 
     ``areas``: judge only these (:data:`AREAS`); apply re-reads only the areas of its planned
     changes, and an area it did not read must not count as "unknown". None: every area.
+    ``npu_kinds``: within the NPU area, judge only these kinds (``hccn.ip``, ...): apply re-reads
+    only the NPU values its changes depend on (:func:`ascendprep.probes.reads.npu_kinds_for`).
     """
     node = desired.nodes[node_name]
     plan = HostPlan(node_name, node.node.host, reachable=True)
     wanted = set(AREAS if areas is None else areas)
     changes: list[Change] = []
     if NPU_AREA in wanted:
-        changes += _hccn_changes(node, facts, plan)
+        changes += _hccn_changes(node, facts, plan, npu_kinds)
     if SYSCTL_AREA in wanted:
         changes += _sysctl_changes(node, facts, plan)
     if FILES_AREA in wanted:

@@ -13,16 +13,24 @@ N nodes up (named ``bench-N``, on a free /24) and takes each down again, also on
 2. on a second fresh lab, the Python API with one ``Session``: ``gather_facts`` then
    ``apply_changes``, reading ``session.exec_counts()`` after each: SSH execs per host per phase
    (the target is 1);
-3. on a third fresh lab, ``ansible-playbook bench/ansible/playbook.yml`` (forks = N,
+3. on another fresh lab, the hand-batched floor (``bench/floor_client.py``: one paramiko
+   connection and one script per host making the same changes, read-backs checked), then
+   ``ascendprep plan --detailed-exitcode`` must find nothing to change;
+4. on a third fresh lab, ``ansible-playbook bench/ansible/playbook.yml`` (forks = N,
    pipelining, the lab's key and known_hosts), with its ``ssh``/``sftp``/``scp`` wrapped to count
    invocations per host; afterwards ``ascendprep plan --detailed-exitcode`` must find nothing to
    change, proving that Ansible did the same changes.
 
 Once (on the first size's second lab) it also measures what the lab itself costs: the gather
 script run inside node1 without SSH against the same script over SSH, and one simulated
-hccn_tool call (each starts a Python interpreter). From those it prints the "lab floor" of each
+hccn_tool call (each starts a Python interpreter). From those it prints the "lab bound" of each
 phase: the CPU the simulated tools of N nodes need, spread over this machine's cores, i.e. the
 wall time no SSH client could beat on this machine.
+
+Last it prints issue 12's ratios per size: plan+apply against the floor (target <= 2.5), Ansible
+against plan+apply (target >= 5), the converged re-plan against the floor (target <= 1.5), by
+wall time and by total CPU (ascendprep's or the client's own plus the nodes'; steadier on a
+shared machine).
 """
 
 from __future__ import annotations
@@ -110,6 +118,7 @@ class SizeResult:
     cli: dict[str, Measured] = field(default_factory=dict)
     execs: Optional[ExecCounts] = None
     ansible: Optional[AnsibleRun] = None
+    floor: Optional[Measured] = None
 
 
 # --- processes ---------------------------------------------------------------------------------
@@ -335,6 +344,32 @@ def bench_ansible(lab: Lab, folder: Path, playbook_bin: str) -> AnsibleRun:
     return AnsibleRun(measured, calls_per_host(log, [n.mgmt_ip for n in lab.nodes]))
 
 
+# --- 4. the hand-batched floor ------------------------------------------------------------------
+
+FLOOR_CLIENT = Path(__file__).resolve().parent / "floor_client.py"
+
+
+def bench_floor(lab: Lab, folder: Path) -> Measured:
+    """bench/floor_client.py as a child process (its targets saved first, untimed); then plan must
+    find nothing left to change."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(folder), "COLUMNS": "200"}
+    targets = folder / "targets.json"  # worked out before the clock starts: a floor knows its answers
+    saved = subprocess.run([sys.executable, str(FLOOR_CLIENT), str(lab.inventory_path), "--save-targets", str(targets)], env=env, capture_output=True, text=True, check=False)
+    if saved.returncode != 0:
+        raise SystemExit(f"the floor client could not work out its targets:\n{saved.stderr[-3000:]}")
+    measured = run_on_lab(lab, [sys.executable, str(FLOOR_CLIENT), "--targets", str(targets)], folder, env, folder / "floor.log")
+    if measured.rc != 0:
+        raise SystemExit(f"the floor client exited {measured.rc}:\n{tail(folder / 'floor.log')}")
+    check = subprocess.run(
+        [sys.executable, "-m", "ascendprep", "plan", str(lab.inventory_path), "--detailed-exitcode"],
+        cwd=folder, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if check.returncode != 0:
+        raise SystemExit(f"after the floor client, ascendprep plan still finds changes (exit {check.returncode}):\n{check.stdout[-3000:]}")
+    return measured
+
+
 # --- one size ----------------------------------------------------------------------------------
 
 
@@ -350,6 +385,11 @@ def bench_size(nodes: int, workdir: Path, playbook_bin: Optional[str], repeat: i
         with fresh_lab(nodes) as lab:
             cli_runs.append(bench_cli(lab, workdir / f"cli-{nodes}-{attempt}"))
     result.cli = {phase: fastest([run[phase] for run in cli_runs]) for phase in cli_runs[0]}
+    floors = []
+    for attempt in range(repeat):
+        with fresh_lab(nodes) as lab:
+            floors.append(bench_floor(lab, workdir / f"floor-{nodes}-{attempt}"))
+    result.floor = fastest(floors)
     cost = None
     with fresh_lab(nodes) as lab:
         if want_cost:
@@ -405,13 +445,38 @@ def ansible_table(results: list[SizeResult]) -> list[str]:
     return lines
 
 
+def total_cpu(measured: Measured) -> float:
+    return measured.cpu + measured.node_cpu
+
+
+def ratio_table(results: list[SizeResult]) -> list[str]:
+    """Issue 12's targets: plan+apply <= 2.5x the floor, >= 5x faster than Ansible, re-plan <= 1.5x the floor."""
+    lines = [
+        "issue 12's ratios (wall / total CPU = own + nodes'); targets: plan+apply/floor <= 2.5, ansible/(plan+apply) >= 5, replan/floor <= 1.5",
+        f"{'nodes':>5} | {'floor wall s / CPU s':>20} | {'plan+apply / floor':>18} | {'ansible / (plan+apply)':>22} | {'replan / floor':>14}",
+    ]
+    for r in results:
+        if r.floor is None:
+            continue
+        plan, apply, replan, floor = r.cli["plan"], r.cli["apply"], r.cli["replan"], r.floor
+        both_wall, both_cpu = plan.wall + apply.wall, total_cpu(plan) + total_cpu(apply)
+        ours = f"{both_wall / floor.wall:.2f} / {both_cpu / total_cpu(floor):.2f}"
+        theirs = "n/a"
+        if r.ansible is not None:
+            a = r.ansible.run
+            theirs = f"{a.wall / both_wall:.2f} / {total_cpu(a) / both_cpu:.2f}"
+        again = f"{replan.wall / floor.wall:.2f} / {total_cpu(replan) / total_cpu(floor):.2f}"
+        lines.append(f"{r.nodes:>5} | {floor.wall:>9.2f} / {total_cpu(floor):>8.1f} | {ours:>18} | {theirs:>22} | {again:>14}")
+    return lines
+
+
 def cost_lines(cost: LabCost, results: list[SizeResult]) -> list[str]:
     lines = [
         "The lab's own cost (node1 of the first size, best of 3):",
         f"  gather script inside the node, no SSH: {cost.in_node_wall:.2f} s wall, {cost.in_node_cpu:.2f} s CPU "
         f"({cost.tool_calls} simulated tool calls; one hccn_tool call = {cost.tool_call_cpu * 1000:.0f} ms CPU, a Python start)",
         f"  the same script over SSH by ascendprep, one host: {cost.ssh_exec:.2f} s exec, {cost.ssh_round_trip:.2f} s with the connect",
-        f"  floor of a phase on this machine = its node CPU / {CORES} cores (the nodes share these cores with ascendprep):",
+        f"  lab bound of a phase on this machine (not the hand-batched floor) = its node CPU / {CORES} cores (the nodes share these cores with ascendprep):",
     ]
     for r in results:
         plan, apply = r.cli["plan"], r.cli["apply"]
@@ -426,6 +491,8 @@ def report(results: list[SizeResult], cost: Optional[LabCost]) -> str:
     lines += cli_table(results)
     if any(r.ansible for r in results):
         lines += [""] + ansible_table(results)
+    if any(r.floor for r in results):
+        lines += [""] + ratio_table(results)
     if cost is not None:
         lines += [""] + cost_lines(cost, results)
     return "\n".join(lines)

@@ -224,7 +224,7 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
     from ascendprep.fleet.hosts import apply_changes, gather_facts
     from ascendprep.fleet.progress import progress_for_terminal
     from ascendprep.plan import area_of, diff_host, managed_keys, reconcile
-    from ascendprep.probes.reads import units_for_areas
+    from ascendprep.probes.reads import npu_kinds_for, units_for_changes
     from ascendprep.probes.unit import PLAN
 
     inventory = _load_inventory(path, saved, inventory_path)
@@ -256,10 +256,13 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
     deadline = hosts_deadline(inventory, timeout, forks, APPLY_PHASES, hosts=len(nodes))
     with _session(inventory, this, accept_new_host_keys, forks, sudo_password, deadline, nodes) as session:
         # Re-read only what the planned changes depend on: the areas (NPUs, kernel settings,
-        # files, firewall) their values come from; a change elsewhere since planning is not this
-        # plan's business (the next plan shows it).
+        # files, firewall) their values come from, and of the NPUs only the planned kinds (and
+        # the address they need); a change elsewhere since planning is not this plan's business
+        # (the next plan shows it).
         areas = {name: {area_of(change) for change in changes} for name, changes in planned.items()}
-        units = {name: units_for_areas(host_areas) for name, host_areas in areas.items()}
+        npu_kinds = {name: npu_kinds_for(changes) for name, changes in planned.items()}
+        npus_of = {node.name: node.npus for node in nodes}
+        units = {name: units_for_changes(changes, npus_of.get(name)) for name, changes in planned.items()}
         gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned), phase=PLAN, units=units)
         to_apply: dict[str, list[Change]] = {}
         stale: list[str] = []
@@ -270,7 +273,7 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
             if outcome is None or not outcome.ok or outcome.value is None:
                 stale.append(f"{name}: cannot be read now ({outcome.error if outcome else 'not contacted'})")
                 continue
-            fresh = diff_host(desired, name, outcome.value.facts, areas=areas[name])
+            fresh = diff_host(desired, name, outcome.value.facts, areas=areas[name], npu_kinds=npu_kinds[name])
             stale.extend(f"{name}: {reason}" for reason in fresh.incomplete)
             result = reconcile(changes, fresh.changes, managed_keys(desired, name))
             stale.extend(f"{name}: {line}" for line in result.stale)

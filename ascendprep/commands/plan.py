@@ -159,6 +159,7 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
     ``limits_hit``: when given, the limits the run hit are appended to it (see report.limits_hit).
     """
     from ascendprep.fleet.hosts import gather_facts
+    from ascendprep.probes.reads import units_for_plan
     from ascendprep.fleet.progress import progress_for_terminal
     from ascendprep.plan import diff_host, unreachable_host
     from ascendprep.probes.unit import PLAN
@@ -167,7 +168,8 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
     inventory = desired.inventory
     chosen = list(inventory.nodes) if nodes is None else list(nodes)
     with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, chosen) as session:
-        outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"), only={node.name for node in chosen}, phase=PLAN)
+        units = {node.name: units_for_plan(desired, node.name) for node in chosen}  # no gateway/TLS/firewall query the diff would not look at
+        outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"), only={node.name for node in chosen}, phase=PLAN, units=units)
     if limits_hit is not None:
         facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in outcomes.items()}
         limits_hit.extend(collect_limits_hit(session.limits_hit, facts, remote_call_output_cap()))

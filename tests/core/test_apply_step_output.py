@@ -30,3 +30,20 @@ def test_a_short_step_is_kept_whole_and_unmarked(tmp_path):
     _, steps = _steps(tmp_path, "_ap_step short sh -c 'echo hello; echo oops >&2; exit 2'", "_ap_step quiet true")
     assert (steps["short"].rc, steps["short"].output) == (2, "hello\noops")
     assert (steps["quiet"].rc, steps["quiet"].output) == (0, "")
+
+
+def test_trailing_newlines_are_dropped_in_linear_time_however_many(tmp_path):
+    """A step's trailing newlines go (as $(...) drops them); a tool printing the whole cap in
+    newlines must not make the shell strip them one at a time (quadratic: minutes)."""
+    lines = (
+        "_ap_step blank_lines sh -c 'printf \"x\\n\\n\\n\\n\"'",
+        "_ap_step no_newline sh -c 'printf y'",
+        f"_ap_step only_newlines sh -c 'head -c {limits.REMOTE_CALL_OUTPUT_CAP} /dev/zero | tr \"\\\\0\" \"\\\\n\"; echo z; head -c 200000 /dev/zero | tr \"\\\\0\" \"\\\\n\"'",
+    )
+    import time
+
+    started = time.monotonic()
+    _, steps = _steps(tmp_path, *lines)
+    assert time.monotonic() - started < 30
+    assert steps["blank_lines"].output == "x" and steps["no_newline"].output == "y"
+    assert steps["only_newlines"].output.endswith("\nz") and steps["only_newlines"].rc == 0

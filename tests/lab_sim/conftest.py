@@ -1,7 +1,7 @@
 """A temporary simulated lab (state dir + per-node identity files), no root or namespaces needed.
 
-The tools run as subprocesses exactly as the node wrappers start them: ``python -S -m
-ascendprep.lab.sim.<tool>`` with the repository on ``PYTHONPATH``, the node chosen by
+The tools run as subprocesses exactly as the node wrappers start them: ``python -S -c
+<tools.entry_program(ascendprep.lab.sim.<tool>)>`` with the repository on ``PYTHONPATH``, the node chosen by
 ``ASCENDPREP_LAB_NODE_FILE`` and the version files by ``ASCENDPREP_LAB_ROOT``.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.lab.sim import cann, state
+from ascendprep.lab.sim import cann, state, tools
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ class SimLab:
 
     def _run(self, module: str, node: str, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-S", "-m", module, *args],
+            [sys.executable, "-S", "-c", tools.entry_program(module), *args],
             capture_output=True, text=True, env=self.env(node), timeout=timeout,
         )
 

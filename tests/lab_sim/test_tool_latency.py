@@ -17,8 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _timed_wrapper(tmp_path: Path, latency_ms: int) -> float:
+    (tmp_path / "demo_tool.py").write_text("import sys\ndef main():\n    print('ran', *sys.argv[1:])\n    return 0\n")
     script = tmp_path / f"tool-{latency_ms}"
-    script.write_text(tools.wrapper_script(sys.executable, str(REPO), "platform", "demo", latency_ms))
+    script.write_text(tools.wrapper_script(sys.executable, str(tmp_path), "demo_tool", "demo", latency_ms))
     script.chmod(0o755)
     started = time.monotonic()
     result = subprocess.run([str(script)], capture_output=True, text=True, timeout=30)
