@@ -422,6 +422,25 @@ class PingResult:
 
 
 @dataclass(frozen=True)
+class HccsPingResult:
+    """One ``hccn_tool -i D -hccs_ping -g address V`` run from this host (A3, the HCCS plane).
+
+    ``npu`` is the source die's hccn device id, ``target`` the peer die's vNIC address; the
+    times are the device's ``average``/``max time`` lines in microseconds (None when not printed).
+    """
+
+    npu: int
+    target: str
+    ok: bool
+    sent: Optional[int] = None
+    received: Optional[int] = None
+    loss_percent: Optional[float] = None
+    average_us: Optional[float] = None
+    max_us: Optional[float] = None
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class InterfaceAddress:
     """One address of a host NIC, from ``ip -o addr``: which interface holds which address.
 

@@ -166,3 +166,9 @@ SAMPLE_INTERVAL_MAX_S = 600
 #: The longest ``lab up --tool-latency-ms`` accepted: a slow real driver answers in about a
 #: second; more only makes the lab useless.
 TOOL_LATENCY_MAX_MS = 5000
+
+# --- a3a (issue 21): the HCCS ping phase of verify on A3 super-pods ------------------------------
+#: Seconds one ``hccn_tool -hccs_ping`` may take (3 packets of the device's default timeout).
+HCCS_PING_TIMEOUT_S = 15
+#: Extra tries with back-off when hccn_tool answers busy (as the RoCE pings).
+HCCS_PING_BUSY_RETRIES = 5

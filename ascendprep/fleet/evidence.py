@@ -17,6 +17,7 @@ from ascendprep.checks.mesh import PingPlan, plan_pings
 from ascendprep.desired import DesiredState
 from ascendprep.execvia import ExecVia
 from ascendprep.facts import PingResult
+from ascendprep.fleet.hccs import run_hccs
 from ascendprep.fleet.hosts import gather_facts
 from ascendprep.probes.ping import parse_ping_output, render_ping_script
 from ascendprep.fleet.access import HostAccess
@@ -103,4 +104,6 @@ def collect(
             hosts[name] = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)
         else:
             hosts[name] = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
+    if inventory.product.id == "atlas-a3":  # the HCCS plane inside each super-pod (issue 21)
+        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))
     return hosts, plan
