@@ -101,3 +101,11 @@ def test_sdid_duplicates_within_a_pod_only():
     verdicts = sdid(ctx(_facts(0, 0, 4), _facts(0, 0, 4)))
     assert len(verdicts) == 4 and all(v.status is Status.FAILED and "EI0014" in v.message for v in verdicts)
     assert "n1 device 0 (NPU 0 die 0) and n2 device 0 (NPU 0 die 0)" in verdicts[0].message
+
+
+def test_the_allreduce_smoke_runs_one_rank_per_die_sixteen_per_a3_server():
+    from ascendprep.allreduce.options import AllreduceOptions, resolve_settings
+
+    inventory = inventory_from_text(yaml.safe_dump({**INVENTORY, "npus_per_node": 16}))
+    settings, problems = resolve_settings(AllreduceOptions.coerce({}), [(n.name, n.npus) for n in inventory.nodes], None)
+    assert problems == [] and settings.nproc_by_node == {"n1": 16, "n2": 16} and settings.world_size == 32

@@ -90,3 +90,18 @@ def test_reserved_ranges_inside_and_outside_a_pod(tmp_path):
     assert refused.returncode != 0 and "conflicted" in refused.stdout + refused.stderr
     assert set_ip(outside, "192.168.9.5").returncode == 0
     assert set_ip(in_pod, "10.20.0.5").returncode == 0
+
+
+def test_lab_spec_pod_servers():
+    from ascendprep.lab.spec import LabSpec, LabSpecError
+
+    spec = LabSpec(product="atlas-a3", nodes=6, pod_servers=3).validated()
+    assert [spec.super_pod_of(i) for i in (1, 3, 4)] == [
+        {"id": 0, "server_index": 0, "size": 24}, {"id": 0, "server_index": 2, "size": 24}, {"id": 1, "server_index": 0, "size": 24}]
+    assert LabSpec(product="atlas-a3").validated().pod_servers == 2
+    assert LabSpec(product="atlas-a3", pod_servers=0).validated().super_pod_of(1) is None
+    assert LabSpec(product="atlas-a2").validated().super_pod_of(1) is None
+    with pytest.raises(LabSpecError, match="only atlas-a3 servers are in super-pods"):
+        LabSpec(product="atlas-a2", pod_servers=2).validated()
+    with pytest.raises(LabSpecError, match="--pod-servers 49"):
+        LabSpec(product="atlas-a3", pod_servers=49).validated()
