@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ALLREDUCE_MODULE = "ascendprep.fleet.allreduce"
 #: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
-GROUPS = ("node", "npu", "network", "optics", "ports", "sysctl", "firewall", "files", "software", "job", "cluster", "firmware")
+GROUPS = ("node", "npu", "network", "optics", "ports", "sysctl", "firewall", "files", "software", "job", "cluster", "firmware", "superpod")
 MESHES = ("ring", "full")
 #: verify's ``--timeout`` also bounds the all-reduce, and the report and bundle are still written.
 VERIFY_TIMEOUT_HELP = (

@@ -64,7 +64,11 @@ def test_healthy_cluster_passes_every_check(desired):
     assert {"node.reachable", "npu.health", "network.lldp", "network.tls", "network.gateway", "sysctl.minimum", "firewall.active", "files.managed", "software.torchvision", "cluster.reachability", "cluster.compat"} <= ids
     # 4 nodes x 8 NPUs x 11 per-NPU network checks (network.counters the 11th), each recorded per NPU.
     assert sum(1 for r in results if r.check.startswith("network.")) == 4 * 8 * 11
-    assert all(r.status is Status.PASSED for r in results)
+    # the A3 super-pod checks (issue 21) do not apply to this atlas-a2 inventory: skipped once each, saying why
+    a3_only = {"superpod.identity", "superpod.vnic", "superpod.die_subnets", "cluster.sdid", "cluster.hccs"}
+    assert {(r.check, r.status, r.message) for r in results if r.check in a3_only} == {
+        (check, Status.SKIPPED, "atlas-a2 has no HCCS super-pod plane") for check in a3_only}
+    assert all(r.status is Status.PASSED for r in results if r.check not in a3_only)
 
 
 def _node2(desired: DesiredState) -> HostFacts:
