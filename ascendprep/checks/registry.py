@@ -74,5 +74,10 @@ class Selection:
     def needs_pings(self) -> bool:
         return any(check.id == "cluster.reachability" for check in self.checks())
 
+    @property
+    def needs_hccs(self) -> bool:
+        """The A3 HCCS ping phase runs only for ``cluster.hccs``."""
+        return any(check.id == "cluster.hccs" for check in self.checks())
+
     def to_dict(self) -> dict:
         return {"only": sorted(self.only), "skip": sorted(self.skip)}

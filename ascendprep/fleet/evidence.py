@@ -78,11 +78,13 @@ def collect(
     progress: ProgressFactory = lambda _: None,
     sample_interval: int = 0,
     exec_via: Optional[ExecVia] = None,
+    with_hccs: Optional[bool] = None,
 ) -> Tuple[Dict[str, HostEvidence], Optional[PingPlan]]:
     """Gather every host, plan and run the pings; the evidence per node, and the ping plan.
 
     ``sample_interval``: seconds between the gather's two reads of the port counters (0: one read).
     ``exec_via``: the gather runs through this wrapper (the pings stay on the host).
+    ``with_hccs``: run the A3 HCCS pings within each super-pod (fleet/hccs.py); None: as ``with_pings``.
     """
     inventory = desired.inventory
     gathered = gather_facts(session, inventory, progress("reading hosts"), sample_interval=sample_interval, exec_via=exec_via)
@@ -94,6 +96,8 @@ def collect(
             hosts[node.name] = HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr)
         else:
             hosts[node.name] = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
+    if (with_pings if with_hccs is None else with_hccs) and inventory.product.id == "atlas-a3":
+        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))  # the HCCS plane in each super-pod (issue 21)
     if not with_pings:
         return hosts, None
     plan = plan_pings(desired, {name: host.facts for name, host in hosts.items()}, mesh)
@@ -104,6 +108,4 @@ def collect(
             hosts[name] = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)
         else:
             hosts[name] = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
-    if inventory.product.id == "atlas-a3":  # the HCCS plane inside each super-pod (issue 21)
-        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))
     return hosts, plan

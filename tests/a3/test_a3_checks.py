@@ -109,3 +109,11 @@ def test_the_allreduce_smoke_runs_one_rank_per_die_sixteen_per_a3_server():
     inventory = inventory_from_text(yaml.safe_dump({**INVENTORY, "npus_per_node": 16}))
     settings, problems = resolve_settings(AllreduceOptions.coerce({}), [(n.name, n.npus) for n in inventory.nodes], None)
     assert problems == [] and settings.nproc_by_node == {"n1": 16, "n2": 16} and settings.world_size == 32
+
+
+def test_the_hccs_phase_runs_for_cluster_hccs_alone():
+    from ascendprep.checks.registry import Selection
+
+    assert Selection.parse(["superpod"]).needs_hccs and not Selection.parse(["superpod"]).needs_pings
+    assert not Selection.parse(["sysctl"]).needs_hccs
+    assert not Selection.parse((), ["cluster.hccs"]).needs_hccs and Selection.parse((), ["cluster.hccs"]).needs_pings
