@@ -18,15 +18,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class A3Lab:
-    def __init__(self, base: Path, nodes: int = 4, pod_servers: Optional[int] = 2, npus: int = 16) -> None:
+    def __init__(self, base: Path, nodes: int = 4, pod_servers: Optional[int] = 2, npus: int = 16, product: str = "atlas-a3") -> None:
         self.base = base
         self.state_dir = base / "state"
-        spec = LabSpec(product="atlas-a3", nodes=nodes, npus=npus, pod_servers=pod_servers).validated()
+        spec = LabSpec(product=product, nodes=nodes, npus=npus, pod_servers=pod_servers).validated()
         self.names = [node.name for node in spec.node_list()]
-        cabling = state.default_cabling("atlas-a3", self.names, npus)
+        cabling = state.default_cabling(product, self.names, npus)
         self.lab = {
             "name": "lab",
-            "product": "atlas-a3",
+            "product": product,
             "state_dir": str(self.state_dir),
             "nodes": [
                 {"name": name, "mgmt_ip": f"10.231.0.{11 + i}", "npus": npus, "cabling": cabling[name],

@@ -105,3 +105,14 @@ def test_lab_spec_pod_servers():
         LabSpec(product="atlas-a2", pod_servers=2).validated()
     with pytest.raises(LabSpecError, match="--pod-servers 49"):
         LabSpec(product="atlas-a3", pod_servers=49).validated()
+
+
+def test_other_products_have_no_super_pod_queries(tmp_path):
+    """Unlike variant: an A2 node refuses spod-info, -vnic and -hccs_ping, and keeps only the
+    vNIC host /24 (192.168.1.0/24) reserved; 192.10.0.0/24 is a device subnet there."""
+    a2 = A3Lab(tmp_path, nodes=2, pod_servers=None, npus=8, product="atlas-a2")
+    assert a2.npu_smi("node1", "info", "-t", "spod-info", "-i", "0", "-c", "0").returncode != 0
+    vnic = a2.hccn("node1", "-i", "0", "-vnic", "-g")
+    assert vnic.returncode != 0 and "not supported" in vnic.stdout + vnic.stderr
+    assert a2.hccn("node1", "-i", "0", "-hccs_ping", "-g", "address", "192.0.2.199").returncode != 0
+    assert a2.hccn("node1", "-i", "0", "-ip", "-s", "address", "192.10.0.5", "netmask", "255.255.255.0").returncode == 0
