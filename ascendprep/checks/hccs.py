@@ -47,7 +47,7 @@ class HccsPair:
 
 def node_pod(facts: Optional[HostFacts]) -> Optional[int]:
     """The physical pod a node's dies report (None when none was read, or they disagree)."""
-    if facts is None or not facts.superpod:
+    if facts is None or not facts.superpod or not all(die.in_pod for die in facts.superpod.values()):
         return None
     pods = {die.super_pod_id for die in facts.superpod.values()}
     return pods.pop() if len(pods) == 1 else None

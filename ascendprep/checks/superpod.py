@@ -52,6 +52,8 @@ def identity(ctx: NodeContext) -> Verdict:
         return failed(f"the dies of one server disagree on their pod/server index: {sorted(places)}", evidence,
                       fix="read npu-smi info -t spod-info on every die; a mixed answer is a driver or BIOS fault")
     pod, index = places.pop()
+    if not all(die.in_pod for die in facts.superpod.values()):
+        return passed(f"in no super-pod (server index {index}): HCCL wants a 1.0 rank table here, and there is no HCCS plane to ping", evidence)
     return passed(f"super-pod {pod}, server index {index}, {len(facts.superpod)} dies", evidence)
 
 
@@ -60,6 +62,8 @@ def vnic(ctx: NodeContext, npu: int) -> Verdict:
     die = facts.superpod.get(npu)
     if die is None:
         return skipped("no super-pod identity for this die (superpod.identity names it)")
+    if not die.in_pod:
+        return skipped(f"the server is in no super-pod (server index {die.server_index}): no HCCS vNIC to check")
     live = facts.npus.get(npu)
     if live is None or live.vnic_ip is None:
         errors = facts.errors_for("hccn.vnic", npu)

@@ -117,3 +117,27 @@ def test_the_hccs_phase_runs_for_cluster_hccs_alone():
     assert Selection.parse(["superpod"]).needs_hccs and not Selection.parse(["superpod"]).needs_pings
     assert not Selection.parse(["sysctl"]).needs_hccs
     assert not Selection.parse((), ["cluster.hccs"]).needs_hccs and Selection.parse((), ["cluster.hccs"]).needs_pings
+
+
+def test_a3_servers_outside_any_pod_have_no_hccs_plane(tmp_path):
+    """The driver's rule: server index 48 or more is "in no super-pod" (the lab's --pod-servers 0
+    prints 65535); such servers are not paired, not SDID-checked, and their vNIC is not judged."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from a3sim import A3Lab
+    from ascendprep.probes.superpod import parse_spod_info
+
+    lab = A3Lab(tmp_path, nodes=2, pod_servers=0, npus=4)
+    out = lab.npu_smi("node1", "info", "-t", "spod-info", "-i", "1", "-c", "0").stdout
+    die = parse_spod_info(out, 1, 0)
+    assert not die.in_pod
+    facts = _facts(0, die.server_index, 4)
+    assert plan_hccs(["n1", "n2"], {"n1": range(4), "n2": range(4)}, {"n1": facts, "n2": facts}) == ()
+    verdict = identity(_node_ctx(facts))
+    assert verdict.status is Status.PASSED and verdict.message.startswith("in no super-pod (server index 65535)")
+    assert vnic(_node_ctx(facts), 0).status is Status.SKIPPED
+    desired = build_desired(inventory_from_text(yaml.safe_dump(INVENTORY)))
+    cluster = ClusterContext(desired, {"n1": HostEvidence("n1", "h", facts), "n2": HostEvidence("n2", "h", facts)}, None, date.today())
+    assert [v.status for v in sdid(cluster)] == [Status.SKIPPED]
