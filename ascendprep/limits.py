@@ -167,6 +167,25 @@ SAMPLE_INTERVAL_MAX_S = 600
 #: second; more only makes the lab useless.
 TOOL_LATENCY_MAX_MS = 5000
 
+# -- node-local runs: verify/apply --local, merged node bundles (issue 13, nl1) -----------------
+
+#: Seconds ``ip -o addr show`` may take when a --local run looks for the inventory node it is.
+LOCAL_IDENTITY_TIMEOUT_S = 5
+
+#: This machine's addresses named in the "no node of the inventory is this machine" error before
+#: "and N more" (a host with many VFs or containers has hundreds).
+LOCAL_ADDRESSES_SHOWN = 8
+
+# --- integrations: Prometheus textfile, Slurm launcher (issue 13, helper nl2) ------------------
+
+#: Characters of one Prometheus label value (a check subject, a version string read from a host);
+#: longer ones are cut: a hostile version file must not make a megabyte series.
+PROMETHEUS_LABEL_VALUE_CAP = 256
+
+#: Characters of ``SLURM_JOB_NODELIST`` read by ``--launcher slurm`` (a hostlist expression;
+#: Slurm's own limit for one is far below this).
+SLURM_NODELIST_MAX_CHARS = 65536
+
 # --- a3a (issue 21): the HCCS ping phase of verify on A3 super-pods ------------------------------
 #: Seconds one ``hccn_tool -hccs_ping`` may take (3 packets of the device's default timeout).
 HCCS_PING_TIMEOUT_S = 15

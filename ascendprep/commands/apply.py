@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired import DesiredState
     from ascendprep.fleet.fanout import HostOutcome
     from ascendprep.fleet.hosts import AppliedHost
-    from ascendprep.inventory import Inventory
+    from ascendprep.inventory import Inventory, Node
     from ascendprep.plan import Change
     from ascendprep.planfile import PlanFile
 
@@ -77,17 +77,26 @@ INTERRUPTED = 130
 @timeout_option()
 @ask_sudo_password_option
 @hosts_option
-def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool, hosts_pattern: Optional[str]) -> None:
+@click.option("--local", "local", is_flag=True, help="Apply only this machine's changes, here, without SSH (one node at a time, driven by Ansible, Slurm or another engine); --node names it.")
+@click.option("--node", "node", default=None, metavar="NAME", help="--local: the plan's node this machine is (default: the node whose name or host is this machine's host name or address).")
+def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool, hosts_pattern: Optional[str], local: bool, node: Optional[str]) -> None:
     """Carry out the saved plan (default .ascendprep/plan.json).
 
     Every host is read again first and diffed against the inventory: what runs is that fresh
     diff, never commands from the plan file. Changes already in place are skipped; if anything
     moved since planning, or the plan file holds a change the inventory does not produce, the
     plan is refused and nothing is changed. A second apply changes nothing. With --hosts PATTERN
-    only the plan's hosts it names are read and changed.
+    only the plan's hosts it names are read and changed; with --local only this machine, without
+    SSH, under the same checks, lock and journal.
     """
+    if node is not None and not local:
+        raise click.UsageError("--node only applies with --local")
+    if local:
+        from ascendprep.commands.local import refuse_remote_options
+
+        refuse_remote_options("apply", {"--accept-new-host-keys": accept_new_host_keys, "--forks": forks, "--ask-sudo-password": ask_sudo_password, "--hosts": hosts_pattern})
     try:
-        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path, timeout, hosts_pattern)
+        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path, timeout, hosts_pattern, local=local, node=node)
     except InputError as error:
         fail_input(error)
     sys.exit(code)
@@ -169,7 +178,7 @@ def _check_hosts(saved: PlanFile, desired: DesiredState) -> list[str]:
 APPLY_PHASES = 2
 
 
-def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None) -> int:
+def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None, local: bool = False, node: Optional[str] = None) -> int:
     from ascendprep.applyjournal import ApplyJournal
     from ascendprep.planfile import DEFAULT_PLAN, read_plan
 
@@ -181,7 +190,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
     journal = ApplyJournal(path, saved.cluster)
     try:
         with _sigterm_unwinds():
-            return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path, timeout, hosts_pattern)
+            return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path, timeout, hosts_pattern, local, node)
     except Refused as refused:
         journal.finish("refused", "\n".join([refused.heading, *refused.lines]))
         err.print(f"[red]{markup_safe(refused.heading)}[/]", soft_wrap=True)
@@ -210,7 +219,7 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
         journal.finish("finished")
 
 
-def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float], hosts_pattern: Optional[str] = None) -> int:
+def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float], hosts_pattern: Optional[str] = None, local: bool = False, node: Optional[str] = None) -> int:
     from ascendprep.desired import build_desired
     from ascendprep.fleet.hosts import apply_changes, gather_facts
     from ascendprep.fleet.progress import progress_for_terminal
@@ -226,9 +235,13 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
     foreign = _check_hosts(saved, desired)
     if foreign:
         raise Refused("The plan names hosts that are not this inventory's nodes; nothing was changed:", foreign, "Run 'ascendprep plan' again, review, then apply the new plan.")
-    chosen = {node.name for node in select_nodes(inventory, hosts_pattern)}
+    this = _local_node(inventory, node) if local else None
+    chosen = {this.name} if this is not None else {n.name for n in select_nodes(inventory, hosts_pattern)}
     left_out = [h.node for h in saved.hosts if h.node not in chosen]
-    if left_out:
+    if this is not None:
+        journal.record["local_node"] = this.name
+        err.print(f"--local: only {markup_safe(this.name)} (this machine) is read and changed, without SSH.", soft_wrap=True)
+    elif left_out:
         err.print(f"--hosts: {markup_safe(compressed(left_out))} of the plan left out; nothing will be done there.", soft_wrap=True)
     skipped = [h for h in saved.hosts if not h.reachable and h.node in chosen]
     planned = {h.node: h.changes for h in saved.hosts if h.reachable and h.changes and h.node in chosen}
@@ -241,7 +254,7 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
 
     nodes = [n for n in inventory.nodes if n.name in planned]
     deadline = hosts_deadline(inventory, timeout, forks, APPLY_PHASES, hosts=len(nodes))
-    with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, nodes) as session:
+    with _session(inventory, this, accept_new_host_keys, forks, sudo_password, deadline, nodes) as session:
         # Re-read only what the planned changes depend on: the areas (NPUs, kernel settings,
         # files, firewall) their values come from; a change elsewhere since planning is not this
         # plan's business (the next plan shows it).
@@ -283,6 +296,22 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
     for host in skipped:
         err.print(f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing was done there.[/]")
     return _report(out, path, saved, rows, failed, journal.path)
+
+
+def _local_node(inventory: "Inventory", wanted: Optional[str]) -> "Node":
+    """``--local``: the inventory node this machine is (``--node``, or matched; else exit 2)."""
+    from ascendprep.commands.local import machine_identity, match_node
+
+    return match_node(inventory, machine_identity(), wanted)
+
+
+def _session(inventory: "Inventory", this: Optional["Node"], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], deadline: Any, nodes: list["Node"]) -> Any:
+    """The hosts' session: SSH to ``nodes``, or with --local this machine alone (no SSH)."""
+    if this is None:
+        return open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, nodes)
+    from ascendprep.commands.local import local_session
+
+    return local_session(inventory, this, deadline)
 
 
 def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], outcomes: dict[str, HostOutcome[AppliedHost]]) -> tuple[list[tuple[str, Change, Optional[int], str]], bool]:

@@ -90,13 +90,17 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 
 
 @click.command("verify")
-@click.argument("inventory", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("inventory", nargs=-1, metavar="[INVENTORY | BUNDLE_DIR...]", type=click.Path(path_type=Path))
 @click.option("--only", multiple=True, metavar="IDS", help="Run only these checks. " + _SELECT_HELP)
 @click.option("--skip", multiple=True, metavar="IDS", help="Leave these checks out. " + _SELECT_HELP)
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "prometheus"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version; prometheus: node_exporter textfile metrics).")
+@click.option("--prometheus-file", "prometheus_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the results as Prometheus metrics to this file, atomically (for node_exporter's textfile collector: name it *.prom).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here (a testsuite per node and one for the cluster).")
 @click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
-@click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host.")
+@click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host; with more folders after it (--from-bundle DIR DIR...), merge the node bundles of verify --local runs into one cluster report.")
+@click.option("--local", "local", is_flag=True, help="Check only this machine, without SSH (run by Slurm, Kubernetes or Ansible on each node); --node names it, --bundle-dir keeps its node bundle for --from-bundle.")
+@click.option("--node", "node", default=None, metavar="NAME", help="--local: the inventory node this machine is (default: the node whose name or host is this machine's host name or address).")
+@click.option("--bundle-dir", "bundle_dir", type=click.Path(path_type=Path), default=None, metavar="DIR", help="--local: write the node bundle to DIR (a new or empty folder, or this node's earlier bundle, replaced) instead of under .ascendprep/runs/.")
 @click.option("--keep-runs", "keep_runs", type=click.IntRange(1, 100_000), default=KEEP_RUNS_DEFAULT, show_default=True, help="Evidence bundles kept under .ascendprep/runs/; older ones are removed after each run.")
 @accept_new_host_keys_option
 @forks_option
@@ -109,15 +113,17 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
+@click.option("--launcher", type=click.Choice(["ssh", "slurm"]), default=None, help="--allreduce: start the worker over SSH (default) or with srun inside the current Slurm allocation (sbatch/salloc holding every inventory node).")
 @click.option("--allow-busy-npus", is_flag=True, help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).")
 @click.option("--sample-interval", "sample_interval", type=click.IntRange(0, SAMPLE_INTERVAL_MAX_S), default=None, metavar="SECONDS", help=f"Seconds between the two reads of every NPU port's error and pause counters (hccn_tool -stat -g), whose growth per second is judged; sampled while the other probes run, so verify takes at most this much longer. 0: read once, no rates.  [default: {SAMPLE_INTERVAL_DEFAULT_S}]")
 @timeout_option(VERIFY_TIMEOUT_HELP)
 @hosts_option
 def verify_command(
-    inventory: Optional[Path],
+    inventory: Tuple[Path, ...],
     only: Sequence[str],
     skip: Sequence[str],
     output_format: str,
+    prometheus_file: Optional[Path],
     junit: Optional[Path],
     mesh: Optional[str],
     from_bundle: Optional[Path],
@@ -133,10 +139,14 @@ def verify_command(
     train: bool,
     bisect: bool,
     allow_busy_npus: bool,
+    launcher: Optional[str],
     timeout: Optional[float],
     sample_interval: Optional[int],
     exec_via: Optional[str],
     hosts_pattern: Optional[str],
+    local: bool,
+    node: Optional[str],
+    bundle_dir: Optional[Path],
 ) -> None:
     """Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.
 
@@ -151,17 +161,39 @@ def verify_command(
 
     Every run saves its evidence under .ascendprep/runs/<UTC time>/ (0600 files, raw outputs
     gzip'd, the newest --keep-runs kept); --from-bundle re-checks one and reads only its files.
+
+    With --local only this machine is checked, without SSH, and its NPUs ping every peer NPU
+    of the mesh; --from-bundle DIR DIR... merges such node bundles into the cluster checks and
+    one report, naming the nodes without a bundle.
     """
-    if from_bundle is not None and inventory is not None:
-        raise click.UsageError("give either INVENTORY or --from-bundle, not both")
-    if from_bundle is None and inventory is None:
+    more_bundles: Tuple[Path, ...] = ()
+    if from_bundle is not None:
+        not_folders = [str(path) for path in inventory if not path.is_dir()]
+        if not_folders:
+            raise click.UsageError(f"give either INVENTORY or --from-bundle DIR..., not both ({', '.join(not_folders)} is not a bundle folder)")
+        more_bundles, inventory_path = tuple(inventory), None
+    elif not inventory:
         raise click.UsageError("missing INVENTORY (or --from-bundle DIR)")
+    elif len(inventory) > 1:
+        raise click.UsageError("give one INVENTORY (more folders only follow --from-bundle DIR)")
+    elif inventory[0].is_dir():
+        raise click.UsageError(f"INVENTORY {inventory[0]} is a directory; to re-check bundles give --from-bundle {inventory[0]}")
+    else:
+        inventory_path = inventory[0]
+    if not local and (node is not None or bundle_dir is not None):
+        raise click.UsageError("--node and --bundle-dir only apply with --local")
+    if local:
+        from ascendprep.commands.local import refuse_remote_options
+
+        refuse_remote_options("verify", {"--from-bundle": from_bundle, "--allreduce": allreduce, "--accept-new-host-keys": accept_new_host_keys, "--forks": forks, "--ask-sudo-password": ask_sudo_password, "--hosts": hosts_pattern})
     if from_bundle is not None and (allreduce or mesh or accept_new_host_keys or forks or timeout):
         raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
     if from_bundle is not None and sample_interval is not None:
         raise click.UsageError("--from-bundle contacts no host: --sample-interval does not apply")
     if from_bundle is not None and exec_via is not None:
         raise click.UsageError("--from-bundle contacts no host: --exec-via does not apply")
+    if launcher is not None and not allreduce:
+        raise click.UsageError("--launcher only applies with --allreduce")
     via = None
     if exec_via is not None:
         from ascendprep.execvia import ExecViaError, parse_exec_via
@@ -178,10 +210,11 @@ def verify_command(
     if allreduce_options is not None and timeout is not None:
         allreduce_options = type(allreduce_options)(**{**vars(allreduce_options), "timeout": timeout})
     options = VerifyOptions(
-        inventory=inventory,
+        inventory=inventory_path,
         only=tuple(only),
         skip=tuple(skip),
         output_format=output_format,
+        prometheus_file=prometheus_file,
         junit=junit,
         mesh=mesh,
         from_bundle=from_bundle,
@@ -194,6 +227,11 @@ def verify_command(
         sample_interval=SAMPLE_INTERVAL_DEFAULT_S if sample_interval is None else sample_interval,
         exec_via=via,
         hosts_pattern=hosts_pattern,
+        more_bundles=more_bundles,
+        local=local,
+        node=node,
+        bundle_dir=bundle_dir,
+        launcher=launcher or "ssh",
     )
     try:
         code = run_verify(options)
@@ -230,6 +268,18 @@ class VerifyOptions:
     #: ``--hosts``: report only these nodes (every node is still read: the pings and cluster
     #: checks need their peers).
     hosts_pattern: Optional[str] = None
+    #: ``--from-bundle DIR DIR...``: the folders after the first; merged with it as node bundles.
+    more_bundles: Tuple[Path, ...] = ()
+    #: ``--local``: check only this machine, through the local transport (commands/local.py).
+    local: bool = False
+    #: ``--node``: the inventory node this machine is (None: matched by host name and address).
+    node: Optional[str] = None
+    #: ``--bundle-dir``: where a --local run writes its node bundle (None: under runs_dir).
+    bundle_dir: Optional[Path] = None
+    #: ``--prometheus-file``: where the metrics are also written (atomically).
+    prometheus_file: Optional[Path] = None
+    #: ``--launcher``: how the all-reduce reaches the nodes (ssh, or slurm: srun in the allocation).
+    launcher: str = "ssh"
 
 
 @dataclass
@@ -250,6 +300,10 @@ class _Run:
     from_bundle: Optional[str] = None
     #: Limits the live run hit (report.limits_hit); a bundle re-check hits none.
     limits_hit: List[Dict[str, Any]] = field(default_factory=list)
+    #: A --local run's node: only its evidence is kept, its checks judged (commands/local.py).
+    local_node: Optional[str] = None
+    #: A merge of node bundles (fleet/bundlemerge.py): the header lines the text report starts with.
+    merged: Optional[Any] = None
 
 
 def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
@@ -284,6 +338,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
         problems = option_problems(inventory, options.allreduce)
         if problems:
             raise InputError([Located("--allreduce", None, "", problem) for problem in problems])
+    launcher = _slurm_launcher(inventory) if options.allreduce is not None and options.launcher == "slurm" else None
     mesh = options.mesh or "ring"
     day = datetime.now(timezone.utc).date()
     allreduce_findings: List[Finding] = []
@@ -300,13 +355,29 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
         elif options.allreduce is not None:
             from ascendprep.fleet.allreduce import run_allreduce  # written separately; loaded only when asked for
 
-            shown = err if options.output_format == "json" else Console(highlight=False)
-            outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
+            shown = err if options.output_format != "text" else Console(highlight=False)
+            if launcher is not None:  # srun steps in the allocation instead of the SSH connections
+                with launcher.session(session.hosts, deadline) as steps:
+                    outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown)
+            else:
+                outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
             allreduce_findings = list(outcome.findings)
             allreduce_doc = outcome.to_dict()
         execs = session.exec_counts()
     limits_hit = collect_limits_hit(session.limits_hit, {name: host.facts for name, host in hosts.items()}, remote_call_output_cap())
     return _Run(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc, limits_hit=limits_hit)
+
+
+def _slurm_launcher(inventory: Inventory) -> Any:
+    """``--launcher slurm``: the allocation checked before any host is read (exit 2 outside one)."""
+    import os
+
+    from ascendprep.fleet.slurm import SlurmError, prepare_slurm
+
+    try:
+        return prepare_slurm([(n.name, n.host) for n in inventory.nodes], os.environ)
+    except SlurmError as exc:
+        raise InputError([Located("--launcher slurm", None, "", str(exc))]) from None
 
 
 #: Remote phases of ``verify`` (for the default deadline): the gather, then the pings.
@@ -341,6 +412,8 @@ def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Co
 
     assert options.from_bundle is not None
     bundle = read_bundle(options.from_bundle)
+    if options.more_bundles or bundle.local_node is not None:
+        return _merged(options, selection, [bundle, *(read_bundle(p) for p in _more_paths(options))], err)
     inventory = inventory_from_text(bundle.inventory_text, file=bundle.inventory_path, base_dir=Path(bundle.inventory_path).parent)
     desired = _desired(inventory, err)
     if desired is None:
@@ -351,6 +424,32 @@ def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Co
     if missing:
         raise BundleError(f"{bundle.path}: no evidence for nodes {', '.join(missing)}")
     return _Run(desired, bundle.inventory_path, bundle.inventory_text, bundle.hosts, bundle.pings, bundle.mesh, selection, bundle.day, bundle.ssh_execs, bundle.allreduce_findings, bundle.allreduce_doc, from_bundle=str(options.from_bundle))
+
+
+def _more_paths(options: VerifyOptions) -> List[Path]:
+    from ascendprep.fleet.bundlemerge import bundle_paths
+
+    assert options.from_bundle is not None
+    return bundle_paths(options.from_bundle, options.more_bundles)[1:]
+
+
+def _merged(options: VerifyOptions, selection: Optional[Selection], bundles: List[Any], err: Console) -> Optional[_Run]:
+    """``--from-bundle DIR DIR...``: node bundles of verify --local runs, judged as one cluster."""
+    from ascendprep.checks.registry import Selection
+    from ascendprep.fleet.bundlemerge import check_compatible, merge_bundles
+    from ascendprep.inventory import inventory_from_text
+
+    check_compatible(bundles, explicit_selection=selection is not None)
+    first = bundles[0]
+    inventory = inventory_from_text(first.inventory_text, file=first.inventory_path, base_dir=Path(first.inventory_path).parent)
+    desired = _desired(inventory, err)
+    if desired is None:
+        return None
+    if selection is None:
+        selection = Selection.parse(first.selection.get("only", ()), first.selection.get("skip", ()))
+    merged = merge_bundles(bundles, desired, selection.needs_pings)
+    label = ", ".join(merged.sources.values())
+    return _Run(desired, first.inventory_path, first.inventory_text, merged.hosts, merged.pings, first.mesh, selection, merged.day, merged.ssh_execs, [], None, from_bundle=label, merged=merged)
 
 
 def run_verify(options: VerifyOptions) -> int:
@@ -364,6 +463,11 @@ def run_verify(options: VerifyOptions) -> int:
         selection = Selection.parse(options.only, options.skip) if explicit or options.from_bundle is None else None
         if options.from_bundle is not None:
             run = _from_bundle(options, selection, err)
+        elif options.local:
+            from ascendprep.commands.local import verify_local
+
+            assert selection is not None
+            run = verify_local(options, selection, err)
         else:
             assert selection is not None
             run = _live(options, selection, err)
@@ -377,7 +481,7 @@ def run_verify(options: VerifyOptions) -> int:
     return _report(run, options, err)
 
 
-def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console) -> Optional[Path]:
+def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console, chosen_dir: bool = False) -> Optional[Path]:
     """Write the evidence bundle (when the disk has room) and drop runs past ``keep_runs``.
 
     The bundle is evidence, not the verdict: any failure here is a warning, and the document then
@@ -385,18 +489,20 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
     """
     from ascendprep.fleet.bundle import Bundle, bundle_size, check_free_space, prune_runs, write_bundle
 
-    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, run.selection.to_dict(), run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc)
+    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, run.selection.to_dict(), run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node)
     disk = check_free_space(target.parent, bundle_size(bundle, document))
     if disk.warning:
         err.print(f"[yellow]warning:[/] {escape(disk.warning)}", soft_wrap=True)
     saved: Optional[Path] = None
     if disk.write:
         try:
-            saved = write_bundle(bundle, target, document)
+            saved = write_bundle(bundle, target, document, chosen_dir=chosen_dir)
         except (OSError, ValueError) as exc:
             err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}", soft_wrap=True)
     if saved is None:
         document["bundle"] = None
+    if chosen_dir:
+        return saved  # --bundle-dir: the user's folder; runs elsewhere are not this run's to prune
     try:
         prune_runs(target.parent, keep_runs)
     except OSError as exc:
@@ -419,7 +525,12 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     from ascendprep.report.junit import render_junit
     from ascendprep.report.verify import print_verify, verify_document
 
-    results: List[CheckResult] = run_checks(run.desired, run.hosts, run.pings, run.selection, run.day)
+    if run.local_node is not None:
+        from ascendprep.commands.local import node_results
+
+        results: List[CheckResult] = node_results(run.desired, run.hosts[run.local_node], run.pings, run.selection, run.day)
+    else:
+        results = run_checks(run.desired, run.hosts, run.pings, run.selection, run.day)
     shown = run  # the bundle keeps every host's evidence; the report shows the --hosts ones
     if options.hosts_pattern is not None:
         shown, results = _only_hosts(run, results, {n.name for n in select_nodes(run.desired.inventory, options.hosts_pattern)})
@@ -433,7 +544,10 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED
-    target = None if run.from_bundle else new_bundle_dir(options.runs_dir or RUNS_DIR)
+    if options.prometheus_file is not None and not _write_metrics(options.prometheus_file, _metrics(results, shown, node_order, code, run.allreduce_doc), err):
+        code = exitcodes.FAILED
+    chosen_dir = run.local_node is not None and options.bundle_dir is not None
+    target = None if run.from_bundle else (options.bundle_dir if chosen_dir else new_bundle_dir(options.runs_dir or RUNS_DIR))
     document = verify_document(
         inventory={"path": run.inventory_path, "sha256": hashlib.sha256(run.inventory_text.encode()).hexdigest(), "name": run.desired.inventory.name},
         results=results,
@@ -448,16 +562,51 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         from_bundle=run.from_bundle,
     )
     document["limits_hit"] = run.limits_hit
+    if run.local_node is not None:
+        document["local_node"] = run.local_node
+    if run.merged is not None:
+        document["merged"] = run.merged.to_dict()
     if target is not None:
-        target = _save_bundle(run, target, document, options.keep_runs, err)
-    if options.output_format == "json":
+        target = _save_bundle(run, target, document, options.keep_runs, err, chosen_dir=chosen_dir)
+    if options.output_format == "prometheus":
+        sys.stdout.write(_metrics(results, shown, node_order, code, run.allreduce_doc))
+    elif options.output_format == "json":
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
     else:
         out = Console(highlight=False)
-        if run.from_bundle:
+        if run.merged is not None:
+            from ascendprep.fleet.bundlemerge import describe
+
+            for line in describe(run.merged):
+                out.print(escape(line), soft_wrap=True)
+        elif run.from_bundle:
             out.print(f"Re-checked the evidence in {escape(run.from_bundle)} (gathered {run.day.isoformat()}); no host was contacted.")
+        if run.local_node is not None:
+            out.print(f"Checked this machine as {escape(run.local_node)} (--local, no SSH); its peers' own checks are theirs.", soft_wrap=True)
         print_verify(out, results, shown.hosts, node_order, shown.allreduce_findings, str(target) if target else None)
         for hit in run.limits_hit:
             if hit["limit"] == "command_timeout":
                 out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(compressed(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
     return code
+
+
+def _metrics(results: List[CheckResult], shown: _Run, node_order: List[str], code: int, allreduce_doc: Optional[Dict[str, Any]]) -> str:
+    """The Prometheus textfile of this run (``--format prometheus`` / ``--prometheus-file``)."""
+    import time
+
+    from ascendprep import __version__
+    from ascendprep.report.prometheus import verify_metrics
+
+    return verify_metrics(results, shown.hosts, node_order, code, time.time(), allreduce_doc, __version__)
+
+
+def _write_metrics(path: Path, metrics: str, err: Console) -> bool:
+    """``--prometheus-file``: write atomically; a failure is said with the path (and exits 1)."""
+    from ascendprep.report.prometheus import write_metrics_file
+
+    try:
+        write_metrics_file(path, metrics)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] --prometheus-file {escape(str(path))}: {escape(str(exc.strerror or exc))}")
+        return False
+    return True

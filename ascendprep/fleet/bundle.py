@@ -10,6 +10,11 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
     results.json         the report verify printed with --format json
     allreduce.json       the all-reduce outcome, with --allreduce
 
+A *node bundle* (``verify --local``) has the same layout with one host; run.json names it
+(``"local_node"``) and its ping plan holds the pairs that node pinged from its end. Written with
+``--bundle-dir DIR``, it goes to DIR itself (replacing that node's earlier bundle there, never
+anything else) and DIR's parent is left as it is (it may be a shared folder).
+
 ``--from-bundle`` re-parses the raw transcripts (not facts.json, which is for people), rebuilds the
 desired state from the inventory copy, and runs the checks on the recorded date: the same
 evidence gives the same findings, with no SSH.
@@ -90,6 +95,8 @@ class Bundle:
     #: The all-reduce outcome document (``allreduce.json``), when one ran.
     allreduce_doc: Optional[Dict[str, Any]] = None
     path: Optional[Path] = None
+    #: A node bundle's node (``verify --local``); None for a whole run's bundle.
+    local_node: Optional[str] = None
 
     @property
     def inventory_sha256(self) -> str:
@@ -120,10 +127,17 @@ def new_bundle_dir(runs_dir: Path = RUNS_DIR, now: Optional[datetime] = None) ->
     return candidate
 
 
-def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
-    """Write ``bundle`` to ``target`` (through a hidden partial dir renamed at the end)."""
+def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_dir: bool = False) -> Path:
+    """Write ``bundle`` to ``target`` (through a hidden partial dir renamed at the end).
+
+    ``chosen_dir``: ``target`` is the user's ``--bundle-dir``: its parent must exist and is not
+    tightened, and an earlier bundle there (:func:`check_bundle_target`) is replaced.
+    """
     partial = target.parent / f".{target.name}.partial"
-    _runs_dir(target.parent)
+    if chosen_dir:
+        check_bundle_target(target, bundle.local_node)
+    else:
+        _runs_dir(target.parent)
     if partial.is_symlink():
         partial.unlink()
     elif partial.exists():
@@ -143,6 +157,8 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
         "hosts": {name: _host_record(host, bundle.ssh_execs.get(name)) for name, host in bundle.hosts.items()},
         "allreduce_findings": [f.to_dict() for f in bundle.allreduce_findings],
     }
+    if bundle.local_node is not None:
+        run["local_node"] = bundle.local_node
     _write(partial / RUN_FILE, json.dumps(run, indent=1) + "\n")
     _write(partial / INVENTORY_COPY, bundle.inventory_text)
     for name, host in bundle.hosts.items():
@@ -160,9 +176,47 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
     _write(partial / RESULTS_FILE, _compact_json(report), compress=True)
     if bundle.allreduce_doc is not None:
         _write(partial / ALLREDUCE_FILE, json.dumps(bundle.allreduce_doc, indent=1) + "\n", compress=True)
-    os.replace(partial, target)
+    _put_in_place(partial, target)
     bundle.path = target
     return target
+
+
+def check_bundle_target(target: Path, node: Optional[str] = None) -> None:
+    """``--bundle-dir``: refuse anything but a new folder in an existing one, an empty folder, or
+    an earlier bundle (run.json of this kind) of ``node``; raise :class:`BundleError` saying which.
+    Another node's bundle is refused too: replacing it would lose that node's evidence."""
+    if not target.parent.is_dir():
+        raise BundleError(f"--bundle-dir {target}: {target.parent} is not an existing folder")
+    if not os.path.lexists(target):
+        return
+    if target.is_symlink() or not target.is_dir():
+        raise BundleError(f"--bundle-dir {target}: exists and is not a folder; refused (give a new or empty folder, or an earlier bundle)")
+    entries = os.listdir(target)
+    if not entries:
+        return
+    try:
+        run = _read_json(target.resolve(), RUN_FILE)
+    except (BundleError, FileNotFoundError):
+        run = None
+    if not isinstance(run, dict) or run.get("kind") != BUNDLE_KIND:
+        raise BundleError(f"--bundle-dir {target}: a folder holding other files than a verify bundle; refused (it would be replaced)")
+    if node is not None and run.get("local_node") != node:
+        raise BundleError(f"--bundle-dir {target}: holds the bundle of {run.get('local_node') or 'a whole verify run'}, not of {node}; refused (it would be replaced)")
+
+
+def _put_in_place(partial: Path, target: Path) -> None:
+    """Rename ``partial`` to ``target``; an earlier bundle there is moved aside first, then removed."""
+    if os.path.lexists(target) and os.listdir(target):
+        old = target.parent / f".{target.name}.old"
+        if old.is_symlink():
+            old.unlink()
+        elif old.exists():
+            shutil.rmtree(old)
+        os.replace(target, old)
+        os.replace(partial, target)
+        shutil.rmtree(old)
+        return
+    os.replace(partial, target)
 
 
 def _compact_json(document: Any) -> str:
@@ -342,6 +396,18 @@ def read_bundle(folder: Path) -> Bundle:
         raise BundleError(f"{run_path}: malformed ({type(exc).__name__}: {exc})") from None
 
 
+def _local_node(folder: Path, run: Dict[str, Any], hosts: Dict[str, HostEvidence]) -> Optional[str]:
+    """A node bundle's node: a node name, and the only host the bundle holds."""
+    name = run.get("local_node")
+    if name is None:
+        return None
+    if not isinstance(name, str) or not HOST_DIR_RE.match(name):
+        raise BundleError(f"{folder / RUN_FILE}: local_node {name!r} is not a node name; refused")
+    if set(hosts) != {name}:
+        raise BundleError(f"{folder / RUN_FILE}: a node bundle of {name} must hold that node alone, not {', '.join(sorted(hosts)) or 'no host'}; refused")
+    return name
+
+
 def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
     hosts: Dict[str, HostEvidence] = {}
     execs: Dict[str, int] = {}
@@ -385,6 +451,7 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
         ssh_execs=execs,
         allreduce_findings=[Finding.from_dict(f) for f in run.get("allreduce_findings") or []],
         path=folder,
+        local_node=_local_node(folder, run, hosts),
     )
     if any(os.path.lexists(folder / name) for name in (ALLREDUCE_FILE + GZ, ALLREDUCE_FILE)):
         bundle.allreduce_doc = _read_json(folder, ALLREDUCE_FILE)

@@ -1,0 +1,265 @@
+"""Node-local runs (issue 13): ``verify --local`` and ``apply --local`` on the machine itself.
+
+Where a scheduler (Slurm prolog, a Kubernetes DaemonSet, an Ansible play) puts ascendprep on
+each node, there is no control host with SSH to every node. A local run reads and changes only
+the node it runs on, through :class:`~ascendprep.fleet.local.LocalTransport` (the same scripts,
+``sh -s`` on stdin, no SSH), behind the same :class:`~ascendprep.fleet.fanout.Session` the SSH
+commands use, so the gather, the pings, the apply script, its lock and the journal are theirs.
+
+Which node: ``--node NAME``, or the inventory node whose name or host is this machine's host
+name (short or fully qualified) or one of its addresses; none or several matching is a usage
+error naming what was compared, never a guess.
+
+Pings: a node cannot know how its peers' ports are doing, so it pings every mesh pair it is an
+end of, from its own NPU. Each pair is then pinged from both ends (about twice the pings of an
+SSH verify), and ``verify --from-bundle`` can rebuild the SSH run's ping plan from all nodes'
+facts and find each pair's result at the end that plan chooses (:mod:`ascendprep.fleet.bundlemerge`).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import date
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional
+
+import click
+
+from ascendprep.limits import LOCAL_ADDRESSES_SHOWN, LOCAL_IDENTITY_TIMEOUT_S
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ascendprep.checks.context import HostEvidence
+    from ascendprep.checks.mesh import PingPlan
+    from ascendprep.checks.model import CheckResult
+    from ascendprep.checks.registry import Selection
+    from ascendprep.desired import DesiredState
+    from ascendprep.facts import HostFacts
+    from ascendprep.fleet.deadline import Deadline
+    from ascendprep.fleet.fanout import Session
+    from ascendprep.inventory import Inventory, Node
+    from rich.console import Console
+
+    from ascendprep.commands.verify import VerifyOptions, _Run
+
+#: What the other nodes' evidence says in a --local run (they are never contacted).
+NOT_THIS_NODE = "not read: a --local run reads only {node}"
+
+
+@dataclass(frozen=True)
+class MachineIdentity:
+    """What this machine answers to: host names (as given and lower-cased) and addresses."""
+
+    names: FrozenSet[str]
+    addresses: FrozenSet[str]
+
+    def describe(self) -> str:
+        names = ", ".join(sorted(self.names)) or "none"
+        shown = sorted(self.addresses)[:LOCAL_ADDRESSES_SHOWN]
+        addresses = ", ".join(shown) or "none read"
+        if len(self.addresses) > len(shown):
+            addresses += f" and {len(self.addresses) - len(shown)} more"
+        return f"host names {names}; addresses {addresses}"
+
+
+def parse_ip_addresses(text: str) -> FrozenSet[str]:
+    """The addresses in ``ip -o addr show`` output (``inet 10.0.0.1/24``, ``inet6 fe80::1/64``)."""
+    found = set()
+    for line in text.splitlines():
+        words = line.split()
+        for index, word in enumerate(words[:-1]):
+            if word in ("inet", "inet6"):
+                found.add(words[index + 1].split("/", 1)[0])
+    return frozenset(found)
+
+
+def machine_identity() -> MachineIdentity:
+    """This machine's host names and addresses (``ip -o addr show``; nothing when ``ip`` is missing)."""
+    hostname = socket.gethostname()
+    names = {hostname, hostname.split(".", 1)[0]}
+    try:
+        fqdn = socket.getfqdn()
+    except OSError:
+        fqdn = ""
+    if fqdn and fqdn not in ("localhost", "localhost.localdomain"):
+        names |= {fqdn, fqdn.split(".", 1)[0]}
+    names = {n for n in names if n}
+    names |= {n.lower() for n in names}
+    try:
+        listed = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=LOCAL_IDENTITY_TIMEOUT_S, check=False)
+        addresses = parse_ip_addresses(listed.stdout) if listed.returncode == 0 else frozenset()
+    except (OSError, subprocess.TimeoutExpired):
+        addresses = frozenset()
+    return MachineIdentity(frozenset(names), frozenset(a for a in addresses if not _link_local_or_loopback(a)))
+
+
+def _link_local_or_loopback(address: str) -> bool:
+    """Addresses no inventory names a server by (every machine has them)."""
+    import ipaddress
+
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return True
+    return parsed.is_loopback or parsed.is_link_local
+
+
+def match_node(inventory: "Inventory", identity: MachineIdentity, wanted: Optional[str]) -> "Node":
+    """The node a local run is for: ``wanted`` (``--node``), or the one this machine is.
+
+    Raises click.BadParameter (exit 2) for an unknown name, and when no node or several match
+    this machine, naming what was compared, so a wrong guess never reads or changes a node.
+    """
+    from ascendprep.hostrange import compressed
+
+    names = [node.name for node in inventory.nodes]
+    if wanted is not None:
+        for node in inventory.nodes:
+            if node.name == wanted:
+                return node
+        raise click.BadParameter(f"{wanted!r} is not a node of {inventory.source} (its nodes: {compressed(names)})", param_hint="--node")
+    keys = identity.names | identity.addresses
+    matches = [node for node in inventory.nodes if node.name in keys or node.host in keys or node.host.lower() in keys]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise click.BadParameter(
+            f"no node of {inventory.source} is this machine ({identity.describe()}; its nodes: {compressed(names)}): name it with --node NAME",
+            param_hint="--node",
+        )
+    raise click.BadParameter(
+        f"several nodes of {inventory.source} match this machine ({', '.join(n.name for n in matches)}, by {identity.describe()}): name one with --node NAME",
+        param_hint="--node",
+    )
+
+
+def refuse_remote_options(command: str, given: Dict[str, object]) -> None:
+    """Options that only mean something with SSH or a fleet are usage errors with --local."""
+    used = [name for name, value in given.items() if value not in (None, False, ())]
+    if used:
+        raise click.UsageError(f"{command} --local runs on this machine only, without SSH: {', '.join(used)} do not apply")
+
+
+@contextmanager
+def local_session(inventory: "Inventory", node: "Node", deadline: Optional["Deadline"]) -> Iterator["Session"]:
+    """A one-host Session whose transport is this machine (ssh.command_timeout still bounds each script)."""
+    from ascendprep.fleet.fanout import Session
+    from ascendprep.fleet.hosts import host_accesses
+    from ascendprep.fleet.local import LocalTransport
+
+    access = host_accesses(inventory, nodes=[node])[0]
+
+    def here(_: object) -> LocalTransport:
+        return LocalTransport(node.name, command_timeout=inventory.model.ssh.command_timeout)
+
+    with Session([access], 1, transport_factory=here, deadline=deadline) as session:
+        yield session
+
+
+def local_ping_plan(desired: "DesiredState", node: str, facts: Optional["HostFacts"], mesh: str) -> "PingPlan":
+    """The mesh pairs ``node`` is an end of, each pinged from ``node``'s end where it can ping.
+
+    The peers' facts are unknown here (they count as unreadable), so the standard source choice
+    picks this node's end whenever its NPU can ping at all; a pair with both ends here is chosen
+    as in an SSH run. A pair this node cannot ping from says its peer pings it in its own run.
+    """
+    from ascendprep.checks.mesh import PingPlan, plan_pings
+
+    full = plan_pings(desired, {node: facts}, mesh)
+    pairs = []
+    for pair in full.pairs:
+        if node not in (pair.a.node, pair.b.node):
+            continue
+        if pair.source is None:
+            here, there = (pair.a, pair.b) if pair.a.node == node else (pair.b, pair.a)
+            own = (pair.blocked or "").split("; ")[0 if here is pair.a else -1]
+            pair = replace(pair, blocked=f"{own}; {there.node} pings this pair from its end in its own --local run")
+        pairs.append(pair)
+    return PingPlan(mesh, tuple(pairs))
+
+
+def others_unread(desired: "DesiredState", host: "HostEvidence") -> Dict[str, "HostEvidence"]:
+    """Every inventory node's evidence for the checks: ``host``, and placeholders for the rest."""
+    from ascendprep.checks.context import HostEvidence
+
+    return {
+        node.name: host if node.name == host.node else HostEvidence(node.name, node.host, None, error=NOT_THIS_NODE.format(node=host.node), error_kind="error")
+        for node in desired.inventory.nodes
+    }
+
+
+def node_results(desired: "DesiredState", host: "HostEvidence", pings: Optional["PingPlan"], selection: "Selection", day: date) -> List["CheckResult"]:
+    """The checks of one node's own evidence: its node and NPU checks, and the cluster checks
+    over what it alone saw (its versions and stack, TLS and device IPs among its own NPUs, its
+    pings). Cluster checks leave unread nodes out, so the placeholders never fail them."""
+    from ascendprep.checks.runner import run_checks
+
+    results = run_checks(desired, others_unread(desired, host), pings, selection, day)
+    return [r for r in results if r.node is None or r.node == host.node]
+
+
+def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console") -> Optional["_Run"]:
+    """``verify --local``: this machine's gather and pings, through the local transport.
+
+    Returns verify's run record (``commands.verify._Run``) holding only this node's evidence, or
+    None when the inventory breaks its rules (already printed).
+    """
+    from datetime import datetime, timezone
+
+    from ascendprep.checks.context import HostEvidence
+    from ascendprep.commands.verify import VERIFY_PHASES, _desired, _Run
+    from ascendprep.fleet.evidence import PingRun, _ping_problem, run_pings
+    from ascendprep.fleet.hosts import gather_facts
+    from ascendprep.fleet.progress import progress_for_terminal
+    from ascendprep.commands.common import hosts_deadline
+    from ascendprep.inventory import inventory_from_text
+    from ascendprep.probes.shell import checked_output_cap_override
+    from ascendprep.report.limits_hit import collect_limits_hit
+    from ascendprep.probes.shell import remote_call_output_cap
+    from ascendprep.yamlsource import read_input_text
+
+    path = options.inventory
+    checked_output_cap_override()
+    text = read_input_text(path)
+    inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
+    node = match_node(inventory, machine_identity(), options.node)
+    if options.bundle_dir is not None:
+        from ascendprep.fleet.bundle import check_bundle_target
+
+        check_bundle_target(options.bundle_dir, node.name)  # refused before anything is read
+    desired = _desired(inventory, err)
+    if desired is None:
+        return None
+    mesh = options.mesh or "ring"
+    day = datetime.now(timezone.utc).date()
+    timeout = options.timeout
+    deadline = hosts_deadline(inventory, timeout, 1, VERIFY_PHASES, hosts=1)
+    sample_interval = options.sample_interval
+    if timeout is None and sample_interval:
+        deadline.seconds += sample_interval
+    with local_session(inventory, node, deadline) as session:
+        gathered = gather_facts(session, inventory, progress_for_terminal("reading this node"), only={node.name},
+                                sample_interval=sample_interval, exec_via=options.exec_via)
+        outcome = gathered[node.name]
+        if outcome.ok and outcome.value is not None:
+            value = outcome.value
+            host = HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr)
+        else:
+            host = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
+        pings = None
+        if selection.needs_pings:
+            pings = local_ping_plan(desired, node.name, host.facts, mesh)
+            if pings.by_source():
+                pinged = run_pings(session, pings, progress_for_terminal("pinging peer NPUs"))[node.name]
+                if pinged.ok and pinged.value is not None:
+                    run: PingRun = pinged.value
+                    host = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)
+                else:
+                    host = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
+            else:
+                host = replace(host, pings=())  # nothing this node can ping: an empty, finished phase
+        execs = session.exec_counts()
+    limits_hit = collect_limits_hit(session.limits_hit, {node.name: host.facts}, remote_call_output_cap())
+    return _Run(desired, str(path.resolve()), text, {node.name: host}, pings, mesh, selection, day, execs, [], None,
+                limits_hit=limits_hit, local_node=node.name)

@@ -1,0 +1,197 @@
+"""verify --local on each node, merged with --from-bundle, judges the cluster as verify over SSH does.
+
+The "nodes" are this machine: the fake NPU tools (tests/fixtures/probes/fake_tools) answer every
+node's hccn_tool/npu-smi, so the same evidence is read whether a Session of local transports
+plays the SSH fan-out or each node runs ``verify --local --node NAME`` itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any, Dict, List, Set, Tuple
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from ascendprep.checks.registry import Selection
+from ascendprep.checks.runner import run_checks
+from ascendprep.commands.local import local_ping_plan
+from ascendprep.commands.verify import verify_command
+from ascendprep.desired import build_desired
+from ascendprep.fleet.access import HostAccess
+from ascendprep.fleet.evidence import collect
+from ascendprep.fleet.fanout import Session
+from ascendprep.fleet.local import LocalTransport
+from ascendprep.inventory import inventory_from_text
+
+FAKE_TOOLS = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "fake_tools"
+NODES = ("n1", "n2", "n3")
+INVENTORY = {
+    "name": "t",
+    "product": "atlas-a2",
+    "npus_per_node": 2,
+    "device_network": {"subnet": "10.20.0.0/24", "tls": False},
+    "nodes": [{"name": "n[1-3]", "host": "10.0.0.[11-13]"}],
+}
+
+Verdicts = Set[Tuple[str, Any, Any, Any, str]]
+
+
+@pytest.fixture
+def fake_node(tmp_path, monkeypatch) -> Path:
+    """This machine as an Ascend node (fake tools on PATH); returns the inventory file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("hccn_tool", "npu-smi"):
+        shutil.copyfile(FAKE_TOOLS / tool, bin_dir / tool)
+        (bin_dir / tool).chmod(stat.S_IRWXU)
+    (tmp_path / "state").mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_FIXTURES", str(FAKE_TOOLS.parent))
+    monkeypatch.setenv("FAKE_STATE", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(INVENTORY))
+    return path
+
+
+def verify(*args: str) -> Tuple[int, Dict[str, Any], str]:
+    outcome = CliRunner().invoke(verify_command, [*args, "--format", "json"])
+    assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
+    document = json.loads(outcome.stdout) if outcome.stdout.startswith("{") else {}
+    return outcome.exit_code, document, outcome.stderr
+
+
+def verdicts(checks: List[Dict[str, Any]]) -> Verdicts:
+    return {(c["check"], c.get("node"), c.get("npu"), c.get("subject"), c["status"]) for c in checks}
+
+
+def local_bundles(inventory: Path, tmp_path: Path, nodes=NODES) -> List[str]:
+    folders = []
+    for node in nodes:
+        folder = tmp_path / "bundles" / node
+        folder.parent.mkdir(exist_ok=True)
+        code, document, stderr = verify(str(inventory), "--local", "--node", node, "--bundle-dir", str(folder), "--sample-interval", "0")
+        assert code in (0, 1), stderr
+        assert set(document["hosts"]) == {node} and document["local_node"] == node
+        folders.append(str(folder))
+    return folders
+
+
+def ssh_style_verdicts(inventory: Path) -> Verdicts:
+    """What verify over SSH judges: one Session over all nodes (local transports stand in for SSH)."""
+    desired = build_desired(inventory_from_text(inventory.read_text()))
+    accesses = [HostAccess(name=node.name, address=node.host) for node in desired.inventory.nodes]
+    with Session(accesses, forks=3, transport_factory=lambda access: LocalTransport(access.name)) as session:
+        hosts, plan = collect(session, desired, "ring", with_pings=True)
+    results = run_checks(desired, hosts, plan, Selection())
+    return {(r.check, r.node, r.npu, r.subject, r.status.value) for r in results}
+
+
+def test_merged_local_runs_judge_the_cluster_as_the_ssh_run_does(fake_node, tmp_path):
+    folders = local_bundles(fake_node, tmp_path)
+    code, merged, stderr = verify("--from-bundle", *folders)
+    assert code == 1, stderr  # the fake fabric loses pings: the cluster fails, as over SSH
+    expected = ssh_style_verdicts(fake_node)
+    assert any(v[0] == "cluster.reachability" for v in expected), "no pings judged: the comparison would prove little"
+    assert verdicts(merged["checks"]) == expected
+    assert merged["merged"]["missing"] == [] and sorted(merged["merged"]["sources"]) == list(NODES)
+
+
+def test_a_local_run_judges_only_its_node_and_pings_every_pair_it_is_an_end_of(fake_node, tmp_path):
+    code, document, _ = verify(str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(tmp_path / "b"), "--sample-interval", "0")
+    assert code == 1
+    nodes = {c.get("node") for c in document["checks"]}
+    assert nodes <= {"n2", None}
+    pinged = [c["evidence"] for c in document["checks"] if c["check"] == "cluster.reachability"]
+    desired = build_desired(inventory_from_text(fake_node.read_text()))
+    plan = local_ping_plan(desired, "n2", None, "ring")
+    assert len(pinged) == len(plan.pairs) > 0
+    assert all(e["from"]["node"] == "n2" for e in pinged)  # from its own NPUs, to n1 and n3
+    assert {e["to"]["node"] for e in pinged} == {"n1", "n3"}
+
+
+def test_a_missing_node_is_named_and_its_pairs_are_judged_from_the_other_end(fake_node, tmp_path):
+    folders = local_bundles(fake_node, tmp_path, nodes=("n1", "n2"))
+    code, document, _ = verify("--from-bundle", *folders)
+    assert code == 1
+    assert document["merged"]["missing"] == ["n3"]
+    reach = [c for c in document["checks"] if c["check"] == "node.reachable" and c["node"] == "n3"]
+    assert reach and reach[0]["status"] == "failed" and "no node bundle for n3" in reach[0]["message"]
+    n3_pairs = [c for c in document["checks"] if c["check"] == "cluster.reachability" and "n3:" in c["subject"]]
+    assert n3_pairs and all(c["evidence"]["from"]["node"] != "n3" and "sent" in c["evidence"] for c in n3_pairs)
+    text = CliRunner().invoke(verify_command, ["--from-bundle", *folders])
+    assert "No bundle for n3" in text.stdout
+
+
+def test_hostile_or_mismatched_bundles_are_refused_with_the_folder_named(fake_node, tmp_path):
+    folders = local_bundles(fake_node, tmp_path, nodes=("n1", "n2"))
+    again = tmp_path / "n1-again"
+    shutil.copytree(folders[0], again)
+    code, _, stderr = verify("--from-bundle", folders[0], folders[1], str(again))
+    assert code == 2 and "a second bundle of n1" in stderr and "n1-again" in stderr
+
+    tampered = tmp_path / "tampered"
+    shutil.copytree(folders[1], tampered)
+    run = json.loads((tampered / "run.json").read_text())
+    run["local_node"] = "n3"  # says n3, holds n2's evidence
+    (tampered / "run.json").write_text(json.dumps(run))
+    code, _, stderr = verify("--from-bundle", folders[0], str(tampered))
+    assert code == 2 and "run.json" in stderr and "must hold that node alone" in stderr
+
+    other = dict(INVENTORY, name="other")
+    other_inventory = tmp_path / "other.yaml"
+    other_inventory.write_text(yaml.safe_dump(other))
+    code, _, stderr = verify(str(other_inventory), "--local", "--node", "n3", "--bundle-dir", str(tmp_path / "o3"), "--sample-interval", "0")
+    assert code in (0, 1), stderr
+    code, _, stderr = verify("--from-bundle", *folders, str(tmp_path / "o3"))
+    assert code == 2 and "made from another inventory" in stderr and "o3" in stderr
+
+    whole = tmp_path / "whole-run"
+    shutil.copytree(folders[1], whole)
+    run = json.loads((whole / "run.json").read_text())
+    del run["local_node"]  # a whole verify run's bundle: its ping plan is not a node's own
+    (whole / "run.json").write_text(json.dumps(run))
+    code, _, stderr = verify("--from-bundle", folders[0], str(whole))
+    assert code == 2 and "only node bundles (verify --local) are merged" in stderr and "whole-run" in stderr
+
+
+def test_bundle_dir_replaces_an_earlier_bundle_and_refuses_other_folders(fake_node, tmp_path):
+    folder = tmp_path / "b1"
+    for _ in range(2):  # run twice into one folder, as a scheduler's prolog does
+        code, _, stderr = verify(str(fake_node), "--local", "--node", "n1", "--bundle-dir", str(folder), "--sample-interval", "0")
+        assert code in (0, 1), stderr
+    assert json.loads((folder / "run.json").read_text())["local_node"] == "n1"
+    assert not list(tmp_path.glob(".b1.*"))
+
+    shutil.rmtree(tmp_path / "state")
+    (tmp_path / "state").mkdir()  # the fake hccn_tool notes its first -tls call here
+    busy = tmp_path / "home"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    code, _, stderr = verify(str(fake_node), "--local", "--node", "n1", "--bundle-dir", str(busy))
+    assert code == 2 and "other files than a verify bundle" in stderr
+    assert (busy / "notes.txt").read_text() == "mine" and not list((tmp_path / "state").iterdir())  # nothing was read
+
+    code, _, stderr = verify(str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(folder))
+    assert code == 2 and "holds the bundle of n1, not of n2" in stderr  # n1's evidence is kept
+    assert json.loads((folder / "run.json").read_text())["local_node"] == "n1"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--node", "n1"], "only apply with --local"),
+        (["--local", "--forks", "4"], "--forks do not apply"),
+        (["--local", "--hosts", "n1"], "--hosts do not apply"),
+        (["--local", "--node", "n9"], "'n9' is not a node"),
+    ],
+)
+def test_local_usage_errors(fake_node, args, message):
+    outcome = CliRunner().invoke(verify_command, [str(fake_node), *args])
+    assert outcome.exit_code == 2 and message in outcome.output
