@@ -6,7 +6,8 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
                          outcomes (error kinds, seconds, SSH execs), the date, all-reduce findings
     inventory.yaml       a copy of the inventory text as it was
     hosts/<node>/        gather.out/.err (the raw gather transcript), facts.json (parsed),
-                         ping.out/.err (the raw ping transcript), when those ran
+                         ping.out/.err (the raw ping transcript), hccs.out (A3: the HCCS
+                         ping transcript), when those ran
     results.json         the report verify printed with --format json
     allreduce.json       the all-reduce outcome, with --allreduce
 
