@@ -252,6 +252,10 @@ class NpuSmiList:
     devices: Tuple[NpuSmiDevice, ...] = ()
 
 
+#: ``A3_SUPERPOD_MAX_NUMS`` of the A3 driver: servers a super-pod holds at most.
+SUPERPOD_MAX_SERVERS = 48
+
+
 @dataclass(frozen=True)
 class SuperPodDie:
     """One A3 die's super-pod identity, ``npu-smi info -t spod-info -i N -c C`` (docs/a3-superpod.md §2).
@@ -272,6 +276,12 @@ class SuperPodDie:
     def devid(self) -> int:
         """The die's hccn_tool / rank-table ``device_id``: NPU id x 2 + chip (an A3 NPU has two dies)."""
         return self.npu_id * 2 + self.chip
+
+    @property
+    def in_pod(self) -> bool:
+        """The driver's test (``A3_SUPERPOD_MAX_NUMS``, docs/a3-superpod.md §2): a server index of 48
+        or more means the server is in no super-pod (HCCL then wants a 1.0 rank table)."""
+        return self.server_index < SUPERPOD_MAX_SERVERS
 
 
 @dataclass(frozen=True)
@@ -418,6 +428,25 @@ class PingResult:
     sent: Optional[int] = None
     received: Optional[int] = None
     loss_percent: Optional[float] = None
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class HccsPingResult:
+    """One ``hccn_tool -i D -hccs_ping -g address V`` run from this host (A3, the HCCS plane).
+
+    ``npu`` is the source die's hccn device id, ``target`` the peer die's vNIC address; the
+    times are the device's ``average``/``max time`` lines in microseconds (None when not printed).
+    """
+
+    npu: int
+    target: str
+    ok: bool
+    sent: Optional[int] = None
+    received: Optional[int] = None
+    loss_percent: Optional[float] = None
+    average_us: Optional[float] = None
+    max_us: Optional[float] = None
     error: Optional[str] = None
 
 

@@ -185,3 +185,9 @@ PROMETHEUS_LABEL_VALUE_CAP = 256
 #: Characters of ``SLURM_JOB_NODELIST`` read by ``--launcher slurm`` (a hostlist expression;
 #: Slurm's own limit for one is far below this).
 SLURM_NODELIST_MAX_CHARS = 65536
+
+# --- a3a (issue 21): the HCCS ping phase of verify on A3 super-pods ------------------------------
+#: Seconds one ``hccn_tool -hccs_ping`` may take (3 packets of the device's default timeout).
+HCCS_PING_TIMEOUT_S = 15
+#: Extra tries with back-off when hccn_tool answers busy (as the RoCE pings).
+HCCS_PING_BUSY_RETRIES = 5

@@ -11,7 +11,7 @@ from datetime import date
 from typing import Dict, Optional, Tuple
 
 from ascendprep.desired import DesiredState, HccnSettings, NodeDesired
-from ascendprep.facts import HostFacts, PingResult
+from ascendprep.facts import HccsPingResult, HostFacts, PingResult
 from ascendprep.checks.mesh import PingPlan
 
 
@@ -38,6 +38,10 @@ class HostEvidence:
     ping_stdout: str = ""
     ping_stderr: str = ""
     ping_seconds: float = 0.0
+    #: A3: this node's HCCS pings (checks/hccs.py plans them); None when no HCCS phase ran here.
+    hccs_pings: Optional[Tuple[HccsPingResult, ...]] = None
+    hccs_error: Optional[str] = None
+    hccs_stdout: str = ""
 
     @property
     def gathered(self) -> bool:

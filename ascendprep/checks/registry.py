@@ -11,12 +11,13 @@ import difflib
 from dataclasses import dataclass
 from typing import FrozenSet, Iterable, List, Tuple
 
-from ascendprep.checks import a3env, blockers, cluster, counters, host, hostname, jobenv, network, node, npu_firmware, optics, ports, reachability, software
+from ascendprep.checks import a3env, blockers, cluster, counters, hccs, host, hostname, jobenv, network, node, npu_firmware, optics, ports, reachability, software, superpod
 from ascendprep.checks.model import Check
 
 CHECKS: Tuple[Check, ...] = tuple(
     node.CHECKS + network.CHECKS + optics.CHECKS + ports.CHECKS + counters.CHECKS + host.CHECKS + hostname.CHECKS + blockers.CHECKS
-    + software.CHECKS + jobenv.CHECKS + cluster.CHECKS + ports.CLUSTER_CHECKS + npu_firmware.CHECKS + reachability.CHECKS + a3env.CHECKS
+    + software.CHECKS + jobenv.CHECKS + cluster.CHECKS + ports.CLUSTER_CHECKS + npu_firmware.CHECKS + reachability.CHECKS
+    + superpod.CHECKS + hccs.CHECKS + a3env.CHECKS  # A3 super-pods (issue 21)
 )
 BY_ID = {check.id: check for check in CHECKS}
 GROUPS: Tuple[str, ...] = tuple(dict.fromkeys(group for check in CHECKS for group in check.groups))
@@ -72,6 +73,11 @@ class Selection:
     @property
     def needs_pings(self) -> bool:
         return any(check.id == "cluster.reachability" for check in self.checks())
+
+    @property
+    def needs_hccs(self) -> bool:
+        """The A3 HCCS ping phase runs only for ``cluster.hccs``."""
+        return any(check.id == "cluster.hccs" for check in self.checks())
 
     def to_dict(self) -> dict:
         return {"only": sorted(self.only), "skip": sorted(self.skip)}

@@ -347,7 +347,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     with open_session(inventory, options.accept_new_host_keys, options.forks, options.sudo_password, deadline) as session:
         hosts, pings = collect(
             session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what),
-            sample_interval=options.sample_interval, exec_via=options.exec_via,
+            sample_interval=options.sample_interval, exec_via=options.exec_via, with_hccs=selection.needs_hccs,
         )
         refusal = busy_npu_refusal(hosts) if options.allreduce is not None and not options.allreduce.allow_busy_npus else None
         if refusal is not None:

@@ -6,7 +6,8 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
                          outcomes (error kinds, seconds, SSH execs), the date, all-reduce findings
     inventory.yaml       a copy of the inventory text as it was
     hosts/<node>/        gather.out/.err (the raw gather transcript), facts.json (parsed),
-                         ping.out/.err (the raw ping transcript), when those ran
+                         ping.out/.err (the raw ping transcript), hccs.out (A3: the HCCS
+                         ping transcript), when those ran
     results.json         the report verify printed with --format json
     allreduce.json       the all-reduce outcome, with --allreduce
 
@@ -54,6 +55,7 @@ from ascendprep.jsoninput import parse_json
 from ascendprep.limits import BUNDLE_FILE_MAX_BYTES, KEEP_RUNS_DEFAULT, RUNS_LOW_DISK_BYTES
 from ascendprep.planfile import STATE_DIR
 from ascendprep.probes.gather import parse_gather_output
+from ascendprep.probes.hccs import parse_hccs_output
 from ascendprep.probes.ping import parse_ping_output
 from ascendprep.yamlsource import InputError
 
@@ -112,6 +114,10 @@ def _host_record(host: HostEvidence, execs: Optional[int]) -> Dict[str, Any]:
         "seconds": host.seconds,
         "ping": {"ran": host.pings is not None, "error": host.ping_error, "seconds": host.ping_seconds}
         if (host.pings is not None or host.ping_error is not None)
+        else None,
+        # A3: the HCCS pings of this node (fleet/hccs.py), their transcript in hccs.out
+        "hccs": {"ran": host.hccs_pings is not None, "error": host.hccs_error}
+        if (host.hccs_pings is not None or host.hccs_error is not None)
         else None,
         "ssh_execs": execs,
     }
@@ -173,6 +179,8 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_di
         if host.pings is not None:
             _write(folder / "ping.out", host.ping_stdout, compress=True)
             _write(folder / "ping.err", host.ping_stderr, compress=True)
+        if host.hccs_pings is not None:
+            _write(folder / "hccs.out", host.hccs_stdout, compress=True)
     _write(partial / RESULTS_FILE, _compact_json(report), compress=True)
     if bundle.allreduce_doc is not None:
         _write(partial / ALLREDUCE_FILE, json.dumps(bundle.allreduce_doc, indent=1) + "\n", compress=True)
@@ -283,7 +291,7 @@ def bundle_size(bundle: Bundle, report: Dict[str, Any]) -> int:
     """An upper bound of the bytes a bundle takes on disk (before compression)."""
     texts = [bundle.inventory_text]
     for host in bundle.hosts.values():
-        texts += [host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr]
+        texts += [host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr, host.hccs_stdout]
     raw = sum(len(t.encode("utf-8", errors="replace")) for t in texts)
     facts = sum(len(json.dumps(h.facts.to_dict())) for h in bundle.hosts.values() if h.facts is not None)
     return raw + facts + len(json.dumps(report, default=str)) + 64 * 1024
@@ -418,6 +426,8 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
         ping = record.get("ping") or {}
         gather_out = _read_text(folder, f"{base}/gather.out") if record["gathered"] else ""
         ping_out = _read_text(folder, f"{base}/ping.out") if ping.get("ran") else ""
+        hccs = record.get("hccs") or {}
+        hccs_out = _read_text(folder, f"{base}/hccs.out") if hccs.get("ran") else ""
         hosts[name] = HostEvidence(
             node=name,
             address=record["address"],
@@ -432,6 +442,9 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
             ping_stdout=ping_out,
             ping_stderr=_read_text(folder, f"{base}/ping.err") if ping.get("ran") else "",
             ping_seconds=float(ping.get("seconds") or 0.0),
+            hccs_pings=tuple(parse_hccs_output(hccs_out)) if hccs.get("ran") else None,
+            hccs_error=hccs.get("error"),
+            hccs_stdout=hccs_out,
         )
         if record.get("ssh_execs") is not None:
             execs[name] = int(record["ssh_execs"])

@@ -17,6 +17,7 @@ from ascendprep.checks.mesh import PingPlan, plan_pings
 from ascendprep.desired import DesiredState
 from ascendprep.execvia import ExecVia
 from ascendprep.facts import PingResult
+from ascendprep.fleet.hccs import run_hccs
 from ascendprep.fleet.hosts import gather_facts
 from ascendprep.probes.ping import parse_ping_output, render_ping_script
 from ascendprep.fleet.access import HostAccess
@@ -77,11 +78,13 @@ def collect(
     progress: ProgressFactory = lambda _: None,
     sample_interval: int = 0,
     exec_via: Optional[ExecVia] = None,
+    with_hccs: Optional[bool] = None,
 ) -> Tuple[Dict[str, HostEvidence], Optional[PingPlan]]:
     """Gather every host, plan and run the pings; the evidence per node, and the ping plan.
 
     ``sample_interval``: seconds between the gather's two reads of the port counters (0: one read).
     ``exec_via``: the gather runs through this wrapper (the pings stay on the host).
+    ``with_hccs``: run the A3 HCCS pings within each super-pod (fleet/hccs.py); None: as ``with_pings``.
     """
     inventory = desired.inventory
     gathered = gather_facts(session, inventory, progress("reading hosts"), sample_interval=sample_interval, exec_via=exec_via)
@@ -93,6 +96,8 @@ def collect(
             hosts[node.name] = HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr)
         else:
             hosts[node.name] = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
+    if (with_pings if with_hccs is None else with_hccs) and inventory.product.id == "atlas-a3":
+        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))  # the HCCS plane in each super-pod (issue 21)
     if not with_pings:
         return hosts, None
     plan = plan_pings(desired, {name: host.facts for name, host in hosts.items()}, mesh)

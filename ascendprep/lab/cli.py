@@ -99,6 +99,8 @@ def lab_group() -> None:
 @click.option("--tool-latency-ms", "tool_latency_ms", type=click.IntRange(0, TOOL_LATENCY_MAX_MS), default=0, show_default=True,
               help="Milliseconds every simulated hccn_tool/npu-smi call sleeps first, like a real driver's round trip "
                    "(e.g. 200: timings then show tool calls and their concurrency, not the lab's CPU).")
+@click.option("--pod-servers", type=int, default=None,
+              help="atlas-a3: servers per super-pod, in node order (0: no super-pod)  [default: 2]")
 def up_command(
     name: str,
     nodes: int,
@@ -115,6 +117,7 @@ def up_command(
     sftp: bool,
     hostnames: str,
     tool_latency_ms: int,
+    pod_servers: Optional[int],
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
@@ -122,7 +125,7 @@ def up_command(
     spec = LabSpec(
         name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
         driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip, sftp=sftp,
-        hostnames=hostnames, tool_latency_ms=tool_latency_ms,
+        hostnames=hostnames, tool_latency_ms=tool_latency_ms, pod_servers=pod_servers,
     )
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(visible(lab.inventory_path))

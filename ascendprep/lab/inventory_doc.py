@@ -23,6 +23,11 @@ def inventory_data(spec: LabSpec, python: HostPython, *, key: str, known_hosts: 
     host_prefix = ".".join(str(network).split(".")[:3]) + "."
     if spec.product == "atlas-800":
         device_network: dict[str, Any] = {"subnets": list(CONVENTIONAL_910_SUBNETS)}
+    elif spec.product == "atlas-a3":
+        # the two dies of an NPU in different subnets (die planes), both outside the HCCS-reserved
+        # 192.0.0.0/8 the driver refuses inside a super-pod (docs/a3-superpod.md §2)
+        half = (npus + 1) // 2
+        device_network = {"subnets": [device_pool(len(nodes), half, "10.20.0.0"), device_pool(len(nodes), half, "10.21.0.0")], "detect": "peer"}
     else:
         device_network = {"subnet": device_pool(len(nodes), npus), "gateway": None, "detect": "peer"}
     software: dict[str, Any] = {

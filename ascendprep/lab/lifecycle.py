@@ -181,6 +181,7 @@ def _write_lab_description(spec: LabSpec, paths: LabPaths) -> None:
                 "veth": n.veth,
                 "driver_profile": n.driver_profile,
                 "chip": spec.chip,
+                **({"super_pod": spec.super_pod_of(n.index)} if spec.super_pod_of(n.index) else {}),
             }
             for n in nodes
         ],

@@ -24,6 +24,10 @@ MAX_NODES = 64
 #: Node i (1-based) gets host number FIRST_NODE_HOST + i in the management subnet: .11, .12, ...
 FIRST_NODE_HOST = 10
 DEFAULT_SUBNET = "10.231.0.0/24"
+#: atlas-a3 labs: servers per super-pod unless ``--pod-servers`` says otherwise, and the most a
+#: pod may hold (the driver's ``A3_SUPERPOD_MAX_NUMS``, docs/a3-superpod.md §2).
+DEFAULT_POD_SERVERS = 2
+POD_SERVERS_MAX = 48
 
 DEFAULT_CANN = "8.0.RC3"
 DEFAULT_DRIVER = "24.1.rc2"
@@ -102,6 +106,10 @@ class LabSpec:
     #: Milliseconds every simulated hccn_tool / npu-smi call sleeps before answering
     #: (``--tool-latency-ms``): a real driver's round trip, so timings show tool calls, not CPU.
     tool_latency_ms: int = 0
+    #: atlas-a3 only: servers per super-pod (``--pod-servers``), in node order: node1..K in pod 0,
+    #: the next K in pod 1, ... (lab/sim/superpod.py). None: the product's default (A3: 2, so a
+    #: 4-node lab is 2 pods; other products: not in pods); 0: A3 servers outside any pod.
+    pod_servers: Optional[int] = None
 
     def validated(self) -> "LabSpec":
         """Return a copy with ``npus`` resolved; raise :class:`LabSpecError` on bad values."""
@@ -134,7 +142,29 @@ class LabSpec:
                 check_chip(product.id, self.chip, f"--chip {self.chip}")
             except ValueError as exc:
                 raise LabSpecError(str(exc)) from None
-        return replace(self, npus=npus, subnet=str(ipaddress.IPv4Network(self.subnet)))
+        pod_servers = self._checked_pod_servers(product.id)
+        return replace(self, npus=npus, subnet=str(ipaddress.IPv4Network(self.subnet)), pod_servers=pod_servers)
+
+    def _checked_pod_servers(self, product: str) -> int:
+        value = self.pod_servers
+        if product != "atlas-a3":
+            if value:
+                raise LabSpecError(f"--pod-servers {value}: only atlas-a3 servers are in super-pods")
+            return 0
+        if value is None:
+            return DEFAULT_POD_SERVERS
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= POD_SERVERS_MAX:
+            raise LabSpecError(f"--pod-servers {value!r}: use 0 (no super-pod) to {POD_SERVERS_MAX} servers per pod")
+        return value
+
+    def super_pod_of(self, index: int) -> Optional[dict[str, int]]:
+        """Node ``index``'s (1-based) pod record for the simulator, None when it is in no pod."""
+        servers = self.pod_servers or 0
+        if self.product != "atlas-a3" or servers <= 0:
+            return None
+        npus = self.npus if self.npus is not None else PRODUCTS[self.product].default_npus
+        pod, position = divmod(index - 1, servers)
+        return {"id": pod, "server_index": position, "size": servers * npus // 2}
 
     def _check_driver_profiles(self) -> None:
         known = ", ".join(DRIVER_PROFILES)

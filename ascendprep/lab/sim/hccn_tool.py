@@ -40,7 +40,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import counters, fabric, hccn_views, hccnconf, ipv4, optics
+from . import counters, fabric, hccn_views, hccnconf, ipv4, optics, superpod
 from .hccn_codes import (
     DSMI_EXE_ERR,
     DSMI_GATEWAY_NOT_PRESET_ERR,
@@ -157,13 +157,14 @@ def _pairs(args: list[str], allowed: tuple[str, ...]) -> dict[str, str] | int:
 
 
 def _ip_conflict(doc: dict, devid: int, address: str) -> bool:
-    """Conflict check of ``-ip -s``: another device's RoCE IP, or the reserved vNIC /24."""
+    """Conflict check of ``-ip -s``: another device's RoCE IP, the reserved vNIC /24, or (A3) the
+    HCCS-reserved range (:func:`superpod.reserved_conflict`)."""
     if ipv4.parse(address) is None:
         return False
     for other, device in enumerate(doc["devices"]):
         if other != devid and device["ip"] == address:
             return True
-    return ipv4.same_subnet(address, VNIC_HOST_ADDRESS, VNIC_HOST_NETMASK)
+    return ipv4.same_subnet(address, VNIC_HOST_ADDRESS, VNIC_HOST_NETMASK) or superpod.reserved_conflict(doc, address)
 
 
 def _set_address(doc: dict, devid: int, address: str, netmask: str) -> int:
@@ -580,6 +581,9 @@ COMMANDS = {
     ("-i", "-duplex"): cmd_duplex,
     ("-i", "-fec"): cmd_fec,
     ("-i", "-ping"): cmd_ping,
+    # A3 only (lab/sim/superpod.py): the HCCS plane
+    ("-i", "-vnic"): superpod.cmd_vnic,
+    ("-i", "-hccs_ping"): lambda inv, args: superpod.cmd_hccs_ping(inv, args, read_all_nodes),
 }
 
 

@@ -29,6 +29,7 @@ from .driver_profiles import is_legacy
 from .npu_procs import process_rows
 from .identity import LabSetupError, load_identity, system_root
 from .profiles import bus_id, profile
+from . import superpod
 from .state import LabStateError, faults_for, read_node
 
 DRIVER_VERSION_FILE = "usr/local/Ascend/driver/version.info"
@@ -353,9 +354,13 @@ def render(args: list[str], doc: dict, root: str) -> str:
         return info_list(doc)
     options = _options(rest)
     kind = options.get("-t")
-    if kind not in ("health", "board") or "-i" not in options:
-        raise UsageError(f"unsupported arguments: {' '.join(rest)} (simulated: -l, -t health|board -i N [-c C])")
+    if kind not in ("health", "board", "spod-info") or "-i" not in options:
+        raise UsageError(f"unsupported arguments: {' '.join(rest)} (simulated: -l, -t health|board|spod-info -i N [-c C])")
     npu, chip = Topology(doc).check(options["-i"], options.get("-c"))
+    if kind == "spod-info":
+        if doc["product"] != "atlas-a3" or chip is None:
+            raise UsageError(f"spod-info: {'give the chip (-c)' if doc['product'] == 'atlas-a3' else 'not supported on this product'}")
+        return superpod.spod_info(doc, npu, chip)
     if kind == "health":
         return info_health(doc, npu, chip)
     firmware = read_key(os.path.join(root, FIRMWARE_VERSION_FILE), "Version") or "NA"

@@ -30,6 +30,7 @@ import time
 from . import jsonfile
 from .driver_profiles import DEFAULT_DRIVER_PROFILE, check_profile
 from .profiles import check_chip, profile
+from .superpod import A3_FAULTS
 
 SCHEMA_VERSION = 1
 LAB_FILE = "lab.json"
@@ -61,6 +62,8 @@ FAULT_KINDS = (
     "pfc-storm",
     "npu-subhealth",
     "npu-unknown-code",
+    # issue 21: the A3 HCCS plane and super-pod identity (lab/sim/superpod.py), per die
+    *A3_FAULTS,
 )
 #: Faults whose effect grows from the moment they are injected: their record keeps ``since``.
 GROWING_FAULTS = ("fcs-errors", "pfc-storm")
@@ -154,6 +157,7 @@ def validate_lab(lab: object) -> dict:
                 check_chip(str(product), node["chip"], f"{where}.chip")
         except ValueError as exc:
             raise LabStateError(str(exc)) from None
+        _check_super_pod(str(product), node.get("super_pod"), where)
         cabling = node.get("cabling", {})
         if not isinstance(cabling, dict):
             raise LabStateError(f"{where}.cabling must be an object")
@@ -164,6 +168,19 @@ def validate_lab(lab: object) -> dict:
                     and isinstance(port.get("port"), str)):
                 raise LabStateError(f"{where}.cabling[{key!r}] needs string 'switch' and 'port'")
     return lab
+
+
+def _check_super_pod(product: str, pod: object, where: str) -> None:
+    """``super_pod`` of a node: absent, or (A3 only) ``{"id", "server_index", "size"}`` of small integers."""
+    if pod is None:
+        return
+    if product != "atlas-a3":
+        raise LabStateError(f"{where}.super_pod: only atlas-a3 servers are in super-pods")
+    if not isinstance(pod, dict) or set(pod) != {"id", "server_index", "size"}:
+        raise LabStateError(f"{where}.super_pod must be an object with id, server_index and size")
+    for key, value in pod.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1024:
+            raise LabStateError(f"{where}.super_pod.{key}: {value!r} is not an integer 0..1023")
 
 
 # --------------------------------------------------------------------------- documents
@@ -198,6 +215,7 @@ def new_node_document(product: str, node: dict, when: float) -> dict:
         "npus": node["npus"],
         "driver_profile": node.get("driver_profile", DEFAULT_DRIVER_PROFILE),
         "chip": node.get("chip"),
+        "super_pod": node.get("super_pod"),
         "faults": [],
         "devices": [new_device(cabling.get(str(i)), when) for i in range(node["npus"])],
     }
@@ -355,10 +373,10 @@ def init_state(state_dir: str | os.PathLike, lab: dict, reset: bool = False) -> 
                     f"{existing.get('npus')!r} NPUs but the lab now says {lab['product']!r} with "
                     f"{node['npus']!r}; initialise with reset=True"
                 )
-            wanted = (node.get("driver_profile", DEFAULT_DRIVER_PROFILE), node.get("chip"))
-            if (existing.get("driver_profile", DEFAULT_DRIVER_PROFILE), existing.get("chip")) != wanted:
-                with edit_node(state_dir, node["name"]) as doc:  # the driver or chip name, not the devices, changed
-                    doc["driver_profile"], doc["chip"] = wanted
+            wanted = (node.get("driver_profile", DEFAULT_DRIVER_PROFILE), node.get("chip"), node.get("super_pod"))
+            if (existing.get("driver_profile", DEFAULT_DRIVER_PROFILE), existing.get("chip"), existing.get("super_pod")) != wanted:
+                with edit_node(state_dir, node["name"]) as doc:  # the driver, chip name or pod, not the devices, changed
+                    doc["driver_profile"], doc["chip"], doc["super_pod"] = wanted
             continue
         _write_json_atomic(path, new_node_document(lab["product"], node, now))
 
@@ -366,6 +384,8 @@ def init_state(state_dir: str | os.PathLike, lab: dict, reset: bool = False) -> 
 def _check_fault(doc: dict, kind: str, npu: int | None) -> None:
     if kind not in FAULT_KINDS:
         raise LabStateError(f"unknown fault kind {kind!r} (known: {', '.join(FAULT_KINDS)})")
+    if kind in A3_FAULTS and doc.get("super_pod") is None:
+        raise LabStateError(f"node {doc['node']!r}: {kind} needs an atlas-a3 node in a super-pod (lab up --product atlas-a3)")
     if npu is not None:
         count = len(doc["devices"])
         if not isinstance(npu, int) or isinstance(npu, bool) or not 0 <= npu < count:
