@@ -56,15 +56,25 @@ def inventory_data(spec: LabSpec, python: HostPython, *, key: str, known_hosts: 
             "command_timeout": 120,
             "sudo": False,
         },
-        "nodes": [
-            {
-                "name": host_range("node", 1, len(nodes)),
-                "host": host_range(host_prefix, first_host + 1, first_host + len(nodes)),
-            }
-        ],
+        "nodes": _node_entries(spec, len(nodes), host_prefix, first_host),
         "firewall": "leave",
         "software": software,
     }
+
+
+def _node_entries(spec: LabSpec, count: int, host_prefix: str, first_host: int) -> list[dict[str, Any]]:
+    """One host-range entry, or on an A3 lab in super-pods one per pod with its ``super_pod``
+    (server indexes count up from 0 within the entry, as the simulator numbers them)."""
+    pods = [spec.super_pod_of(index) for index in range(1, count + 1)]
+    if not pods or pods[0] is None:
+        return [{"name": host_range("node", 1, count), "host": host_range(host_prefix, first_host + 1, first_host + count)}]
+    entries = []
+    start = 0
+    for stop in range(1, count + 1):
+        if stop == count or pods[stop]["id"] != pods[start]["id"]:
+            entries.append({"name": host_range("node", start + 1, stop), "host": host_range(host_prefix, first_host + start + 1, first_host + stop), "super_pod": pods[start]["id"]})
+            start = stop
+    return entries
 
 
 def render_inventory(spec: LabSpec, python: HostPython, *, key: str, known_hosts: str) -> str:
