@@ -166,3 +166,11 @@ SAMPLE_INTERVAL_MAX_S = 600
 #: The longest ``lab up --tool-latency-ms`` accepted: a slow real driver answers in about a
 #: second; more only makes the lab useless.
 TOOL_LATENCY_MAX_MS = 5000
+
+# -- on the node: per-NPU probes at once (issue 12, sp1) ----------------------------------------
+
+#: Per-NPU jobs a gather or ping script runs at once on one node (probes/shell.py ap_each_npu):
+#: one per NPU of an 8-NPU server, so a slow driver round trip is paid once per query, not once
+#: per query and NPU. Each job still makes its own NPU's calls one at a time, and a "hccn_tool is
+#: busy" answer is retried with back-off as before.
+NPU_PROBE_JOBS = 8

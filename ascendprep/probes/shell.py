@@ -25,6 +25,8 @@ from ascendprep.probes.sections import header_line
 MAX_DEVID = 99
 MAX_TIMEOUT_S = 3600
 MAX_BUSY_RETRIES = 20
+#: Upper bound of the per-NPU jobs a script runs at once (one per device id of a 16-die A3 and more).
+MAX_PARALLEL = 64
 #: Upper bound of an overridden per-call output cap (the controller must still hold a host's calls).
 MAX_OUTPUT_CAP = 64 * 1024 * 1024
 
@@ -109,15 +111,18 @@ def preamble(
     busy_retries: int,
     ascend_home: str,
     output_cap: Optional[int] = None,
+    parallel: int = limits.NPU_PROBE_JOBS,
 ) -> str:
     """Settings, helper functions and the header line: everything before a script's body.
 
     ``output_cap``: bytes of one command's stdout (and of its stderr) the script keeps; past it
     the section says ``over=stdout`` (``stderr``, ``stdout+stderr``) with ``cap=N`` and carries
     only the first :data:`limits.REMOTE_CUT_EXCERPT` bytes. None: :func:`remote_call_output_cap`.
+    ``parallel``: how many per-NPU jobs ``ap_each_npu`` runs at once (1: one NPU after the other).
     """
     timeout_s = check_int("per_command_timeout", timeout_s, 1, MAX_TIMEOUT_S)
     busy_retries = check_int("busy_retries", busy_retries, 0, MAX_BUSY_RETRIES)
+    parallel = check_int("parallel", parallel, 1, MAX_PARALLEL)
     cap = check_int("output_cap", remote_call_output_cap() if output_cap is None else output_cap, 1, MAX_OUTPUT_CAP)
     return _PREAMBLE.format(
         kind=kind,
@@ -130,6 +135,7 @@ def preamble(
         home=quote_home(ascend_home),
         header=shlex.quote(header_line(kind, nonce)),
         hccn_in_home=HCCN_TOOL_IN_HOME,
+        parallel=parallel,
     )
 
 
@@ -159,11 +165,17 @@ AP_CAP={cap}
 AP_KEEP={keep}
 AP_EXCERPT={excerpt}
 
+AP_PAR={parallel}
+AP_JOBS=
+
 AP_TMP=$(mktemp -d "${{TMPDIR:-/tmp}}/ascendprep.XXXXXX") || {{
 	echo 'ascendprep: cannot create a temporary directory' >&2
 	exit 1
 }}
-trap 'rm -rf "$AP_TMP"' EXIT
+# AP_TMP: the scratch files of the current command (a per-NPU job has its own); AP_ROOT: the
+# directory shared by the whole run (the hung-hccn_tool mark, the per-NPU sections, counters' times).
+AP_ROOT=$AP_TMP
+trap 'ap_reap' EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -249,13 +261,13 @@ ap_tool() {{
 # the limit would stall the host for minutes. They report exit 124 with "not run" on stderr.
 # (The hang is remembered in a file: ap_capture runs each command in a subshell.)
 ap_hccn() {{
-	if [ -e "$AP_TMP/hccn_hung" ]; then
-		printf 'not run: hccn_tool hung earlier in this run (%s)\n' "$(cat "$AP_TMP/hccn_hung")" >&2
+	if [ -e "$AP_ROOT/hccn_hung" ]; then
+		printf 'not run: hccn_tool hung earlier in this run (%s)\n' "$(cat "$AP_ROOT/hccn_hung")" >&2
 		return 124
 	fi
 	timeout -k 2 "$AP_T" "$AP_HCCN" "$@"
 	ap_hrc=$?
-	if [ "$ap_hrc" -eq 124 ] || [ "$ap_hrc" -eq 137 ]; then printf 'hccn_tool %s' "$*" >"$AP_TMP/hccn_hung"; fi
+	if [ "$ap_hrc" -eq 124 ] || [ "$ap_hrc" -eq 137 ]; then printf 'hccn_tool %s' "$*" >"$AP_ROOT/hccn_hung"; fi
 	return "$ap_hrc"
 }}
 
@@ -286,6 +298,48 @@ ap_hccn_tool() {{
 	ap_run tool.hccn_tool '' ap_locate hccn_tool "$AP_HOME/{hccn_in_home}"
 	AP_HCCN=
 	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_HCCN=$(cat "$AP_TMP/out"); fi
+}}
+
+# ap_reap: on exit, stop the per-NPU jobs still running (a tool they started ends at its own
+# time limit) and remove the scratch files.
+ap_reap() {{
+	if [ -n "$AP_JOBS" ]; then kill $AP_JOBS 2>/dev/null; fi
+	rm -rf "$AP_ROOT"
+}}
+
+# ap_each_npu FUNCTION: run FUNCTION once per device id in $AP_DEVS (as $ap_dev), in at most
+# AP_PAR jobs at once, then print what each printed in the order of $AP_DEVS, so the output reads
+# as if they had run one after the other. Job W takes the ids at positions W, W+AP_PAR, ...; each
+# id's sections go to their own file. An id whose file a job could not write runs here instead.
+ap_each_npu() {{
+	ap_count=0
+	for ap_dev in $AP_DEVS; do ap_count=$((ap_count + 1)); done
+	ap_w=0
+	while [ "$ap_w" -lt "$AP_PAR" ] && [ "$ap_w" -lt "$ap_count" ]; do
+		ap_npu_job "$1" "$ap_w" &
+		AP_JOBS="$AP_JOBS $!"
+		ap_w=$((ap_w + 1))
+	done
+	wait
+	AP_JOBS=
+	ap_i=0
+	for ap_dev in $AP_DEVS; do
+		if [ -e "$AP_ROOT/npu.$ap_i.done" ]; then ap_cat "$AP_ROOT/npu.$ap_i"; else "$1"; fi
+		ap_i=$((ap_i + 1))
+	done
+}}
+
+# ap_npu_job FUNCTION W: job W of ap_each_npu, with scratch files of its own.
+ap_npu_job() {{
+	AP_TMP=$AP_ROOT/job.$2
+	mkdir "$AP_TMP" || exit 1
+	ap_i=0
+	for ap_dev in $AP_DEVS; do
+		if [ "$((ap_i % AP_PAR))" -eq "$2" ]; then
+			"$1" >"$AP_ROOT/npu.$ap_i" && : >"$AP_ROOT/npu.$ap_i.done"
+		fi
+		ap_i=$((ap_i + 1))
+	done
 }}
 
 printf '%s\n' {header}
