@@ -1,5 +1,5 @@
-"""The per-NPU queries of the gather script run side by side on the node, bounded, and read back
-exactly as when the NPUs run one after the other."""
+"""The per-NPU queries of the gather script and the pings of verify run side by side on the node,
+NPU by NPU and bounded, and read back exactly as when the NPUs run one after the other."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import List, Tuple
 import pytest
 
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
+from ascendprep.probes.ping import parse_ping_output, render_ping_script
 from ascendprep.probes.sections import parse_transcript
 from ascendprep.probes.shell import UnsafeValue
 from ascendprep.probes.unit import PLAN
@@ -123,3 +124,38 @@ def test_a_job_that_could_not_write_its_sections_is_run_in_turn(tmp_path, fixtur
     names = [(s.name, s.attrs.get("npu")) for s in parse_transcript(out.stdout, "gather").sections if s.name.startswith("hccn.")]
     assert names == [(name, npu) for npu in "01" for name in ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls")]
     assert facts.npus[1].ip is None and facts.npus[0].ip == "10.20.0.10" and not [e for e in facts.errors if e.npu == 1]
+
+
+# -- the ping matrix of verify -------------------------------------------------------------------
+
+
+def test_pings_run_side_by_side_per_npu_and_come_back_in_the_order_asked(tmp_path, fixtures_dir):
+    state, env = _timed_host(tmp_path, fixtures_dir)
+    # interleaved: NPU 0, 1, 0, 1, 2; the stand-in answers 10.0.0.2 fully, 10.0.0.3 with one loss
+    pairs = [(0, "10.0.0.2"), (1, "10.0.0.3"), (0, "10.0.0.3"), (1, "10.0.0.2"), (2, "10.0.0.2")]
+    script = render_ping_script(pairs, per_command_timeout=10, parallel=2)
+    out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    calls = [tuple(int(word) for word in line.split()) for line in (state / "calls").read_text().splitlines()]
+
+    assert len(calls) == 5 and _most_at_once(calls) == 2
+    results = parse_ping_output(out.stdout)
+    assert [(r.npu, r.target) for r in results] == pairs
+    assert [r.ok for r in results] == [True, False, False, True, True]
+    # one NPU's pings never overlap: its sections are in the order given, NPU by NPU
+    printed = [(s.npu, s.attrs["target"]) for s in parse_transcript(out.stdout, "ping").sections if s.name == "ping"]
+    assert printed == [(0, "10.0.0.2"), (0, "10.0.0.3"), (1, "10.0.0.3"), (1, "10.0.0.2"), (2, "10.0.0.2")]
+
+
+def test_one_ping_at_a_time_when_the_bound_is_one(tmp_path, fixtures_dir):
+    state, env = _timed_host(tmp_path, fixtures_dir)
+    script = render_ping_script([(0, "10.0.0.2"), (1, "10.0.0.2"), (2, "10.0.0.2")], per_command_timeout=10, parallel=1)
+    out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    calls = [tuple(int(word) for word in line.split()) for line in (state / "calls").read_text().splitlines()]
+    assert len(calls) == 3 and _most_at_once(calls) == 1
+    assert all(result.ok for result in parse_ping_output(out.stdout))
+
+
+def test_a_script_without_pairs_runs_and_reports_none(tmp_path):
+    out = subprocess.run(["sh", "-s"], input=render_ping_script([], 5), env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert parse_ping_output(out.stdout) == [] and parse_transcript(out.stdout, "ping").complete
