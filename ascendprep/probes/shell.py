@@ -183,9 +183,12 @@ trap 'exit 143' TERM
 # ap_cat FILE: print a captured file and end it with a newline, so a marker starts its own line.
 # (wc -l, not $(tail -c 1): a command substitution drops a trailing NUL and would glue the
 # marker to the tool's last line.)
+# An empty file costs no process at all (most stderr is empty).
 ap_cat() {{
-	cat "$1"
-	if [ -s "$1" ] && [ "$(tail -c 1 "$1" | wc -l)" -eq 0 ]; then echo; fi
+	if [ -s "$1" ]; then
+		cat "$1"
+		if [ "$(tail -c 1 "$1" | wc -l)" -eq 0 ]; then echo; fi
+	fi
 }}
 
 # ap_keep FILE: keep the first AP_KEEP bytes of stdin in FILE and read the rest into nothing, so
@@ -197,14 +200,17 @@ ap_keep() {{
 
 # ap_capture COMMAND...: run COMMAND with stdin closed; at most AP_KEEP bytes of its stdout go to
 # $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded).
+# Per call only the pipeline's own processes run: the status is read with the shell's `read`, and
+# a stream is measured (wc) only when it is not empty.
 ap_capture() {{
-	rm -f "$AP_TMP/rc"
+	: >"$AP_TMP/rc"
 	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out"
-	ap_rc=$(cat "$AP_TMP/rc" 2>/dev/null)
+	ap_rc=
+	read -r ap_rc <"$AP_TMP/rc" || :
 	case $ap_rc in '' | *[!0-9]*) ap_rc=125 ;; esac
 	ap_over=
-	if [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi
-	if [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
+	if [ -s "$AP_TMP/out" ] && [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi
+	if [ -s "$AP_TMP/err" ] && [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
 }}
 
 # ap_print FILE STREAM: the captured text; only its first AP_EXCERPT bytes when STREAM was cut.

@@ -129,7 +129,7 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     elapsed = time.monotonic() - started
     facts = parse_gather_output(output)
 
-    assert elapsed < 20, "the hung hccn_tool was not cut off"
+    assert elapsed < 50, "the hung hccn_tool was not cut off"  # it sleeps 60 s
     assert facts.hostname == os.uname().nodename
     assert facts.arch == platform.machine()
     assert facts.hccn_tool == str(home / "driver" / "tools" / "hccn_tool")
