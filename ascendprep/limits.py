@@ -174,3 +174,6 @@ TOOL_LATENCY_MAX_MS = 5000
 #: per query and NPU. Each job still makes its own NPU's calls one at a time, and a "hccn_tool is
 #: busy" answer is retried with back-off as before.
 NPU_PROBE_JOBS = 8
+
+#: Environment variable that overrides :data:`NPU_PROBE_JOBS` (1 to 64; 1: the NPUs in turn).
+NPU_PROBE_JOBS_ENV = "ASCENDPREP_NPU_PROBE_JOBS"

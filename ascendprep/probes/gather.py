@@ -27,7 +27,7 @@ import shlex
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.facts import Firewall, HostFacts, NpuFacts, Versions
-from ascendprep.limits import NPU_PROBE_JOBS, SAMPLE_INTERVAL_MAX_S
+from ascendprep.limits import SAMPLE_INTERVAL_MAX_S
 from ascendprep.probes import jobenv, paths, port_stats
 from ascendprep.probes.failures import over_cap_error
 from ascendprep.probes.sections import new_nonce, parse_transcript
@@ -59,7 +59,7 @@ def render_gather_script(
     job_probes: Optional[Any] = None,
     sample_interval: int = 0,
     phase: str = VERIFY,
-    parallel: int = NPU_PROBE_JOBS,
+    parallel: Optional[int] = None,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -77,7 +77,8 @@ def render_gather_script(
     (:func:`ascendprep.probes.blockers.job_probes`); None: HCCL's default ports, no route lookup.
     ``sample_interval``: seconds between the two reads of the port counters (``-stat -g``, after
     each NPU's other queries and again at the end, :mod:`ascendprep.probes.port_stats`); 0: once.
-    ``parallel``: NPUs whose queries run at once (each NPU's own queries stay one at a time).
+    ``parallel``: NPUs whose queries run at once (each NPU's own queries stay one at a time);
+    None: :data:`~ascendprep.limits.NPU_PROBE_JOBS` or ``$ASCENDPREP_NPU_PROBE_JOBS``.
     """
     check_int("sample_interval", sample_interval, 0, SAMPLE_INTERVAL_MAX_S)
     for key in sysctl_keys:

@@ -17,7 +17,6 @@ import shlex
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.facts import PingResult
-from ascendprep.limits import NPU_PROBE_JOBS
 from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
@@ -58,11 +57,12 @@ def render_ping_script(
     per_command_timeout: int,
     busy_retries: int = 5,
     ascend_home: str = DEFAULT_ASCEND_HOME,
-    parallel: int = NPU_PROBE_JOBS,
+    parallel: Optional[int] = None,
 ) -> str:
     """A POSIX sh script pinging each ``(npu devid, target IPv4)`` from this node.
 
-    Each NPU's pings run in the order given; ``parallel`` NPUs ping at once (1: every ping in turn).
+    Each NPU's pings run in the order given; ``parallel`` NPUs ping at once (1: every ping in turn;
+    None: :data:`~ascendprep.limits.NPU_PROBE_JOBS` or ``$ASCENDPREP_NPU_PROBE_JOBS``).
     """
     checked = [(check_devid(npu), _check_target(target)) for npu, target in pairs]
     q = shlex.quote

@@ -32,13 +32,30 @@ MAX_OUTPUT_CAP = 64 * 1024 * 1024
 
 
 def checked_output_cap_override() -> int:
-    """:func:`remote_call_output_cap` for a command's start: a bad override is an InputError."""
+    """:func:`remote_call_output_cap` for a command's start: a bad override is an InputError.
+
+    The other override of the node scripts, :func:`npu_probe_jobs`, is checked here too, so a
+    bad value stops the command before any host is contacted.
+    """
     from ascendprep.yamlsource import InputError, Located
 
-    try:
-        return remote_call_output_cap()
-    except UnsafeValue as exc:
-        raise InputError([Located("environment", None, limits.REMOTE_CALL_OUTPUT_CAP_ENV, str(exc))]) from None
+    for name, read in ((limits.NPU_PROBE_JOBS_ENV, npu_probe_jobs), (limits.REMOTE_CALL_OUTPUT_CAP_ENV, remote_call_output_cap)):
+        try:
+            value = read()
+        except UnsafeValue as exc:
+            raise InputError([Located("environment", None, name, str(exc))]) from None
+    return value
+
+
+def npu_probe_jobs() -> int:
+    """:data:`limits.NPU_PROBE_JOBS`, or ``$ASCENDPREP_NPU_PROBE_JOBS`` when set (1: NPUs in turn,
+    for a driver whose hccn_tool refuses every second caller as busy)."""
+    text = os.environ.get(limits.NPU_PROBE_JOBS_ENV)
+    if text is None or not text.strip():
+        return limits.NPU_PROBE_JOBS
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_PARALLEL:
+        raise UnsafeValue(f"{limits.NPU_PROBE_JOBS_ENV} must be a number of jobs from 1 to {MAX_PARALLEL}, not {text!r}")
+    return int(text)
 
 
 def remote_call_output_cap() -> int:
@@ -111,7 +128,7 @@ def preamble(
     busy_retries: int,
     ascend_home: str,
     output_cap: Optional[int] = None,
-    parallel: int = limits.NPU_PROBE_JOBS,
+    parallel: Optional[int] = None,
 ) -> str:
     """Settings, helper functions and the header line: everything before a script's body.
 
@@ -119,10 +136,11 @@ def preamble(
     the section says ``over=stdout`` (``stderr``, ``stdout+stderr``) with ``cap=N`` and carries
     only the first :data:`limits.REMOTE_CUT_EXCERPT` bytes. None: :func:`remote_call_output_cap`.
     ``parallel``: how many per-NPU jobs ``ap_each_npu`` runs at once (1: one NPU after the other).
+    None: :func:`npu_probe_jobs`.
     """
     timeout_s = check_int("per_command_timeout", timeout_s, 1, MAX_TIMEOUT_S)
     busy_retries = check_int("busy_retries", busy_retries, 0, MAX_BUSY_RETRIES)
-    parallel = check_int("parallel", parallel, 1, MAX_PARALLEL)
+    parallel = check_int("parallel", npu_probe_jobs() if parallel is None else parallel, 1, MAX_PARALLEL)
     cap = check_int("output_cap", remote_call_output_cap() if output_cap is None else output_cap, 1, MAX_OUTPUT_CAP)
     return _PREAMBLE.format(
         kind=kind,

@@ -15,7 +15,9 @@ import pytest
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.ping import parse_ping_output, render_ping_script
 from ascendprep.probes.sections import parse_transcript
-from ascendprep.probes.shell import UnsafeValue
+from ascendprep import limits
+from ascendprep.probes.shell import UnsafeValue, checked_output_cap_override
+from ascendprep.yamlsource import InputError
 from ascendprep.probes.unit import PLAN
 
 #: Seconds each hccn_tool call of the timed stand-in takes (a driver round trip).
@@ -146,9 +148,11 @@ def test_pings_run_side_by_side_per_npu_and_come_back_in_the_order_asked(tmp_pat
     assert printed == [(0, "10.0.0.2"), (0, "10.0.0.3"), (1, "10.0.0.3"), (1, "10.0.0.2"), (2, "10.0.0.2")]
 
 
-def test_one_ping_at_a_time_when_the_bound_is_one(tmp_path, fixtures_dir):
+def test_one_ping_at_a_time_when_the_environment_says_one_job(tmp_path, fixtures_dir, monkeypatch):
+    """ASCENDPREP_NPU_PROBE_JOBS=1: for a driver that answers every second caller "busy"."""
+    monkeypatch.setenv(limits.NPU_PROBE_JOBS_ENV, "1")
     state, env = _timed_host(tmp_path, fixtures_dir)
-    script = render_ping_script([(0, "10.0.0.2"), (1, "10.0.0.2"), (2, "10.0.0.2")], per_command_timeout=10, parallel=1)
+    script = render_ping_script([(0, "10.0.0.2"), (1, "10.0.0.2"), (2, "10.0.0.2")], per_command_timeout=10)
     out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     calls = [tuple(int(word) for word in line.split()) for line in (state / "calls").read_text().splitlines()]
     assert len(calls) == 3 and _most_at_once(calls) == 1
@@ -159,3 +163,12 @@ def test_a_script_without_pairs_runs_and_reports_none(tmp_path):
     out = subprocess.run(["sh", "-s"], input=render_ping_script([], 5), env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert parse_ping_output(out.stdout) == [] and parse_transcript(out.stdout, "ping").complete
+
+
+@pytest.mark.parametrize("value", ["0", "65", "many", "-1"])
+def test_a_bad_jobs_override_stops_the_command_before_any_host(monkeypatch, value):
+    monkeypatch.setenv(limits.NPU_PROBE_JOBS_ENV, value)
+    with pytest.raises(InputError, match=limits.NPU_PROBE_JOBS_ENV):
+        checked_output_cap_override()
+    with pytest.raises(UnsafeValue, match="from 1 to 64"):
+        render_gather_script(8, "python3")
