@@ -131,21 +131,34 @@ def _body(ctx: RenderContext, units: Sequence[ProbeUnit]) -> str:
 
 
 def _chip_loop(ctx: RenderContext, chip_units: Sequence[ProbeUnit]) -> List[str]:
-    """The device ids: the inventory's count, or one per npu-smi chip (NPU id × chip count + chip)."""
+    """The device ids (the inventory's count, or one per npu-smi chip: NPU id x chip count + chip)
+    and the per-chip npu-smi queries, the chips side by side like the NPUs (``ap_each_npu`` over
+    ``NPU:CHIP:COUNT`` words; each chip's queries in turn, the output in chip order)."""
     if ctx.npus is None:
         lines = ["AP_DEVS=", "AP_DEVS_FROM=npu-smi"]
     else:
         lines = [f"AP_DEVS={shlex.quote(' '.join(str(devid) for devid in range(ctx.npus)))}", "AP_DEVS_FROM=inventory"]
     lines += [
+        "ap_chip_list=",
         "for ap_pair in $AP_CHIPS; do",
         "\tap_id=${ap_pair%:*} ap_n=${ap_pair#*:} ap_c=0",
         '\twhile [ "$ap_c" -lt "$ap_n" ]; do',
+        '\t\tap_chip_list="$ap_chip_list $ap_id:$ap_c:$ap_n"',
     ]
-    for unit in chip_units:
-        lines += ["\t\t" + line for line in unit.script_lines(ctx)]
     if ctx.npus is None:
         lines.append('\t\tAP_DEVS="$AP_DEVS $((ap_id * ap_n + ap_c))"')
-    return lines + ["\t\tap_c=$((ap_c + 1))", "\tdone", "done"]
+    lines += ["\t\tap_c=$((ap_c + 1))", "\tdone", "done"]
+    if not chip_units:
+        return lines
+    lines += [
+        "# ap_chip_probes: the npu-smi queries of chip $ap_c of NPU $ap_id (ap_each_npu runs it per chip).",
+        "ap_chip_probes() {",
+        "\tap_id=${ap_dev%%:*} ap_n=${ap_dev##*:} ap_c=${ap_dev#*:}",
+        "\tap_c=${ap_c%:*}",
+    ]
+    for unit in chip_units:
+        lines += ["\t" + line for line in unit.script_lines(ctx)]
+    return lines + ["}", 'ap_each_npu ap_chip_probes "$ap_chip_list"']
 
 
 def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]:

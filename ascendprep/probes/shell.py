@@ -331,36 +331,42 @@ ap_reap() {{
 	rm -rf "$AP_ROOT"
 }}
 
-# ap_each_npu FUNCTION: run FUNCTION once per device id in $AP_DEVS (as $ap_dev), in at most
-# AP_PAR jobs at once, then print what each printed in the order of $AP_DEVS, so the output reads
-# as if they had run one after the other. Job W takes the ids at positions W, W+AP_PAR, ...; each
-# id's sections go to their own file. An id whose file a job could not write runs here instead.
+# ap_each_npu FUNCTION [ITEMS]: run FUNCTION once per word of ITEMS (default: the device ids in
+# $AP_DEVS), as $ap_dev, in at most AP_PAR jobs at once; then print what each printed in the order
+# of ITEMS, so the output reads as if they had run one after the other. Job W takes the words at
+# positions W, W+AP_PAR, ...; each word's sections go to a file of their own. A word whose file a
+# job could not write (no scratch space, the job killed) runs here instead, after the others.
 ap_each_npu() {{
+	AP_EACH=$((${{AP_EACH:-0}} + 1))
+	ap_dir=$AP_ROOT/each.$AP_EACH
+	ap_items=${{2-$AP_DEVS}}
 	ap_count=0
-	for ap_dev in $AP_DEVS; do ap_count=$((ap_count + 1)); done
-	ap_w=0
-	while [ "$ap_w" -lt "$AP_PAR" ] && [ "$ap_w" -lt "$ap_count" ]; do
-		ap_npu_job "$1" "$ap_w" &
-		AP_JOBS="$AP_JOBS $!"
-		ap_w=$((ap_w + 1))
-	done
-	wait
-	AP_JOBS=
+	for ap_dev in $ap_items; do ap_count=$((ap_count + 1)); done
+	if mkdir "$ap_dir"; then
+		ap_w=0
+		while [ "$ap_w" -lt "$AP_PAR" ] && [ "$ap_w" -lt "$ap_count" ]; do
+			ap_npu_job "$1" "$ap_w" "$ap_dir" "$ap_items" &
+			AP_JOBS="$AP_JOBS $!"
+			ap_w=$((ap_w + 1))
+		done
+		wait
+		AP_JOBS=
+	fi
 	ap_i=0
-	for ap_dev in $AP_DEVS; do
-		if [ -e "$AP_ROOT/npu.$ap_i.done" ]; then ap_cat "$AP_ROOT/npu.$ap_i"; else "$1"; fi
+	for ap_dev in $ap_items; do
+		if [ -e "$ap_dir/$ap_i.done" ]; then ap_cat "$ap_dir/$ap_i"; else "$1"; fi
 		ap_i=$((ap_i + 1))
 	done
 }}
 
-# ap_npu_job FUNCTION W: job W of ap_each_npu, with scratch files of its own.
+# ap_npu_job FUNCTION W DIR ITEMS: job W of ap_each_npu, with scratch files of its own.
 ap_npu_job() {{
-	AP_TMP=$AP_ROOT/job.$2
+	AP_TMP=$3/job.$2
 	mkdir "$AP_TMP" || exit 1
 	ap_i=0
-	for ap_dev in $AP_DEVS; do
+	for ap_dev in $4; do
 		if [ "$((ap_i % AP_PAR))" -eq "$2" ]; then
-			"$1" >"$AP_ROOT/npu.$ap_i" && : >"$AP_ROOT/npu.$ap_i.done"
+			"$1" >"$3/$ap_i" && : >"$3/$ap_i.done"
 		fi
 		ap_i=$((ap_i + 1))
 	done

@@ -120,7 +120,8 @@ def test_a_job_that_could_not_write_its_sections_is_run_in_turn(tmp_path, fixtur
     state, env = _timed_host(tmp_path, fixtures_dir)
     script = render_gather_script(2, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN, parallel=2)
     # job 1 cannot create its scratch directory: a file of that name is there first
-    script = script.replace('AP_ROOT=$AP_TMP\n', 'AP_ROOT=$AP_TMP\n: >"$AP_ROOT/job.1"\n', 1)
+    script = script.replace('AP_ROOT=$AP_TMP\n', 'AP_ROOT=$AP_TMP\nmkdir "$AP_ROOT/each.1"; : >"$AP_ROOT/each.1/job.1"\n', 1)
+    script = script.replace('\tif mkdir "$ap_dir"; then', '\tif mkdir -p "$ap_dir"; then', 1)
     out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     facts = parse_gather_output(out.stdout)
     names = [(s.name, s.attrs.get("npu")) for s in parse_transcript(out.stdout, "gather").sections if s.name.startswith("hccn.")]
