@@ -18,6 +18,16 @@ user does, each command a child process:
 Reported per command and setting: wall time (best of ``--repeat``), the ascendprep process's CPU,
 and the CPU the command caused on the lab nodes (sshd sessions and everything they ran). The lab
 is taken down at the end, also on failure.
+
+    python3 bench/bench_node_parallel.py --scripts                 # no lab, no root
+
+``--scripts`` measures the node scripts alone, where this machine's CPU cannot hide the effect:
+the rendered gather (plan and verify phase) and ping scripts run under ``sh`` here, against the
+probe tests' shell stand-ins of hccn_tool and npu-smi (tests/fixtures/probes/fake_tools), each
+call made to sleep ``--latency-ms`` first. Shapes: an A2 node (8 device ids; the stand-in's
+npu-smi lists 2 NPUs) and an A3 node (16 device ids discovered from 8 NPUs of 2 chips); the ping
+script sends 16 pings, 2 per NPU. Wall time (best of ``--repeat``) and the CPU of the script
+and everything it ran.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +52,9 @@ from ascendprep.lab.paths import LabPaths
 from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.system import missing_requirements
 from ascendprep.lab.testing import free_test_subnet
+from ascendprep.probes.gather import render_gather_script
+from ascendprep.probes.ping import render_ping_script
+from ascendprep.probes.unit import PLAN, VERIFY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_plan_apply import Measured, run_on_lab, tail  # noqa: E402  (bench/ is not a package)
@@ -116,6 +130,82 @@ def report(results: dict[str, dict[int, Measured]], nodes: int, latency_ms: int)
     return "\n".join(lines)
 
 
+# --- the node scripts alone (--scripts) ---------------------------------------------------------
+
+FAKE_TOOLS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "probes"
+
+_SLOW_TOOL = """#!/bin/sh
+# {name} that takes a driver round trip before the stand-in answers.
+sleep {seconds}
+exec "$0.real" "$@"
+"""
+
+
+def slow_host(folder: Path, latency_ms: int) -> dict[str, str]:
+    """PATH with the stand-ins of hccn_tool and npu-smi, each call sleeping ``latency_ms`` first."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("hccn_tool", "npu-smi"):
+        shutil.copyfile(FAKE_TOOLS / "fake_tools" / name, bin_dir / f"{name}.real")
+        (bin_dir / name).write_text(_SLOW_TOOL.format(name=name, seconds=f"{latency_ms / 1000:.3f}"))
+        for path in (bin_dir / name, bin_dir / f"{name}.real"):
+            path.chmod(0o755)
+    state = folder / "state"
+    state.mkdir(exist_ok=True)
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "FAKE_FIXTURES": str(FAKE_TOOLS),
+        "FAKE_STATE": str(state),
+        "TMPDIR": str(folder),
+    }
+
+
+def run_script(script: str, env: dict[str, str]) -> tuple[float, float]:
+    """Wall s and CPU s (the shell and everything it ran) of one ``sh -s`` run."""
+    started = time.perf_counter()
+    child = subprocess.Popen(["sh", "-s"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    assert child.stdin is not None
+    child.stdin.write(script.encode())
+    child.stdin.close()
+    _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"a node script exited {os.waitstatus_to_exitcode(status)}")
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
+
+
+def bench_scripts(latency_ms: int, jobs: list[int], repeat: int) -> list[tuple[str, int, float, float]]:
+    """(script, jobs, best wall s, its CPU s) for each node script shape and jobs setting."""
+    pings = [(npu, "10.0.0.2") for npu in range(8) for _ in range(2)]
+    shapes = (
+        ("gather plan, A2 (8 ids)", lambda n: render_gather_script(8, "python3", 10, ascend_home="/nonexistent", phase=PLAN, parallel=n), {}),
+        ("gather verify, A2 (8 ids)", lambda n: render_gather_script(8, "python3", 10, ascend_home="/nonexistent", phase=VERIFY, parallel=n), {}),
+        ("gather verify, A3 (16 ids)", lambda n: render_gather_script(None, "python3", 10, ascend_home="/nonexistent", phase=VERIFY, parallel=n), {"FAKE_NPU_LIST": "list_a3_8npu.out"}),
+        ("ping, 16 pairs", lambda n: render_ping_script(pings, 10, parallel=n), {}),
+    )
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-node-scripts-") as tmp:
+        env = slow_host(Path(tmp), latency_ms)
+        for label, render, extra in shapes:
+            for setting in jobs:
+                runs = [run_script(render(setting), {**env, **extra}) for _ in range(max(1, repeat))]
+                wall, cpu = min(runs)
+                rows.append((label, setting, wall, cpu))
+                print(f"[{label} jobs={setting}: {wall:.1f} s, load {os.getloadavg()[0]:.1f}]", file=sys.stderr, flush=True)
+    return rows
+
+
+def scripts_report(rows: list[tuple[str, int, float, float]], latency_ms: int) -> str:
+    lines = [
+        f"node scripts alone, {latency_ms} ms per hccn_tool/npu-smi call, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
+        "",
+        "| script | NPU jobs | wall s | CPU s |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {label} | {setting} | {wall:.1f} | {cpu:.2f} |" for label, setting, wall, cpu in rows]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2)
@@ -124,12 +214,16 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per command and setting (the fastest is shown)")
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     parser.add_argument("--keep", type=Path, help="keep the logs in this folder")
+    parser.add_argument("--scripts", action="store_true", help="measure the node scripts alone (no lab, no root)")
     args = parser.parse_args()
+    jobs = [int(word) for word in args.jobs.split(",")]
+    if args.scripts:
+        print(scripts_report(bench_scripts(args.latency_ms, jobs, args.repeat), args.latency_ms))
+        return 0
     problems = missing_requirements()
     if problems:
         print("cannot run a lab here:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
-    jobs = [int(word) for word in args.jobs.split(",")]
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-node-parallel-"))
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
