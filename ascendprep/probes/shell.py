@@ -201,7 +201,7 @@ trap 'exit 143' TERM
 # ap_cat FILE: print a captured file and end it with a newline, so a marker starts its own line.
 # (wc -l, not $(tail -c 1): a command substitution drops a trailing NUL and would glue the
 # marker to the tool's last line.)
-# An empty file costs no process at all (most stderr is empty).
+# An empty file is not read at all (most stderr is empty).
 ap_cat() {{
 	if [ -s "$1" ]; then
 		cat "$1"
