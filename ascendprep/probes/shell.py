@@ -197,6 +197,8 @@ trap 'ap_reap' EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# stdout closed (the SSH channel went away): end here, so that ap_reap stops the per-NPU jobs
+trap 'exit 141' PIPE
 
 # ap_cat FILE: print a captured file and end it with a newline, so a marker starts its own line.
 # (wc -l, not $(tail -c 1): a command substitution drops a trailing NUL and would glue the
