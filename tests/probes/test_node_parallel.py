@@ -173,3 +173,19 @@ def test_a_bad_jobs_override_stops_the_command_before_any_host(monkeypatch, valu
         checked_output_cap_override()
     with pytest.raises(UnsafeValue, match="from 1 to 64"):
         render_gather_script(8, "python3")
+
+
+@pytest.mark.parametrize("shell", [shell for shell in ("dash", "bash") if shutil.which(shell)])
+def test_a_reader_that_goes_away_ends_the_script_and_its_jobs_without_leftovers(tmp_path, fixtures_dir, shell):
+    """The SSH channel closes mid-run (Ctrl-C on the controller): the script ends at its next
+    write, its exit trap stops any per-NPU job and removes the scratch files."""
+    state, env = _timed_host(tmp_path, fixtures_dir)
+    script = render_gather_script(8, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN)
+    child = subprocess.Popen([shell, "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(script.encode())
+    child.stdin.close()
+    assert child.stdout.readline().startswith(b"@@ascendprep gather v1 ")
+    child.stdout.close()  # the reader is gone
+    assert child.wait(timeout=60) == 141  # ended by its PIPE trap, not run to the end
+    assert not [path.name for path in tmp_path.iterdir() if path.name.startswith("ascendprep.")]
