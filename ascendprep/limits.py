@@ -191,3 +191,14 @@ SLURM_NODELIST_MAX_CHARS = 65536
 HCCS_PING_TIMEOUT_S = 15
 #: Extra tries with back-off when hccn_tool answers busy (as the RoCE pings).
 HCCS_PING_BUSY_RETRIES = 5
+
+# -- on the node: per-NPU probes at once (issue 12, sp1) ----------------------------------------
+
+#: Per-NPU jobs a gather or ping script runs at once on one node (probes/shell.py ap_each_npu):
+#: one per NPU of an 8-NPU server, so a slow driver round trip is paid once per query, not once
+#: per query and NPU. Each job still makes its own NPU's calls one at a time, and a "hccn_tool is
+#: busy" answer is retried with back-off as before.
+NPU_PROBE_JOBS = 8
+
+#: Environment variable that overrides :data:`NPU_PROBE_JOBS` (1 to 64; 1: the NPUs in turn).
+NPU_PROBE_JOBS_ENV = "ASCENDPREP_NPU_PROBE_JOBS"

@@ -2,7 +2,7 @@
 touches a host; the checks only read what this returns.
 
 Round trips: one gather script per host, then one ping script per host that has pings to send
-(the pings of a node run one at a time, hccn_tool refuses concurrent calls; nodes run at once).
+(on a node, each NPU's pings run in turn and the NPUs side by side; nodes run at once).
 So verify costs at most 2 SSH execs per host, and a dead host costs its connect timeout once:
 the Session remembers the failure for the ping phase.
 """

@@ -5,12 +5,14 @@
 declares its command, section, parser and fact; see :mod:`ascendprep.probes.unit`); this
 module holds only the script's skeleton and the loop that hands each section to its unit.
 
-The script runs each probe once, in sequence (hccn_tool refuses concurrent calls), under
-``timeout`` so a hung tool costs ``per_command_timeout`` seconds and is recorded as a timeout
-instead of stalling the host. The skeleton: the units in registry order; the ``chip`` units run
-inside a loop over npu-smi's chips just before ``npus`` (which also discovers the hccn device
-ids when the inventory does not give a count); the ``npu`` units inside a loop over those
-device ids just after ``tool.hccn_tool``, when hccn_tool was found.
+The script runs each probe once under ``timeout`` so a hung tool costs ``per_command_timeout``
+seconds and is recorded as a timeout instead of stalling the host. The skeleton: the units in
+registry order; the ``chip`` units run inside a loop over npu-smi's chips just before ``npus``
+(which also discovers the hccn device ids when the inventory does not give a count); the ``npu``
+units once per device id just after ``tool.hccn_tool``, when hccn_tool was found. The NPUs run
+side by side (at most :data:`~ascendprep.limits.NPU_PROBE_JOBS` at once), each NPU's queries one
+after the other; a second hccn_tool that answers "busy" is retried with back-off, and the
+sections come out in device-id order, as if the NPUs had run in turn.
 
 Sections the script prints (see :mod:`ascendprep.probes.sections` for the framing): one per
 unit, e.g. ``settings``, ``hostname``, ``npu_smi.health`` (npu, chip), ``npus``, ``hccn.*``
@@ -57,6 +59,7 @@ def render_gather_script(
     job_probes: Optional[Any] = None,
     sample_interval: int = 0,
     phase: str = VERIFY,
+    parallel: Optional[int] = None,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -74,6 +77,8 @@ def render_gather_script(
     (:func:`ascendprep.probes.blockers.job_probes`); None: HCCL's default ports, no route lookup.
     ``sample_interval``: seconds between the two reads of the port counters (``-stat -g``, after
     each NPU's other queries and again at the end, :mod:`ascendprep.probes.port_stats`); 0: once.
+    ``parallel``: NPUs whose queries run at once (each NPU's own queries stay one at a time);
+    None: :data:`~ascendprep.limits.NPU_PROBE_JOBS` or ``$ASCENDPREP_NPU_PROBE_JOBS``.
     """
     check_int("sample_interval", sample_interval, 0, SAMPLE_INTERVAL_MAX_S)
     for key in sysctl_keys:
@@ -88,7 +93,7 @@ def render_gather_script(
     sections = {unit.section for unit in chosen}
     return "\n".join(
         [
-            preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home),
+            preamble(KIND, nonce, per_command_timeout, busy_retries, ascend_home, parallel=parallel),
             _GATHER_FUNCTIONS,
             # the helper functions only the units that call them need (plan's script has none)
             _NETWORK_FUNCTIONS if _RESOLVE_SECTION in sections else "",
@@ -126,29 +131,49 @@ def _body(ctx: RenderContext, units: Sequence[ProbeUnit]) -> str:
 
 
 def _chip_loop(ctx: RenderContext, chip_units: Sequence[ProbeUnit]) -> List[str]:
-    """The device ids: the inventory's count, or one per npu-smi chip (NPU id × chip count + chip)."""
+    """The device ids (the inventory's count, or one per npu-smi chip: NPU id x chip count + chip)
+    and the per-chip npu-smi queries, the chips side by side like the NPUs (``ap_each_npu`` over
+    ``NPU:CHIP:COUNT`` words; each chip's queries in turn, the output in chip order)."""
     if ctx.npus is None:
         lines = ["AP_DEVS=", "AP_DEVS_FROM=npu-smi"]
     else:
         lines = [f"AP_DEVS={shlex.quote(' '.join(str(devid) for devid in range(ctx.npus)))}", "AP_DEVS_FROM=inventory"]
     lines += [
+        "ap_chip_list=",
         "for ap_pair in $AP_CHIPS; do",
         "\tap_id=${ap_pair%:*} ap_n=${ap_pair#*:} ap_c=0",
         '\twhile [ "$ap_c" -lt "$ap_n" ]; do',
+        '\t\tap_chip_list="$ap_chip_list $ap_id:$ap_c:$ap_n"',
     ]
-    for unit in chip_units:
-        lines += ["\t\t" + line for line in unit.script_lines(ctx)]
     if ctx.npus is None:
         lines.append('\t\tAP_DEVS="$AP_DEVS $((ap_id * ap_n + ap_c))"')
-    return lines + ["\t\tap_c=$((ap_c + 1))", "\tdone", "done"]
+    lines += ["\t\tap_c=$((ap_c + 1))", "\tdone", "done"]
+    if not chip_units:
+        return lines
+    lines += [
+        "# ap_chip_probes: the npu-smi queries of chip $ap_c of NPU $ap_id (ap_each_npu runs it per chip).",
+        "ap_chip_probes() {",
+        "\tap_id=${ap_dev%%:*} ap_n=${ap_dev##*:} ap_c=${ap_dev#*:}",
+        "\tap_c=${ap_c%:*}",
+    ]
+    for unit in chip_units:
+        lines += ["\t" + line for line in unit.script_lines(ctx)]
+    return lines + ["}", 'ap_each_npu ap_chip_probes "$ap_chip_list"']
 
 
 def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]:
-    """The per-NPU hccn_tool queries, for every device id, when hccn_tool was found."""
-    lines = ['if [ -n "$AP_HCCN" ]; then', "\tfor ap_dev in $AP_DEVS; do"]
+    """The per-NPU hccn_tool queries, for every device id, when hccn_tool was found.
+
+    The NPUs run side by side (``ap_each_npu``: at most ``parallel`` jobs, each NPU's queries one
+    after the other, the output in device-id order); a driver round trip of 200 ms then costs
+    the host twelve of them in verify, not twelve per NPU.
+    """
+    lines = ["# ap_npu_probes: the per-NPU queries of device $ap_dev (ap_each_npu runs it per NPU).", "ap_npu_probes() {"]
     for unit in npu_units:
-        lines += ["\t\t" + line for line in unit.script_lines(ctx)]
-    return lines + ["\tdone", "fi"]
+        lines += ["\t" + line for line in unit.script_lines(ctx)]
+    if not npu_units:
+        lines.append("\t:")
+    return lines + ["}", 'if [ -n "$AP_HCCN" ]; then', "\tap_each_npu ap_npu_probes", "fi"]
 
 
 _GATHER_FUNCTIONS = r"""# ap_os_release: /etc/os-release, or the spec's fallback /usr/lib/os-release.

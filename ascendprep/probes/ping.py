@@ -1,7 +1,10 @@
 """NPU-to-NPU reachability from one node: ``hccn_tool -i <npu> -ping -g address <ip>``.
 
-The pings of a node run one at a time (hccn_tool refuses concurrent calls with ``hccn_tool is
-busy, please try again.``); a busy answer is retried with back-off (1, 2, 4, 8, 8... s). The
+The pings of one NPU run one after the other; the NPUs of a node ping side by side (at most
+:data:`~ascendprep.limits.NPU_PROBE_JOBS` at once, the script's ``ap_each_npu``), so a node's
+matrix costs about one NPU's share of pings, not all of them in a row. A second hccn_tool may be
+refused with ``hccn_tool is busy, please try again.``: that answer is retried with back-off
+(1, 2, 4, 8, 8... s). The results come back in the order the pairs were asked for. The
 device prints ``N packets transmitted, M received, P% packet loss``; any loss makes hccn_tool
 exit 1 with ``Command execute failed!`` on stderr after the stdout block (docs/ascend-reference.md §1.4).
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import shlex
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.facts import PingResult
 from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
@@ -54,21 +57,36 @@ def render_ping_script(
     per_command_timeout: int,
     busy_retries: int = 5,
     ascend_home: str = DEFAULT_ASCEND_HOME,
+    parallel: Optional[int] = None,
 ) -> str:
-    """A POSIX sh script pinging each ``(npu devid, target IPv4)`` from this node, in order."""
+    """A POSIX sh script pinging each ``(npu devid, target IPv4)`` from this node.
+
+    Each NPU's pings run in the order given; ``parallel`` NPUs ping at once (1: every ping in turn;
+    None: :data:`~ascendprep.limits.NPU_PROBE_JOBS` or ``$ASCENDPREP_NPU_PROBE_JOBS``).
+    """
     checked = [(check_devid(npu), _check_target(target)) for npu, target in pairs]
     q = shlex.quote
+    by_npu: Dict[int, List[str]] = {}
+    for npu, target in checked:
+        by_npu.setdefault(npu, []).append(target)
     lines = [
         "ap_run settings '' printf 'timeout=%s\\n' \"$AP_T\"",
         "ap_run pairs '' printf '%s\\n' " + " ".join(q(f"{npu} {target}") for npu, target in checked),
         "ap_hccn_tool",
+        "# ap_ping_npu: the pings of NPU $ap_dev (ap_each_npu runs it for every NPU in AP_DEVS).",
+        "ap_ping_npu() {",
+        "\tcase $ap_dev in",
     ]
-    for npu, target in checked:
-        attrs = render_attrs(npu=npu, target=target)
-        lines.append(f"ap_run ping {q(attrs)} ap_ping {npu} {q(target)}")
+    for npu, targets in by_npu.items():
+        lines.append(f"\t{npu})")
+        for target in targets:
+            attrs = render_attrs(npu=npu, target=target)
+            lines.append(f"\t\tap_run ping {q(attrs)} ap_ping {npu} {q(target)}")
+        lines.append("\t\t;;")
+    lines += ["\tesac", "}", f"AP_DEVS={q(' '.join(str(npu) for npu in by_npu))}", "ap_each_npu ap_ping_npu"]
     return "\n".join(
         [
-            preamble(KIND, new_nonce(), per_command_timeout, busy_retries, ascend_home),
+            preamble(KIND, new_nonce(), per_command_timeout, busy_retries, ascend_home, parallel=parallel),
             _PING_FUNCTION,
             main_block("\n".join(lines) + "\n"),
         ]
@@ -99,7 +117,11 @@ def parse_ping_output(text: str) -> List[PingResult]:
     for npu, target in requested:
         if (npu, target) not in done:
             results.append(PingResult(npu=npu, target=target, ok=False, error=f"not run: {reason}"))
-    return results
+    # The script prints the pings NPU by NPU; the results keep the order the pairs were asked for.
+    asked: Dict[Tuple[int, str], int] = {}
+    for index, pair in enumerate(requested):
+        asked.setdefault(pair, index)
+    return sorted(results, key=lambda result: asked.get((result.npu, result.target), len(asked)))
 
 
 def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:

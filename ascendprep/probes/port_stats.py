@@ -82,7 +82,7 @@ def sample(counters: Dict[str, int], pass_number: Optional[int], t_attr: str) ->
 # -- the script side: two probe units --------------------------------------------------------
 
 #: Shell functions of the sampled reads (POSIX sh). The first read of each device runs inside the
-#: gather's per-NPU loop and keeps its time in ``$AP_TMP/stat_t.<devid>``; the second pass, at the
+#: gather's per-NPU loop and keeps its time in ``$AP_ROOT/stat_t.<devid>``; the second pass, at the
 #: end of the script, waits for each device only for what is left of the interval since its own
 #: first read, so every NPU's interval is at least the one asked for.
 SHELL_FUNCTIONS = r"""# ap_now: AP_NOW = hundredths of a second on this node's clock (/proc/uptime, else the epoch).
@@ -99,7 +99,7 @@ ap_now() {
 # ap_stat_first: the first read of device $ap_dev's counters; its time is kept for the second.
 ap_stat_first() {
 	ap_now
-	printf '%s\n' "$AP_NOW" >"$AP_TMP/stat_t.$ap_dev"
+	printf '%s\n' "$AP_NOW" >"$AP_ROOT/stat_t.$ap_dev"
 	ap_run hccn.stat " npu=$ap_dev pass=1 t=$AP_NOW" ap_hccn -i "$ap_dev" -stat -g
 }
 
@@ -117,7 +117,7 @@ ap_stat_wait() {
 ap_stat_second() {
 	for ap_dev in $AP_DEVS; do
 		ap_t1=
-		if [ -r "$AP_TMP/stat_t.$ap_dev" ]; then read -r ap_t1 <"$AP_TMP/stat_t.$ap_dev"; fi
+		if [ -r "$AP_ROOT/stat_t.$ap_dev" ]; then read -r ap_t1 <"$AP_ROOT/stat_t.$ap_dev"; fi
 		case $ap_t1 in '' | *[!0-9]*) continue ;; esac
 		ap_stat_wait "$ap_t1" "$1"
 		ap_now

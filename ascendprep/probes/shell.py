@@ -25,18 +25,37 @@ from ascendprep.probes.sections import header_line
 MAX_DEVID = 99
 MAX_TIMEOUT_S = 3600
 MAX_BUSY_RETRIES = 20
+#: Upper bound of the per-NPU jobs a script runs at once (one per device id of a 16-die A3 and more).
+MAX_PARALLEL = 64
 #: Upper bound of an overridden per-call output cap (the controller must still hold a host's calls).
 MAX_OUTPUT_CAP = 64 * 1024 * 1024
 
 
 def checked_output_cap_override() -> int:
-    """:func:`remote_call_output_cap` for a command's start: a bad override is an InputError."""
+    """:func:`remote_call_output_cap` for a command's start: a bad override is an InputError.
+
+    The other override of the node scripts, :func:`npu_probe_jobs`, is checked here too, so a
+    bad value stops the command before any host is contacted.
+    """
     from ascendprep.yamlsource import InputError, Located
 
-    try:
-        return remote_call_output_cap()
-    except UnsafeValue as exc:
-        raise InputError([Located("environment", None, limits.REMOTE_CALL_OUTPUT_CAP_ENV, str(exc))]) from None
+    for name, read in ((limits.NPU_PROBE_JOBS_ENV, npu_probe_jobs), (limits.REMOTE_CALL_OUTPUT_CAP_ENV, remote_call_output_cap)):
+        try:
+            value = read()
+        except UnsafeValue as exc:
+            raise InputError([Located("environment", None, name, str(exc))]) from None
+    return value
+
+
+def npu_probe_jobs() -> int:
+    """:data:`limits.NPU_PROBE_JOBS`, or ``$ASCENDPREP_NPU_PROBE_JOBS`` when set (1: NPUs in turn,
+    for a driver whose hccn_tool refuses every second caller as busy)."""
+    text = os.environ.get(limits.NPU_PROBE_JOBS_ENV)
+    if text is None or not text.strip():
+        return limits.NPU_PROBE_JOBS
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_PARALLEL:
+        raise UnsafeValue(f"{limits.NPU_PROBE_JOBS_ENV} must be a number of jobs from 1 to {MAX_PARALLEL}, not {text!r}")
+    return int(text)
 
 
 def remote_call_output_cap() -> int:
@@ -109,15 +128,19 @@ def preamble(
     busy_retries: int,
     ascend_home: str,
     output_cap: Optional[int] = None,
+    parallel: Optional[int] = None,
 ) -> str:
     """Settings, helper functions and the header line: everything before a script's body.
 
     ``output_cap``: bytes of one command's stdout (and of its stderr) the script keeps; past it
     the section says ``over=stdout`` (``stderr``, ``stdout+stderr``) with ``cap=N`` and carries
     only the first :data:`limits.REMOTE_CUT_EXCERPT` bytes. None: :func:`remote_call_output_cap`.
+    ``parallel``: how many per-NPU jobs ``ap_each_npu`` runs at once (1: one NPU after the other).
+    None: :func:`npu_probe_jobs`.
     """
     timeout_s = check_int("per_command_timeout", timeout_s, 1, MAX_TIMEOUT_S)
     busy_retries = check_int("busy_retries", busy_retries, 0, MAX_BUSY_RETRIES)
+    parallel = check_int("parallel", npu_probe_jobs() if parallel is None else parallel, 1, MAX_PARALLEL)
     cap = check_int("output_cap", remote_call_output_cap() if output_cap is None else output_cap, 1, MAX_OUTPUT_CAP)
     return _PREAMBLE.format(
         kind=kind,
@@ -130,6 +153,7 @@ def preamble(
         home=quote_home(ascend_home),
         header=shlex.quote(header_line(kind, nonce)),
         hccn_in_home=HCCN_TOOL_IN_HOME,
+        parallel=parallel,
     )
 
 
@@ -159,21 +183,32 @@ AP_CAP={cap}
 AP_KEEP={keep}
 AP_EXCERPT={excerpt}
 
+AP_PAR={parallel}
+AP_JOBS=
+
 AP_TMP=$(mktemp -d "${{TMPDIR:-/tmp}}/ascendprep.XXXXXX") || {{
 	echo 'ascendprep: cannot create a temporary directory' >&2
 	exit 1
 }}
-trap 'rm -rf "$AP_TMP"' EXIT
+# AP_TMP: the scratch files of the current command (a per-NPU job has its own); AP_ROOT: the
+# directory shared by the whole run (the hung-hccn_tool mark, the per-NPU sections, counters' times).
+AP_ROOT=$AP_TMP
+trap 'ap_reap' EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# stdout closed (the SSH channel went away): end here, so that ap_reap stops the per-NPU jobs
+trap 'exit 141' PIPE
 
 # ap_cat FILE: print a captured file and end it with a newline, so a marker starts its own line.
 # (wc -l, not $(tail -c 1): a command substitution drops a trailing NUL and would glue the
 # marker to the tool's last line.)
+# An empty file is not read at all (most stderr is empty).
 ap_cat() {{
-	cat "$1"
-	if [ -s "$1" ] && [ "$(tail -c 1 "$1" | wc -l)" -eq 0 ]; then echo; fi
+	if [ -s "$1" ]; then
+		cat "$1"
+		if [ "$(tail -c 1 "$1" | wc -l)" -eq 0 ]; then echo; fi
+	fi
 }}
 
 # ap_keep FILE: keep the first AP_KEEP bytes of stdin in FILE and read the rest into nothing, so
@@ -185,14 +220,17 @@ ap_keep() {{
 
 # ap_capture COMMAND...: run COMMAND with stdin closed; at most AP_KEEP bytes of its stdout go to
 # $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded).
+# Per call only the pipeline's own processes run: the status is read with the shell's `read`, and
+# a stream is measured (wc) only when it is not empty.
 ap_capture() {{
-	rm -f "$AP_TMP/rc"
+	: >"$AP_TMP/rc"
 	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out"
-	ap_rc=$(cat "$AP_TMP/rc" 2>/dev/null)
+	ap_rc=
+	read -r ap_rc <"$AP_TMP/rc" || :
 	case $ap_rc in '' | *[!0-9]*) ap_rc=125 ;; esac
 	ap_over=
-	if [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi
-	if [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
+	if [ -s "$AP_TMP/out" ] && [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi
+	if [ -s "$AP_TMP/err" ] && [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
 }}
 
 # ap_print FILE STREAM: the captured text; only its first AP_EXCERPT bytes when STREAM was cut.
@@ -249,13 +287,13 @@ ap_tool() {{
 # the limit would stall the host for minutes. They report exit 124 with "not run" on stderr.
 # (The hang is remembered in a file: ap_capture runs each command in a subshell.)
 ap_hccn() {{
-	if [ -e "$AP_TMP/hccn_hung" ]; then
-		printf 'not run: hccn_tool hung earlier in this run (%s)\n' "$(cat "$AP_TMP/hccn_hung")" >&2
+	if [ -e "$AP_ROOT/hccn_hung" ]; then
+		printf 'not run: hccn_tool hung earlier in this run (%s)\n' "$(cat "$AP_ROOT/hccn_hung")" >&2
 		return 124
 	fi
 	timeout -k 2 "$AP_T" "$AP_HCCN" "$@"
 	ap_hrc=$?
-	if [ "$ap_hrc" -eq 124 ] || [ "$ap_hrc" -eq 137 ]; then printf 'hccn_tool %s' "$*" >"$AP_TMP/hccn_hung"; fi
+	if [ "$ap_hrc" -eq 124 ] || [ "$ap_hrc" -eq 137 ]; then printf 'hccn_tool %s' "$*" >"$AP_ROOT/hccn_hung"; fi
 	return "$ap_hrc"
 }}
 
@@ -286,6 +324,54 @@ ap_hccn_tool() {{
 	ap_run tool.hccn_tool '' ap_locate hccn_tool "$AP_HOME/{hccn_in_home}"
 	AP_HCCN=
 	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_HCCN=$(cat "$AP_TMP/out"); fi
+}}
+
+# ap_reap: on exit, stop the per-NPU jobs still running (a tool they started ends at its own
+# time limit) and remove the scratch files.
+ap_reap() {{
+	if [ -n "$AP_JOBS" ]; then kill $AP_JOBS 2>/dev/null; fi
+	rm -rf "$AP_ROOT"
+}}
+
+# ap_each_npu FUNCTION [ITEMS]: run FUNCTION once per word of ITEMS (default: the device ids in
+# $AP_DEVS), as $ap_dev, in at most AP_PAR jobs at once; then print what each printed in the order
+# of ITEMS, so the output reads as if they had run one after the other. Job W takes the words at
+# positions W, W+AP_PAR, ...; each word's sections go to a file of their own. A word whose file a
+# job could not write (no scratch space, the job killed) runs here instead, after the others.
+ap_each_npu() {{
+	AP_EACH=$((${{AP_EACH:-0}} + 1))
+	ap_dir=$AP_ROOT/each.$AP_EACH
+	ap_items=${{2-$AP_DEVS}}
+	ap_count=0
+	for ap_dev in $ap_items; do ap_count=$((ap_count + 1)); done
+	if mkdir "$ap_dir"; then
+		ap_w=0
+		while [ "$ap_w" -lt "$AP_PAR" ] && [ "$ap_w" -lt "$ap_count" ]; do
+			ap_npu_job "$1" "$ap_w" "$ap_dir" "$ap_items" &
+			AP_JOBS="$AP_JOBS $!"
+			ap_w=$((ap_w + 1))
+		done
+		wait
+		AP_JOBS=
+	fi
+	ap_i=0
+	for ap_dev in $ap_items; do
+		if [ -e "$ap_dir/$ap_i.done" ]; then ap_cat "$ap_dir/$ap_i"; else "$1"; fi
+		ap_i=$((ap_i + 1))
+	done
+}}
+
+# ap_npu_job FUNCTION W DIR ITEMS: job W of ap_each_npu, with scratch files of its own.
+ap_npu_job() {{
+	AP_TMP=$3/job.$2
+	mkdir "$AP_TMP" || exit 1
+	ap_i=0
+	for ap_dev in $4; do
+		if [ "$((ap_i % AP_PAR))" -eq "$2" ]; then
+			"$1" >"$3/$ap_i" && : >"$3/$ap_i.done"
+		fi
+		ap_i=$((ap_i + 1))
+	done
 }}
 
 printf '%s\n' {header}

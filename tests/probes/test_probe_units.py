@@ -79,10 +79,13 @@ def test_a_new_unit_is_one_declaration_rendered_in_its_loop():
     script = render_gather_script(2, "python3", units=units)
     lines = script.splitlines()
     assert "ap_run demo.word '' ap_tool cat /etc/demo" in lines
-    npu_loop = lines.index("\tfor ap_dev in $AP_DEVS; do")
-    assert lines.index('\t\tap_run demo.mtu " npu=$ap_dev" ap_hccn -i "$ap_dev" -mtu -g') > npu_loop
-    chip_loop = lines.index('\twhile [ "$ap_c" -lt "$ap_n" ]; do')
-    assert lines.index('\t\tap_run demo.chip " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t temp') > chip_loop
+    # per-NPU and per-chip units run in the functions ap_each_npu runs once per device id / chip
+    npu_body = lines.index("ap_npu_probes() {")
+    mtu = lines.index('\tap_run demo.mtu " npu=$ap_dev" ap_hccn -i "$ap_dev" -mtu -g')
+    assert npu_body < mtu < lines.index("\tap_each_npu ap_npu_probes")
+    chip_body = lines.index("ap_chip_probes() {")
+    temp = lines.index('\tap_run demo.chip " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t temp')
+    assert chip_body < temp < lines.index('ap_each_npu ap_chip_probes "$ap_chip_list"')
     assert "demo.word" not in render_gather_script(2, "python3")
 
 
