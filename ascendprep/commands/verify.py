@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import sys
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
@@ -451,7 +450,9 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     if target is not None:
         target = _save_bundle(run, target, document, options.keep_runs, err)
     if options.output_format == "json":
-        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+        from ascendprep.report.jsondoc import write_json
+
+        write_json(document, sys.stdout)  # compact, in slices: 4,096 hosts in seconds, not minutes
     else:
         out = Console(highlight=False)
         if run.from_bundle:
