@@ -81,7 +81,10 @@ def run_checks(
     selection: Selection = Selection(),
     today: Optional[date] = None,
 ) -> List[CheckResult]:
-    """Every selected check's results. ``today``: the day compatibility is judged on (a bundle's date)."""
+    """Every selected check's results. ``today``: the day compatibility is judged on (a bundle's date).
+
+    Nodes without an entry in ``hosts`` were not part of the run (``verify --hosts``): they get
+    no node results, and the cluster checks judge the nodes that were."""
     results: List[CheckResult] = []
     checks = []
     for check in selection.checks():
@@ -92,6 +95,8 @@ def run_checks(
             results.append(_result(check, skipped(reason), None, None))
     for inventory_node in desired.inventory.nodes:
         name = inventory_node.name
+        if name not in hosts:
+            continue
         ctx = NodeContext(desired, desired.nodes[name], hosts[name])
         failed_here: Dict[str, str] = {}
         for check in (c for c in checks if c.scope == "node"):
