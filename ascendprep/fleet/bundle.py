@@ -172,18 +172,11 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any]) -> Path:
     return target
 
 
-def _compact_json(document: Any) -> str:
-    """JSON for the compressed per-host and results files, without indentation: json.dumps with
-    ``indent`` falls back to the pure-Python encoder, ~10x slower, which at 4,096 hosts made
-    these files most of verify's controller CPU (bench/bench_scale.py). Read them with jq."""
-    return json.dumps(document, separators=(",", ":")) + "\n"
-
-
 def _facts_gz(bundle: Bundle, name: str, host: HostEvidence) -> "tuple[int, bytes]":
     """(length, gzip'd text) of a host's facts.json, encoded once per bundle."""
     if name not in bundle._facts_gz:
         assert host.facts is not None
-        text = _compact_json(host.facts.to_dict()).encode("utf-8")
+        text = host.facts.to_json() + b"\n"
         bundle._facts_gz[name] = (len(text), gzip.compress(text, compresslevel=GZIP_LEVEL, mtime=0))
     return bundle._facts_gz[name]
 

@@ -27,7 +27,7 @@ def _compact(document) -> str:
         {"a": 1, "b": [1, 2, {"c": None}]},
         {"checks": [{"n": i, "e": {"x": [i, "é"]}} for i in range(3 * SLICE_ITEMS + 7)], "tail": True},
         {"hosts": {f"node{i:04d}": {"ok": i % 2 == 0, "npus": list(range(8))} for i in range(2 * SLICE_ITEMS + 3)}, "n": 0},
-        {"deep": {"inner": [{"i": i} for i in range(5 * SLICE_ITEMS)], "k": "v"}, 1: "int key", None: 2.5, True: "bool key"},
+        {"deep": {"inner": [{"i": i} for i in range(5 * SLICE_ITEMS)], "k": "v"}, 2: "int key", None: 2.5, True: "bool key", 1.5: "float key"},
         [{"i": i} for i in range(4 * SLICE_ITEMS + 1)],
         {"big": list(range(2 * SLICE_ITEMS + 1)), "small": list(range(3))},
     ],

@@ -9,7 +9,6 @@ from datetime import date
 
 from ascendprep.checks.context import HostEvidence
 from ascendprep.facts import HostFacts
-from ascendprep.fleet import bundle as bundle_module
 from ascendprep.fleet.bundle import Bundle, bundle_size, new_bundle_dir, write_bundle
 from ascendprep.report import jsondoc
 
@@ -42,7 +41,8 @@ def test_bundle_size_covers_what_is_written_and_nothing_is_encoded_twice(tmp_pat
 
     monkeypatch.setattr(jsondoc, "json_chunks", counting)
     dumps = []
-    monkeypatch.setattr(bundle_module, "_compact_json", lambda doc: dumps.append(1) or json.dumps(doc, separators=(",", ":")) + "\n")
+    real_facts = HostFacts.to_json
+    monkeypatch.setattr(HostFacts, "to_json", lambda facts: dumps.append(1) or real_facts(facts))
     bundle = _bundle()
     report = {"checks": [{"n": i} for i in range(2000)]}
     size = bundle_size(bundle, report)
@@ -51,3 +51,14 @@ def test_bundle_size_covers_what_is_written_and_nothing_is_encoded_twice(tmp_pat
     assert size >= written
     assert encoded == [id(report)]  # the report: once, for the size and the file
     assert len(dumps) == 3  # each host's facts once
+
+
+def test_facts_to_json_is_to_dict_for_a_whole_recorded_node() -> None:
+    from pathlib import Path
+
+    from ascendprep.probes.gather import parse_gather_output
+
+    recorded = Path(__file__).resolve().parents[2] / "bench" / "scale_data" / "a2-converged.gather.txt"
+    facts = parse_gather_output(recorded.read_text())
+    assert facts.npus and facts.to_dict()["npus"]  # a full 8-NPU node, optics and counters included
+    assert json.loads(facts.to_json()) == facts.to_dict()
