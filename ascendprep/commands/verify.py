@@ -352,8 +352,8 @@ def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Co
         return None
     if selection is None:
         selection = Selection.parse(bundle.selection.get("only", ()), bundle.selection.get("skip", ()))
-    read = bundle.selection.get(ONLY_HOSTS_KEY)  # a --hosts run read only these
-    only_hosts = [n.name for n in inventory.nodes if n.name in set(read)] if read else None
+    read = {name for name in bundle.selection.get(ONLY_HOSTS_KEY) or () if isinstance(name, str)}  # a --hosts run read only these
+    only_hosts = [n.name for n in inventory.nodes if n.name in read] if read else None
     missing = sorted(set(only_hosts if only_hosts is not None else (n.name for n in inventory.nodes)) - set(bundle.hosts))
     if missing:
         raise BundleError(f"{bundle.path}: no evidence for nodes {', '.join(missing)}")

@@ -105,3 +105,18 @@ def test_the_cli_reads_only_the_selection_and_says_so(fake_tools, tmp_path, monk
     assert "no evidence for nodes" not in again.output, again.output
     rechecked = json.loads(again.stdout)
     assert list(rechecked["hosts"]) == ["node4"] and rechecked["only_hosts"] == "node4"
+
+
+def test_a_bundle_naming_odd_things_as_its_hosts_is_read_without_a_traceback(fake_tools, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(fanout.Session, "_connect_ssh", lambda self, access: LocalTransport(access.name, 60))
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(_inventory_text())
+    CliRunner().invoke(verify_command, [str(inventory), "--hosts", "node4", "--skip", "cluster"])
+    (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
+    record = json.loads((run / "run.json").read_text())
+    record["selection"]["hosts"] = [1, {"x": 1}, ["node1"], "node4", "nobody"]
+    (run / "run.json").write_text(json.dumps(record))
+    again = CliRunner().invoke(verify_command, ["--from-bundle", str(run), "--format", "json"])
+    assert "Traceback" not in again.output and again.exception is None or isinstance(again.exception, SystemExit), again.output
+    assert list(json.loads(again.stdout)["hosts"]) == ["node4"]
