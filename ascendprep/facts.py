@@ -521,6 +521,11 @@ class HostFacts:
         """A JSON-ready dict carrying ``schema_version``."""
         return {"schema_version": FACTS_SCHEMA_VERSION, **_HOST_FACTS.dump_python(self, mode="json")}
 
+    def to_json(self) -> bytes:
+        """:meth:`to_dict` as compact UTF-8 JSON, by pydantic's own encoder: ~4x faster than
+        ``json.dumps(to_dict())``, which a verify bundle pays once per host (bench/bench_scale.py)."""
+        return b'{"schema_version":%d,' % FACTS_SCHEMA_VERSION + _HOST_FACTS.dump_json(self)[1:]
+
     @classmethod
     def from_dict(cls, data: Any) -> "HostFacts":
         """Read what :meth:`to_dict` wrote; a wrong version or shape raises :class:`FactsFormatError`."""

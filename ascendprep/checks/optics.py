@@ -77,6 +77,25 @@ def margins_evidence(desired: Any, margins: OpticsMargins) -> Dict[str, Any]:
     return {name: grey_thresholds.shown(name, value, overrides) for name, value in asdict(margins).items()}
 
 
+#: (the inventory's ``thresholds:`` object, its margins, their evidence) of the last inventory
+#: checked: power and module read them for every NPU of every node (16 times per 8-NPU host), and
+#: they depend on the inventory alone. The evidence dict is shared by the results that show it
+#: and never changed after it is built.
+_LAST_MARGINS: Tuple[Any, Optional[OpticsMargins], Dict[str, Any]] = (None, None, {})
+
+
+def _margins(desired: Any) -> Tuple[OpticsMargins, Dict[str, Any]]:
+    """:func:`margins_for` and :func:`margins_evidence` of ``desired``, built once per inventory."""
+    global _LAST_MARGINS
+    overrides = desired.inventory.model.thresholds if desired is not None else None
+    seen, margins, evidence = _LAST_MARGINS
+    if margins is None or seen is not overrides:
+        margins = margins_for(desired)
+        evidence = margins_evidence(desired, margins)
+        _LAST_MARGINS = (overrides, margins, evidence)
+    return margins, evidence
+
+
 def _db(ratio: float) -> float:
     return 10 * math.log10(ratio)
 
@@ -166,14 +185,14 @@ def power(ctx: NodeContext, npu: int) -> List[Verdict]:
     if early is not None:
         return [early]
     assert info is not None
-    margins = margins_for(ctx.desired)
+    margins, shown_margins = _margins(ctx.desired)
     verdicts = _power_findings(info, "rx", margins) + _power_findings(info, "tx", margins)
     figures = metrics(info)
     if verdicts:
         for verdict in verdicts:  # every lane's figures beside the one named, for --format json
             verdict.evidence.setdefault("metrics", figures)
         return verdicts
-    evidence = {"metrics": figures, "thresholds": asdict(info.thresholds), "margins": margins_evidence(ctx.desired, margins)}
+    evidence = {"metrics": figures, "thresholds": asdict(info.thresholds), "margins": shown_margins}
     lanes = sum(1 for lane in info.lanes if lane.has_readings)
     return [passed(f"Tx/Rx power of {lanes} lane{'s' if lanes != 1 else ''} within the module's thresholds", evidence)]
 
@@ -232,7 +251,7 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
     if early is not None:
         return [early]
     assert info is not None
-    margins = margins_for(ctx.desired)
+    margins, shown_margins = _margins(ctx.desired)
     t = info.thresholds
     verdicts: List[Verdict] = []
     temp = info.temperature_c
@@ -260,7 +279,7 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
     verdicts += _bias_findings(info.lanes, margins)
     if verdicts:
         return verdicts
-    evidence = {**temp_evidence, **vcc_evidence, "tx_bias_ma": {str(l.lane): l.tx_bias_ma for l in info.lanes if l.tx_bias_ma is not None}, "margins": margins_evidence(ctx.desired, margins)}
+    evidence = {**temp_evidence, **vcc_evidence, "tx_bias_ma": {str(l.lane): l.tx_bias_ma for l in info.lanes if l.tx_bias_ma is not None}, "margins": shown_margins}
     shown = f"{temp:g} °C" if temp is not None else f"'{info.temperature_note or 'not printed'}'"
     return [passed(f"module temperature {shown} and supply within the module's thresholds", evidence)]
 

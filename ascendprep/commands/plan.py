@@ -10,7 +10,6 @@ command in ``cli.py`` costs ``ascendprep --help`` nothing.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -209,7 +208,9 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
         document = plan_document(plans, str(path), SCHEMA_VERSION)
         document["findings"] = [f.to_dict() for f in findings]
         document["limits_hit"] = limits_hit
-        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+        from ascendprep.report.jsondoc import write_json
+
+        write_json(document, sys.stdout)  # compact, in slices: 4,096 hosts in seconds, not minutes
     else:
         out = report_console()
         out.print(changes_table(plans))

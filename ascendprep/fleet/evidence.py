@@ -10,7 +10,7 @@ the Session remembers the failure for the ping phase.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, Optional, Tuple
+from typing import AbstractSet, Callable, Dict, Optional, Tuple
 
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.mesh import PingPlan, plan_pings
@@ -70,6 +70,12 @@ def _ping_problem(run: PingRun) -> Optional[str]:
     return None
 
 
+def within(plan: PingPlan, only: AbstractSet[str]) -> PingPlan:
+    """The pairs of ``plan`` with an end on the ``only`` nodes. The other end was not read, so it
+    ranks as no source (mesh._source_rank): each pair is sent from its ``only`` end."""
+    return PingPlan(plan.mesh, tuple(p for p in plan.pairs if p.a.node in only or p.b.node in only))
+
+
 def collect(
     session: Session,
     desired: DesiredState,
@@ -79,17 +85,23 @@ def collect(
     sample_interval: int = 0,
     exec_via: Optional[ExecVia] = None,
     with_hccs: Optional[bool] = None,
+    only: Optional[AbstractSet[str]] = None,
 ) -> Tuple[Dict[str, HostEvidence], Optional[PingPlan]]:
-    """Gather every host, plan and run the pings; the evidence per node, and the ping plan.
+    """Gather every host (or the ``only`` ones), plan and run the pings; the evidence per node
+    read, and the ping plan.
 
     ``sample_interval``: seconds between the gather's two reads of the port counters (0: one read).
     ``exec_via``: the gather runs through this wrapper (the pings stay on the host).
     ``with_hccs``: run the A3 HCCS pings within each super-pod (fleet/hccs.py); None: as ``with_pings``.
+    ``only`` (``verify --hosts``): no other node is contacted. The pings are the mesh's pairs
+    with an end among them, sent from that end (the peer's address is the planned one).
     """
     inventory = desired.inventory
-    gathered = gather_facts(session, inventory, progress("reading hosts"), sample_interval=sample_interval, exec_via=exec_via)
+    gathered = gather_facts(session, inventory, progress("reading hosts"), only=set(only) if only is not None else None, sample_interval=sample_interval, exec_via=exec_via)
     hosts: Dict[str, HostEvidence] = {}
     for node in inventory.nodes:
+        if only is not None and node.name not in only:
+            continue
         outcome = gathered[node.name]
         if outcome.ok and outcome.value is not None:
             value = outcome.value
@@ -101,6 +113,8 @@ def collect(
     if not with_pings:
         return hosts, None
     plan = plan_pings(desired, {name: host.facts for name, host in hosts.items()}, mesh)
+    if only is not None:
+        plan = within(plan, only)
     for name, pinged in run_pings(session, plan, progress("pinging NPU pairs")).items():
         host = hosts[name]
         if pinged.ok and pinged.value is not None:

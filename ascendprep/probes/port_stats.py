@@ -20,6 +20,7 @@ latency enters it.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Dict, List, Optional
 
 from ascendprep.facts import CounterSample
@@ -54,7 +55,7 @@ def parse_stat(stdout: str) -> Dict[str, int]:
         match = _LINE_RE.match(line.strip())
         if match is None:
             raise UnexpectedOutput(f"unrecognised -stat line {line.strip()[:80]!r} (expected counter:value)")
-        name, value = match.group(1), int(match.group(2))
+        name, value = sys.intern(match.group(1)), int(match.group(2))  # one copy of each name for all hosts
         if value > COUNTER_MAX:
             raise UnexpectedOutput(f"{name} {value} is larger than a 64-bit counter")
         if name in counters:

@@ -119,61 +119,52 @@ def parse_transcript(text: str, kind: str) -> Transcript:
         return Transcript(None, problem=f"no ascendprep {kind} header in the output (did the script run?)")
 
     marker = f"@@{nonce} "
+    body = lines[start:]
+    if "\r" in text:
+        body = [line.rstrip("\r") for line in body]
     sections: List[Section] = []
-    current: Optional[_OpenSection] = None
+    # The open section: its name (None: none open), attributes, stdout and stderr pieces, and the
+    # list the lines go to now. Plain locals rather than an object: this runs per host.
+    name: Optional[str] = None
+    attrs: Dict[str, str] = {}
+    out: List[str] = []
+    err: List[str] = []
+    into = out
     done = False
-    for line in lines[start:]:
-        line = line.rstrip("\r")
-        if not line.startswith(marker):
-            if current is not None:
-                current.add(line)
-            continue
-        command = line[len(marker):]
-        end = _END_RE.match(command)
+    # Split at the marker lines rather than walking every line: a gather prints ~1,800 lines and
+    # ~450 markers per host, and this loop runs once per host of a 4,096-host verify. Each piece
+    # is one marker line's command, then (after its newline) the lines up to the next marker.
+    for piece in ("\n" + "\n".join(body)).split("\n" + marker)[1:]:
+        command, newline, rest = piece.partition("\n")
         if command.startswith("begin "):
-            if current is not None:
-                sections.append(current.close(None, 1))
-            current = _OpenSection.begin(command[len("begin "):])
-        elif command == "stderr" and current is not None:
-            current.in_stderr = True
-        elif end and current is not None:
-            sections.append(current.close(int(end.group("rc")), int(end.group("tries"))))
-            current = None
+            if name is not None:
+                sections.append(Section(name, attrs, "".join(out), "".join(err), None, 1))
+            name, attrs = _begin(command[len("begin "):])
+            out, err = [], []
+            into = out
+        elif command == "stderr" and name is not None:
+            into = err
         elif command == "done":
             done = True
             break
+        elif name is not None:
+            end = _END_RE.match(command)
+            if end:
+                sections.append(Section(name, attrs, "".join(out), "".join(err), int(end.group("rc")), int(end.group("tries"))))
+                name = None
+        if newline and name is not None:
+            into.append(rest + "\n")  # the piece's lines, each ended by its newline
     problem = None
-    if current is not None:
-        sections.append(current.close(None, 1))
-        problem = f"output stopped inside section {current.name!r}"
+    if name is not None:
+        sections.append(Section(name, attrs, "".join(out), "".join(err), None, 1))
+        problem = f"output stopped inside section {name!r}"
     elif not done:
         problem = "output stopped before the script finished (no end marker)"
     return Transcript(kind, tuple(sections), problem)
 
 
-@dataclass
-class _OpenSection:
-    """A section being read: its lines so far, and which stream they belong to."""
-
-    name: str
-    attrs: Dict[str, str]
-    out: List[str] = field(default_factory=list)
-    err: List[str] = field(default_factory=list)
-    in_stderr: bool = False
-
-    @classmethod
-    def begin(cls, rest: str) -> "_OpenSection":
-        """``name key=value ...`` of a begin line."""
-        name, *pairs = rest.split(" ")
-        attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
-        return cls(name=name if _NAME_RE.match(name) else "invalid", attrs=attrs)
-
-    def add(self, line: str) -> None:
-        (self.err if self.in_stderr else self.out).append(line)
-
-    def close(self, rc: Optional[int], tries: int) -> Section:
-        return Section(self.name, self.attrs, _join(self.out), _join(self.err), rc, tries)
-
-
-def _join(lines: List[str]) -> str:
-    return "".join(line + "\n" for line in lines)
+def _begin(rest: str) -> Tuple[str, Dict[str, str]]:
+    """(name, attributes) of a begin line's ``name key=value ...``; a bad name reads "invalid"."""
+    name, *pairs = rest.split(" ")
+    attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
+    return (name if _NAME_RE.match(name) else "invalid"), attrs

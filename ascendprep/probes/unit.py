@@ -250,23 +250,25 @@ class ProbeUnit:
         Pure; ``timeout_s`` (the script's time limit) only words a timeout's message. A
         ``lenient`` unit's parser exceptions propagate (the gather loop reports them).
         """
-        probe, what, npu = self.probe_name(where), self.describe(where), self.npu_of(where)
+        # The probe's name and description are worded only for an error: most sections have none.
         missing = self._missing_attrs(where)
         if missing:
-            return Outcome(error=ProbeError(probe=probe, kind="error", message=f"{what}: {missing}"))
+            return Outcome(error=ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}"))
         given = self.settle(section)
         if given is NOTHING:
             return Outcome()
         if given is not None:
             return Outcome(value=given.value, has_value=True)
         if not self.answered(section):
-            return self._unknown(where, classify_failure(section, probe, what, npu=npu, timeout_s=self.timeout_s or timeout_s))
+            failure = classify_failure(section, self.probe_name(where), self.describe(where), npu=self.npu_of(where), timeout_s=self.timeout_s or timeout_s)
+            return self._unknown(where, failure)
         if self.lenient:
             return Outcome(value=self.parse(section.stdout, where), has_value=True)
         try:
             value = self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
-            return self._unknown(where, ProbeError(probe=probe, kind="error", message=f"{what}: {exc}", npu=npu))
+            error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
+            return self._unknown(where, error)
         return Outcome(value=value, has_value=True)
 
     def _missing_attrs(self, where: Where) -> Optional[str]:

@@ -14,7 +14,7 @@ from rich.text import Text
 from ascendprep import sysctl as sysctl_rules
 from ascendprep.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
 from ascendprep.probes.paths import HCCN_CONF
-from ascendprep.report.grouping import collapse_npu_lines, collapse_npus, group_hosts
+from ascendprep.report.grouping import collapse_npu_lines, collapse_npus, group_hosts, merge_host_steps
 from ascendprep.report.text import cell
 
 if TYPE_CHECKING:
@@ -89,12 +89,15 @@ def _host_lines(plan: "HostPlan") -> list[tuple[str, str]]:
 def changes_table(plans: Iterable["HostPlan"]) -> Table:
     """One row per distinct change line, naming the hosts it applies to as a range
     (``node[0001-4096]``); unreachable and incomplete hosts say so. Lines that differ in any
-    character (a device IP) stay apart, so no host's value is hidden."""
+    character (a device IP) stay apart, so no host's value is hidden, except NPU-stepped lines
+    that consecutive hosts continue (``merge_host_steps``: one range of values, read in order)."""
     table = Table(title="Changes", title_justify="left")
     table.add_column("hosts", overflow="fold")
     table.add_column("count", justify="right")
     table.add_column("change", overflow="fold")
-    for group in group_hosts((plan.node, line) for plan in plans for line in _host_lines(plan)):
+    plans = list(plans)
+    grouped = group_hosts((plan.node, line) for plan in plans for line in _host_lines(plan))
+    for group in merge_host_steps(grouped, [plan.node for plan in plans]):
         style, text = group.key  # type: ignore[misc]
         host_style = style if style in ("red", "yellow") else ""
         table.add_row(cell(group.where, host_style), str(len(group.hosts)), cell(text, style))

@@ -115,3 +115,59 @@ def collapse_npu_lines(lines: Iterable[tuple[Optional[int], str]]) -> list[tuple
         elif not (label is not None and label.startswith("npu ") and text in gone):
             out.append((label, text))
     return out
+
+
+#: A line that :func:`collapse_npu_lines` made from NPUs in step: ``npu[0-7]: … 10.20.0.[1-8] …``
+#: (the NPU range, then exactly one value range).
+_STEP_LINE = re.compile(r"^(npu\[(\d+)-(\d+)\]: [^\[\]]*)\[(\d+)-(\d+)\]([^\[\]]*)$")
+
+
+def merge_host_steps(groups: list[Grouped], order: Sequence[str]) -> list[Grouped]:
+    """Step lines of consecutive hosts (in ``order``) that continue each other as one line:
+    ``node0001 npu[0-7]: ip none → 10.20.0.[1-8]`` and ``node0002 npu[0-7]: ip none →
+    10.20.0.[9-16]`` are ``node[0001-0002] npu[0-7]: ip none → 10.20.0.[1-16]``, read in order:
+    node0001's NPU 0 → .1 … node0002's NPU 7 → .16. Without this a 4,096-node plan is one line
+    per node and NPU-stepped setting.
+
+    Only single-host groups ``(style, text)`` whose value range is as wide as their NPU range
+    merge, and only while each host's range starts right after the previous host's ends and the
+    hosts' range expands back in the same order; anything else keeps its own line, so no value
+    hides behind a range. A merged line takes the place of its first host's line."""
+    position = {host: index for index, host in enumerate(order)}
+    candidates: dict[tuple[Hashable, str, str], list[tuple[int, int, int, int]]] = {}
+    for index, group in enumerate(groups):
+        if len(group.hosts) != 1 or not isinstance(group.key, tuple) or len(group.key) != 2:
+            continue
+        style, text = group.key
+        match = _STEP_LINE.match(text) if isinstance(text, str) else None
+        if match is None or group.hosts[0] not in position:
+            continue
+        npu_low, npu_high, low, high = (int(match.group(i)) for i in (2, 3, 4, 5))
+        if high - low != npu_high - npu_low:
+            continue
+        candidates.setdefault((style, match.group(1), match.group(6)), []).append((position[group.hosts[0]], low, high, index))
+    replaced: dict[int, Grouped] = {}
+    dropped: set[int] = set()
+    for (style, head, tail), entries in candidates.items():
+        entries.sort()
+        run = entries[:1]
+        for entry in [*entries[1:], None]:
+            if entry is not None and entry[0] == run[-1][0] + 1 and entry[1] == run[-1][2] + 1:
+                run.append(entry)
+                continue
+            hosts = tuple(order[item[0]] for item in run)
+            if len(run) > 1 and _expands_in_order(hosts):
+                replaced[run[0][3]] = Grouped(hosts, (style, f"{head}[{run[0][1]}-{run[-1][2]}]{tail}"))
+                dropped.update(item[3] for item in run[1:])
+            run = [entry] if entry is not None else []
+    return [replaced.get(index, group) for index, group in enumerate(groups) if index not in dropped]
+
+
+def _expands_in_order(hosts: tuple[str, ...]) -> bool:
+    """The hosts' range (``node[0001-0024]``) expands back to exactly these hosts in this order."""
+    from ascendprep.hostrange import HostRangeError, compress, expand
+
+    try:
+        return [name for part in compress(hosts) for name in expand(part)] == list(hosts)
+    except HostRangeError:
+        return False

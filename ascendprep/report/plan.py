@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from typing import Any, Optional
 
 from rich.console import Console, Group
@@ -76,7 +75,9 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
 
 
 def render_json(desired: DesiredState) -> str:
-    return json.dumps(desired_document(desired), indent=1, sort_keys=False) + "\n"
+    from ascendprep.report.jsondoc import json_chunks
+
+    return "".join(json_chunks(desired_document(desired)))  # compact: the indenting encoder is pure Python
 
 
 def _summary(desired: DesiredState) -> Table:

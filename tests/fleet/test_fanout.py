@@ -126,6 +126,16 @@ def test_session_rejects_duplicate_names_and_zero_forks() -> None:
         Session([host], forks=0)
 
 
+def test_session_names_each_repeated_host_once_and_checks_large_fleets_in_linear_time() -> None:
+    hosts = [HostAccess(name=f"n{i}", address="127.0.0.1") for i in range(50_000)]
+    started = time.process_time()
+    Session(hosts, forks=2).close()  # list.count per name took minutes at this size
+    assert time.process_time() - started < 5
+    again = [HostAccess(name=n, address="127.0.0.1") for n in ("b", "a", "b", "c", "a", "b")]
+    with pytest.raises(ValueError, match=r"repeated: a, b$"):
+        Session(again, forks=2)
+
+
 def test_progress_counts_done_failed_and_in_flight() -> None:
     screen = io.StringIO()
     progress = Progress("facts", Console(file=screen, force_terminal=True, width=100))

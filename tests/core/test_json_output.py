@@ -1,0 +1,88 @@
+"""--format json of plan and verify: compact (one line), the same document json.dumps writes,
+and written in slices so a 4,096-host document is neither indented by the pure-Python encoder
+nor held as one string."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ascendprep.report import jsondoc
+from ascendprep.report.jsondoc import SLICE_ITEMS, json_chunks, write_json
+
+
+def _compact(document) -> str:
+    return json.dumps(document, separators=(",", ":")) + "\n"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {},
+        [],
+        {"a": 1, "b": [1, 2, {"c": None}]},
+        {"checks": [{"n": i, "e": {"x": [i, "é"]}} for i in range(3 * SLICE_ITEMS + 7)], "tail": True},
+        {"hosts": {f"node{i:04d}": {"ok": i % 2 == 0, "npus": list(range(8))} for i in range(2 * SLICE_ITEMS + 3)}, "n": 0},
+        {"deep": {"inner": [{"i": i} for i in range(5 * SLICE_ITEMS)], "k": "v"}, 2: "int key", None: 2.5, True: "bool key", 1.5: "float key"},
+        [{"i": i} for i in range(4 * SLICE_ITEMS + 1)],
+        {"big": list(range(2 * SLICE_ITEMS + 1)), "small": list(range(3))},
+    ],
+)
+def test_the_chunks_make_exactly_the_compact_document(document) -> None:
+    assert "".join(json_chunks(document)) == _compact(document)
+
+
+def test_a_large_list_is_encoded_a_slice_at_a_time(monkeypatch) -> None:
+    calls = []
+    real = json.dumps
+
+    def counting(value, **kwargs):
+        calls.append(len(value) if isinstance(value, (list, dict)) else 0)
+        return real(value, **kwargs)
+
+    monkeypatch.setattr(jsondoc.json, "dumps", counting)
+    stream = io.StringIO()
+    document = {"checks": [{"i": i} for i in range(10 * SLICE_ITEMS)]}
+    write_json(document, stream)
+    assert json.loads(stream.getvalue()) == document
+    assert max(calls) <= SLICE_ITEMS  # never the whole list at once
+    assert stream.getvalue().count("\n") == 1
+
+
+INVENTORY = (
+    "name: x\nproduct: atlas-a2\ndevice_network: {subnet: 10.20.0.0/24}\n"
+    "ssh: {port: 1, connect_timeout: 3, known_hosts: known_hosts}\n"
+    "nodes: [{name: 'n[1-2]', host: '127.0.0.[1-2]'}]\n"
+)
+
+
+@pytest.fixture
+def inventory(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "inv.yaml"
+    path.write_text(INVENTORY)
+    return path
+
+
+def test_plan_and_verify_write_their_json_compact(inventory: Path, tmp_path: Path) -> None:
+    from ascendprep.commands.plan import plan_command
+    from ascendprep.commands.verify import verify_command
+
+    for command, args in [(plan_command, ["-o", str(tmp_path / "p.json")]), (verify_command, ["--skip", "cluster"])]:
+        outcome = CliRunner().invoke(command, [str(inventory), "--format", "json", *args])
+        assert outcome.stdout.count("\n") == 1 and outcome.stdout.endswith("}\n"), outcome.stdout[:300]
+        document = json.loads(outcome.stdout)
+        assert outcome.stdout == _compact(document)
+        assert [h["node"] if isinstance(h, dict) and "node" in h else h for h in document["hosts"]] == ["n1", "n2"]
+
+
+def test_offline_plan_json_is_compact(inventory: Path) -> None:
+    from ascendprep.commands.plan import plan_command
+
+    outcome = CliRunner().invoke(plan_command, [str(inventory), "--offline", "--format", "json"])
+    assert outcome.exit_code == 0, outcome.output
+    assert outcome.stdout == _compact(json.loads(outcome.stdout))

@@ -1,0 +1,64 @@
+"""The bundle's JSON files are encoded once, compact and a slice at a time (bench/bench_scale.py:
+at 4,096 hosts the report alone is ~350 MB of text), and still read back as written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import date
+
+from ascendprep.checks.context import HostEvidence
+from ascendprep.facts import HostFacts
+from ascendprep.fleet.bundle import Bundle, bundle_size, new_bundle_dir, write_bundle
+from ascendprep.report import jsondoc
+
+
+def _bundle() -> Bundle:
+    hosts = {
+        f"node{i}": HostEvidence(f"node{i}", f"10.0.0.{i}", HostFacts(hostname=f"node{i}"), gather_stdout="@@ascendprep gather v1 x\n" * 50)
+        for i in range(1, 4)
+    }
+    return Bundle("/x/inventory.yaml", "name: x\n", hosts, None, "ring", {}, date(2026, 11, 25))
+
+
+def test_results_and_facts_are_written_compact_and_read_back(tmp_path) -> None:
+    bundle = _bundle()
+    report = {"checks": [{"check": "npu.ip", "node": f"node{i % 3 + 1}", "evidence": {"i": i}} for i in range(3 * jsondoc.SLICE_ITEMS)], "exit_code": 0}
+    target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report)
+    text = gzip.decompress((target / "results.json.gz").read_bytes()).decode()
+    assert text == json.dumps(report, separators=(",", ":")) + "\n"
+    facts = gzip.decompress((target / "hosts" / "node2" / "facts.json.gz").read_bytes()).decode()
+    assert json.loads(facts) == HostFacts(hostname="node2").to_dict() and "\n " not in facts
+
+
+def test_bundle_size_covers_what_is_written_and_nothing_is_encoded_twice(tmp_path, monkeypatch) -> None:
+    encoded = []
+    real = jsondoc.json_chunks
+
+    def counting(document, **kwargs):
+        encoded.append(id(document))
+        return real(document, **kwargs)
+
+    monkeypatch.setattr(jsondoc, "json_chunks", counting)
+    dumps = []
+    real_facts = HostFacts.to_json
+    monkeypatch.setattr(HostFacts, "to_json", lambda facts: dumps.append(1) or real_facts(facts))
+    bundle = _bundle()
+    report = {"checks": [{"n": i} for i in range(2000)]}
+    size = bundle_size(bundle, report)
+    target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report)
+    written = sum(len(gzip.decompress(p.read_bytes())) for p in target.rglob("*.gz")) + len("name: x\n")
+    assert size >= written
+    assert encoded == [id(report)]  # the report: once, for the size and the file
+    assert len(dumps) == 3  # each host's facts once
+
+
+def test_facts_to_json_is_to_dict_for_a_whole_recorded_node() -> None:
+    from pathlib import Path
+
+    from ascendprep.probes.gather import parse_gather_output
+
+    recorded = Path(__file__).resolve().parents[2] / "bench" / "scale_data" / "a2-converged.gather.txt"
+    facts = parse_gather_output(recorded.read_text())
+    assert facts.npus and facts.to_dict()["npus"]  # a full 8-NPU node, optics and counters included
+    assert json.loads(facts.to_json()) == facts.to_dict()

@@ -1,0 +1,113 @@
+"""parse_transcript splits at the marker lines (one pass of str.split, not a Python step per line):
+it must read every transcript exactly as the line-by-line reading below, the format's definition."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import List, Optional
+
+from ascendprep.probes.sections import Section, Transcript, parse_transcript
+
+NONCE = "0123456789abcdef"
+_HEADER = re.compile(r"^@@ascendprep (?P<kind>[a-z]+) v(?P<version>\d+) (?P<nonce>[0-9a-f]{16})$")
+_END = re.compile(r"^end rc=(?P<rc>\d+) tries=(?P<tries>\d+)$")
+
+
+def line_by_line(text: str, kind: str) -> Transcript:
+    """The reference: every line looked at in turn (the reading before the split)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    nonce, start = None, 0
+    for index, line in enumerate(lines):
+        match = _HEADER.match(line.rstrip("\r"))
+        if match:
+            nonce, start = match.group("nonce"), index + 1
+            break
+    if nonce is None:
+        return Transcript(None, problem=f"no ascendprep {kind} header in the output (did the script run?)")
+    marker = f"@@{nonce} "
+    sections: List[Section] = []
+    current: Optional[dict] = None
+
+    def close(rc, tries):
+        return Section(current["name"], current["attrs"], "".join(l + "\n" for l in current["out"]), "".join(l + "\n" for l in current["err"]), rc, tries)
+
+    done = False
+    for line in lines[start:]:
+        line = line.rstrip("\r")
+        if not line.startswith(marker):
+            if current is not None:
+                current["err" if current["in_err"] else "out"].append(line)
+            continue
+        command = line[len(marker):]
+        end = _END.match(command)
+        if command.startswith("begin "):
+            if current is not None:
+                sections.append(close(None, 1))
+            name, *pairs = command[len("begin "):].split(" ")
+            attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
+            current = {"name": name if re.match(r"^[a-z0-9_.-]+$", name) else "invalid", "attrs": attrs, "out": [], "err": [], "in_err": False}
+        elif command == "stderr" and current is not None:
+            current["in_err"] = True
+        elif end and current is not None:
+            sections.append(close(int(end.group("rc")), int(end.group("tries"))))
+            current = None
+        elif command == "done":
+            done = True
+            break
+    problem = None
+    if current is not None:
+        sections.append(close(None, 1))
+        problem = f"output stopped inside section {current['name']!r}"
+    elif not done:
+        problem = "output stopped before the script finished (no end marker)"
+    return Transcript(kind, tuple(sections), problem)
+
+
+def _random_transcript(rng: random.Random) -> str:
+    m = f"@@{NONCE} "
+    out = []
+    if rng.random() < 0.3:
+        out.append("Welcome! login banner")
+    out.append(f"@@ascendprep gather v1 {NONCE}")
+    for _ in range(rng.randint(0, 6)):
+        choice = rng.random()
+        if choice < 0.6:
+            out.append(f"{m}begin {rng.choice(['hccn.ip', 'sysctl', 'BAD!name', 'x'])} npu={rng.randint(0, 7)} key=a=b")
+            out += [rng.choice(["ipaddr:1.2.3.4", "", " ", "@@ffffffffffffffff begin fake", "x\r", m.strip()]) for _ in range(rng.randint(0, 3))]
+            if rng.random() < 0.8:
+                out.append(f"{m}stderr")
+                out += ["err line" for _ in range(rng.randint(0, 2))]
+            if rng.random() < 0.8:
+                out.append(f"{m}end rc={rng.randint(0, 200)} tries={rng.randint(1, 4)}")
+        elif choice < 0.7:
+            out.append(f"{m}stderr")
+        elif choice < 0.8:
+            out.append(f"{m}end rc=x tries=1")
+        elif choice < 0.9:
+            out.append(f"{m}unknown command")
+        else:
+            out.append("stray line between sections")
+    if rng.random() < 0.7:
+        out.append(f"{m}done")
+        out += ["after done", f"{m}begin late"] if rng.random() < 0.3 else []
+    newline = "\r\n" if rng.random() < 0.2 else "\n"
+    text = newline.join(out)
+    return text + (newline if rng.random() < 0.8 else "")
+
+
+def test_the_split_reads_every_transcript_as_the_line_by_line_reading() -> None:
+    rng = random.Random(12)
+    for _ in range(3000):
+        text = _random_transcript(rng)
+        assert parse_transcript(text, "gather") == line_by_line(text, "gather"), text
+
+
+def test_a_whole_section_round_trips() -> None:
+    m = f"@@{NONCE} "
+    text = f"@@ascendprep gather v1 {NONCE}\n{m}begin hccn.ip npu=3\nipaddr:10.0.0.1\n\n{m}stderr\nwarn\n{m}end rc=0 tries=2\n{m}done\n"
+    transcript = parse_transcript(text, "gather")
+    assert transcript.complete
+    assert transcript.sections == (Section("hccn.ip", {"npu": "3"}, "ipaddr:10.0.0.1\n\n", "warn\n", 0, 2),)
