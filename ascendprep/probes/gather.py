@@ -148,6 +148,9 @@ def _chip_loop(ctx: RenderContext, chip_units: Sequence[ProbeUnit]) -> List[str]
     if ctx.npus is None:
         lines.append('\t\tAP_DEVS="$AP_DEVS $((ap_id * ap_n + ap_c))"')
     lines += ["\t\tap_c=$((ap_c + 1))", "\tdone", "done"]
+    # A two-chip NPU (A3) seen: set here in the main shell, where the per-NPU jobs (hccn_tool
+    # -vnic -g) read it; a job's own assignment would end with the job.
+    lines += ['case " $AP_CHIPS " in *":2 "*) AP_SPOD=1 ;; esac']
     if not chip_units:
         return lines
     lines += [

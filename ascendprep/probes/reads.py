@@ -104,9 +104,12 @@ def planned_npu_kinds(node: "NodeDesired") -> FrozenSet[str]:
 def units_for_plan(desired: "DesiredState", node_name: str, units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
     """What plan reads on ``node_name`` (on top of the plan phase's choice): no ``-gateway -g`` or
     ``-tls -g`` where the inventory plans no gateway or TLS switch, no npu-smi list where it gives
-    the NPU count, and no firewall probe under ``firewall: leave`` (the diff would not look)."""
+    the NPU count (except on two-die products, whose spod-info needs npu-smi's chips), and no
+    firewall probe under ``firewall: leave`` (the diff would not look)."""
     node = desired.nodes[node_name]
-    chosen = _without_device_listing(_without_npu_queries(units, planned_npu_kinds(node)), node.node.npus)
+    # A3 keeps npu-smi's list: its chips drive spod-info, which confirms the planned SDIDs.
+    listed = None if desired.inventory.product.dies_per_npu > 1 else node.node.npus
+    chosen = _without_device_listing(_without_npu_queries(units, planned_npu_kinds(node)), listed)
     if desired.firewall == "leave":
         chosen = tuple(unit for unit in chosen if unit.section not in AREA_SECTIONS["firewall"])
     return chosen

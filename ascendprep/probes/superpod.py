@@ -69,14 +69,13 @@ def _fill_spod(draft: Draft, where: Where, die: SuperPodDie) -> None:
     draft.fields.setdefault("superpod", {})[die.devid] = die
 
 
-#: Per die of a two-chip NPU; ``$AP_SPOD`` tells the hccn_tool loop an A3 was seen.
+#: Per die of a two-chip NPU (the chip loop sets ``$AP_SPOD`` for the hccn_tool loop when it sees one).
 SPOD_INFO = ProbeUnit(
     section="npu_smi.spod",
     scope=CHIP,
     command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -t spod-info -i "$ap_id" -c "$ap_c"',
     render=lambda ctx: [
         'if [ "$ap_n" -eq 2 ]; then',
-        "\tAP_SPOD=1",
         '\tap_run npu_smi.spod " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -t spod-info -i "$ap_id" -c "$ap_c"',
         "fi",
     ],

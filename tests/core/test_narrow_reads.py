@@ -131,3 +131,16 @@ def test_apply_of_a_tls_change_reads_only_tls_and_still_sees_what_moved(tmp_path
     hosts = FakeHosts(monkeypatch, {"n1": dataclasses.replace(facts(state, "n1"), npus=moved), "n2": facts(state, "n2")}, all_ok)
     assert apply_command.run_apply(plan_path, False, None) == exitcodes.OK
     assert [c.key for c in hosts.applied["n1"]] == ["hccn.tls:0"]  # npu 1 is already as planned
+
+
+def test_plan_on_a3_keeps_npu_smi_list_so_spod_info_confirms_the_sdids():
+    """A3's planned SDIDs are checked against spod-info, which runs per chip of npu-smi's list:
+    plan must not drop the list there even though the inventory gives the NPU count."""
+    a3 = build_desired(load_inventory("inventories/a3-superpod.yaml"))
+    node = a3.inventory.nodes[0].name
+    sections = {u.section for u in units_for_plan(a3, node)}
+    assert {"tool.npu_smi", "npu_smi.list", "npu_smi.spod"} <= sections
+    script = render_gather_script(a3.inventory.nodes[0].npus, "python3", units=units_for_plan(a3, node), phase=PLAN)
+    assert "ap_run npu_smi.list" in script and "spod-info" in script
+    # the two-chip flag is set in the main shell, where the per-NPU jobs read it
+    assert script.index('AP_SPOD=1 ;;') < script.index("ap_each_npu ap_chip_probes")
