@@ -633,8 +633,8 @@ def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identi
         return refuse(f"{path} {shape_problem}")
     entries = by_rank.get(rank, [])
     if len(entries) != 1:
-        return refuse(f"{path} has {len(entries) or 'no'} device{'' if len(entries) == 1 else 's'} "
-                      f"with rank_id {rank}" + (" (rank_id twice)" if entries else ""))
+        return refuse(f"{path} has no device with rank_id {rank}" if not entries else
+                      f"{path} has {len(entries)} devices with rank_id {rank} (HCCL refuses the table)")
     server, device = entries[0]["server"], entries[0]["device"]
     result["server_id"] = server.get("server_id")
     wanted = str(device.get("device_id"))
