@@ -294,7 +294,10 @@ def parse_worker_output(text: str, source: str = "output") -> CollectedOutput:
 
 
 #: torch_npu's INFO line when it cannot build the communicator from ``RANK_TABLE_FILE`` and falls
-#: back to root-info (ProcessGroupHCCL::createHCCLCommEx; docs/a3-superpod.md §4).
+#: back to root-info (ProcessGroupHCCL::createHCCLCommEx, ``ASCEND_LOGI``; docs/a3-superpod.md §4):
+#: "The rank_table_file is not available, ..." or "Create global hccl comm with ranktable failed,
+#: ...". CANN writes INFO lines to the log read here only with ASCEND_GLOBAL_LOG_LEVEL=1 and
+#: ASCEND_SLOG_PRINT_TO_STDOUT=1; the worker's own check does not depend on them.
 RANK_TABLE_DROPPED_LINE = "switch to original interface"
 
 

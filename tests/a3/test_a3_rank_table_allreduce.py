@@ -169,9 +169,14 @@ def test_gate_names_the_ranks_and_the_dropped_table():
 
 
 def test_the_fallback_line_in_a_log_is_found():
-    log = ("[default0]:[I] ProcessGroupHCCL: create hccl comm by rank table failed, switch to original interface\n"
-           "unrelated\n")
-    assert parse_worker_output(log, "node1 torchrun log").rank_table_dropped == ("node1 torchrun log line 1",)
+    # both of torch_npu's lines (ProcessGroupHCCL.cpp), as CANN prints INFO logs to stdout
+    log = ("[INFO] PTA(1234,python3):2026-01-01-00:00:00.000 [ProcessGroupHCCL.cpp:2096] "
+           "The rank_table_file is not available, switch to original interface.\n"
+           "unrelated\n"
+           "[INFO] PTA(1235,python3):2026-01-01-00:00:00.001 [ProcessGroupHCCL.cpp:2110] "
+           "Create global hccl comm with ranktable failed, switch to original interface.\n")
+    assert parse_worker_output(log, "node1 torchrun log").rank_table_dropped == (
+        "node1 torchrun log line 1", "node1 torchrun log line 3")
 
 
 # --- the worker for real: torchrun, two gloo ranks ------------------------------------------------
