@@ -30,6 +30,8 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+from ascendprep import limits
+
 from .ranks import compress_ranks
 from .worker import format_size
 
@@ -44,8 +46,6 @@ STRAGGLERS = "stragglers"
 SELF_TEST = "self_test"
 RANK_TABLE = "rank_table"
 GATE_NAMES = (CONNECTIVITY, WRONG_ELEMENTS, BUSBW, TRAINING, STRAGGLERS, SELF_TEST, RANK_TABLE)
-#: Ranks named one by one in the rank_table gate's reasons; the rest are counted.
-RANK_TABLE_NAMED_RANKS = 8
 
 
 @dataclass(frozen=True)
@@ -156,11 +156,11 @@ def rank_table_gate(backend: Optional[str],
     if len(paths) > 1:
         reasons.append(f"the ranks were given different rank tables: {', '.join(paths)}")
     bad = sorted((rank, node, check) for rank, node, check in using if not check.ok)
-    for rank, node, check in bad[:RANK_TABLE_NAMED_RANKS]:
+    for rank, node, check in bad[:limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS]:
         reasons.append(f"rank {rank} ({node}): {check.reason}")
-    if len(bad) > RANK_TABLE_NAMED_RANKS:
-        reasons.append(f"and {len(bad) - RANK_TABLE_NAMED_RANKS} more ranks: "
-                       f"{compress_ranks([rank for rank, _, _ in bad[RANK_TABLE_NAMED_RANKS:]])}")
+    if len(bad) > limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS:
+        reasons.append(f"and {len(bad) - limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS} more ranks: "
+                       f"{compress_ranks([rank for rank, _, _ in bad[limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS:]])}")
     if backend == "hccl" and dropped_at:
         reasons.append(f"torch_npu dropped the rank table and built the communicator without it "
                        f"('switch to original interface' at {', '.join(dropped_at[:4])})")

@@ -169,7 +169,7 @@ def test_gate_names_the_ranks_and_the_dropped_table():
 
 
 def test_the_fallback_line_in_a_log_is_found():
-    # both of torch_npu's lines (ProcessGroupHCCL.cpp), as CANN prints INFO logs to stdout
+    # both of torch_npu's messages (ProcessGroupHCCL.cpp); the log prefix is illustrative
     log = ("[INFO] PTA(1234,python3):2026-01-01-00:00:00.000 [ProcessGroupHCCL.cpp:2096] "
            "The rank_table_file is not available, switch to original interface.\n"
            "unrelated\n"
@@ -241,3 +241,10 @@ def test_torchrun_with_an_unreadable_table_fails_naming_it(tmp_path):
     verdict, out = torchrun(path)
     gate = verdict.gate_named(RANK_TABLE)
     assert not gate.ok and all("cannot be read" in r for r in gate.reasons), (gate.reasons, out[-3000:])
+
+
+def test_gate_names_a_few_ranks_and_counts_the_rest():
+    bad = [(rank, NODE, RankTableCheck("/t.json", False, f"reason {rank}")) for rank in range(11)]
+    gate = rank_table_gate("hccl", bad)
+    assert gate.reasons[:8] == tuple(f"rank {r} (node1): reason {r}" for r in range(8))
+    assert gate.reasons[8:] == ("and 3 more ranks: 8-10",)
