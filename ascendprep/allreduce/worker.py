@@ -540,6 +540,8 @@ RANK_TABLE_ENV = "RANK_TABLE_FILE"
 #: refused, not read into memory. The worker is uploaded alone, so the cap lives here, not in
 #: ascendprep.limits.
 RANK_TABLE_MAX_BYTES = 32 * 1024 * 1024
+#: The longest reason a rank gives about its table (it quotes the table's values).
+RANK_TABLE_REASON_MAX_CHARS = 400
 #: Seconds for ``npu-smi info -t spod-info`` (the die's SDID) before the comparison is given up.
 SPOD_INFO_TIMEOUT_S = 15.0
 _SDID_RE = re.compile(r"^\s*SDID\s*:\s*(\d+)\s*$", re.MULTILINE)
@@ -614,7 +616,8 @@ def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identi
                               "server_id": None, "super_device_id": None, "sdid": None, "warning": None}
 
     def refuse(reason: str) -> Dict[str, Any]:
-        result["reason"] = reason
+        # the table's values are echoed: one line, capped, whatever the file holds
+        result["reason"] = _one_line(reason)[:RANK_TABLE_REASON_MAX_CHARS]
         return result
 
     try:
@@ -626,7 +629,7 @@ def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identi
         return refuse(f"{path} is larger than {RANK_TABLE_MAX_BYTES} bytes")
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return refuse(f"{path} is not JSON ({_one_line(str(exc))[:120]}): torch_npu drops it silently")
     by_rank, shape_problem = _table_entries(doc)
     if shape_problem:
@@ -636,7 +639,8 @@ def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identi
         return refuse(f"{path} has no device with rank_id {rank}" if not entries else
                       f"{path} has {len(entries)} devices with rank_id {rank} (HCCL refuses the table)")
     server, device = entries[0]["server"], entries[0]["device"]
-    result["server_id"] = server.get("server_id")
+    server_id = server.get("server_id")
+    result["server_id"] = server_id[:RANK_TABLE_REASON_MAX_CHARS] if isinstance(server_id, str) else None
     wanted = str(device.get("device_id"))
     if device_id is None:
         return refuse(f"ASCEND_RT_VISIBLE_DEVICES={environ.get('ASCEND_RT_VISIBLE_DEVICES')!r} "

@@ -248,3 +248,12 @@ def test_gate_names_a_few_ranks_and_counts_the_rest():
     gate = rank_table_gate("hccl", bad)
     assert gate.reasons[:8] == tuple(f"rank {r} (node1): reason {r}" for r in range(8))
     assert gate.reasons[8:] == ("and 3 more ranks: 8-10",)
+
+
+def test_a_hostile_table_gives_a_short_reason_not_a_crash(tmp_path):
+    assert "is not JSON" in check(write(tmp_path, "[" * 100000), 0, 0)["reason"]
+    huge = a3_table([{"server_id": "x" * 100000, "devices": [(0, sdid_of(0))]}])
+    huge["server_list"][0]["device"][0]["device_id"] = ["y"] * 50000
+    result = check(write(tmp_path, huge), 0, 0)
+    assert not result["ok"] and len(result["reason"]) <= worker.RANK_TABLE_REASON_MAX_CHARS
+    assert result["server_id"] == "x" * worker.RANK_TABLE_REASON_MAX_CHARS
