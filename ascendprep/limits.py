@@ -202,3 +202,11 @@ NPU_PROBE_JOBS = 8
 
 #: Environment variable that overrides :data:`NPU_PROBE_JOBS` (1 to 64; 1: the NPUs in turn).
 NPU_PROBE_JOBS_ENV = "ASCENDPREP_NPU_PROBE_JOBS"
+
+# -- all-reduce: the rank table each rank was given (issue 21, a3c) -----------------------------
+
+#: Ranks the rank_table gate names one by one, with their reason; the rest are counted and listed
+#: as a range (a table out of order on a 48-server pod would otherwise give 768 reasons). The
+#: worker's own caps (RANK_TABLE_MAX_BYTES, SPOD_INFO_TIMEOUT_S) live in allreduce/worker.py, which
+#: is uploaded alone.
+ALLREDUCE_RANK_TABLE_NAMED_RANKS = 8

@@ -18,6 +18,10 @@ The gates, in order:
 * ``training`` (``--train``): each mode passed on every rank with one parameter digest.
 * ``stragglers``: no rank much slower than the others; a warning, never a failure.
 * ``self_test``: no fault was injected (a self-test run is never a verdict on the cluster).
+* ``rank_table``: where a rank table is in use (``RANK_TABLE_FILE``), every rank found itself in
+  it -- readable, parsed, its global rank on its node and device (and SDID on A3) -- and, on
+  hccl, torch_npu did not log that it dropped the table ("switch to original interface"). A
+  table torch_npu cannot use is dropped silently, so this gate is the only place it shows.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+from ascendprep import limits
+
 from .ranks import compress_ranks
 from .worker import format_size
 
 if TYPE_CHECKING:  # results imports this module; the names are only for annotations here
-    from .results import AllreduceVerdict, BusbwFloor, SizeRow, Straggler, TrainVerdict
+    from .results import AllreduceVerdict, BusbwFloor, RankTableCheck, SizeRow, Straggler, TrainVerdict
 
 CONNECTIVITY = "connectivity"
 WRONG_ELEMENTS = "wrong_elements"
@@ -38,7 +44,8 @@ BUSBW = "busbw"
 TRAINING = "training"
 STRAGGLERS = "stragglers"
 SELF_TEST = "self_test"
-GATE_NAMES = (CONNECTIVITY, WRONG_ELEMENTS, BUSBW, TRAINING, STRAGGLERS, SELF_TEST)
+RANK_TABLE = "rank_table"
+GATE_NAMES = (CONNECTIVITY, WRONG_ELEMENTS, BUSBW, TRAINING, STRAGGLERS, SELF_TEST, RANK_TABLE)
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,40 @@ def self_test_gate(injected: Sequence[str]) -> GateResult:
                        "this run is a test of ascendprep, not a verdict on the cluster",))
 
 
+def rank_table_gate(backend: Optional[str],
+                    ranks: Sequence[Tuple[int, str, Optional["RankTableCheck"]]],
+                    dropped_at: Sequence[str] = ()) -> GateResult:
+    """``ranks``: (rank, node, its check or None when it had no ``RANK_TABLE_FILE``);
+    ``dropped_at``: log lines where torch_npu said it fell back from the table."""
+    using = [(rank, node, check) for rank, node, check in ranks if check is not None]
+    if not using:
+        return GateResult(RANK_TABLE, True, "not in use")
+    reasons: List[str] = []
+    without = sorted(rank for rank, _, check in ranks if check is None)
+    if without:
+        reasons.append(f"ranks {compress_ranks(without)} had no RANK_TABLE_FILE while the others "
+                       "had one: set_env.sh differs between nodes")
+    paths = sorted({check.path for _, _, check in using})
+    if len(paths) > 1:
+        reasons.append(f"the ranks were given different rank tables: {', '.join(paths)}")
+    bad = sorted((rank, node, check) for rank, node, check in using if not check.ok)
+    for rank, node, check in bad[:limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS]:
+        reasons.append(f"rank {rank} ({node}): {check.reason}")
+    if len(bad) > limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS:
+        reasons.append(f"and {len(bad) - limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS} more ranks: "
+                       f"{compress_ranks([rank for rank, _, _ in bad[limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS:]])}")
+    if backend == "hccl" and dropped_at:
+        reasons.append(f"torch_npu dropped the rank table and built the communicator without it "
+                       f"('switch to original interface' at {', '.join(dropped_at[:4])})")
+    unchecked = sorted(rank for rank, _, check in using if check.warning)
+    warnings = ()
+    if unchecked:
+        first = next(check.warning for _, _, check in sorted(using) if check.warning)
+        warnings = (f"ranks {compress_ranks(unchecked)}: {first}",)
+    figure = f"{len(using) - len(bad)}/{len(ranks)} ranks found in {', '.join(paths)}"
+    return GateResult(RANK_TABLE, not reasons, figure, tuple(reasons), warnings)
+
+
 def largest_complete_row(rows: Sequence["SizeRow"], world_size: Optional[int]) -> Optional["SizeRow"]:
     """The largest size every rank measured: where the fabric, not latency, sets the time."""
     complete = complete_rows(rows, world_size)
@@ -142,9 +183,10 @@ def complete_rows(rows: Sequence["SizeRow"], world_size: Optional[int]) -> List[
     return [row for row in rows if world_size is not None and row.ranks_reporting == world_size]
 
 
-def footer_lines(verdict: "AllreduceVerdict") -> Tuple[str, str]:
+def footer_lines(verdict: "AllreduceVerdict") -> Tuple[str, ...]:
     """nccl-tests' closing two lines, ours: the wrong-element count and the average busbw,
-    each with OK or FAIL and, on FAIL, the reason.
+    each with OK or FAIL and, on FAIL, the reason; then, where a rank table is in use, a third:
+    whether every rank found itself in it (the ``rank_table`` gate).
 
     The average is over the sizes every rank measured, as nccl-tests averages over its sizes;
     the floor is judged at the largest of them (small sizes measure latency, not the fabric).
@@ -165,4 +207,7 @@ def footer_lines(verdict: "AllreduceVerdict") -> Tuple[str, str]:
         second = f"avg busbw: {measured} OK ({busbw.figure}, floor {floor.min_busbw_GBps:g} GB/s)"
     else:
         second = f"avg busbw: {measured} FAIL ({busbw.reason})"
-    return first, second
+    table = verdict.gate_named(RANK_TABLE)
+    if table.ok and table.figure == "not in use":
+        return first, second
+    return first, second, f"rank table: {table.figure} " + ("OK" if table.ok else f"FAIL ({table.reason})")

@@ -8,7 +8,7 @@ Ids: ``allreduce.options`` (bad options), ``allreduce.node_failed`` (a node coul
 the origin of the failure), then one per gate of :mod:`ascendprep.allreduce.gates` that said
 no: ``allreduce.connectivity`` (not every rank could join and complete the all-reduce; a rank
 that fails during the size sweep counts here), ``allreduce.wrong_elements``, ``allreduce.busbw``
-(the floor), ``allreduce.train``, ``allreduce.straggler`` (warning), and ``allreduce.verdict``
+(the floor), ``allreduce.rank_table``, ``allreduce.train``, ``allreduce.straggler`` (warning), and ``allreduce.verdict``
 (any other reason the verdict failed, e.g. injected self-test faults).
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ascendprep.allreduce.bisection import BisectReport
 from ascendprep.allreduce.diagnosis import CULPRIT_KINDS, NodeProblem
 from ascendprep.allreduce.options import RunSettings
-from ascendprep.allreduce.gates import BUSBW, CONNECTIVITY, WRONG_ELEMENTS
+from ascendprep.allreduce.gates import BUSBW, CONNECTIVITY, RANK_TABLE, WRONG_ELEMENTS
 from ascendprep.allreduce.results import AllreduceVerdict
 from ascendprep.allreduce.sizes import format_size
 from ascendprep.findings import Finding, Severity
@@ -124,6 +124,11 @@ def brief(reasons: Sequence[str], count: int = 3, width: int = 200) -> str:
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
 
 
+FIX_RANK_TABLE = ("run 'ascendprep plan' and 'apply' so that the rank table follows the inventory's node order and "
+                  "devices, and launch with as many processes per node as the table has devices (verify's "
+                  "job.rank_table and superpod.rank_table check the file itself)")
+
+
 def option_findings(problems: Sequence[str]) -> List[Finding]:
     return [Finding("allreduce.options", Severity.ERROR, problem, "correct the option and run again")
             for problem in problems]
@@ -170,6 +175,12 @@ def build_findings(*, verdict: Optional[AllreduceVerdict], problems: Mapping[str
     if not verdict.gate_named(BUSBW).ok and verdict.busbw_floor is not None:
         findings.append(Finding("allreduce.busbw", Severity.ERROR, verdict.busbw_floor.reason, FIX_BUSBW,
                                 evidence=dict(vars(verdict.busbw_floor))))
+    table = verdict.gate_named(RANK_TABLE)
+    if not table.ok:
+        findings.append(Finding("allreduce.rank_table", Severity.ERROR,
+                                "the ranks did not all find themselves in the rank table (torch_npu would drop it "
+                                "silently or build the wrong ring): " + brief(table.reasons), FIX_RANK_TABLE,
+                                evidence={"reasons": list(table.reasons), "figure": table.figure}))
     for train in verdict.train:
         if train.status == "fail":
             findings.append(Finding("allreduce.train", Severity.ERROR,

@@ -35,6 +35,7 @@ from .gates import (
     busbw_gate,
     connectivity_gate,
     largest_complete_row,
+    rank_table_gate,
     self_test_gate,
     stragglers_gate,
     training_gate,
@@ -104,6 +105,17 @@ class RankRecord:
     sizes: Tuple[SizeMeasurement, ...] = ()
     train: Optional[Mapping[str, TrainOutcome]] = None
     injected: Tuple[str, ...] = ()
+    rank_table: Optional["RankTableCheck"] = None
+
+
+@dataclass(frozen=True)
+class RankTableCheck:
+    """One rank's check of the rank table it was given (``worker.check_rank_table``)."""
+
+    path: str
+    ok: bool
+    reason: Optional[str] = None
+    warning: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -123,11 +135,14 @@ class CollectedOutput:
     records: Tuple[RankRecord, ...] = ()
     errors: Tuple[WorkerError, ...] = ()
     problems: Tuple[str, ...] = ()
+    #: Where torch_npu said it dropped the rank table ("switch to original interface").
+    rank_table_dropped: Tuple[str, ...] = ()
 
     def merged(self, other: "CollectedOutput") -> "CollectedOutput":
         """Combine output collected from several nodes."""
         return CollectedOutput(self.records + other.records, self.errors + other.errors,
-                               self.problems + other.problems)
+                               self.problems + other.problems,
+                               self.rank_table_dropped + other.rank_table_dropped)
 
 
 _MISSING = object()
@@ -201,7 +216,20 @@ def record_from_dict(data: Any, where: str = "record") -> RankRecord:
         train=_train_from_dict(_field(data, "train", (dict,), where, optional=True), where),
         injected=tuple(str(item) for item in _field(data, "injected", (list,), where,
                                                     optional=True) or ()),
+        rank_table=_rank_table_from_dict(_field(data, "rank_table", (dict,), where, optional=True), where),
     )
+
+
+def _rank_table_from_dict(data: Optional[Mapping[str, Any]], where: str) -> Optional[RankTableCheck]:
+    if data is None:
+        return None
+    at = f"{where} rank_table"
+    check = RankTableCheck(path=_field(data, "path", (str,), at), ok=_field(data, "ok", (bool,), at),
+                           reason=_field(data, "reason", (str,), at, optional=True),
+                           warning=_field(data, "warning", (str,), at, optional=True))
+    if not check.ok and not check.reason:
+        raise RecordError(f"{at}: not ok without a reason")
+    return check
 
 
 def _train_from_dict(data: Optional[Mapping[str, Any]],
@@ -237,6 +265,7 @@ def parse_worker_output(text: str, source: str = "output") -> CollectedOutput:
     records: List[RankRecord] = []
     errors: List[WorkerError] = []
     problems: List[str] = []
+    dropped: List[str] = []
     for number, line in enumerate(text.splitlines(), start=1):
         where = f"{source} line {number}"
         at = line.find(RESULT_MARKER)
@@ -258,7 +287,18 @@ def parse_worker_output(text: str, source: str = "output") -> CollectedOutput:
                 continue
             phase, rank, node, reason = match.groups()
             errors.append(WorkerError(int(rank) if rank.isdigit() else None, node, phase, reason))
-    return CollectedOutput(tuple(records), tuple(errors), tuple(problems))
+            continue
+        if RANK_TABLE_DROPPED_LINE in line:
+            dropped.append(where)
+    return CollectedOutput(tuple(records), tuple(errors), tuple(problems), tuple(dropped))
+
+
+#: torch_npu's INFO line when it cannot build the communicator from ``RANK_TABLE_FILE`` and falls
+#: back to root-info (ProcessGroupHCCL::createHCCLCommEx, ``ASCEND_LOGI``; docs/a3-superpod.md §4):
+#: "The rank_table_file is not available, ..." or "Create global hccl comm with ranktable failed,
+#: ...". CANN writes INFO lines to the log read here only with ASCEND_GLOBAL_LOG_LEVEL=1 and
+#: ASCEND_SLOG_PRINT_TO_STDOUT=1; the worker's own check does not depend on them.
+RANK_TABLE_DROPPED_LINE = "switch to original interface"
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,6 +529,8 @@ def build_verdict(collected: CollectedOutput, *, expected_world_size: Optional[i
             training_gate(train, _describe_failures(train_failures)),
             stragglers_gate(stragglers),
             self_test_gate(injected),
+            rank_table_gate(backend, [(r.rank, r.node, r.rank_table) for r in records],
+                            collected.rank_table_dropped),
         ),
         world_size=world_size,
         backend=backend,

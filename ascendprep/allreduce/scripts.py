@@ -262,7 +262,8 @@ def interface_exports(address: str, ifname: str) -> str:
     if checked is None or not IFNAME_RE.match(ifname):
         raise ValueError(f"cannot bind to {ifname!r} / {address!r}: not an interface name and IPv4 address")
     q = shlex.quote
-    return (f'export GLOO_SOCKET_IFNAME="${{GLOO_SOCKET_IFNAME:-{ifname}}}"\n'
+    return (f'export ASCENDPREP_NODE_ADDRESS={q(checked)}\n'  # the worker matches it to the rank table's server
+            f'export GLOO_SOCKET_IFNAME="${{GLOO_SOCKET_IFNAME:-{ifname}}}"\n'
             f'export NCCL_SOCKET_IFNAME="${{NCCL_SOCKET_IFNAME:-={ifname}}}"\n'
             'if [ -z "${HCCL_IF_IP-}" ] && [ -z "${HCCL_SOCKET_IFNAME-}" ]; then '
             f'export HCCL_IF_IP={q(checked)}; fi\n')

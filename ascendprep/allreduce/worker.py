@@ -28,6 +28,12 @@ Phases, in order, each timed and reported (see ``PHASES``):
   accelerators. Every rank must end with a finite loss and bit-identical parameters, compared
   with a digest gathered from all ranks.
 
+Where a rank table is in use (``RANK_TABLE_FILE`` set, as ``set_env.sh`` does with the inventory's
+``training.rank_table``), setup also checks that the table reads, parses and describes this rank:
+its ``rank_id`` on this node, on this rank's device (and, on A3, with this die's SDID). torch_npu
+drops a table it cannot use without an error, so the record carries the answer (``rank_table``)
+and the control side's ``rank_table`` gate judges it; the run goes on either way.
+
 Every step that talks to other ranks runs under a watchdog: if it overruns its timeout, or the
 process is told to stop (torchrun sends SIGTERM to every rank when one fails), the watchdog
 thread reports the phase and step it was in and ends the process. A collective blocked inside
@@ -242,6 +248,7 @@ class RankReport:
             "sizes": [],
             "train": None,
             "injected": [],
+            "rank_table": None,
         }
 
     @property
@@ -522,6 +529,151 @@ def installed_versions() -> Dict[str, Optional[str]]:
     if torch_npu is not None:
         versions["torch_npu"] = getattr(torch_npu, "__version__", None)
     return versions
+
+
+# --------------------------------------------------------------------------------------------
+# Rank table: did this rank get the table it should (docs/a3-superpod.md §4)
+# --------------------------------------------------------------------------------------------
+
+RANK_TABLE_ENV = "RANK_TABLE_FILE"
+#: The largest rank table read (a 1.2 table of 6,144 dies is about 1.5 MB); a bigger file is
+#: refused, not read into memory. The worker is uploaded alone, so the cap lives here, not in
+#: ascendprep.limits.
+RANK_TABLE_MAX_BYTES = 32 * 1024 * 1024
+#: The longest reason a rank gives about its table (it quotes the table's values).
+RANK_TABLE_REASON_MAX_CHARS = 400
+#: Seconds for ``npu-smi info -t spod-info`` (the die's SDID) before the comparison is given up.
+SPOD_INFO_TIMEOUT_S = 15.0
+_SDID_RE = re.compile(r"^\s*SDID\s*:\s*(\d+)\s*$", re.MULTILINE)
+
+
+def local_device_id(environ: Dict[str, str], local_rank: int) -> Optional[int]:
+    """The physical device this rank uses: ``ASCEND_RT_VISIBLE_DEVICES[local_rank]`` when that
+    is set (torch numbers the visible devices from 0), else ``local_rank``; None if unreadable."""
+    visible = environ.get("ASCEND_RT_VISIBLE_DEVICES", "").strip()
+    if not visible:
+        return local_rank
+    ids = [part.strip() for part in visible.split(",")]
+    if local_rank >= len(ids) or not ids[local_rank].isdigit():
+        return None
+    return int(ids[local_rank])
+
+
+def read_die_sdid(device_id: int) -> "tuple[Optional[int], Optional[str]]":
+    """(SDID, None) from ``npu-smi info -t spod-info`` for die ``device_id`` (NPU id*2 + chip),
+    or (None, why it could not be read)."""
+    import subprocess
+
+    npu, chip = divmod(device_id, 2)
+    command = ["npu-smi", "info", "-t", "spod-info", "-i", str(npu), "-c", str(chip)]
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=SPOD_INFO_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{' '.join(command)}: {describe_exception(exc)}"
+    text = done.stdout[:65536].decode("utf-8", "replace")
+    match = _SDID_RE.search(text)
+    if done.returncode != 0 or match is None:
+        return None, f"{' '.join(command)} exited {done.returncode} without an SDID line"
+    return int(match.group(1)), None
+
+
+def _table_entries(doc: Any) -> "tuple[Dict[int, List[Dict[str, Any]]], Optional[str]]":
+    """rank_id -> [(server, device)] from a 1.0/1.2 table, or why the table has no such shape."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("server_list"), list):
+        return {}, "has no server_list"
+    by_rank: Dict[int, List[Dict[str, Any]]] = {}
+    for index, server in enumerate(doc["server_list"]):
+        devices = server.get("device") if isinstance(server, dict) else None
+        if not isinstance(devices, list):
+            return {}, f"server_list[{index}] has no device list"
+        for position, device in enumerate(devices):
+            rank_id = device.get("rank_id") if isinstance(device, dict) else None
+            if not isinstance(rank_id, str) or not rank_id.isdigit():
+                return {}, f"server_list[{index}].device[{position}].rank_id is {rank_id!r}, not a number string"
+            by_rank.setdefault(int(rank_id), []).append({"server": server, "device": device})
+    return by_rank, None
+
+
+def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identities: Sequence[str],
+                     read_sdid: Callable[[int], "tuple[Optional[int], Optional[str]]"] = read_die_sdid,
+                     ) -> Optional[Dict[str, Any]]:
+    """Whether the rank table this rank was given (``RANK_TABLE_FILE``) describes this rank.
+
+    torch_npu builds the communicator from the table with rank = torch's global rank, and drops
+    an unreadable or rejected table silently (an INFO log line). So each rank checks that the
+    file reads and parses, that exactly one device has ``rank_id`` = its global rank, that the
+    device's ``device_id`` is the device this rank runs on, that the device's server is this node
+    (``server_id`` or ``host_ip`` one of ``identities``), and on A3 that ``super_device_id`` is the
+    die's SDID (spod-info). None when no rank table is in use. Never raises: a bad table is a
+    finding for the ``rank_table`` gate, and the run goes on so the other gates still answer.
+    """
+    path = environ.get(RANK_TABLE_ENV, "").strip()
+    if not path:
+        return None
+    device_id = local_device_id(environ, local_rank)
+    result: Dict[str, Any] = {"path": path, "ok": False, "reason": None, "device_id": device_id,
+                              "server_id": None, "super_device_id": None, "sdid": None, "warning": None}
+
+    def refuse(reason: str) -> Dict[str, Any]:
+        # the table's values are echoed: one line, capped, whatever the file holds
+        result["reason"] = _one_line(reason)[:RANK_TABLE_REASON_MAX_CHARS]
+        return result
+
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(RANK_TABLE_MAX_BYTES + 1)
+    except OSError as exc:
+        return refuse(f"{path} cannot be read ({exc.strerror or exc}): torch_npu drops it silently")
+    if len(raw) > RANK_TABLE_MAX_BYTES:
+        return refuse(f"{path} is larger than {RANK_TABLE_MAX_BYTES} bytes")
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return refuse(f"{path} is not JSON ({_one_line(str(exc))[:120]}): torch_npu drops it silently")
+    by_rank, shape_problem = _table_entries(doc)
+    if shape_problem:
+        return refuse(f"{path} {shape_problem}")
+    entries = by_rank.get(rank, [])
+    if len(entries) != 1:
+        return refuse(f"{path} has no device with rank_id {rank}" if not entries else
+                      f"{path} has {len(entries)} devices with rank_id {rank} (HCCL refuses the table)")
+    server, device = entries[0]["server"], entries[0]["device"]
+    server_id = server.get("server_id")
+    result["server_id"] = server_id[:RANK_TABLE_REASON_MAX_CHARS] if isinstance(server_id, str) else None
+    wanted = str(device.get("device_id"))
+    if device_id is None:
+        return refuse(f"ASCEND_RT_VISIBLE_DEVICES={environ.get('ASCEND_RT_VISIBLE_DEVICES')!r} "
+                      f"names no device for local rank {local_rank}")
+    if wanted != str(device_id):
+        return refuse(f"rank_id {rank} is device_id {wanted} in {path}, but rank {rank} runs on "
+                      f"device {device_id} (local rank {local_rank}): the table's ranks are not "
+                      "in torchrun's node-rank and local-rank order")
+    names = {name for name in identities if name}
+    servers = {str(server.get(key)) for key in ("server_id", "host_ip") if server.get(key) is not None}
+    if not servers & names:
+        return refuse(f"rank_id {rank} is on server {sorted(servers)} in {path}, but rank {rank} runs "
+                      f"on this node ({', '.join(sorted(names))}): the table's servers are not in "
+                      "torchrun's node-rank order")
+    if "super_device_id" in device:
+        result["super_device_id"] = str(device["super_device_id"])
+        sdid, why_not = read_sdid(device_id)
+        result["sdid"] = sdid
+        if sdid is None:
+            result["warning"] = f"super_device_id not compared with the die's SDID: {why_not}"
+        elif str(sdid) != str(device["super_device_id"]):
+            return refuse(f"rank_id {rank} has super_device_id {device['super_device_id']} in {path}, "
+                          f"but device {device_id} reports SDID {sdid} (spod-info)")
+    result["ok"] = True
+    return result
+
+
+def node_identities(environ: Dict[str, str], node: str) -> List[str]:
+    """The names and addresses the rank table may call this node: the inventory name, the
+    address the launcher bound (``ASCENDPREP_NODE_ADDRESS``), ``HCCL_IF_IP``, the hostname."""
+    names = [node, socket.gethostname(), environ.get("ASCENDPREP_NODE_ADDRESS", ""),
+             environ.get("HCCL_IF_IP", "")]
+    return [name.strip() for name in names if name and name.strip()]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1023,6 +1175,8 @@ def _run_phases(args: argparse.Namespace, env: TorchrunEnv, report: RankReport,
         report.data["backend"] = runtime.backend
         report.data["device"] = runtime.device
         report.data["versions"].update(installed_versions())
+        report.data["rank_table"] = check_rank_table(
+            dict(os.environ), env.rank, env.local_rank, node_identities(dict(os.environ), report.data["node"]))
         for flag in ("inject_wrong", "inject_stall"):
             if getattr(args, flag) is not None:
                 report.data["injected"].append(f"{flag}={getattr(args, flag)}")

@@ -11,17 +11,28 @@ RoCE subnets (Huawei's rule; same subnet makes the die's pings fail).
 * ``superpod.vnic`` (npu): the die's vNIC is the one its server index and device id give.
 * ``superpod.die_subnets`` (node): no NPU has both dies in one subnet (live addresses).
 * ``cluster.sdid``: no two dies of one physical pod report the same SDID; both are named.
+* ``superpod.rank_table`` (node): the 1.2 rank table on the node agrees with the hardware: each of
+  this server's devices has ``super_device_id`` = the die's SDID (spod-info) and, where the table
+  has one, ``device_ip`` = the die's live address. The table is planned from the inventory's
+  ``server_index``, so a wrong index, a moved server or a changed address shows here, on the die.
+  Compared only when the file is byte-identical to the planned one (``files.managed`` names any
+  other), so the planned content is the file's content and no table travels back.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Dict, List, Optional, Tuple
+import json
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ascendprep import drift
 from ascendprep.checks.context import ClusterContext, NodeContext
 from ascendprep.checks.hccs import node_pod, not_a3
 from ascendprep.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
+from ascendprep.facts import NpuFacts, SuperPodDie
 from ascendprep.findings import Severity
+from ascendprep.probes.paths import RANK_TABLE
+from ascendprep.ranktable import server_ids
 
 
 def expected_vnic(server_index: int, devid: int) -> str:
@@ -122,6 +133,66 @@ def sdid(ctx: ClusterContext) -> List[Verdict]:
     return verdicts or [passed(f"SDIDs unique within each pod ({read} servers)")]
 
 
+def rank_table_disagreements(table: Mapping[str, Any], server_id: str, superpod: Mapping[int, SuperPodDie],
+                             npus: Mapping[int, NpuFacts]) -> Tuple[List[Tuple[int, str]], int]:
+    """([(device id, what disagrees)], devices compared) for ``server_id``'s devices in ``table``.
+
+    Pure. A device whose die was not read is not compared (superpod.identity and the network
+    checks name what was not read); a table without this server raises ValueError.
+    """
+    servers = [s for s in table.get("server_list") or () if isinstance(s, dict) and s.get("server_id") == server_id]
+    if len(servers) != 1:
+        raise ValueError(f"the rank table lists server_id {server_id!r} {len(servers)} times")
+    found: List[Tuple[int, str]] = []
+    compared = 0
+    for device in servers[0].get("device") or ():
+        text = str(device.get("device_id", "")) if isinstance(device, dict) else ""
+        if not text.isdigit():
+            found.append((-1, f"a device of server {server_id} has device_id {text!r}"))
+            continue
+        devid = int(text)
+        die, live = superpod.get(devid), npus.get(devid)
+        if die is None and live is None:
+            continue
+        compared += 1
+        wanted_sdid = device.get("super_device_id")
+        if die is not None and wanted_sdid is not None and str(wanted_sdid) != str(die.sdid):
+            found.append((devid, f"{_die_name(devid)}: the rank table's super_device_id {wanted_sdid}, "
+                                 f"but the die reports SDID {die.sdid} (server index {die.server_index})"))
+        wanted_ip = device.get("device_ip")
+        if live is not None and live.ip is not None and wanted_ip is not None and str(wanted_ip) != live.ip:
+            found.append((devid, f"{_die_name(devid)}: the rank table's device_ip {wanted_ip}, but the die has {live.ip}"))
+    return found, compared
+
+
+def rank_table(ctx: NodeContext) -> List[Verdict]:
+    wanted = next((f for f in ctx.node.files if f.path == RANK_TABLE), None)
+    if wanted is None or not ctx.desired.inventory.model.training.rank_table:
+        return [skipped(f"jobs do not use {RANK_TABLE} (training.rank_table is off)")]
+    state = drift.managed_file(wanted, ctx.facts)
+    if state.unknown is not None:
+        return [could_not_check(f"{RANK_TABLE} could not be read: {state.unknown}")]
+    if not state.in_sync:
+        return [skipped(f"{RANK_TABLE} on the node is not the planned one (files.managed names it): its ids are not compared")]
+    table = json.loads(wanted.content)
+    if table.get("version") != "1.2":
+        return [skipped(f"a {table.get('version')} rank table (servers outside a super-pod) has no super_device_id")]
+    server_id = server_ids(ctx.desired.inventory.nodes)[ctx.name]
+    try:
+        found, compared = rank_table_disagreements(table, server_id, ctx.facts.superpod, ctx.facts.npus)
+    except ValueError as exc:
+        return [failed(f"{RANK_TABLE}: {exc}", {"server_id": server_id}, fix="re-run plan and apply")]
+    evidence = {"path": RANK_TABLE, "server_id": server_id, "devices_compared": compared}
+    fix = ("the table is planned from the inventory's super_pod/server_index and the NPU addresses: correct the "
+           "inventory (or the server's spod-info), then plan and apply")
+    if found:
+        return [failed(f"{RANK_TABLE}: {message}", evidence, npu=devid if devid >= 0 else None, fix=fix)
+                for devid, message in found]
+    if not compared:
+        return [could_not_check(f"no die of server {server_id} was read, so {RANK_TABLE} was not compared", evidence)]
+    return [passed(f"{RANK_TABLE}: {compared} devices, super_device_id and device_ip as the hardware reports", evidence)]
+
+
 _REQUIRES = ("node.reachable", "node.npu_smi")
 
 CHECKS: List[Check] = [
@@ -131,6 +202,8 @@ CHECKS: List[Check] = [
           vnic, requires=("node.reachable", "node.hccn_tool"), applies=not_a3),
     Check("superpod.die_subnets", ("superpod", "network"), "node", Severity.ERROR, "the two dies of each NPU are in different subnets", "",
           die_subnets, requires=("node.reachable",), applies=not_a3),
+    Check("superpod.rank_table", ("superpod", "files"), "node", Severity.ERROR, "the rank table's super_device_id and device_ip are the hardware's", "",
+          rank_table, requires=_REQUIRES, applies=not_a3),
     Check("cluster.sdid", ("cluster", "superpod"), "cluster", Severity.ERROR, "SDIDs are unique within each super-pod", "",
           sdid, applies=not_a3),
 ]

@@ -65,7 +65,8 @@ def test_healthy_cluster_passes_every_check(desired):
     # 4 nodes x 8 NPUs x 11 per-NPU network checks (network.counters the 11th), each recorded per NPU.
     assert sum(1 for r in results if r.check.startswith("network.")) == 4 * 8 * 11
     # the A3 super-pod checks (issue 21) do not apply to this atlas-a2 inventory: skipped once each, saying why
-    a3_only = {"superpod.identity", "superpod.vnic", "superpod.die_subnets", "cluster.sdid", "cluster.hccs", "superpod.hccl_env"}
+    a3_only = {"superpod.identity", "superpod.vnic", "superpod.die_subnets", "superpod.rank_table", "cluster.sdid", "cluster.hccs",
+               "superpod.hccl_env"}
     assert {(r.check, r.status, r.message) for r in results if r.check in a3_only} == {
         (check, Status.SKIPPED, "atlas-a2 has no HCCS super-pod plane") for check in a3_only}
     assert all(r.status is Status.PASSED for r in results if r.check not in a3_only)
