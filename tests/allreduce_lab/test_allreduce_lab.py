@@ -54,7 +54,7 @@ def test_healthy_cluster_passes_with_zero_wrong_elements_and_a_busbw_figure(clus
     assert document["verdict"]["correctness"]["wrong_elements"] == 0
     assert [(g["name"], g["ok"]) for g in document["verdict"]["gates"]] == [
         ("connectivity", True), ("wrong_elements", True), ("busbw", True), ("training", True),
-        ("stragglers", True), ("self_test", True)]
+        ("stragglers", True), ("self_test", True), ("rank_table", True)]
     # Preflight and launch: two execs per node, whatever the session's forks.
     assert run.execs == {f"node{i}": 2 for i in range(1, 5)}
     assert processes_of(outcome.run_id) == []
