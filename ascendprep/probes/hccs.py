@@ -19,8 +19,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ascendprep.facts import HccsPingResult
 from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
-from ascendprep.probes.ping import parse_ping_summary
-from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
+from ascendprep.probes.ping import parse_pair_transcript, parse_ping_summary
+from ascendprep.probes.sections import Section, new_nonce, render_attrs
 from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamble
 
 KIND = "hccs"
@@ -79,29 +79,10 @@ def parse_hccs_times(stdout: str) -> Dict[str, float]:
 
 def parse_hccs_output(text: str) -> List[HccsPingResult]:
     """One result per requested pair, in order; pairs the script never reached say so."""
-    transcript = parse_transcript(text, KIND)
-    timeout_s: Optional[int] = None
-    requested: List[Tuple[int, str]] = []
-    results: List[HccsPingResult] = []
-    for section in transcript.sections:
-        if section.name == "settings":
-            for line in section.stdout.splitlines():
-                key, _, value = line.partition("=")
-                if key == "timeout" and value.isdigit():
-                    timeout_s = int(value)
-        elif section.name == "pairs":
-            for line in section.stdout.splitlines():
-                die, _, target = line.partition(" ")
-                if die.isdigit() and target:
-                    requested.append((int(die), target))
-        elif section.name == "hccs" and section.npu is not None and section.attrs.get("target"):
-            results.append(_result(section, timeout_s))
-    done = {(result.npu, result.target) for result in results}
-    reason = transcript.problem or "the script did not run this HCCS ping"
-    for die, target in requested:
-        if (die, target) not in done:
-            results.append(HccsPingResult(npu=die, target=target, ok=False, error=f"not run: {reason}"))
-    return results
+    return parse_pair_transcript(
+        text, KIND, "hccs", _result,
+        lambda die, target, reason: HccsPingResult(npu=die, target=target, ok=False, error=f"not run: {reason or 'the script did not run this HCCS ping'}"),
+    )
 
 
 def _result(section: Section, timeout_s: Optional[int]) -> HccsPingResult:

@@ -14,13 +14,15 @@ from __future__ import annotations
 import ipaddress
 import re
 import shlex
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ascendprep.facts import PingResult
 from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamble
+
+R = TypeVar("R")
 
 KIND = "ping"
 
@@ -95,10 +97,22 @@ def render_ping_script(
 
 def parse_ping_output(text: str) -> List[PingResult]:
     """One PingResult per requested pair, in order; pairs the script never reached say so."""
-    transcript = parse_transcript(text, KIND)
+    return parse_pair_transcript(
+        text, KIND, "ping", _result,
+        lambda npu, target, reason: PingResult(npu=npu, target=target, ok=False, error=f"not run: {reason or 'the script did not run this ping'}"),
+    )
+
+
+def parse_pair_transcript(text: str, kind: str, section_name: str, result: Callable[[Section, Optional[int]], R],
+                          not_run: Callable[[int, str, Optional[str]], R]) -> List[R]:
+    """The results of a pair script (the RoCE pings here, the HCCS pings in probes/hccs.py): a
+    ``settings`` section, a ``pairs`` section listing what was asked, then one ``section_name``
+    section per pair. One result per requested pair, in the order asked; ``not_run(npu, target,
+    the transcript's problem or None)`` stands for a pair the script never reached."""
+    transcript = parse_transcript(text, kind)
     timeout_s: Optional[int] = None
     requested: List[Tuple[int, str]] = []
-    results: List[PingResult] = []
+    results: List[R] = []
     for section in transcript.sections:
         if section.name == "settings":
             for line in section.stdout.splitlines():
@@ -110,18 +124,17 @@ def parse_ping_output(text: str) -> List[PingResult]:
                 npu, _, target = line.partition(" ")
                 if npu.isdigit() and target:
                     requested.append((int(npu), target))
-        elif section.name == "ping" and section.npu is not None and section.attrs.get("target"):
-            results.append(_result(section, timeout_s))
-    done = {(result.npu, result.target) for result in results}
-    reason = transcript.problem or "the script did not run this ping"
+        elif section.name == section_name and section.npu is not None and section.attrs.get("target"):
+            results.append(result(section, timeout_s))
+    done = {(item.npu, item.target) for item in results}  # type: ignore[attr-defined]
     for npu, target in requested:
         if (npu, target) not in done:
-            results.append(PingResult(npu=npu, target=target, ok=False, error=f"not run: {reason}"))
-    # The script prints the pings NPU by NPU; the results keep the order the pairs were asked for.
+            results.append(not_run(npu, target, transcript.problem))
+    # The script runs the pairs NPU by NPU, side by side; the results keep the order they were asked for.
     asked: Dict[Tuple[int, str], int] = {}
     for index, pair in enumerate(requested):
         asked.setdefault(pair, index)
-    return sorted(results, key=lambda result: asked.get((result.npu, result.target), len(asked)))
+    return sorted(results, key=lambda item: asked.get((item.npu, item.target), len(asked)))  # type: ignore[attr-defined]
 
 
 def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
