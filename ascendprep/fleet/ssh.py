@@ -1,10 +1,12 @@
-"""SSHTransport: one fabric ``Connection`` (paramiko underneath) per host, reused for every call.
+"""SSHTransport: one paramiko connection per host, reused for every call.
 
-Why not ``Connection.run``: we need the script on stdin while output is read (no deadlock on
-large scripts or outputs), the launcher's started-marker from stderr before anything else, a
-hard per-script deadline, and a kill of the remote process group when it passes. That is a
-small loop over one paramiko channel (:func:`pump_channel`); fabric still provides the
-connection and the jump-host tunnel (``gateway=``).
+Scripts run over a small loop on one paramiko channel (:func:`pump_channel`): the script goes
+in on stdin while output is read (no deadlock on large scripts or outputs), the launcher's
+started-marker is read from stderr before anything else, every script has a hard deadline, and
+the remote process group is killed when it passes. A jump host is a ``direct-tcpip`` channel of
+the jump host's own connection, handed to paramiko as the target's socket. (fabric once held
+the connection; all it added was this tunnel, and its import and per-connection config cost
+more CPU than the rest of a host's connect.)
 
 Every step has a deadline, because a host may accept a request and never answer it: connect,
 banner, auth and channel open use the host's ``connect_timeout``; the exec request that starts
@@ -28,8 +30,8 @@ import time
 import uuid
 from typing import Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
+from ascendprep.fleet import sshlib  # noqa: F401  (paramiko without invoke)
 import paramiko
-from fabric import Config, Connection
 
 from dataclasses import dataclass, replace
 
@@ -57,12 +59,34 @@ _CHUNK = 32768
 _READS_PER_ROUND = 64
 
 
+class HostConnection:
+    """One authenticated SSH connection: paramiko's client and its transport."""
+
+    def __init__(self, client: paramiko.SSHClient, transport: paramiko.Transport) -> None:
+        self.client = client
+        self.transport = transport
+
+    @property
+    def is_connected(self) -> bool:
+        return self.transport.is_active()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+#: Private keys read this run, by file (path and its stat signature): one parse per run, not per
+#: host. A file changed on disk in between is read again.
+_keys: Dict[Tuple[str, int, int, int], Tuple[Optional[paramiko.PKey], bool]] = {}
+_keys_lock = threading.Lock()
+
+
 def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]:
     """The key to log in with: (key or None, whether ssh-agent may be used).
 
     Loading it up front turns "file missing", "unreadable" and "not a key" into clear errors
     instead of paramiko's generic "Authentication failed". A passphrase-protected key falls back
-    to ssh-agent, where the user can unlock it once.
+    to ssh-agent, where the user can unlock it once. A key file is parsed once per run (every
+    host of an inventory usually shares one); its errors are worded per host.
     """
     if access.key_file is None:
         return None, True
@@ -70,10 +94,22 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
     if not os.path.exists(path):
         raise AuthError(access.name, f"{access.name}: SSH key file {access.key_file} does not exist")
     try:
-        with open(path, "rb"):
-            pass
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
     except OSError as exc:
         raise AuthError(access.name, f"{access.name}: cannot read SSH key file {access.key_file}: {exc.strerror}") from None
+    signature = (path, info.st_ino, info.st_mtime_ns, info.st_size)
+    with _keys_lock:
+        known = _keys.get(signature)
+    if known is not None:
+        return known
+    loaded = _read_private_key(access, path)
+    with _keys_lock:
+        _keys[signature] = loaded
+    return loaded
+
+
+def _read_private_key(access: HostAccess, path: str) -> Tuple[Optional[paramiko.PKey], bool]:
     problems: List[str] = []
     for key_class in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
         try:
@@ -91,15 +127,19 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
     raise AuthError(access.name, f"{access.name}: {access.key_file} is not a private key paramiko can read ({problems[-1]})")
 
 
-def open_connection(access: HostAccess, gateway: Optional[Connection] = None) -> Connection:
+def open_connection(access: HostAccess, gateway: Optional[HostConnection] = None) -> HostConnection:
     """Connect and authenticate to ``access`` (through ``gateway`` if given), retrying once.
 
     Only setup failures of the *unreachable* kind are retried (a dropped SYN, sshd's MaxStartups);
-    a rejected key or a host key problem would fail the same way again.
+    a rejected key or a host key problem would fail the same way again. No ssh_config file is
+    read: the inventory is the single source of how to connect.
     """
     pkey, use_agent = load_private_key(access)
     timeout = access.connect_timeout
     connect_kwargs = {
+        "hostname": access.address,
+        "port": access.port,
+        "username": access.user,
         "pkey": pkey,
         "allow_agent": use_agent,
         "look_for_keys": access.key_file is None,
@@ -110,20 +150,13 @@ def open_connection(access: HostAccess, gateway: Optional[Connection] = None) ->
     }
     attempt = 1
     while True:
-        # ssh_config files are not read: the inventory is the single source of how to connect.
-        connection = Connection(
-            host=access.address,
-            user=access.user,
-            port=access.port,
-            config=Config(overrides={"load_ssh_configs": False}),
-            gateway=gateway,
-            connect_kwargs=dict(connect_kwargs),
-        )
-        known: List[KnownKey] = prepare_client(connection.client, access)
+        client = paramiko.SSHClient()
+        known: List[KnownKey] = prepare_client(client, access)
         try:
-            connection.open()
+            sock = None if gateway is None else open_tunnel(gateway, access)
+            client.connect(sock=sock, **connect_kwargs)
         except Exception as exc:  # every failure is classified; unknown ones keep their type name
-            connection.close()
+            client.close()
             error = describe_connect_failure(exc, access, known)
             if error.kind != "unreachable" or attempt == 2:
                 raise error from exc
@@ -131,8 +164,20 @@ def open_connection(access: HostAccess, gateway: Optional[Connection] = None) ->
             attempt += 1
             time.sleep(RETRY_DELAY)
             continue
-        connection.transport.set_keepalive(KEEPALIVE_SECONDS)
-        return connection
+        transport = client.get_transport()
+        assert transport is not None  # connect() returned: the transport is up
+        transport.set_keepalive(KEEPALIVE_SECONDS)
+        return HostConnection(client, transport)
+
+
+def open_tunnel(gateway: HostConnection, access: HostAccess) -> paramiko.Channel:
+    """A ``direct-tcpip`` channel from the jump host to ``access``'s SSH port (the target's socket)."""
+    return gateway.transport.open_channel(
+        kind="direct-tcpip",
+        dest_addr=(access.address, int(access.port)),
+        src_addr=("", 0),  # empty but not None: paramiko encodes it into the request
+        timeout=access.connect_timeout,
+    )
 
 
 class JumpHosts:
@@ -144,12 +189,12 @@ class JumpHosts:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._connections: Dict[HostAccess, Connection] = {}
+        self._connections: Dict[HostAccess, HostConnection] = {}
         # A jump host that failed is not tried again by every target behind it: with 64 targets
         # that would be 64 connect timeouts in a row.
         self._failures: Dict[HostAccess, RemoteError] = {}
 
-    def connection(self, jump: HostAccess) -> Connection:
+    def connection(self, jump: HostAccess) -> HostConnection:
         with self._lock:
             current = self._connections.get(jump)
             if current is not None and current.is_connected:
@@ -188,7 +233,7 @@ class SSHTransport(ScriptTransport):
         self.access = access
         self._jumps = jumps if jumps is not None else JumpHosts()
         self._owns_jumps = jumps is None
-        self._connection: Optional[Connection] = None
+        self._connection: Optional[HostConnection] = None
         #: Deadlines of a session request (exec, subsystem) and of one SFTP operation.
         self.request_timeout = SSH_REQUEST_TIMEOUT
         self.sftp_timeout = SFTP_OPERATION_TIMEOUT
