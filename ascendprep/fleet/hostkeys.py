@@ -176,9 +176,11 @@ class _KnownHostsFile:
         return key
 
 
-#: The known_hosts files read this run, by path; an entry is used while the file's stat
-#: signature (inode, mtime, size) is unchanged, so a key recorded meanwhile is seen.
-_known_files: Dict[str, Tuple[Tuple[int, int, int], _KnownHostsFile]] = {}
+#: The known_hosts files parsed this run, by path, with the bytes they were parsed from. Each
+#: lookup reads the file again and reuses the parse only while the bytes are the same (reading
+#: is cheap next to parsing; a file's mtime can miss a same-size rewrite within its tick), so a
+#: key recorded or edited meanwhile is always seen.
+_known_files: Dict[str, Tuple[bytes, _KnownHostsFile]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -191,20 +193,18 @@ def _read_known_hosts(name: str, path: str) -> Optional[_KnownHostsFile]:
     expanded = os.path.expanduser(path)
     try:
         with open(expanded, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            signature = (info.st_ino, info.st_mtime_ns, info.st_size)
-            with _cache_lock:
-                cached = _known_files.get(expanded)
-            if cached is not None and cached[0] == signature:
-                return cached[1]
-            text = handle.read().decode("utf-8", errors="replace")
+            data = handle.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise HostKeyError(name, f"cannot read known_hosts file {path}: {exc.strerror}") from None
-    parsed = _KnownHostsFile(text)
     with _cache_lock:
-        _known_files[expanded] = (signature, parsed)
+        cached = _known_files.get(expanded)
+    if cached is not None and cached[0] == data:
+        return cached[1]
+    parsed = _KnownHostsFile(data.decode("utf-8", errors="replace"))
+    with _cache_lock:
+        _known_files[expanded] = (data, parsed)
     return parsed
 
 

@@ -21,6 +21,7 @@ the exec channel instead (see :func:`ascendprep.fleet.shell.write_file_script`).
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import select
@@ -35,7 +36,7 @@ import paramiko
 
 from dataclasses import dataclass, replace
 
-from ascendprep.limits import HOST_OUTPUT_CAP, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT, SUDO_AUTH_TIMEOUT
+from ascendprep.limits import HOST_OUTPUT_CAP, PRIVATE_KEY_MAX_BYTES, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT, SUDO_AUTH_TIMEOUT
 from ascendprep.fleet import shell
 from ascendprep.fleet.access import HostAccess
 from ascendprep.fleet.capture import CappedOutput
@@ -82,9 +83,9 @@ class HostConnection:
         self.client.close()
 
 
-#: Private keys read this run, by file (path and its stat signature): one parse per run, not per
-#: host. A file changed on disk in between is read again.
-_keys: Dict[Tuple[str, int, int, int], Tuple[Optional[paramiko.PKey], bool]] = {}
+#: Private keys parsed this run, by path and the file's bytes: one parse per run, not per host
+#: (every host of an inventory usually shares one key). A file changed meanwhile is parsed again.
+_keys: Dict[Tuple[str, bytes], Tuple[Optional[paramiko.PKey], bool]] = {}
 _keys_lock = threading.Lock()
 
 
@@ -93,8 +94,7 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
 
     Loading it up front turns "file missing", "unreadable" and "not a key" into clear errors
     instead of paramiko's generic "Authentication failed". A passphrase-protected key falls back
-    to ssh-agent, where the user can unlock it once. A key file is parsed once per run (every
-    host of an inventory usually shares one); its errors are worded per host.
+    to ssh-agent, where the user can unlock it once. Errors are worded per host.
     """
     if access.key_file is None:
         return None, True
@@ -103,25 +103,27 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
         raise AuthError(access.name, f"{access.name}: SSH key file {access.key_file} does not exist")
     try:
         with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
+            data = handle.read(PRIVATE_KEY_MAX_BYTES + 1)
     except OSError as exc:
         raise AuthError(access.name, f"{access.name}: cannot read SSH key file {access.key_file}: {exc.strerror}") from None
-    signature = (path, info.st_ino, info.st_mtime_ns, info.st_size)
+    if len(data) > PRIVATE_KEY_MAX_BYTES:
+        raise AuthError(access.name, f"{access.name}: {access.key_file} is not a private key paramiko can read (larger than {PRIVATE_KEY_MAX_BYTES // 1024} KiB)")
     with _keys_lock:
-        known = _keys.get(signature)
+        known = _keys.get((path, data))
     if known is not None:
         return known
-    loaded = _read_private_key(access, path)
+    loaded = _parse_private_key(access, data)
     with _keys_lock:
-        _keys[signature] = loaded
+        _keys[(path, data)] = loaded
     return loaded
 
 
-def _read_private_key(access: HostAccess, path: str) -> Tuple[Optional[paramiko.PKey], bool]:
+def _parse_private_key(access: HostAccess, data: bytes) -> Tuple[Optional[paramiko.PKey], bool]:
     problems: List[str] = []
+    text = data.decode("utf-8", errors="replace")
     for key_class in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
         try:
-            return key_class.from_private_key_file(path), False
+            return key_class.from_private_key(io.StringIO(text)), False
         except paramiko.PasswordRequiredException:
             if os.environ.get("SSH_AUTH_SOCK"):
                 return None, True
