@@ -21,6 +21,7 @@ the exec channel instead (see :func:`ascendprep.fleet.shell.write_file_script`).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 import os
@@ -83,8 +84,9 @@ class HostConnection:
         self.client.close()
 
 
-#: Private keys parsed this run, by path and the file's bytes: one parse per run, not per host
-#: (every host of an inventory usually shares one key). A file changed meanwhile is parsed again.
+#: Private keys parsed this run, by path and the sha256 of the file's bytes (the bytes
+#: themselves are not kept): one parse per run, not per host (every host of an inventory usually
+#: shares one key). A file changed meanwhile is parsed again.
 _keys: Dict[Tuple[str, bytes], Tuple[Optional[paramiko.PKey], bool]] = {}
 _keys_lock = threading.Lock()
 
@@ -108,13 +110,14 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
         raise AuthError(access.name, f"{access.name}: cannot read SSH key file {access.key_file}: {exc.strerror}") from None
     if len(data) > PRIVATE_KEY_MAX_BYTES:
         raise AuthError(access.name, f"{access.name}: {access.key_file} is not a private key paramiko can read (larger than {PRIVATE_KEY_MAX_BYTES // 1024} KiB)")
+    slot = (path, hashlib.sha256(data).digest())
     with _keys_lock:
-        known = _keys.get((path, data))
+        known = _keys.get(slot)
     if known is not None:
         return known
     loaded = _parse_private_key(access, data)
     with _keys_lock:
-        _keys[(path, data)] = loaded
+        _keys[slot] = loaded
     return loaded
 
 
