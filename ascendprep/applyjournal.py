@@ -11,13 +11,12 @@ recorded, only their hashes (a change's ``before``/``after``).
 from __future__ import annotations
 
 import getpass
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
 from ascendprep.changes import Change
-from ascendprep.planfile import write_private
+from ascendprep.planfile import compact_json, write_private
 from ascendprep.report.changes import change_entry
 
 SCHEMA_VERSION = 2  # 2: typed changes (kind, target, before, after, text), as in plan files
@@ -63,7 +62,7 @@ class ApplyJournal:
         self.write()
 
     def write(self) -> None:
-        write_private(self.path, json.dumps(self.record, indent=1) + "\n")
+        write_private(self.path, compact_json(self.record) + "\n")  # rewritten 3 times per apply: compact, by the C encoder
 
     def intend(self, to_apply: dict[str, list[Change]], done: dict[str, list[Change]]) -> None:
         """Record every host's changes as "pending", before any script runs."""

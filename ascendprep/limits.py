@@ -210,3 +210,9 @@ NPU_PROBE_JOBS_ENV = "ASCENDPREP_NPU_PROBE_JOBS"
 #: worker's own caps (RANK_TABLE_MAX_BYTES, SPOD_INFO_TIMEOUT_S) live in allreduce/worker.py, which
 #: is uploaded alone.
 ALLREDUCE_RANK_TABLE_NAMED_RANKS = 8
+
+# -- the controller's SSH connect (issue 12, c1) ------------------------------------------------
+
+#: Bytes of an SSH private key file read at most (an RSA 16384-bit key is ~12 KB): the key path
+#: comes from the inventory, and /dev/zero or a huge file there is a clear error, not a hang.
+PRIVATE_KEY_MAX_BYTES = 1024 * 1024

@@ -137,8 +137,14 @@ def write_private(path: Path, text: str) -> None:
 
 
 def write_plan(plan: PlanFile, path: Path) -> None:
-    """Write the plan atomically and 0600 (it holds host facts)."""
-    write_private(path, json.dumps(plan.to_dict(), indent=1) + "\n")
+    """Write the plan atomically and 0600 (it holds host facts), compact: ``indent`` would run
+    json's pure-Python encoder, ~5x the C one's CPU (~1 ms per host). ``jq .`` indents it."""
+    write_private(path, compact_json(plan.to_dict()) + "\n")
+
+
+def compact_json(document: Any) -> str:
+    """``document`` as one line of JSON, by the C encoder."""
+    return json.dumps(document, separators=(",", ":"))
 
 
 def read_bounded(path: Path, limit: int, private: bool = False) -> bytes:

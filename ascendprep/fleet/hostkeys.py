@@ -23,8 +23,9 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from ascendprep.fleet import sshlib  # noqa: F401  (paramiko without invoke)
 import paramiko
 from paramiko.hostkeys import HostKeyEntry, HostKeys, InvalidHostKey
 
@@ -92,35 +93,119 @@ def _keys_on_file(name: str, files: Sequence[str]) -> Tuple[List[KnownKey], List
     found: List[KnownKey] = []
     revoked: List[KnownKey] = []
     for path in files:
-        expanded = os.path.expanduser(path)
-        try:
-            with open(expanded, encoding="utf-8", errors="replace") as handle:
-                lines = handle.read().splitlines()
-        except FileNotFoundError:
+        known_file = _read_known_hosts(name, path)
+        if known_file is None:
             continue
-        except OSError as exc:
-            raise HostKeyError(name, f"cannot read known_hosts file {path}: {exc.strerror}") from None
-        for number, raw in enumerate(lines, 1):
+        for line in known_file.candidates(name):
+            if not _name_matches(line.patterns, name):
+                continue
+            key = known_file.key_of(line)
+            if isinstance(key, str):
+                log.warning("%s:%d: unreadable known_hosts entry skipped (%s)", path, line.number, key)
+                continue
+            if key is not None:
+                target = revoked if line.revoked else found
+                target.append(KnownKey(key, f"{path}:{line.number}", revoked=line.revoked))
+    return found, revoked
+
+
+@dataclass(frozen=True)
+class _Line:
+    """A known_hosts line that names hosts: its number, ``@revoked`` or not, its host patterns,
+    and ``patterns keytype base64`` for paramiko."""
+
+    number: int
+    revoked: bool
+    patterns: Tuple[str, ...]
+    entry: str
+
+
+class _KnownHostsFile:
+    """One known_hosts file, read once: its lines indexed by plain host name.
+
+    Looking a host up costs the lines that name it plainly plus the hashed, wildcard and negated
+    ones (which only :func:`_name_matches` can decide), not the whole file: with one line per
+    node, a run over 4,096 nodes would otherwise read 4,096 lines per node. A line's key is
+    parsed once, when the first host needs it.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.lines: List[_Line] = []
+        self.by_name: Dict[str, List[int]] = {}
+        self.general: List[int] = []
+        self._keys: Dict[int, Union[paramiko.PKey, str, None]] = {}
+        for number, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
             fields = line.split()
-            target = found
+            marked_revoked = False
             if fields[0].startswith("@"):
                 if fields[0] != "@revoked":
                     continue  # @cert-authority: certificates are not supported, nothing is trusted
-                target = revoked
+                marked_revoked = True
                 fields = fields[1:]
-            if len(fields) < 3 or not _name_matches(fields[0].split(","), name):
+            if len(fields) < 3:
                 continue
-            try:
-                entry = HostKeyEntry.from_line(" ".join(fields[:3]), number)
-            except (paramiko.SSHException, InvalidHostKey, ValueError) as exc:
-                log.warning("%s:%d: unreadable known_hosts entry skipped (%s)", path, number, exc)
-                continue
-            if entry is not None:
-                target.append(KnownKey(entry.key, f"{path}:{number}", revoked=target is revoked))
-    return found, revoked
+            patterns = tuple(fields[0].split(","))
+            index = len(self.lines)
+            self.lines.append(_Line(number, marked_revoked, patterns, " ".join(fields[:3])))
+            if any(p.startswith(("!", "|1|")) or "*" in p or "?" in p for p in patterns):
+                self.general.append(index)
+            else:
+                for pattern in set(patterns):
+                    self.by_name.setdefault(pattern, []).append(index)
+
+    def candidates(self, name: str) -> List[_Line]:
+        """The lines that may name ``name``, in file order."""
+        indices = sorted(set(self.by_name.get(name, ())).union(self.general))
+        return [self.lines[i] for i in indices]
+
+    def key_of(self, line: _Line) -> Union[paramiko.PKey, str, None]:
+        """The line's key, None where paramiko skips the line, or why it cannot be read."""
+        with _cache_lock:
+            if line.number in self._keys:
+                return self._keys[line.number]
+        try:
+            entry = HostKeyEntry.from_line(line.entry, line.number)
+            key: Union[paramiko.PKey, str, None] = None if entry is None else entry.key
+        except (paramiko.SSHException, InvalidHostKey, ValueError) as exc:
+            key = str(exc)
+        with _cache_lock:
+            self._keys[line.number] = key
+        return key
+
+
+#: The known_hosts files parsed this run, by path, with the bytes they were parsed from. Each
+#: lookup reads the file again and reuses the parse only while the bytes are the same (reading
+#: is cheap next to parsing; a file's mtime can miss a same-size rewrite within its tick), so a
+#: key recorded or edited meanwhile is always seen.
+_known_files: Dict[str, Tuple[bytes, _KnownHostsFile]] = {}
+_cache_lock = threading.Lock()
+
+
+def _read_known_hosts(name: str, path: str) -> Optional[_KnownHostsFile]:
+    """The file at ``path`` (``~`` expanded), None when it does not exist.
+
+    Missing files are skipped (the user may have no ~/.ssh/known_hosts); unreadable ones are an
+    error, since silently ignoring them would turn a known host into an unknown one.
+    """
+    expanded = os.path.expanduser(path)
+    try:
+        with open(expanded, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HostKeyError(name, f"cannot read known_hosts file {path}: {exc.strerror}") from None
+    with _cache_lock:
+        cached = _known_files.get(expanded)
+    if cached is not None and cached[0] == data:
+        return cached[1]
+    parsed = _KnownHostsFile(data.decode("utf-8", errors="replace"))
+    with _cache_lock:
+        _known_files[expanded] = (data, parsed)
+    return parsed
 
 
 def check_not_revoked(access: HostAccess, offered: paramiko.PKey, revoked: Sequence[KnownKey]) -> None:

@@ -1,10 +1,12 @@
-"""SSHTransport: one fabric ``Connection`` (paramiko underneath) per host, reused for every call.
+"""SSHTransport: one paramiko connection per host, reused for every call.
 
-Why not ``Connection.run``: we need the script on stdin while output is read (no deadlock on
-large scripts or outputs), the launcher's started-marker from stderr before anything else, a
-hard per-script deadline, and a kill of the remote process group when it passes. That is a
-small loop over one paramiko channel (:func:`pump_channel`); fabric still provides the
-connection and the jump-host tunnel (``gateway=``).
+Scripts run over a small loop on one paramiko channel (:func:`pump_channel`): the script goes
+in on stdin while output is read (no deadlock on large scripts or outputs), the launcher's
+started-marker is read from stderr before anything else, every script has a hard deadline, and
+the remote process group is killed when it passes. A jump host is a ``direct-tcpip`` channel of
+the jump host's own connection, handed to paramiko as the target's socket. (fabric once held
+the connection; all it added was this tunnel, and its import and per-connection config cost
+more CPU than the rest of a host's connect.)
 
 Every step has a deadline, because a host may accept a request and never answer it: connect,
 banner, auth and channel open use the host's ``connect_timeout``; the exec request that starts
@@ -19,6 +21,8 @@ the exec channel instead (see :func:`ascendprep.fleet.shell.write_file_script`).
 
 from __future__ import annotations
 
+import hashlib
+import io
 import logging
 import os
 import select
@@ -28,12 +32,12 @@ import time
 import uuid
 from typing import Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
+from ascendprep.fleet import sshlib  # noqa: F401  (paramiko without invoke)
 import paramiko
-from fabric import Config, Connection
 
 from dataclasses import dataclass, replace
 
-from ascendprep.limits import HOST_OUTPUT_CAP, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT, SUDO_AUTH_TIMEOUT
+from ascendprep.limits import HOST_OUTPUT_CAP, PRIVATE_KEY_MAX_BYTES, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT, SUDO_AUTH_TIMEOUT
 from ascendprep.fleet import shell
 from ascendprep.fleet.access import HostAccess
 from ascendprep.fleet.capture import CappedOutput
@@ -55,6 +59,36 @@ EXIT_DRAIN_SECONDS = 2.0
 KEEPALIVE_SECONDS = 30
 _CHUNK = 32768
 _READS_PER_ROUND = 64
+#: How long an idle round of :func:`pump_channel` waits on the channel while the script runs.
+#: Output, EOF and close wake it at once (paramiko signals the channel's pipe), and the waits
+#: end at the script's deadline and the sudo gate's, so this only spaces the rounds in which
+#: nothing happens: a gather of many seconds at 0.05 s cost ~20 wasted rounds a second per host.
+_IDLE_WAIT = 0.25
+#: The wait while stdin is still to be sent (a full window's reopening wakes nothing) and while
+#: the output drains after the exit status.
+_SEND_WAIT = 0.05
+
+
+class HostConnection:
+    """One authenticated SSH connection: paramiko's client and its transport."""
+
+    def __init__(self, client: paramiko.SSHClient, transport: paramiko.Transport) -> None:
+        self.client = client
+        self.transport = transport
+
+    @property
+    def is_connected(self) -> bool:
+        return self.transport.is_active()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+#: Private keys parsed this run, by path and the sha256 of the file's bytes (the bytes
+#: themselves are not kept): one parse per run, not per host (every host of an inventory usually
+#: shares one key). A file changed meanwhile is parsed again.
+_keys: Dict[Tuple[str, bytes], Tuple[Optional[paramiko.PKey], bool]] = {}
+_keys_lock = threading.Lock()
 
 
 def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]:
@@ -62,7 +96,7 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
 
     Loading it up front turns "file missing", "unreadable" and "not a key" into clear errors
     instead of paramiko's generic "Authentication failed". A passphrase-protected key falls back
-    to ssh-agent, where the user can unlock it once.
+    to ssh-agent, where the user can unlock it once. Errors are worded per host.
     """
     if access.key_file is None:
         return None, True
@@ -70,14 +104,29 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
     if not os.path.exists(path):
         raise AuthError(access.name, f"{access.name}: SSH key file {access.key_file} does not exist")
     try:
-        with open(path, "rb"):
-            pass
+        with open(path, "rb") as handle:
+            data = handle.read(PRIVATE_KEY_MAX_BYTES + 1)
     except OSError as exc:
         raise AuthError(access.name, f"{access.name}: cannot read SSH key file {access.key_file}: {exc.strerror}") from None
+    if len(data) > PRIVATE_KEY_MAX_BYTES:
+        raise AuthError(access.name, f"{access.name}: {access.key_file} is not a private key paramiko can read (larger than {PRIVATE_KEY_MAX_BYTES // 1024} KiB)")
+    slot = (path, hashlib.sha256(data).digest())
+    with _keys_lock:
+        known = _keys.get(slot)
+    if known is not None:
+        return known
+    loaded = _parse_private_key(access, data)
+    with _keys_lock:
+        _keys[slot] = loaded
+    return loaded
+
+
+def _parse_private_key(access: HostAccess, data: bytes) -> Tuple[Optional[paramiko.PKey], bool]:
     problems: List[str] = []
+    text = data.decode("utf-8", errors="replace")
     for key_class in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
         try:
-            return key_class.from_private_key_file(path), False
+            return key_class.from_private_key(io.StringIO(text)), False
         except paramiko.PasswordRequiredException:
             if os.environ.get("SSH_AUTH_SOCK"):
                 return None, True
@@ -91,15 +140,35 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
     raise AuthError(access.name, f"{access.name}: {access.key_file} is not a private key paramiko can read ({problems[-1]})")
 
 
-def open_connection(access: HostAccess, gateway: Optional[Connection] = None) -> Connection:
+#: Ciphers asked for first: AES-GCM, where the server offers it. It authenticates each packet as
+#: part of decrypting it (one C call), where a CTR cipher with an HMAC (paramiko's default order)
+#: also compares every packet's MAC in a Python loop: a third of the transport thread's CPU on a
+#: plan. Every other cipher paramiko knows stays acceptable, in its own order, so a server that
+#: allows no GCM is reached as before; host keys and key exchange are left to paramiko.
+PREFERRED_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+
+
+def _transport_preferring_gcm(sock: object, **kwargs: object) -> paramiko.Transport:
+    transport = paramiko.Transport(sock, **kwargs)  # type: ignore[arg-type]
+    options = transport.get_security_options()
+    offered = tuple(options.ciphers)
+    options.ciphers = tuple(c for c in PREFERRED_CIPHERS if c in offered) + tuple(c for c in offered if c not in PREFERRED_CIPHERS)
+    return transport
+
+
+def open_connection(access: HostAccess, gateway: Optional[HostConnection] = None) -> HostConnection:
     """Connect and authenticate to ``access`` (through ``gateway`` if given), retrying once.
 
     Only setup failures of the *unreachable* kind are retried (a dropped SYN, sshd's MaxStartups);
-    a rejected key or a host key problem would fail the same way again.
+    a rejected key or a host key problem would fail the same way again. No ssh_config file is
+    read: the inventory is the single source of how to connect.
     """
     pkey, use_agent = load_private_key(access)
     timeout = access.connect_timeout
     connect_kwargs = {
+        "hostname": access.address,
+        "port": access.port,
+        "username": access.user,
         "pkey": pkey,
         "allow_agent": use_agent,
         "look_for_keys": access.key_file is None,
@@ -107,23 +176,17 @@ def open_connection(access: HostAccess, gateway: Optional[Connection] = None) ->
         "banner_timeout": timeout,
         "auth_timeout": timeout,
         "channel_timeout": timeout,
+        "transport_factory": _transport_preferring_gcm,
     }
     attempt = 1
     while True:
-        # ssh_config files are not read: the inventory is the single source of how to connect.
-        connection = Connection(
-            host=access.address,
-            user=access.user,
-            port=access.port,
-            config=Config(overrides={"load_ssh_configs": False}),
-            gateway=gateway,
-            connect_kwargs=dict(connect_kwargs),
-        )
-        known: List[KnownKey] = prepare_client(connection.client, access)
+        client = paramiko.SSHClient()
+        known: List[KnownKey] = prepare_client(client, access)
         try:
-            connection.open()
+            sock = None if gateway is None else open_tunnel(gateway, access)
+            client.connect(sock=sock, **connect_kwargs)
         except Exception as exc:  # every failure is classified; unknown ones keep their type name
-            connection.close()
+            client.close()
             error = describe_connect_failure(exc, access, known)
             if error.kind != "unreachable" or attempt == 2:
                 raise error from exc
@@ -131,8 +194,20 @@ def open_connection(access: HostAccess, gateway: Optional[Connection] = None) ->
             attempt += 1
             time.sleep(RETRY_DELAY)
             continue
-        connection.transport.set_keepalive(KEEPALIVE_SECONDS)
-        return connection
+        transport = client.get_transport()
+        assert transport is not None  # connect() returned: the transport is up
+        transport.set_keepalive(KEEPALIVE_SECONDS)
+        return HostConnection(client, transport)
+
+
+def open_tunnel(gateway: HostConnection, access: HostAccess) -> paramiko.Channel:
+    """A ``direct-tcpip`` channel from the jump host to ``access``'s SSH port (the target's socket)."""
+    return gateway.transport.open_channel(
+        kind="direct-tcpip",
+        dest_addr=(access.address, int(access.port)),
+        src_addr=("", 0),  # empty but not None: paramiko encodes it into the request
+        timeout=access.connect_timeout,
+    )
 
 
 class JumpHosts:
@@ -144,12 +219,12 @@ class JumpHosts:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._connections: Dict[HostAccess, Connection] = {}
+        self._connections: Dict[HostAccess, HostConnection] = {}
         # A jump host that failed is not tried again by every target behind it: with 64 targets
         # that would be 64 connect timeouts in a row.
         self._failures: Dict[HostAccess, RemoteError] = {}
 
-    def connection(self, jump: HostAccess) -> Connection:
+    def connection(self, jump: HostAccess) -> HostConnection:
         with self._lock:
             current = self._connections.get(jump)
             if current is not None and current.is_connected:
@@ -188,7 +263,7 @@ class SSHTransport(ScriptTransport):
         self.access = access
         self._jumps = jumps if jumps is not None else JumpHosts()
         self._owns_jumps = jumps is None
-        self._connection: Optional[Connection] = None
+        self._connection: Optional[HostConnection] = None
         #: Deadlines of a session request (exec, subsystem) and of one SFTP operation.
         self.request_timeout = SSH_REQUEST_TIMEOUT
         self.sftp_timeout = SFTP_OPERATION_TIMEOUT
@@ -511,5 +586,9 @@ def pump_channel(channel: paramiko.Channel, stdin: bytes, timeout: Optional[floa
         if deadline is not None and now >= deadline:
             return result(-1, True, stopped=held)
         if not busy:
-            wait = 0.05 if deadline is None else max(0.0, min(0.05, deadline - now))
+            wait = _SEND_WAIT if sent < len(view) or exited_at is not None else _IDLE_WAIT
+            if held and gate is not None:
+                wait = min(wait, max(0.0, started + gate.wait - now))
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - now))
             select.select([channel], [], [], wait)

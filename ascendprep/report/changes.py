@@ -14,7 +14,7 @@ from rich.text import Text
 from ascendprep import sysctl as sysctl_rules
 from ascendprep.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
 from ascendprep.probes.paths import HCCN_CONF
-from ascendprep.report.grouping import collapse_npu_lines, collapse_npus, group_hosts, merge_host_steps
+from ascendprep.report.grouping import collapse_npu_lines, group_hosts, merge_host_steps
 from ascendprep.report.text import cell
 
 if TYPE_CHECKING:
@@ -138,24 +138,27 @@ def outcome_label(rc: int) -> Text:
 def apply_table(rows: list[tuple[str, Change, Optional[int], str]]) -> Table:
     """``rows``: (host, change, rc or None when the step never ran, the tool's message).
 
-    Rows equal in change, result and message merge: NPUs of a host into ``npu[0-7]``, then hosts
-    into a range (``node[0001-4096]``), so a clean apply of a large cluster is a few lines and a
-    failure stands out with its own message. Every cell is plain text: the tool's message is
-    whatever the host printed."""
-    by_host: dict[str, list[tuple[Optional[int], tuple[str, Optional[int], str]]]] = {}
+    Rows equal in result and message merge as the plan's changes do: NPUs of a host into
+    ``npu[0-7]`` (equal changes, or addresses in step with the NPU index: ``npu[0-7]: ip none →
+    10.20.0.[1-8]``), then hosts into a range (``node[0001-4096]``), NPU-stepped lines that
+    consecutive hosts continue included, so a clean apply of a large cluster is a few lines (and
+    costs no table row per change to print) and a failure stands out with its own message.
+    Every cell is plain text: the tool's message is whatever the host printed."""
+    by_host: dict[str, dict[tuple[Optional[int], str], list[tuple[Optional[int], str]]]] = {}
     for host, change, rc, message in rows:
-        by_host.setdefault(host, []).append((change.npu, (_without_npu(change), rc, message)))
+        by_host.setdefault(host, {}).setdefault((rc, message), []).append((change.npu, _without_npu(change)))
     pairs = []
-    for host, lines in by_host.items():
-        for label, (text, rc, message) in collapse_npus(lines):
-            pairs.append((host, (f"{label}: {text}" if label else text, rc, message)))
+    for host, outcomes in by_host.items():
+        for outcome, lines in outcomes.items():
+            for label, text in collapse_npu_lines(lines):
+                pairs.append((host, (outcome, f"{label}: {text}" if label else text)))
     table = Table(title="Apply", title_justify="left")
     table.add_column("hosts", overflow="fold")
     table.add_column("count", justify="right")
     table.add_column("change", overflow="fold")
     table.add_column("result")
     table.add_column("message", overflow="fold")
-    for group in group_hosts(pairs):
-        text, rc, message = group.key  # type: ignore[misc]
+    for group in merge_host_steps(group_hosts(pairs), list(by_host)):
+        (rc, message), text = group.key  # type: ignore[misc]
         table.add_row(cell(group.where), str(len(group.hosts)), cell(text), outcome_label(rc) if rc is not None else cell("did not run", "red"), cell(message))
     return table

@@ -136,8 +136,9 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         process.wait(timeout=10)
 
 
-def start_sshd(binary: str, directory: Path, port: int, wrapper: Sequence[str] = (), name: str = "sshd") -> "tuple[subprocess.Popen[bytes], Path]":
-    """Start sshd on ``port`` with the keys in ``directory`` (``wrapper``: a command to exec it through)."""
+def start_sshd(binary: str, directory: Path, port: int, wrapper: Sequence[str] = (), name: str = "sshd", extra: str = "") -> "tuple[subprocess.Popen[bytes], Path]":
+    """Start sshd on ``port`` with the keys in ``directory`` (``wrapper``: a command to exec it
+    through; ``extra``: more sshd_config lines)."""
     config = directory / f"{name}_config"
     config.write_text(
         f"""Port {port}
@@ -154,7 +155,7 @@ AllowTcpForwarding yes
 MaxStartups 100:30:200
 LogLevel INFO
 Subsystem sftp internal-sftp
-"""
+{extra}"""
     )
     log = directory / f"{name}.log"
     with open(log, "wb") as log_file:

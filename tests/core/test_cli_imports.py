@@ -1,0 +1,84 @@
+"""What the CLI imports per command: the lab's modules only for ``lab``, never for plan/apply/verify.
+
+Each case runs the CLI in a fresh interpreter (this test process has imported everything
+already) with the worktree's package first on the path, and reports which ``ascendprep.lab``
+modules and SSH packages it loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RUN_CLI = textwrap.dedent(
+    """
+    import json, sys
+    from ascendprep.cli import main
+    report, args = sys.argv[1], sys.argv[2:]
+    try:
+        main(args, prog_name="ascendprep")
+        code = 0
+    except SystemExit as exit:
+        code = exit.code
+    lab = sorted(m for m in sys.modules if m == "ascendprep.lab" or m.startswith("ascendprep.lab."))
+    ssh = sorted({m.split(".")[0] for m in sys.modules} & {"paramiko", "fabric", "invoke"})
+    with open(report, "w") as handle:
+        json.dump({"code": code, "lab": lab, "ssh": ssh}, handle)
+    """
+)
+
+
+def _cli(tmp_path: Path, *args: str) -> dict:
+    report = tmp_path / "report.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", RUN_CLI, str(report), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert report.exists(), done.stderr
+    return {**json.loads(report.read_text()), "stdout": done.stdout}
+
+
+def _inventory(tmp_path: Path, port: int) -> Path:
+    document = {
+        "name": "t",
+        "product": "atlas-a2",
+        "npus_per_node": 2,
+        "device_network": {"subnet": "10.20.0.0/24", "tls": False},
+        "nodes": [{"name": "n[1-2]", "host": "127.0.0.[1-2]"}],
+        "software": {"cann": "8.0.RC3"},
+        "ssh": {"port": port, "connect_timeout": 2},
+    }
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _refused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed once the with ends: connections are refused
+
+
+def test_plan_offline_and_a_live_plan_import_no_lab_module(tmp_path: Path) -> None:
+    inventory = _inventory(tmp_path, _refused_port())
+    offline = _cli(tmp_path, "plan", "--offline", str(inventory))
+    assert offline["code"] == 0 and offline["lab"] == []
+    live = _cli(tmp_path, "plan", str(inventory), "--timeout", "20")
+    assert live["code"] == 1  # both hosts refuse the connection
+    assert live["lab"] == [] and live["ssh"] == ["paramiko"]
+
+
+def test_the_lab_command_is_still_listed_and_loads_when_named(tmp_path: Path) -> None:
+    """The unlike case: naming ``lab`` imports the lab's CLI (so the check above can fail)."""
+    listed = _cli(tmp_path, "--help")
+    assert listed["code"] == 0 and "lab " in listed["stdout"] and "A virtual Ascend cluster" in listed["stdout"]
+    named = _cli(tmp_path, "lab", "status", "--help")
+    assert named["code"] == 0 and "ascendprep.lab.cli" in named["lab"]
+    assert "Nodes, whether their sshd answers" in named["stdout"]
