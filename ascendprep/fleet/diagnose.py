@@ -12,7 +12,6 @@ import errno
 import socket
 from typing import Optional, Sequence
 
-from ascendprep.fleet import sshlib  # noqa: F401  (paramiko without invoke)
 import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 

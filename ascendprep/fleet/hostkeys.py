@@ -25,7 +25,6 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from ascendprep.fleet import sshlib  # noqa: F401  (paramiko without invoke)
 import paramiko
 from paramiko.hostkeys import HostKeyEntry, HostKeys, InvalidHostKey
 

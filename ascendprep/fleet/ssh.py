@@ -1,12 +1,10 @@
-"""SSHTransport: one paramiko connection per host, reused for every call.
+"""SSHTransport: one fabric ``Connection`` (paramiko underneath) per host, reused for every call.
 
-Scripts run over a small loop on one paramiko channel (:func:`pump_channel`): the script goes
-in on stdin while output is read (no deadlock on large scripts or outputs), the launcher's
-started-marker is read from stderr before anything else, every script has a hard deadline, and
-the remote process group is killed when it passes. A jump host is a ``direct-tcpip`` channel of
-the jump host's own connection, handed to paramiko as the target's socket. (fabric once held
-the connection; all it added was this tunnel, and its import and per-connection config cost
-more CPU than the rest of a host's connect.)
+Why not ``Connection.run``: we need the script on stdin while output is read (no deadlock on
+large scripts or outputs), the launcher's started-marker from stderr before anything else, a
+hard per-script deadline, and a kill of the remote process group when it passes. That is a
+small loop over one paramiko channel (:func:`pump_channel`); fabric still provides the
+connection and the jump-host tunnel (``gateway=``).
 
 Every step has a deadline, because a host may accept a request and never answer it: connect,
 banner, auth and channel open use the host's ``connect_timeout``; the exec request that starts
@@ -32,8 +30,8 @@ import time
 import uuid
 from typing import Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
-from ascendprep.fleet import sshlib  # noqa: F401  (paramiko without invoke)
 import paramiko
+from fabric import Config, Connection
 
 from dataclasses import dataclass, replace
 
@@ -67,21 +65,6 @@ _IDLE_WAIT = 0.25
 #: The wait while stdin is still to be sent (a full window's reopening wakes nothing) and while
 #: the output drains after the exit status.
 _SEND_WAIT = 0.05
-
-
-class HostConnection:
-    """One authenticated SSH connection: paramiko's client and its transport."""
-
-    def __init__(self, client: paramiko.SSHClient, transport: paramiko.Transport) -> None:
-        self.client = client
-        self.transport = transport
-
-    @property
-    def is_connected(self) -> bool:
-        return self.transport.is_active()
-
-    def close(self) -> None:
-        self.client.close()
 
 
 #: Private keys parsed this run, by path and the sha256 of the file's bytes (the bytes
@@ -156,19 +139,15 @@ def _transport_preferring_gcm(sock: object, **kwargs: object) -> paramiko.Transp
     return transport
 
 
-def open_connection(access: HostAccess, gateway: Optional[HostConnection] = None) -> HostConnection:
+def open_connection(access: HostAccess, gateway: Optional[Connection] = None) -> Connection:
     """Connect and authenticate to ``access`` (through ``gateway`` if given), retrying once.
 
     Only setup failures of the *unreachable* kind are retried (a dropped SYN, sshd's MaxStartups);
-    a rejected key or a host key problem would fail the same way again. No ssh_config file is
-    read: the inventory is the single source of how to connect.
+    a rejected key or a host key problem would fail the same way again.
     """
     pkey, use_agent = load_private_key(access)
     timeout = access.connect_timeout
     connect_kwargs = {
-        "hostname": access.address,
-        "port": access.port,
-        "username": access.user,
         "pkey": pkey,
         "allow_agent": use_agent,
         "look_for_keys": access.key_file is None,
@@ -180,13 +159,20 @@ def open_connection(access: HostAccess, gateway: Optional[HostConnection] = None
     }
     attempt = 1
     while True:
-        client = paramiko.SSHClient()
-        known: List[KnownKey] = prepare_client(client, access)
+        # ssh_config files are not read: the inventory is the single source of how to connect.
+        connection = Connection(
+            host=access.address,
+            user=access.user,
+            port=access.port,
+            config=Config(overrides={"load_ssh_configs": False}),
+            gateway=gateway,
+            connect_kwargs=dict(connect_kwargs),
+        )
+        known: List[KnownKey] = prepare_client(connection.client, access)
         try:
-            sock = None if gateway is None else open_tunnel(gateway, access)
-            client.connect(sock=sock, **connect_kwargs)
+            connection.open()
         except Exception as exc:  # every failure is classified; unknown ones keep their type name
-            client.close()
+            connection.close()
             error = describe_connect_failure(exc, access, known)
             if error.kind != "unreachable" or attempt == 2:
                 raise error from exc
@@ -194,20 +180,8 @@ def open_connection(access: HostAccess, gateway: Optional[HostConnection] = None
             attempt += 1
             time.sleep(RETRY_DELAY)
             continue
-        transport = client.get_transport()
-        assert transport is not None  # connect() returned: the transport is up
-        transport.set_keepalive(KEEPALIVE_SECONDS)
-        return HostConnection(client, transport)
-
-
-def open_tunnel(gateway: HostConnection, access: HostAccess) -> paramiko.Channel:
-    """A ``direct-tcpip`` channel from the jump host to ``access``'s SSH port (the target's socket)."""
-    return gateway.transport.open_channel(
-        kind="direct-tcpip",
-        dest_addr=(access.address, int(access.port)),
-        src_addr=("", 0),  # empty but not None: paramiko encodes it into the request
-        timeout=access.connect_timeout,
-    )
+        connection.transport.set_keepalive(KEEPALIVE_SECONDS)
+        return connection
 
 
 class JumpHosts:
@@ -219,12 +193,12 @@ class JumpHosts:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._connections: Dict[HostAccess, HostConnection] = {}
+        self._connections: Dict[HostAccess, Connection] = {}
         # A jump host that failed is not tried again by every target behind it: with 64 targets
         # that would be 64 connect timeouts in a row.
         self._failures: Dict[HostAccess, RemoteError] = {}
 
-    def connection(self, jump: HostAccess) -> HostConnection:
+    def connection(self, jump: HostAccess) -> Connection:
         with self._lock:
             current = self._connections.get(jump)
             if current is not None and current.is_connected:
@@ -263,7 +237,7 @@ class SSHTransport(ScriptTransport):
         self.access = access
         self._jumps = jumps if jumps is not None else JumpHosts()
         self._owns_jumps = jumps is None
-        self._connection: Optional[HostConnection] = None
+        self._connection: Optional[Connection] = None
         #: Deadlines of a session request (exec, subsystem) and of one SFTP operation.
         self.request_timeout = SSH_REQUEST_TIMEOUT
         self.sftp_timeout = SFTP_OPERATION_TIMEOUT
