@@ -240,3 +240,65 @@ def test_stat_counter_names_are_shared_between_hosts() -> None:
     first = port_stats.parse_stat("packet statistics:\nroce_rx_err_pkt_num:0\n")
     second = port_stats.parse_stat("packet statistics:\n" + "roce_rx_err_pkt_num" + ":7\n")
     assert next(iter(first)) is next(iter(second))
+
+
+def _reference_os_release(text: str) -> Dict[str, str]:
+    """parse_os_release as it read before its one-word fast path: every value through shlex."""
+    import re
+    import shlex
+
+    values: Dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not re.match(r"^[A-Z][A-Z0-9_]*$", key):
+            continue
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            continue
+        values[key] = " ".join(words)
+    return values
+
+
+def test_os_release_one_word_values_read_as_shlex_reads_them() -> None:
+    from ascendprep.probes import system
+
+    rng = random.Random(17)
+    alphabet = ["a", "B", " ", '"', "'", "\\", "\t", "#", "(", "=", "\u00a0", "\x0b", "$", "é", "\n", "\r", "\u2028"]
+    for _ in range(30000):
+        text = "KEY=" + "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8)))
+        assert system.parse_os_release(text) == _reference_os_release(text), repr(text)
+    recorded = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nNAME=\'x y\'\nV="a\\"b"\n'
+    assert system.parse_os_release(recorded) == _reference_os_release(recorded)
+
+
+def test_device_addresses_read_as_ipaddress_reads_them() -> None:
+    import ipaddress
+
+    from ascendprep.probes import hccn
+
+    def reference(value: str) -> Optional[str]:
+        try:
+            return str(ipaddress.IPv4Address(value))
+        except ValueError:
+            return None
+
+    def fast(value: str) -> Optional[str]:
+        try:
+            return hccn._ipv4(value, "ipaddr")
+        except UnexpectedOutput:
+            return None
+
+    rng = random.Random(4)
+    parts = ["0", "1", "00", "01", "9", "10", "99", "100", "199", "200", "249", "250", "255", "256", "300", "1000", "", "٣", " 1", "a", "-1", "+1"]
+    accepted = 0
+    for _ in range(30000):
+        value = ".".join(rng.choice(parts) for _ in range(rng.choice([3, 4, 4, 4, 5])))
+        if rng.random() < 0.05:
+            value += "\n"
+        assert fast(value) == reference(value), repr(value)
+        accepted += fast(value) is not None
+    assert accepted > 300
