@@ -88,8 +88,8 @@ _KEY_ACTIONS: Dict[str, tuple] = {
 
 
 def _reading(key: str, value: str, unit: str) -> Optional[float]:
-    """``4.4035 mW`` → 4.4035 (unit checked, case-insensitive); ``NA`` and the like → None."""
-    value = value.strip()
+    """``4.4035 mW`` → 4.4035 (unit checked, case-insensitive); ``NA`` and the like → None.
+    ``value`` comes stripped (parse_optical_info strips every value once)."""
     match = _NUMBER.match(value)
     if match is None:
         if value.lower() in _NO_VALUE:

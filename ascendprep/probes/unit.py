@@ -84,8 +84,9 @@ class Where:
     chip: Optional[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "npu", self.int_attr("npu"))
-        object.__setattr__(self, "chip", self.int_attr("chip"))
+        npu, chip = self.attrs.get("npu", ""), self.attrs.get("chip", "")
+        object.__setattr__(self, "npu", int(npu) if npu.isdigit() else None)
+        object.__setattr__(self, "chip", int(chip) if chip.isdigit() else None)
 
     def int_attr(self, key: str) -> Optional[int]:
         value = self.attrs.get(key, "")
