@@ -36,7 +36,7 @@ class FactsFormatError(ValueError):
     """A facts document that this version of ascendprep cannot read."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProbeError:
     """One probe that could not produce its value, e.g. ``hccn.ip`` on NPU 3 timed out.
 
@@ -54,7 +54,7 @@ class ProbeError:
             raise ValueError(f"ProbeError kind must be one of {PROBE_ERROR_KINDS}, not {self.kind!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LldpNeighbor:
     """The switch port an NPU port is cabled to, from ``hccn_tool -lldp -g``."""
 
@@ -64,7 +64,7 @@ class LldpNeighbor:
     chassis_id: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LinkRecord:
     """One link change from ``-link_stat -g``; ``time`` is kept in the tool's asctime() text."""
 
@@ -72,7 +72,7 @@ class LinkRecord:
     state: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LinkStat:
     """Link flap history. ``down_count`` is None on older drivers, which print no such line."""
 
@@ -82,7 +82,7 @@ class LinkStat:
     records: Tuple[LinkRecord, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CounterSample:
     """One read of ``hccn_tool -stat -g`` (probes/port_stats.py): which pass of the gather made it,
     the node's clock at the call in seconds (None when the script did not stamp it), the counters."""
@@ -92,7 +92,7 @@ class CounterSample:
     counters: Dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TlsState:
     """The TLS switch of one NPU port (``-tls -g``).
 
@@ -109,7 +109,7 @@ class TlsState:
         return self.certificates and self.switch == 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpticalLane:
     """One lane's readings; None = the tool printed ``NA`` (or nothing) for it.
 
@@ -131,7 +131,7 @@ class OpticalLane:
         return self.tx_power_mw is not None or self.rx_power_mw is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpticalThresholds:
     """The module's own alarm thresholds, as printed beside its readings (None = ``NA``)."""
 
@@ -145,7 +145,7 @@ class OpticalThresholds:
     rx_power_low_mw: Optional[float] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpticalInfo:
     """Everything ``-optical -g`` said about one port's module.
 
@@ -189,7 +189,7 @@ class OpticalInfo:
         return "optical" if any(lane.has_readings for lane in self.lanes) else "electrical"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuFacts:
     """Live ``hccn_tool`` values of one NPU port, keyed by its physical device id."""
 
@@ -218,7 +218,7 @@ class NpuFacts:
     vnic_ip: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HccnConf:
     """``/etc/hccn.conf``: ``<key>_<devid>=<value>`` lines grouped per device, plus the raw text.
 
@@ -236,7 +236,7 @@ class HccnConf:
         return self.devices.get(devid, {}).get(key)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuSmiDevice:
     """One NPU listed by ``npu-smi info -l`` (A3 NPUs have two chips, i.e. two hccn devids)."""
 
@@ -246,7 +246,7 @@ class NpuSmiDevice:
     serial_number: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuSmiList:
     total_count: Optional[int] = None
     devices: Tuple[NpuSmiDevice, ...] = ()
@@ -256,7 +256,7 @@ class NpuSmiList:
 SUPERPOD_MAX_SERVERS = 48
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SuperPodDie:
     """One A3 die's super-pod identity, ``npu-smi info -t spod-info -i N -c C`` (docs/a3-superpod.md §2).
 
@@ -284,7 +284,7 @@ class SuperPodDie:
         return self.server_index < SUPERPOD_MAX_SERVERS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuHealth:
     """``npu-smi info -i N -c C -t health``; error fields are None when the tool says ``NA``."""
 
@@ -299,7 +299,7 @@ class NpuHealth:
         return self.health.upper() == "OK"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VersionFile:
     """A ``key=value`` version/install file of the Ascend stack (driver, firmware, CANN)."""
 
@@ -315,7 +315,7 @@ class VersionFile:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Versions:
     """Driver, firmware and CANN version files found under the Ascend home.
 
@@ -368,7 +368,7 @@ def _unversioned_cann(cann: Tuple[VersionFile, ...]) -> List[VersionFile]:
     return [info for info, split in zip(cann, parts) if split[differing[0]] == "cann"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SysctlFile:
     """Our persisted sysctl file: raw text and the ``key = value`` settings it holds."""
 
@@ -376,7 +376,7 @@ class SysctlFile:
     values: Dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FirewallTool:
     """One firewall front end. ``active`` is None when its state could not be read.
 
@@ -388,7 +388,7 @@ class FirewallTool:
     detail: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Firewall:
     ufw: Optional[FirewallTool] = None
     firewalld: Optional[FirewallTool] = None
@@ -399,7 +399,7 @@ class Firewall:
         return any(tool is not None and tool.active for tool in (self.ufw, self.firewalld, self.nftables))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ManagedFile:
     """A file ascendprep writes on hosts: whether it exists and its sha256 (for drift checks)."""
 
@@ -408,7 +408,7 @@ class ManagedFile:
     sha256: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PythonEnv:
     """Versions seen by one interpreter through ``importlib.metadata`` (None = not installed)."""
 
@@ -418,7 +418,7 @@ class PythonEnv:
     packages: Dict[str, Optional[str]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PingResult:
     """One ``hccn_tool -i N -ping -g address A`` run from this host."""
 
@@ -431,7 +431,7 @@ class PingResult:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HccsPingResult:
     """One ``hccn_tool -i D -hccs_ping -g address V`` run from this host (A3, the HCCS plane).
 
@@ -450,7 +450,7 @@ class HccsPingResult:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InterfaceAddress:
     """One address of a host NIC, from ``ip -o addr``: which interface holds which address.
 
@@ -466,7 +466,10 @@ class InterfaceAddress:
 
 @dataclass(frozen=True)
 class HostFacts:
-    """Everything one gather run learned about a host. See the module docstring for ``None``."""
+    """Everything one gather run learned about a host. See the module docstring for ``None``.
+
+    (One per host, so it keeps its ``__dict__``; the many small facts inside it have
+    ``__slots__``: a 4,096-host verify holds ~150 of them per host until its report.)"""
 
     hostname: Optional[str] = None
     os_release: Dict[str, str] = field(default_factory=dict)

@@ -26,7 +26,7 @@ import re
 from typing import Dict, List, Optional
 
 from ascendprep.facts import OpticalInfo, OpticalLane, OpticalThresholds
-from ascendprep.probes.text import UnexpectedOutput, not_as_expected
+from ascendprep.probes.text import UnexpectedOutput, not_as_expected, shared
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
 #: is refused as output this parser does not know.
@@ -154,8 +154,8 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             thresholds[name] = _reading(key, value, detail)
         elif what is _FLAG:
             flags[name] = _flag(key, value)
-        elif what is _TEXT:
-            values[name] = value or None
+        elif what is _TEXT:  # vendor, part number and module type repeat across a fleet; serials do not
+            values[name] = (value if name == "serial_number" else shared(value)) or None
         elif what is _PRESENT_LINE:
             if value.lower() not in _PRESENT:
                 raise UnexpectedOutput(f"optical present value {value!r}")

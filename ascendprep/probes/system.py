@@ -6,7 +6,7 @@ import re
 import shlex
 from typing import Dict
 
-from ascendprep.probes.text import UnexpectedOutput, first_line
+from ascendprep.probes.text import UnexpectedOutput, first_line, shared
 
 _OS_RELEASE_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _SHA256_RE = re.compile(r"^([0-9a-f]{64})\s")
@@ -36,13 +36,14 @@ def parse_os_release(text: str) -> Dict[str, str]:
             continue
         simple = _SIMPLE_VALUE.fullmatch(value)
         if simple is not None:  # one word, plain or in quotes without escapes: what shlex would give
-            values[key] = simple.group(1) if simple.group(1) is not None else simple.group(2) if simple.group(2) is not None else value
+            word = simple.group(1) if simple.group(1) is not None else simple.group(2) if simple.group(2) is not None else value
+            values[shared(key)] = shared(word)
             continue
         try:
             words = shlex.split(value)
         except ValueError:
             continue
-        values[key] = " ".join(words)
+        values[shared(key)] = shared(" ".join(words))
     return values
 
 
