@@ -14,10 +14,14 @@ are unknown even without an error of their own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import SchemaSerializer, core_schema
+
+from ascendprep.limits import SHARED_COUNTER_LAYOUTS
 
 from ascendprep.jobenv_facts import JobEnv
 from ascendprep.blocker_facts import LinkState, NpuProcessTable, PortSockets, RouteLookup
@@ -82,14 +86,91 @@ class LinkStat:
     records: Tuple[LinkRecord, ...] = ()
 
 
+class CounterValues(Mapping):
+    """The counters of one ``-stat -g`` read, read-only: {name: value} as a Mapping.
+
+    Why not a dict: a 4,096-host verify holds 65,536 of these (two per NPU when sampled) until its
+    report, and a dict of ~50 counters costs ~2 KB. Here the name → position map is shared by every
+    read that lists the same names in the same order (one per driver version in a fleet, at most
+    :data:`~ascendprep.limits.SHARED_COUNTER_LAYOUTS` kept), and the values are one tuple.
+    Equal to any Mapping with the same items; JSON (pydantic, facts.json) writes it as an object.
+    """
+
+    __slots__ = ("_positions", "_values")
+
+    def __init__(self, names: Tuple[str, ...], values: Tuple[int, ...]) -> None:
+        if len(names) != len(values):
+            raise ValueError("counter names and values differ in number")
+        self._positions = _counter_layout(names)
+        if len(self._positions) != len(names):
+            raise ValueError("a counter is listed twice")
+        self._values = values
+
+    @classmethod
+    def of(cls, counters: Mapping) -> "CounterValues":
+        return counters if isinstance(counters, CounterValues) else cls(tuple(counters), tuple(counters.values()))
+
+    def __getitem__(self, name: str) -> int:
+        return self._values[self._positions[name]]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        position = self._positions.get(name)
+        return default if position is None else self._values[position]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._positions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CounterValues) and other._positions is self._positions:
+            return self._values == other._values
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        as_dict = core_schema.dict_schema(core_schema.str_schema(), core_schema.int_schema())
+        return core_schema.no_info_after_validator_function(
+            cls.of, as_dict, serialization=core_schema.plain_serializer_function_ser_schema(dict, return_schema=as_dict)
+        )
+
+
+#: So that pydantic's inference (``to_jsonable_python`` of a fact) writes it as an object too.
+CounterValues.__pydantic_serializer__ = SchemaSerializer(  # type: ignore[attr-defined]
+    core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(dict))
+)
+
+_COUNTER_LAYOUTS: Dict[Tuple[str, ...], Dict[str, int]] = {}
+
+
+def _counter_layout(names: Tuple[str, ...]) -> Dict[str, int]:
+    """The name → position map of ``names``: the shared one when this layout was seen before."""
+    positions = _COUNTER_LAYOUTS.get(names)
+    if positions is None:
+        positions = {name: index for index, name in enumerate(names)}
+        if len(_COUNTER_LAYOUTS) < SHARED_COUNTER_LAYOUTS and len(positions) == len(names):
+            _COUNTER_LAYOUTS[names] = positions
+    return positions
+
+
 @dataclass(frozen=True, slots=True)
 class CounterSample:
     """One read of ``hccn_tool -stat -g`` (probes/port_stats.py): which pass of the gather made it,
-    the node's clock at the call in seconds (None when the script did not stamp it), the counters."""
+    the node's clock at the call in seconds (None when the script did not stamp it), the counters
+    (a :class:`CounterValues` from the parser and from facts.json; any {name: value} Mapping works)."""
 
     pass_number: int
     at_s: Optional[float]
-    counters: Dict[str, int] = field(default_factory=dict)
+    counters: CounterValues = field(default_factory=dict)  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,3 +210,10 @@ NPU_PROBE_JOBS_ENV = "ASCENDPREP_NPU_PROBE_JOBS"
 #: worker's own caps (RANK_TABLE_MAX_BYTES, SPOD_INFO_TIMEOUT_S) live in allreduce/worker.py, which
 #: is uploaded alone.
 ALLREDUCE_RANK_TABLE_NAMED_RANKS = 8
+
+# -- verify at 4,096 hosts: parsed facts (issue 12, v1) ------------------------------------------
+
+#: Distinct port-counter layouts (the names one ``hccn_tool -stat -g`` lists, in order) whose
+#: name → position map is shared by every read that lists them (facts.CounterValues). A fleet has
+#: one per driver version; a host printing other names still parses, with a map of its own.
+SHARED_COUNTER_LAYOUTS = 64

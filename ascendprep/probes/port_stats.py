@@ -23,7 +23,7 @@ import re
 import sys
 from typing import Dict, List, Optional
 
-from ascendprep.facts import CounterSample
+from ascendprep.facts import CounterSample, CounterValues
 from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
 from ascendprep.probes.unit import HOST, NPU, VERIFY_ONLY, Draft, ProbeUnit, RenderContext, Where
 
@@ -96,7 +96,7 @@ def sample_time(text: str) -> Optional[float]:
 
 def sample(counters: Dict[str, int], pass_number: Optional[int], t_attr: str) -> CounterSample:
     """The fact of one read: its pass, the node's time of the call (None when unstamped), the counters."""
-    return CounterSample(pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=counters)
+    return CounterSample(pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=CounterValues.of(counters))
 
 
 # -- the script side: two probe units --------------------------------------------------------

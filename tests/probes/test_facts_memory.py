@@ -85,3 +85,40 @@ def test_facts_of_a_host_stay_small(two_hosts) -> None:
     mine, theirs = reachable(first), reachable(second)
     own = sum(sys.getsizeof(obj) for key, obj in mine.items() if key not in theirs)
     assert own < 52_000, own
+
+
+def test_counter_values_read_as_the_dict_they_replace() -> None:
+    from ascendprep.probes.port_stats import parse_stat, sample
+
+    text = "packet statistics:\nmac_rx_fcs_err_pkt_num:12\nroce_rx_err_pkt_num:0\n"
+    counters = sample(parse_stat(text), 1, "100").counters
+    plain = {"mac_rx_fcs_err_pkt_num": 12, "roce_rx_err_pkt_num": 0}
+    assert isinstance(counters, facts.CounterValues)
+    assert counters == plain and plain == counters and dict(counters) == plain
+    assert list(counters) == list(plain) and len(counters) == 2
+    assert counters["mac_rx_fcs_err_pkt_num"] == 12 and counters.get("nope") is None and "roce_rx_err_pkt_num" in counters
+    assert counters != {"mac_rx_fcs_err_pkt_num": 13, "roce_rx_err_pkt_num": 0}
+    with pytest.raises(KeyError):
+        counters["nope"]
+
+
+def test_counter_values_share_their_names_and_survive_facts_json(two_hosts) -> None:
+    import json
+
+    first, second = two_hosts
+    a, b = first.npus[0].stat_samples[0].counters, second.npus[5].stat_samples[0].counters
+    assert a._positions is b._positions  # one name map for every read of the same layout
+    again = facts.HostFacts.from_dict(json.loads(first.to_json()))
+    assert again == first and json.loads(again.to_json()) == first.to_dict()
+    assert isinstance(again.npus[0].stat_samples[0].counters, facts.CounterValues)
+
+
+def test_hostile_counter_layouts_do_not_grow_the_shared_maps() -> None:
+    from ascendprep.limits import SHARED_COUNTER_LAYOUTS
+
+    for index in range(SHARED_COUNTER_LAYOUTS * 3):
+        values = facts.CounterValues((f"hostile_{index}_a", f"hostile_{index}_b"), (1, 2))
+        assert dict(values) == {f"hostile_{index}_a": 1, f"hostile_{index}_b": 2}
+    assert len(facts._COUNTER_LAYOUTS) <= SHARED_COUNTER_LAYOUTS
+    with pytest.raises(ValueError):
+        facts.CounterValues(("a", "a"), (1, 2))
