@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuProcess:
     """One row of the process table of ``npu-smi info``.
 
@@ -28,7 +28,7 @@ class NpuProcess:
     memory_mb: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuProcessTable:
     """The process table: processes, NPUs said to be idle, and rows that fit neither form.
 
@@ -41,7 +41,7 @@ class NpuProcessTable:
     odd_rows: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SocketUse:
     """A TCP socket bound to a port a job needs (``ss -tanp`` or ``/proc/net/tcp``).
 
@@ -56,7 +56,7 @@ class SocketUse:
     process: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PortSockets:
     """The sockets on the ports the gather asked about, and how they were read.
 
@@ -71,7 +71,7 @@ class PortSockets:
     ranges: Tuple[Tuple[int, int], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LinkState:
     """One host NIC from ``ip -o link``: its flags (``UP``, ``LOWER_UP``) and operstate."""
 
@@ -85,7 +85,7 @@ class LinkState:
         return "UP" in self.flags and ("LOWER_UP" in self.flags or self.operstate == "UP")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RouteLookup:
     """``ip route get MASTER_ADDR``: the interface (and source address) the kernel would use."""
 

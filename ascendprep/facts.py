@@ -14,10 +14,14 @@ are unknown even without an error of their own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import SchemaSerializer, core_schema
+
+from ascendprep.limits import SHARED_COUNTER_LAYOUTS
 
 from ascendprep.jobenv_facts import JobEnv
 from ascendprep.blocker_facts import LinkState, NpuProcessTable, PortSockets, RouteLookup
@@ -36,7 +40,7 @@ class FactsFormatError(ValueError):
     """A facts document that this version of ascendprep cannot read."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProbeError:
     """One probe that could not produce its value, e.g. ``hccn.ip`` on NPU 3 timed out.
 
@@ -54,7 +58,7 @@ class ProbeError:
             raise ValueError(f"ProbeError kind must be one of {PROBE_ERROR_KINDS}, not {self.kind!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LldpNeighbor:
     """The switch port an NPU port is cabled to, from ``hccn_tool -lldp -g``."""
 
@@ -64,7 +68,7 @@ class LldpNeighbor:
     chassis_id: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LinkRecord:
     """One link change from ``-link_stat -g``; ``time`` is kept in the tool's asctime() text."""
 
@@ -72,7 +76,7 @@ class LinkRecord:
     state: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LinkStat:
     """Link flap history. ``down_count`` is None on older drivers, which print no such line."""
 
@@ -82,17 +86,94 @@ class LinkStat:
     records: Tuple[LinkRecord, ...] = ()
 
 
-@dataclass(frozen=True)
+class CounterValues(Mapping):
+    """The counters of one ``-stat -g`` read, read-only: {name: value} as a Mapping.
+
+    Why not a dict: a 4,096-host verify holds 65,536 of these (two per NPU when sampled) until its
+    report, and a dict of ~50 counters costs ~2 KB. Here the name → position map is shared by every
+    read that lists the same names in the same order (one per driver version in a fleet, at most
+    :data:`~ascendprep.limits.SHARED_COUNTER_LAYOUTS` kept), and the values are one tuple.
+    Equal to any Mapping with the same items; JSON (pydantic, facts.json) writes it as an object.
+    """
+
+    __slots__ = ("_positions", "_values")
+
+    def __init__(self, names: Tuple[str, ...], values: Tuple[int, ...]) -> None:
+        if len(names) != len(values):
+            raise ValueError("counter names and values differ in number")
+        self._positions = _counter_layout(names)
+        if len(self._positions) != len(names):
+            raise ValueError("a counter is listed twice")
+        self._values = values
+
+    @classmethod
+    def of(cls, counters: Mapping) -> "CounterValues":
+        return counters if isinstance(counters, CounterValues) else cls(tuple(counters), tuple(counters.values()))
+
+    def __getitem__(self, name: str) -> int:
+        return self._values[self._positions[name]]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        position = self._positions.get(name)
+        return default if position is None else self._values[position]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._positions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CounterValues) and other._positions is self._positions:
+            return self._values == other._values
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        as_dict = core_schema.dict_schema(core_schema.str_schema(), core_schema.int_schema())
+        return core_schema.no_info_after_validator_function(
+            cls.of, as_dict, serialization=core_schema.plain_serializer_function_ser_schema(dict, return_schema=as_dict)
+        )
+
+
+#: So that pydantic's inference (``to_jsonable_python`` of a fact) writes it as an object too.
+CounterValues.__pydantic_serializer__ = SchemaSerializer(  # type: ignore[attr-defined]
+    core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(dict))
+)
+
+_COUNTER_LAYOUTS: Dict[Tuple[str, ...], Dict[str, int]] = {}
+
+
+def _counter_layout(names: Tuple[str, ...]) -> Dict[str, int]:
+    """The name → position map of ``names``: the shared one when this layout was seen before."""
+    positions = _COUNTER_LAYOUTS.get(names)
+    if positions is None:
+        positions = {name: index for index, name in enumerate(names)}
+        if len(_COUNTER_LAYOUTS) < SHARED_COUNTER_LAYOUTS and len(positions) == len(names):
+            _COUNTER_LAYOUTS[names] = positions
+    return positions
+
+
+@dataclass(frozen=True, slots=True)
 class CounterSample:
     """One read of ``hccn_tool -stat -g`` (probes/port_stats.py): which pass of the gather made it,
-    the node's clock at the call in seconds (None when the script did not stamp it), the counters."""
+    the node's clock at the call in seconds (None when the script did not stamp it), the counters
+    (a :class:`CounterValues` from the parser and from facts.json; any {name: value} Mapping works)."""
 
     pass_number: int
     at_s: Optional[float]
-    counters: Dict[str, int] = field(default_factory=dict)
+    counters: CounterValues = field(default_factory=dict)  # type: ignore[assignment]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TlsState:
     """The TLS switch of one NPU port (``-tls -g``).
 
@@ -109,7 +190,7 @@ class TlsState:
         return self.certificates and self.switch == 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpticalLane:
     """One lane's readings; None = the tool printed ``NA`` (or nothing) for it.
 
@@ -131,7 +212,7 @@ class OpticalLane:
         return self.tx_power_mw is not None or self.rx_power_mw is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpticalThresholds:
     """The module's own alarm thresholds, as printed beside its readings (None = ``NA``)."""
 
@@ -145,7 +226,7 @@ class OpticalThresholds:
     rx_power_low_mw: Optional[float] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpticalInfo:
     """Everything ``-optical -g`` said about one port's module.
 
@@ -189,7 +270,7 @@ class OpticalInfo:
         return "optical" if any(lane.has_readings for lane in self.lanes) else "electrical"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuFacts:
     """Live ``hccn_tool`` values of one NPU port, keyed by its physical device id."""
 
@@ -218,7 +299,7 @@ class NpuFacts:
     vnic_ip: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HccnConf:
     """``/etc/hccn.conf``: ``<key>_<devid>=<value>`` lines grouped per device, plus the raw text.
 
@@ -236,7 +317,7 @@ class HccnConf:
         return self.devices.get(devid, {}).get(key)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuSmiDevice:
     """One NPU listed by ``npu-smi info -l`` (A3 NPUs have two chips, i.e. two hccn devids)."""
 
@@ -246,7 +327,7 @@ class NpuSmiDevice:
     serial_number: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuSmiList:
     total_count: Optional[int] = None
     devices: Tuple[NpuSmiDevice, ...] = ()
@@ -256,7 +337,7 @@ class NpuSmiList:
 SUPERPOD_MAX_SERVERS = 48
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SuperPodDie:
     """One A3 die's super-pod identity, ``npu-smi info -t spod-info -i N -c C`` (docs/a3-superpod.md §2).
 
@@ -284,7 +365,7 @@ class SuperPodDie:
         return self.server_index < SUPERPOD_MAX_SERVERS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NpuHealth:
     """``npu-smi info -i N -c C -t health``; error fields are None when the tool says ``NA``."""
 
@@ -299,7 +380,7 @@ class NpuHealth:
         return self.health.upper() == "OK"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VersionFile:
     """A ``key=value`` version/install file of the Ascend stack (driver, firmware, CANN)."""
 
@@ -315,7 +396,7 @@ class VersionFile:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Versions:
     """Driver, firmware and CANN version files found under the Ascend home.
 
@@ -368,7 +449,7 @@ def _unversioned_cann(cann: Tuple[VersionFile, ...]) -> List[VersionFile]:
     return [info for info, split in zip(cann, parts) if split[differing[0]] == "cann"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SysctlFile:
     """Our persisted sysctl file: raw text and the ``key = value`` settings it holds."""
 
@@ -376,7 +457,7 @@ class SysctlFile:
     values: Dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FirewallTool:
     """One firewall front end. ``active`` is None when its state could not be read.
 
@@ -388,7 +469,7 @@ class FirewallTool:
     detail: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Firewall:
     ufw: Optional[FirewallTool] = None
     firewalld: Optional[FirewallTool] = None
@@ -399,7 +480,7 @@ class Firewall:
         return any(tool is not None and tool.active for tool in (self.ufw, self.firewalld, self.nftables))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ManagedFile:
     """A file ascendprep writes on hosts: whether it exists and its sha256 (for drift checks)."""
 
@@ -408,7 +489,7 @@ class ManagedFile:
     sha256: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PythonEnv:
     """Versions seen by one interpreter through ``importlib.metadata`` (None = not installed)."""
 
@@ -418,7 +499,7 @@ class PythonEnv:
     packages: Dict[str, Optional[str]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PingResult:
     """One ``hccn_tool -i N -ping -g address A`` run from this host."""
 
@@ -431,7 +512,7 @@ class PingResult:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HccsPingResult:
     """One ``hccn_tool -i D -hccs_ping -g address V`` run from this host (A3, the HCCS plane).
 
@@ -450,7 +531,7 @@ class HccsPingResult:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InterfaceAddress:
     """One address of a host NIC, from ``ip -o addr``: which interface holds which address.
 
@@ -466,7 +547,10 @@ class InterfaceAddress:
 
 @dataclass(frozen=True)
 class HostFacts:
-    """Everything one gather run learned about a host. See the module docstring for ``None``."""
+    """Everything one gather run learned about a host. See the module docstring for ``None``.
+
+    (One per host, so it keeps its ``__dict__``; the many small facts inside it have
+    ``__slots__``: a 4,096-host verify holds ~150 of them per host until its report.)"""
 
     hostname: Optional[str] = None
     os_release: Dict[str, str] = field(default_factory=dict)
@@ -510,6 +594,8 @@ class HostFacts:
 
     def errors_for(self, probe: str, npu: Optional[int] = None) -> Tuple[ProbeError, ...]:
         """Errors of one probe (on one NPU when given); a probe name prefix such as ``hccn.`` works too."""
+        if not self.errors:  # most hosts: the checks ask ~125 times per host
+            return ()
         return tuple(
             error
             for error in self.errors

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ShellEnv:
     """The job variables as one shell saw them. ``values``: name → value, None when unset.
 
@@ -28,7 +28,7 @@ class ShellEnv:
     rank_table_exists: Optional[bool] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Visibility:
     """What one place (the host, or the ``--exec-via`` wrapper) sees of what an NPU job needs.
 
@@ -42,7 +42,7 @@ class Visibility:
     via: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NnalVersion:
     """``<home>/nnal/atb/latest/version.info``: ``Ascend-cann-atb : 8.2.RC2`` and its build line."""
 
@@ -51,7 +51,7 @@ class NnalVersion:
     build: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TorchNpuImport:
     """An actual ``import torch_npu`` in the training interpreter, under the job's environment.
 
@@ -65,7 +65,7 @@ class TorchNpuImport:
     rc: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobEnv:
     """Everything the ``job.*`` checks read on one node; each part None when it was not read."""
 

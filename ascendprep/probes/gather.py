@@ -229,16 +229,18 @@ def parse_gather_output(text: str, units: Sequence[ProbeUnit] = UNITS) -> HostFa
             draft.error(section.name, "error", f"unknown section {section.name!r} in the gather output")
             continue
         where = draft.where(section)
-        probe, what, npu = unit.probe_name(where), unit.describe(where), unit.npu_of(where)
-        cut = over_cap_error(section, probe, what, npu)
-        if cut is not None:  # a cut output is never parsed
-            draft.errors.append(cut)
-            continue
+        if "over" in section.attrs:  # a cut output is never parsed
+            cut = over_cap_error(section, unit.probe_name(where), unit.describe(where), unit.npu_of(where))
+            if cut is not None:
+                draft.errors.append(cut)
+                continue
         try:
             unit.read(section, draft)
         except (ValueError, LookupError, TypeError, ArithmeticError, RecursionError) as exc:
             # One odd output (a 5,000-digit number int() refuses) costs that probe, not the host.
-            draft.error(probe, "error", f"{what}: unreadable output ({type(exc).__name__}: {str(exc)[:200]})", npu)
+            # (Named only here: most sections have no error, and the words cost per section.)
+            what = unit.describe(where)
+            draft.error(unit.probe_name(where), "error", f"{what}: unreadable output ({type(exc).__name__}: {str(exc)[:200]})", unit.npu_of(where))
     return HostFacts(
         ascend_home=draft.ascend_home,
         npus={devid: NpuFacts(devid=devid, **values) for devid, values in sorted(draft.npus.items())},

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from ascendprep.facts import HccnConf
+from ascendprep.probes.text import shared
 
 
 def parse_hccn_conf(text: str) -> HccnConf:
@@ -29,5 +30,5 @@ def parse_hccn_conf(text: str) -> HccnConf:
         settings = devices.setdefault(int(devid), {})
         if key in settings and name not in duplicates:
             duplicates.append(name)
-        settings[key] = value
+        settings[shared(key)] = value
     return HccnConf(raw=text, devices=devices, duplicates=tuple(duplicates), other_lines=tuple(other))

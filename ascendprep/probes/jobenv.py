@@ -31,7 +31,7 @@ from ascendprep import limits
 from ascendprep.probes import paths
 from ascendprep.jobenv_facts import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from ascendprep.probes.sections import Section
-from ascendprep.probes.text import first_line
+from ascendprep.probes.text import first_line, shared
 from ascendprep.probes.unit import VERIFY_ONLY, Draft, Given, ProbeUnit, Where, fixed, nothing_if_absent, text_only
 
 #: Variables read from the login shell: the job checks judge the first two, checks/a3env.py the
@@ -181,7 +181,7 @@ def parse_visibility(text: str) -> Visibility:
         parts = line.split(" ", 2)
         if len(parts) != 3 or parts[0] not in ("dev", "tool", "file", "lib"):
             continue
-        item = f"{parts[0]}:{parts[2]}"
+        item = shared(f"{parts[0]}:{parts[2]}")  # the same paths on every host
         (present if parts[1] == "present" else absent).append(item)
     if not present and not absent:
         raise ValueError("no item lines")

@@ -17,7 +17,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ascendprep.facts import InterfaceAddress
 from ascendprep.limits import MAX_HOST_ADDRESSES
-from ascendprep.probes.text import UnexpectedOutput, content_lines, first_line
+from ascendprep.probes.text import UnexpectedOutput, content_lines, first_line, shared
 
 #: An interface name as the kernel allows it (IFNAMSIZ 16 with the NUL) and a shell can carry.
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
@@ -47,7 +47,7 @@ def parse_ip_addr(text: str) -> Tuple[InterfaceAddress, ...]:
             network = ipaddress.ip_interface(words[3])
         except ValueError:
             raise UnexpectedOutput(f"{words[3][:60]!r} is not an address/prefix ({ifname})") from None
-        found.append(InterfaceAddress(ifname, family, str(network.ip), network.network.prefixlen))
+        found.append(InterfaceAddress(shared(ifname), shared(family), str(network.ip), network.network.prefixlen))
         if len(found) > MAX_HOST_ADDRESSES:
             raise UnexpectedOutput(f"more than {MAX_HOST_ADDRESSES} interface addresses")
     return tuple(found)

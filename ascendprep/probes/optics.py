@@ -26,7 +26,7 @@ import re
 from typing import Dict, List, Optional
 
 from ascendprep.facts import OpticalInfo, OpticalLane, OpticalThresholds
-from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
+from ascendprep.probes.text import UnexpectedOutput, not_as_expected, shared
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
 #: is refused as output this parser does not know.
@@ -54,6 +54,15 @@ _THRESHOLD_KEYS = {
     "rxpower high thres": ("rx_power_high_mw", "mw"),
     "rxpower low thres": ("rx_power_low_mw", "mw"),
 }
+#: The lane keys as drivers print them (``tx power0``, ``rx power 3``, ``tx bias``) → (kind, lane), looked
+#: up before :data:`_LANE_KEY` reads any other spelling (``tx power07``, ``tx power9``).
+_LANE_KEYS = {
+    f"{kind}{sep}{index}": (kind, int(index) if index else None)
+    for kind in _LANE_FIELDS
+    for sep in ("", " ")
+    for index in ["", *map(str, range(MAX_LANES))]
+    if not (sep and not index)
+}
 _TEXT_KEYS = {
     "vendor name": "vendor_name",
     "vendor part number": "part_number",
@@ -61,14 +70,33 @@ _TEXT_KEYS = {
     "xsfp identifier": "identifier",
 }
 
+# What a (normalised, lower-case) key means: (what, name, detail), one dict lookup per line.
+_SKIP, _PRESENT_LINE, _TEMPERATURE, _VCC, _HIGH_POWER, _WAVE_LENGTH = "skip", "present", "temperature", "vcc", "high_power", "wave"
+_TEXT, _THRESHOLD, _FLAG, _LANE = "text", "threshold", "flag", "lane"
+_KEY_ACTIONS: Dict[str, tuple] = {
+    "optical info": (_SKIP, None, None),
+    "present": (_PRESENT_LINE, None, None),
+    "temperature": (_TEMPERATURE, None, None),
+    "vcc": (_VCC, None, None),
+    "high power enable reg": (_HIGH_POWER, None, None),
+    "xsfp wave length": (_WAVE_LENGTH, None, None),
+    **{key: (_TEXT, name, None) for key, name in _TEXT_KEYS.items()},
+    **{key: (_THRESHOLD, name, unit) for key, (name, unit) in _THRESHOLD_KEYS.items()},
+    **{key: (_FLAG, name, None) for key, name in _FLAG_KEYS.items()},
+    **{key: (_LANE, kind, index) for key, (kind, index) in _LANE_KEYS.items()},
+}
+
 
 def _reading(key: str, value: str, unit: str) -> Optional[float]:
-    """``4.4035 mW`` → 4.4035 (unit checked, case-insensitive); ``NA`` and the like → None."""
-    if value.strip().lower() in _NO_VALUE:
-        return None
-    match = _NUMBER.match(value.strip())
-    if not match or match.group(2).lower() != unit:
-        raise UnexpectedOutput(f"optical {key} {value.strip()!r} is not a number in {unit}")
+    """``4.4035 mW`` → 4.4035 (unit checked, case-insensitive); ``NA`` and the like → None.
+    ``value`` comes stripped (parse_optical_info strips every value once)."""
+    match = _NUMBER.match(value)
+    if match is None:
+        if value.lower() in _NO_VALUE:
+            return None
+        raise UnexpectedOutput(f"optical {key} {value!r} is not a number in {unit}")
+    if match.group(2).lower() != unit:
+        raise UnexpectedOutput(f"optical {key} {value!r} is not a number in {unit}")
     return float(match.group(1))
 
 
@@ -94,49 +122,57 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
     thresholds: Dict[str, Optional[float]] = {}
     flags: Dict[str, Optional[int]] = {}
     lanes: Dict[Optional[int], Dict[str, Optional[float]]] = {}
-    for line in content_lines(stdout):
+    # One pass, one dict lookup per line (this runs for every NPU of every host a verify reads).
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line:
+            continue
         key, sep, value = line.partition(":")
         if not sep:
             if line.lower() in ("optical info", "..."):
                 continue
             raise UnexpectedOutput(f"unrecognised optical line {line!r}")
-        key = " ".join(key.split()).lower()
+        key = key.rstrip().lower()
+        action = _KEY_ACTIONS.get(key)
+        if action is None:  # odd spacing inside the name (``tx  power 0``, a tab): read it normalised
+            key = " ".join(key.split())
+            action = _KEY_ACTIONS.get(key)
         value = value.strip()
-        if key == "optical info":
-            continue
-        if key == "present":
-            if value.lower() not in _PRESENT:
-                raise UnexpectedOutput(f"optical present value {value!r}")
-            present = _PRESENT[value.lower()]
-        elif key == "temperature":
-            if value.lower() in _NO_VALUE:
-                values["temperature_note"] = value or "NA"
-            else:
-                values["temperature_c"] = _reading(key, value, "c")
-        elif key == "vcc":
-            values["vcc_mv"] = _reading(key, value, "mv")
-        elif key == "high power enable reg":
-            values["high_power_enabled"] = {"enabled": True, "not enabled": False}.get(value.lower())
-        elif key == "xsfp wave length":
-            wave = _reading(key, value, "nm")
-            values["wavelength_nm"] = int(wave) if wave else None
-        elif key in _TEXT_KEYS:
-            values[_TEXT_KEYS[key]] = value or None
-        elif key in _THRESHOLD_KEYS:
-            name, unit = _THRESHOLD_KEYS[key]
-            thresholds[name] = _reading(key, value, unit)
-        elif key in _FLAG_KEYS:
-            flags[_FLAG_KEYS[key]] = _flag(key, value)
-        else:
+        if action is None:
             lane_key = _LANE_KEY.match(key)
             if lane_key is None:
                 continue  # vendor org unique id, date code, SNR lines, vendor rev ...: not judged
             kind, index_text = lane_key.groups()
-            index = int(index_text) if index_text else None
-            if index is not None and index >= MAX_LANES:
-                raise UnexpectedOutput(f"optical lane {index} in {line!r}: at most {MAX_LANES} lanes are known")
-            name, unit = _LANE_FIELDS[kind]
-            lanes.setdefault(index, {})[name] = _reading(key, value, unit)
+            action = (_LANE, kind, int(index_text) if index_text else None)
+        what, name, detail = action
+        if what is _LANE:
+            if detail is not None and detail >= MAX_LANES:
+                raise UnexpectedOutput(f"optical lane {detail} in {line!r}: at most {MAX_LANES} lanes are known")
+            field_name, unit = _LANE_FIELDS[name]
+            lanes.setdefault(detail, {})[field_name] = _reading(key, value, unit)
+        elif what is _THRESHOLD:
+            thresholds[name] = _reading(key, value, detail)
+        elif what is _FLAG:
+            flags[name] = _flag(key, value)
+        elif what is _TEXT:  # vendor, part number and module type repeat across a fleet; serials do not
+            values[name] = (value if name == "serial_number" else shared(value)) or None
+        elif what is _PRESENT_LINE:
+            if value.lower() not in _PRESENT:
+                raise UnexpectedOutput(f"optical present value {value!r}")
+            present = _PRESENT[value.lower()]
+        elif what is _TEMPERATURE:
+            if value.lower() in _NO_VALUE:
+                values["temperature_note"] = value or "NA"
+            else:
+                values["temperature_c"] = _reading(key, value, "c")
+        elif what is _VCC:
+            values["vcc_mv"] = _reading(key, value, "mv")
+        elif what is _HIGH_POWER:
+            values["high_power_enabled"] = {"enabled": True, "not enabled": False}.get(value.lower())
+        elif what is _WAVE_LENGTH:
+            wave = _reading(key, value, "nm")
+            values["wavelength_nm"] = int(wave) if wave else None
+        # _SKIP: the ``optical info:`` heading
     if present is None:
         raise not_as_expected("'present : present|not present'", stdout)
     if None in lanes and len(lanes) > 1:

@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ascendprep.facts import PingResult
 from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
+from ascendprep.probes.hccn import CANONICAL_IPV4
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
 from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamble
@@ -48,6 +49,8 @@ ap_ping() {
 def _check_target(target: object) -> str:
     if not isinstance(target, str):
         raise UnsafeValue(f"ping target must be an IPv4 address string, not {target!r}")
+    if CANONICAL_IPV4.fullmatch(target) is not None:  # already IPv4Address's own spelling
+        return target
     try:
         return str(ipaddress.IPv4Address(target))
     except ValueError:

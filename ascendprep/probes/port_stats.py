@@ -23,7 +23,7 @@ import re
 import sys
 from typing import Dict, List, Optional
 
-from ascendprep.facts import CounterSample
+from ascendprep.facts import CounterSample, CounterValues
 from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
 from ascendprep.probes.unit import HOST, NPU, VERIFY_ONLY, Draft, ProbeUnit, RenderContext, Where
 
@@ -39,6 +39,11 @@ MAX_COUNTERS = 512
 
 _HEADER = "packet statistics:"
 _LINE_RE = re.compile(r"^([a-z][a-z0-9_]{0,63})\s*:\s*(\d{1,20})$")
+#: The driver's exact form: the header, then at least one ``name:value`` line, every line ended by
+#: a newline but perhaps the last, no value of 20 digits (those may be over 64 bits: the line
+#: reading refuses them); :data:`_PAIR_RE` then reads its pairs.
+_EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}:\d{1,19}(?:\n|\Z))+")
+_PAIR_RE = re.compile(r"^([a-z][a-z0-9_]{0,63}):(\d{1,19})$", re.MULTILINE)
 
 
 def parse_stat(stdout: str) -> Dict[str, int]:
@@ -47,6 +52,20 @@ def parse_stat(stdout: str) -> Dict[str, int]:
     Refused (UnexpectedOutput): no ``packet statistics:`` header, no counter, a line that is not
     ``name:number``, a number over 64 bits, a counter listed twice, more than MAX_COUNTERS.
     """
+    # The driver's own form (header, then ``name:value`` lines, nothing else) is read with one
+    # regex over the text; anything else (spaces, CRs, blank lines, a refusal to word) by the
+    # line-by-line reading below, which gives the same counters for the same text.
+    if _EXACT_RE.fullmatch(stdout) is not None:
+        pairs = _PAIR_RE.findall(stdout)
+        intern = sys.intern  # one copy of each name for all hosts
+        counters = {intern(name): int(value) for name, value in pairs}
+        if len(counters) == len(pairs) <= MAX_COUNTERS:
+            return counters
+    return _parse_stat_lines(stdout)
+
+
+def _parse_stat_lines(stdout: str) -> Dict[str, int]:
+    """parse_stat line by line: every form content_lines accepts, and the words of each refusal."""
     lines = list(content_lines(stdout))
     if not lines or lines[0].strip().lower() != _HEADER:
         raise not_as_expected(f"'{_HEADER}' then 'counter:value' lines", stdout)
@@ -77,7 +96,7 @@ def sample_time(text: str) -> Optional[float]:
 
 def sample(counters: Dict[str, int], pass_number: Optional[int], t_attr: str) -> CounterSample:
     """The fact of one read: its pass, the node's time of the call (None when unstamped), the counters."""
-    return CounterSample(pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=counters)
+    return CounterSample(pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=CounterValues.of(counters))
 
 
 # -- the script side: two probe units --------------------------------------------------------

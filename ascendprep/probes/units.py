@@ -40,6 +40,7 @@ from ascendprep.probes import firewall, hccn, hccn_conf, jobenv, netaddr, npu_sm
 from ascendprep.probes.failures import dcmi_failure
 from ascendprep.probes.blockers import JOB_UNITS
 from ascendprep.probes.sections import Section
+from ascendprep.probes.text import shared
 from ascendprep.probes.unit import (
     BOTH,
     CHIP,
@@ -170,7 +171,7 @@ NPU_SMI_LIST = ProbeUnit(
 
 def _parse_health(stdout: str, where: Where) -> NpuHealth:
     health, code, info = npu_smi.parse_health(stdout)
-    return NpuHealth(npu_id=where.npu, chip=where.chip, health=health, error_code=code, error_info=info)  # type: ignore[arg-type]
+    return NpuHealth(npu_id=where.npu, chip=where.chip, health=shared(health), error_code=code, error_info=info)  # type: ignore[arg-type]
 
 
 def _fill_health(draft: Draft, where: Where, health: NpuHealth) -> None:
@@ -318,7 +319,7 @@ HCCN_CONF = ProbeUnit(
 
 
 def _fill_sysctl(draft: Draft, where: Where, value: str) -> None:
-    draft.sysctl[where.attrs.get("key", "?")] = value
+    draft.sysctl[shared(where.attrs.get("key", "?"))] = shared(value)  # the same keys and values on most hosts
 
 
 SYSCTL = ProbeUnit(
@@ -351,7 +352,7 @@ def _managed_settle(section: Section) -> Optional[Given]:
 
 
 def _fill_managed(draft: Draft, where: Where, managed: ManagedFile) -> None:
-    draft.managed_files[managed.path] = managed
+    draft.managed_files[shared(managed.path)] = managed
 
 
 MANAGED = ProbeUnit(

@@ -1,0 +1,124 @@
+"""A 4,096-host verify keeps every host's facts until its report (issue 12: under 1 GB in all), so
+the facts of one host must not repeat what other hosts already hold: the words a fleet shares are
+one string for all hosts, and the many small fact objects carry no per-instance ``__dict__``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascendprep import blocker_facts, facts, jobenv_facts
+from ascendprep.probes.gather import parse_gather_output
+
+RECORDED = Path(__file__).resolve().parents[2] / "bench" / "scale_data" / "a2-converged.gather.txt"
+
+
+@pytest.fixture(scope="module")
+def two_hosts():
+    if not RECORDED.exists():
+        pytest.skip("no recorded gather")
+    text = RECORDED.read_text()
+    # Two parses of the same text stand for two hosts printing the same words.
+    return parse_gather_output(text), parse_gather_output(text)
+
+
+def test_words_a_fleet_shares_are_one_string_for_all_hosts(two_hosts) -> None:
+    first, second = two_hosts
+    assert not first.errors
+    npu_a, npu_b = first.npus[0], second.npus[0]
+    shared_pairs = [
+        (npu_a.link, npu_b.link),
+        (npu_a.netmask, npu_b.netmask),
+        (npu_a.fec, npu_b.fec),
+        (npu_a.duplex, npu_b.duplex),
+        (npu_a.lldp.system_name, npu_b.lldp.system_name),
+        (npu_a.lldp.chassis_id, npu_b.lldp.chassis_id),
+        (npu_a.optics.vendor_name, npu_b.optics.vendor_name),
+        (npu_a.optics.part_number, npu_b.optics.part_number),
+        (first.os_release["PRETTY_NAME"], second.os_release["PRETTY_NAME"]),
+        (first.versions.driver.values["Version"], second.versions.driver.values["Version"]),
+        (first.npu_health[0].health, second.npu_health[0].health),
+        (next(iter(npu_a.stat_samples[0].counters)), next(iter(npu_b.stat_samples[0].counters))),
+    ]
+    for one, other in shared_pairs:
+        assert one is not None and one == other
+        assert one is other, one
+
+
+def test_per_host_values_are_not_forced_into_the_shared_table(two_hosts) -> None:
+    # Serial numbers are one per module: interning them would only cost a lookup.
+    first, second = two_hosts
+    serial = first.npus[0].optics.serial_number
+    assert serial == second.npus[0].optics.serial_number
+    assert serial is not second.npus[0].optics.serial_number
+
+
+def test_small_facts_have_slots() -> None:
+    per_host_many = [
+        facts.NpuFacts, facts.OpticalLane, facts.OpticalInfo, facts.OpticalThresholds, facts.CounterSample,
+        facts.LinkRecord, facts.LinkStat, facts.LldpNeighbor, facts.TlsState, facts.NpuHealth, facts.ProbeError,
+        facts.InterfaceAddress, blocker_facts.LinkState, jobenv_facts.JobEnv,
+    ]
+    for cls in per_host_many:
+        assert "__slots__" in vars(cls) and cls.__dictoffset__ == 0, cls.__name__  # instances have no __dict__
+
+
+def test_facts_of_a_host_stay_small(two_hosts) -> None:
+    """Bytes one host's facts hold that a second host's do not share, by sys.getsizeof (the
+    recorded 8-NPU host: 40.3 KB with slots, shared words and CounterValues; 55.9 KB before)."""
+    import gc
+
+    first, second = two_hosts
+
+    def reachable(root):
+        seen, stack = {}, [root]
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen or isinstance(obj, type):
+                continue
+            seen[id(obj)] = obj
+            stack.extend(gc.get_referents(obj))
+        return seen
+
+    mine, theirs = reachable(first), reachable(second)
+    own = sum(sys.getsizeof(obj) for key, obj in mine.items() if key not in theirs)
+    assert own < 45_000, own
+
+
+def test_counter_values_read_as_the_dict_they_replace() -> None:
+    from ascendprep.probes.port_stats import parse_stat, sample
+
+    text = "packet statistics:\nmac_rx_fcs_err_pkt_num:12\nroce_rx_err_pkt_num:0\n"
+    counters = sample(parse_stat(text), 1, "100").counters
+    plain = {"mac_rx_fcs_err_pkt_num": 12, "roce_rx_err_pkt_num": 0}
+    assert isinstance(counters, facts.CounterValues)
+    assert counters == plain and plain == counters and dict(counters) == plain
+    assert list(counters) == list(plain) and len(counters) == 2
+    assert counters["mac_rx_fcs_err_pkt_num"] == 12 and counters.get("nope") is None and "roce_rx_err_pkt_num" in counters
+    assert counters != {"mac_rx_fcs_err_pkt_num": 13, "roce_rx_err_pkt_num": 0}
+    with pytest.raises(KeyError):
+        counters["nope"]
+
+
+def test_counter_values_share_their_names_and_survive_facts_json(two_hosts) -> None:
+    import json
+
+    first, second = two_hosts
+    a, b = first.npus[0].stat_samples[0].counters, second.npus[5].stat_samples[0].counters
+    assert a._positions is b._positions  # one name map for every read of the same layout
+    again = facts.HostFacts.from_dict(json.loads(first.to_json()))
+    assert again == first and json.loads(again.to_json()) == first.to_dict()
+    assert isinstance(again.npus[0].stat_samples[0].counters, facts.CounterValues)
+
+
+def test_hostile_counter_layouts_do_not_grow_the_shared_maps() -> None:
+    from ascendprep.limits import SHARED_COUNTER_LAYOUTS
+
+    for index in range(SHARED_COUNTER_LAYOUTS * 3):
+        values = facts.CounterValues((f"hostile_{index}_a", f"hostile_{index}_b"), (1, 2))
+        assert dict(values) == {f"hostile_{index}_a": 1, f"hostile_{index}_b": 2}
+    assert len(facts._COUNTER_LAYOUTS) <= SHARED_COUNTER_LAYOUTS
+    with pytest.raises(ValueError):
+        facts.CounterValues(("a", "a"), (1, 2))

@@ -1,0 +1,304 @@
+"""The fast paths of the heaviest gather parsers read exactly what the plain line-by-line reading did.
+
+``hccn.optical`` and ``hccn.stat`` are parsed for every NPU of every host a verify reads (issue 12:
+a 4,096-host verify parses 65,536 of each), so both read their common form with one dict lookup
+or one regex per answer. These tests hold them to the reading they replaced, on the recorded and
+fixture outputs and on many randomly damaged variants of them (odd spacing and case, tabs, CRs,
+blank lines, NA and garbage values, lane numbers past the last lane, repeated and 20-digit
+counters, a missing last newline): the same fact, or the same refusal, word for word.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+from ascendprep.facts import OpticalInfo, OpticalThresholds
+from ascendprep.probes import optics, port_stats
+from ascendprep.probes.sections import parse_transcript
+from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "probes"
+RECORDED = ROOT / "bench" / "scale_data" / "a2-converged.gather.txt"
+
+
+# -- the reference: parse_optical_info as it read before its one-lookup pass (commit 1a26be8) ----
+
+def _ref_reading(key: str, value: str, unit: str) -> Optional[float]:
+    """``4.4035 mW`` → 4.4035 (unit checked, case-insensitive); ``NA`` and the like → None."""
+    if value.strip().lower() in optics._NO_VALUE:
+        return None
+    match = optics._NUMBER.match(value.strip())
+    if not match or match.group(2).lower() != unit:
+        raise UnexpectedOutput(f"optical {key} {value.strip()!r} is not a number in {unit}")
+    return float(match.group(1))
+
+
+def _ref_flag(key: str, value: str) -> Optional[int]:
+    text = value.strip().lower()
+    if text in optics._NO_VALUE:
+        return None
+    try:
+        mask = int(text, 16) if text.startswith("0x") else int(text)
+    except ValueError:
+        raise UnexpectedOutput(f"optical {key} {value.strip()!r} is not a hex mask") from None
+    if not 0 <= mask <= optics.MAX_MASK:
+        raise UnexpectedOutput(f"optical {key} {value.strip()[:40]!r} is wider than a lane mask (at most {optics.MAX_MASK:#x})")
+    return mask
+
+
+def reference_parse_optical_info(stdout: str) -> OpticalInfo:
+    """:class:`OpticalInfo` from ``-optical -g``; UnexpectedOutput for any other text."""
+    if "digital diagnostic monitoring" in stdout.lower():
+        raise UnexpectedOutput("the 'v2' table form of -optical -g (powers in dBm) is not supported; expected 'name : value' lines")
+    present: Optional[bool] = None
+    values: Dict[str, object] = {}
+    thresholds: Dict[str, Optional[float]] = {}
+    flags: Dict[str, Optional[int]] = {}
+    lanes: Dict[Optional[int], Dict[str, Optional[float]]] = {}
+    for line in content_lines(stdout):
+        key, sep, value = line.partition(":")
+        if not sep:
+            if line.lower() in ("optical info", "..."):
+                continue
+            raise UnexpectedOutput(f"unrecognised optical line {line!r}")
+        key = " ".join(key.split()).lower()
+        value = value.strip()
+        if key == "optical info":
+            continue
+        if key == "present":
+            if value.lower() not in optics._PRESENT:
+                raise UnexpectedOutput(f"optical present value {value!r}")
+            present = optics._PRESENT[value.lower()]
+        elif key == "temperature":
+            if value.lower() in optics._NO_VALUE:
+                values["temperature_note"] = value or "NA"
+            else:
+                values["temperature_c"] = _ref_reading(key, value, "c")
+        elif key == "vcc":
+            values["vcc_mv"] = _ref_reading(key, value, "mv")
+        elif key == "high power enable reg":
+            values["high_power_enabled"] = {"enabled": True, "not enabled": False}.get(value.lower())
+        elif key == "xsfp wave length":
+            wave = _ref_reading(key, value, "nm")
+            values["wavelength_nm"] = int(wave) if wave else None
+        elif key in optics._TEXT_KEYS:
+            values[optics._TEXT_KEYS[key]] = value or None
+        elif key in optics._THRESHOLD_KEYS:
+            name, unit = optics._THRESHOLD_KEYS[key]
+            thresholds[name] = _ref_reading(key, value, unit)
+        elif key in optics._FLAG_KEYS:
+            flags[optics._FLAG_KEYS[key]] = _ref_flag(key, value)
+        else:
+            lane_key = optics._LANE_KEY.match(key)
+            if lane_key is None:
+                continue  # vendor org unique id, date code, SNR lines, vendor rev ...: not judged
+            kind, index_text = lane_key.groups()
+            index = int(index_text) if index_text else None
+            if index is not None and index >= optics.MAX_LANES:
+                raise UnexpectedOutput(f"optical lane {index} in {line!r}: at most {optics.MAX_LANES} lanes are known")
+            name, unit = optics._LANE_FIELDS[kind]
+            lanes.setdefault(index, {})[name] = _ref_reading(key, value, unit)
+    if present is None:
+        raise not_as_expected("'present : present|not present'", stdout)
+    if None in lanes and len(lanes) > 1:
+        indexed_only = {k: v for k, v in lanes.items() if k is not None}
+        unindexed = lanes.pop(None)
+        if any(v is not None for v in unindexed.values()) or not indexed_only:
+            raise UnexpectedOutput("optical readings mix lane-numbered and unnumbered lines")
+    indexed = None not in lanes
+    return OpticalInfo(
+        present_line=present,
+        lanes=tuple(optics._lane(index, readings, flags, indexed) for index, readings in sorted(lanes.items(), key=lambda item: -1 if item[0] is None else item[0])),
+        indexed=indexed,
+        thresholds=OpticalThresholds(**thresholds),
+        flags=flags,
+        **values,  # type: ignore[arg-type]
+    )
+
+
+# -- inputs ----------------------------------------------------------------------------------
+
+
+def _outputs(section: str) -> List[str]:
+    """The fixtures' outputs of a section and, when the recording is there, the recorded ones."""
+    texts = [json.loads(path.read_text()).get("output", "") for path in sorted((FIXTURES / section).glob("*.json"))]
+    if RECORDED.exists():
+        transcript = parse_transcript(RECORDED.read_text(), "gather")
+        texts += [s.stdout for s in transcript.sections if s.name == section][:2]
+    return [text for text in texts if isinstance(text, str) and text]
+
+
+_SPACES = ["", " ", "  ", "\t", " \t "]
+
+
+def _mutate_line(rng: random.Random, line: str, values: List[str]) -> List[str]:
+    choice = rng.randrange(12)
+    key, sep, value = line.partition(":")
+    if choice == 0:
+        return [line.upper()]
+    if choice == 1 and sep:
+        return [key.replace(" ", rng.choice(_SPACES) or " ") + sep + value]
+    if choice == 2 and sep:
+        return [rng.choice(_SPACES) + key + rng.choice(_SPACES) + ":" + rng.choice(_SPACES) + value.strip() + rng.choice(_SPACES)]
+    if choice == 3 and sep:
+        return [key + ":" + rng.choice(values)]
+    if choice == 4:
+        return [line, ""]
+    if choice == 5:
+        return [line + "\r"]
+    if choice == 6:
+        return []
+    if choice == 7:
+        return [line, line]
+    if choice == 8 and sep:
+        digits = "".join(ch for ch in key if ch.isdigit())
+        lane = rng.choice(["0", "3", "7", "8", "9", "10", "07", " 2", ""])
+        return [key.rstrip().rstrip("0123456789") + lane + " " * 3 + ":" + value] if digits or rng.random() < 0.3 else [line]
+    if choice == 9:
+        return [rng.choice(["optical info", "...", "garbage line", "Tx Power : 1.0 mW", "Tx Power0 : 1.0 mW", "present : not present", "vendor rev : A"])]
+    if choice == 10:
+        return [line.lower()]
+    return [line]
+
+
+def _variants(texts: List[str], values: List[str], count: int, seed: int) -> List[str]:
+    rng = random.Random(seed)
+    out = list(texts)
+    for _ in range(count):
+        lines = rng.choice(texts).split("\n")
+        mutated: List[str] = []
+        for line in lines:
+            mutated.extend(_mutate_line(rng, line, values) if rng.random() < 0.15 else [line])
+        text = "\n".join(mutated)
+        if rng.random() < 0.2:
+            text = text.rstrip("\n")
+        out.append(text)
+    return out
+
+
+def _outcome(parse, text: str):
+    try:
+        return ("fact", parse(text))
+    except UnexpectedOutput as exc:
+        return ("refused", str(exc))
+
+
+# -- the tests -------------------------------------------------------------------------------
+
+_OPTICAL_VALUES = ["NA", "na", "not supported", "get failed", "", "0.8912 mW", "0.8912 MW", "3262.90 mV", "45 C", "850 nm", "-1.5 dBm",
+                   "abc", "0x0", "0x3", "0x10000", "12", "enabled", "not enabled", "present", "not present", "maybe", "1e3 mW"]
+
+
+def test_optical_fast_reading_matches_the_line_reading() -> None:
+    texts = _outputs("hccn.optical")
+    assert texts, "no optical outputs to compare"
+    variants = _variants(texts, _OPTICAL_VALUES, 3000, seed=12)
+    facts = 0
+    for text in variants:
+        got, want = _outcome(optics.parse_optical_info, text), _outcome(reference_parse_optical_info, text)
+        assert got == want, text
+        facts += got[0] == "fact"
+    assert facts > 300  # the variants exercise the accepting path, not only refusals
+
+
+_STAT_VALUES = ["0", "12", "18446744073709551615", "18446744073709551616", "99999999999999999999", "1234567890123456789",
+                " 5", "x", "", "-1", "٣"]
+
+
+def test_stat_fast_reading_matches_the_line_reading() -> None:
+    texts = _outputs("hccn.stat")
+    assert texts, "no -stat outputs to compare"
+    variants = _variants(texts, _STAT_VALUES, 3000, seed=20)
+    fast = 0
+    for text in variants:
+        got, want = _outcome(port_stats.parse_stat, text), _outcome(port_stats._parse_stat_lines, text)
+        assert got == want, text
+        fast += port_stats._EXACT_RE.fullmatch(text) is not None
+    assert fast > 100  # many variants take the one-regex path
+
+
+@pytest.mark.parametrize(
+    "text, refusal",
+    [
+        ("packet statistics:\na:1\na:2\n", "counter a is listed twice"),
+        ("packet statistics:\na:18446744073709551616\n", "a 18446744073709551616 is larger than a 64-bit counter"),
+        ("packet statistics:\n" + "".join(f"c{i}:1\n" for i in range(513)), "more than 512 counters"),
+    ],
+)
+def test_stat_refusals_are_worded_by_the_line_reading(text: str, refusal: str) -> None:
+    with pytest.raises(UnexpectedOutput, match=refusal):
+        port_stats.parse_stat(text)
+
+
+def test_stat_counter_names_are_shared_between_hosts() -> None:
+    first = port_stats.parse_stat("packet statistics:\nroce_rx_err_pkt_num:0\n")
+    second = port_stats.parse_stat("packet statistics:\n" + "roce_rx_err_pkt_num" + ":7\n")
+    assert next(iter(first)) is next(iter(second))
+
+
+def _reference_os_release(text: str) -> Dict[str, str]:
+    """parse_os_release as it read before its one-word fast path: every value through shlex."""
+    import re
+    import shlex
+
+    values: Dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not re.match(r"^[A-Z][A-Z0-9_]*$", key):
+            continue
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            continue
+        values[key] = " ".join(words)
+    return values
+
+
+def test_os_release_one_word_values_read_as_shlex_reads_them() -> None:
+    from ascendprep.probes import system
+
+    rng = random.Random(17)
+    alphabet = ["a", "B", " ", '"', "'", "\\", "\t", "#", "(", "=", "\u00a0", "\x0b", "$", "é", "\n", "\r", "\u2028"]
+    for _ in range(30000):
+        text = "KEY=" + "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8)))
+        assert system.parse_os_release(text) == _reference_os_release(text), repr(text)
+    recorded = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nNAME=\'x y\'\nV="a\\"b"\n'
+    assert system.parse_os_release(recorded) == _reference_os_release(recorded)
+
+
+def test_device_addresses_read_as_ipaddress_reads_them() -> None:
+    import ipaddress
+
+    from ascendprep.probes import hccn
+
+    def reference(value: str) -> Optional[str]:
+        try:
+            return str(ipaddress.IPv4Address(value))
+        except ValueError:
+            return None
+
+    def fast(value: str) -> Optional[str]:
+        try:
+            return hccn._ipv4(value, "ipaddr")
+        except UnexpectedOutput:
+            return None
+
+    rng = random.Random(4)
+    parts = ["0", "1", "00", "01", "9", "10", "99", "100", "199", "200", "249", "250", "255", "256", "300", "1000", "", "٣", " 1", "a", "-1", "+1"]
+    accepted = 0
+    for _ in range(30000):
+        value = ".".join(rng.choice(parts) for _ in range(rng.choice([3, 4, 4, 4, 5])))
+        if rng.random() < 0.05:
+            value += "\n"
+        assert fast(value) == reference(value), repr(value)
+        accepted += fast(value) is not None
+    assert accepted > 300
