@@ -216,6 +216,7 @@ ALLREDUCE_RANK_TABLE_NAMED_RANKS = 8
 #: Bytes of an SSH private key file read at most (an RSA 16384-bit key is ~12 KB): the key path
 #: comes from the inventory, and /dev/zero or a huge file there is a clear error, not a hang.
 PRIVATE_KEY_MAX_BYTES = 1024 * 1024
+
 # -- verify at 4,096 hosts: parsed facts (issue 12, v1) ------------------------------------------
 
 #: Distinct port-counter layouts (the names one ``hccn_tool -stat -g`` lists, in order) whose
