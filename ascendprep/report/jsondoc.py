@@ -36,6 +36,18 @@ def write_json(document: Any, stream: TextIO) -> None:
         stream.write(chunk)
 
 
+def json_lines(document: dict, default: Optional[Callable[[Any], Any]] = None) -> Iterator[str]:
+    """``document`` (a map) with one top-level key per line and each value compact: still easy to
+    read for a person (``run.json``), but written by the C encoder (``indent=1`` is pure Python,
+    ~4 ms per host of a 4,096-host verify's ``run.json``)."""
+    dumps = _dumps(default)
+    yield "{"
+    for index, (key, value) in enumerate(document.items()):
+        yield ("," if index else "") + "\n " + _key(key, dumps) + ":"
+        yield from _chunks(value, dumps)
+    yield "\n}\n"
+
+
 def _dumps(default: Optional[Callable[[Any], Any]]) -> Callable[[Any], str]:
     def dumps(value: Any) -> str:
         return json.dumps(value, separators=_SEPARATORS, default=default)
