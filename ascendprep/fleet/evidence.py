@@ -86,6 +86,7 @@ def collect(
     exec_via: Optional[ExecVia] = None,
     with_hccs: Optional[bool] = None,
     only: Optional[AbstractSet[str]] = None,
+    keep: Callable[[HostEvidence], HostEvidence] = lambda host: host,
 ) -> Tuple[Dict[str, HostEvidence], Optional[PingPlan]]:
     """Gather every host (or the ``only`` ones), plan and run the pings; the evidence per node
     read, and the ping plan.
@@ -95,6 +96,8 @@ def collect(
     ``with_hccs``: run the A3 HCCS pings within each super-pod (fleet/hccs.py); None: as ``with_pings``.
     ``only`` (``verify --hosts``): no other node is contacted. The pings are the mesh's pairs
     with an end among them, sent from that end (the peer's address is the planned one).
+    ``keep``: called with each host's evidence once a phase has filled it, and what it returns is
+    kept (verify's BundleWriter.keep writes the raw transcripts to the bundle and drops them).
     """
     inventory = desired.inventory
     gathered = gather_facts(session, inventory, progress("reading hosts"), only=set(only) if only is not None else None, sample_interval=sample_interval, exec_via=exec_via)
@@ -102,14 +105,15 @@ def collect(
     for node in inventory.nodes:
         if only is not None and node.name not in only:
             continue
-        outcome = gathered[node.name]
+        outcome = gathered.pop(node.name)  # held no longer than its host's turn: its transcript goes to keep
         if outcome.ok and outcome.value is not None:
             value = outcome.value
-            hosts[node.name] = HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr)
+            hosts[node.name] = keep(HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr))
         else:
             hosts[node.name] = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
     if (with_pings if with_hccs is None else with_hccs) and inventory.product.id == "atlas-a3":
         hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))  # the HCCS plane in each super-pod (issue 21)
+        hosts = {name: keep(host) if host.hccs_stdout else host for name, host in hosts.items()}
     if not with_pings:
         return hosts, None
     plan = plan_pings(desired, {name: host.facts for name, host in hosts.items()}, mesh)
@@ -119,7 +123,7 @@ def collect(
         host = hosts[name]
         if pinged.ok and pinged.value is not None:
             run = pinged.value
-            hosts[name] = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)
+            hosts[name] = keep(replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds))
         else:
             hosts[name] = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
     return hosts, plan
