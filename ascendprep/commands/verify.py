@@ -606,6 +606,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         allreduce=run.allreduce_doc,
         bundle=str(target) if target else None,
         from_bundle=run.from_bundle,
+        lazy_checks=True,  # written by json_chunks only (bundle, --format json): made while written
     )
     document["limits_hit"] = run.limits_hit
     if run.local_node is not None:

@@ -114,9 +114,20 @@ def verify_document(
     allreduce: Optional[Dict[str, Any]] = None,
     bundle: Optional[str] = None,
     from_bundle: Optional[str] = None,
+    lazy_checks: bool = False,
 ) -> Dict[str, Any]:
-    """The ``--format json`` document (``schema_version``); also saved in the bundle."""
+    """The ``--format json`` document (``schema_version``); also saved in the bundle.
+
+    ``lazy_checks``: ``"checks"`` is a :class:`~ascendprep.report.jsondoc.Entries` whose dicts are
+    made only while :func:`~ascendprep.report.jsondoc.json_chunks` writes them (verify itself:
+    ~43 KB per host not held); without it a plain list, for any JSON encoder."""
     findings = [r.finding() for r in results if r.failed]
+    if lazy_checks:
+        from ascendprep.report.jsondoc import Entries
+
+        checks: Any = Entries(results, CheckResult.to_dict)
+    else:
+        checks = [r.to_dict() for r in results]
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "verify",
@@ -139,7 +150,7 @@ def verify_document(
             }
             for name, host in hosts.items()
         },
-        "checks": [r.to_dict() for r in results],
+        "checks": checks,
         "findings": [f.to_dict() for f in findings if f is not None] + [f.to_dict() for f in extra],
         "allreduce": allreduce,
         "bundle": bundle,
