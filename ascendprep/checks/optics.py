@@ -128,9 +128,10 @@ def _not_optical(info: Optional[OpticalInfo]) -> Optional[Verdict]:
     """A verdict for ports with nothing optical to judge (absent, copper), else None."""
     if info is None:
         return skipped("no -optical -g reading for this NPU")
-    if info.medium == "absent":
+    medium = info.medium  # a property that looks at every lane: asked once
+    if medium == "absent":
         return skipped("no module in the port (network.optical reports it)", {"present": False})
-    if info.medium == "electrical":
+    if medium == "electrical":
         return passed("electrical (copper/DAC) port: the tool prints no optical power to judge", {"medium": "electrical", "present_line": info.present_line})
     return None
 
