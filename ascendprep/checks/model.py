@@ -32,6 +32,23 @@ class Status(str, Enum):
     SKIPPED = "skipped"
 
 
+class _NoEvidence(dict):
+    """The evidence of a verdict that shows none: one shared, empty map that refuses changes.
+    ~60 results per host had an empty dict each (4,096 hosts: ~16 MB of empty dicts); a check
+    that adds evidence later must give its verdict a dict of its own."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the shared empty evidence cannot change: give the verdict its own evidence dict")
+
+    __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
+
+
+#: Evidence of a verdict made without any (passed/failed/could_not_check/skipped with none given).
+NO_EVIDENCE: Dict[str, Any] = _NoEvidence()
+
+
 @dataclass(frozen=True, slots=True)  # slots: ~160 results per host, 4,096 hosts (bench_scale)
 class Verdict:
     """What a check function says about one thing it looked at.
@@ -51,7 +68,7 @@ class Verdict:
 
 
 def passed(message: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, **where: Any) -> Verdict:
-    return Verdict(Status.PASSED, message, evidence or {}, subject=subject, **where)
+    return Verdict(Status.PASSED, message, evidence or NO_EVIDENCE, subject=subject, **where)
 
 
 def failed(
@@ -62,16 +79,16 @@ def failed(
     subject: Optional[str] = None,
     **where: Any,
 ) -> Verdict:
-    return Verdict(Status.FAILED, message, evidence or {}, severity=severity, fix=fix, subject=subject, **where)
+    return Verdict(Status.FAILED, message, evidence or NO_EVIDENCE, severity=severity, fix=fix, subject=subject, **where)
 
 
 def could_not_check(reason: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, fix: Optional[str] = None, **where: Any) -> Verdict:
     """A failure: the check needed a value that a probe could not read."""
-    return Verdict(Status.FAILED, COULD_NOT_CHECK + reason, evidence or {}, fix=fix, subject=subject, **where)
+    return Verdict(Status.FAILED, COULD_NOT_CHECK + reason, evidence or NO_EVIDENCE, fix=fix, subject=subject, **where)
 
 
 def skipped(reason: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, **where: Any) -> Verdict:
-    return Verdict(Status.SKIPPED, reason, evidence or {}, subject=subject, **where)
+    return Verdict(Status.SKIPPED, reason, evidence or NO_EVIDENCE, subject=subject, **where)
 
 
 @dataclass(frozen=True)
