@@ -41,6 +41,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import zlib
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
@@ -162,6 +163,8 @@ class BundleWriter:
         #: Per host, the files (``gather.out``, ``facts.json``...) already written.
         self.written: Dict[str, set] = {}
         self._open = False
+        #: keep() runs in the gather's worker threads, one host each; giving up is done once.
+        self._lock = threading.Lock()
 
     def open(self) -> None:
         """Make the partial folder (an earlier partial one of the same name is removed)."""
@@ -220,13 +223,17 @@ class BundleWriter:
             done.add(stem)
 
     def give_up(self, problem: str) -> None:
-        """No bundle this run: say why, and remove what was written."""
-        self.problem = problem
+        """No bundle this run: say why (the first problem), and remove what was written."""
+        with self._lock:
+            if self.problem is None:
+                self.problem = problem
         self.abandon()
 
     def abandon(self) -> None:
         """Remove the partial folder, if this writer made it and it was not put in place."""
-        if self._open:
+        with self._lock:
+            if not self._open:
+                return
             self._open = False
             if self.partial.is_symlink():
                 self.partial.unlink()

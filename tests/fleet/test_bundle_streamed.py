@@ -95,3 +95,21 @@ def test_a_disk_that_fills_during_the_run_costs_the_bundle_not_the_verdict(fake_
     assert outcome.exit_code == full.exit_code and document["summary"] == json.loads(full.stdout)["summary"]
     runs = sorted(p.name for p in (tmp_path / ".ascendprep" / "runs").iterdir())
     assert len(runs) == 1 and not runs[0].startswith(".")  # the first run's bundle only; nothing half-written
+
+
+def test_a_gathered_transcript_is_handed_over_in_its_hosts_worker_not_after_every_host(fake_tools, tmp_path) -> None:  # noqa: F811
+    import threading
+
+    desired = build_desired(inventory_from_text(_inventory_text()))
+    handed = []
+
+    def keep(host):
+        handed.append((host.node, threading.current_thread() is threading.main_thread(), len(host.gather_stdout), len(host.ping_stdout)))
+        return host.__class__(**{**host.__dict__, "gather_stdout": "", "gather_stderr": "", "ping_stdout": "", "ping_stderr": ""})
+
+    with Session(host_accesses(desired.inventory), forks=2, transport_factory=lambda access: LocalTransport(access.name, 60)) as session:
+        hosts, _ = collect(session, desired, "ring", with_pings=True, keep=keep)
+    gathers = [entry for entry in handed if entry[2]]
+    assert sorted(name for name, *_ in gathers) == ["node1", "node2", "node3", "node4"]
+    assert not any(in_main for _, in_main, _, _ in gathers)  # in the workers, as each host is parsed
+    assert all(not host.gather_stdout for host in hosts.values())
