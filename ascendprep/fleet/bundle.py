@@ -20,6 +20,10 @@ anything else) and DIR's parent is left as it is (it may be a shared folder).
 desired state from the inventory copy, and runs the checks on the recorded date: the same
 evidence gives the same findings, with no SSH.
 
+A live run writes it while it goes (:class:`BundleWriter`): each host's transcripts and facts as
+soon as that host has answered, into ``.<name>.partial``, renamed to ``<name>`` only when the
+rest (run.json, the inventory copy, results.json) is written; a run that stops removes it.
+
 Bundles hold host facts: folders are 0700 and files 0600, written without following links. Every
 file but run.json and inventory.yaml is gzip'd (``gather.out.gz``; ``zcat`` reads it), and only
 the newest :data:`~ascendprep.limits.KEEP_RUNS_DEFAULT` runs are kept (``verify --keep-runs``).
