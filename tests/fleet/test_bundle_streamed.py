@@ -113,3 +113,38 @@ def test_a_gathered_transcript_is_handed_over_in_its_hosts_worker_not_after_ever
     assert sorted(name for name, *_ in gathers) == ["node1", "node2", "node3", "node4"]
     assert not any(in_main for _, in_main, _, _ in gathers)  # in the workers, as each host is parsed
     assert all(not host.gather_stdout for host in hosts.values())
+
+
+def test_verify_runs_without_the_cycle_collector_and_restores_it(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+    import gc
+
+    from ascendprep.commands import verify as verify_module
+
+    inventory = _local(monkeypatch, tmp_path)
+    collections, inside = [], []
+    real = verify_module._run_verify
+
+    def running(options):
+        inside.append(True)
+        try:
+            return real(options)
+        finally:
+            inside.clear()
+
+    monkeypatch.setattr(verify_module, "_run_verify", running)
+
+    def note(phase, info):
+        if phase == "start" and inside:
+            collections.append(info["generation"])
+
+    gc.callbacks.append(note)
+    try:
+        assert gc.isenabled()
+        outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0"])
+        assert json.loads(outcome.stdout)["summary"]["passed"] > 0
+        assert collections == [] and gc.isenabled()
+        monkeypatch.setattr(evidence, "run_pings", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+        assert CliRunner().invoke(verify_command, [str(inventory), "--sample-interval", "0"]).exit_code == 130
+        assert gc.isenabled()  # back on after an interrupted run too
+    finally:
+        gc.callbacks.remove(note)
