@@ -17,7 +17,7 @@ by real readings is a present module (the probe believes the readings).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from statistics import median
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -128,9 +128,10 @@ def _not_optical(info: Optional[OpticalInfo]) -> Optional[Verdict]:
     """A verdict for ports with nothing optical to judge (absent, copper), else None."""
     if info is None:
         return skipped("no -optical -g reading for this NPU")
-    if info.medium == "absent":
+    medium = info.medium  # a property that looks at every lane: asked once
+    if medium == "absent":
         return skipped("no module in the port (network.optical reports it)", {"present": False})
-    if info.medium == "electrical":
+    if medium == "electrical":
         return passed("electrical (copper/DAC) port: the tool prints no optical power to judge", {"medium": "electrical", "present_line": info.present_line})
     return None
 
@@ -140,33 +141,44 @@ def _lane_name(lane: OpticalLane) -> str:
 
 
 def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -> List[Verdict]:
-    """Tx or Rx power of every lane against the module's thresholds and against its siblings."""
+    """Tx or Rx power of every lane against the module's thresholds and against its siblings.
+    A lane within them costs no evidence: it is built only for a lane that is named."""
     attr = f"{direction}_power_mw"
     low = getattr(info.thresholds, f"{direction}_power_low_mw")
     high = getattr(info.thresholds, f"{direction}_power_high_mw")
     word = direction.capitalize()
     read = [(lane, getattr(lane, attr)) for lane in info.lanes if getattr(lane, attr) is not None]
     verdicts: List[Verdict] = []
+    margin_db = margins.power_margin_db
     for lane, value in read:
+        severity: Optional[Severity] = None
+        if value <= 0:
+            what = "the lane is dark"
+        elif low is not None and value < low:
+            what = f"under the module's low alarm {low:.4f} mW"
+        elif high is not None and value > high:
+            what = f"over the module's high alarm {high:.4f} mW (overload: add an attenuator or check the module type)"
+        elif low is not None and low > 0 and _db(value / low) < margin_db:
+            what, severity = f"within {margin_db:g} dB of the module's low alarm {low:.4f} mW", Severity.WARNING
+        elif high is not None and high > 0 and _db(high / value) < margin_db:
+            what, severity = f"within {margin_db:g} dB of the module's high alarm {high:.4f} mW", Severity.WARNING
+        else:
+            continue
         where = _lane_name(lane)
         evidence = {"lane": lane.lane, "reading_mw": value, "reading_dbm": _dbm(value), "low_alarm_mw": low, "high_alarm_mw": high}
-        subject = f"{where} {direction}"
-        if value <= 0:
-            verdicts.append(failed(f"{word} power of {where} is {value:.4f} mW: the lane is dark", evidence, fix=_FIX_POWER, subject=subject))
-        elif low is not None and value < low:
-            verdicts.append(failed(f"{word} power of {where} is {value:.4f} mW, under the module's low alarm {low:.4f} mW", evidence, fix=_FIX_POWER, subject=subject))
-        elif high is not None and value > high:
-            verdicts.append(failed(f"{word} power of {where} is {value:.4f} mW, over the module's high alarm {high:.4f} mW (overload: add an attenuator or check the module type)", evidence, fix=_FIX_POWER, subject=subject))
-        elif low is not None and low > 0 and _db(value / low) < margins.power_margin_db:
-            evidence["margin_db"] = margins.power_margin_db
-            verdicts.append(failed(f"{word} power of {where} is {value:.4f} mW, within {margins.power_margin_db:g} dB of the module's low alarm {low:.4f} mW", evidence, fix=_FIX_POWER, severity=Severity.WARNING, subject=subject))
-        elif high is not None and high > 0 and _db(high / value) < margins.power_margin_db:
-            evidence["margin_db"] = margins.power_margin_db
-            verdicts.append(failed(f"{word} power of {where} is {value:.4f} mW, within {margins.power_margin_db:g} dB of the module's high alarm {high:.4f} mW", evidence, fix=_FIX_POWER, severity=Severity.WARNING, subject=subject))
+        if severity is not None:
+            evidence["margin_db"] = margin_db
+        message = f"{word} power of {where} is {value:.4f} mW" + (": " if value <= 0 else ", ") + what
+        verdicts.append(failed(message, evidence, fix=_FIX_POWER, severity=severity, subject=f"{where} {direction}"))
     flagged = {v.subject for v in verdicts}
+    positive = [value for _, value in read if value > 0]
+    # a lane is judged against the median of at least two positive siblings: three lanes lit
+    top = max(positive) if len(positive) >= 3 else None
     for lane, value in read:
+        if top is None or value <= 0 or _db(top / value) < margins.lane_spread_db - 1e-9:
+            continue  # even the brightest sibling is within the spread: the median is too
         siblings = [other for peer, other in read if peer is not lane and other > 0]
-        if len(siblings) < 2 or value <= 0 or f"{_lane_name(lane)} {direction}" in flagged:
+        if len(siblings) < 2 or f"{_lane_name(lane)} {direction}" in flagged:
             continue
         reference = median(siblings)
         below = _db(reference / value)
@@ -177,6 +189,17 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
                 fix=_FIX_POWER, severity=Severity.WARNING, subject=f"{_lane_name(lane)} {direction} spread",
             ))
     return verdicts
+
+
+def _plain(record: Any) -> Dict[str, Any]:
+    """A flat dataclass of scalars as a dict: ``asdict`` without its deep copy of every value."""
+    names = _FIELD_NAMES.get(type(record))
+    if names is None:
+        names = _FIELD_NAMES[type(record)] = tuple(f.name for f in fields(record))
+    return {name: getattr(record, name) for name in names}
+
+
+_FIELD_NAMES: Dict[type, Tuple[str, ...]] = {}
 
 
 def power(ctx: NodeContext, npu: int) -> List[Verdict]:
@@ -192,7 +215,7 @@ def power(ctx: NodeContext, npu: int) -> List[Verdict]:
         for verdict in verdicts:  # every lane's figures beside the one named, for --format json
             verdict.evidence.setdefault("metrics", figures)
         return verdicts
-    evidence = {"metrics": figures, "thresholds": asdict(info.thresholds), "margins": shown_margins}
+    evidence = {"metrics": figures, "thresholds": _plain(info.thresholds), "margins": shown_margins}
     lanes = sum(1 for lane in info.lanes if lane.has_readings)
     return [passed(f"Tx/Rx power of {lanes} lane{'s' if lanes != 1 else ''} within the module's thresholds", evidence)]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ascendprep.checks.context import ClusterContext
-from ascendprep.checks.mesh import PingPair
+from ascendprep.checks.mesh import Endpoint, PingPair
 from ascendprep.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.facts import PingResult
 from ascendprep.findings import Severity
@@ -24,30 +24,39 @@ def _index(results: Tuple[PingResult, ...]) -> Dict[Tuple[int, str], PingResult]
     return {(result.npu, result.target): result for result in results}
 
 
-def _evidence(pair: PingPair, result: Optional[PingResult]) -> Dict[str, object]:
-    evidence: Dict[str, object] = {"a": pair.a.to_dict(), "b": pair.b.to_dict()}
+def _evidence(pair: PingPair, result: Optional[PingResult], ends: Dict[Endpoint, Dict[str, object]]) -> Dict[str, object]:
+    """The pair's ends, each end's dict made once per run and shared by every pair naming it
+    ("a" and "from" are the same end; in a ring each end is in two pairs): ~8 pairs per host."""
+    evidence: Dict[str, object] = {"a": _end(pair.a, ends), "b": _end(pair.b, ends)}
     if pair.source is not None:
-        evidence["from"] = pair.source.to_dict()
-        evidence["to"] = pair.target.to_dict()
+        evidence["from"] = _end(pair.source, ends)
+        evidence["to"] = _end(pair.target, ends)
     if result is not None:
         evidence.update({"sent": result.sent, "received": result.received, "loss_percent": result.loss_percent, "error": result.error})
     return evidence
 
 
-def _judge(pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]]) -> Verdict:
+def _end(end: Endpoint, ends: Dict[Endpoint, Dict[str, object]]) -> Dict[str, object]:
+    shown = ends.get(end)
+    if shown is None:
+        shown = ends[end] = end.to_dict()
+    return shown
+
+
+def _judge(pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]], ends: Dict[Endpoint, Dict[str, object]]) -> Verdict:
     subject = pair.subject
     if pair.source is None:
-        return could_not_check(f"no end of {pair.a} ↔ {pair.b} can ping: {pair.blocked}", _evidence(pair, None), subject=subject)
+        return could_not_check(f"no end of {pair.a} ↔ {pair.b} can ping: {pair.blocked}", _evidence(pair, None, ends), subject=subject)
     source, target = pair.source, pair.target
     arrow = f"{source} → {target}"
     host = ctx.hosts.get(source.node)
     if host is None or host.pings is None:
         reason = (host.ping_error if host is not None else None) or "the ping phase did not run there"
-        return could_not_check(f"{arrow}: {reason}", _evidence(pair, None), subject=subject)
+        return could_not_check(f"{arrow}: {reason}", _evidence(pair, None, ends), subject=subject)
     result = indexes[source.node].get((source.npu, target.ip))
     if result is None:
-        return could_not_check(f"{arrow}: the ping script did not report this ping", _evidence(pair, None), subject=subject)
-    evidence = _evidence(pair, result)
+        return could_not_check(f"{arrow}: the ping script did not report this ping", _evidence(pair, None, ends), subject=subject)
+    evidence = _evidence(pair, result, ends)
     if result.ok:
         return passed(f"{arrow}: {result.received}/{result.sent} replies", evidence, subject=subject)
     error = result.error or "failed"
@@ -64,7 +73,8 @@ def reachability(ctx: ClusterContext) -> List[Verdict]:
     if not plan.pairs:
         return [skipped(f"the {plan.mesh} mesh has no NPU pairs to ping (a single node talks over HCCS)")]
     indexes = {name: _index(host.pings) for name, host in ctx.hosts.items() if host.pings is not None}
-    return [_judge(pair, ctx, indexes) for pair in plan.pairs]
+    ends: Dict[Endpoint, Dict[str, object]] = {}
+    return [_judge(pair, ctx, indexes, ends) for pair in plan.pairs]
 
 
 CHECKS: List[Check] = [

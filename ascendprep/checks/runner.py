@@ -37,17 +37,21 @@ def _probe_errors(check: Check, ctx: NodeContext, npu: Optional[int]) -> List[Pr
     return errors
 
 
+_FAILED = Status.FAILED
+
+
 def _result(check: Check, verdict: Verdict, node: Optional[str], npu: Optional[int]) -> CheckResult:
+    # positional: ~160 per host at 4,096 hosts; the evidence dict is the verdict's own, not a copy
     return CheckResult(
-        check=check.id,
-        status=verdict.status,
-        severity=verdict.severity or check.severity,
-        message=verdict.message,
-        node=verdict.node if verdict.node is not None else node,
-        npu=verdict.npu if verdict.npu is not None else npu,
-        subject=verdict.subject,
-        fix=verdict.fix if verdict.fix is not None else (check.fix if verdict.status is Status.FAILED else ""),
-        evidence=verdict.evidence,
+        check.id,
+        verdict.status,
+        verdict.severity or check.severity,
+        verdict.message,
+        verdict.node if verdict.node is not None else node,
+        verdict.npu if verdict.npu is not None else npu,
+        verdict.subject,
+        verdict.fix if verdict.fix is not None else (check.fix if verdict.status is _FAILED else ""),
+        verdict.evidence,
     )
 
 
@@ -94,21 +98,23 @@ def run_checks(
             checks.append(check)
         else:
             results.append(_result(check, skipped(reason), None, None))
+    node_checks = [c for c in checks if c.scope == "node"]
+    npu_checks = [c for c in checks if c.scope == "npu"]
     for inventory_node in desired.inventory.nodes:
         name = inventory_node.name
         if name not in hosts:
             continue
         ctx = NodeContext(desired, desired.nodes[name], hosts[name])
         failed_here: Dict[str, str] = {}
-        for check in (c for c in checks if c.scope == "node"):
+        for check in node_checks:
             node_results = [_result(check, v, name, None) for v in _node_check(check, ctx, None, failed_here)]
-            failures = [r for r in node_results if r.failed]
+            failures = [r for r in node_results if r.status is _FAILED]
             if failures:
                 failed_here[check.id] = failures[0].message.removeprefix(COULD_NOT_CHECK)
             results.extend(node_results)
         for npu in ctx.npus:
-            for check in (c for c in checks if c.scope == "npu"):
-                results.extend(_result(check, v, name, npu) for v in _node_check(check, ctx, npu, failed_here))
+            for check in npu_checks:
+                results.extend([_result(check, v, name, npu) for v in _node_check(check, ctx, npu, failed_here)])
     cluster_ctx = ClusterContext(desired, dict(hosts), pings, today or date.today())
     for check in (c for c in checks if c.scope == "cluster"):
         results.extend(_result(check, v, None, None) for v in _call(check, cluster_ctx))
@@ -117,4 +123,5 @@ def run_checks(
 
 def no_errors(results: Iterable[CheckResult]) -> bool:
     """True when no result failed at error severity (what exit code 0 means)."""
-    return not any(r.failed and r.severity is Severity.ERROR for r in results)
+    error = Severity.ERROR
+    return not any(r.status is _FAILED and r.severity is error for r in results)

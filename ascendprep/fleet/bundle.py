@@ -20,6 +20,10 @@ anything else) and DIR's parent is left as it is (it may be a shared folder).
 desired state from the inventory copy, and runs the checks on the recorded date: the same
 evidence gives the same findings, with no SSH.
 
+A live run writes it while it goes (:class:`BundleWriter`): each host's transcripts and facts as
+soon as that host has answered, into ``.<name>.partial``, renamed to ``<name>`` only when the
+rest (run.json, the inventory copy, results.json) is written; a run that stops removes it.
+
 Bundles hold host facts: folders are 0700 and files 0600, written without following links. Every
 file but run.json and inventory.yaml is gzip'd (``gather.out.gz``; ``zcat`` reads it), and only
 the newest :data:`~ascendprep.limits.KEEP_RUNS_DEFAULT` runs are kept (``verify --keep-runs``).
@@ -41,8 +45,9 @@ import os
 import re
 import shutil
 import stat
+import threading
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -57,6 +62,7 @@ from ascendprep.planfile import STATE_DIR
 from ascendprep.probes.gather import parse_gather_output
 from ascendprep.probes.hccs import parse_hccs_output
 from ascendprep.probes.ping import parse_ping_output
+from ascendprep.report import jsondoc
 from ascendprep.yamlsource import InputError
 
 BUNDLE_SCHEMA_VERSION = 1
@@ -140,23 +146,132 @@ def new_bundle_dir(runs_dir: Path = RUNS_DIR, now: Optional[datetime] = None) ->
     return candidate
 
 
-def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_dir: bool = False) -> Path:
+class BundleWriter:
+    """A bundle written while verify runs, into the hidden ``.<name>.partial`` folder.
+
+    Each host's raw transcripts and facts are written as soon as that host's phase is done
+    (:meth:`keep`), and the host evidence the run holds on to drops the transcripts: at 4,096
+    hosts they were ~250 MB held to the end only to be written. :func:`write_bundle` adds the rest
+    (what was not written yet, run.json, the inventory copy, results.json) and renames the folder
+    to its name. Until then no folder is named as a complete bundle; a run that stops (Ctrl-C, an
+    error) calls :meth:`abandon`, which removes the partial folder.
+    """
+
+    def __init__(self, target: Path, chosen_dir: bool = False, local_node: Optional[str] = None) -> None:
+        self.target = target
+        self.partial = target.parent / f".{target.name}.partial"
+        self.chosen_dir = chosen_dir
+        self.local_node = local_node
+        #: Why no bundle is being written (the warning to show), or None.
+        self.problem: Optional[str] = None
+        #: Per host, the files (``gather.out``, ``facts.json``...) already written.
+        self.written: Dict[str, set] = {}
+        self._open = False
+        #: keep() runs in the gather's worker threads, one host each; giving up is done once.
+        self._lock = threading.Lock()
+
+    def open(self) -> None:
+        """Make the partial folder (an earlier partial one of the same name is removed)."""
+        if self.chosen_dir:
+            check_bundle_target(self.target, self.local_node)
+        else:
+            _runs_dir(self.target.parent)
+        if self.partial.is_symlink():
+            self.partial.unlink()
+        elif self.partial.exists():
+            shutil.rmtree(self.partial)
+        _private_dir(self.partial)
+        self._open = True
+        _private_dir(self.partial / "hosts")
+
+    def keep(self, host: HostEvidence) -> HostEvidence:
+        """Write what ``host`` holds that is not written yet; returns the host without its raw
+        transcripts (they are in the bundle, or the bundle was given up). A failure gives the
+        bundle up (:attr:`problem`), never the run."""
+        if not self._open and self.problem is None:
+            return host
+        if self.problem is None:
+            needed = sum(len(text) for text in (host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr, host.hccs_stdout))
+            disk = check_free_space(self.partial, needed, low=0)
+            if not disk.write:
+                self.give_up(disk.warning or "the evidence bundle was not saved")
+            else:
+                try:
+                    self.write_host(host.node, host)
+                except (OSError, ValueError) as exc:
+                    self.give_up(f"the evidence bundle could not be saved in {self.target}: {exc}")
+        return replace(host, gather_stdout="", gather_stderr="", ping_stdout="", ping_stderr="", hccs_stdout="")
+
+    def write_host(self, name: str, host: HostEvidence, facts_gz: Optional[bytes] = None) -> None:
+        """``hosts/<name>/``: the files of what ``host`` holds, each written once (``facts_gz``:
+        its facts.json already gzip'd)."""
+        if not HOST_DIR_RE.match(name):
+            raise ValueError(f"node name {name!r} cannot name a bundle folder")
+        folder = self.partial / "hosts" / name
+        if name not in self.written:
+            _private_dir(folder)
+            self.written[name] = set()
+        done = self.written[name]
+        files: List["tuple[str, Any]"] = []
+        if host.facts is not None and "gather.out" not in done:
+            files += [("gather.out", host.gather_stdout), ("gather.err", host.gather_stderr), ("facts.json", host.facts)]
+        if host.pings is not None and "ping.out" not in done:
+            files += [("ping.out", host.ping_stdout), ("ping.err", host.ping_stderr)]
+        if host.hccs_pings is not None and "hccs.out" not in done:
+            files += [("hccs.out", host.hccs_stdout)]
+        for stem, content in files:
+            if stem == "facts.json":
+                _write_gz(folder / stem, facts_gz or gzip.compress(content.to_json() + b"\n", compresslevel=GZIP_LEVEL, mtime=0))
+            else:
+                _write(folder / stem, content, compress=True)
+            done.add(stem)
+
+    def give_up(self, problem: str) -> None:
+        """No bundle this run: say why (the first problem), and remove what was written."""
+        with self._lock:
+            if self.problem is None:
+                self.problem = problem
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Remove the partial folder, if this writer made it and it was not put in place."""
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+            if self.partial.is_symlink():
+                self.partial.unlink()
+            elif self.partial.exists():
+                shutil.rmtree(self.partial, ignore_errors=True)
+
+
+def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_dir: bool = False, writer: Optional[BundleWriter] = None) -> Path:
     """Write ``bundle`` to ``target`` (through a hidden partial dir renamed at the end).
 
     ``chosen_dir``: ``target`` is the user's ``--bundle-dir``: its parent must exist and is not
     tightened, and an earlier bundle there (:func:`check_bundle_target`) is replaced.
+    ``writer``: the run's :class:`BundleWriter`, which already holds some hosts' files (they are
+    not written again); without it one is opened here. On any failure the partial folder is removed.
     """
-    partial = target.parent / f".{target.name}.partial"
-    if chosen_dir:
-        check_bundle_target(target, bundle.local_node)
-    else:
-        _runs_dir(target.parent)
-    if partial.is_symlink():
-        partial.unlink()
-    elif partial.exists():
-        shutil.rmtree(partial)
-    _private_dir(partial)
-    _private_dir(partial / "hosts")
+    if writer is None:
+        writer = BundleWriter(target, chosen_dir, bundle.local_node)
+    if writer.problem is not None:
+        raise OSError(writer.problem)
+    if not writer._open:
+        writer.open()
+    try:
+        _write_rest(bundle, writer, report)
+        _put_in_place(writer.partial, target)
+    except BaseException:
+        writer.abandon()
+        raise
+    writer._open = False
+    bundle.path = target
+    return target
+
+
+def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any]) -> None:
+    partial = writer.partial
     run = {
         "schema_version": BUNDLE_SCHEMA_VERSION,
         "kind": BUNDLE_KIND,
@@ -172,28 +287,14 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_di
     }
     if bundle.local_node is not None:
         run["local_node"] = bundle.local_node
-    _write(partial / RUN_FILE, json.dumps(run, indent=1) + "\n")
+    _write(partial / RUN_FILE, "".join(jsondoc.json_lines(run)))  # one key per line, values compact (C encoder)
     _write(partial / INVENTORY_COPY, bundle.inventory_text)
     for name, host in bundle.hosts.items():
-        if not HOST_DIR_RE.match(name):
-            raise ValueError(f"node name {name!r} cannot name a bundle folder")
-        folder = partial / "hosts" / name
-        _private_dir(folder)
-        if host.facts is not None:
-            _write(folder / "gather.out", host.gather_stdout, compress=True)
-            _write(folder / "gather.err", host.gather_stderr, compress=True)
-            _write_gz(folder / "facts.json", _facts_gz(bundle, name, host)[1])
-        if host.pings is not None:
-            _write(folder / "ping.out", host.ping_stdout, compress=True)
-            _write(folder / "ping.err", host.ping_stderr, compress=True)
-        if host.hccs_pings is not None:
-            _write(folder / "hccs.out", host.hccs_stdout, compress=True)
+        cached = bundle._facts_gz.get(name)  # encoded by bundle_size: not again
+        writer.write_host(name, host, cached[1] if cached else None)
     _write_gz(partial / RESULTS_FILE, _report_gz(bundle, report)[1])
     if bundle.allreduce_doc is not None:
         _write(partial / ALLREDUCE_FILE, json.dumps(bundle.allreduce_doc, indent=1) + "\n", compress=True)
-    _put_in_place(partial, target)
-    bundle.path = target
-    return target
 
 
 def check_bundle_target(target: Path, node: Optional[str] = None) -> None:
@@ -246,12 +347,10 @@ def _facts_gz(bundle: Bundle, name: str, host: HostEvidence) -> "tuple[int, byte
 def _report_gz(bundle: Bundle, report: Dict[str, Any]) -> "tuple[int, bytes]":
     """(length, gzip'd text) of results.json, encoded once per report and a slice at a time
     (the whole text of a 4,096-host report is ~350 MB; its gzip'd form a tenth of that)."""
-    from ascendprep.report.jsondoc import json_chunks
-
     if bundle._report_gz is None or bundle._report_gz[0] != id(report):
         packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip framing
         size, parts = 0, []
-        for chunk in json_chunks(report, default=str):
+        for chunk in jsondoc.json_chunks(report, default=str):
             data = chunk.encode("utf-8")
             size += len(data)
             parts.append(packer.compress(data))
@@ -322,13 +421,15 @@ def prune_runs(runs_dir: Path, keep: int = KEEP_RUNS_DEFAULT) -> List[Path]:
     return old
 
 
-def bundle_size(bundle: Bundle, report: Dict[str, Any]) -> int:
-    """An upper bound of the bytes a bundle takes on disk (before compression)."""
+def bundle_size(bundle: Bundle, report: Dict[str, Any], writer: Optional[BundleWriter] = None) -> int:
+    """An upper bound of the bytes a bundle takes on disk (before compression); with the run's
+    ``writer``, of what it has not written yet (its hosts' transcripts are dropped once written)."""
     texts = [bundle.inventory_text]
     for host in bundle.hosts.values():
         texts += [host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr, host.hccs_stdout]
     raw = sum(len(t.encode("utf-8", errors="replace")) for t in texts)
-    facts = sum(_facts_gz(bundle, name, h)[0] for name, h in bundle.hosts.items() if h.facts is not None)
+    written = writer.written if writer is not None else {}
+    facts = sum(_facts_gz(bundle, name, h)[0] for name, h in bundle.hosts.items() if h.facts is not None and "facts.json" not in written.get(name, ()))
     return raw + facts + _report_gz(bundle, report)[0] + 64 * 1024
 
 

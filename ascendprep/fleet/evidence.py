@@ -18,7 +18,7 @@ from ascendprep.desired import DesiredState
 from ascendprep.execvia import ExecVia
 from ascendprep.facts import PingResult
 from ascendprep.fleet.hccs import run_hccs
-from ascendprep.fleet.hosts import gather_facts
+from ascendprep.fleet.hosts import Gathered, gather_facts
 from ascendprep.probes.ping import parse_ping_output, render_ping_script
 from ascendprep.fleet.access import HostAccess
 from ascendprep.fleet.fanout import HostOutcome, Session
@@ -86,6 +86,7 @@ def collect(
     exec_via: Optional[ExecVia] = None,
     with_hccs: Optional[bool] = None,
     only: Optional[AbstractSet[str]] = None,
+    keep: Callable[[HostEvidence], HostEvidence] = lambda host: host,
 ) -> Tuple[Dict[str, HostEvidence], Optional[PingPlan]]:
     """Gather every host (or the ``only`` ones), plan and run the pings; the evidence per node
     read, and the ping plan.
@@ -95,9 +96,19 @@ def collect(
     ``with_hccs``: run the A3 HCCS pings within each super-pod (fleet/hccs.py); None: as ``with_pings``.
     ``only`` (``verify --hosts``): no other node is contacted. The pings are the mesh's pairs
     with an end among them, sent from that end (the peer's address is the planned one).
+    ``keep``: called with each host's evidence once a phase has filled it (the gather: in the
+    host's worker, as soon as it is parsed), and what it returns is kept (verify's
+    BundleWriter.keep writes the raw transcripts to the bundle and drops them). It may run in
+    several worker threads at once, for different hosts.
     """
     inventory = desired.inventory
-    gathered = gather_facts(session, inventory, progress("reading hosts"), only=set(only) if only is not None else None, sample_interval=sample_interval, exec_via=exec_via)
+
+    def kept(name: str, value: Gathered) -> Gathered:
+        """In the host's worker, as soon as it is parsed: its transcript goes to ``keep``."""
+        host = keep(HostEvidence(name, "", value.facts, gather_stdout=value.transcript, gather_stderr=value.stderr))
+        return replace(value, transcript=host.gather_stdout, stderr=host.gather_stderr)
+
+    gathered = gather_facts(session, inventory, progress("reading hosts"), only=set(only) if only is not None else None, sample_interval=sample_interval, exec_via=exec_via, keep=kept)
     hosts: Dict[str, HostEvidence] = {}
     for node in inventory.nodes:
         if only is not None and node.name not in only:
@@ -110,6 +121,7 @@ def collect(
             hosts[node.name] = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
     if (with_pings if with_hccs is None else with_hccs) and inventory.product.id == "atlas-a3":
         hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))  # the HCCS plane in each super-pod (issue 21)
+        hosts = {name: keep(host) if host.hccs_stdout else host for name, host in hosts.items()}
     if not with_pings:
         return hosts, None
     plan = plan_pings(desired, {name: host.facts for name, host in hosts.items()}, mesh)
@@ -119,7 +131,7 @@ def collect(
         host = hosts[name]
         if pinged.ok and pinged.value is not None:
             run = pinged.value
-            hosts[name] = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)
+            hosts[name] = keep(replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds))
         else:
             hosts[name] = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
     return hosts, plan

@@ -7,7 +7,7 @@ so a command keeps one connection per host and a failure on one host is that hos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from ascendprep.applyscript import LOCKED_RC, StepResult, parse_apply_output, render_apply_script
 from ascendprep.execvia import ExecVia, explain_failure, wrap_script
@@ -72,6 +72,7 @@ def gather_facts(
     exec_via: Optional[ExecVia] = None,
     phase: str = VERIFY,
     units: Optional[Mapping[str, Sequence[ProbeUnit]]] = None,
+    keep: Optional[Callable[[str, Gathered], Gathered]] = None,
 ) -> dict[str, HostOutcome[Gathered]]:
     """Run the gather script on every host (or on ``only``) and parse what it printed.
 
@@ -81,6 +82,9 @@ def gather_facts(
     ``units``: per host, the units to choose from (apply re-reads only what its changes depend
     on, :func:`ascendprep.probes.reads.units_for_changes`); a host not in it gets every unit.
     ``exec_via``: run it through that wrapper (:mod:`ascendprep.execvia`), e.g. in a container.
+    ``keep``: called in the host's worker with its name and what was gathered, as soon as it is
+    parsed; what it returns is kept (verify writes the transcript to its bundle and drops it, so
+    at most ``forks`` transcripts are held at once, not every host's).
     """
     npus_of = {node.name: node.npus for node in inventory.nodes}
     python_path = inventory.model.software.python_path
@@ -98,7 +102,8 @@ def gather_facts(
         facts = parse_gather_output(result.stdout)
         if exec_via is not None:
             facts = explain_failure(facts, exec_via, result.rc, result.stderr)
-        return Gathered(facts, result.stdout, result.stderr, result.seconds)
+        gathered = Gathered(facts, result.stdout, result.stderr, result.seconds)
+        return keep(access.name, gathered) if keep is not None else gathered
 
     targets = [h for h in session.hosts if only is None or h.name in only]
     return session.run(job, progress, hosts=targets, step="gathering facts")

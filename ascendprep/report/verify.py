@@ -27,9 +27,9 @@ ALLREDUCE = "all-reduce"
 
 def summary(results: Sequence[CheckResult], extra: Iterable[Finding] = ()) -> Dict[str, int]:
     """Counts by status, and failed results (plus ``extra`` findings) by severity."""
-    statuses = Counter(r.status for r in results)
-    failures = [r.severity for r in results if r.failed] + [f.severity for f in extra]
-    severities = Counter(failures)
+    statuses = Counter([r.status for r in results])
+    failed = Status.FAILED
+    severities = Counter([r.severity for r in results if r.status is failed] + [f.severity for f in extra])
     return {
         "passed": statuses[Status.PASSED],
         "failed": statuses[Status.FAILED],
@@ -57,10 +57,12 @@ def grouped_findings(results: Sequence[CheckResult], node_order: Sequence[str], 
     """Failed results as findings, per node in inventory order, then cluster, then all-reduce."""
     groups: Dict[str, List[Finding]] = {name: [] for name in node_order}
     groups[CLUSTER] = []
+    failed = Status.FAILED
     for result in results:
-        finding = result.finding()
-        if finding is None:
+        if result.status is not failed:
             continue
+        finding = result.finding()
+        assert finding is not None
         key = CLUSTER if result.check.startswith("cluster.") or result.node not in groups else result.node
         groups[key].append(finding)
     if extra:
@@ -114,9 +116,21 @@ def verify_document(
     allreduce: Optional[Dict[str, Any]] = None,
     bundle: Optional[str] = None,
     from_bundle: Optional[str] = None,
+    lazy_checks: bool = False,
 ) -> Dict[str, Any]:
-    """The ``--format json`` document (``schema_version``); also saved in the bundle."""
-    findings = [r.finding() for r in results if r.failed]
+    """The ``--format json`` document (``schema_version``); also saved in the bundle.
+
+    ``lazy_checks``: ``"checks"`` is a :class:`~ascendprep.report.jsondoc.Entries` whose dicts are
+    made only while :func:`~ascendprep.report.jsondoc.json_chunks` writes them (verify itself:
+    ~43 KB per host not held); without it a plain list, for any JSON encoder."""
+    failed = Status.FAILED
+    findings = [r.finding() for r in results if r.status is failed]
+    if lazy_checks:
+        from ascendprep.report.jsondoc import Entries
+
+        checks: Any = Entries(results, CheckResult.to_dict)
+    else:
+        checks = [r.to_dict() for r in results]
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "verify",
@@ -139,7 +153,7 @@ def verify_document(
             }
             for name, host in hosts.items()
         },
-        "checks": [r.to_dict() for r in results],
+        "checks": checks,
         "findings": [f.to_dict() for f in findings if f is not None] + [f.to_dict() for f in extra],
         "allreduce": allreduce,
         "bundle": bundle,

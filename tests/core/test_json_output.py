@@ -53,6 +53,32 @@ def test_a_large_list_is_encoded_a_slice_at_a_time(monkeypatch) -> None:
     assert stream.getvalue().count("\n") == 1
 
 
+@pytest.mark.parametrize("count", [0, 1, SLICE_ITEMS, 3 * SLICE_ITEMS + 5])
+def test_entries_are_written_as_the_list_of_their_values_made_a_slice_at_a_time(count, monkeypatch) -> None:
+    made = []
+
+    def convert(i):
+        made.append(i)
+        return {"i": i, "s": "é" * (i % 3)}
+
+    lazy = jsondoc.Entries(list(range(count)), convert)
+    assert made == []  # nothing made until written
+    eager = [convert(i) for i in range(count)]
+    made.clear()
+    document = {"checks": lazy, "n": 1}
+    chunks = json_chunks(document)
+    assert "".join(chunks) == _compact({"checks": eager, "n": 1})
+    assert made == list(range(count))
+    assert len(lazy) == count and list(lazy) == eager and (count == 0 or lazy[-1] == eager[-1]) and lazy[1:3] == eager[1:3]
+
+
+def test_run_json_lines_are_one_key_per_line_and_the_same_document() -> None:
+    document = {"schema_version": 1, "hosts": {f"n{i}": {"ssh_execs": 2} for i in range(3 * SLICE_ITEMS)}, "pings": {"pairs": [[i, i + 1] for i in range(2 * SLICE_ITEMS + 1)]}, 3: None}
+    text = "".join(jsondoc.json_lines(document))
+    assert json.loads(text) == json.loads(json.dumps(document))
+    assert text.count("\n") == len(document) + 2 and text.startswith('{\n "schema_version":1,\n')
+
+
 INVENTORY = (
     "name: x\nproduct: atlas-a2\ndevice_network: {subnet: 10.20.0.0/24}\n"
     "ssh: {port: 1, connect_timeout: 3, known_hosts: known_hosts}\n"

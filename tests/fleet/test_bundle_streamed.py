@@ -1,0 +1,150 @@
+"""verify writes each host's raw transcripts to its bundle as soon as that host's phase is done
+and holds them no longer (at 4,096 hosts they were ~250 MB kept to the end only to be written);
+the bundle still reads back and re-checks as the run judged, and a run that stops (Ctrl-C) or
+runs out of disk leaves no folder named as a bundle."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import namedtuple
+
+from click.testing import CliRunner
+
+from ascendprep.commands.verify import verify_command
+from ascendprep.desired import build_desired
+from ascendprep.fleet import bundle as bundle_module
+from ascendprep.fleet import evidence, fanout
+from ascendprep.fleet.bundle import BundleWriter, new_bundle_dir
+from ascendprep.fleet.evidence import collect
+from ascendprep.fleet.fanout import Session
+from ascendprep.fleet.hosts import host_accesses
+from ascendprep.fleet.local import LocalTransport
+from ascendprep.inventory import inventory_from_text
+
+from tests.fleet.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
+
+
+def _local(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(fanout.Session, "_connect_ssh", lambda self, access: LocalTransport(access.name, 60))
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(_inventory_text())
+    return inventory
+
+
+def test_each_hosts_transcripts_go_to_the_partial_bundle_and_are_not_held(fake_tools, tmp_path) -> None:  # noqa: F811
+    desired = build_desired(inventory_from_text(_inventory_text()))
+    writer = BundleWriter(new_bundle_dir(tmp_path / "runs"))
+    writer.open()
+    with Session(host_accesses(desired.inventory), forks=2, transport_factory=lambda access: LocalTransport(access.name, 60)) as session:
+        hosts, plan = collect(session, desired, "ring", with_pings=True, keep=writer.keep)
+    assert plan is not None and hosts["node1"].facts is not None and hosts["node1"].pings
+    for name, host in hosts.items():
+        assert (host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr) == ("", "", "", "")
+        folder = writer.partial / "hosts" / name
+        assert gzip.decompress((folder / "gather.out.gz").read_bytes()).startswith(b"@@ascendprep")
+        assert b"packets transmitted" in gzip.decompress((folder / "ping.out.gz").read_bytes())
+        assert json.loads(gzip.decompress((folder / "facts.json.gz").read_bytes()))["hostname"] == host.facts.hostname
+    assert not writer.target.exists()  # not named as a bundle before the run is done
+
+
+def test_a_streamed_bundle_re_checks_as_the_run_judged(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+    inventory = _local(monkeypatch, tmp_path)
+    live = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0"])
+    document = json.loads(live.stdout)
+    (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
+    assert document["bundle"] == str(run.relative_to(tmp_path)) or document["bundle"] == str(run)
+    assert sorted(p.name for p in (run / "hosts" / "node1").iterdir()) == ["facts.json.gz", "gather.err.gz", "gather.out.gz", "ping.err.gz", "ping.out.gz"]
+    again = CliRunner().invoke(verify_command, ["--from-bundle", str(run), "--format", "json"])
+    rechecked = json.loads(again.stdout)
+
+    def verdicts(doc):
+        return sorted((c["check"], c["node"] or "", c["npu"] if c["npu"] is not None else -1, c["subject"] or "", c["status"], c["message"]) for c in doc["checks"])
+
+    assert verdicts(rechecked) == verdicts(document) and rechecked["exit_code"] == document["exit_code"] == live.exit_code
+    gzipped = json.loads(gzip.decompress((run / "results.json.gz").read_bytes()))
+    assert verdicts(gzipped) == verdicts(document)
+
+
+def test_ctrl_c_during_the_pings_leaves_no_bundle_and_no_partial_folder(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+    inventory = _local(monkeypatch, tmp_path)
+    seen = []
+
+    def interrupted(session, plan, progress=None):
+        seen.extend((tmp_path / ".ascendprep" / "runs").iterdir())  # the gather's files are written by now
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evidence, "run_pings", interrupted)
+    outcome = CliRunner().invoke(verify_command, [str(inventory), "--sample-interval", "0"])
+    assert outcome.exit_code == 130 and "interrupted" in outcome.output
+    assert [p.name.endswith(".partial") for p in seen] == [True]
+    assert list((tmp_path / ".ascendprep" / "runs").iterdir()) == []
+
+
+Usage = namedtuple("Usage", "total used free")
+
+
+def test_a_disk_that_fills_during_the_run_costs_the_bundle_not_the_verdict(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+    inventory = _local(monkeypatch, tmp_path)
+    full = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0", "--keep-runs", "5"])
+    monkeypatch.setattr(bundle_module.shutil, "disk_usage", lambda path: Usage(10**9, 10**9 - 100, 100))
+    outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0", "--keep-runs", "5"])
+    document = json.loads(outcome.stdout)
+    assert document["bundle"] is None and "the evidence bundle was not saved" in outcome.stderr
+    assert outcome.exit_code == full.exit_code and document["summary"] == json.loads(full.stdout)["summary"]
+    runs = sorted(p.name for p in (tmp_path / ".ascendprep" / "runs").iterdir())
+    assert len(runs) == 1 and not runs[0].startswith(".")  # the first run's bundle only; nothing half-written
+
+
+def test_a_gathered_transcript_is_handed_over_in_its_hosts_worker_not_after_every_host(fake_tools, tmp_path) -> None:  # noqa: F811
+    import threading
+
+    desired = build_desired(inventory_from_text(_inventory_text()))
+    handed = []
+
+    def keep(host):
+        handed.append((host.node, threading.current_thread() is threading.main_thread(), len(host.gather_stdout), len(host.ping_stdout)))
+        return host.__class__(**{**host.__dict__, "gather_stdout": "", "gather_stderr": "", "ping_stdout": "", "ping_stderr": ""})
+
+    with Session(host_accesses(desired.inventory), forks=2, transport_factory=lambda access: LocalTransport(access.name, 60)) as session:
+        hosts, _ = collect(session, desired, "ring", with_pings=True, keep=keep)
+    gathers = [entry for entry in handed if entry[2]]
+    assert sorted(name for name, *_ in gathers) == ["node1", "node2", "node3", "node4"]
+    assert not any(in_main for _, in_main, _, _ in gathers)  # in the workers, as each host is parsed
+    assert all(not host.gather_stdout for host in hosts.values())
+
+
+def test_verify_runs_without_the_cycle_collector_and_restores_it(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+    import gc
+
+    from ascendprep.commands import verify as verify_module
+
+    inventory = _local(monkeypatch, tmp_path)
+    collections, inside = [], []
+    real = verify_module._run_verify
+
+    def running(options):
+        inside.append(True)
+        try:
+            return real(options)
+        finally:
+            inside.clear()
+
+    monkeypatch.setattr(verify_module, "_run_verify", running)
+
+    def note(phase, info):
+        if phase == "start" and inside:
+            collections.append(info["generation"])
+
+    gc.callbacks.append(note)
+    try:
+        assert gc.isenabled()
+        outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0"])
+        assert json.loads(outcome.stdout)["summary"]["passed"] > 0
+        assert collections == [] and gc.isenabled()
+        monkeypatch.setattr(evidence, "run_pings", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+        assert CliRunner().invoke(verify_command, [str(inventory), "--sample-interval", "0"]).exit_code == 130
+        assert gc.isenabled()  # back on after an interrupted run too
+    finally:
+        gc.callbacks.remove(note)
