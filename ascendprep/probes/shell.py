@@ -1,9 +1,15 @@
 """The POSIX sh pieces shared by the probe scripts, and the checks on every value put into them.
 
 Scripts are fed to ``sh -s`` over SSH, so they must run under dash as well as bash and need
-nothing beyond coreutils (``timeout``, ``mktemp``, ``head``, ``tail``, ``wc``, ``cat``) and the
+nothing beyond coreutils (``timeout``, ``mktemp``, ``tee``, ``head``, ``wc``, ``cat``) and the
 Ascend tools. Each command's stdout and stderr are cut at a cap on the node (``ap_capture``), so
 a tool that prints megabytes costs the controller a marked excerpt, not the megabytes.
+
+Per call the script runs few processes besides the command itself (a gather makes dozens of
+calls, and on a node every process costs about half a millisecond of CPU): the two pipeline
+halves, one ``tee`` per stream (its file bounded by ``ulimit -f`` in the reader, never in the
+command), a ``wc`` only for a stream that may be over the cap and a ``cat`` only for a non-empty
+one.
 Every command's stdin is ``/dev/null`` and the body runs inside a function called with stdin
 redirected: a tool that reads stdin must not swallow the rest of the script.
 
@@ -29,6 +35,9 @@ MAX_BUSY_RETRIES = 20
 MAX_PARALLEL = 64
 #: Upper bound of an overridden per-call output cap (the controller must still hold a host's calls).
 MAX_OUTPUT_CAP = 64 * 1024 * 1024
+#: The unit of ``ulimit -f`` in a POSIX shell (dash, bash as sh; bash otherwise counts 1,024, which
+#: only keeps more): a stream's file is cut at ``cap // 512 + 1`` blocks, past the cap.
+ULIMIT_BLOCK = 512
 
 
 def checked_output_cap_override() -> int:
@@ -149,6 +158,7 @@ def preamble(
         retries=busy_retries,
         cap=cap,
         keep=cap + 1,
+        blocks=cap // ULIMIT_BLOCK + 1,
         excerpt=min(cap, limits.REMOTE_CUT_EXCERPT),
         home=quote_home(ascend_home),
         header=shlex.quote(header_line(kind, nonce)),
@@ -181,10 +191,12 @@ AP_RETRIES={retries}
 AP_HOME={home}
 AP_CAP={cap}
 AP_KEEP={keep}
+AP_BLOCKS={blocks}
 AP_EXCERPT={excerpt}
 
 AP_PAR={parallel}
 AP_JOBS=
+AP_TEE=$(command -v tee) || AP_TEE=
 
 AP_TMP=$(mktemp -d "${{TMPDIR:-/tmp}}/ascendprep.XXXXXX") || {{
 	echo 'ascendprep: cannot create a temporary directory' >&2
@@ -200,25 +212,24 @@ trap 'exit 143' TERM
 # stdout closed (the SSH channel went away): end here, so that ap_reap stops the per-NPU jobs
 trap 'exit 141' PIPE
 
-# ap_cat FILE: print a captured file and end it with a newline, so a marker starts its own line.
-# (wc -l, not $(tail -c 1): a command substitution drops a trailing NUL and would glue the
-# marker to the tool's last line.)
-# An empty file is not read at all (most stderr is empty).
-ap_cat() {{
-	if [ -s "$1" ]; then
-		cat "$1"
-		if [ "$(tail -c 1 "$1" | wc -l)" -eq 0 ]; then echo; fi
-	fi
-}}
+# Each stream of a section is followed by one newline of the script's own (format v2, see
+# sections.py), so a marker starts its own line whatever the stream's last byte was (a NUL
+# included), without a look at that byte.
 
-# ap_keep FILE: keep the first AP_KEEP bytes of stdin in FILE and read the rest into nothing, so
-# a flooding tool is not killed by a closed pipe and its exit status stays its own.
+# ap_keep FILE: copy stdin into FILE, at most AP_BLOCKS blocks of it (more than AP_CAP bytes), and
+# read the rest into nothing, so a flooding tool is neither killed by a closed pipe nor told of an
+# error: its exit status and its stderr stay its own. The limit is this reader's (`ulimit -f`
+# with SIGXFSZ ignored: tee's writes past it fail, tee reads on), never the tool's, whose own
+# files (logs) are not limited. Without tee, or where the limit cannot be set, head cuts and cat
+# drains (one more process).
 ap_keep() {{
+	trap '' XFSZ
+	if [ -n "$AP_TEE" ] && ulimit -S -f "$AP_BLOCKS" 2>/dev/null; then exec "$AP_TEE" "$1" >/dev/null 2>&1; fi
 	head -c "$AP_KEEP" >"$1"
-	cat >/dev/null
+	exec cat >/dev/null
 }}
 
-# ap_capture COMMAND...: run COMMAND with stdin closed; at most AP_KEEP bytes of its stdout go to
+# ap_capture COMMAND...: run COMMAND with stdin closed; more than AP_CAP bytes of its stdout go to
 # $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded).
 # Per call only the pipeline's own processes run: the status is read with the shell's `read`, and
 # a stream is measured (wc) only when it is not empty.
@@ -233,15 +244,14 @@ ap_capture() {{
 	if [ -s "$AP_TMP/err" ] && [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
 }}
 
-# ap_print FILE STREAM: the captured text; only its first AP_EXCERPT bytes when STREAM was cut.
+# ap_print FILE STREAM: the captured text (only its first AP_EXCERPT bytes when STREAM was cut),
+# then the stream's closing newline.
 ap_print() {{
 	case +$ap_over+ in
-	*+"$2"+*)
-		head -c "$AP_EXCERPT" "$1" >"$AP_TMP/cut"
-		ap_cat "$AP_TMP/cut"
-		;;
-	*) ap_cat "$1" ;;
+	*+"$2"+*) head -c "$AP_EXCERPT" "$1" ;;
+	*) if [ -s "$1" ]; then cat "$1"; fi ;;
 	esac
+	echo
 }}
 
 # ap_busy: did the last command say "hccn_tool is busy" (another hccn_tool was running)?
@@ -323,7 +333,7 @@ ap_installed() {{
 ap_hccn_tool() {{
 	ap_run tool.hccn_tool '' ap_locate hccn_tool "$AP_HOME/{hccn_in_home}"
 	AP_HCCN=
-	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_HCCN=$(cat "$AP_TMP/out"); fi
+	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then IFS= read -r AP_HCCN <"$AP_TMP/out" || :; fi
 }}
 
 # ap_reap: on exit, stop the per-NPU jobs still running (a tool they started ends at its own
@@ -338,7 +348,9 @@ ap_reap() {{
 # of ITEMS, so the output reads as if they had run one after the other. Job W takes the words at
 # positions W, W+AP_PAR, ...; each word's sections go to a file of their own. A word whose file a
 # job could not write (no scratch space, the job killed) runs here instead, after the others.
+# The finished files are printed by one cat per run of them (their sections end with a newline).
 ap_each_npu() {{
+	ap_fn=$1
 	AP_EACH=$((${{AP_EACH:-0}} + 1))
 	ap_dir=$AP_ROOT/each.$AP_EACH
 	ap_items=${{2-$AP_DEVS}}
@@ -355,10 +367,18 @@ ap_each_npu() {{
 		AP_JOBS=
 	fi
 	ap_i=0
+	set --
 	for ap_dev in $ap_items; do
-		if [ -e "$ap_dir/$ap_i.done" ]; then ap_cat "$ap_dir/$ap_i"; else "$1"; fi
+		if [ -e "$ap_dir/$ap_i.done" ]; then
+			set -- "$@" "$ap_dir/$ap_i"
+		else
+			if [ "$#" -gt 0 ]; then cat "$@"; fi
+			set --
+			"$ap_fn"
+		fi
 		ap_i=$((ap_i + 1))
 	done
+	if [ "$#" -gt 0 ]; then cat "$@"; fi
 }}
 
 # ap_npu_job FUNCTION W DIR ITEMS: job W of ap_each_npu, with scratch files of its own.
