@@ -36,7 +36,8 @@ MAX_PARALLEL = 64
 #: Upper bound of an overridden per-call output cap (the controller must still hold a host's calls).
 MAX_OUTPUT_CAP = 64 * 1024 * 1024
 #: The unit of ``ulimit -f`` in a POSIX shell (dash, bash as sh; bash otherwise counts 1,024, which
-#: only keeps more): a stream's file is cut at ``cap // 512 + 1`` blocks, past the cap.
+#: only keeps more): stderr's file is cut at ``cap // 512 + 1`` blocks, past the cap; stdout's at
+#: the cap itself when it is whole blocks (then tee's failure is the cut, no file is measured).
 ULIMIT_BLOCK = 512
 
 
@@ -158,7 +159,9 @@ def preamble(
         retries=busy_retries,
         cap=cap,
         keep=cap + 1,
-        blocks=cap // ULIMIT_BLOCK + 1,
+        oblocks=-(-cap // ULIMIT_BLOCK),
+        eblocks=cap // ULIMIT_BLOCK + 1,
+        exact=1 if cap % ULIMIT_BLOCK == 0 else "",
         excerpt=min(cap, limits.REMOTE_CUT_EXCERPT),
         home=quote_home(ascend_home),
         header=shlex.quote(header_line(kind, nonce)),
@@ -191,17 +194,25 @@ AP_RETRIES={retries}
 AP_HOME={home}
 AP_CAP={cap}
 AP_KEEP={keep}
-AP_BLOCKS={blocks}
+# `ulimit -f` blocks of a captured stream's file: stderr's hold more than AP_CAP bytes (its size
+# says whether it went over); stdout's exactly AP_CAP where AP_CAP is whole blocks, so that tee's
+# failure says it without a wc (AP_EXACT, checked below).
+AP_OBLOCKS={oblocks}
+AP_EBLOCKS={eblocks}
 AP_EXCERPT={excerpt}
 
 AP_PAR={parallel}
 AP_JOBS=
-AP_TEE=$(command -v tee) || AP_TEE=
 
 AP_TMP=$(mktemp -d "${{TMPDIR:-/tmp}}/ascendprep.XXXXXX") || {{
 	echo 'ascendprep: cannot create a temporary directory' >&2
 	exit 1
 }}
+AP_TEE=$(command -v tee) || AP_TEE=
+# AP_EXACT=1: tee is there and `ulimit -f` counts 512-byte blocks (dash, bash as sh; bash
+# otherwise counts 1,024) and can be set to AP_OBLOCKS, which are then exactly AP_CAP bytes.
+AP_EXACT=
+if [ -n "$AP_TEE" ] && (trap '' XFSZ; ulimit -S -f 1 && printf '%512s' '' >"$AP_TMP/unit" && ! printf '%513s' '' >"$AP_TMP/unit" && ulimit -S -f "$AP_OBLOCKS") 2>/dev/null; then AP_EXACT={exact}; fi
 # AP_TMP: the scratch files of the current command (a per-NPU job has its own); AP_ROOT: the
 # directory shared by the whole run (the hung-hccn_tool mark, the per-NPU sections, counters' times).
 AP_ROOT=$AP_TMP
@@ -216,31 +227,46 @@ trap 'exit 141' PIPE
 # sections.py), so a marker starts its own line whatever the stream's last byte was (a NUL
 # included), without a look at that byte.
 
-# ap_keep FILE: copy stdin into FILE, at most AP_BLOCKS blocks of it (more than AP_CAP bytes), and
-# read the rest into nothing, so a flooding tool is neither killed by a closed pipe nor told of an
-# error: its exit status and its stderr stay its own. The limit is this reader's (`ulimit -f`
-# with SIGXFSZ ignored: tee's writes past it fail, tee reads on), never the tool's, whose own
-# files (logs) are not limited. Without tee, or where the limit cannot be set, head cuts and cat
-# drains (one more process).
+# ap_keep FILE BLOCKS: copy stdin into FILE, at most BLOCKS `ulimit -f` blocks of it, and read the
+# rest into nothing, so a flooding tool is neither killed by a closed pipe nor told of an error:
+# its exit status and its stderr stay its own. The limit is this reader's (SIGXFSZ ignored: tee's
+# writes past it fail, tee reads on and exits 1), never the tool's, whose own files (logs) are not
+# limited. Without tee, or where the limit cannot be set, head cuts and cat drains (exit 3: the
+# file must be measured).
 ap_keep() {{
 	trap '' XFSZ
-	if [ -n "$AP_TEE" ] && ulimit -S -f "$AP_BLOCKS" 2>/dev/null; then exec "$AP_TEE" "$1" >/dev/null 2>&1; fi
+	if [ -n "$AP_TEE" ] && ulimit -S -f "$2" 2>/dev/null; then exec "$AP_TEE" "$1" >/dev/null 2>&1; fi
 	head -c "$AP_KEEP" >"$1"
-	exec cat >/dev/null
+	cat >/dev/null
+	exit 3
 }}
 
 # ap_capture COMMAND...: run COMMAND with stdin closed; more than AP_CAP bytes of its stdout go to
-# $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded).
-# Per call only the pipeline's own processes run: the status is read with the shell's `read`, and
-# a stream is measured (wc) only when it is not empty.
+# $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded),
+# ap_over the streams over AP_CAP. The status is read with the shell's `read`; stdout is measured
+# (wc) only where tee's status cannot say (AP_EXACT empty), stderr only when not empty. printf and
+# ap_locate (the shell's own output, bounded by what the script holds) run without the pipeline.
 ap_capture() {{
-	: >"$AP_TMP/rc"
-	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out"
-	ap_rc=
-	read -r ap_rc <"$AP_TMP/rc" || :
-	case $ap_rc in '' | *[!0-9]*) ap_rc=125 ;; esac
+	case $1 in
+	printf | ap_locate)
+		"$@" </dev/null >"$AP_TMP/out" 2>"$AP_TMP/err"
+		ap_rc=$? ap_kept=3
+		;;
+	*)
+		: >"$AP_TMP/rc"
+		{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" "$AP_EBLOCKS" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out" "$AP_OBLOCKS"
+		ap_kept=$?
+		ap_rc=
+		read -r ap_rc <"$AP_TMP/rc" || :
+		case $ap_rc in '' | *[!0-9]*) ap_rc=125 ;; esac
+		;;
+	esac
 	ap_over=
-	if [ -s "$AP_TMP/out" ] && [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi
+	case $AP_EXACT$ap_kept in
+	10) ;;
+	11) ap_over=stdout ;;
+	*) if [ -s "$AP_TMP/out" ] && [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi ;;
+	esac
 	if [ -s "$AP_TMP/err" ] && [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
 }}
 
@@ -356,10 +382,17 @@ ap_each_npu() {{
 	ap_items=${{2-$AP_DEVS}}
 	ap_count=0
 	for ap_dev in $ap_items; do ap_count=$((ap_count + 1)); done
-	if mkdir "$ap_dir"; then
+	# the folder and every job's scratch folder in one mkdir
+	set -- "$ap_dir"
+	ap_w=0
+	while [ "$ap_w" -lt "$AP_PAR" ] && [ "$ap_w" -lt "$ap_count" ]; do
+		set -- "$@" "$ap_dir/job.$ap_w"
+		ap_w=$((ap_w + 1))
+	done
+	if mkdir "$@"; then
 		ap_w=0
 		while [ "$ap_w" -lt "$AP_PAR" ] && [ "$ap_w" -lt "$ap_count" ]; do
-			ap_npu_job "$1" "$ap_w" "$ap_dir" "$ap_items" &
+			ap_npu_job "$ap_fn" "$ap_w" "$ap_dir" "$ap_items" &
 			AP_JOBS="$AP_JOBS $!"
 			ap_w=$((ap_w + 1))
 		done
@@ -381,10 +414,10 @@ ap_each_npu() {{
 	if [ "$#" -gt 0 ]; then cat "$@"; fi
 }}
 
-# ap_npu_job FUNCTION W DIR ITEMS: job W of ap_each_npu, with scratch files of its own.
+# ap_npu_job FUNCTION W DIR ITEMS: job W of ap_each_npu, with scratch files of its own (DIR/job.W,
+# made by ap_each_npu).
 ap_npu_job() {{
 	AP_TMP=$3/job.$2
-	mkdir "$AP_TMP" || exit 1
 	ap_i=0
 	for ap_dev in $4; do
 		if [ "$((ap_i % AP_PAR))" -eq "$2" ]; then
