@@ -211,8 +211,10 @@ AP_TMP=$(mktemp -d "${{TMPDIR:-/tmp}}/ascendprep.XXXXXX") || {{
 AP_TEE=$(command -v tee) || AP_TEE=
 # AP_EXACT=1: tee is there and `ulimit -f` counts 512-byte blocks (dash, bash as sh; bash
 # otherwise counts 1,024) and can be set to AP_OBLOCKS, which are then exactly AP_CAP bytes.
-AP_EXACT=
-if [ -n "$AP_TEE" ] && (trap '' XFSZ; ulimit -S -f 1 && printf '%512s' '' >"$AP_TMP/unit" && ! printf '%513s' '' >"$AP_TMP/unit" && ulimit -S -f "$AP_OBLOCKS") 2>/dev/null; then AP_EXACT={exact}; fi
+# AP_LIMIT=1: a subshell can set `ulimit -f` to AP_EBLOCKS (no lower hard limit).
+AP_LIMIT= AP_EXACT=
+if (ulimit -S -f "$AP_EBLOCKS") 2>/dev/null; then AP_LIMIT=1; fi
+if [ -n "$AP_TEE" ] && [ -n "$AP_LIMIT" ] && (trap '' XFSZ; ulimit -S -f 1 && printf '%512s' '' >"$AP_TMP/unit" && ! printf '%513s' '' >"$AP_TMP/unit") 2>/dev/null; then AP_EXACT={exact}; fi
 # AP_TMP: the scratch files of the current command (a per-NPU job has its own); AP_ROOT: the
 # directory shared by the whole run (the hung-hccn_tool mark, the per-NPU sections, counters' times).
 AP_ROOT=$AP_TMP
@@ -245,22 +247,44 @@ ap_keep() {{
 # $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded),
 # ap_over the streams over AP_CAP. The status is read with the shell's `read`; stdout is measured
 # (wc) only where tee's status cannot say (AP_EXACT empty), stderr only when not empty. printf and
-# ap_locate (the shell's own output, bounded by what the script holds) run without the pipeline.
+# ap_locate (the shell's own output, bounded by what the script holds) run without the pipeline,
+# and so do cat and sha256sum of a file where the limit can be set (AP_LIMIT).
 ap_capture() {{
 	case $1 in
 	printf | ap_locate)
 		"$@" </dev/null >"$AP_TMP/out" 2>"$AP_TMP/err"
 		ap_rc=$? ap_kept=3
 		;;
-	*)
-		: >"$AP_TMP/rc"
-		{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" "$AP_EBLOCKS" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out" "$AP_OBLOCKS"
-		ap_kept=$?
-		ap_rc=
-		read -r ap_rc <"$AP_TMP/rc" || :
-		case $ap_rc in '' | *[!0-9]*) ap_rc=125 ;; esac
+	cat | sha256sum)
+		# A coreutils read of a file, which writes no file of its own: its stdout and stderr go
+		# straight to the capture files under `ulimit -f` (one process, no pipeline). A file past
+		# the limit ends the read there (cat: "write error", exit 1): a read-only command may be
+		# cut, and an infinite file (a link to /dev/zero) is not read forever.
+		if [ -z "$AP_LIMIT" ]; then
+			ap_pipe "$@"
+		else
+			# (more than the cap: a copy that reaches the limit fails even at the file's end)
+			(trap '' XFSZ; ulimit -S -f "$AP_EBLOCKS" && exec "$@" </dev/null >"$AP_TMP/out" 2>"$AP_TMP/err")
+			ap_rc=$? ap_kept=3
+		fi
 		;;
+	*) ap_pipe "$@" ;;
 	esac
+	ap_measure
+}}
+
+# ap_pipe COMMAND...: ap_capture's pipeline, for a command that must run to its own end.
+ap_pipe() {{
+	: >"$AP_TMP/rc"
+	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" "$AP_EBLOCKS" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out" "$AP_OBLOCKS"
+	ap_kept=$?
+	ap_rc=
+	read -r ap_rc <"$AP_TMP/rc" || :
+	case $ap_rc in '' | *[!0-9]*) ap_rc=125 ;; esac
+}}
+
+# ap_measure: ap_over from ap_kept (0: stdout whole, 1: cut, else: measure it) and the files.
+ap_measure() {{
 	ap_over=
 	case $AP_EXACT$ap_kept in
 	10) ;;

@@ -37,7 +37,7 @@ def _without_tee(tmp_path: Path) -> dict:
     """PATH with every tool the script uses except tee."""
     tools = tmp_path / "tools"
     tools.mkdir()
-    for tool in ("sh", "timeout", "mktemp", "head", "wc", "cat", "rm", "printf", "yes", "sleep"):
+    for tool in ("sh", "timeout", "mktemp", "head", "wc", "cat", "rm", "printf", "yes", "sleep", "sha256sum"):
         found = shutil.which(tool)
         if found:
             (tools / tool).symlink_to(found)
@@ -148,3 +148,22 @@ def test_v2_output_cut_inside_a_stream_keeps_what_came():
     transcript = parse_transcript(text, "gather")
     assert transcript.problem == "output stopped inside section 'a'"
     assert transcript.sections[0].stdout == "x\n"
+
+
+@pytest.mark.parametrize("tee", [True, False], ids=["tee", "no-tee"])
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("cap", [CAP, 1024])
+def test_file_reads_are_cut_at_the_cap_and_end_there(tmp_path, shell, tee, cap):
+    """cat and sha256sum of a file (the host sections): where the limit can be set they write
+    straight into the capture files; a file past the cap, even an endless one, is cut there."""
+    (tmp_path / "exact").write_bytes(b"x" * cap)
+    (tmp_path / "over").write_bytes(b"y" * (cap + 1))
+    calls = [f"cat {tmp_path}/exact", f"cat {tmp_path}/over", f"cat {tmp_path}/missing", "cat /dev/zero", f"sha256sum {tmp_path}/over"]
+    exact, over, missing, endless, digest = _run(shell, _script(calls, cap), None if tee else _without_tee(tmp_path))
+    excerpt = min(cap, limits.REMOTE_CUT_EXCERPT)
+    assert (exact.stdout, exact.rc, exact.attrs) == ("x" * cap + "\n", 0, {})
+    assert over.attrs["over"] == "stdout" and over.stdout == "y" * excerpt + "\n"
+    assert missing.rc == 1 and "over" not in missing.attrs and missing.stdout == ""
+    assert missing.stderr.startswith("cat: ") and "No such file or directory" in missing.stderr
+    assert endless.attrs["over"] == "stdout" and endless.stdout == "\0" * excerpt + "\n"
+    assert digest.rc == 0 and digest.stdout.split()[0] == __import__("hashlib").sha256(b"y" * (cap + 1)).hexdigest()
