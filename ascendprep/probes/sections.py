@@ -182,33 +182,36 @@ def _parse_v2(body_lines: List[str], carriage_returns: bool, marker: str, kind: 
     sections: List[Section] = []
     name: Optional[str] = None
     attrs: Dict[str, str] = {}
-    out: List[str] = []
-    err: List[str] = []
-    into = out
+    # The open section's streams as read so far (a stream is one piece unless a marker repeats).
+    out = err = ""
+    into_err = False
     done = False
     for piece in ("\n" + "\n".join(body_lines)).split("\n" + marker)[1:]:
         command, newline, rest = piece.partition("\n")
         if command.startswith("begin "):
             if name is not None:
-                sections.append(Section(name, attrs, _ended("".join(out)), _ended("".join(err)), None, 1))
+                sections.append(Section(name, attrs, _ended(out), _ended(err), None, 1))
             name, attrs = _begin(command[len("begin "):])
-            out, err = [], []
-            into = out
+            out = err = ""
+            into_err = False
         elif command == "stderr" and name is not None:
-            into = err
+            into_err = True
         elif command == "done":
             done = True
             break
         elif name is not None:
             end = _END_RE.match(command)
             if end:
-                sections.append(Section(name, attrs, _ended("".join(out)), _ended("".join(err)), int(end.group("rc")), int(end.group("tries"))))
+                sections.append(Section(name, attrs, _ended(out), _ended(err), int(end.group("rc")), int(end.group("tries"))))
                 name = None
-        if newline and name is not None:
-            into.append(rest)
+        if newline and rest and name is not None:
+            if into_err:
+                err += rest
+            else:
+                out += rest
     problem = None
     if name is not None:
-        sections.append(Section(name, attrs, _ended("".join(out)), _ended("".join(err)), None, 1))
+        sections.append(Section(name, attrs, _ended(out), _ended(err), None, 1))
         problem = f"output stopped inside section {name!r}"
     elif not done:
         problem = "output stopped before the script finished (no end marker)"
@@ -217,7 +220,7 @@ def _parse_v2(body_lines: List[str], carriage_returns: bool, marker: str, kind: 
 
 def _ended(text: str) -> str:
     """A stream as v1 gave it: empty, or ending with a newline."""
-    return text if not text or text.endswith("\n") else text + "\n"
+    return text if not text or text[-1] == "\n" else text + "\n"
 
 
 def _begin(rest: str) -> Tuple[str, Dict[str, str]]:
