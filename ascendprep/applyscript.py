@@ -91,7 +91,13 @@ _ap_nl='
 # megabytes costs this much) and _ap_rc (its exit status). Trailing newlines are dropped: the
 # one printed before the status and the tool's last one in the shell (no process in the usual
 # case), any more by $(...) (never a loop per newline: a tool may print {keep_kb} KB of them).
+# _ap_sysctl's output is the shell's own (a line, or the redirect's error): no tail needed.
 _ap_run() {{
+  case $1 in _ap_sysctl)
+    _ap_out=$("$@" 2>&1)
+    _ap_rc=$?
+    return
+  esac
   _ap_all=$({{ "$@" 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c {keep})
   _ap_rc=${{_ap_all##*@@ap-rc=}}
   _ap_out=${{_ap_all%@@ap-rc=*}}
@@ -140,7 +146,7 @@ _ap_backup() {{
 _ap_write() {{
   _ap_traps
   _ap_dir=${{1%/*}}; _ap_dir=${{_ap_dir:-/}}
-  mkdir -p "$_ap_dir" || return 1
+  [ -d "$_ap_dir" ] || mkdir -p "$_ap_dir" || return 1
   _ap_tmp=$(mktemp "$1.ascendprep.XXXXXX") || return 1
   _ap_tmps="$_ap_tmps $_ap_tmp"
   if ! printf '%s' "$3" > "$_ap_tmp" || ! chmod "$2" "$_ap_tmp" || ! _ap_sync "$_ap_tmp"; then rm -f "$_ap_tmp"; return 1; fi
@@ -151,7 +157,9 @@ _ap_write() {{
     fi
     _ap_backup "$1" "$1.ascendprep.bak" || {{ rm -f "$_ap_tmp"; return 1; }}
   fi
-  mv -f "$_ap_tmp" "$1" && _ap_sync "$_ap_dir" && echo "wrote $1"
+  mv -f "$_ap_tmp" "$1" || return 1
+  _ap_tmps=  # every temp file is renamed now: nothing left for the exit trap to remove
+  _ap_sync "$_ap_dir" && echo "wrote $1"
 }}
 # _ap_sysctl KEY VALUE FILE: FILE is KEY's /proc/sys path (worked out when the script is rendered).
 _ap_sysctl() {{

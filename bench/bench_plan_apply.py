@@ -192,7 +192,7 @@ def tail(path: Path, lines: int = 25) -> str:
 @contextmanager
 def fresh_lab(nodes: int) -> Iterator[Lab]:
     """A new lab ``bench-N`` on a free /24, taken down afterwards whatever happens."""
-    name = f"bench-{nodes}"
+    name = f"bench-{nodes}-n1-{os.getpid()}"
     paths = LabPaths(name)
     lifecycle.tear_down(paths)  # left by an earlier bench that was killed
     try:

@@ -32,7 +32,9 @@ FRESH, CONVERGED = "fresh", "converged"
 #: The benchmark's hosts share one management /16 (10.64.0.0/16), as a flat L2 would.
 HOST_PREFIX = 16
 
-_HEADER = re.compile(r"@@ascendprep (gather|ping) v1 ([0-9a-f]{16})")
+#: A script's or transcript's header: kind, format version (v2: every stream ends with one
+#: newline of the script's own; v1: only a stream that lacked one), nonce.
+_HEADER = re.compile(r"@@ascendprep (gather|ping) v(\d+) ([0-9a-f]{16})")
 _IPV4 = re.compile(r"(?<![0-9.])\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9.])")
 _SHA_LINE = re.compile(r"^[0-9a-f]{64}(  (\S+))$", re.M)
 #: Section names as the rendered scripts name them (``ap_run hccn.ip ...``, ``ap_hccn hccn.ip``).
@@ -76,7 +78,8 @@ class _Template:
         if match is None:
             raise ValueError("recorded transcript has no ascendprep header")
         self.text = text
-        self.nonce = match.group(2)
+        self.version = int(match.group(2))
+        self.nonce = match.group(3)
         marker = f"@@{self.nonce} "
         #: (section name, its lines from begin to end), in order, and the done line.
         self.sections: List[Tuple[str, str]] = []
@@ -133,6 +136,7 @@ class SimulatedFleet:
         self.gather = _Template((DATA / f"a2-{state}.gather.txt").read_text())
         ping = _Template((DATA / "a2-converged.ping.txt").read_text())
         self.ping_reply = _ping_reply(ping)
+        self.ping_version = ping.version
         self.desired = desired
         self.host_prefix = host_prefix
         from ascendprep.envfiles import connect_timeout_for
@@ -149,7 +153,7 @@ class SimulatedFleet:
         match = _HEADER.search(script)
         if match is None:
             raise ValueError("not a gather or ping script")
-        kind, nonce = match.groups()
+        kind, _, nonce = match.groups()
         if kind == "ping":
             return self._ping(script, nonce)
         return self._gather(name, script, nonce)
@@ -169,6 +173,7 @@ class SimulatedFleet:
         """The recorded node was the master (its route is ``local``); others reach it on eth0."""
         master = self.desired.inventory.master.host
         route = f"local {own} dev lo src {own} uid 0 \n    cache <local> \n" if master == own else f"{master} dev eth0 src {own} uid 0 \n    cache \n"
+        route += "\n" if self.gather.version >= 2 else ""  # the script's own newline after the stream
         section = re.compile(rf"(@@{nonce} begin net.route dest=)\S+\n.*?(?=@@{nonce} stderr)", re.S)
         return section.sub(lambda m: f"{m.group(1)}{master}\n{route}", text, count=1)
 
@@ -176,13 +181,18 @@ class SimulatedFleet:
         pairs_line = next((line for line in script.splitlines() if line.startswith("ap_run pairs ")), "")
         pairs = _PAIR.findall(pairs_line)
         m = f"@@{nonce} "
-        out = [f"@@ascendprep ping v1 {nonce}", f"{m}begin settings", "timeout=15", f"{m}stderr", f"{m}end rc=0 tries=1", f"{m}begin pairs"]
-        out += [f"{npu} {target}" for npu, target in pairs]
-        out += [f"{m}stderr", f"{m}end rc=0 tries=1", f"{m}begin tool.hccn_tool", "/usr/local/bin/hccn_tool", f"{m}stderr", f"{m}end rc=0 tries=1"]
+        # v2 (the recording's format): each stream, then the script's own newline (an empty line)
+        closing = [""] if self.ping_version >= 2 else []
+
+        def section(begin: str, stdout: List[str]) -> List[str]:
+            return [f"{m}begin {begin}", *stdout, *closing, f"{m}stderr", *closing, f"{m}end rc=0 tries=1"]
+
+        out = [f"@@ascendprep ping v{self.ping_version} {nonce}"]
+        out += section("settings", ["timeout=15"])
+        out += section("pairs", [f"{npu} {target}" for npu, target in pairs])
+        out += section("tool.hccn_tool", ["/usr/local/bin/hccn_tool"])
         for npu, target in pairs:
-            out.append(f"{m}begin ping npu={npu} target={target}")
-            out += [line.replace("{npu}", npu).replace("{target}", target) for line in self.ping_reply]
-            out += [f"{m}stderr", f"{m}end rc=0 tries=1"]
+            out += section(f"ping npu={npu} target={target}", [line.replace("{npu}", npu).replace("{target}", target) for line in self.ping_reply])
         out.append(f"{m}done")
         return "\n".join(out) + "\n"
 
@@ -201,6 +211,8 @@ def _ping_reply(template: _Template) -> List[str]:
         if line.startswith(marker):
             break
         body.append(line.replace(attrs["target"], "{target}").replace(f"device {attrs['npu']} ", "device {npu} "))
+    if template.version >= 2 and body and body[-1] == "":
+        body.pop()  # the script's own newline after the stream, not the reply's
     return body
 
 

@@ -8,10 +8,16 @@ A probe script prints, for every command it runs::
     <stderr of the command>
     @@<nonce> end rc=<exit status> tries=<attempts>
 
-after a header line ``@@ascendprep <kind> v1 <nonce>`` and before a final ``@@<nonce> done``.
+after a header line ``@@ascendprep <kind> v2 <nonce>`` and before a final ``@@<nonce> done``.
 The nonce is random per rendered script, so no tool output can forge a marker, and text before
-the header (a login banner) is ignored. Captured text is ended with a newline by the script
-(``ap_cat``), so a section's stdout is either empty or ends with ``\\n``.
+the header (a login banner) is ignored.
+
+Format v2 (what the scripts print now): the script ends every stream with one newline of its own,
+whatever the stream held, so a marker always starts its own line without the script first looking
+at the stream's last byte (that look cost three processes per stream); the parser removes exactly
+that newline. Format v1 (older scripts, recorded transcripts, bundles) ended a stream with a
+newline only when it lacked one. Both are read, and give the same :class:`Section`: a stdout or
+stderr that is either empty or ends with ``\\n`` (a stream whose last line had no newline gets one).
 
 The shell side of the format lives in :mod:`ascendprep.probes.shell`; keep the two in step.
 """
@@ -23,7 +29,9 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Formats :func:`parse_transcript` reads (v1: a stream's newline added only when missing).
+READABLE_VERSIONS = (1, 2)
 
 #: Values of section attributes are restricted to this set so that a plain split parses them.
 ATTR_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:/+@-]*$")
@@ -111,12 +119,15 @@ def parse_transcript(text: str, kind: str) -> Transcript:
         if match:
             if match.group("kind") != kind:
                 return Transcript(None, problem=f"expected a {kind} script's output, got a {match.group('kind')} script's")
-            if int(match.group("version")) != FORMAT_VERSION:
+            version = int(match.group("version"))
+            if version not in READABLE_VERSIONS:
                 return Transcript(kind, problem=f"output format v{match.group('version')} is not v{FORMAT_VERSION}")
             nonce, start = match.group("nonce"), index + 1
             break
     if nonce is None:
         return Transcript(None, problem=f"no ascendprep {kind} header in the output (did the script run?)")
+    if version == 2:
+        return _parse_v2(lines[start:], "\r" in text, f"@@{nonce} ", kind)
 
     marker = f"@@{nonce} "
     body = lines[start:]
@@ -161,6 +172,55 @@ def parse_transcript(text: str, kind: str) -> Transcript:
     elif not done:
         problem = "output stopped before the script finished (no end marker)"
     return Transcript(kind, tuple(sections), problem)
+
+
+def _parse_v2(body_lines: List[str], carriage_returns: bool, marker: str, kind: str) -> Transcript:
+    """The sections of a v2 body: each stream is the text between its marker line and the newline
+    before the next marker (the script's own newline, consumed by the split), taken as it is."""
+    if carriage_returns:
+        body_lines = [line.rstrip("\r") for line in body_lines]
+    sections: List[Section] = []
+    name: Optional[str] = None
+    attrs: Dict[str, str] = {}
+    # The open section's streams as read so far (a stream is one piece unless a marker repeats).
+    out = err = ""
+    into_err = False
+    done = False
+    for piece in ("\n" + "\n".join(body_lines)).split("\n" + marker)[1:]:
+        command, newline, rest = piece.partition("\n")
+        if command.startswith("begin "):
+            if name is not None:
+                sections.append(Section(name, attrs, _ended(out), _ended(err), None, 1))
+            name, attrs = _begin(command[len("begin "):])
+            out = err = ""
+            into_err = False
+        elif command == "stderr" and name is not None:
+            into_err = True
+        elif command == "done":
+            done = True
+            break
+        elif name is not None:
+            end = _END_RE.match(command)
+            if end:
+                sections.append(Section(name, attrs, _ended(out), _ended(err), int(end.group("rc")), int(end.group("tries"))))
+                name = None
+        if newline and rest and name is not None:
+            if into_err:
+                err += rest
+            else:
+                out += rest
+    problem = None
+    if name is not None:
+        sections.append(Section(name, attrs, _ended(out), _ended(err), None, 1))
+        problem = f"output stopped inside section {name!r}"
+    elif not done:
+        problem = "output stopped before the script finished (no end marker)"
+    return Transcript(kind, tuple(sections), problem)
+
+
+def _ended(text: str) -> str:
+    """A stream as v1 gave it: empty, or ending with a newline."""
+    return text if not text or text[-1] == "\n" else text + "\n"
 
 
 def _begin(rest: str) -> Tuple[str, Dict[str, str]]:

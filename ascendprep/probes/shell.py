@@ -1,9 +1,15 @@
 """The POSIX sh pieces shared by the probe scripts, and the checks on every value put into them.
 
 Scripts are fed to ``sh -s`` over SSH, so they must run under dash as well as bash and need
-nothing beyond coreutils (``timeout``, ``mktemp``, ``head``, ``tail``, ``wc``, ``cat``) and the
+nothing beyond coreutils (``timeout``, ``mktemp``, ``tee``, ``head``, ``wc``, ``cat``) and the
 Ascend tools. Each command's stdout and stderr are cut at a cap on the node (``ap_capture``), so
 a tool that prints megabytes costs the controller a marked excerpt, not the megabytes.
+
+Per call the script runs few processes besides the command itself (a gather makes dozens of
+calls, and on a node every process costs about half a millisecond of CPU): the two pipeline
+halves, one ``tee`` per stream (its file bounded by ``ulimit -f`` in the reader, never in the
+command), a ``wc`` only for a stream that may be over the cap and a ``cat`` only for a non-empty
+one.
 Every command's stdin is ``/dev/null`` and the body runs inside a function called with stdin
 redirected: a tool that reads stdin must not swallow the rest of the script.
 
@@ -29,6 +35,10 @@ MAX_BUSY_RETRIES = 20
 MAX_PARALLEL = 64
 #: Upper bound of an overridden per-call output cap (the controller must still hold a host's calls).
 MAX_OUTPUT_CAP = 64 * 1024 * 1024
+#: The unit of ``ulimit -f`` in a POSIX shell (dash, bash as sh; bash otherwise counts 1,024, which
+#: only keeps more): stderr's file is cut at ``cap // 512 + 1`` blocks, past the cap; stdout's at
+#: the cap itself when it is whole blocks (then tee's failure is the cut, no file is measured).
+ULIMIT_BLOCK = 512
 
 
 def checked_output_cap_override() -> int:
@@ -149,6 +159,9 @@ def preamble(
         retries=busy_retries,
         cap=cap,
         keep=cap + 1,
+        oblocks=-(-cap // ULIMIT_BLOCK),
+        eblocks=cap // ULIMIT_BLOCK + 1,
+        exact=1 if cap % ULIMIT_BLOCK == 0 else "",
         excerpt=min(cap, limits.REMOTE_CUT_EXCERPT),
         home=quote_home(ascend_home),
         header=shlex.quote(header_line(kind, nonce)),
@@ -181,6 +194,11 @@ AP_RETRIES={retries}
 AP_HOME={home}
 AP_CAP={cap}
 AP_KEEP={keep}
+# `ulimit -f` blocks of a captured stream's file: stderr's hold more than AP_CAP bytes (its size
+# says whether it went over); stdout's exactly AP_CAP where AP_CAP is whole blocks, so that tee's
+# failure says it without a wc (AP_EXACT, checked below).
+AP_OBLOCKS={oblocks}
+AP_EBLOCKS={eblocks}
 AP_EXCERPT={excerpt}
 
 AP_PAR={parallel}
@@ -190,6 +208,13 @@ AP_TMP=$(mktemp -d "${{TMPDIR:-/tmp}}/ascendprep.XXXXXX") || {{
 	echo 'ascendprep: cannot create a temporary directory' >&2
 	exit 1
 }}
+AP_TEE=$(command -v tee) || AP_TEE=
+# AP_EXACT=1: tee is there and `ulimit -f` counts 512-byte blocks (dash, bash as sh; bash
+# otherwise counts 1,024) and can be set to AP_OBLOCKS, which are then exactly AP_CAP bytes.
+# AP_LIMIT=1: a subshell can set `ulimit -f` to AP_EBLOCKS (no lower hard limit).
+AP_LIMIT= AP_EXACT=
+if (ulimit -S -f "$AP_EBLOCKS") 2>/dev/null; then AP_LIMIT=1; fi
+if [ -n "$AP_TEE" ] && [ -n "$AP_LIMIT" ] && (trap '' XFSZ; ulimit -S -f 1 && printf '%512s' '' >"$AP_TMP/unit" && ! printf '%513s' '' >"$AP_TMP/unit") 2>/dev/null; then AP_EXACT={exact}; fi
 # AP_TMP: the scratch files of the current command (a per-NPU job has its own); AP_ROOT: the
 # directory shared by the whole run (the hung-hccn_tool mark, the per-NPU sections, counters' times).
 AP_ROOT=$AP_TMP
@@ -200,48 +225,83 @@ trap 'exit 143' TERM
 # stdout closed (the SSH channel went away): end here, so that ap_reap stops the per-NPU jobs
 trap 'exit 141' PIPE
 
-# ap_cat FILE: print a captured file and end it with a newline, so a marker starts its own line.
-# (wc -l, not $(tail -c 1): a command substitution drops a trailing NUL and would glue the
-# marker to the tool's last line.)
-# An empty file is not read at all (most stderr is empty).
-ap_cat() {{
-	if [ -s "$1" ]; then
-		cat "$1"
-		if [ "$(tail -c 1 "$1" | wc -l)" -eq 0 ]; then echo; fi
-	fi
-}}
+# Each stream of a section is followed by one newline of the script's own (format v2, see
+# sections.py), so a marker starts its own line whatever the stream's last byte was (a NUL
+# included), without a look at that byte.
 
-# ap_keep FILE: keep the first AP_KEEP bytes of stdin in FILE and read the rest into nothing, so
-# a flooding tool is not killed by a closed pipe and its exit status stays its own.
+# ap_keep FILE BLOCKS: copy stdin into FILE, at most BLOCKS `ulimit -f` blocks of it, and read the
+# rest into nothing, so a flooding tool is neither killed by a closed pipe nor told of an error:
+# its exit status and its stderr stay its own. The limit is this reader's (SIGXFSZ ignored: tee's
+# writes past it fail, tee reads on and exits 1), never the tool's, whose own files (logs) are not
+# limited. Without tee, or where the limit cannot be set, head cuts and cat drains (exit 3: the
+# file must be measured).
 ap_keep() {{
+	trap '' XFSZ
+	if [ -n "$AP_TEE" ] && ulimit -S -f "$2" 2>/dev/null; then exec "$AP_TEE" "$1" >/dev/null 2>&1; fi
 	head -c "$AP_KEEP" >"$1"
 	cat >/dev/null
+	exit 3
 }}
 
-# ap_capture COMMAND...: run COMMAND with stdin closed; at most AP_KEEP bytes of its stdout go to
-# $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded).
-# Per call only the pipeline's own processes run: the status is read with the shell's `read`, and
-# a stream is measured (wc) only when it is not empty.
+# ap_capture COMMAND...: run COMMAND with stdin closed; more than AP_CAP bytes of its stdout go to
+# $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded),
+# ap_over the streams over AP_CAP. The status is read with the shell's `read`; stdout is measured
+# (wc) only where tee's status cannot say (AP_EXACT empty), stderr only when not empty. printf and
+# ap_locate (the shell's own output, bounded by what the script holds) run without the pipeline,
+# and so do cat and sha256sum of a file where the limit can be set (AP_LIMIT).
 ap_capture() {{
+	case $1 in
+	printf | ap_locate)
+		"$@" </dev/null >"$AP_TMP/out" 2>"$AP_TMP/err"
+		ap_rc=$? ap_kept=3
+		;;
+	cat | sha256sum)
+		# A coreutils read of a file, which writes no file of its own: its stdout and stderr go
+		# straight to the capture files under `ulimit -f` (one process, no pipeline). A file past
+		# the limit ends the read there (cat: "write error", exit 1): a read-only command may be
+		# cut, and an infinite file (a link to /dev/zero) is not read forever.
+		if [ -z "$AP_LIMIT" ]; then
+			ap_pipe "$@"
+		else
+			# (more than the cap: a copy that reaches the limit fails even at the file's end)
+			(trap '' XFSZ; ulimit -S -f "$AP_EBLOCKS" && exec "$@" </dev/null >"$AP_TMP/out" 2>"$AP_TMP/err")
+			ap_rc=$? ap_kept=3
+		fi
+		;;
+	*) ap_pipe "$@" ;;
+	esac
+	ap_measure
+}}
+
+# ap_pipe COMMAND...: ap_capture's pipeline, for a command that must run to its own end.
+ap_pipe() {{
 	: >"$AP_TMP/rc"
-	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out"
+	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" "$AP_EBLOCKS" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out" "$AP_OBLOCKS"
+	ap_kept=$?
 	ap_rc=
 	read -r ap_rc <"$AP_TMP/rc" || :
 	case $ap_rc in '' | *[!0-9]*) ap_rc=125 ;; esac
+}}
+
+# ap_measure: ap_over from ap_kept (0: stdout whole, 1: cut, else: measure it) and the files.
+ap_measure() {{
 	ap_over=
-	if [ -s "$AP_TMP/out" ] && [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi
+	case $AP_EXACT$ap_kept in
+	10) ;;
+	11) ap_over=stdout ;;
+	*) if [ -s "$AP_TMP/out" ] && [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi ;;
+	esac
 	if [ -s "$AP_TMP/err" ] && [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
 }}
 
-# ap_print FILE STREAM: the captured text; only its first AP_EXCERPT bytes when STREAM was cut.
+# ap_print FILE STREAM: the captured text (only its first AP_EXCERPT bytes when STREAM was cut),
+# then the stream's closing newline.
 ap_print() {{
 	case +$ap_over+ in
-	*+"$2"+*)
-		head -c "$AP_EXCERPT" "$1" >"$AP_TMP/cut"
-		ap_cat "$AP_TMP/cut"
-		;;
-	*) ap_cat "$1" ;;
+	*+"$2"+*) head -c "$AP_EXCERPT" "$1" ;;
+	*) if [ -s "$1" ]; then cat "$1"; fi ;;
 	esac
+	echo
 }}
 
 # ap_busy: did the last command say "hccn_tool is busy" (another hccn_tool was running)?
@@ -323,7 +383,7 @@ ap_installed() {{
 ap_hccn_tool() {{
 	ap_run tool.hccn_tool '' ap_locate hccn_tool "$AP_HOME/{hccn_in_home}"
 	AP_HCCN=
-	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_HCCN=$(cat "$AP_TMP/out"); fi
+	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then IFS= read -r AP_HCCN <"$AP_TMP/out" || :; fi
 }}
 
 # ap_reap: on exit, stop the per-NPU jobs still running (a tool they started ends at its own
@@ -338,16 +398,25 @@ ap_reap() {{
 # of ITEMS, so the output reads as if they had run one after the other. Job W takes the words at
 # positions W, W+AP_PAR, ...; each word's sections go to a file of their own. A word whose file a
 # job could not write (no scratch space, the job killed) runs here instead, after the others.
+# The finished files are printed by one cat per run of them (their sections end with a newline).
 ap_each_npu() {{
+	ap_fn=$1
 	AP_EACH=$((${{AP_EACH:-0}} + 1))
 	ap_dir=$AP_ROOT/each.$AP_EACH
 	ap_items=${{2-$AP_DEVS}}
 	ap_count=0
 	for ap_dev in $ap_items; do ap_count=$((ap_count + 1)); done
-	if mkdir "$ap_dir"; then
+	# the folder and every job's scratch folder in one mkdir
+	set -- "$ap_dir"
+	ap_w=0
+	while [ "$ap_w" -lt "$AP_PAR" ] && [ "$ap_w" -lt "$ap_count" ]; do
+		set -- "$@" "$ap_dir/job.$ap_w"
+		ap_w=$((ap_w + 1))
+	done
+	if mkdir "$@"; then
 		ap_w=0
 		while [ "$ap_w" -lt "$AP_PAR" ] && [ "$ap_w" -lt "$ap_count" ]; do
-			ap_npu_job "$1" "$ap_w" "$ap_dir" "$ap_items" &
+			ap_npu_job "$ap_fn" "$ap_w" "$ap_dir" "$ap_items" &
 			AP_JOBS="$AP_JOBS $!"
 			ap_w=$((ap_w + 1))
 		done
@@ -355,16 +424,24 @@ ap_each_npu() {{
 		AP_JOBS=
 	fi
 	ap_i=0
+	set --
 	for ap_dev in $ap_items; do
-		if [ -e "$ap_dir/$ap_i.done" ]; then ap_cat "$ap_dir/$ap_i"; else "$1"; fi
+		if [ -e "$ap_dir/$ap_i.done" ]; then
+			set -- "$@" "$ap_dir/$ap_i"
+		else
+			if [ "$#" -gt 0 ]; then cat "$@"; fi
+			set --
+			"$ap_fn"
+		fi
 		ap_i=$((ap_i + 1))
 	done
+	if [ "$#" -gt 0 ]; then cat "$@"; fi
 }}
 
-# ap_npu_job FUNCTION W DIR ITEMS: job W of ap_each_npu, with scratch files of its own.
+# ap_npu_job FUNCTION W DIR ITEMS: job W of ap_each_npu, with scratch files of its own (DIR/job.W,
+# made by ap_each_npu).
 ap_npu_job() {{
 	AP_TMP=$3/job.$2
-	mkdir "$AP_TMP" || exit 1
 	ap_i=0
 	for ap_dev in $4; do
 		if [ "$((ap_i % AP_PAR))" -eq "$2" ]; then

@@ -47,3 +47,18 @@ def test_trailing_newlines_are_dropped_in_linear_time_however_many(tmp_path):
     assert time.monotonic() - started < 30
     assert steps["blank_lines"].output == "x" and steps["no_newline"].output == "y"
     assert steps["only_newlines"].output.endswith("\nz") and steps["only_newlines"].rc == 0
+
+
+def test_a_sysctl_step_reports_its_line_or_the_shells_error(tmp_path):
+    """_ap_sysctl runs without the output pipeline (its output is the shell's own): the step still
+    says what it wrote, and a value that cannot be written is a failed step with the reason."""
+    target = tmp_path / "somaxconn"
+    missing = tmp_path / "no" / "such_key"
+    _, steps = _steps(
+        tmp_path,
+        f"_ap_step sysctl:ok _ap_sysctl net.core.somaxconn 4096 {target}",
+        f"_ap_step sysctl:bad _ap_sysctl net.core.no_such_key 1 {missing}",
+    )
+    assert (steps["sysctl:ok"].rc, steps["sysctl:ok"].output) == (0, "net.core.somaxconn = 4096")
+    assert target.read_text() == "4096\n"
+    assert steps["sysctl:bad"].rc != 0 and str(missing) in steps["sysctl:bad"].output

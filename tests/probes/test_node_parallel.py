@@ -185,7 +185,7 @@ def test_a_reader_that_goes_away_ends_the_script_and_its_jobs_without_leftovers(
     assert child.stdin is not None and child.stdout is not None
     child.stdin.write(script.encode())
     child.stdin.close()
-    assert child.stdout.readline().startswith(b"@@ascendprep gather v1 ")
+    assert child.stdout.readline().startswith(b"@@ascendprep gather v2 ")
     child.stdout.close()  # the reader is gone
     assert child.wait(timeout=60) == 141  # ended by its PIPE trap, not run to the end
     assert not [path.name for path in tmp_path.iterdir() if path.name.startswith("ascendprep.")]

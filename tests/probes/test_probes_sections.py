@@ -72,7 +72,7 @@ def test_banner_before_header_is_ignored_and_truncation_is_reported():
     [
         ("bash: sh: command not found\n", "no ascendprep gather header"),
         ("@@ascendprep ping v1 0123456789abcdef\n@@0123456789abcdef done\n", "got a ping script's"),
-        ("@@ascendprep gather v2 0123456789abcdef\n", "format v2"),
+        ("@@ascendprep gather v3 0123456789abcdef\n", "format v3"),
         ("@@ascendprep gather v1 0123456789abcdef\n", "before the script finished"),
     ],
 )
