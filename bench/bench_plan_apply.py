@@ -5,7 +5,7 @@
     sudo python3 bench/bench_plan_apply.py --ansible-playbook /tmp/ansible-venv/bin/ansible-playbook --json out.json
 
 Run by hand as root (not part of the test suite). For each size N it brings fresh atlas-a2 labs of
-N nodes up (named ``bench-N``, on a free /24) and takes each down again, also on failure:
+N nodes up (named ``bench-N-PID``, on a free /24) and takes each down again, also on failure:
 
 1. the CLI as a user runs it, each command a child process: ``plan`` (fresh lab, every change
    pending), ``apply``, ``plan`` again (no changes). Wall time, the child's CPU time, and its
@@ -191,8 +191,8 @@ def tail(path: Path, lines: int = 25) -> str:
 
 @contextmanager
 def fresh_lab(nodes: int) -> Iterator[Lab]:
-    """A new lab ``bench-N`` on a free /24, taken down afterwards whatever happens."""
-    name = f"bench-{nodes}-n1-{os.getpid()}"
+    """A new lab ``bench-N-PID`` on a free /24, taken down afterwards whatever happens."""
+    name = f"bench-{nodes}-{os.getpid()}"
     paths = LabPaths(name)
     lifecycle.tear_down(paths)  # left by an earlier bench that was killed
     try:
