@@ -126,63 +126,27 @@ def parse_transcript(text: str, kind: str) -> Transcript:
             break
     if nonce is None:
         return Transcript(None, problem=f"no ascendprep {kind} header in the output (did the script run?)")
-    if version == 2:
-        return _parse_v2(lines[start:], "\r" in text, f"@@{nonce} ", kind)
-
-    marker = f"@@{nonce} "
-    body = lines[start:]
-    if "\r" in text:
-        body = [line.rstrip("\r") for line in body]
-    sections: List[Section] = []
-    # The open section: its name (None: none open), attributes, stdout and stderr pieces, and the
-    # list the lines go to now. Plain locals rather than an object: this runs per host.
-    name: Optional[str] = None
-    attrs: Dict[str, str] = {}
-    out: List[str] = []
-    err: List[str] = []
-    into = out
-    done = False
-    # Split at the marker lines rather than walking every line: a gather prints ~1,800 lines and
-    # ~450 markers per host, and this loop runs once per host of a 4,096-host verify. Each piece
-    # is one marker line's command, then (after its newline) the lines up to the next marker.
-    for piece in ("\n" + "\n".join(body)).split("\n" + marker)[1:]:
-        command, newline, rest = piece.partition("\n")
-        if command.startswith("begin "):
-            if name is not None:
-                sections.append(Section(name, attrs, "".join(out), "".join(err), None, 1))
-            name, attrs = _begin(command[len("begin "):])
-            out, err = [], []
-            into = out
-        elif command == "stderr" and name is not None:
-            into = err
-        elif command == "done":
-            done = True
-            break
-        elif name is not None:
-            end = _END_RE.match(command)
-            if end:
-                sections.append(Section(name, attrs, "".join(out), "".join(err), int(end.group("rc")), int(end.group("tries"))))
-                name = None
-        if newline and name is not None:
-            into.append(rest + "\n")  # the piece's lines, each ended by its newline
-    problem = None
-    if name is not None:
-        sections.append(Section(name, attrs, "".join(out), "".join(err), None, 1))
-        problem = f"output stopped inside section {name!r}"
-    elif not done:
-        problem = "output stopped before the script finished (no end marker)"
-    return Transcript(kind, tuple(sections), problem)
+    return _parse_body(lines[start:], "\r" in text, f"@@{nonce} ", kind, version)
 
 
-def _parse_v2(body_lines: List[str], carriage_returns: bool, marker: str, kind: str) -> Transcript:
-    """The sections of a v2 body: each stream is the text between its marker line and the newline
-    before the next marker (the script's own newline, consumed by the split), taken as it is."""
+def _parse_body(body_lines: List[str], carriage_returns: bool, marker: str, kind: str, version: int) -> Transcript:
+    """The sections of a body after its header line.
+
+    Split at the marker lines rather than walking every line: a gather prints ~1,800 lines and
+    ~450 markers per host, and this loop runs once per host of a 4,096-host verify. Each piece is
+    one marker line's command, then (after its newline) the text up to the next marker. In v1 that
+    text is whole lines; in v2 the newline before the next marker is the script's own (consumed by
+    the split) and the stream is taken as it is.
+    """
     if carriage_returns:
         body_lines = [line.rstrip("\r") for line in body_lines]
+    v1 = version == 1
     sections: List[Section] = []
+    # The open section: its name (None: none open), attributes and streams as read so far (a
+    # stream is one piece unless a marker repeats). Plain locals rather than an object: this runs
+    # per host.
     name: Optional[str] = None
     attrs: Dict[str, str] = {}
-    # The open section's streams as read so far (a stream is one piece unless a marker repeats).
     out = err = ""
     into_err = False
     done = False
@@ -204,11 +168,12 @@ def _parse_v2(body_lines: List[str], carriage_returns: bool, marker: str, kind: 
             if end:
                 sections.append(Section(name, attrs, _ended(out), _ended(err), int(end.group("rc")), int(end.group("tries"))))
                 name = None
-        if newline and rest and name is not None:
+        text = rest + "\n" if v1 else rest
+        if newline and text and name is not None:
             if into_err:
-                err += rest
+                err += text
             else:
-                out += rest
+                out += text
     problem = None
     if name is not None:
         sections.append(Section(name, attrs, _ended(out), _ended(err), None, 1))
@@ -219,7 +184,7 @@ def _parse_v2(body_lines: List[str], carriage_returns: bool, marker: str, kind: 
 
 
 def _ended(text: str) -> str:
-    """A stream as v1 gave it: empty, or ending with a newline."""
+    """A stream as v1 gave it: empty, or ending with a newline (a v1 stream already is)."""
     return text if not text or text[-1] == "\n" else text + "\n"
 
 
