@@ -39,19 +39,6 @@ def _ref_reading(key: str, value: str, unit: str) -> Optional[float]:
     return float(match.group(1))
 
 
-def _ref_flag(key: str, value: str) -> Optional[int]:
-    text = value.strip().lower()
-    if text in optics._NO_VALUE:
-        return None
-    try:
-        mask = int(text, 16) if text.startswith("0x") else int(text)
-    except ValueError:
-        raise UnexpectedOutput(f"optical {key} {value.strip()!r} is not a hex mask") from None
-    if not 0 <= mask <= optics.MAX_MASK:
-        raise UnexpectedOutput(f"optical {key} {value.strip()[:40]!r} is wider than a lane mask (at most {optics.MAX_MASK:#x})")
-    return mask
-
-
 def reference_parse_optical_info(stdout: str) -> OpticalInfo:
     """:class:`OpticalInfo` from ``-optical -g``; UnexpectedOutput for any other text."""
     if "digital diagnostic monitoring" in stdout.lower():
@@ -93,7 +80,7 @@ def reference_parse_optical_info(stdout: str) -> OpticalInfo:
             name, unit = optics._THRESHOLD_KEYS[key]
             thresholds[name] = _ref_reading(key, value, unit)
         elif key in optics._FLAG_KEYS:
-            flags[optics._FLAG_KEYS[key]] = _ref_flag(key, value)
+            flags[optics._FLAG_KEYS[key]] = optics._flag(key, value)  # unchanged by the fast path: shared by both readings
         else:
             lane_key = optics._LANE_KEY.match(key)
             if lane_key is None:
