@@ -7,42 +7,20 @@ modules and SSH packages it loaded.
 
 from __future__ import annotations
 
-import json
-import os
 import socket
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import yaml
+from clirun import run_cli, top_level_packages
 
-ROOT = Path(__file__).resolve().parents[2]
-
-RUN_CLI = textwrap.dedent(
-    """
-    import json, sys
-    from ascendprep.cli import main
-    report, args = sys.argv[1], sys.argv[2:]
-    try:
-        main(args, prog_name="ascendprep")
-        code = 0
-    except SystemExit as exit:
-        code = exit.code
-    lab = sorted(m for m in sys.modules if m == "ascendprep.lab" or m.startswith("ascendprep.lab."))
-    ssh = sorted({m.split(".")[0] for m in sys.modules} & {"paramiko", "fabric", "invoke"})
-    with open(report, "w") as handle:
-        json.dump({"code": code, "lab": lab, "ssh": ssh}, handle)
-    """
-)
+SSH_PACKAGES = ("paramiko", "fabric", "invoke")
 
 
 def _cli(tmp_path: Path, *args: str) -> dict:
-    report = tmp_path / "report.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run([sys.executable, "-c", RUN_CLI, str(report), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert report.exists(), done.stderr
-    return {**json.loads(report.read_text()), "stdout": done.stdout}
+    result = run_cli(tmp_path, *args)
+    modules = result.pop("modules")
+    lab = [m for m in modules if m == "ascendprep.lab" or m.startswith("ascendprep.lab.")]
+    return {**result, "lab": lab, "ssh": top_level_packages(modules, SSH_PACKAGES)}
 
 
 def _inventory(tmp_path: Path, port: int) -> Path:

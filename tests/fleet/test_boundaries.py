@@ -7,17 +7,14 @@ paramiko), with the worktree's package first on the path.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+from clirun import python_in_worktree, run_cli, top_level_packages
 
-ROOT = Path(__file__).resolve().parents[2]
 #: The SSH stack: paramiko, and fabric with its invoke.
 SSH_PACKAGES = ("paramiko", "fabric", "invoke")
 #: The pure core: what plan and verify decide with, readable without any SSH library.
@@ -37,11 +34,6 @@ BLOCK_SSH = textwrap.dedent(
     sys.meta_path.insert(0, BlockSSH())
     """
 ).format(blocked=SSH_PACKAGES)
-
-
-def _python(code: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_the_pure_core_imports_with_paramiko_and_fabric_blocked() -> None:
@@ -68,7 +60,7 @@ def test_the_pure_core_imports_with_paramiko_and_fabric_blocked() -> None:
         print(json.dumps({{"blocked": blocked, "imported": imported, "fleet": fleet}}))
         """
     ).format(packages=PURE_PACKAGES, modules=PURE_MODULES)
-    done = _python(code)
+    done = python_in_worktree(code)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["blocked"], "the blocker let paramiko through: this test would prove nothing"
@@ -78,34 +70,14 @@ def test_the_pure_core_imports_with_paramiko_and_fabric_blocked() -> None:
 
 def test_a_module_that_needs_ssh_fails_under_the_blocker() -> None:
     """The unlike case: the same blocker stops the session (so the test above can fail)."""
-    done = _python(BLOCK_SSH + "import ascendprep.fleet.fanout\n")
+    done = python_in_worktree(BLOCK_SSH + "import ascendprep.fleet.fanout\n")
     assert done.returncode != 0
     assert "is blocked: this module must not need SSH" in done.stderr
 
 
-#: Runs the CLI in-process, then says which SSH packages it loaded (into the file argv[1]).
-RUN_CLI = textwrap.dedent(
-    """
-    import json, sys
-    from ascendprep.cli import main
-    report, args = sys.argv[1], sys.argv[2:]
-    try:
-        main(args, prog_name="ascendprep")
-        code = 0
-    except SystemExit as exit:
-        code = exit.code
-    loaded = sorted({m.split(".")[0] for m in sys.modules} & set(%r))
-    with open(report, "w") as handle:
-        json.dump({"code": code, "loaded": loaded}, handle)
-    """
-) % (SSH_PACKAGES,)
-
-
 def _cli(tmp_path: Path, *args: str) -> dict:
-    report = tmp_path / "report.json"
-    done = _python(RUN_CLI, str(report), *args, cwd=tmp_path)
-    assert report.exists(), done.stderr
-    return json.loads(report.read_text())
+    result = run_cli(tmp_path, *args)
+    return {"code": result["code"], "loaded": top_level_packages(result["modules"], SSH_PACKAGES)}
 
 
 def _inventory(tmp_path: Path, host: str = "10.0.0.[11-12]", **ssh: object) -> Path:
