@@ -13,7 +13,8 @@ RoCE subnets (Huawei's rule; same subnet makes the die's pings fail).
 * ``cluster.sdid``: no two dies of one physical pod report the same SDID; both are named.
 * ``superpod.rank_table`` (node): the 1.2 rank table on the node agrees with the hardware: each of
   this server's devices has ``super_device_id`` = the die's SDID (spod-info) and, where the table
-  has one, ``device_ip`` = the die's live address. The table is planned from the inventory's
+  has one, ``device_ip`` = the die's live address and ``backup_device_ip`` (op-retry) = the live
+  address of the other die of the same NPU. The table is planned from the inventory's
   ``server_index``, so a wrong index, a moved server or a changed address shows here, on the die.
   Compared only when the file is byte-identical to the planned one (``files.managed`` names any
   other), so the planned content is the file's content and no table travels back.
@@ -162,6 +163,11 @@ def rank_table_disagreements(table: Mapping[str, Any], server_id: str, superpod:
         wanted_ip = device.get("device_ip")
         if live is not None and live.ip is not None and wanted_ip is not None and str(wanted_ip) != live.ip:
             found.append((devid, f"{_die_name(devid)}: the rank table's device_ip {wanted_ip}, but the die has {live.ip}"))
+        # op-retry's backup path is the other die of the same NPU (docs/a3-superpod.md §1)
+        wanted_backup, partner = device.get("backup_device_ip"), npus.get(devid ^ 1)
+        if partner is not None and partner.ip is not None and wanted_backup is not None and str(wanted_backup) != partner.ip:
+            found.append((devid, f"{_die_name(devid)}: the rank table's backup_device_ip {wanted_backup}, but its partner "
+                                 f"{_die_name(devid ^ 1)} has {partner.ip}"))
     return found, compared
 
 
@@ -190,7 +196,7 @@ def rank_table(ctx: NodeContext) -> List[Verdict]:
                 for devid, message in found]
     if not compared:
         return [could_not_check(f"no die of server {server_id} was read, so {RANK_TABLE} was not compared", evidence)]
-    return [passed(f"{RANK_TABLE}: {compared} devices, super_device_id and device_ip as the hardware reports", evidence)]
+    return [passed(f"{RANK_TABLE}: {compared} devices, super_device_id, device_ip and backup_device_ip as the hardware reports", evidence)]
 
 
 _REQUIRES = ("node.reachable", "node.npu_smi")

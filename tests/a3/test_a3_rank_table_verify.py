@@ -70,9 +70,12 @@ def test_a_die_whose_address_moved_is_named():
     facts = hardware(desired, "a3p1s1", 0, 1)
     moved = dict(facts.npus)
     moved[6] = dataclasses.replace(moved[6], ip="10.60.0.250")
-    (verdict,) = run(desired, "a3p1s1", dataclasses.replace(facts, npus=moved))
-    assert verdict.status is Status.FAILED and verdict.npu == 6
-    assert "device_ip" in verdict.message and "but the die has 10.60.0.250" in verdict.message
+    own, partner = run(desired, "a3p1s1", dataclasses.replace(facts, npus=moved))
+    assert own.status is Status.FAILED and own.npu == 6
+    assert "device_ip" in own.message and "but the die has 10.60.0.250" in own.message
+    # op-retry is on in the example: die 7 names die 6 as its backup, so it is named there too
+    assert partner.status is Status.FAILED and partner.npu == 7
+    assert "backup_device_ip" in partner.message and "device 6 (NPU 3 die 0) has 10.60.0.250" in partner.message
 
 
 def test_a_hand_edited_file_is_left_to_files_managed():
@@ -99,3 +102,24 @@ def test_disagreements_are_pure_and_skip_dies_not_read():
     assert compared == 1
     assert found == [(0, "device 0 (NPU 0 die 0): the rank table's device_ip 10.0.0.1, but the die has 10.0.0.2"),
                      (-1, "a device of server s has device_id 'x'")]
+
+
+def test_a_backup_address_that_is_not_the_partner_dies_is_named():
+    """op-retry's backup_device_ip must be the other die of the same NPU; the unlike case, the
+    partner's live address, passes."""
+    table = {"server_list": [{"server_id": "s", "device": [
+        {"device_id": "2", "device_ip": "10.0.0.2", "backup_device_ip": "10.0.1.9", "rank_id": "0"},
+        {"device_id": "3", "device_ip": "10.0.1.3", "backup_device_ip": "10.0.0.2", "rank_id": "1"}]}]}
+    npus = {2: NpuFacts(devid=2, ip="10.0.0.2"), 3: NpuFacts(devid=3, ip="10.0.1.3")}
+    found, compared = rank_table_disagreements(table, "s", {}, npus)
+    assert compared == 2
+    assert found == [(2, "device 2 (NPU 1 die 0): the rank table's backup_device_ip 10.0.1.9, but its partner "
+                         "device 3 (NPU 1 die 1) has 10.0.1.3")]
+
+
+def test_the_example_op_retry_table_is_compared_on_backups_too():
+    desired = desired_state()  # the example turns op-retry on: every device names its partner die
+    table = json.loads(planned_table(desired))
+    assert all("backup_device_ip" in d for s in table["server_list"] for d in s["device"])
+    (verdict,) = run(desired, "a3p0s2", hardware(desired, "a3p0s2", 1, 0))
+    assert verdict.status is Status.PASSED and "backup_device_ip" in verdict.message
