@@ -70,6 +70,36 @@ def test_clearing_the_counters_starts_them_from_zero(lab):
     assert cleared["mac_rx_fcs_err_pkt_num"] == 0 and cleared["mac_rx_pfc_pkt_num"] < 100
 
 
+def _backdate(lab, node, seconds):
+    """Make the node's growing faults look ``seconds`` old (as if injected that long ago)."""
+    with state.edit_node(lab.state_dir, node) as doc:
+        for fault in doc["faults"]:
+            fault["since"] -= seconds
+
+
+def test_a_healed_fault_stops_growing_but_keeps_its_count(lab):
+    state.set_fault(lab.state_dir, "node1", "fcs-errors", npu=2)
+    _backdate(lab, "node1", 100)  # 100 s at 50/s: about 5,000 FCS errors
+    grown = parse_stat(lab.ok("node1", "-i", "2", "-stat", "-g"))["mac_rx_fcs_err_pkt_num"]
+    assert grown >= 3 + 5_000
+    state.clear_faults(lab.state_dir, "node1", "fcs-errors")
+    after_heal = counters.counters_at(_doc(lab), 2, 1e12)["mac_rx_fcs_err_pkt_num"]  # far in the future
+    assert grown <= after_heal <= grown + 50  # kept, and no longer growing (at most the heal's own second)
+    # the unlike case: only -stat -c zeroes it
+    lab.ok("node1", "-i", "2", "-stat", "-c")
+    assert parse_stat(lab.ok("node1", "-i", "2", "-stat", "-g"))["mac_rx_fcs_err_pkt_num"] == 0
+
+
+def test_a_heal_after_a_clear_keeps_only_what_grew_since_the_clear(lab):
+    state.set_fault(lab.state_dir, "node2", "pfc-storm")
+    _backdate(lab, "node2", 1_000)  # 20 million PFC frames before the clear
+    lab.ok("node2", "-i", "5", "-stat", "-c")
+    state.clear_faults(lab.state_dir, "node2")
+    doc = _doc(lab, "node2")
+    assert counters.counters_at(doc, 5, doc["devices"][5]["counters_cleared_at"] + 1)["mac_rx_pfc_pkt_num"] < 100_000
+    assert counters.counters_at(doc, 4, 1e12)["mac_rx_pfc_pkt_num"] >= 20_000_000  # not cleared: kept
+
+
 def _health(lab, node, npu):
     return parse_health(lab.npu_smi(node, "info", "-t", "health", "-i", str(npu), "-c", "0").stdout)
 

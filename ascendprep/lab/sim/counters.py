@@ -11,7 +11,9 @@ simulator computes each counter when it is read (stdlib only, like every simulat
   the moment it was injected; ``pfc-storm``: ``mac_rx_pfc_pkt_num`` (and priority 3's) grows
   20,000 a second;
 * events the simulator counts (the frames of ``-ping``) live in the device's ``counters``;
-* ``-stat -c`` clears: every counter then counts from that moment (``counters_cleared_at``).
+* ``-stat -c`` clears: every counter then counts from that moment (``counters_cleared_at``);
+* healing a growing fault stops the growth but keeps what it counted (:func:`bank_growth`): a
+  real port's FCS count does not fall when its cable is reseated, only ``-stat -c`` zeroes it.
 
 Times are the node's wall clock; the time-driven part counts from a fixed origin, so a counter
 never goes down between two reads unless it was cleared.
@@ -85,3 +87,22 @@ def counters_at(doc: dict, devid: int, now: float) -> dict[str, int]:
     for name, amount in device.get("counters", {}).items():
         values[name] = values.get(name, 0) + int(amount)
     return values
+
+
+def bank_growth(doc: dict, fault: dict, now: float) -> None:
+    """Before ``fault`` is removed from ``doc``: move what it made its counters grow (since it
+    began, or since the port's last ``-stat -c`` if later) into each affected device's counted
+    events, so that the counters stop growing but do not fall."""
+    rates = FAULT_RATES.get(fault.get("kind", ""))
+    if rates is None:
+        return
+    for devid, device in enumerate(doc["devices"]):
+        if fault.get("npu") not in (None, devid):
+            continue
+        start = float(fault.get("since", now))
+        cleared = device.get("counters_cleared_at")
+        if cleared is not None:
+            start = max(start, float(cleared))
+        counted = device.setdefault("counters", {})
+        for name, rate in rates.items():
+            counted[name] = int(counted.get(name, 0)) + int(rate * max(0.0, now - start))

@@ -27,7 +27,7 @@ import fcntl
 import os
 import time
 
-from . import jsonfile
+from . import counters, jsonfile
 from .driver_profiles import DEFAULT_DRIVER_PROFILE, check_profile
 from .profiles import check_chip, profile
 from .superpod import A3_FAULTS
@@ -423,7 +423,12 @@ def clear_faults(state_dir: str | os.PathLike, node: str | None = None, kind: st
     names = [node] if node is not None else [n["name"] for n in load_lab(state_dir).get("nodes", [])]
     for name in names:
         with edit_node(state_dir, name) as doc:
-            doc["faults"] = [f for f in doc["faults"] if kind is not None and f["kind"] != kind]
+            now = time.time()
+            kept = [f for f in doc["faults"] if kind is not None and f["kind"] != kind]
+            for fault in doc["faults"]:
+                if fault not in kept:
+                    counters.bank_growth(doc, fault, now)
+            doc["faults"] = kept
 
 
 def list_faults(state_dir: str | os.PathLike) -> list[dict]:
