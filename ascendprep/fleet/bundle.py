@@ -129,6 +129,9 @@ class Bundle:
         return hashlib.sha256(self.inventory_text.encode()).hexdigest()
 
 
+#: The files a host may have in ``hosts/`` (before ``.gz``). As ``<node>.<file>`` with node names
+#: that may hold dots, none may end in "." + another, or two hosts could name the same file.
+HOST_FILES = ("gather.out", "gather.err", "facts.json", "ping.out", "ping.err", "hccs.out")
 #: Host files written only when not empty (a reader takes a missing one as empty).
 OPTIONAL_HOST_FILES = frozenset({"gather.err", "ping.err"})
 

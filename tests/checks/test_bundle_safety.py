@@ -249,3 +249,11 @@ def test_a_runs_folder_linked_to_a_bigger_disk_is_used(evidence, tmp_path):
     write_bundle(_bundle(evidence), target, {})
     assert (elsewhere / target.name / "run.json").is_file()
     assert read_bundle(target).hosts["node1"].gather_stdout == "raw output of node1\n"
+
+
+def test_no_two_hosts_can_name_the_same_host_file(saved):
+    """``hosts/<node>.<file>``: node names may hold dots, so no file name may end in "." + another."""
+    stems = bundle_module.HOST_FILES
+    assert not [(a, b) for a in stems for b in stems if a != b and a.endswith("." + b)]
+    written = {p.name for p in (saved / "hosts").iterdir()}
+    assert written and all(name.split(".", 1)[1].removesuffix(".gz") in stems for name in written)
