@@ -13,7 +13,7 @@ The runner applies the rules every check shares, so that no check can forget the
 from __future__ import annotations
 
 from datetime import date
-from typing import Dict, Iterable, List, Mapping, Optional, Union
+from typing import Dict, Iterable, List, Mapping, Optional
 
 from ascendprep.checks.context import ClusterContext, HostEvidence, NodeContext
 from ascendprep.checks.mesh import PingPlan
@@ -22,13 +22,6 @@ from ascendprep.checks.registry import Selection
 from ascendprep.desired import DesiredState
 from ascendprep.facts import ProbeError
 from ascendprep.findings import Severity
-
-VerdictOrList = Union[Verdict, Iterable[Verdict]]
-
-
-def _as_list(value: VerdictOrList) -> List[Verdict]:
-    return [value] if isinstance(value, Verdict) else list(value)
-
 
 def _probe_errors(check: Check, ctx: NodeContext, npu: Optional[int]) -> List[ProbeError]:
     errors: List[ProbeError] = []
@@ -57,15 +50,18 @@ def _result(check: Check, verdict: Verdict, node: Optional[str], npu: Optional[i
 
 def _call(check: Check, *args: object) -> List[Verdict]:
     try:
-        return _as_list(check.run(*args))
+        verdicts = check.run(*args)
+        # a generator's bug shows while it is listed: inside the try
+        return [verdicts] if isinstance(verdicts, Verdict) else list(verdicts)
     except Exception as exc:  # a check's bug is reported as such, never as a pass
         return [could_not_check(f"the check itself failed: {type(exc).__name__}: {exc}")]
 
 
 def _node_check(check: Check, ctx: NodeContext, npu: Optional[int], failed_here: Dict[str, str]) -> List[Verdict]:
-    blocker = next((required for required in check.requires if required in failed_here), None)
-    if blocker is not None:
-        return [skipped(f"not checked: {blocker} failed ({failed_here[blocker]})")]
+    if failed_here and check.requires:  # usually nothing failed: no search (~150 checks per host)
+        blocker = next((required for required in check.requires if required in failed_here), None)
+        if blocker is not None:
+            return [skipped(f"not checked: {blocker} failed ({failed_here[blocker]})")]
     if ctx.host.facts is not None:
         # A healthy host has no probe errors: skip asking per probe (~290 lookups per host).
         errors = _probe_errors(check, ctx, npu) if ctx.host.facts.errors and check.probes else []

@@ -5,9 +5,10 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
     run.json             what ran: inventory path + sha256, mesh, selection, ping plan, per-host
                          outcomes (error kinds, seconds, SSH execs), the date, all-reduce findings
     inventory.yaml       a copy of the inventory text as it was
-    hosts/<node>/        gather.out/.err (the raw gather transcript), facts.json (parsed),
-                         ping.out/.err (the raw ping transcript), hccs.out (A3: the HCCS
-                         ping transcript), when those ran
+    hosts/<node>.<file>  per host, when those ran: gather.out and gather.err (the raw gather
+                         transcript; .err only when not empty), facts.json (parsed), ping.out
+                         and ping.err (the raw ping transcript; .err only when not empty),
+                         hccs.out (A3: the HCCS ping transcript)
     results.json         the report verify printed with --format json
     allreduce.json       the all-reduce outcome, with --allreduce
 
@@ -15,6 +16,12 @@ A *node bundle* (``verify --local``) has the same layout with one host; run.json
 (``"local_node"``) and its ping plan holds the pairs that node pinged from its end. Written with
 ``--bundle-dir DIR``, it goes to DIR itself (replacing that node's earlier bundle there, never
 anything else) and DIR's parent is left as it is (it may be a shared folder).
+
+The host files lie side by side in ``hosts/`` (``hosts/node1.gather.out.gz``), not in a folder per
+host: on ext4 a file in a folder of its own cost ~0.5 ms of kernel CPU to create against ~0.1 ms in a
+shared folder (the inodes of many small folders lie far apart), and the folder itself ~0.4 ms; at
+4,096 hosts that was ~3 ms per host, more than the checks (bench/README.md). Bundles of schema
+version 1 (``hosts/<node>/gather.out.gz``, every ``.err`` written) are still read.
 
 ``--from-bundle`` re-parses the raw transcripts (not facts.json, which is for people), rebuilds the
 desired state from the inventory copy, and runs the checks on the recorded date: the same
@@ -65,7 +72,10 @@ from ascendprep.probes.ping import parse_ping_output
 from ascendprep.report import jsondoc
 from ascendprep.yamlsource import InputError
 
-BUNDLE_SCHEMA_VERSION = 1
+#: 2: the host files are ``hosts/<node>.<file>`` and an empty ``.err`` is not written.
+BUNDLE_SCHEMA_VERSION = 2
+#: The versions :func:`read_bundle` reads (1: ``hosts/<node>/<file>``, every ``.err`` written).
+READABLE_SCHEMA_VERSIONS = (1, 2)
 BUNDLE_KIND = "ascendprep-verify-bundle"
 RUNS_DIR = Path(STATE_DIR) / "runs"
 RUN_FILE = "run.json"
@@ -74,7 +84,8 @@ RESULTS_FILE = "results.json"
 ALLREDUCE_FILE = "allreduce.json"
 #: Suffix of the compressed files of a bundle.
 GZ = ".gz"
-#: What a host's folder name may be: the inventory's node-name rule (no "/", no "..").
+#: What a host's name in a file name may be: the inventory's node-name rule (no "/", no "..").
+#: ``<node>.<file>`` cannot name another host's file: no file name is a "."-suffix of another.
 HOST_DIR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: A run folder's name, as :func:`new_bundle_dir` makes it; retention only ever removes these.
 RUN_DIR_RE = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)(?:-(?P<count>\d{1,6}))?$")
@@ -116,6 +127,23 @@ class Bundle:
     @property
     def inventory_sha256(self) -> str:
         return hashlib.sha256(self.inventory_text.encode()).hexdigest()
+
+
+#: The files a host may have in ``hosts/`` (before ``.gz``). As ``<node>.<file>`` with node names
+#: that may hold dots, none may end in "." + another, or two hosts could name the same file.
+HOST_FILES = ("gather.out", "gather.err", "facts.json", "ping.out", "ping.err", "hccs.out")
+#: Host files written only when not empty (a reader takes a missing one as empty).
+OPTIONAL_HOST_FILES = frozenset({"gather.err", "ping.err"})
+
+
+def host_file_name(name: str, stem: str) -> str:
+    """A host's file in ``hosts/`` (before ``.gz``): ``node1.gather.out``."""
+    return f"{name}.{stem}"
+
+
+def _host_file(name: str, stem: str, version: int) -> str:
+    """A host file's path in a bundle of schema ``version``, relative to the bundle."""
+    return f"hosts/{name}/{stem}" if version == 1 else f"hosts/{host_file_name(name, stem)}"
 
 
 def _host_record(host: HostEvidence, execs: Optional[int]) -> Dict[str, Any]:
@@ -203,15 +231,11 @@ class BundleWriter:
         return replace(host, gather_stdout="", gather_stderr="", ping_stdout="", ping_stderr="", hccs_stdout="")
 
     def write_host(self, name: str, host: HostEvidence, facts_gz: Optional[bytes] = None) -> None:
-        """``hosts/<name>/``: the files of what ``host`` holds, each written once (``facts_gz``:
-        its facts.json already gzip'd)."""
+        """``hosts/<name>.<file>``: the files of what ``host`` holds, each written once
+        (``facts_gz``: its facts.json already gzip'd); an empty stderr is not written."""
         if not HOST_DIR_RE.match(name):
-            raise ValueError(f"node name {name!r} cannot name a bundle folder")
-        folder = self.partial / "hosts" / name
-        if name not in self.written:
-            _private_dir(folder)
-            self.written[name] = set()
-        done = self.written[name]
+            raise ValueError(f"node name {name!r} cannot name a bundle file")
+        done = self.written.setdefault(name, set())
         files: List["tuple[str, Any]"] = []
         if host.facts is not None and "gather.out" not in done:
             files += [("gather.out", host.gather_stdout), ("gather.err", host.gather_stderr), ("facts.json", host.facts)]
@@ -219,11 +243,13 @@ class BundleWriter:
             files += [("ping.out", host.ping_stdout), ("ping.err", host.ping_stderr)]
         if host.hccs_pings is not None and "hccs.out" not in done:
             files += [("hccs.out", host.hccs_stdout)]
+        hosts_dir = self.partial / "hosts"
         for stem, content in files:
+            path = hosts_dir / host_file_name(name, stem)
             if stem == "facts.json":
-                _write_gz(folder / stem, facts_gz or gzip.compress(content.to_json() + b"\n", compresslevel=GZIP_LEVEL, mtime=0))
-            else:
-                _write(folder / stem, content, compress=True)
+                _write_gz(path, facts_gz or gzip.compress(content.to_json() + b"\n", compresslevel=GZIP_LEVEL, mtime=0))
+            elif content or stem not in OPTIONAL_HOST_FILES:
+                _write(path, content, compress=True)
             done.add(stem)
 
     def give_up(self, problem: str) -> None:
@@ -530,8 +556,8 @@ def read_bundle(folder: Path) -> Bundle:
     run = _read_json(folder, RUN_FILE)
     if not isinstance(run, dict) or run.get("kind") != BUNDLE_KIND:
         raise BundleError(f"{run_path}: not a verify evidence bundle")
-    if run.get("schema_version") != BUNDLE_SCHEMA_VERSION:
-        raise BundleError(f"{run_path}: schema_version {run.get('schema_version')!r}; this ascendprep reads {BUNDLE_SCHEMA_VERSION}")
+    if run.get("schema_version") not in READABLE_SCHEMA_VERSIONS:
+        raise BundleError(f"{run_path}: schema_version {run.get('schema_version')!r}; this ascendprep reads {', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
     try:
         return _bundle_from(folder, run)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -552,18 +578,26 @@ def _local_node(folder: Path, run: Dict[str, Any], hosts: Dict[str, HostEvidence
     return name
 
 
+def _read_host_file(folder: Path, name: str, stem: str, version: int) -> str:
+    """A host file's text; an optional one (an empty stderr, version 2) may be missing: empty."""
+    relative = _host_file(name, stem, version)
+    if version > 1 and stem in OPTIONAL_HOST_FILES and not any(os.path.lexists(_confined(folder, relative + suffix)) for suffix in (GZ, "")):
+        return ""
+    return _read_text(folder, relative)
+
+
 def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
     hosts: Dict[str, HostEvidence] = {}
     execs: Dict[str, int] = {}
+    version = run["schema_version"]
     for name, record in run["hosts"].items():
         if not isinstance(name, str) or not HOST_DIR_RE.match(name):
             raise BundleError(f"{folder / RUN_FILE}: host name {name!r} is not a node name; refused")
-        base = f"hosts/{name}"
         ping = record.get("ping") or {}
-        gather_out = _read_text(folder, f"{base}/gather.out") if record["gathered"] else ""
-        ping_out = _read_text(folder, f"{base}/ping.out") if ping.get("ran") else ""
+        gather_out = _read_host_file(folder, name, "gather.out", version) if record["gathered"] else ""
+        ping_out = _read_host_file(folder, name, "ping.out", version) if ping.get("ran") else ""
         hccs = record.get("hccs") or {}
-        hccs_out = _read_text(folder, f"{base}/hccs.out") if hccs.get("ran") else ""
+        hccs_out = _read_host_file(folder, name, "hccs.out", version) if hccs.get("ran") else ""
         hosts[name] = HostEvidence(
             node=name,
             address=record["address"],
@@ -572,11 +606,11 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
             error_kind=record.get("error_kind"),
             seconds=float(record.get("seconds") or 0.0),
             gather_stdout=gather_out,
-            gather_stderr=_read_text(folder, f"{base}/gather.err") if record["gathered"] else "",
+            gather_stderr=_read_host_file(folder, name, "gather.err", version) if record["gathered"] else "",
             pings=tuple(parse_ping_output(ping_out)) if ping.get("ran") else None,
             ping_error=ping.get("error"),
             ping_stdout=ping_out,
-            ping_stderr=_read_text(folder, f"{base}/ping.err") if ping.get("ran") else "",
+            ping_stderr=_read_host_file(folder, name, "ping.err", version) if ping.get("ran") else "",
             ping_seconds=float(ping.get("seconds") or 0.0),
             hccs_pings=tuple(parse_hccs_output(hccs_out)) if hccs.get("ran") else None,
             hccs_error=hccs.get("error"),

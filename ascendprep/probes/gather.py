@@ -37,6 +37,7 @@ from ascendprep.probes.units import UNITS, by_section
 
 KIND = "gather"
 
+_NONCE = re.compile(r"^[0-9a-f]{16}\Z")
 _SYSCTL_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
 
 #: The unit after whose lines the hccn_tool loop over device ids runs (it sets $AP_HCCN).
@@ -60,6 +61,7 @@ def render_gather_script(
     sample_interval: int = 0,
     phase: str = VERIFY,
     parallel: Optional[int] = None,
+    nonce: Optional[str] = None,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -79,6 +81,9 @@ def render_gather_script(
     each NPU's other queries and again at the end, :mod:`ascendprep.probes.port_stats`); 0: once.
     ``parallel``: NPUs whose queries run at once (each NPU's own queries stay one at a time);
     None: :data:`~ascendprep.limits.NPU_PROBE_JOBS` or ``$ASCENDPREP_NPU_PROBE_JOBS``.
+    ``nonce``: the transcript's marker nonce (16 hex digits); None: a fresh one. Given, for a
+    script rendered once and sent to many hosts, each with its own nonce put in its place
+    (:func:`ascendprep.fleet.hosts.gather_facts`).
     """
     check_int("sample_interval", sample_interval, 0, SAMPLE_INTERVAL_MAX_S)
     for key in sysctl_keys:
@@ -88,7 +93,10 @@ def render_gather_script(
         check_int("npus", npus, 0, MAX_DEVID + 1)
     python_path = check_command("python_path", python_path)
     ctx = RenderContext(npus=npus, python_path=python_path, sysctl_keys=tuple(sysctl_keys), job_probes=job_probes, sample_interval=sample_interval)
-    nonce = new_nonce()
+    if nonce is None:
+        nonce = new_nonce()
+    elif not _NONCE.match(nonce):
+        raise UnsafeValue(f"nonce {nonce!r} is not 16 hex digits")
     chosen = units_for_phase(phase, units)
     sections = {unit.section for unit in chosen}
     return "\n".join(

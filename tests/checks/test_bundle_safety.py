@@ -61,9 +61,9 @@ def test_bundles_are_private_whatever_the_umask(evidence, tmp_path):
 
 
 def test_raw_outputs_are_gzipped_and_read_back(saved):
-    gathered = saved / "hosts" / "node1" / "gather.out.gz"
+    gathered = saved / "hosts" / "node1.gather.out.gz"
     assert gzip.decompress(gathered.read_bytes()).decode() == "raw output of node1\n"
-    assert not (saved / "hosts" / "node1" / "gather.out").exists()
+    assert not (saved / "hosts" / "node1.gather.out").exists()
     assert json.loads(gzip.decompress((saved / "results.json.gz").read_bytes())) == {"kind": "verify"}
     assert read_bundle(saved).hosts["node1"].gather_stdout == "raw output of node1\n"
 
@@ -73,6 +73,38 @@ def test_bundles_written_before_compression_are_still_read(saved):
         packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
         packed.unlink()
     assert read_bundle(saved).hosts["node3"].gather_stdout == "raw output of node3\n"
+
+
+def test_bundles_of_schema_1_with_a_folder_per_host_are_still_read(saved):
+    written = read_bundle(saved)
+    hosts = saved / "hosts"
+    for packed in sorted(hosts.iterdir()):
+        name, stem = packed.name.split(".", 1)
+        (hosts / name).mkdir(exist_ok=True)
+        packed.rename(hosts / name / stem)
+    for name, record in json.loads((saved / "run.json").read_text())["hosts"].items():
+        for err, ran in (("gather.err.gz", record["gathered"]), ("ping.err.gz", (record["ping"] or {}).get("ran"))):
+            if ran and not (hosts / name / err).exists():  # schema 1 wrote every stderr, empty or not
+                (hosts / name / err).write_bytes(gzip.compress(b"said something\n"))
+    _edit_run(saved, lambda run: run.update({"schema_version": 1}))
+    old = read_bundle(saved)
+    assert {n: h.gather_stdout for n, h in old.hosts.items()} == {n: h.gather_stdout for n, h in written.hosts.items()}
+    assert {h.gather_stderr for h in old.hosts.values()} == {"said something\n"}
+    assert {n: h.facts for n, h in old.hosts.items()} == {n: h.facts for n, h in written.hosts.items()}
+
+
+def test_a_bundle_of_an_unknown_schema_is_refused_naming_what_is_read(saved):
+    _edit_run(saved, lambda run: run.update({"schema_version": 3}))
+    with pytest.raises(BundleError, match="schema_version 3; this ascendprep reads 1, 2"):
+        read_bundle(saved)
+
+
+def test_a_missing_raw_output_is_refused_but_an_empty_stderr_need_not_be_there(saved):
+    assert not (saved / "hosts" / "node1.gather.err.gz").exists()  # nothing on stderr: not written
+    assert read_bundle(saved).hosts["node1"].gather_stderr == ""
+    (saved / "hosts" / "node1.gather.out.gz").unlink()
+    with pytest.raises(BundleError, match=r"node1\.gather\.out: missing from the bundle"):
+        read_bundle(saved)
 
 
 # -- reading only inside the folder -----------------------------------------------------------
@@ -99,7 +131,7 @@ def test_an_inventory_copy_elsewhere_is_refused(saved):
 def test_a_symlink_to_a_file_outside_is_refused(saved, tmp_path):
     secret = tmp_path / "shadow"
     secret.write_text("root:$6$secret\n")
-    target = saved / "hosts" / "node1" / "gather.out.gz"
+    target = saved / "hosts" / "node1.gather.out.gz"
     target.unlink()
     target.symlink_to(secret)
     with pytest.raises(BundleError, match="a symbolic link inside the bundle; refused"):
@@ -109,17 +141,17 @@ def test_a_symlink_to_a_file_outside_is_refused(saved, tmp_path):
     assert outcome.exception is None or isinstance(outcome.exception, SystemExit)
 
 
-def test_a_symlinked_host_folder_is_refused(saved, tmp_path):
+def test_a_symlinked_hosts_folder_is_refused(saved, tmp_path):
     elsewhere = tmp_path / "elsewhere"
-    (saved / "hosts" / "node2").rename(elsewhere)
-    (saved / "hosts" / "node2").symlink_to(elsewhere)
+    (saved / "hosts").rename(elsewhere)
+    (saved / "hosts").symlink_to(elsewhere)
     with pytest.raises(BundleError, match="symbolic link"):
         read_bundle(saved)
 
 
 def test_a_fifo_is_refused_without_blocking(saved):
-    fifo = saved / "hosts" / "node1" / "gather.err.gz"
-    fifo.unlink()
+    fifo = saved / "hosts" / "node1.gather.err.gz"  # an optional file (empty stderr): not written
+    fifo.unlink(missing_ok=True)
     os.mkfifo(fifo)
     with pytest.raises(BundleError, match="not a regular file"):
         read_bundle(saved)
@@ -127,13 +159,13 @@ def test_a_fifo_is_refused_without_blocking(saved):
 
 def test_a_gzip_bomb_stops_at_the_file_cap(saved, monkeypatch):
     monkeypatch.setattr(bundle_module, "BUNDLE_FILE_MAX_BYTES", 1000)
-    (saved / "hosts" / "node1" / "gather.out.gz").write_bytes(gzip.compress(b"\0" * 10_000_000))
+    (saved / "hosts" / "node1.gather.out.gz").write_bytes(gzip.compress(b"\0" * 10_000_000))
     with pytest.raises(BundleError, match="more than 1,000 bytes; refused"):
         read_bundle(saved)
 
 
 def test_a_corrupt_gzip_file_is_a_clear_error(saved):
-    (saved / "hosts" / "node1" / "gather.out.gz").write_bytes(b"not gzip at all")
+    (saved / "hosts" / "node1.gather.out.gz").write_bytes(b"not gzip at all")
     with pytest.raises(BundleError, match="not a readable gzip file"):
         read_bundle(saved)
 
@@ -217,3 +249,11 @@ def test_a_runs_folder_linked_to_a_bigger_disk_is_used(evidence, tmp_path):
     write_bundle(_bundle(evidence), target, {})
     assert (elsewhere / target.name / "run.json").is_file()
     assert read_bundle(target).hosts["node1"].gather_stdout == "raw output of node1\n"
+
+
+def test_no_two_hosts_can_name_the_same_host_file(saved):
+    """``hosts/<node>.<file>``: node names may hold dots, so no file name may end in "." + another."""
+    stems = bundle_module.HOST_FILES
+    assert not [(a, b) for a in stems for b in stems if a != b and a.endswith("." + b)]
+    written = {p.name for p in (saved / "hosts").iterdir()}
+    assert written and all(name.split(".", 1)[1].removesuffix(".gz") in stems for name in written)

@@ -54,3 +54,16 @@ def test_the_sibling_spread_is_judged_against_the_median_at_its_threshold(rx, sp
     assert bool(spread) is warned
     for verdict in spread:
         assert verdict.severity is Severity.WARNING and verdict.evidence["spread_db"] == spread_db
+
+
+def test_a_check_result_stays_frozen_and_whole_with_its_written_out_init() -> None:
+    import dataclasses
+
+    result = CheckResult("network.ip", Status.FAILED, Severity.ERROR, "wrong", "node1", 3, "eth", "fix it", {"live": "1"})
+    assert [getattr(result, f.name) for f in dataclasses.fields(result)] == ["network.ip", Status.FAILED, Severity.ERROR, "wrong", "node1", 3, "eth", "fix it", {"live": "1"}]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.message = "changed"  # type: ignore[misc]
+    bare = CheckResult("node.x", Status.PASSED, Severity.INFO, "ok")
+    assert (bare.node, bare.npu, bare.subject, bare.fix, bare.evidence) == (None, None, None, "", {})
+    assert dataclasses.replace(result, message="other").to_dict() == {**result.to_dict(), "message": "other"}
+    assert CheckResult.from_dict(result.to_dict()) == result and CheckResult.from_dict(bare.to_dict()) == bare

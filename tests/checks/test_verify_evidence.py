@@ -106,7 +106,7 @@ def test_failed_queries_are_could_not_check_and_pings_pass(collected):
 def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     desired, hosts, plan, execs = collected
     # A duration whose 2-decimal rounding in the evidence is fragile: the bundle must keep it whole.
-    hosts = {**hosts, "node1": replace(hosts["node1"], seconds=7.6149996)}
+    hosts = {**hosts, "node1": replace(hosts["node1"], seconds=7.6149996, gather_stderr="sh: warning: a\n", ping_stderr=""), "node2": replace(hosts["node2"], gather_stderr="")}
     text = _inventory_text()
     results = run_checks(desired, hosts, plan, today=TODAY)
     slow = Finding("allreduce.busbw", Severity.ERROR, "busbw 1.2 GB/s is below --min-busbw 20", "find the slow link", node="node2")
@@ -114,11 +114,17 @@ def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     target = new_bundle_dir(tmp_path / "runs")
     document = verify_document(inventory={"path": bundle.inventory_path}, results=results, hosts=hosts, ssh_execs=execs, mesh="ring", selection={}, exit_code=1)
     write_bundle(bundle, target, document)
-    assert sorted(p.name for p in (target / "hosts" / "node1").iterdir()) == ["facts.json.gz", "gather.err.gz", "gather.out.gz", "ping.err.gz", "ping.out.gz"]
-    assert sorted(p.name for p in (target / "hosts" / "node2").iterdir()) == ["facts.json.gz", "gather.err.gz", "gather.out.gz"]
+    # one folder of host files, side by side; a stderr that said nothing is not written
+    assert sorted(p.name for p in (target / "hosts").iterdir()) == [
+        "node1.facts.json.gz", "node1.gather.err.gz", "node1.gather.out.gz", "node1.ping.out.gz",
+        "node2.facts.json.gz", "node2.gather.out.gz",
+    ]
     assert json.loads((target / "run.json").read_text())["inventory"]["sha256"] == bundle.inventory_sha256
     again = read_bundle(target)
     assert again.day == TODAY and again.pings == plan and again.ssh_execs == execs
+    assert {name: (h.gather_stdout, h.gather_stderr, h.ping_stdout, h.ping_stderr) for name, h in again.hosts.items()} == {
+        name: (h.gather_stdout, h.gather_stderr, h.ping_stdout, h.ping_stderr) for name, h in hosts.items()
+    }
     assert again.allreduce_findings == [slow] and again.allreduce_doc == {"schema_version": 1, "passed": False}
     desired_again = build_desired(inventory_from_text(again.inventory_text))
     assert run_checks(desired_again, again.hosts, again.pings, today=again.day) == results

@@ -27,7 +27,7 @@ def test_results_and_facts_are_written_compact_and_read_back(tmp_path) -> None:
     target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report)
     text = gzip.decompress((target / "results.json.gz").read_bytes()).decode()
     assert text == json.dumps(report, separators=(",", ":")) + "\n"
-    facts = gzip.decompress((target / "hosts" / "node2" / "facts.json.gz").read_bytes()).decode()
+    facts = gzip.decompress((target / "hosts" / "node2.facts.json.gz").read_bytes()).decode()
     assert json.loads(facts) == HostFacts(hostname="node2").to_dict() and "\n " not in facts
 
 

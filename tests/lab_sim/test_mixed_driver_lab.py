@@ -59,7 +59,7 @@ def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tm
     assert set(counters["evidence"]["rates_per_s"]) == {"npu_chip_roce_rx_err_pkt_num", "npu_chip_roce_tx_err_pkt_num"}
 
     hosts = tmp_path / doc["bundle"] / "hosts"  # bundles keep facts.json gzip'd
-    facts = {node: json.loads(gzip.decompress((hosts / node / "facts.json.gz").read_bytes())) for node in ("node1", "node2")}
+    facts = {node: json.loads(gzip.decompress((hosts / f"{node}.facts.json.gz").read_bytes())) for node in ("node1", "node2")}
     old, new = facts["node2"]["npus"]["0"], facts["node1"]["npus"]["0"]
     assert (old["link_stat"]["down_count"], new["link_stat"]["down_count"]) == (None, 0)
     assert (old["tls"]["preconfigured"], new["tls"]["preconfigured"]) == (None, 1)
