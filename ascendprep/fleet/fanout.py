@@ -20,11 +20,11 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, Generic, Iterable, List, Optional, Sequence, Set, TypeVar
+from typing import Any, Callable, Deque, Dict, Generic, Iterable, List, Optional, Sequence, Set, Tuple, TypeVar
 
 from ascendprep.fleet.access import HostAccess
 from ascendprep.fleet.deadline import LIMIT_NAME, Deadline
-from ascendprep.fleet.errors import CommandTimeout, RemoteError
+from ascendprep.fleet.errors import CommandTimeout, OutputTooLarge, RemoteError
 from ascendprep.fleet.progress import Progress
 from ascendprep.fleet.ssh import JumpHosts, SSHTransport
 from ascendprep.fleet.sudo import SudoGate, SudoPassword
@@ -44,8 +44,11 @@ class HostOutcome(Generic[T]):
     error: Optional[str] = None
     kind: Optional[str] = None
     seconds: float = 0.0
-    #: The limit that ended this host's work (``command_timeout``), when one did.
+    #: The limit that ended this host's work (``command_timeout``, or the name in ``limits.py`` of
+    #: an output cap: ``HOST_OUTPUT_CAP``, ``FETCH_FILE_CAP``), when one did.
     limit: Optional[str] = None
+    #: That limit's value in bytes, for an output cap.
+    limit_bytes: Optional[int] = None
 
     @property
     def ok(self) -> bool:
@@ -196,7 +199,17 @@ class Session:
         finally:
             if progress is not None:
                 progress.stop()
+        self._note_output_caps(outcomes, step)
         return {h.name: outcomes[h.name] for h in targets}
+
+    def _note_output_caps(self, outcomes: Dict[str, HostOutcome[T]], step: str) -> None:
+        """One ``limits_hit`` entry per output cap that cut hosts in this step (names them all)."""
+        cut: Dict[Tuple[str, int], List[str]] = {}
+        for outcome in outcomes.values():
+            if outcome.limit is not None and outcome.limit != LIMIT_NAME and outcome.limit_bytes is not None:
+                cut.setdefault((outcome.limit, outcome.limit_bytes), []).append(outcome.host)
+        for (limit, cap), names in cut.items():
+            self.limits_hit.append({"limit": limit.lower(), "bytes": cap, "step": step, "hosts": names})
 
     @staticmethod
     def _drain(finished: "queue.Queue[HostOutcome[T]]", outcomes: Dict[str, HostOutcome[T]]) -> None:
@@ -228,6 +241,7 @@ class Session:
                 access.name, error=f"{access.name}: timed out before {step}: {what} passed", kind="timeout",
                 limit=LIMIT_NAME,
             )
+        self._note_output_caps(outcomes, step)  # hosts that finished before the deadline
         names = [h.name for h in busy + queued]
         if names:
             self.limits_hit.append({"limit": LIMIT_NAME, "seconds": self.deadline.seconds, "source": self.deadline.source, "step": step, "hosts": names})
@@ -258,6 +272,9 @@ class Session:
         try:
             value = job(self.transport(access), access)
             outcome: HostOutcome[T] = HostOutcome(access.name, value=value, seconds=time.monotonic() - started)
+        except OutputTooLarge as exc:
+            outcome = HostOutcome(access.name, error=str(exc), kind=exc.kind, seconds=time.monotonic() - started,
+                                  limit=exc.limit, limit_bytes=exc.cap)
         except RemoteError as exc:
             if exc.kind == "unreachable":
                 self._forget(access.name)  # connection lost mid-job: a later phase may reconnect

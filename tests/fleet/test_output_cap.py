@@ -78,6 +78,26 @@ def test_a_flooding_host_does_not_affect_the_others(sshd: Sshd, known_hosts: Pat
     assert outcomes["quiet"].ok and outcomes["quiet"].value == "quiet\n"
     assert outcomes["noisy"].kind == "error"
     assert "output over 1024 KB" in (outcomes["noisy"].error or "")
+    assert session.limits_hit == [{"limit": "host_output_cap", "bytes": CAP, "step": "the remote step", "hosts": ["noisy"]}]
+
+
+def test_the_cap_is_named_in_limits_hit_for_every_host_it_cut() -> None:
+    """``--format json``'s ``limits_hit`` names the controller's cap and the hosts it cut; a step
+    where nothing flooded adds no entry (the unlike case)."""
+    from ascendprep.fleet.access import HostAccess
+
+    hosts = [HostAccess(name=name, address="127.0.0.1") for name in ("n1", "n2", "n3")]
+    flood = "head -c 3000000 /dev/zero\n"
+
+    def job(transport, access):  # type: ignore[no-untyped-def]
+        return transport.run_script(flood if access.name != "n2" else "echo quiet").stdout
+
+    with Session(hosts, forks=3, transport_factory=lambda access: LocalTransport(access.name, output_cap=CAP)) as session:
+        session.run(lambda transport, access: transport.run_script("echo calm").stdout, step="a calm step")
+        assert session.limits_hit == []
+        outcomes = session.run(job, step="the flood")
+    assert outcomes["n2"].ok and [outcomes[n].limit for n in ("n1", "n3")] == ["HOST_OUTPUT_CAP"] * 2
+    assert session.limits_hit == [{"limit": "host_output_cap", "bytes": CAP, "step": "the flood", "hosts": ["n1", "n3"]}]
 
 
 def test_local_timeout_still_kills_and_keeps_what_was_printed(tmp_path: Path) -> None:
