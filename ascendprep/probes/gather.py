@@ -235,7 +235,7 @@ def parse_gather_output(text: str, units: Sequence[ProbeUnit] = UNITS) -> HostFa
                 draft.errors.append(cut)
                 continue
         try:
-            unit.read(section, draft)
+            unit.read(section, draft, where)
         except (ValueError, LookupError, TypeError, ArithmeticError, RecursionError) as exc:
             # One odd output (a 5,000-digit number int() refuses) costs that probe, not the host.
             # (Named only here: most sections have no error, and the words cost per section.)
