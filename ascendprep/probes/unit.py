@@ -269,7 +269,7 @@ class ProbeUnit:
         ``lenient`` unit's parser exceptions propagate (the gather loop reports them).
         """
         # The probe's name and description are worded only for an error: most sections have none.
-        missing = None if self.scope == HOST else self._missing_attrs(where)
+        missing = self._missing_attrs(where)
         if missing:
             return Outcome(error=ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}"))
         # The default settle and answered are tested here rather than called: two calls fewer
