@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from ascendprep.facts import CounterSample, CounterValues
 from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
@@ -39,10 +39,10 @@ MAX_COUNTERS = 512
 
 _HEADER = "packet statistics:"
 _LINE_RE = re.compile(r"^([a-z][a-z0-9_]{0,63})\s*:\s*(\d{1,20})$")
-#: The driver's exact form: the header, then at least one ``name:value`` line, every line ended by
-#: a newline but perhaps the last, no value of 20 digits (those may be over 64 bits: the line
-#: reading refuses them); :data:`_PAIR_RE` then reads its pairs.
-_EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}:\d{1,19}(?:\n|\Z))+")
+#: The driver's exact form: the header line, then only ``name:value`` lines (:data:`_PAIR_RE`),
+#: every line ended by a newline but perhaps the last, no value of 20 digits (those may be over
+#: 64 bits: the line reading refuses them).
+_EXACT_HEADER = _HEADER + "\n"
 _PAIR_RE = re.compile(r"^([a-z][a-z0-9_]{0,63}):(\d{1,19})$", re.MULTILINE)
 
 
@@ -52,16 +52,34 @@ def parse_stat(stdout: str) -> Dict[str, int]:
     Refused (UnexpectedOutput): no ``packet statistics:`` header, no counter, a line that is not
     ``name:number``, a number over 64 bits, a counter listed twice, more than MAX_COUNTERS.
     """
-    # The driver's own form (header, then ``name:value`` lines, nothing else) is read with one
-    # regex over the text; anything else (spaces, CRs, blank lines, a refusal to word) by the
-    # line-by-line reading below, which gives the same counters for the same text.
-    if _EXACT_RE.fullmatch(stdout) is not None:
-        pairs = _PAIR_RE.findall(stdout)
-        intern = sys.intern  # one copy of each name for all hosts
-        counters = {intern(name): int(value) for name, value in pairs}
-        if len(counters) == len(pairs) <= MAX_COUNTERS:
-            return counters
-    return _parse_stat_lines(stdout)
+    return dict(read_counters(stdout))
+
+
+def read_counters(stdout: str) -> CounterValues:
+    """:func:`parse_stat`'s counters as the fact keeps them (names shared per layout, values a tuple).
+
+    The driver's own form (header, then ``name:value`` lines, nothing else) is read with one
+    regex over the text, straight into the names and values; anything else (spaces, CRs, blank
+    lines, a counter listed twice, a refusal to word) by the line-by-line reading below, which
+    gives the same counters for the same text.
+    """
+    pairs = _driver_pairs(stdout)
+    if pairs is not None:
+        names, values = zip(*pairs)
+        try:
+            return CounterValues(names, tuple(map(int, values)))
+        except ValueError:
+            pass  # a counter listed twice: the line reading words the refusal
+    return CounterValues.of(_parse_stat_lines(stdout))
+
+
+def _driver_pairs(stdout: str) -> Optional[List[Tuple[str, str]]]:
+    """The (name, digits) pairs of a text in the driver's exact form; None for any other text."""
+    if not stdout.startswith(_EXACT_HEADER):
+        return None
+    pairs = _PAIR_RE.findall(stdout, len(_EXACT_HEADER))
+    lines = stdout.count("\n", len(_EXACT_HEADER)) + (not stdout.endswith("\n"))
+    return pairs if pairs and len(pairs) == lines <= MAX_COUNTERS else None  # every line after the header a pair
 
 
 def _parse_stat_lines(stdout: str) -> Dict[str, int]:
@@ -94,7 +112,7 @@ def sample_time(text: str) -> Optional[float]:
     return int(text) / 100.0
 
 
-def sample(counters: Dict[str, int], pass_number: Optional[int], t_attr: str) -> CounterSample:
+def sample(counters: Mapping[str, int], pass_number: Optional[int], t_attr: str) -> CounterSample:
     """The fact of one read: its pass, the node's time of the call (None when unstamped), the counters."""
     return CounterSample(pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=CounterValues.of(counters))
 
@@ -151,7 +169,7 @@ SECOND_SECTION = "hccn.stat2"
 
 
 def _parse_read(stdout: str, where: Where) -> CounterSample:
-    return sample(parse_stat(stdout), where.int_attr("pass"), where.attrs.get("t", ""))
+    return sample(read_counters(stdout), where.int_attr("pass"), where.attrs.get("t", ""))
 
 
 def _fill_read(draft: Draft, where: Where, read: CounterSample) -> None:
