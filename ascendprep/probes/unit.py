@@ -214,6 +214,9 @@ class ProbeUnit:
             raise ValueError(f"probe unit {self.section}: scope must be one of {SCOPES}, not {self.scope!r}")
         if not self.phases <= BOTH or not self.phases:
             raise ValueError(f"probe unit {self.section}: phases must be a non-empty subset of {sorted(BOTH)}")
+        # A text-only parser (:func:`text_only`) is called as it is, not through its wrapper: one
+        # call fewer for most of a host's ~150 sections.
+        object.__setattr__(self, "_text_parse", getattr(self.parse, "text_parser", None))
 
     # -- the script side -----------------------------------------------------------------
 
@@ -282,10 +285,11 @@ class ProbeUnit:
         if not (section.rc == 0 if self.answered is _rc_zero else self.answered(section)):
             failure = classify_failure(section, self.probe_name(where), self.describe(where), npu=self.npu_of(where), timeout_s=self.timeout_s or timeout_s)
             return self._unknown(where, failure)
+        text_parse = self._text_parse
         if self.lenient:
-            return Outcome(self.parse(section.stdout, where), True)
+            return Outcome(text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where), True)
         try:
-            value = self.parse(section.stdout, where)
+            value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
             error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
             return self._unknown(where, error)
@@ -346,6 +350,7 @@ def text_only(parse: Callable[[str], Any]) -> Parser:
 
     unit_parse.__doc__ = parse.__doc__
     unit_parse.__name__ = getattr(parse, "__name__", "parse")
+    unit_parse.text_parser = parse  # type: ignore[attr-defined]  # what ProbeUnit calls directly
     return unit_parse
 
 
