@@ -203,8 +203,13 @@ def _parse_body(body: str, nonce: str, kind: str, version: int) -> Transcript:
             break
         elif name is not None:
             end = _END_RE.match(command)
-            if end:
-                sections.append(Section(name, attrs, _ended(out), _ended(err), int(end.group("rc")), int(end.group("tries"))))
+            if end:  # the usual close of a section: _ended and Section inlined (~150 per host)
+                if out and not out.endswith("\n"):
+                    out += "\n"
+                if err and not err.endswith("\n"):
+                    err += "\n"
+                rc, tries = end.groups()
+                sections.append(_new_tuple(Section, (name, attrs, out, err, int(rc), int(tries))))
                 name = None
         text = rest + "\n" if v1 else rest
         if newline and text and name is not None:
@@ -219,6 +224,10 @@ def _parse_body(body: str, nonce: str, kind: str, version: int) -> Transcript:
     elif not done:
         problem = "output stopped before the script finished (no end marker)"
     return Transcript(kind, tuple(sections), problem)
+
+
+#: ``Section(...)`` without its Python-level ``__new__`` (the fields given in order, all of them).
+_new_tuple = tuple.__new__
 
 
 def _ended(text: str) -> str:
