@@ -217,6 +217,9 @@ class ProbeUnit:
         # A text-only parser (:func:`text_only`) is called as it is, not through its wrapper: one
         # call fewer for most of a host's ~150 sections.
         object.__setattr__(self, "_text_parse", getattr(self.parse, "text_parser", None))
+        # Whether sections must carry npu=/chip= ids: npu and chip units, and units that say so
+        # themselves (a per-NPU read rendered as a host unit); a plain host unit skips the call.
+        object.__setattr__(self, "_checks_ids", self.scope != HOST or type(self)._missing_attrs is not ProbeUnit._missing_attrs)
 
     # -- the script side -----------------------------------------------------------------
 
@@ -257,13 +260,13 @@ class ProbeUnit:
         ``where``: the section's :meth:`Draft.where`, when the caller has it already."""
         if where is None:
             where = draft.where(section)
-        outcome = self.evaluate(section, where, draft.timeout_s)
+        value, has_value, error = self._evaluate(section, where, draft.timeout_s)
         if self.scope == NPU and where.npu is not None:
             draft.npu(where.npu)  # an NPU whose query failed is still one of the host's NPUs
-        if outcome.error is not None:
-            draft.errors.append(outcome.error)
-        if outcome.has_value:
-            self.fill(draft, where, outcome.value)
+        if error is not None:
+            draft.errors.append(error)
+        if has_value:
+            self.fill(draft, where, value)
 
     def evaluate(self, section: Section, where: Where, timeout_s: Optional[int] = None) -> "Outcome":
         """What the section means, without storing it: the value to fill in and/or the error.
@@ -271,29 +274,34 @@ class ProbeUnit:
         Pure; ``timeout_s`` (the script's time limit) only words a timeout's message. A
         ``lenient`` unit's parser exceptions propagate (the gather loop reports them).
         """
+        return Outcome(*self._evaluate(section, where, timeout_s))
+
+    def _evaluate(self, section: Section, where: Where, timeout_s: Optional[int]) -> Tuple[Any, bool, Optional[ProbeError]]:
+        """:meth:`evaluate` as a plain (value, has_value, error) tuple, which :meth:`read` takes
+        apart at once (a named tuple costs a Python-level call to make, per section of every host)."""
         # The probe's name and description are worded only for an error: most sections have none.
-        missing = self._missing_attrs(where)
+        missing = self._missing_attrs(where) if self._checks_ids else None
         if missing:
-            return Outcome(error=ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}"))
+            return None, False, ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}")
         # The default settle and answered are tested here rather than called: two calls fewer
         # for most of a host's ~150 sections.
         given = None if self.settle is _no_settle else self.settle(section)
         if given is NOTHING:
-            return Outcome()
+            return None, False, None
         if given is not None:
-            return Outcome(given.value, True)
+            return given.value, True, None
         if not (section.rc == 0 if self.answered is _rc_zero else self.answered(section)):
             failure = classify_failure(section, self.probe_name(where), self.describe(where), npu=self.npu_of(where), timeout_s=self.timeout_s or timeout_s)
             return self._unknown(where, failure)
         text_parse = self._text_parse
         if self.lenient:
-            return Outcome(text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where), True)
+            return (text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)), True, None
         try:
             value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
             error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
             return self._unknown(where, error)
-        return Outcome(value, True)
+        return value, True, None
 
     def _missing_attrs(self, where: Where) -> Optional[str]:
         if self.scope == NPU and where.npu is None:
@@ -302,10 +310,10 @@ class ProbeUnit:
             return "section without npu/chip"
         return None
 
-    def _unknown(self, where: Where, error: ProbeError) -> "Outcome":
+    def _unknown(self, where: Where, error: ProbeError) -> Tuple[Any, bool, Optional[ProbeError]]:
         if self.unknown is None:
-            return Outcome(error=error)
-        return Outcome(value=self.unknown(where), has_value=True, error=error)
+            return None, False, error
+        return self.unknown(where), True, error
 
 
 class Outcome(NamedTuple):
