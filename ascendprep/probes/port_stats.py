@@ -39,11 +39,11 @@ MAX_COUNTERS = 512
 
 _HEADER = "packet statistics:"
 _LINE_RE = re.compile(r"^([a-z][a-z0-9_]{0,63})\s*:\s*(\d{1,20})$")
-#: The driver's exact form: the header line, then only ``name:value`` lines (:data:`_PAIR_RE`),
-#: every line ended by a newline but perhaps the last, no value of 20 digits (those may be over
-#: 64 bits: the line reading refuses them).
+#: The driver's exact form: the header, then at least one ``name:value`` line, every line ended by
+#: a newline but perhaps the last, no value of 20 digits (those may be over 64 bits: the line
+#: reading refuses them).
 _EXACT_HEADER = _HEADER + "\n"
-_PAIR_RE = re.compile(r"^([a-z][a-z0-9_]{0,63}):(\d{1,19})$", re.MULTILINE)
+_EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}:\d{1,19}(?:\n|\Z))+")
 
 
 def parse_stat(stdout: str) -> Dict[str, int]:
@@ -63,23 +63,27 @@ def read_counters(stdout: str) -> CounterValues:
     lines, a counter listed twice, a refusal to word) by the line-by-line reading below, which
     gives the same counters for the same text.
     """
-    pairs = _driver_pairs(stdout)
-    if pairs is not None:
-        names, values = zip(*pairs)
+    names_values = _driver_form(stdout)
+    if names_values is not None:
         try:
-            return CounterValues(names, tuple(map(int, values)))
+            return CounterValues(*names_values)
         except ValueError:
             pass  # a counter listed twice: the line reading words the refusal
     return CounterValues.of(_parse_stat_lines(stdout))
 
 
-def _driver_pairs(stdout: str) -> Optional[List[Tuple[str, str]]]:
-    """The (name, digits) pairs of a text in the driver's exact form; None for any other text."""
-    if not stdout.startswith(_EXACT_HEADER):
+def _driver_form(stdout: str) -> Optional[Tuple[Tuple[str, ...], Tuple[int, ...]]]:
+    """(names, values) of a text in the driver's exact form; None for any other text.
+
+    Once :data:`_EXACT_RE` holds, every line is ``name:digits`` with one colon, so turning the
+    colons into newlines and splitting gives names and values by turns (no Python step per line)."""
+    if _EXACT_RE.fullmatch(stdout) is None:
         return None
-    pairs = _PAIR_RE.findall(stdout, len(_EXACT_HEADER))
-    lines = stdout.count("\n", len(_EXACT_HEADER)) + (not stdout.endswith("\n"))
-    return pairs if pairs and len(pairs) == lines <= MAX_COUNTERS else None  # every line after the header a pair
+    body = stdout[len(_EXACT_HEADER):]
+    items = (body[:-1] if body.endswith("\n") else body).replace(":", "\n").split("\n")
+    if len(items) > 2 * MAX_COUNTERS:
+        return None  # the line reading refuses it, in its words
+    return tuple(items[0::2]), tuple(map(int, items[1::2]))
 
 
 def _parse_stat_lines(stdout: str) -> Dict[str, int]:
