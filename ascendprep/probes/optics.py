@@ -152,9 +152,12 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             readings = lanes.get(name)
             if readings is None:
                 readings = lanes[name] = {}
-            readings[detail[0]] = _reading(key, value, detail[1])
+            field_name, unit = detail
+            number = _NUMBER.match(value)  # a number in its unit read here, all else by _reading (~20 per module)
+            readings[field_name] = float(number[1]) if number is not None and number[2].lower() == unit else _reading(key, value, unit)
         elif what is _THRESHOLD:
-            thresholds[name] = _reading(key, value, detail)
+            number = _NUMBER.match(value)
+            thresholds[name] = float(number[1]) if number is not None and number[2].lower() == detail else _reading(key, value, detail)
         elif what is _FLAG:
             flags[name] = _flag(key, value)
         elif what is _TEXT:  # vendor, part number and module type repeat across a fleet; serials do not
