@@ -143,3 +143,10 @@ def test_a_header_on_the_last_line_and_banners_before_it() -> None:
         assert transcript.kind == "gather" and transcript.sections == ()
         assert transcript.problem == "output stopped before the script finished (no end marker)"
     assert parse_transcript(f"x @@ascendprep gather v2 {NONCE}\n", "gather").problem.startswith("no ascendprep gather header")
+
+
+def test_a_header_with_a_huge_version_number_is_a_problem_not_an_exception() -> None:
+    for newline in ("\n", "\r\n"):
+        transcript = parse_transcript(f"@@ascendprep gather v{'9' * 5000} {NONCE}{newline}", "gather")
+        assert transcript.problem == f"output format v{'9' * 20} is not v2"
+    assert parse_transcript(f"@@ascendprep gather v3 {NONCE}\n", "gather").problem == "output format v3 is not v2"
