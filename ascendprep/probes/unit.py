@@ -262,7 +262,7 @@ class ProbeUnit:
             where = draft.where(section)
         value, has_value, error = self._evaluate(section, where, draft.timeout_s)
         if self.scope == NPU and where.npu is not None:
-            draft.npu(where.npu)  # an NPU whose query failed is still one of the host's NPUs
+            draft.npus.setdefault(where.npu, {})  # draft.npu(): an NPU whose query failed is still one of the host's NPUs
         if error is not None:
             draft.errors.append(error)
         if has_value:
@@ -347,7 +347,7 @@ def set_field(name: str) -> Filler:
 def update_npu(draft: Draft, where: Where, fields: Any) -> None:
     """``fill`` for ``npu`` units whose parser returns a dict of NpuFacts fields."""
     if fields:
-        draft.npu(where.npu).update(fields)  # type: ignore[arg-type]
+        draft.npus.setdefault(where.npu, {}).update(fields)  # type: ignore[arg-type]  # draft.npu(), without the call
 
 
 def text_only(parse: Callable[[str], Any]) -> Parser:
