@@ -223,3 +223,10 @@ PRIVATE_KEY_MAX_BYTES = 1024 * 1024
 #: name → position map is shared by every read that lists them (facts.CounterValues). A fleet has
 #: one per driver version; a host printing other names still parses, with a map of its own.
 SHARED_COUNTER_LAYOUTS = 64
+
+# -- verify at 4,096 hosts: reading the gather transcripts (issue 12, p1) ------------------------
+
+#: Distinct section begin lines (``begin hccn.ip npu=3``) whose reading is kept and shared by
+#: every transcript that prints them (probes/sections.py). A fleet's gather scripts print a few
+#: hundred (more with many NPUs or ping targets); a host printing others still parses them.
+SHARED_BEGIN_LINES = 4096

@@ -34,8 +34,11 @@ DCMI_HINTS = {
 def dcmi_failure(text: str) -> Optional[str]:
     """The DCMI failure line of npu-smi's output with what its code means, or None.
 
-    Line by line with plain substring tests first, so a hostile megabyte of output costs one pass.
+    Line by line with plain substring tests first, so a hostile megabyte of output costs one pass;
+    most answers (every healthy npu-smi read) hold no "dcmi " at all and are passed at once.
     """
+    if "dcmi " not in text.lower():  # lower-casing is per character: no line would hold it either
+        return None
     for raw in text.splitlines():
         lowered = raw.lower()
         if "dcmi " not in lowered or "initiali" not in lowered or "fail" not in lowered:

@@ -32,7 +32,7 @@ from ascendprep.probes import jobenv, paths, port_stats
 from ascendprep.probes.failures import over_cap_error
 from ascendprep.probes.sections import new_nonce, parse_transcript
 from ascendprep.probes.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
-from ascendprep.probes.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext
+from ascendprep.probes.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext, Where
 from ascendprep.probes.units import UNITS, by_section
 
 KIND = "gather"
@@ -236,14 +236,14 @@ def parse_gather_output(text: str, units: Sequence[ProbeUnit] = UNITS) -> HostFa
         if unit is None:
             draft.error(section.name, "error", f"unknown section {section.name!r} in the gather output")
             continue
-        where = draft.where(section)
+        where = Where(section.attrs, draft.ascend_home, draft.python_path)  # draft.where(section), without the call
         if "over" in section.attrs:  # a cut output is never parsed
             cut = over_cap_error(section, unit.probe_name(where), unit.describe(where), unit.npu_of(where))
             if cut is not None:
                 draft.errors.append(cut)
                 continue
         try:
-            unit.read(section, draft)
+            unit.read(section, draft, where)
         except (ValueError, LookupError, TypeError, ArithmeticError, RecursionError) as exc:
             # One odd output (a 5,000-digit number int() refuses) costs that probe, not the host.
             # (Named only here: most sections have no error, and the words cost per section.)

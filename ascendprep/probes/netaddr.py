@@ -17,6 +17,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ascendprep.facts import InterfaceAddress
 from ascendprep.limits import MAX_HOST_ADDRESSES
+from ascendprep.probes.hccn import CANONICAL_IPV4
 from ascendprep.probes.text import UnexpectedOutput, content_lines, first_line, shared
 
 #: An interface name as the kernel allows it (IFNAMSIZ 16 with the NUL) and a shell can carry.
@@ -43,14 +44,26 @@ def parse_ip_addr(text: str) -> Tuple[InterfaceAddress, ...]:
         ifname = words[1].split("@", 1)[0]
         if not IFNAME_RE.match(ifname):
             raise UnexpectedOutput(f"interface name {ifname[:40]!r} has characters an interface name cannot have")
-        try:
-            network = ipaddress.ip_interface(words[3])
-        except ValueError:
-            raise UnexpectedOutput(f"{words[3][:60]!r} is not an address/prefix ({ifname})") from None
-        found.append(InterfaceAddress(shared(ifname), shared(family), str(network.ip), network.network.prefixlen))
+        address, prefixlen = _address_prefix(words[3], ifname)
+        found.append(InterfaceAddress(shared(ifname), shared(family), address, prefixlen))
         if len(found) > MAX_HOST_ADDRESSES:
             raise UnexpectedOutput(f"more than {MAX_HOST_ADDRESSES} interface addresses")
     return tuple(found)
+
+
+def _address_prefix(text: str, ifname: str) -> Tuple[str, int]:
+    """``10.0.0.11/24`` → ("10.0.0.11", 24), as :func:`ipaddress.ip_interface` reads it.
+
+    An IPv4 address already in its own spelling with a decimal prefix length (what ``ip`` prints)
+    is taken as it is; any other text (IPv6, a netmask, odd spellings) goes through ipaddress."""
+    address, slash, prefix = text.partition("/")
+    if CANONICAL_IPV4.fullmatch(address) is not None and prefix.isascii() and prefix.isdigit() and int(prefix) <= 32:
+        return address, int(prefix)
+    try:
+        network = ipaddress.ip_interface(text)
+    except ValueError:
+        raise UnexpectedOutput(f"{text[:60]!r} is not an address/prefix ({ifname})") from None
+    return str(network.ip), network.network.prefixlen
 
 
 def parse_getent_ahosts(text: str) -> Tuple[str, ...]:
@@ -59,7 +72,7 @@ def parse_getent_ahosts(text: str) -> Tuple[str, ...]:
     for line in content_lines(text):
         word = line.split()[0]
         try:
-            address = str(ipaddress.ip_address(word))
+            address = word if CANONICAL_IPV4.fullmatch(word) is not None else str(ipaddress.ip_address(word))
         except ValueError:
             raise UnexpectedOutput(f"not a 'getent ahosts' line: {first_line(line)[:120]!r}") from None
         if address not in addresses:

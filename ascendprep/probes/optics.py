@@ -83,7 +83,7 @@ _KEY_ACTIONS: Dict[str, tuple] = {
     **{key: (_TEXT, name, None) for key, name in _TEXT_KEYS.items()},
     **{key: (_THRESHOLD, name, unit) for key, (name, unit) in _THRESHOLD_KEYS.items()},
     **{key: (_FLAG, name, None) for key, name in _FLAG_KEYS.items()},
-    **{key: (_LANE, kind, index) for key, (kind, index) in _LANE_KEYS.items()},
+    **{key: (_LANE, index, _LANE_FIELDS[kind]) for key, (kind, index) in _LANE_KEYS.items()},
 }
 
 
@@ -95,9 +95,10 @@ def _reading(key: str, value: str, unit: str) -> Optional[float]:
         if value.lower() in _NO_VALUE:
             return None
         raise UnexpectedOutput(f"optical {key} {value!r} is not a number in {unit}")
-    if match.group(2).lower() != unit:
+    number, its_unit = match.groups()
+    if its_unit.lower() != unit:
         raise UnexpectedOutput(f"optical {key} {value!r} is not a number in {unit}")
-    return float(match.group(1))
+    return float(number)
 
 
 def _flag(key: str, value: str) -> Optional[int]:
@@ -123,16 +124,16 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
     flags: Dict[str, Optional[int]] = {}
     lanes: Dict[Optional[int], Dict[str, Optional[float]]] = {}
     # One pass, one dict lookup per line (this runs for every NPU of every host a verify reads).
+    # A line is split before it is stripped: its name and value are stripped on their own, which
+    # is the same, and the whole line only for the words of a refusal.
     for line in stdout.splitlines():
-        line = line.strip()
-        if not line:
-            continue
         key, sep, value = line.partition(":")
         if not sep:
-            if line.lower() in ("optical info", "..."):
+            line = line.strip()
+            if not line or line.lower() in ("optical info", "..."):
                 continue
             raise UnexpectedOutput(f"unrecognised optical line {line!r}")
-        key = key.rstrip().lower()
+        key = key.strip().lower()
         action = _KEY_ACTIONS.get(key)
         if action is None:  # odd spacing inside the name (``tx  power 0``, a tab): read it normalised
             key = " ".join(key.split())
@@ -143,15 +144,20 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             if lane_key is None:
                 continue  # vendor org unique id, date code, SNR lines, vendor rev ...: not judged
             kind, index_text = lane_key.groups()
-            action = (_LANE, kind, int(index_text) if index_text else None)
+            action = (_LANE, int(index_text) if index_text else None, _LANE_FIELDS[kind])
         what, name, detail = action
-        if what is _LANE:
-            if detail is not None and detail >= MAX_LANES:
-                raise UnexpectedOutput(f"optical lane {detail} in {line!r}: at most {MAX_LANES} lanes are known")
-            field_name, unit = _LANE_FIELDS[name]
-            lanes.setdefault(detail, {})[field_name] = _reading(key, value, unit)
+        if what is _LANE:  # name: the lane's index; detail: (field, unit)
+            if name is not None and name >= MAX_LANES:
+                raise UnexpectedOutput(f"optical lane {name} in {line.strip()!r}: at most {MAX_LANES} lanes are known")
+            readings = lanes.get(name)
+            if readings is None:
+                readings = lanes[name] = {}
+            field_name, unit = detail
+            number = _NUMBER.match(value)  # a number in its unit read here, all else by _reading (~20 per module)
+            readings[field_name] = float(number[1]) if number is not None and number[2].lower() == unit else _reading(key, value, unit)
         elif what is _THRESHOLD:
-            thresholds[name] = _reading(key, value, detail)
+            number = _NUMBER.match(value)
+            thresholds[name] = float(number[1]) if number is not None and number[2].lower() == detail else _reading(key, value, detail)
         elif what is _FLAG:
             flags[name] = _flag(key, value)
         elif what is _TEXT:  # vendor, part number and module type repeat across a fleet; serials do not
@@ -191,18 +197,22 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
     )
 
 
+#: The flag masks in OpticalLane's field order (after its lane and three readings).
+_LANE_FLAGS = ("tx_los", "rx_los", "tx_lol", "rx_lol")
+
+
 def _lane(index: Optional[int], readings: Dict[str, Optional[float]], flags: Dict[str, Optional[int]], indexed: bool) -> OpticalLane:
     """A lane with its flag bits. The unnumbered form has one reading for the module: any bit
-    set in a mask flags it (the tool does not say which lane carries it)."""
-    decoded: Dict[str, Optional[bool]] = {}
-    for name, mask in flags.items():
-        if mask is None:
-            decoded[name] = None
-        elif index is None:
-            decoded[name] = mask != 0
-        else:
-            decoded[name] = bool(mask >> index & 1)
-    return OpticalLane(lane=index, **readings, **decoded)  # type: ignore[arg-type]
+    set in a mask flags it (the tool does not say which lane carries it).
+
+    Built positionally (four per module, eight modules per host of a 4,096-host verify)."""
+    get = readings.get
+    masks = [flags.get(name) for name in _LANE_FLAGS]
+    if index is None:
+        bits = [None if mask is None else mask != 0 for mask in masks]
+    else:
+        bits = [None if mask is None else bool(mask >> index & 1) for mask in masks]
+    return OpticalLane(index, get("tx_power_mw"), get("rx_power_mw"), get("tx_bias_ma"), *bits)
 
 
 def flagged_lanes(mask: Optional[int], lanes: int) -> List[int]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from ascendprep.facts import CounterSample, CounterValues
 from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
@@ -41,9 +41,9 @@ _HEADER = "packet statistics:"
 _LINE_RE = re.compile(r"^([a-z][a-z0-9_]{0,63})\s*:\s*(\d{1,20})$")
 #: The driver's exact form: the header, then at least one ``name:value`` line, every line ended by
 #: a newline but perhaps the last, no value of 20 digits (those may be over 64 bits: the line
-#: reading refuses them); :data:`_PAIR_RE` then reads its pairs.
+#: reading refuses them).
+_EXACT_HEADER = _HEADER + "\n"
 _EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}:\d{1,19}(?:\n|\Z))+")
-_PAIR_RE = re.compile(r"^([a-z][a-z0-9_]{0,63}):(\d{1,19})$", re.MULTILINE)
 
 
 def parse_stat(stdout: str) -> Dict[str, int]:
@@ -52,16 +52,38 @@ def parse_stat(stdout: str) -> Dict[str, int]:
     Refused (UnexpectedOutput): no ``packet statistics:`` header, no counter, a line that is not
     ``name:number``, a number over 64 bits, a counter listed twice, more than MAX_COUNTERS.
     """
-    # The driver's own form (header, then ``name:value`` lines, nothing else) is read with one
-    # regex over the text; anything else (spaces, CRs, blank lines, a refusal to word) by the
-    # line-by-line reading below, which gives the same counters for the same text.
-    if _EXACT_RE.fullmatch(stdout) is not None:
-        pairs = _PAIR_RE.findall(stdout)
-        intern = sys.intern  # one copy of each name for all hosts
-        counters = {intern(name): int(value) for name, value in pairs}
-        if len(counters) == len(pairs) <= MAX_COUNTERS:
-            return counters
-    return _parse_stat_lines(stdout)
+    return dict(read_counters(stdout))
+
+
+def read_counters(stdout: str) -> CounterValues:
+    """:func:`parse_stat`'s counters as the fact keeps them (names shared per layout, values a tuple).
+
+    The driver's own form (header, then ``name:value`` lines, nothing else) is read with one
+    regex over the text, straight into the names and values; anything else (spaces, CRs, blank
+    lines, a counter listed twice, a refusal to word) by the line-by-line reading below, which
+    gives the same counters for the same text.
+    """
+    names_values = _driver_form(stdout)
+    if names_values is not None:
+        try:
+            return CounterValues(*names_values)
+        except ValueError:
+            pass  # a counter listed twice: the line reading words the refusal
+    return CounterValues.of(_parse_stat_lines(stdout))
+
+
+def _driver_form(stdout: str) -> Optional[Tuple[Tuple[str, ...], Tuple[int, ...]]]:
+    """(names, values) of a text in the driver's exact form; None for any other text.
+
+    Once :data:`_EXACT_RE` holds, every line is ``name:digits`` with one colon, so turning the
+    colons into newlines and splitting gives names and values by turns (no Python step per line)."""
+    if _EXACT_RE.fullmatch(stdout) is None:
+        return None
+    body = stdout[len(_EXACT_HEADER):]
+    items = (body[:-1] if body.endswith("\n") else body).replace(":", "\n").split("\n")
+    if len(items) > 2 * MAX_COUNTERS:
+        return None  # the line reading refuses it, in its words
+    return tuple(items[0::2]), tuple(map(int, items[1::2]))
 
 
 def _parse_stat_lines(stdout: str) -> Dict[str, int]:
@@ -94,7 +116,7 @@ def sample_time(text: str) -> Optional[float]:
     return int(text) / 100.0
 
 
-def sample(counters: Dict[str, int], pass_number: Optional[int], t_attr: str) -> CounterSample:
+def sample(counters: Mapping[str, int], pass_number: Optional[int], t_attr: str) -> CounterSample:
     """The fact of one read: its pass, the node's time of the call (None when unstamped), the counters."""
     return CounterSample(pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=CounterValues.of(counters))
 
@@ -151,7 +173,7 @@ SECOND_SECTION = "hccn.stat2"
 
 
 def _parse_read(stdout: str, where: Where) -> CounterSample:
-    return sample(parse_stat(stdout), where.int_attr("pass"), where.attrs.get("t", ""))
+    return sample(read_counters(stdout), where.int_attr("pass"), where.attrs.get("t", ""))
 
 
 def _fill_read(draft: Draft, where: Where, read: CounterSample) -> None:

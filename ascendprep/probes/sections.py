@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
+
+from ascendprep.limits import SHARED_BEGIN_LINES
 
 FORMAT_VERSION = 2
 #: Formats :func:`parse_transcript` reads (v1: a stream's newline added only when missing).
@@ -37,6 +40,8 @@ READABLE_VERSIONS = (1, 2)
 ATTR_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:/+@-]*$")
 _NAME_RE = re.compile(r"^[a-z0-9_.-]+$")
 _HEADER_RE = re.compile(r"^@@ascendprep (?P<kind>[a-z]+) v(?P<version>\d+) (?P<nonce>[0-9a-f]{16})$")
+#: The same header as a line anywhere in a text (the first one counts; text before it is a banner).
+_HEADER_LINE_RE = re.compile(_HEADER_RE.pattern, re.MULTILINE)
 _END_RE = re.compile(r"^end rc=(?P<rc>\d+) tries=(?P<tries>\d+)$")
 
 #: Exit statuses of coreutils ``timeout``: 124 after TERM, 137 when KILL (``-k``) was needed.
@@ -65,12 +70,20 @@ def render_attrs(**attrs: object) -> str:
     return "".join(parts)
 
 
-@dataclass(frozen=True)
-class Section:
-    """One command's output. ``rc`` is None when the output stopped inside the section."""
+#: The attributes of a section that has none: one read-only empty map for all of them.
+NO_ATTRS: Mapping[str, str] = MappingProxyType({})
+
+
+class Section(NamedTuple):
+    """One command's output. ``rc`` is None when the output stopped inside the section.
+
+    A named tuple rather than a dataclass: ~150 are made per host of every gather, and a frozen
+    dataclass's ``__init__`` costs several times a tuple's. ``attrs`` is read, never changed: the
+    parser shares one map between the sections of every host whose begin line reads the same.
+    """
 
     name: str
-    attrs: Dict[str, str] = field(default_factory=dict)
+    attrs: Mapping[str, str] = NO_ATTRS
     stdout: str = ""
     stderr: str = ""
     rc: Optional[int] = None
@@ -108,54 +121,80 @@ class Transcript:
 
 
 def parse_transcript(text: str, kind: str) -> Transcript:
-    """Split a script's stdout into sections. Never raises: damage is reported in ``problem``."""
+    """Split a script's stdout into sections. Never raises: damage is reported in ``problem``.
+
+    The format is defined line by line (see the module doc); without a carriage return in the
+    text, the lines are never split apart: the header is found by one search and the body after
+    it is split at the marker lines only (a gather prints ~2,000 lines and ~470 markers per host).
+    """
+    if "\r" in text:
+        return _parse_normalised_lines(text, kind)
+    header = _HEADER_LINE_RE.search(text)
+    if header is None:
+        return _no_header(kind)
+    # The body as its lines joined again, led by the newline ending the header line: the text
+    # after the header without the one newline that ends the last line.
+    body = text[header.end():]
+    if body.endswith("\n") and len(body) > 1:
+        body = body[:-1]
+    return _read_header(header, kind) or _parse_body(body or "\n", header.group("nonce"), kind, int(header.group("version")))
+
+
+def _parse_normalised_lines(text: str, kind: str) -> Transcript:
+    """The reading of a text with carriage returns: CRLF read as LF, and every line's trailing
+    CRs dropped (a terminal-minded tool or a Windows-edited file on the node)."""
     lines = text.replace("\r\n", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline ending the last line does not start another one
-    nonce = None
-    start = 0
+    lines = [line.rstrip("\r") for line in lines]
     for index, line in enumerate(lines):
-        match = _HEADER_RE.match(line.rstrip("\r"))
-        if match:
-            if match.group("kind") != kind:
-                return Transcript(None, problem=f"expected a {kind} script's output, got a {match.group('kind')} script's")
-            version = int(match.group("version"))
-            if version not in READABLE_VERSIONS:
-                return Transcript(kind, problem=f"output format v{match.group('version')} is not v{FORMAT_VERSION}")
-            nonce, start = match.group("nonce"), index + 1
-            break
-    if nonce is None:
-        return Transcript(None, problem=f"no ascendprep {kind} header in the output (did the script run?)")
-    return _parse_body(lines[start:], "\r" in text, f"@@{nonce} ", kind, version)
+        header = _HEADER_RE.match(line)
+        if header:
+            body = "\n" + "\n".join(lines[index + 1:])
+            return _read_header(header, kind) or _parse_body(body, header.group("nonce"), kind, int(header.group("version")))
+    return _no_header(kind)
 
 
-def _parse_body(body_lines: List[str], carriage_returns: bool, marker: str, kind: str, version: int) -> Transcript:
-    """The sections of a body after its header line.
+def _no_header(kind: str) -> Transcript:
+    return Transcript(None, problem=f"no ascendprep {kind} header in the output (did the script run?)")
 
-    Split at the marker lines rather than walking every line: a gather prints ~1,800 lines and
-    ~450 markers per host, and this loop runs once per host of a 4,096-host verify. Each piece is
+
+def _read_header(header: "re.Match[str]", kind: str) -> Optional[Transcript]:
+    """The transcript to give instead of reading the body (another script's, an unknown format);
+    None: read on."""
+    if header.group("kind") != kind:
+        return Transcript(None, problem=f"expected a {kind} script's output, got a {header.group('kind')} script's")
+    version = header.group("version")
+    if len(version) > 4 or int(version) not in READABLE_VERSIONS:  # (int() refuses 5,000 digits)
+        return Transcript(kind, problem=f"output format v{version[:20]} is not v{FORMAT_VERSION}")
+    return None
+
+
+def _parse_body(body: str, nonce: str, kind: str, version: int) -> Transcript:
+    """The sections of a body: the text after the header line, led by the header's newline.
+
+    Split at the marker lines rather than walking every line: a gather prints ~2,000 lines and
+    ~470 markers per host, and this loop runs once per host of a 4,096-host verify. Each piece is
     one marker line's command, then (after its newline) the text up to the next marker. In v1 that
     text is whole lines; in v2 the newline before the next marker is the script's own (consumed by
     the split) and the stream is taken as it is.
     """
-    if carriage_returns:
-        body_lines = [line.rstrip("\r") for line in body_lines]
     v1 = version == 1
     sections: List[Section] = []
     # The open section: its name (None: none open), attributes and streams as read so far (a
     # stream is one piece unless a marker repeats). Plain locals rather than an object: this runs
     # per host.
     name: Optional[str] = None
-    attrs: Dict[str, str] = {}
+    attrs: Mapping[str, str] = NO_ATTRS
     out = err = ""
     into_err = False
     done = False
-    for piece in ("\n" + "\n".join(body_lines)).split("\n" + marker)[1:]:
+    for piece in body.split(f"\n@@{nonce} ")[1:]:
         command, newline, rest = piece.partition("\n")
         if command.startswith("begin "):
             if name is not None:
                 sections.append(Section(name, attrs, _ended(out), _ended(err), None, 1))
-            name, attrs = _begin(command[len("begin "):])
+            name, attrs = _begin(command)
             out = err = ""
             into_err = False
         elif command == "stderr" and name is not None:
@@ -165,8 +204,13 @@ def _parse_body(body_lines: List[str], carriage_returns: bool, marker: str, kind
             break
         elif name is not None:
             end = _END_RE.match(command)
-            if end:
-                sections.append(Section(name, attrs, _ended(out), _ended(err), int(end.group("rc")), int(end.group("tries"))))
+            if end:  # the usual close of a section: _ended and Section inlined (~150 per host)
+                if out and not out.endswith("\n"):
+                    out += "\n"
+                if err and not err.endswith("\n"):
+                    err += "\n"
+                rc, tries = end.groups()
+                sections.append(_new_tuple(Section, (name, attrs, out, err, int(rc), int(tries))))
                 name = None
         text = rest + "\n" if v1 else rest
         if newline and text and name is not None:
@@ -183,13 +227,30 @@ def _parse_body(body_lines: List[str], carriage_returns: bool, marker: str, kind
     return Transcript(kind, tuple(sections), problem)
 
 
+#: ``Section(...)`` without its Python-level ``__new__`` (the fields given in order, all of them).
+_new_tuple = tuple.__new__
+
+
 def _ended(text: str) -> str:
     """A stream as v1 gave it: empty, or ending with a newline (a v1 stream already is)."""
     return text if not text or text[-1] == "\n" else text + "\n"
 
 
-def _begin(rest: str) -> Tuple[str, Dict[str, str]]:
-    """(name, attributes) of a begin line's ``name key=value ...``; a bad name reads "invalid"."""
-    name, *pairs = rest.split(" ")
+#: Begin lines read so far → (name, read-only attributes). A begin line is what the rendered
+#: script printed (the nonce keeps tool output from forging one), so every host of a fleet that
+#: ran the same script prints the same ~150 of them; each is split once, not once per host.
+#: At most :data:`~ascendprep.limits.SHARED_BEGIN_LINES` are kept; past that a line is read anew.
+_BEGIN_LINES: Dict[str, Tuple[str, Mapping[str, str]]] = {}
+
+
+def _begin(command: str) -> Tuple[str, Mapping[str, str]]:
+    """(name, attributes) of a ``begin name key=value ...`` command; a bad name reads "invalid"."""
+    known = _BEGIN_LINES.get(command)
+    if known is not None:
+        return known
+    name, *pairs = command[len("begin "):].split(" ")
     attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
-    return (name if _NAME_RE.match(name) else "invalid"), attrs
+    read = ((name if _NAME_RE.match(name) else "invalid"), MappingProxyType(attrs) if attrs else NO_ATTRS)
+    if len(_BEGIN_LINES) < SHARED_BEGIN_LINES:
+        _BEGIN_LINES[command] = read
+    return read

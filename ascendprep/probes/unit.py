@@ -39,7 +39,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Op
 from ascendprep.facts import ProbeError
 from ascendprep.probes import paths
 from ascendprep.probes.failures import classify_failure
-from ascendprep.probes.sections import Section, render_attrs
+from ascendprep.probes.sections import NO_ATTRS, Section, render_attrs
 
 HOST = "host"
 NPU = "npu"
@@ -68,25 +68,36 @@ class RenderContext:
     sample_interval: int = 0
 
 
-@dataclass(frozen=True)
 class Where:
     """What a parser may know besides the text: the section's attributes and the script's settings.
 
-    ``attrs`` is read, never changed (a gather's Where shares its section's attribute dict)."""
+    Read-only by contract: nothing assigns to a Where after it is made, and ``attrs`` (the
+    section's own map, shared between hosts) is read, never changed. A plain class with
+    ``__slots__`` rather than a frozen dataclass: one is made per section, ~150 per host of a
+    4,096-host verify, and a frozen dataclass's ``__init__`` costs several times this one's.
+    """
 
-    attrs: Mapping[str, str] = field(default_factory=dict)
-    ascend_home: Optional[str] = None
-    python_path: str = ""
+    __slots__ = ("attrs", "ascend_home", "python_path", "npu", "chip")
 
-    #: The ``npu=`` and ``chip=`` ids, read once: the gather's loop, the unit and its parser each
-    #: ask for them (~5 times per section, ~150 sections per host of a 4,096-host verify).
-    npu: Optional[int] = field(init=False, repr=False, compare=False)
-    chip: Optional[int] = field(init=False, repr=False, compare=False)
+    def __init__(self, attrs: Mapping[str, str] = NO_ATTRS, ascend_home: Optional[str] = None, python_path: str = "") -> None:
+        self.attrs = attrs
+        self.ascend_home = ascend_home
+        self.python_path = python_path
+        # The ``npu=`` and ``chip=`` ids, read once: the gather's loop, the unit and its parser
+        # each ask for them.
+        npu, chip = attrs.get("npu", ""), attrs.get("chip", "")
+        self.npu: Optional[int] = int(npu) if npu.isdigit() else None
+        self.chip: Optional[int] = int(chip) if chip.isdigit() else None
 
-    def __post_init__(self) -> None:
-        npu, chip = self.attrs.get("npu", ""), self.attrs.get("chip", "")
-        object.__setattr__(self, "npu", int(npu) if npu.isdigit() else None)
-        object.__setattr__(self, "chip", int(chip) if chip.isdigit() else None)
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Where):
+            return NotImplemented
+        return (self.attrs, self.ascend_home, self.python_path) == (other.attrs, other.ascend_home, other.python_path)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Where(attrs={dict(self.attrs)!r}, ascend_home={self.ascend_home!r}, python_path={self.python_path!r})"
 
     def int_attr(self, key: str) -> Optional[int]:
         value = self.attrs.get(key, "")
@@ -124,17 +135,10 @@ class Draft:
         self.timeout_s: Optional[int] = None
         self.ascend_home: Optional[str] = None
         self.python_path = ""
-        self._last_where: Optional[Tuple[Section, Optional[str], str, Where]] = None
 
     def where(self, section: Section) -> Where:
-        """The section's Where; the last one is remembered, since the gather's loop and the unit's
-        ``read`` both ask for it (settings a fill changes are part of the key)."""
-        last = self._last_where
-        if last is not None and last[0] is section and last[1] is self.ascend_home and last[2] is self.python_path:
-            return last[3]
-        where = Where(attrs=section.attrs, ascend_home=self.ascend_home, python_path=self.python_path)
-        self._last_where = (section, self.ascend_home, self.python_path, where)
-        return where
+        """The section's Where, with the settings read so far (a ``settings`` fill changes them)."""
+        return Where(section.attrs, self.ascend_home, self.python_path)
 
     def error(self, probe: str, kind: str, message: str, npu: Optional[int] = None) -> None:
         self.errors.append(ProbeError(probe=probe, kind=kind, message=message, npu=npu))
@@ -210,6 +214,12 @@ class ProbeUnit:
             raise ValueError(f"probe unit {self.section}: scope must be one of {SCOPES}, not {self.scope!r}")
         if not self.phases <= BOTH or not self.phases:
             raise ValueError(f"probe unit {self.section}: phases must be a non-empty subset of {sorted(BOTH)}")
+        # A text-only parser (:func:`text_only`) is called as it is, not through its wrapper: one
+        # call fewer for most of a host's ~150 sections.
+        object.__setattr__(self, "_text_parse", getattr(self.parse, "text_parser", None))
+        # Whether sections must carry npu=/chip= ids: npu and chip units, and units that say so
+        # themselves (a per-NPU read rendered as a host unit); a plain host unit skips the call.
+        object.__setattr__(self, "_checks_ids", self.scope != HOST or type(self)._missing_attrs is not ProbeUnit._missing_attrs)
 
     # -- the script side -----------------------------------------------------------------
 
@@ -245,16 +255,18 @@ class ProbeUnit:
         """The NPU id errors of this unit carry: hccn device id or npu-smi NPU id; None for host units."""
         return where.npu if self.scope != HOST else None
 
-    def read(self, section: Section, draft: Draft) -> None:
-        """Turn the section into the unit's fact in ``draft``, or into a recorded ProbeError."""
-        where = draft.where(section)
-        outcome = self.evaluate(section, where, draft.timeout_s)
+    def read(self, section: Section, draft: Draft, where: Optional[Where] = None) -> None:
+        """Turn the section into the unit's fact in ``draft``, or into a recorded ProbeError.
+        ``where``: the section's :meth:`Draft.where`, when the caller has it already."""
+        if where is None:
+            where = draft.where(section)
+        value, has_value, error = self._evaluate(section, where, draft.timeout_s)
         if self.scope == NPU and where.npu is not None:
-            draft.npu(where.npu)  # an NPU whose query failed is still one of the host's NPUs
-        if outcome.error is not None:
-            draft.errors.append(outcome.error)
-        if outcome.has_value:
-            self.fill(draft, where, outcome.value)
+            draft.npus.setdefault(where.npu, {})  # draft.npu(): an NPU whose query failed is still one of the host's NPUs
+        if error is not None:
+            draft.errors.append(error)
+        if has_value:
+            self.fill(draft, where, value)
 
     def evaluate(self, section: Section, where: Where, timeout_s: Optional[int] = None) -> "Outcome":
         """What the section means, without storing it: the value to fill in and/or the error.
@@ -262,28 +274,34 @@ class ProbeUnit:
         Pure; ``timeout_s`` (the script's time limit) only words a timeout's message. A
         ``lenient`` unit's parser exceptions propagate (the gather loop reports them).
         """
+        return Outcome(*self._evaluate(section, where, timeout_s))
+
+    def _evaluate(self, section: Section, where: Where, timeout_s: Optional[int]) -> Tuple[Any, bool, Optional[ProbeError]]:
+        """:meth:`evaluate` as a plain (value, has_value, error) tuple, which :meth:`read` takes
+        apart at once (a named tuple costs a Python-level call to make, per section of every host)."""
         # The probe's name and description are worded only for an error: most sections have none.
-        missing = self._missing_attrs(where)
+        missing = self._missing_attrs(where) if self._checks_ids else None
         if missing:
-            return Outcome(error=ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}"))
+            return None, False, ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}")
         # The default settle and answered are tested here rather than called: two calls fewer
         # for most of a host's ~150 sections.
         given = None if self.settle is _no_settle else self.settle(section)
         if given is NOTHING:
-            return Outcome()
+            return None, False, None
         if given is not None:
-            return Outcome(value=given.value, has_value=True)
+            return given.value, True, None
         if not (section.rc == 0 if self.answered is _rc_zero else self.answered(section)):
             failure = classify_failure(section, self.probe_name(where), self.describe(where), npu=self.npu_of(where), timeout_s=self.timeout_s or timeout_s)
             return self._unknown(where, failure)
+        text_parse = self._text_parse
         if self.lenient:
-            return Outcome(value=self.parse(section.stdout, where), has_value=True)
+            return (text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)), True, None
         try:
-            value = self.parse(section.stdout, where)
+            value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
             error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
             return self._unknown(where, error)
-        return Outcome(value=value, has_value=True)
+        return value, True, None
 
     def _missing_attrs(self, where: Where) -> Optional[str]:
         if self.scope == NPU and where.npu is None:
@@ -292,10 +310,10 @@ class ProbeUnit:
             return "section without npu/chip"
         return None
 
-    def _unknown(self, where: Where, error: ProbeError) -> "Outcome":
+    def _unknown(self, where: Where, error: ProbeError) -> Tuple[Any, bool, Optional[ProbeError]]:
         if self.unknown is None:
-            return Outcome(error=error)
-        return Outcome(value=self.unknown(where), has_value=True, error=error)
+            return None, False, error
+        return self.unknown(where), True, error
 
 
 class Outcome(NamedTuple):
@@ -329,7 +347,7 @@ def set_field(name: str) -> Filler:
 def update_npu(draft: Draft, where: Where, fields: Any) -> None:
     """``fill`` for ``npu`` units whose parser returns a dict of NpuFacts fields."""
     if fields:
-        draft.npu(where.npu).update(fields)  # type: ignore[arg-type]
+        draft.npus.setdefault(where.npu, {}).update(fields)  # type: ignore[arg-type]  # draft.npu(), without the call
 
 
 def text_only(parse: Callable[[str], Any]) -> Parser:
@@ -340,6 +358,7 @@ def text_only(parse: Callable[[str], Any]) -> Parser:
 
     unit_parse.__doc__ = parse.__doc__
     unit_parse.__name__ = getattr(parse, "__name__", "parse")
+    unit_parse.text_parser = parse  # type: ignore[attr-defined]  # what ProbeUnit calls directly
     return unit_parse
 
 

@@ -261,3 +261,23 @@ def test_npu_smi_failure_is_reported_on_its_own_and_hccn_still_queried(tmp_path,
     # hccn_tool still asked about the inventory's 3 NPUs
     assert sorted(facts.npus) == [0, 1, 2]
     assert facts.npus[0].ip == "10.20.0.10" and facts.npus[2].ip == "10.20.0.12"
+
+
+def test_per_npu_sections_without_an_npu_id_are_errors_not_facts():
+    """hccn.ip is an npu unit; hccn.stat2 (the late second counter read) is rendered as a host unit
+    but is filed per NPU too: without ``npu=`` both are refused, and nothing is filled in."""
+    nonce = "0123456789abcdef"
+    m = f"@@{nonce} "
+    stat = "packet statistics:\nroce_rx_err_pkt_num:0\n"
+    text = (
+        f"@@ascendprep gather v2 {nonce}\n"
+        f"{m}begin hccn.ip\nipaddr:10.0.0.1\nnetmask:255.255.0.0\n\n{m}stderr\n\n{m}end rc=0 tries=1\n"
+        f"{m}begin hccn.stat2 pass=2 t=100\n{stat}\n{m}stderr\n\n{m}end rc=0 tries=1\n"
+        f"{m}done\n"
+    )
+    facts = parse_gather_output(text)
+    assert facts.npus == {}
+    assert sorted((e.probe, e.message) for e in facts.errors) == [
+        ("hccn.ip", "hccn_tool -i None -ip -g: section without an NPU id"),
+        ("hccn.stat", "hccn_tool -i None -stat -g: section without an NPU id"),
+    ]

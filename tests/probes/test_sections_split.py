@@ -111,3 +111,42 @@ def test_a_whole_section_round_trips() -> None:
     transcript = parse_transcript(text, "gather")
     assert transcript.complete
     assert transcript.sections == (Section("hccn.ip", {"npu": "3"}, "ipaddr:10.0.0.1\n\n", "warn\n", 0, 2),)
+
+
+def test_begin_lines_read_once_are_shared_read_only_and_capped(monkeypatch) -> None:
+    from ascendprep.probes import sections
+
+    m = f"@@{NONCE} "
+    text = f"@@ascendprep gather v2 {NONCE}\n{m}begin hccn.ip npu=3\nx\n{m}stderr\n\n{m}end rc=0 tries=1\n{m}done\n"
+    first, second = parse_transcript(text, "gather"), parse_transcript(text, "gather")
+    assert first.sections[0].attrs == {"npu": "3"}
+    assert first.sections[0].attrs is second.sections[0].attrs  # one map for every host's line
+    try:
+        first.sections[0].attrs["npu"] = "4"  # type: ignore[index]
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("a shared attribute map must not be writable")
+    assert second.sections[0].npu == 3
+    # A host printing thousands of distinct begin lines: each still read, the memory kept bounded.
+    monkeypatch.setattr(sections, "_BEGIN_LINES", {})
+    monkeypatch.setattr(sections, "SHARED_BEGIN_LINES", 10)
+    flood = f"@@ascendprep gather v2 {NONCE}\n" + "".join(f"{m}begin sysctl key=k{i}\n\n{m}stderr\n\n{m}end rc=0 tries=1\n" for i in range(50)) + f"{m}done\n"
+    read = parse_transcript(flood, "gather")
+    assert [s.attrs["key"] for s in read.sections] == [f"k{i}" for i in range(50)]
+    assert len(sections._BEGIN_LINES) == 10
+
+
+def test_a_header_on_the_last_line_and_banners_before_it() -> None:
+    for text in (f"banner\n@@ascendprep gather v2 {NONCE}", f"banner\n@@ascendprep gather v2 {NONCE}\n", f"@@ascendprep gather v2 {NONCE}\n\n"):
+        transcript = parse_transcript(text, "gather")
+        assert transcript.kind == "gather" and transcript.sections == ()
+        assert transcript.problem == "output stopped before the script finished (no end marker)"
+    assert parse_transcript(f"x @@ascendprep gather v2 {NONCE}\n", "gather").problem.startswith("no ascendprep gather header")
+
+
+def test_a_header_with_a_huge_version_number_is_a_problem_not_an_exception() -> None:
+    for newline in ("\n", "\r\n"):
+        transcript = parse_transcript(f"@@ascendprep gather v{'9' * 5000} {NONCE}{newline}", "gather")
+        assert transcript.problem == f"output format v{'9' * 20} is not v2"
+    assert parse_transcript(f"@@ascendprep gather v3 {NONCE}\n", "gather").problem == "output format v3 is not v2"
