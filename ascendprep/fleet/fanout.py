@@ -199,8 +199,9 @@ class Session:
         finally:
             if progress is not None:
                 progress.stop()
-        self._note_output_caps(outcomes, step)
-        return {h.name: outcomes[h.name] for h in targets}
+        ordered = {h.name: outcomes[h.name] for h in targets}
+        self._note_output_caps(ordered, step)
+        return ordered
 
     def _note_output_caps(self, outcomes: Dict[str, HostOutcome[T]], step: str) -> None:
         """One ``limits_hit`` entry per output cap that cut hosts in this step (names them all)."""
@@ -241,12 +242,12 @@ class Session:
                 access.name, error=f"{access.name}: timed out before {step}: {what} passed", kind="timeout",
                 limit=LIMIT_NAME,
             )
-        self._note_output_caps(outcomes, step)  # hosts that finished before the deadline
         names = [h.name for h in busy + queued]
         if names:
             self.limits_hit.append({"limit": LIMIT_NAME, "seconds": self.deadline.seconds, "source": self.deadline.source, "step": step, "hosts": names})
         self._abandon(names)
         order = targets if targets is not None else busy + queued
+        self._note_output_caps({h.name: outcomes[h.name] for h in order if h.name in outcomes}, step)  # those done in time
         return {h.name: outcomes[h.name] for h in order}
 
     def _abandon(self, names: List[str]) -> None:

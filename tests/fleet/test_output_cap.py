@@ -104,3 +104,20 @@ def test_local_timeout_still_kills_and_keeps_what_was_printed(tmp_path: Path) ->
     host = LocalTransport("here", output_cap=CAP)
     result = host.run_script("echo started; sleep 30", timeout=1)
     assert result.timed_out and result.stdout == "started\n"
+
+
+def test_a_cut_host_is_named_even_when_the_deadline_ends_the_step() -> None:
+    """n1 floods and is cut at once; n2 is still at work when the deadline passes: both limits
+    are listed, each with its own hosts."""
+    from ascendprep.fleet.access import HostAccess
+    from ascendprep.fleet.deadline import Deadline
+
+    hosts = [HostAccess(name=name, address="127.0.0.1") for name in ("n1", "n2")]
+
+    def job(transport, access):  # type: ignore[no-untyped-def]
+        return transport.run_script("head -c 3000000 /dev/zero\n" if access.name == "n1" else "sleep 20\n").stdout
+
+    with Session(hosts, forks=2, transport_factory=lambda access: LocalTransport(access.name, output_cap=CAP), deadline=Deadline(3)) as session:
+        outcomes = session.run(job, step="the flood")
+    assert outcomes["n1"].limit == "HOST_OUTPUT_CAP" and outcomes["n2"].kind == "timeout"
+    assert [(hit["limit"], hit["hosts"]) for hit in session.limits_hit] == [("command_timeout", ["n2"]), ("host_output_cap", ["n1"])]
