@@ -167,34 +167,3 @@ def test_file_reads_are_cut_at_the_cap_and_end_there(tmp_path, shell, tee, cap):
     assert missing.stderr.startswith("cat: ") and "No such file or directory" in missing.stderr
     assert endless.attrs["over"] == "stdout" and endless.stdout == "\0" * excerpt + "\n"
     assert digest.rc == 0 and digest.stdout.split()[0] == __import__("hashlib").sha256(b"y" * (cap + 1)).hexdigest()
-
-
-def _counting_cat(tmp_path: Path) -> tuple[dict, Path]:
-    """PATH with a ``cat`` that logs each run, then runs the real one."""
-    bin_dir = tmp_path / "counting"
-    bin_dir.mkdir()
-    log = tmp_path / "cat.log"
-    (bin_dir / "cat").write_text(f"#!/bin/sh\necho x >>'{log}'\nexec {shutil.which('cat')} \"$@\"\n")
-    (bin_dir / "cat").chmod(0o755)
-    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, log
-
-
-@pytest.mark.parametrize("shell", SHELLS)
-def test_sections_are_printed_in_batches_by_one_cat_each(shell, tmp_path):
-    """A section costs no ``cat`` of its own: the sections wait in a queue and one cat prints up
-    to ``limits.GATHER_QUEUED_SECTIONS`` of them, in the order they ran, streams and cut
-    excerpts included."""
-    per_batch = limits.GATHER_QUEUED_SECTIONS
-    calls = [f"printf 'out {i}\\n'" if i % 3 else f"sh -c 'echo err {i} >&2; exit {i % 7}'" for i in range(per_batch * 2 + 3)]
-    calls[5] = "sh -c 'yes abcdefghij | head -c 5000'"  # cut: its excerpt is queued in its place
-    env, log = _counting_cat(tmp_path)
-    sections = _run(shell, _script(calls), env)
-    assert [s.name for s in sections] == [f"call{i}" for i in range(len(calls))]
-    for i, section in enumerate(sections):
-        if i == 5:
-            assert section.attrs.get("over") == "stdout" and len(section.stdout) <= limits.REMOTE_CUT_EXCERPT
-        elif i % 3:
-            assert (section.stdout, section.stderr, section.rc) == (f"out {i}\n", "", 0)
-        else:
-            assert (section.stdout, section.stderr, section.rc) == ("", f"err {i}\n", i % 7)
-    assert len(log.read_text().splitlines()) == 3  # ceil(35 / 16) batches
