@@ -223,11 +223,3 @@ PRIVATE_KEY_MAX_BYTES = 1024 * 1024
 #: name → position map is shared by every read that lists them (facts.CounterValues). A fleet has
 #: one per driver version; a host printing other names still parses, with a map of its own.
 SHARED_COUNTER_LAYOUTS = 64
-
-# -- node scripts of plan and apply (issue 12, a1) -------------------------------------------------
-
-#: Sections a gather script keeps queued before printing them with one cat (probes/shell.py:
-#: ap_flush). Each queued section holds its captured streams in scratch files (at most
-#: 2 x REMOTE_CALL_OUTPUT_CAP each), so this bounds a run's scratch space outside the per-NPU
-#: files; 16 covers a plan gather's host sections in two prints.
-GATHER_QUEUED_SECTIONS = 16

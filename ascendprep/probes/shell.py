@@ -167,7 +167,6 @@ def preamble(
         header=shlex.quote(header_line(kind, nonce)),
         hccn_in_home=HCCN_TOOL_IN_HOME,
         parallel=parallel,
-        slots=limits.GATHER_QUEUED_SECTIONS,
     )
 
 
@@ -176,7 +175,7 @@ def main_block(body: str) -> str:
 
     The body is not re-indented: it may hold multi-line quoted text (the Python probe code).
     """
-    return f"ap_main() {{\n{body}ap_flush\nprintf '%s done\\n' \"$AP_M\"\n}}\n\nap_main </dev/null\n"
+    return f"ap_main() {{\n{body}printf '%s done\\n' \"$AP_M\"\n}}\n\nap_main </dev/null\n"
 
 
 # Braces in the shell code are doubled for str.format.
@@ -204,9 +203,6 @@ AP_EXCERPT={excerpt}
 
 AP_PAR={parallel}
 AP_JOBS=
-# the queue of printed sections (see ap_flush)
-AP_SLOTS={slots}
-AP_SLOT=0 AP_PEND= AP_REL=.
 
 AP_TMP=$(mktemp -d "${{TMPDIR:-/tmp}}/ascendprep.XXXXXX") || {{
 	echo 'ascendprep: cannot create a temporary directory' >&2
@@ -248,7 +244,7 @@ ap_keep() {{
 }}
 
 # ap_capture COMMAND...: run COMMAND with stdin closed; more than AP_CAP bytes of its stdout go to
-# $AP_OUT and of its stderr to $AP_ERR (the section's slot, see ap_run); ap_rc is its exit status (125: none recorded),
+# $AP_TMP/out and of its stderr to $AP_TMP/err; ap_rc is its exit status (125: none recorded),
 # ap_over the streams over AP_CAP. The status is read with the shell's `read`; stdout is measured
 # (wc) only where tee's status cannot say (AP_EXACT empty), stderr only when not empty. printf and
 # ap_locate (the shell's own output, bounded by what the script holds) run without the pipeline,
@@ -256,7 +252,7 @@ ap_keep() {{
 ap_capture() {{
 	case $1 in
 	printf | ap_locate)
-		"$@" </dev/null >"$AP_OUT" 2>"$AP_ERR"
+		"$@" </dev/null >"$AP_TMP/out" 2>"$AP_TMP/err"
 		ap_rc=$? ap_kept=3
 		;;
 	cat | sha256sum)
@@ -268,7 +264,7 @@ ap_capture() {{
 			ap_pipe "$@"
 		else
 			# (more than the cap: a copy that reaches the limit fails even at the file's end)
-			(trap '' XFSZ; ulimit -S -f "$AP_EBLOCKS" && exec "$@" </dev/null >"$AP_OUT" 2>"$AP_ERR")
+			(trap '' XFSZ; ulimit -S -f "$AP_EBLOCKS" && exec "$@" </dev/null >"$AP_TMP/out" 2>"$AP_TMP/err")
 			ap_rc=$? ap_kept=3
 		fi
 		;;
@@ -280,7 +276,7 @@ ap_capture() {{
 # ap_pipe COMMAND...: ap_capture's pipeline, for a command that must run to its own end.
 ap_pipe() {{
 	: >"$AP_TMP/rc"
-	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_ERR" "$AP_EBLOCKS" 3>&-; }} 3>&1 | ap_keep "$AP_OUT" "$AP_OBLOCKS"
+	{{ {{ "$@" </dev/null; echo "$?" >"$AP_TMP/rc"; }} 2>&1 >&3 3>&- | ap_keep "$AP_TMP/err" "$AP_EBLOCKS" 3>&-; }} 3>&1 | ap_keep "$AP_TMP/out" "$AP_OBLOCKS"
 	ap_kept=$?
 	ap_rc=
 	read -r ap_rc <"$AP_TMP/rc" || :
@@ -293,50 +289,24 @@ ap_measure() {{
 	case $AP_EXACT$ap_kept in
 	10) ;;
 	11) ap_over=stdout ;;
-	*) if [ -s "$AP_OUT" ] && [ "$(($(wc -c <"$AP_OUT")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi ;;
+	*) if [ -s "$AP_TMP/out" ] && [ "$(($(wc -c <"$AP_TMP/out")))" -gt "$AP_CAP" ]; then ap_over=stdout; fi ;;
 	esac
-	if [ -s "$AP_ERR" ] && [ "$(($(wc -c <"$AP_ERR")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
+	if [ -s "$AP_TMP/err" ] && [ "$(($(wc -c <"$AP_TMP/err")))" -gt "$AP_CAP" ]; then ap_over=${{ap_over:+$ap_over+}}stderr; fi
 }}
 
-# A section is not printed at once: its marker lines go into small files of the section's slot
-# (the shell's printf, no process), queued with its capture files in AP_PEND, and ap_flush
-# prints the queue with one cat, so that a section costs no cat of its own.
-# Slot K of the current scratch folder holds hK (begin line), oK and eK (stdout, stderr), xK and
-# yK (their excerpts when cut), mK and tK (the stderr and end markers, each after its stream's
-# closing newline). At most AP_SLOTS sections wait (their captures are scratch space); the queue
-# is printed when it is full, before per-NPU jobs start (whose files follow it) and at the end.
-# AP_REL: the current scratch folder, relative to AP_ROOT (the queue's names are relative to it).
-# ap_queue NAME...: add files (relative to AP_ROOT) to the queue.
-ap_queue() {{
-	for ap_q in "$@"; do AP_PEND="$AP_PEND $ap_q"; done
-}}
-
-# ap_flush: print the queued files in order (one cat), then empty the queue and free the slots.
-ap_flush() {{
-	AP_SLOT=0
-	if [ -z "$AP_PEND" ]; then return 0; fi
-	set --
-	for ap_q in $AP_PEND; do set -- "$@" "$AP_ROOT/$ap_q"; done
-	AP_PEND=
-	cat "$@"
-}}
-
-# ap_stream FILE EXCERPT STREAM: queue a captured stream (its first AP_EXCERPT bytes, copied to
-# EXCERPT, when STREAM was cut; nothing when empty).
-ap_stream() {{
+# ap_print FILE STREAM: the captured text (only its first AP_EXCERPT bytes when STREAM was cut),
+# then the stream's closing newline.
+ap_print() {{
 	case +$ap_over+ in
-	*+"$3"+*)
-		head -c "$AP_EXCERPT" "$AP_TMP/$1" >"$AP_TMP/$2"
-		: >"$AP_TMP/$1"
-		ap_queue "$AP_REL/$2"
-		;;
-	*) if [ -s "$AP_TMP/$1" ]; then ap_queue "$AP_REL/$1"; fi ;;
+	*+"$2"+*) head -c "$AP_EXCERPT" "$1" ;;
+	*) if [ -s "$1" ]; then cat "$1"; fi ;;
 	esac
+	echo
 }}
 
 # ap_busy: did the last command say "hccn_tool is busy" (another hccn_tool was running)?
 ap_busy() {{
-	case $(cat "$AP_OUT" "$AP_ERR") in
+	case $(cat "$AP_TMP/out" "$AP_TMP/err") in
 	*'hccn_tool is busy'*) return 0 ;;
 	esac
 	return 1
@@ -348,10 +318,6 @@ ap_busy() {{
 ap_run() {{
 	ap_name=$1 ap_attrs=$2
 	shift 2
-	if [ "$AP_SLOT" -ge "$AP_SLOTS" ]; then ap_flush || return; fi
-	ap_k=$AP_SLOT
-	AP_SLOT=$((AP_SLOT + 1))
-	AP_OUT=$AP_TMP/o$ap_k AP_ERR=$AP_TMP/e$ap_k
 	ap_try=1 ap_wait=1
 	while :; do
 		ap_capture "$@"
@@ -364,14 +330,11 @@ ap_run() {{
 		if [ "$ap_wait" -gt 8 ]; then ap_wait=8; fi
 	done
 	if [ -n "$ap_over" ]; then ap_attrs="$ap_attrs over=$ap_over cap=$AP_CAP"; fi
-	printf '%s begin %s%s\n' "$AP_M" "$ap_name" "$ap_attrs" >"$AP_TMP/h$ap_k" || return
-	printf '\n%s stderr\n' "$AP_M" >"$AP_TMP/m$ap_k" || return
-	printf '\n%s end rc=%s tries=%s\n' "$AP_M" "$ap_rc" "$ap_try" >"$AP_TMP/t$ap_k" || return
-	ap_queue "$AP_REL/h$ap_k"
-	ap_stream "o$ap_k" "x$ap_k" stdout
-	ap_queue "$AP_REL/m$ap_k"
-	ap_stream "e$ap_k" "y$ap_k" stderr
-	ap_queue "$AP_REL/t$ap_k"
+	printf '%s begin %s%s\n' "$AP_M" "$ap_name" "$ap_attrs"
+	ap_print "$AP_TMP/out" stdout
+	printf '%s stderr\n' "$AP_M"
+	ap_print "$AP_TMP/err" stderr
+	printf '%s end rc=%s tries=%s\n' "$AP_M" "$ap_rc" "$ap_try"
 }}
 
 # ap_tool COMMAND...: COMMAND cut off after AP_T seconds (exit 124; 137 if it ignored TERM).
@@ -420,7 +383,7 @@ ap_installed() {{
 ap_hccn_tool() {{
 	ap_run tool.hccn_tool '' ap_locate hccn_tool "$AP_HOME/{hccn_in_home}"
 	AP_HCCN=
-	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then IFS= read -r AP_HCCN <"$AP_OUT" || :; fi
+	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then IFS= read -r AP_HCCN <"$AP_TMP/out" || :; fi
 }}
 
 # ap_reap: on exit, stop the per-NPU jobs still running (a tool they started ends at its own
@@ -435,8 +398,7 @@ ap_reap() {{
 # of ITEMS, so the output reads as if they had run one after the other. Job W takes the words at
 # positions W, W+AP_PAR, ...; each word's sections go to a file of their own. A word whose file a
 # job could not write (no scratch space, the job killed) runs here instead, after the others.
-# The finished files join the print queue (ap_flush) in their place: their sections end with a
-# newline, and a job starts from an empty queue of its own.
+# The finished files are printed by one cat per run of them (their sections end with a newline).
 ap_each_npu() {{
 	ap_fn=$1
 	AP_EACH=$((${{AP_EACH:-0}} + 1))
@@ -462,26 +424,28 @@ ap_each_npu() {{
 		AP_JOBS=
 	fi
 	ap_i=0
+	set --
 	for ap_dev in $ap_items; do
 		if [ -e "$ap_dir/$ap_i.done" ]; then
-			ap_queue "each.$AP_EACH/$ap_i"
+			set -- "$@" "$ap_dir/$ap_i"
 		else
+			if [ "$#" -gt 0 ]; then cat "$@"; fi
+			set --
 			"$ap_fn"
 		fi
 		ap_i=$((ap_i + 1))
 	done
+	if [ "$#" -gt 0 ]; then cat "$@"; fi
 }}
 
 # ap_npu_job FUNCTION W DIR ITEMS: job W of ap_each_npu, with scratch files of its own (DIR/job.W,
 # made by ap_each_npu).
 ap_npu_job() {{
-	AP_TMP=$3/job.$2 AP_REL=each.$AP_EACH/job.$2
-	AP_SLOT=0 AP_PEND=
+	AP_TMP=$3/job.$2
 	ap_i=0
 	for ap_dev in $4; do
 		if [ "$((ap_i % AP_PAR))" -eq "$2" ]; then
-			if {{ "$1" && ap_flush; }} >"$3/$ap_i"; then : >"$3/$ap_i.done"; fi
-			AP_SLOT=0 AP_PEND=
+			"$1" >"$3/$ap_i" && : >"$3/$ap_i.done"
 		fi
 		ap_i=$((ap_i + 1))
 	done

@@ -171,7 +171,7 @@ class ProbeUnit:
     the render-time list (sysctl keys, managed paths); ``item_attrs`` names each item's section
     attributes. ``attrs``: the shell word of a single-run unit's attributes (default none).
     ``after``: shell lines that run right after the command (they may read the captured output
-    in ``$AP_OUT``, e.g. to remember the tool's path); ``guard``: a shell condition the
+    in ``$AP_TMP/out``, e.g. to remember the tool's path); ``guard``: a shell condition the
     command runs under. ``comment``: a line of the script saying why the probe is there (for
     whoever reads the script). ``render``: replaces the default rendering entirely, for units
     whose shell needs a loop of its own (the CANN directories). ``settle``, ``answered``,

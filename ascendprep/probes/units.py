@@ -110,7 +110,7 @@ ARCH = ProbeUnit(
     command=lambda ctx: "uname -m",
     after=(
         "AP_ARCH=",
-        'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_ARCH=$(cat "$AP_OUT"); fi',
+        'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_ARCH=$(cat "$AP_TMP/out"); fi',
         "case $AP_ARCH in '' | *[!A-Za-z0-9_]*) AP_ARCH=unknown ;; esac",
     ),
     describe=fixed("uname -m"),
@@ -146,7 +146,7 @@ NPU_SMI_TOOL = ProbeUnit(
     command=lambda ctx: f'ap_locate npu-smi "$AP_HOME/{paths.NPU_SMI_IN_HOME}"',
     after=(
         "AP_NPUSMI= AP_CHIPS= AP_SPOD=",
-        'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_NPUSMI=$(cat "$AP_OUT"); fi',
+        'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_NPUSMI=$(cat "$AP_TMP/out"); fi',
     ),
     probe=fixed("npu_smi"),
     describe=fixed("locating npu_smi"),
@@ -159,7 +159,7 @@ NPU_SMI_LIST = ProbeUnit(
     section="npu_smi.list",
     command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -l',
     guard='[ -n "$AP_NPUSMI" ]',
-    after=('if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_CHIPS=$(ap_npu_chips <"$AP_OUT"); fi',),
+    after=('if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_CHIPS=$(ap_npu_chips <"$AP_TMP/out"); fi',),
     describe=fixed("npu-smi info -l"),
     parse=text_only(npu_smi.parse_list),
     # Some builds print the DCMI failure with exit 0.
