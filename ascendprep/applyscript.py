@@ -91,9 +91,10 @@ _ap_nl='
 # megabytes costs this much) and _ap_rc (its exit status). Trailing newlines are dropped: the
 # one printed before the status and the tool's last one in the shell (no process in the usual
 # case), any more by $(...) (never a loop per newline: a tool may print {keep_kb} KB of them).
-# _ap_sysctl's output is the shell's own (a line, or the redirect's error): no tail needed.
+# _ap_sysctl's and _ap_write's output is the shell's own and coreutils' one-line errors
+# (bounded by the script): no tail needed, which saves two processes per step.
 _ap_run() {{
-  case $1 in _ap_sysctl)
+  case $1 in _ap_sysctl | _ap_write)
     _ap_out=$("$@" 2>&1)
     _ap_rc=$?
     return

@@ -62,3 +62,30 @@ def test_a_sysctl_step_reports_its_line_or_the_shells_error(tmp_path):
     assert (steps["sysctl:ok"].rc, steps["sysctl:ok"].output) == (0, "net.core.somaxconn = 4096")
     assert target.read_text() == "4096\n"
     assert steps["sysctl:bad"].rc != 0 and str(missing) in steps["sysctl:bad"].output
+
+
+def test_a_file_step_runs_without_the_output_pipeline(tmp_path):
+    """_ap_write's output is the shell's own and coreutils' one-line errors, so its step runs
+    without the tail pipeline (two processes fewer per file): with a ``tail`` that only fails on
+    PATH, a file is still written and reported, and a failed write still says why."""
+    import os
+
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "tail").write_text("#!/bin/sh\necho 'tail must not run' >&2\nexit 99\n")
+    (stubs / "tail").chmod(0o755)
+    target = tmp_path / "etc" / "f.conf"
+    blocked = tmp_path / "plain"
+    blocked.write_text("a file, not a folder\n")
+    prelude = render_apply_script([], None, lock_dir=str(tmp_path / "lock")).removesuffix("\nexit 0\n")
+    script = prelude + "\n".join([
+        f"_ap_step file:ok _ap_write {target} 644 'hello\n' 1",
+        f"_ap_step file:bad _ap_write {blocked}/x.conf 644 'x' 1",
+    ]) + "\nexit 0\n"
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}"}
+    result = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60, env=env)
+    steps = parse_apply_output(result.stdout)
+    assert (steps["file:ok"].rc, steps["file:ok"].output) == (0, f"wrote {target}")
+    assert target.read_text() == "hello\n" and oct(target.stat().st_mode & 0o777) == "0o644"
+    assert steps["file:bad"].rc != 0 and str(blocked) in steps["file:bad"].output
+    assert "tail must not run" not in result.stdout + result.stderr
