@@ -4,7 +4,6 @@ hccn_tool of an A3 super-pod, plus hostile and broken answers."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -13,6 +12,7 @@ from a3sim import A3Lab
 from ascendprep.lab.sim import state
 from ascendprep.probes.hccs import parse_hccs_output, parse_hccs_times, render_hccs_script
 from ascendprep.probes.shell import UnsafeValue
+from nodescript import run_node_script
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def lab(tmp_path):
 def _run(lab, node, pairs):
     env = {**lab.env(node), "PATH": f"{lab.bin_dir}:{os.environ['PATH']}"}
     script = render_hccs_script(pairs, per_command_timeout=20, busy_retries=1, ascend_home=str(lab.base / "none"))
-    done = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    done = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return parse_hccs_output(done.stdout)
 

@@ -15,6 +15,7 @@ import pytest
 from ascendprep.allreduce.jobs import Job, JobNode, JobResult, binding_of, node_address
 from ascendprep.allreduce.scripts import interface_exports, parse_preflight, render_preflight_script
 from ascendprep.facts import InterfaceAddress
+from nodescript import run_node_script
 
 ADDRESSES = (InterfaceAddress("lo", "inet", "127.0.0.1", 8), InterfaceAddress("eth0", "inet", "10.231.0.11", 24))
 
@@ -29,8 +30,8 @@ def _pre(addresses=ADDRESSES, problem=None) -> SimpleNamespace:
 
 def test_the_preflight_lists_this_hosts_interfaces(tmp_path):
     directory = f"/tmp/ascendprep-allreduce-t{tmp_path.name[-8:].replace('_', '')}-node1"
-    done = subprocess.run(["sh", "-s"], input=render_preflight_script(directory, sys.executable, False),
-                          capture_output=True, text=True, timeout=60)
+    done = run_node_script(["sh", "-s"], input=render_preflight_script(directory, sys.executable, False),
+                           capture_output=True, text=True, timeout=60)
     subprocess.run(["rm", "-rf", "--", directory], check=True)
     pre = parse_preflight(done.stdout)
     assert pre.addresses_problem is None

@@ -38,6 +38,7 @@ from ascendprep.allreduce.scripts import (
 from ascendprep.allreduce.table import print_allreduce
 from ascendprep.allreduce.worker import PHASES, RankReport
 from ascendprep.findings import Severity
+from nodescript import run_node_script
 
 NODES = [("node1", 8), ("node2", 8)]
 
@@ -108,7 +109,7 @@ def directory() -> str:
 
 
 def sh(script: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=timeout)
+    return run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, timeout=timeout)
 
 
 def test_every_script_is_valid_posix_sh(directory: str) -> None:

@@ -16,6 +16,7 @@ from ascendprep.applyscript import LOCKED_RC, parse_apply_output, render_apply_s
 from ascendprep.envfiles import MANAGED_HEADER
 from ascendprep.changes import Change, SetNpuAddress, WriteFile
 from ascendprep.drift import sha256_text
+from nodescript import run_node_script
 
 
 def _write(target: Path, content: str) -> Change:
@@ -23,7 +24,7 @@ def _write(target: Path, content: str) -> Change:
 
 
 def _run(script: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([shutil.which("sh") or "/bin/sh", "-s"], input=script, capture_output=True, text=True, env=env, timeout=timeout)
+    return run_node_script([shutil.which("sh") or "/bin/sh", "-s"], input=script, capture_output=True, text=True, env=env, timeout=timeout)
 
 
 def test_the_original_of_a_foreign_file_is_kept_for_good(tmp_path: Path):

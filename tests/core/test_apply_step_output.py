@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
 
 from ascendprep import limits
 from ascendprep.applyscript import parse_apply_output, render_apply_script
+from nodescript import run_node_script
 
 
 def _steps(tmp_path, *lines: str):
     prelude = render_apply_script([], None, lock_dir=str(tmp_path / "lock")).removesuffix("\nexit 0\n")
     script = prelude + "\n".join(lines) + "\nexit 0\n"
-    result = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60)
+    result = run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout, parse_apply_output(result.stdout)
 
@@ -83,7 +83,7 @@ def test_a_file_step_runs_without_the_output_pipeline(tmp_path):
         f"_ap_step file:bad _ap_write {blocked}/x.conf 644 'x' 1",
     ]) + "\nexit 0\n"
     env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}"}
-    result = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60, env=env)
+    result = run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60, env=env)
     steps = parse_apply_output(result.stdout)
     assert (steps["file:ok"].rc, steps["file:ok"].output) == (0, f"wrote {target}")
     assert target.read_text() == "hello\n" and oct(target.stat().st_mode & 0o777) == "0o644"

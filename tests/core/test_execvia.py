@@ -11,6 +11,7 @@ import pytest
 
 from ascendprep.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
+from nodescript import run_node_script
 
 
 @pytest.mark.parametrize("value", ["docker exec trainer", "kubectl exec -n ml trainer-0 --", "enroot exec 4242", "/opt/bin/wrap --user=1000:1000 ns/pod"])
@@ -48,7 +49,7 @@ def _wrapper(tmp_path: Path, body: str) -> str:
 
 def _run(tmp_path: Path, via: str):
     script = wrap_script(render_gather_script(0, sys.executable, per_command_timeout=5), parse_exec_via(via))
-    result = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)})
+    result = run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)})
     return explain_failure(parse_gather_output(result.stdout), parse_exec_via(via), result.returncode, result.stderr)
 
 

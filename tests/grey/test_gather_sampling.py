@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from ascendprep.checks.counters import rates, sample_pair
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.shell import UnsafeValue
+from nodescript import run_node_script
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 
@@ -37,7 +37,7 @@ def _gather(tmp_path: Path, interval: int, shell: str = "sh"):
     home, env = _fake_host(tmp_path)
     script = render_gather_script(2, sys.executable, per_command_timeout=5, ascend_home=str(home), sample_interval=interval)
     started = time.monotonic()
-    result = subprocess.run([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    result = run_node_script([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return parse_gather_output(result.stdout), time.monotonic() - started
 

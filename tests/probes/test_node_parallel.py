@@ -19,6 +19,7 @@ from ascendprep import limits
 from ascendprep.probes.shell import UnsafeValue, checked_output_cap_override
 from ascendprep.yamlsource import InputError
 from ascendprep.probes.unit import PLAN
+from nodescript import run_node_script
 
 #: Seconds each hccn_tool call of the timed stand-in takes (a driver round trip).
 CALL_S = 0.3
@@ -70,7 +71,7 @@ def _most_at_once(calls: List[Tuple[int, int]]) -> int:
 def _gather(tmp_path: Path, fixtures: Path, parallel: int, shell: str = "sh"):
     state, env = _timed_host(tmp_path / f"p{parallel}", fixtures)
     script = render_gather_script(4, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN, parallel=parallel)
-    out = subprocess.run([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    out = run_node_script([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     calls = [tuple(int(word) for word in line.split()) for line in (state / "calls").read_text().splitlines()]
     return out.stdout, calls
@@ -102,7 +103,7 @@ def test_the_default_bound_runs_every_npu_of_an_8_npu_server_at_once(tmp_path, f
     """(How much wall time that saves is measured by bench/bench_node_parallel.py, not here.)"""
     state, env = _timed_host(tmp_path, fixtures_dir)
     script = render_gather_script(8, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN)
-    out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    out = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     calls = [tuple(int(word) for word in line.split()) for line in (state / "calls").read_text().splitlines()]
     assert _most_at_once(calls) == 8  # the default bound is one job per NPU of an 8-NPU server
     assert sorted(parse_gather_output(out.stdout).npus) == list(range(8))
@@ -122,7 +123,7 @@ def test_a_job_that_could_not_write_its_sections_is_run_in_turn(tmp_path, fixtur
     # job 1 cannot create its scratch directory: a file of that name is there first
     script = script.replace('AP_ROOT=$AP_TMP\n', 'AP_ROOT=$AP_TMP\nmkdir "$AP_ROOT/each.1"; : >"$AP_ROOT/each.1/job.1"\n', 1)
     script = script.replace('\tif mkdir "$ap_dir"; then', '\tif mkdir -p "$ap_dir"; then', 1)
-    out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    out = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     facts = parse_gather_output(out.stdout)
     names = [(s.name, s.attrs.get("npu")) for s in parse_transcript(out.stdout, "gather").sections if s.name.startswith("hccn.")]
     assert names == [(name, npu) for npu in "01" for name in ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls")]
@@ -137,7 +138,7 @@ def test_pings_run_side_by_side_per_npu_and_come_back_in_the_order_asked(tmp_pat
     # interleaved: NPU 0, 1, 0, 1, 2; the stand-in answers 10.0.0.2 fully, 10.0.0.3 with one loss
     pairs = [(0, "10.0.0.2"), (1, "10.0.0.3"), (0, "10.0.0.3"), (1, "10.0.0.2"), (2, "10.0.0.2")]
     script = render_ping_script(pairs, per_command_timeout=10, parallel=2)
-    out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    out = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     calls = [tuple(int(word) for word in line.split()) for line in (state / "calls").read_text().splitlines()]
 
     assert len(calls) == 5 and _most_at_once(calls) == 2
@@ -154,14 +155,14 @@ def test_one_ping_at_a_time_when_the_environment_says_one_job(tmp_path, fixtures
     monkeypatch.setenv(limits.NPU_PROBE_JOBS_ENV, "1")
     state, env = _timed_host(tmp_path, fixtures_dir)
     script = render_ping_script([(0, "10.0.0.2"), (1, "10.0.0.2"), (2, "10.0.0.2")], per_command_timeout=10)
-    out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    out = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     calls = [tuple(int(word) for word in line.split()) for line in (state / "calls").read_text().splitlines()]
     assert len(calls) == 3 and _most_at_once(calls) == 1
     assert all(result.ok for result in parse_ping_output(out.stdout))
 
 
 def test_a_script_without_pairs_runs_and_reports_none(tmp_path):
-    out = subprocess.run(["sh", "-s"], input=render_ping_script([], 5), env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    out = run_node_script(["sh", "-s"], input=render_ping_script([], 5), env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert parse_ping_output(out.stdout) == [] and parse_transcript(out.stdout, "ping").complete
 

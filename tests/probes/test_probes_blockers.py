@@ -21,6 +21,7 @@ from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.blockers import JobProbes
 from ascendprep.probes.ports import PortQuery
 from ascendprep.probes.text import UnexpectedOutput
+from nodescript import run_node_script
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "jobs"
 QUERY = PortQuery(((60000, 60031), (29500, 29500)))
@@ -108,7 +109,7 @@ def test_ip_link_and_route_get():
 
 
 def _gather(script: str, env=None) -> str:
-    return subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60, env=env).stdout
+    return run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60, env=env).stdout
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from ascendprep.facts import TlsState
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.sections import parse_transcript
 from ascendprep.probes.shell import UnsafeValue
+from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]
 
@@ -111,7 +112,7 @@ def _fake_host(tmp_path: Path, fixtures: Path, home_name: str = "Ascend"):
 
 
 def _run(shell: str, script: str, env: dict) -> str:
-    result = subprocess.run([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    result = run_node_script([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -207,7 +208,7 @@ def test_hostile_values_are_escaped_not_executed(tmp_path, fixtures_dir):
     script = render_gather_script(2, python_path, 5, ascend_home=str(home))
     workdir = tmp_path / "cwd"
     workdir.mkdir()
-    result = subprocess.run(["sh", "-s"], input=script, env=env, cwd=workdir, capture_output=True, text=True, timeout=60)
+    result = run_node_script(["sh", "-s"], input=script, env=env, cwd=workdir, capture_output=True, text=True, timeout=60)
     facts = parse_gather_output(result.stdout)
 
     assert list(workdir.iterdir()) == [] and not list(tmp_path.glob("**/PWNED*"))

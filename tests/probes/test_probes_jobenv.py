@@ -7,7 +7,6 @@ The local runs use a private $HOME whose ``.profile`` plays the site profile (``
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.sections import Section
 from ascendprep.probes.unit import Draft
 from ascendprep.probes.units import by_section
+from nodescript import run_node_script
 
 UNDEFINED = "ImportError: /usr/local/lib/python3.10/site-packages/torch_npu/lib/libtorch_npu.so: undefined symbol: _ZN3c104impl3cow11cow_deleterEPv"
 
@@ -43,7 +43,7 @@ def _gather(tmp_path: Path, python: str, profile: str = "", home_files: dict | N
         (ascend / relative).write_text(text)
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp_path)}
     script = render_gather_script(0, python, per_command_timeout=5, ascend_home=str(ascend))
-    result = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    result = run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     return parse_gather_output(result.stdout)
 
 

@@ -4,7 +4,6 @@ for real under sh with fake ``ip``/``getent`` on PATH (the way /etc/hosts shapes
 from __future__ import annotations
 
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from ascendprep.facts import InterfaceAddress
 from ascendprep.probes.gather import parse_gather_output, render_gather_script
 from ascendprep.probes.netaddr import interface_holding, is_loopback, parse_ip_addr
+from nodescript import run_node_script
 
 IP_ADDR = """\
 1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever
@@ -56,8 +56,8 @@ def test_the_gather_reads_interfaces_and_the_hostname_resolution(tmp_path, geten
     bin_dir.mkdir()
     _fake(bin_dir, "ip", f"cat <<'EOF'\n{IP_ADDR}EOF\n")
     _fake(bin_dir, "getent", f'[ "$1" = ahosts ] && [ "$2" = "$(uname -n)" ] || exit 9\n{getent}\n')
-    done = subprocess.run(["sh", "-s"], input=render_gather_script(0, "/bin/true"), capture_output=True, text=True,
-                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60)
+    done = run_node_script(["sh", "-s"], input=render_gather_script(0, "/bin/true"), capture_output=True, text=True,
+                           env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60)
     facts = parse_gather_output(done.stdout)
     assert [a.ifname for a in facts.addresses] == ["lo", "lo", "eth0", "eth0"]
     assert facts.hostname_addresses == expected

@@ -16,6 +16,7 @@ from labsupport import skip_or_fail
 from ascendprep.facts import PingResult
 from ascendprep.probes.ping import parse_ping_output, parse_ping_summary, render_ping_script
 from ascendprep.probes.shell import UnsafeValue
+from nodescript import run_node_script
 
 
 @pytest.mark.parametrize(
@@ -99,7 +100,7 @@ def test_local_run_pings_in_order_with_retries_and_timeouts(tmp_path, fixtures_d
     script = render_ping_script(pairs, per_command_timeout=1, busy_retries=1)
 
     started = time.monotonic()
-    out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=60).stdout
+    out = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=60).stdout
     assert time.monotonic() - started < 20
     results = {result.target: result for result in parse_ping_output(out)}
 
@@ -115,6 +116,6 @@ def test_local_run_pings_in_order_with_retries_and_timeouts(tmp_path, fixtures_d
 def test_missing_hccn_tool_fails_every_pair(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "HOME": str(tmp_path)}
     script = render_ping_script([(0, "10.0.0.2"), (1, "10.0.0.3")], 5, ascend_home=str(tmp_path / "none"))
-    out = subprocess.run(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=30).stdout
+    out = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=30).stdout
     results = parse_ping_output(out)
     assert [(r.npu, r.ok, r.error) for r in results] == [(0, False, "hccn_tool: not installed"), (1, False, "hccn_tool: not installed")]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import subprocess
 
 import pytest
 
 from ascendprep.probes.sections import parse_transcript
 from ascendprep.probes.shell import main_block, preamble
+from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]
 
@@ -25,7 +25,7 @@ TRICKY_OUTPUTS = [
 
 def _run(shell: str, body: str, kind: str = "gather") -> str:
     script = preamble(kind, "00112233445566ff", 5, 0, "/usr/local/Ascend") + "\n" + main_block(body)
-    return subprocess.run([shell, "-s"], input=script, capture_output=True, text=True, timeout=30, check=True).stdout
+    return run_node_script([shell, "-s"], input=script, capture_output=True, text=True, timeout=30, check=True).stdout
 
 
 @pytest.mark.parametrize("shell", SHELLS)

@@ -11,7 +11,6 @@ and a host without ``tee`` (the unlike variant) gives the same sections through 
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ import pytest
 from ascendprep import limits
 from ascendprep.probes.sections import FORMAT_VERSION, Section, parse_transcript
 from ascendprep.probes.shell import main_block, preamble
+from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]
 NONCE = "0123456789abcdef"
@@ -45,7 +45,7 @@ def _without_tee(tmp_path: Path) -> dict:
 
 
 def _run(shell: str, script: str, env: dict | None = None) -> list[Section]:
-    result = subprocess.run([shutil.which(shell), "-s"], input=script.encode(), capture_output=True, timeout=120, env=env)
+    result = run_node_script([shutil.which(shell), "-s"], input=script.encode(), capture_output=True, timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode("utf-8", "surrogateescape")
     assert text.startswith(f"@@ascendprep gather v{FORMAT_VERSION} {NONCE}\n")
