@@ -230,3 +230,8 @@ SHARED_COUNTER_LAYOUTS = 64
 #: every transcript that prints them (probes/sections.py). A fleet's gather scripts print a few
 #: hundred (more with many NPUs or ping targets); a host printing others still parses them.
 SHARED_BEGIN_LINES = 4096
+
+#: Characters of a begin line at most for its reading to be kept (:data:`SHARED_BEGIN_LINES`):
+#: the rendered scripts' lines are under 200; a host that prints longer ones (it knows its
+#: script's nonce) has them read each time, so that no host's output outlives its parse.
+SHARED_BEGIN_LINE_MAX_CHARS = 512

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from ascendprep.limits import SHARED_BEGIN_LINES
+from ascendprep.limits import SHARED_BEGIN_LINE_MAX_CHARS, SHARED_BEGIN_LINES
 
 FORMAT_VERSION = 2
 #: Formats :func:`parse_transcript` reads (v1: a stream's newline added only when missing).
@@ -204,13 +204,13 @@ def _parse_body(body: str, nonce: str, kind: str, version: int) -> Transcript:
             break
         elif name is not None:
             end = _END_RE.match(command)
-            if end:  # the usual close of a section: _ended and Section inlined (~150 per host)
+            if end:  # the usual close of a section: _ended inlined (~150 per host)
                 if out and not out.endswith("\n"):
                     out += "\n"
                 if err and not err.endswith("\n"):
                     err += "\n"
                 rc, tries = end.groups()
-                sections.append(_new_tuple(Section, (name, attrs, out, err, int(rc), int(tries))))
+                sections.append(Section(name, attrs, out, err, int(rc), int(tries)))
                 name = None
         text = rest + "\n" if v1 else rest
         if newline and text and name is not None:
@@ -227,10 +227,6 @@ def _parse_body(body: str, nonce: str, kind: str, version: int) -> Transcript:
     return Transcript(kind, tuple(sections), problem)
 
 
-#: ``Section(...)`` without its Python-level ``__new__`` (the fields given in order, all of them).
-_new_tuple = tuple.__new__
-
-
 def _ended(text: str) -> str:
     """A stream as v1 gave it: empty, or ending with a newline (a v1 stream already is)."""
     return text if not text or text[-1] == "\n" else text + "\n"
@@ -239,7 +235,8 @@ def _ended(text: str) -> str:
 #: Begin lines read so far → (name, read-only attributes). A begin line is what the rendered
 #: script printed (the nonce keeps tool output from forging one), so every host of a fleet that
 #: ran the same script prints the same ~150 of them; each is split once, not once per host.
-#: At most :data:`~ascendprep.limits.SHARED_BEGIN_LINES` are kept; past that a line is read anew.
+#: At most :data:`~ascendprep.limits.SHARED_BEGIN_LINES` are kept, each of at most
+#: :data:`~ascendprep.limits.SHARED_BEGIN_LINE_MAX_CHARS`; any other line is read anew.
 _BEGIN_LINES: Dict[str, Tuple[str, Mapping[str, str]]] = {}
 
 
@@ -251,6 +248,6 @@ def _begin(command: str) -> Tuple[str, Mapping[str, str]]:
     name, *pairs = command[len("begin "):].split(" ")
     attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
     read = ((name if _NAME_RE.match(name) else "invalid"), MappingProxyType(attrs) if attrs else NO_ATTRS)
-    if len(_BEGIN_LINES) < SHARED_BEGIN_LINES:
+    if len(_BEGIN_LINES) < SHARED_BEGIN_LINES and len(command) <= SHARED_BEGIN_LINE_MAX_CHARS:
         _BEGIN_LINES[command] = read
     return read

@@ -7,6 +7,8 @@ import random
 import re
 from typing import List, Optional
 
+import pytest
+
 from ascendprep.probes.sections import Section, Transcript, parse_transcript
 
 NONCE = "0123456789abcdef"
@@ -121,12 +123,8 @@ def test_begin_lines_read_once_are_shared_read_only_and_capped(monkeypatch) -> N
     first, second = parse_transcript(text, "gather"), parse_transcript(text, "gather")
     assert first.sections[0].attrs == {"npu": "3"}
     assert first.sections[0].attrs is second.sections[0].attrs  # one map for every host's line
-    try:
+    with pytest.raises(TypeError):  # a shared attribute map must not be writable
         first.sections[0].attrs["npu"] = "4"  # type: ignore[index]
-    except TypeError:
-        pass
-    else:
-        raise AssertionError("a shared attribute map must not be writable")
     assert second.sections[0].npu == 3
     # A host printing thousands of distinct begin lines: each still read, the memory kept bounded.
     monkeypatch.setattr(sections, "_BEGIN_LINES", {})
@@ -135,6 +133,21 @@ def test_begin_lines_read_once_are_shared_read_only_and_capped(monkeypatch) -> N
     read = parse_transcript(flood, "gather")
     assert [s.attrs["key"] for s in read.sections] == [f"k{i}" for i in range(50)]
     assert len(sections._BEGIN_LINES) == 10
+
+
+def test_a_long_begin_line_is_read_but_not_kept(monkeypatch) -> None:
+    """A host knows its script's nonce, so it can print begin lines of any length: those are
+    read as usual, and not kept past the parse (the unlike case: a short one is kept)."""
+    from ascendprep.probes import sections
+
+    monkeypatch.setattr(sections, "_BEGIN_LINES", {})
+    m = f"@@{NONCE} "
+    long_value = "v" * 1_000_000
+    text = (f"@@ascendprep gather v2 {NONCE}\n{m}begin sysctl key={long_value}\n\n{m}end rc=0 tries=1\n"
+            f"{m}begin sysctl key=short\n\n{m}end rc=0 tries=1\n{m}done\n")
+    read = parse_transcript(text, "gather")
+    assert [len(s.attrs["key"]) for s in read.sections] == [1_000_000, 5]
+    assert list(sections._BEGIN_LINES) == ["begin sysctl key=short"]
 
 
 def test_a_header_on_the_last_line_and_banners_before_it() -> None:
