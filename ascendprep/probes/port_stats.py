@@ -65,10 +65,7 @@ def read_counters(stdout: str) -> CounterValues:
     """
     names_values = _driver_form(stdout)
     if names_values is not None:
-        try:
-            return CounterValues(*names_values)
-        except ValueError:
-            pass  # a counter listed twice: the line reading words the refusal
+        return CounterValues(*names_values)
     return CounterValues.of(_parse_stat_lines(stdout))
 
 
@@ -81,9 +78,10 @@ def _driver_form(stdout: str) -> Optional[Tuple[Tuple[str, ...], Tuple[int, ...]
         return None
     body = stdout[len(_EXACT_HEADER):]
     items = (body[:-1] if body.endswith("\n") else body).replace(":", "\n").split("\n")
-    if len(items) > 2 * MAX_COUNTERS:
-        return None  # the line reading refuses it, in its words
-    return tuple(items[0::2]), tuple(map(int, items[1::2]))
+    names = tuple(items[0::2])
+    if len(names) > MAX_COUNTERS or len(set(names)) != len(names):
+        return None  # too many, or a counter listed twice: the line reading refuses it, in its words
+    return names, tuple(map(int, items[1::2]))
 
 
 def _parse_stat_lines(stdout: str) -> Dict[str, int]:
