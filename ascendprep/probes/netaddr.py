@@ -55,10 +55,19 @@ def _address_prefix(text: str, ifname: str) -> Tuple[str, int]:
     """``10.0.0.11/24`` → ("10.0.0.11", 24), as :func:`ipaddress.ip_interface` reads it.
 
     An IPv4 address already in its own spelling with a decimal prefix length (what ``ip`` prints)
-    is taken as it is; any other text (IPv6, a netmask, odd spellings) goes through ipaddress."""
+    is taken as it is. An IPv6 address with a decimal prefix length is read by IPv6Address alone:
+    ip_interface would try IPv4 first and build the network too, ~18 us against ~5 per address
+    (every host lists at least two). A scope (``%eth0``), a netmask or odd spellings go through
+    ip_interface."""
     address, slash, prefix = text.partition("/")
-    if CANONICAL_IPV4.fullmatch(address) is not None and prefix.isascii() and prefix.isdigit() and int(prefix) <= 32:
-        return address, int(prefix)
+    if prefix.isascii() and prefix.isdigit():
+        if CANONICAL_IPV4.fullmatch(address) is not None and int(prefix) <= 32:
+            return address, int(prefix)
+        if ":" in address and "%" not in address and int(prefix) <= 128:
+            try:
+                return str(ipaddress.IPv6Address(address)), int(prefix)
+            except ValueError:
+                raise UnexpectedOutput(f"{text[:60]!r} is not an address/prefix ({ifname})") from None
     try:
         network = ipaddress.ip_interface(text)
     except ValueError:

@@ -326,12 +326,12 @@ def test_host_addresses_read_as_ipaddress_reads_them() -> None:
 
     rng = random.Random(5)
     octets = ["0", "1", "01", "10", "99", "255", "256", "٣", "a", ""]
-    prefixes = ["", "/", "/0", "/8", "/24", "/024", "/32", "/33", "/٣", "/255.255.255.0", "/0.0.0.255", "/x", "/ 24", "/24 "]
+    prefixes = ["", "/", "/0", "/8", "/24", "/024", "/32", "/33", "/64", "/064", "/128", "/129", "/٣", "/255.255.255.0", "/0.0.0.255", "/x", "/ 24", "/24 ", "/64/64"]
     accepted = 0
     for _ in range(20000):
         address = ".".join(rng.choice(octets) for _ in range(rng.choice([3, 4, 4, 4])))
-        if rng.random() < 0.1:
-            address = rng.choice(["::1", "fe80::1", "fe80::7c24:1fff:fe82:209d", "2001:db8::", "1::2::3"])
+        if rng.random() < 0.3:
+            address = rng.choice(["::1", "fe80::1", "fe80::7c24:1fff:fe82:209d", "2001:db8::", "1::2::3", "FE80::A", "fe80::1%eth0", "::ffff:1.2.3.4", "fe80:::1", "::", ":", "fe80::٣"])
         text = address + rng.choice(prefixes)
         assert fast(text) == reference(text), repr(text)
         assert getent(address) == getent_reference(address), repr(address)
