@@ -224,10 +224,14 @@ ap_resolve_self() {
 
 
 
+#: The registered units by section, built once (a verify parses every host with them).
+_UNITS_BY_SECTION: Dict[str, ProbeUnit] = by_section(UNITS)
+
+
 def parse_gather_output(text: str, units: Sequence[ProbeUnit] = UNITS) -> HostFacts:
     """HostFacts from a gather script's stdout. Never raises: every failure becomes a ProbeError."""
     transcript = parse_transcript(text, KIND)
-    table: Dict[str, ProbeUnit] = by_section(units)
+    table: Dict[str, ProbeUnit] = _UNITS_BY_SECTION if units is UNITS else by_section(units)
     draft = Draft()
     if transcript.problem:
         draft.error("gather", "error", transcript.problem)

@@ -85,7 +85,8 @@ class Where:
         self.python_path = python_path
         # The ``npu=`` and ``chip=`` ids, read once: the gather's loop, the unit and its parser
         # each ask for them.
-        npu, chip = attrs.get("npu", ""), attrs.get("chip", "")
+        # (A section without attributes, a fifth of a host's, has neither.)
+        npu, chip = (attrs.get("npu", ""), attrs.get("chip", "")) if attrs else ("", "")
         self.npu: Optional[int] = int(npu) if npu.isdigit() else None
         self.chip: Optional[int] = int(chip) if chip.isdigit() else None
 
@@ -220,6 +221,8 @@ class ProbeUnit:
         # Whether sections must carry npu=/chip= ids: npu and chip units, and units that say so
         # themselves (a per-NPU read rendered as a host unit); a plain host unit skips the call.
         object.__setattr__(self, "_checks_ids", self.scope != HOST or type(self)._missing_attrs is not ProbeUnit._missing_attrs)
+        # A settle marked :func:`on_failure` is not called for a section that exited 0 (most are).
+        object.__setattr__(self, "_settles_rc0", self.settle is not _no_settle and not getattr(self.settle, "failures_only", False))
 
     # -- the script side -----------------------------------------------------------------
 
@@ -280,12 +283,15 @@ class ProbeUnit:
         """:meth:`evaluate` as a plain (value, has_value, error) tuple, which :meth:`read` takes
         apart at once (a named tuple costs a Python-level call to make, per section of every host)."""
         # The probe's name and description are worded only for an error: most sections have none.
-        missing = self._missing_attrs(where) if self._checks_ids else None
-        if missing:
-            return None, False, ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}")
-        # The default settle and answered are tested here rather than called: two calls fewer
-        # for most of a host's ~150 sections.
-        given = None if self.settle is _no_settle else self.settle(section)
+        # (_missing_attrs is asked only when an id is absent: most sections carry theirs.)
+        if self._checks_ids and (where.npu is None or (where.chip is None and self.scope == CHIP)):
+            missing = self._missing_attrs(where)
+            if missing:
+                return None, False, ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}")
+        # The default settle and answered are tested here rather than called, and a settle for
+        # failures only is not called for exit 0: calls saved for most of a host's ~150 sections.
+        settles = self.settle is not _no_settle and (self._settles_rc0 or section.rc != 0)
+        given = self.settle(section) if settles else None
         if given is NOTHING:
             return None, False, None
         if given is not None:
@@ -304,6 +310,8 @@ class ProbeUnit:
         return value, True, None
 
     def _missing_attrs(self, where: Where) -> Optional[str]:
+        """What the section lacks of the ids this unit needs; asked only when its ``npu=`` (or, for
+        a chip unit, ``chip=``) id is absent, so an override can refuse no more than that."""
         if self.scope == NPU and where.npu is None:
             return "section without an NPU id"
         if self.scope == CHIP and (where.npu is None or where.chip is None):
@@ -330,6 +338,14 @@ def file_absent(section: Section) -> bool:
     return section.rc not in (0, None) and "no such file or directory" in section.stderr.lower()
 
 
+def on_failure(settle: Callable[[Section], Optional[Given]]) -> Callable[[Section], Optional[Given]]:
+    """Marks a ``settle`` that answers only for a command that did not exit 0 (it gives None
+    for exit 0), so that :class:`ProbeUnit` does not call it for the sections that did."""
+    settle.failures_only = True  # type: ignore[attr-defined]
+    return settle
+
+
+@on_failure
 def nothing_if_absent(section: Section) -> Optional[Given]:
     """``settle`` for optional files: absent means "not there", not a failure."""
     return NOTHING if file_absent(section) else None

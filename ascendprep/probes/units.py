@@ -53,6 +53,7 @@ from ascendprep.probes.unit import (
     Where,
     fixed,
     nothing_if_absent,
+    on_failure,
     file_absent,
     set_field,
     text_only,
@@ -256,6 +257,7 @@ HCCN_TOOL = ProbeUnit(
 
 
 def _hccn_settle(name: str):
+    @on_failure
     def settle(section: Section) -> Optional[Given]:
         if section.rc == 0:
             return None

@@ -111,3 +111,43 @@ def test_a_new_unit_fills_its_fact_and_reports_its_failures(transcript):
     # Without the unit registered, its section is unknown output, not silently dropped.
     unknown = parse_gather_output(text)
     assert [e.message for e in unknown.errors][0] == "unknown section 'demo.word' in the gather output"
+
+
+def test_a_settle_for_failures_only_is_consulted_for_failed_commands_and_any_other_settle_always():
+    """``on_failure`` (issue 12): the unit skips the settle for a section that exited 0."""
+    from ascendprep.probes.sections import Section
+    from ascendprep.probes.unit import Given, Where, on_failure
+
+    seen = []
+
+    def settle(section):
+        seen.append(section.rc)
+        return Given("settled")
+
+    def unit(settle_function):
+        return ProbeUnit(section="demo.settle", command=fixed("x"), describe=fixed("x"), parse=text_only(str.strip), fill=set_field("hostname"), fact="hostname", settle=settle_function)
+
+    where = Where()
+    failures_only = unit(on_failure(lambda section: settle(section)))
+    assert failures_only.evaluate(Section("demo.settle", stdout="node1\n", rc=0), where).value == "node1"
+    assert failures_only.evaluate(Section("demo.settle", rc=2), where).value == "settled"
+    assert failures_only.evaluate(Section("demo.settle", rc=None), where).value == "settled"
+    assert seen == [2, None]
+    always = unit(settle)
+    assert always.evaluate(Section("demo.settle", stdout="node1\n", rc=0), where).value == "settled"
+    assert seen == [2, None, 0]
+
+
+def test_sections_without_their_ids_are_refused_by_npu_chip_and_late_npu_units(transcript):
+    text = transcript(
+        "gather",
+        [
+            {"name": "hccn.ip", "stdout": "ipaddr:10.0.0.1\n"},
+            {"name": "npu_smi.health", "attrs": {"npu": 0}, "stdout": "Health : OK\n"},
+            {"name": "hccn.stat2", "attrs": {"pass": 2}, "stdout": "packet statistics:\nmac_tx_pkt_num:1\n"},
+        ],
+    )
+    errors = [(e.probe, e.message) for e in parse_gather_output(text).errors]
+    assert ("hccn.ip", "hccn_tool -i None -ip -g: section without an NPU id") in errors
+    assert ("npu_smi.health", "npu-smi info -i 0 -c None -t health: section without npu/chip") in errors
+    assert ("hccn.stat", "hccn_tool -i None -stat -g: section without an NPU id") in errors
