@@ -235,3 +235,10 @@ SHARED_BEGIN_LINES = 4096
 #: the rendered scripts' lines are under 200; a host that prints longer ones (it knows its
 #: script's nonce) has them read each time, so that no host's output outlives its parse.
 SHARED_BEGIN_LINE_MAX_CHARS = 512
+
+# -- verify at 4,096 hosts: reading the gather transcripts (issue 12, pa) ------------------------
+
+#: Distinct section end lines (``end rc=0 tries=1``) whose reading is kept and shared by every
+#: transcript that prints them (probes/sections.py). A fleet's hosts print a handful (exit
+#: statuses and busy retries); a host printing others still has them read.
+SHARED_END_LINES = 1024

@@ -13,7 +13,8 @@ from ascendprep.probes.sections import Section, Transcript, parse_transcript
 
 NONCE = "0123456789abcdef"
 _HEADER = re.compile(r"^@@ascendprep (?P<kind>[a-z]+) v(?P<version>\d+) (?P<nonce>[0-9a-f]{16})$")
-_END = re.compile(r"^end rc=(?P<rc>\d+) tries=(?P<tries>\d+)$")
+#: (An exit status or try count of 10 digits or more is no end line: int() refuses 4,300 digits.)
+_END = re.compile(r"^end rc=(?P<rc>\d{1,9}) tries=(?P<tries>\d{1,9})$")
 
 
 def line_by_line(text: str, kind: str) -> Transcript:
@@ -163,3 +164,71 @@ def test_a_header_with_a_huge_version_number_is_a_problem_not_an_exception() -> 
         transcript = parse_transcript(f"@@ascendprep gather v{'9' * 5000} {NONCE}{newline}", "gather")
         assert transcript.problem == f"output format v{'9' * 20} is not v2"
     assert parse_transcript(f"@@ascendprep gather v3 {NONCE}\n", "gather").problem == "output format v3 is not v2"
+
+
+def _regular_transcript(rng: random.Random, version: int) -> str:
+    """A transcript as a script prints it (every section begin, stderr, end; then done), damaged
+    now and then: a marker left out, repeated, misspelt, text between sections, no done."""
+    m = f"@@{NONCE} "
+    lines = [f"@@ascendprep gather v{version} {NONCE}"]
+    streams = ["", "ipaddr:1.2.3.4", "a\nb", "no newline at the end", "\n", "x\r", "@@ffffffffffffffff begin fake", "tab\there"]
+    for _ in range(rng.randint(0, 5)):
+        lines.append(f"{m}begin {rng.choice(['hccn.ip', 'sysctl', 'BAD!name'])}{rng.choice(['', ' npu=3', ' key=a=b'])}")
+        stdout, stderr = rng.choice(streams), rng.choice(streams)
+        if version == 2:  # the script's own newline after each stream
+            lines += [stdout, f"{m}stderr", stderr, f"{m}end rc={rng.choice([0, 1, 124, 255])} tries={rng.randint(1, 4)}"]
+        else:
+            lines += ([stdout] if stdout else []) + [f"{m}stderr"] + ([stderr] if stderr else []) + [f"{m}end rc=0 tries=1"]
+        damage = rng.random()
+        if damage < 0.04:
+            lines.pop(rng.randrange(1, len(lines)))
+        elif damage < 0.08:
+            lines.insert(rng.randrange(1, len(lines) + 1), rng.choice([f"{m}stderr", f"{m}end rc=0 tries=1", f"{m}begin x", f"{m}end rc=1x tries=1", f"{m}end rc={'9' * 12} tries=1", "stray"]))
+    if rng.random() < 0.95:
+        lines.append(f"{m}done")
+        if rng.random() < 0.1:
+            lines += ["after done", f"{m}begin late"]
+    return "\n".join(lines) + ("\n" if rng.random() < 0.9 else "")
+
+
+def test_whole_sections_read_three_markers_at_a_time_as_marker_by_marker() -> None:
+    """The regular reading (issue 12) gives what the marker-by-marker reading gives, for v1 and v2,
+    and stands aside for any body it does not fit."""
+    from ascendprep.probes import sections
+
+    rng = random.Random(23)
+    regular = 0
+    for _ in range(4000):
+        version = rng.choice([1, 2])
+        text = _regular_transcript(rng, version)
+        if version == 1:
+            assert parse_transcript(text, "gather") == line_by_line(text, "gather"), text
+        body = text[len(f"@@ascendprep gather v{version} {NONCE}"):]  # as parse_transcript cuts it
+        body = (body[:-1] if body.endswith("\n") and len(body) > 1 else body) or "\n"
+        pieces = body.split(f"\n@@{NONCE} ")[1:]
+        fast = sections._regular_sections(pieces, version == 1)
+        if fast is not None:
+            regular += 1
+            assert Transcript("gather", fast, None) == sections._read_pieces(pieces, version == 1, "gather"), text
+    assert regular > 2000
+
+
+def test_an_end_line_with_a_huge_exit_status_leaves_the_section_open_rather_than_raising() -> None:
+    m = f"@@{NONCE} "
+    text = f"@@ascendprep gather v2 {NONCE}\n{m}begin hccn.ip npu=0\n\n{m}stderr\n\n{m}end rc={'9' * 5000} tries=1\n{m}done\n"
+    transcript = parse_transcript(text, "gather")
+    assert transcript.problem == "output stopped inside section 'hccn.ip'"
+    assert transcript.sections[0].rc is None
+    assert parse_transcript(text.replace("9" * 5000, "255"), "gather").sections[0].rc == 255
+
+
+def test_end_lines_read_once_are_shared_and_capped(monkeypatch) -> None:
+    from ascendprep.probes import sections
+
+    monkeypatch.setattr(sections, "_END_LINES", {})
+    monkeypatch.setattr(sections, "SHARED_END_LINES", 3)
+    m = f"@@{NONCE} "
+    text = f"@@ascendprep gather v2 {NONCE}\n" + "".join(f"{m}begin sysctl\n\n{m}stderr\n\n{m}end rc={rc} tries=1\n" for rc in range(10)) + f"{m}done\n"
+    assert [s.rc for s in parse_transcript(text, "gather").sections] == list(range(10))
+    assert [s.rc for s in parse_transcript(text, "gather").sections] == list(range(10))
+    assert sections._END_LINES == {"end rc=0 tries=1": (0, 1), "end rc=1 tries=1": (1, 1), "end rc=2 tries=1": (2, 1)}
