@@ -242,3 +242,8 @@ SHARED_BEGIN_LINE_MAX_CHARS = 512
 #: transcript that prints them (probes/sections.py). A fleet's hosts print a handful (exit
 #: statuses and busy retries); a host printing others still has them read.
 SHARED_END_LINES = 1024
+
+#: Distinct names of ``-optical -g`` lines as printed (``Tx Power0            ``, padding and
+#: case included) whose reading is kept and shared by every host's parse (probes/optics.py). A
+#: driver prints ~40; a host printing others still has them read.
+SHARED_OPTICAL_NAMES = 512

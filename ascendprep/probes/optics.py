@@ -23,9 +23,10 @@ anyway it is refused as an unsupported format rather than misread.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ascendprep.facts import OpticalInfo, OpticalLane, OpticalThresholds
+from ascendprep.limits import SHARED_OPTICAL_NAMES
 from ascendprep.probes.text import UnexpectedOutput, not_as_expected, shared
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
@@ -87,6 +88,37 @@ _KEY_ACTIONS: Dict[str, tuple] = {
 }
 
 
+#: What a name as printed before its colon (``"Tx Power0            "``, padding and case as they
+#: came) means: (the name normalised, its action). A driver prints the same few dozen names on
+#: every host, so each is normalised once; at most :data:`~ascendprep.limits.SHARED_OPTICAL_NAMES`
+#: of at most 64 characters are kept, any other is read anew.
+_RAW_KEYS: Dict[str, Tuple[str, tuple]] = {}
+_RAW_KEY_MAX_CHARS = 64
+
+
+def _read_key(raw_key: str) -> Tuple[str, tuple]:
+    """(normalised name, action) of a name as printed: lower case, outer spaces dropped, inner runs
+    of whitespace read as one space (``tx  power 0``, a tab); a lane name in any other spelling
+    (``tx power07``) by :data:`_LANE_KEY`; a name not judged (vendor org unique id, date code, SNR
+    lines, vendor rev ...) is skipped."""
+    key = raw_key.strip().lower()
+    action = _KEY_ACTIONS.get(key)
+    if action is None:
+        key = " ".join(key.split())
+        action = _KEY_ACTIONS.get(key)
+    if action is None:
+        lane_key = _LANE_KEY.match(key)
+        if lane_key is None:
+            action = (_SKIP, None, None)
+        else:
+            kind, index_text = lane_key.groups()
+            action = (_LANE, int(index_text) if index_text else None, _LANE_FIELDS[kind])
+    read = (key, action)
+    if len(_RAW_KEYS) < SHARED_OPTICAL_NAMES and len(raw_key) <= _RAW_KEY_MAX_CHARS:
+        _RAW_KEYS[raw_key] = read
+    return read
+
+
 def _reading(key: str, value: str, unit: str) -> Optional[float]:
     """``4.4035 mW`` → 4.4035 (unit checked, case-insensitive); ``NA`` and the like → None.
     ``value`` comes stripped (parse_optical_info strips every value once)."""
@@ -127,25 +159,16 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
     # A line is split before it is stripped: its name and value are stripped on their own, which
     # is the same, and the whole line only for the words of a refusal.
     for line in stdout.splitlines():
-        key, sep, value = line.partition(":")
+        raw_key, sep, value = line.partition(":")
         if not sep:
             line = line.strip()
             if not line or line.lower() in ("optical info", "..."):
                 continue
             raise UnexpectedOutput(f"unrecognised optical line {line!r}")
-        key = key.strip().lower()
-        action = _KEY_ACTIONS.get(key)
-        if action is None:  # odd spacing inside the name (``tx  power 0``, a tab): read it normalised
-            key = " ".join(key.split())
-            action = _KEY_ACTIONS.get(key)
+        key, (what, name, detail) = _RAW_KEYS.get(raw_key) or _read_key(raw_key)
+        if what is _SKIP:
+            continue
         value = value.strip()
-        if action is None:
-            lane_key = _LANE_KEY.match(key)
-            if lane_key is None:
-                continue  # vendor org unique id, date code, SNR lines, vendor rev ...: not judged
-            kind, index_text = lane_key.groups()
-            action = (_LANE, int(index_text) if index_text else None, _LANE_FIELDS[kind])
-        what, name, detail = action
         if what is _LANE:  # name: the lane's index; detail: (field, unit)
             if name is not None and name >= MAX_LANES:
                 raise UnexpectedOutput(f"optical lane {name} in {line.strip()!r}: at most {MAX_LANES} lanes are known")
@@ -178,7 +201,6 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
         elif what is _WAVE_LENGTH:
             wave = _reading(key, value, "nm")
             values["wavelength_nm"] = int(wave) if wave else None
-        # _SKIP: the ``optical info:`` heading
     if present is None:
         raise not_as_expected("'present : present|not present'", stdout)
     if None in lanes and len(lanes) > 1:
