@@ -279,6 +279,9 @@ def _ended(text: str) -> str:
 #: At most :data:`~ascendprep.limits.SHARED_BEGIN_LINES` are kept, each of at most
 #: :data:`~ascendprep.limits.SHARED_BEGIN_LINE_MAX_CHARS`; any other line is read anew.
 _BEGIN_LINES: Dict[str, Tuple[str, Mapping[str, str]]] = {}
+#: The attribute maps of the kept begin lines, one per distinct set of attributes (no more than
+#: there are kept lines).
+_ATTR_MAPS: Dict[Tuple[Tuple[str, str], ...], Mapping[str, str]] = {}
 
 
 def _begin(command: str) -> Tuple[str, Mapping[str, str]]:
@@ -288,9 +291,16 @@ def _begin(command: str) -> Tuple[str, Mapping[str, str]]:
         return known
     name, *pairs = command[len("begin "):].split(" ")
     attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
-    read = ((name if _NAME_RE.match(name) else "invalid"), MappingProxyType(attrs) if attrs else NO_ATTRS)
-    if len(_BEGIN_LINES) < SHARED_BEGIN_LINES and len(command) <= SHARED_BEGIN_LINE_MAX_CHARS:
-        _BEGIN_LINES[command] = read
+    name = name if _NAME_RE.match(name) else "invalid"
+    if len(_BEGIN_LINES) >= SHARED_BEGIN_LINES or len(command) > SHARED_BEGIN_LINE_MAX_CHARS:
+        return name, MappingProxyType(attrs) if attrs else NO_ATTRS
+    # Kept: with the one map of every kept line that has these attributes (an NPU's dozen
+    # sections all say ``npu=3``), so that the gather's loop reads them once per NPU.
+    items = tuple(attrs.items())
+    shared_attrs = _ATTR_MAPS.get(items)
+    if shared_attrs is None:
+        shared_attrs = _ATTR_MAPS[items] = MappingProxyType(attrs) if attrs else NO_ATTRS
+    read = _BEGIN_LINES[command] = (name, shared_attrs)
     return read
 
 

@@ -151,3 +151,20 @@ def test_sections_without_their_ids_are_refused_by_npu_chip_and_late_npu_units(t
     assert ("hccn.ip", "hccn_tool -i None -ip -g: section without an NPU id") in errors
     assert ("npu_smi.health", "npu-smi info -i 0 -c None -t health: section without npu/chip") in errors
     assert ("hccn.stat", "hccn_tool -i None -stat -g: section without an NPU id") in errors
+
+
+def test_sections_after_the_settings_are_read_with_them_even_when_their_attributes_are_the_same(transcript):
+    """The gather loop reuses one Where while the attributes and settings stay the same (issue
+    12); a ``settings`` section between two attribute-less sections still changes what the
+    second is read with."""
+    text = transcript(
+        "gather",
+        [
+            {"name": "hostname", "stdout": "node1\n"},
+            {"name": "settings", "stdout": "timeout=10\nascend_home=/opt/Ascend\npython=/opt/venv/bin/python3\n"},
+            {"name": "python", "stdout": '{"python": "3.11.7", "executable": "/opt/venv/bin/python3", "packages": {}}\n'},
+        ],
+    )
+    facts = parse_gather_output(text)
+    assert facts.hostname == "node1" and facts.ascend_home == "/opt/Ascend"
+    assert facts.python.interpreter == "/opt/venv/bin/python3"

@@ -232,3 +232,17 @@ def test_end_lines_read_once_are_shared_and_capped(monkeypatch) -> None:
     assert [s.rc for s in parse_transcript(text, "gather").sections] == list(range(10))
     assert [s.rc for s in parse_transcript(text, "gather").sections] == list(range(10))
     assert sections._END_LINES == {"end rc=0 tries=1": (0, 1), "end rc=1 tries=1": (1, 1), "end rc=2 tries=1": (2, 1)}
+
+
+def test_kept_begin_lines_with_the_same_attributes_share_one_map(monkeypatch) -> None:
+    from ascendprep.probes import sections
+
+    monkeypatch.setattr(sections, "_BEGIN_LINES", {})
+    monkeypatch.setattr(sections, "_ATTR_MAPS", {})
+    m = f"@@{NONCE} "
+    text = f"@@ascendprep gather v2 {NONCE}\n" + "".join(
+        f"{m}begin {name} npu={npu}\n\n{m}stderr\n\n{m}end rc=0 tries=1\n" for npu in (3, 4) for name in ("hccn.ip", "hccn.fec")
+    ) + f"{m}done\n"
+    ip3, fec3, ip4, fec4 = parse_transcript(text, "gather").sections
+    assert ip3.attrs is fec3.attrs and ip4.attrs is fec4.attrs
+    assert ip3.attrs == {"npu": "3"} and ip4.attrs == {"npu": "4"} and ip3.attrs is not ip4.attrs
