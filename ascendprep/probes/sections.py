@@ -263,7 +263,7 @@ def _regular_sections(pieces: List[str], v1: bool) -> Optional[Tuple[Section, ..
                 out += "\n"
             if err and err[-1] != "\n":
                 err += "\n"
-        name, attrs = _begin(command)
+        name, attrs = _BEGIN_LINES.get(command) or _begin(command)
         sections.append(Section(name, attrs, out, err, *ended))
     return tuple(sections)
 
