@@ -46,6 +46,9 @@ def parse_fec(stdout: str) -> Dict[str, Optional[str]]:
     raise not_as_expected("'fec mode: rs|no|auto FEC mode'", stdout)
 
 
+_FIRMWARE_VERSION_RE = re.compile(r"[0-9A-Za-z._-]{1,64}")
+
+
 def parse_board_firmware(stdout: str) -> Optional[str]:
     """The ``Firmware Version`` of ``npu-smi info -t board -i N``; None when it says ``NA``."""
     for line in content_lines(stdout):
@@ -54,7 +57,7 @@ def parse_board_firmware(stdout: str) -> Optional[str]:
             value = pair[1]
             if not value or value.upper() == "NA":
                 return None
-            if not re.fullmatch(r"[0-9A-Za-z._-]{1,64}", value):
+            if not _FIRMWARE_VERSION_RE.fullmatch(value):
                 raise UnexpectedOutput(f"firmware version {value!r} is not a version")
             return shared(value)
     raise not_as_expected("'Firmware Version : <version>'", stdout)
