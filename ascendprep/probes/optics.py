@@ -44,7 +44,11 @@ _PRESENT = {"present": True, "not present": False}
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)$")
 _LANE_KEY = re.compile(r"^(tx power|rx power|tx bias)\s*(\d*)$")
 _FLAG_KEYS = {"tx los flag": "tx_los", "rx los flag": "rx_los", "tx lol flag": "tx_lol", "rx lol flag": "rx_lol"}
+#: A reading in one unit (``_NUMBER`` with that unit, in any case): the usual line, one match.
+_IN_UNIT = {unit: re.compile(r"(-?\d+(?:\.\d+)?)\s*" + "".join(f"[{c}{c.upper()}]" for c in unit)) for unit in ("mw", "ma", "c", "mv")}
 _LANE_FIELDS = {"tx power": ("tx_power_mw", "mw"), "rx power": ("rx_power_mw", "mw"), "tx bias": ("tx_bias_ma", "ma")}
+#: (field, unit, the reading's pattern) of each kind of lane reading, as its lines' actions carry it.
+_LANE_DETAILS = {kind: (field_name, unit, _IN_UNIT[unit]) for kind, (field_name, unit) in _LANE_FIELDS.items()}
 _THRESHOLD_KEYS = {
     "temp high thres": ("temp_high_c", "c"),
     "temp low thres": ("temp_low_c", "c"),
@@ -82,9 +86,9 @@ _KEY_ACTIONS: Dict[str, tuple] = {
     "high power enable reg": (_HIGH_POWER, None, None),
     "xsfp wave length": (_WAVE_LENGTH, None, None),
     **{key: (_TEXT, name, None) for key, name in _TEXT_KEYS.items()},
-    **{key: (_THRESHOLD, name, unit) for key, (name, unit) in _THRESHOLD_KEYS.items()},
+    **{key: (_THRESHOLD, name, (unit, _IN_UNIT[unit])) for key, (name, unit) in _THRESHOLD_KEYS.items()},
     **{key: (_FLAG, name, None) for key, name in _FLAG_KEYS.items()},
-    **{key: (_LANE, index, _LANE_FIELDS[kind]) for key, (kind, index) in _LANE_KEYS.items()},
+    **{key: (_LANE, index, _LANE_DETAILS[kind]) for key, (kind, index) in _LANE_KEYS.items()},
 }
 
 
@@ -112,7 +116,7 @@ def _read_key(raw_key: str) -> Tuple[str, tuple]:
             action = (_SKIP, None, None)
         else:
             kind, index_text = lane_key.groups()
-            action = (_LANE, int(index_text) if index_text else None, _LANE_FIELDS[kind])
+            action = (_LANE, int(index_text) if index_text else None, _LANE_DETAILS[kind])
     read = (key, action)
     if len(_RAW_KEYS) < SHARED_OPTICAL_NAMES and len(raw_key) <= _RAW_KEY_MAX_CHARS:
         _RAW_KEYS[raw_key] = read
@@ -169,18 +173,19 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
         if what is _SKIP:
             continue
         value = value.strip()
-        if what is _LANE:  # name: the lane's index; detail: (field, unit)
+        if what is _LANE:  # name: the lane's index; detail: (field, unit, pattern)
             if name is not None and name >= MAX_LANES:
                 raise UnexpectedOutput(f"optical lane {name} in {line.strip()!r}: at most {MAX_LANES} lanes are known")
             readings = lanes.get(name)
             if readings is None:
                 readings = lanes[name] = {}
-            field_name, unit = detail
-            number = _NUMBER.match(value)  # a number in its unit read here, all else by _reading (~20 per module)
-            readings[field_name] = float(number[1]) if number is not None and number[2].lower() == unit else _reading(key, value, unit)
-        elif what is _THRESHOLD:
-            number = _NUMBER.match(value)
-            thresholds[name] = float(number[1]) if number is not None and number[2].lower() == detail else _reading(key, value, detail)
+            field_name, unit, in_unit = detail
+            number = in_unit.fullmatch(value)  # a number in its unit read here, all else by _reading (~20 per module)
+            readings[field_name] = float(number[1]) if number is not None else _reading(key, value, unit)
+        elif what is _THRESHOLD:  # detail: (unit, pattern)
+            unit, in_unit = detail
+            number = in_unit.fullmatch(value)
+            thresholds[name] = float(number[1]) if number is not None else _reading(key, value, unit)
         elif what is _FLAG:
             flags[name] = _flag(key, value)
         elif what is _TEXT:  # vendor, part number and module type repeat across a fleet; serials do not
