@@ -539,8 +539,9 @@ def _run_verify(options: VerifyOptions) -> int:
             run.bundle_writer.abandon()  # a no-op once the bundle is in place; else no half bundle stays
 
 
-def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console, chosen_dir: bool = False) -> Optional[Path]:
-    """Write the evidence bundle (when the disk has room) and drop runs past ``keep_runs``.
+def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console, chosen_dir: bool = False, results: Sequence[CheckResult] = ()) -> Optional[Path]:
+    """Write the evidence bundle (when the disk has room) and drop runs past ``keep_runs``;
+    ``results`` choose the hosts whose facts.json it holds (fleet.bundle.facts_wanted).
 
     The bundle is evidence, not the verdict: any failure here is a warning, and the document then
     says ``"bundle": null``. Returns where it was saved, or None.
@@ -555,12 +556,12 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
         err.print(f"[yellow]warning:[/] {escape(writer.problem)}", soft_wrap=True)
         disk = DiskCheck(False)
     else:
-        disk = check_free_space(target.parent, bundle_size(bundle, document, writer))
+        disk = check_free_space(target.parent, bundle_size(bundle, document, results))
         if disk.warning:
             err.print(f"[yellow]warning:[/] {escape(disk.warning)}", soft_wrap=True)
     if disk.write:
         try:
-            saved = write_bundle(bundle, target, document, chosen_dir=chosen_dir, writer=writer)
+            saved = write_bundle(bundle, target, document, chosen_dir=chosen_dir, writer=writer, results=results)
         except (OSError, ValueError) as exc:
             err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}", soft_wrap=True)
     elif writer is not None:
@@ -641,7 +642,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     #: verify --hosts: the nodes read; the cluster checks judged them alone.
     document["only_hosts"] = compressed(run.only_hosts) if run.only_hosts is not None else None
     if target is not None:
-        target = _save_bundle(run, target, document, options.keep_runs, err, chosen_dir=chosen_dir)
+        target = _save_bundle(run, target, document, options.keep_runs, err, chosen_dir=chosen_dir, results=results)
     if options.output_format == "prometheus":
         sys.stdout.write(_metrics(results, shown, node_order, code, run.allreduce_doc))
     elif options.output_format == "json":

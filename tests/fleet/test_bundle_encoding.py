@@ -8,7 +8,9 @@ import json
 from datetime import date
 
 from ascendprep.checks.context import HostEvidence
+from ascendprep.checks.model import CheckResult, Status
 from ascendprep.facts import HostFacts
+from ascendprep.findings import Severity
 from ascendprep.fleet.bundle import Bundle, bundle_size, new_bundle_dir, write_bundle
 from ascendprep.report import jsondoc
 
@@ -21,10 +23,14 @@ def _bundle() -> Bundle:
     return Bundle("/x/inventory.yaml", "name: x\n", hosts, None, "ring", {}, date(2026, 11, 25))
 
 
+def _result(node: str, status: Status) -> CheckResult:
+    return CheckResult(check="npu.ip", status=status, severity=Severity.ERROR, message="m", node=node)
+
+
 def test_results_and_facts_are_written_compact_and_read_back(tmp_path) -> None:
     bundle = _bundle()
     report = {"checks": [{"check": "npu.ip", "node": f"node{i % 3 + 1}", "evidence": {"i": i}} for i in range(3 * jsondoc.SLICE_ITEMS)], "exit_code": 0}
-    target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report)
+    target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report, results=[_result("node2", Status.FAILED)])
     text = gzip.decompress((target / "results.json.gz").read_bytes()).decode()
     assert text == json.dumps(report, separators=(",", ":")) + "\n"
     facts = gzip.decompress((target / "hosts" / "node2.facts.json.gz").read_bytes()).decode()
@@ -45,12 +51,23 @@ def test_bundle_size_covers_what_is_written_and_nothing_is_encoded_twice(tmp_pat
     monkeypatch.setattr(HostFacts, "to_json", lambda facts: dumps.append(1) or real_facts(facts))
     bundle = _bundle()
     report = {"checks": [{"n": i} for i in range(2000)]}
-    size = bundle_size(bundle, report)
-    target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report)
+    results = [_result(f"node{i}", Status.FAILED) for i in range(1, 4)]
+    size = bundle_size(bundle, report, results)
+    target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report, results=results)
     written = sum(len(gzip.decompress(p.read_bytes())) for p in target.rglob("*.gz")) + len("name: x\n")
     assert size >= written
     assert encoded == [id(report)]  # the report: once, for the size and the file
     assert len(dumps) == 3  # each host's facts once
+
+
+def test_facts_json_is_written_only_for_hosts_with_a_failed_check_or_an_error(tmp_path) -> None:
+    bundle = _bundle()
+    bundle.hosts["node3"] = HostEvidence("node3", "10.0.0.3", HostFacts(hostname="node3"), gather_stdout="x\n", ping_error="the ping script failed")
+    bundle.hosts["node4"] = HostEvidence("node4", "10.0.0.4", None, error="connection refused", error_kind="connect")
+    results = [_result("node1", Status.PASSED), _result("node1", Status.SKIPPED), _result("node2", Status.PASSED), _result("node2", Status.FAILED)]
+    target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), {}, results=results)
+    assert sorted(p.name for p in (target / "hosts").glob("*.facts.json.gz")) == ["node2.facts.json.gz", "node3.facts.json.gz"]
+    assert (target / "hosts" / "node1.gather.out.gz").exists()  # the transcript of every host that answered stays
 
 
 def test_facts_to_json_is_to_dict_for_a_whole_recorded_node() -> None:
