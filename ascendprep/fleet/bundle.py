@@ -60,7 +60,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from ascendprep import __version__
 from ascendprep.checks.context import HostEvidence
@@ -396,6 +396,26 @@ def _report_gz(bundle: Bundle, report: Dict[str, Any]) -> "tuple[int, bytes]":
         parts.append(packer.flush())
         bundle._report_gz = (id(report), size, b"".join(parts))
     return bundle._report_gz[1], bundle._report_gz[2]
+
+
+#: Bytes of results.json decompressed at a time by :func:`saved_report`.
+_REPORT_PIECE = 1 << 20
+
+
+def saved_report(bundle: Bundle) -> Iterator[bytes]:
+    """The text of the results.json that :func:`write_bundle` wrote, a piece at a time, from the
+    gzip'd form it keeps: ``verify --format json`` prints the same bytes without encoding the
+    document again (~0.4 ms per host of C-encoder time; decompressing costs a tenth of that)."""
+    if bundle._report_gz is None:
+        raise ValueError("no results.json was encoded for this bundle")
+    unpacker = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    data = bundle._report_gz[2]
+    while data:
+        yield unpacker.decompress(data, _REPORT_PIECE)
+        data = unpacker.unconsumed_tail
+    rest = unpacker.flush()
+    if rest:
+        yield rest
 
 
 def _runs_dir(path: Path) -> None:

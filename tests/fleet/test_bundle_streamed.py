@@ -87,6 +87,26 @@ def test_ctrl_c_during_the_pings_leaves_no_bundle_and_no_partial_folder(fake_too
     assert list((tmp_path / ".ascendprep" / "runs").iterdir()) == []
 
 
+def test_format_json_prints_the_bytes_of_results_json_encoded_once(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+    from ascendprep.report import jsondoc
+
+    inventory = _local(monkeypatch, tmp_path)
+    encoded = []
+    real = jsondoc.json_chunks
+
+    def counting(document, **kwargs):
+        if isinstance(document, dict) and document.get("kind") == "verify":
+            encoded.append(id(document))
+        return real(document, **kwargs)
+
+    monkeypatch.setattr(jsondoc, "json_chunks", counting)
+    outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0"])
+    (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
+    assert outcome.stdout_bytes == gzip.decompress((run / "results.json.gz").read_bytes())
+    assert json.loads(outcome.stdout)["bundle"] and len(json.loads(outcome.stdout)["checks"]) > 50
+    assert len(encoded) == 1  # the document: once, for results.json and stdout
+
+
 Usage = namedtuple("Usage", "total used free")
 
 
