@@ -235,3 +235,10 @@ SHARED_BEGIN_LINES = 4096
 #: the rendered scripts' lines are under 200; a host that prints longer ones (it knows its
 #: script's nonce) has them read each time, so that no host's output outlives its parse.
 SHARED_BEGIN_LINE_MAX_CHARS = 512
+
+# -- verify at 4,096 hosts: the bundle's host files (issue 12, bu) --------------------------------
+
+#: Bytes of host files a live verify writes after one free-space check before it checks again
+#: (fleet/bundle.py BundleWriter): each check proves this much room beyond the host at hand, so
+#: the bundle never writes more than the last check found free, without a statvfs per host.
+BUNDLE_SPACE_CHECK_BYTES = 64 * 1024 * 1024

@@ -79,3 +79,65 @@ def test_facts_to_json_is_to_dict_for_a_whole_recorded_node() -> None:
     facts = parse_gather_output(recorded.read_text())
     assert facts.npus and facts.to_dict()["npus"]  # a full 8-NPU node, optics and counters included
     assert json.loads(facts.to_json()) == facts.to_dict()
+
+
+def _host(i: int, size: int = 1000) -> HostEvidence:
+    return HostEvidence(f"node{i}", f"10.0.0.{i}", HostFacts(hostname=f"node{i}"), gather_stdout="x" * size)
+
+
+def test_host_files_are_0600_and_chmod_only_when_the_umask_narrowed_them(tmp_path, monkeypatch) -> None:
+    import os
+    import stat
+
+    from ascendprep.fleet import bundle as bundle_module
+    from ascendprep.fleet.bundle import BundleWriter
+
+    chmods = []
+    real_fchmod = os.fchmod
+    monkeypatch.setattr(bundle_module.os, "fchmod", lambda fd, mode: chmods.append(mode) or real_fchmod(fd, mode))
+    for umask, expected_chmods in ((0o022, 0), (0o277, 5)):
+        old = os.umask(umask)
+        try:
+            writer = BundleWriter(new_bundle_dir(tmp_path / f"runs{umask:o}"))
+            writer.open()
+            for i in range(1, 6):
+                writer.keep(_host(i))
+        finally:
+            os.umask(old)
+        modes = {stat.S_IMODE(p.stat().st_mode) for p in (writer.partial / "hosts").iterdir()}
+        assert modes == {0o600} and len(chmods) == expected_chmods, (umask, modes, chmods)
+        chmods.clear()
+
+
+def test_free_space_is_read_once_per_room_proven_and_never_more_is_written(tmp_path, monkeypatch) -> None:
+    from collections import namedtuple
+
+    from ascendprep.fleet import bundle as bundle_module
+    from ascendprep.fleet.bundle import BundleWriter
+
+    usage = namedtuple("usage", "total used free")
+    free = [10**12]
+    reads = []
+
+    def disk_usage(path):
+        reads.append(free[0])
+        return usage(10**13, 10**13 - free[0], free[0])
+
+    monkeypatch.setattr(bundle_module.shutil, "disk_usage", disk_usage)
+    writer = BundleWriter(new_bundle_dir(tmp_path / "runs"))
+    writer.open()
+    for i in range(1, 51):
+        writer.keep(_host(i))
+    assert len(reads) == 1 and writer.problem is None  # a big disk: one read for 50 hosts, not 50
+
+    writer = BundleWriter(new_bundle_dir(tmp_path / "runs2"))
+    writer.open()
+    free[0] = 2500  # room for two hosts of 1,000 bytes, then someone else fills the disk
+    reads.clear()
+    writer.keep(_host(1))
+    free[0] = 500
+    writer.keep(_host(2))
+    assert len(reads) == 1 and writer.problem is None
+    writer.keep(_host(3))  # 1,000 bytes more than the first reading proved: read again, refused
+    assert len(reads) == 2 and writer.problem is not None and "not saved" in writer.problem
+    assert not writer.partial.exists()
