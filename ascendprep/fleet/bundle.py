@@ -399,7 +399,7 @@ def _facts_gz(bundle: Bundle, name: str, host: HostEvidence) -> "tuple[int, byte
     if name not in bundle._facts_gz:
         assert host.facts is not None
         text = host.facts.to_json() + b"\n"
-        bundle._facts_gz[name] = (len(text), gzip.compress(text, compresslevel=GZIP_LEVEL, mtime=0))
+        bundle._facts_gz[name] = (len(text), _gzip(text))
     return bundle._facts_gz[name]
 
 
