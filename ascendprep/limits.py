@@ -247,3 +247,10 @@ SHARED_END_LINES = 1024
 #: case included) whose reading is kept and shared by every host's parse (probes/optics.py). A
 #: driver prints ~40; a host printing others still has them read.
 SHARED_OPTICAL_NAMES = 512
+
+# -- verify at 4,096 hosts: the bundle's host files (issue 12, bu) --------------------------------
+
+#: Bytes of host files a live verify writes after one free-space check before it checks again
+#: (fleet/bundle.py BundleWriter): each check proves this much room beyond the host at hand, so
+#: the bundle never writes more than the last check found free, without a statvfs per host.
+BUNDLE_SPACE_CHECK_BYTES = 64 * 1024 * 1024

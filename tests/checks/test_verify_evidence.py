@@ -113,8 +113,9 @@ def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     bundle = Bundle("/somewhere/inventory.yaml", text, hosts, plan, "ring", Selection().to_dict(), TODAY, ssh_execs=execs, allreduce_findings=[slow], allreduce_doc={"schema_version": 1, "passed": False})
     target = new_bundle_dir(tmp_path / "runs")
     document = verify_document(inventory={"path": bundle.inventory_path}, results=results, hosts=hosts, ssh_execs=execs, mesh="ring", selection={}, exit_code=1)
-    write_bundle(bundle, target, document)
-    # one folder of host files, side by side; a stderr that said nothing is not written
+    write_bundle(bundle, target, document, results=results)
+    # one folder of host files, side by side; a stderr that said nothing is not written; both
+    # nodes fail a check (network.link), so both have their facts.json
     assert sorted(p.name for p in (target / "hosts").iterdir()) == [
         "node1.facts.json.gz", "node1.gather.err.gz", "node1.gather.out.gz", "node1.ping.out.gz",
         "node2.facts.json.gz", "node2.gather.out.gz",

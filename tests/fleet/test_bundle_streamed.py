@@ -45,7 +45,7 @@ def test_each_hosts_transcripts_go_to_the_partial_bundle_and_are_not_held(fake_t
         folder = writer.partial / "hosts"
         assert gzip.decompress((folder / f"{name}.gather.out.gz").read_bytes()).startswith(b"@@ascendprep")
         assert b"packets transmitted" in gzip.decompress((folder / f"{name}.ping.out.gz").read_bytes())
-        assert json.loads(gzip.decompress((folder / f"{name}.facts.json.gz").read_bytes()))["hostname"] == host.facts.hostname
+        assert not (folder / f"{name}.facts.json.gz").exists()  # written at the end, for the hosts that fail
     assert not writer.target.exists()  # not named as a bundle before the run is done
 
 
@@ -55,8 +55,12 @@ def test_a_streamed_bundle_re_checks_as_the_run_judged(fake_tools, tmp_path, mon
     document = json.loads(live.stdout)
     (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
     assert document["bundle"] == str(run.relative_to(tmp_path)) or document["bundle"] == str(run)
-    # one folder of host files; an empty stderr is not written
-    assert {p.name for p in (run / "hosts").iterdir() if p.name.startswith("node1.")} >= {"node1.facts.json.gz", "node1.gather.out.gz", "node1.ping.out.gz"}
+    # one folder of host files; an empty stderr is not written; facts.json only for a node that fails
+    assert {p.name for p in (run / "hosts").iterdir() if p.name.startswith("node1.")} >= {"node1.gather.out.gz", "node1.ping.out.gz"}
+    failing = {c["node"] for c in document["checks"] if c["status"] == "failed" and c["node"]}
+    assert {p.name for p in (run / "hosts").glob("*.facts.json.gz")} == {f"{name}.facts.json.gz" for name in failing}
+    for name in failing:
+        assert json.loads(gzip.decompress((run / "hosts" / f"{name}.facts.json.gz").read_bytes()))["hostname"]
     again = CliRunner().invoke(verify_command, ["--from-bundle", str(run), "--format", "json"])
     rechecked = json.loads(again.stdout)
 
@@ -81,6 +85,26 @@ def test_ctrl_c_during_the_pings_leaves_no_bundle_and_no_partial_folder(fake_too
     assert outcome.exit_code == 130 and "interrupted" in outcome.output
     assert [p.name.endswith(".partial") for p in seen] == [True]
     assert list((tmp_path / ".ascendprep" / "runs").iterdir()) == []
+
+
+def test_format_json_prints_the_bytes_of_results_json_encoded_once(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+    from ascendprep.report import jsondoc
+
+    inventory = _local(monkeypatch, tmp_path)
+    encoded = []
+    real = jsondoc.json_chunks
+
+    def counting(document, **kwargs):
+        if isinstance(document, dict) and document.get("kind") == "verify":
+            encoded.append(id(document))
+        return real(document, **kwargs)
+
+    monkeypatch.setattr(jsondoc, "json_chunks", counting)
+    outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0"])
+    (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
+    assert outcome.stdout_bytes == gzip.decompress((run / "results.json.gz").read_bytes())
+    assert json.loads(outcome.stdout)["bundle"] and len(json.loads(outcome.stdout)["checks"]) > 50
+    assert len(encoded) == 1  # the document: once, for results.json and stdout
 
 
 Usage = namedtuple("Usage", "total used free")
