@@ -170,12 +170,16 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
             evidence["margin_db"] = margin_db
         message = f"{word} power of {where} is {value:.4f} mW" + (": " if value <= 0 else ", ") + what
         verdicts.append(failed(message, evidence, fix=_FIX_POWER, severity=severity, subject=f"{where} {direction}"))
-    flagged = {v.subject for v in verdicts}
     positive = [value for _, value in read if value > 0]
     # a lane is judged against the median of at least two positive siblings: three lanes lit
-    top = max(positive) if len(positive) >= 3 else None
+    if len(positive) < 3:
+        return verdicts
+    top = max(positive)
+    if _db(top / min(positive)) < margins.lane_spread_db - 1e-9:
+        return verdicts  # even the dimmest lane is within the spread of the brightest: every lane is
+    flagged = {v.subject for v in verdicts}
     for lane, value in read:
-        if top is None or value <= 0 or _db(top / value) < margins.lane_spread_db - 1e-9:
+        if value <= 0 or _db(top / value) < margins.lane_spread_db - 1e-9:
             continue  # even the brightest sibling is within the spread: the median is too
         siblings = [other for peer, other in read if peer is not lane and other > 0]
         if len(siblings) < 2 or f"{_lane_name(lane)} {direction}" in flagged:
@@ -309,7 +313,11 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
 
 def _bias_findings(lanes: Sequence[OpticalLane], margins: OpticsMargins) -> List[Verdict]:
     biased: List[Tuple[OpticalLane, float]] = [(lane, lane.tx_bias_ma) for lane in lanes if lane.tx_bias_ma is not None]
-    verdicts = []
+    verdicts: List[Verdict] = []
+    positive = [value for _, value in biased if value > 0]
+    if not positive or min(value for _, value in biased) >= max(positive) * margins.bias_spread_ratio:
+        # no median of positive siblings exceeds the largest positive bias: no lane is under it
+        return verdicts
     for lane, value in biased:
         siblings = [other for peer, other in biased if peer is not lane and other > 0]
         if len(siblings) < 2:

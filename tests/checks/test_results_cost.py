@@ -70,3 +70,49 @@ def test_a_check_result_stays_immutable_and_whole_as_a_named_tuple() -> None:
         "check": "network.ip", "status": "failed", "severity": "error", "message": "wrong", "node": "node1",
         "npu": 3, "subject": "eth", "fix": "fix it", "evidence": {"live": "1"},
     }
+
+
+def _bias_flagged_lane_by_lane(biases, ratio):
+    """The bias rule as written per lane (no shortcut): each lane against its siblings' median."""
+    from statistics import median
+
+    flagged = []
+    for index, value in enumerate(biases):
+        siblings = [other for peer, other in enumerate(biases) if peer != index and other > 0]
+        if len(siblings) >= 2 and value < median(siblings) * ratio:
+            flagged.append(f"lane {index} bias")
+    return flagged
+
+
+def _spread_flagged_lane_by_lane(rx, spread_db):
+    """The sibling-spread rule as written per lane: each lit lane against its lit siblings' median."""
+    import math
+    from statistics import median
+
+    flagged = []
+    for index, value in enumerate(rx):
+        siblings = [other for peer, other in enumerate(rx) if peer != index and other > 0]
+        if value > 0 and len(siblings) >= 2 and 10 * math.log10(median(siblings) / value) >= spread_db:
+            flagged.append(f"lane {index} rx spread")
+    return flagged
+
+
+def test_the_whole_module_shortcuts_flag_the_same_lanes_as_the_rule_lane_by_lane() -> None:
+    """power's "dimmest lane within the spread of the brightest" and module's "no lane under the
+    ratio of the largest bias" skip the per-lane medians; on random modules (dark lanes, equal
+    lanes, values at the boundary) they flag exactly the lanes the per-lane rule does."""
+    import random
+
+    rng = random.Random(12)
+    for _ in range(4000):
+        lanes = rng.choice((2, 3, 4, 8))
+        base = rng.uniform(0.2, 2.0)
+        rx = tuple(rng.choice((0.0, base, base / 2, base / 1.995, base * rng.uniform(0.3, 1.2))) for _ in range(lanes))
+        bias = tuple(rng.choice((0.0, base, base / 2, base * 0.499, base * rng.uniform(0.2, 1.2))) for _ in range(lanes))
+        spread_db, ratio = rng.choice((3.0, 3.0103, 1.0)), rng.choice((0.5, 0.0, 1.0, 0.499))
+        info = OpticalInfo(True, lanes=tuple(OpticalLane(i, rx_power_mw=v, tx_bias_ma=b) for i, (v, b) in enumerate(zip(rx, bias))),
+                           thresholds=OpticalThresholds(rx_power_low_mw=1e-6, rx_power_high_mw=100.0))
+        margins = optics.OpticsMargins(power_margin_db=0.0, lane_spread_db=spread_db, temp_margin_c=5, vcc_margin_pct=2, bias_spread_ratio=ratio)
+        spread = [v.subject for v in optics._power_findings(info, "rx", margins) if v.subject and v.subject.endswith("spread")]
+        assert spread == _spread_flagged_lane_by_lane(rx, spread_db), (rx, spread_db)
+        assert [v.subject for v in optics._bias_findings(info.lanes, margins)] == _bias_flagged_lane_by_lane(bias, ratio), (bias, ratio)
