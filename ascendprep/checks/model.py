@@ -71,8 +71,12 @@ class Verdict:
     npu: Optional[int] = None
 
 
-def passed(message: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, **where: Any) -> Verdict:
-    return Verdict(Status.PASSED, message, evidence or NO_EVIDENCE, subject=subject, **where)
+# The verdict helpers name where (node, npu) explicitly and build the Verdict positionally: ~170
+# verdicts per host, and keyword arguments through ``**where`` cost ~2x.
+
+
+def passed(message: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, node: Optional[str] = None, npu: Optional[int] = None) -> Verdict:
+    return Verdict(_PASSED, message, evidence or NO_EVIDENCE, None, None, subject, node, npu)
 
 
 def failed(
@@ -81,18 +85,22 @@ def failed(
     fix: Optional[str] = None,
     severity: Optional[Severity] = None,
     subject: Optional[str] = None,
-    **where: Any,
+    node: Optional[str] = None,
+    npu: Optional[int] = None,
 ) -> Verdict:
-    return Verdict(Status.FAILED, message, evidence or NO_EVIDENCE, severity=severity, fix=fix, subject=subject, **where)
+    return Verdict(_FAILED, message, evidence or NO_EVIDENCE, severity, fix, subject, node, npu)
 
 
-def could_not_check(reason: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, fix: Optional[str] = None, **where: Any) -> Verdict:
+def could_not_check(reason: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, fix: Optional[str] = None, node: Optional[str] = None, npu: Optional[int] = None) -> Verdict:
     """A failure: the check needed a value that a probe could not read."""
-    return Verdict(Status.FAILED, COULD_NOT_CHECK + reason, evidence or NO_EVIDENCE, fix=fix, subject=subject, **where)
+    return Verdict(_FAILED, COULD_NOT_CHECK + reason, evidence or NO_EVIDENCE, None, fix, subject, node, npu)
 
 
-def skipped(reason: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, **where: Any) -> Verdict:
-    return Verdict(Status.SKIPPED, reason, evidence or NO_EVIDENCE, subject=subject, **where)
+def skipped(reason: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, node: Optional[str] = None, npu: Optional[int] = None) -> Verdict:
+    return Verdict(_SKIPPED, reason, evidence or NO_EVIDENCE, None, None, subject, node, npu)
+
+
+_PASSED, _FAILED, _SKIPPED = Status.PASSED, Status.FAILED, Status.SKIPPED
 
 
 @dataclass(frozen=True)
