@@ -140,6 +140,17 @@ def _lane_name(lane: OpticalLane) -> str:
     return f"lane {lane.lane}" if lane.lane is not None else "the module (no lane number printed)"
 
 
+def _all_within(lowest: float, highest: float, low: Optional[float], high: Optional[float], margin_db: float) -> bool:
+    """True when every reading from ``lowest`` to ``highest`` is lit, inside the module's alarms
+    and outside their margins: each of the per-lane tests is monotonic in the reading, so then
+    none of them names a lane and they need not run (the usual module). A NaN answers False."""
+    return (
+        lowest > 0
+        and (low is None or (lowest >= low and (low <= 0 or _db(lowest / low) >= margin_db)))
+        and (high is None or (highest <= high and (high <= 0 or _db(high / highest) >= margin_db)))
+    )
+
+
 def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -> List[Verdict]:
     """Tx or Rx power of every lane against the module's thresholds and against its siblings.
     A lane within them costs no evidence: it is built only for a lane that is named."""
@@ -147,10 +158,13 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
     low = getattr(info.thresholds, f"{direction}_power_low_mw")
     high = getattr(info.thresholds, f"{direction}_power_high_mw")
     word = direction.capitalize()
-    read = [(lane, getattr(lane, attr)) for lane in info.lanes if getattr(lane, attr) is not None]
+    read = [(lane, value) for lane in info.lanes if (value := getattr(lane, attr)) is not None]
     verdicts: List[Verdict] = []
     margin_db = margins.power_margin_db
-    for lane, value in read:
+    values = [value for _, value in read]
+    # the usual module has every lane far from both alarms, told from its dimmest and brightest
+    to_judge = read if values and not _all_within(min(values), max(values), low, high, margin_db) else []
+    for lane, value in to_judge:
         severity: Optional[Severity] = None
         if value <= 0:
             what = "the lane is dark"

@@ -84,6 +84,24 @@ def _bias_flagged_lane_by_lane(biases, ratio):
     return flagged
 
 
+def _alarm_flagged_lane_by_lane(rx, low, high, margin_db):
+    """The alarm rule as written per lane: dark, beyond an alarm, or within the margin of one."""
+    import math
+
+    def db(ratio):
+        return 10 * math.log10(ratio)
+
+    return [
+        f"lane {index} rx"
+        for index, value in enumerate(rx)
+        if value <= 0
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+        or (low is not None and low > 0 and db(value / low) < margin_db)
+        or (high is not None and high > 0 and db(high / value) < margin_db)
+    ]
+
+
 def _spread_flagged_lane_by_lane(rx, spread_db):
     """The sibling-spread rule as written per lane: each lit lane against its lit siblings' median."""
     import math
@@ -98,9 +116,10 @@ def _spread_flagged_lane_by_lane(rx, spread_db):
 
 
 def test_the_whole_module_shortcuts_flag_the_same_lanes_as_the_rule_lane_by_lane() -> None:
-    """power's "dimmest lane within the spread of the brightest" and module's "no lane under the
-    ratio of the largest bias" skip the per-lane medians; on random modules (dark lanes, equal
-    lanes, values at the boundary) they flag exactly the lanes the per-lane rule does."""
+    """power's "every lane far from the alarms, told from the dimmest and the brightest" and "dimmest
+    lane within the spread of the brightest", and module's "no lane under the ratio of the largest
+    bias" skip the per-lane tests; on random modules (dark, negative and NaN readings, readings at
+    an alarm, equal lanes, values at the boundary) they name exactly the lanes the per-lane rules do."""
     import random
 
     rng = random.Random(12)
@@ -116,3 +135,11 @@ def test_the_whole_module_shortcuts_flag_the_same_lanes_as_the_rule_lane_by_lane
         spread = [v.subject for v in optics._power_findings(info, "rx", margins) if v.subject and v.subject.endswith("spread")]
         assert spread == _spread_flagged_lane_by_lane(rx, spread_db), (rx, spread_db)
         assert [v.subject for v in optics._bias_findings(info.lanes, margins)] == _bias_flagged_lane_by_lane(bias, ratio), (bias, ratio)
+        low, high = rng.choice((None, 0.0, base / 4, base / 2, base * 0.9)), rng.choice((None, 0.0, base * 1.1, base * 2, base * 4))
+        margin_db = rng.choice((0.0, 1.0, 3.0))
+        rx = tuple(value if rng.random() < 0.9 else rng.choice((float("nan"), -1.0, low or 0.0, high or 0.0)) for value in rx)
+        info = OpticalInfo(True, lanes=tuple(OpticalLane(i, rx_power_mw=v) for i, v in enumerate(rx)),
+                           thresholds=OpticalThresholds(rx_power_low_mw=low, rx_power_high_mw=high))
+        margins = optics.OpticsMargins(power_margin_db=margin_db, lane_spread_db=99.0, temp_margin_c=5, vcc_margin_pct=2, bias_spread_ratio=ratio)
+        named = [v.subject for v in optics._power_findings(info, "rx", margins)]
+        assert named == _alarm_flagged_lane_by_lane(rx, low, high, margin_db), (rx, low, high, margin_db)
