@@ -54,9 +54,10 @@ def _results(check: Check, verdicts: List[Verdict], node: Optional[str], npu: Op
     return results
 
 
-def _call(check: Check, *args: object) -> List[Verdict]:
+def _call(check: Check, context: object, npu: Optional[int] = None) -> List[Verdict]:
+    """The check's verdicts (node and cluster checks take the context, NPU checks the NPU too)."""
     try:
-        verdicts = check.run(*args)
+        verdicts = check.run(context) if npu is None else check.run(context, npu)
         # a generator's bug shows while it is listed: inside the try
         return [verdicts] if isinstance(verdicts, Verdict) else list(verdicts)
     except Exception as exc:  # a check's bug is reported as such, never as a pass
@@ -78,7 +79,7 @@ def _node_check(check: Check, ctx: NodeContext, npu: Optional[int], failed_here:
             return [skipped(f"not supported on this product: {errors[0].message}")]
     elif check.id != "node.reachable":
         return [skipped("not checked: the node's facts were not gathered")]
-    return _call(check, ctx) if npu is None else _call(check, ctx, npu)
+    return _call(check, ctx, npu)
 
 
 def run_checks(
