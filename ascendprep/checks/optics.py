@@ -250,12 +250,14 @@ def signal(ctx: NodeContext, npu: int) -> List[Verdict]:
         return [early]
     assert info is not None
     verdicts: List[Verdict] = []
-    live_lanes = [lane.lane for lane in info.lanes if lane.has_readings]
+    live_lanes: Optional[List[Optional[int]]] = None  # worked out when a flag is set (rarely)
     for name, words in _FLAG_WORDS.items():
         mask = info.flags.get(name)
         if not mask:
             continue
         if info.indexed:
+            if live_lanes is None:
+                live_lanes = [lane.lane for lane in info.lanes if lane.has_readings]
             lanes = [bit for bit in flagged_lanes(mask, MAX_BITS) if bit in live_lanes]
             if not lanes:
                 continue
