@@ -130,7 +130,7 @@ def test_odd_figures_are_written_as_the_text_format_spells_them(desired):
 def test_two_results_on_one_label_set_are_one_series_failing_if_either_failed(desired):
     hosts, _, results = _evidence(desired)
     link = next(r for r in results if r.check == "network.link" and r.node == "node1" and r.npu == 0)
-    failed_twin = link._replace(status=type(link.status).FAILED)
+    failed_twin = replace(link, status=type(link.status).FAILED)
     text = verify_metrics([link, failed_twin, link], hosts, list(hosts), 1, 0.0)
     assert value(parse(text), "ascendprep_check_passed", check="network.link", node="node1", npu="0") == 0
 
