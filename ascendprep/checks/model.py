@@ -57,7 +57,7 @@ class Verdict:
     NPU is to blame. ``subject`` names the item within a check (a sysctl key, a file, a ping pair).
 
     Not frozen: a verdict only carries a check's answer to the runner, which turns it into a
-    (frozen) :class:`CheckResult` at once; a frozen dataclass's ``__init__`` sets each field
+    :class:`CheckResult` at once; a frozen dataclass's ``__init__`` sets each field
     through ``object.__setattr__``, ~4x the cost (~170 verdicts per host).
     """
 
