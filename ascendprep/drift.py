@@ -103,12 +103,15 @@ def hccn_conf_stale(facts: HostFacts, npu: int) -> list[str]:
     A stale file quietly undoes a fix at the next driver restart, so the file must hold the
     device's values; the device against the plan is each item's own judgement. A missing file
     is stale for every key the device has set."""
-    conf, live = facts.hccn_conf, npu_live(facts, npu)
-    return [key for key, attribute in HCCN_CONF_KEYS if (conf.get(npu, key) if conf else None) != getattr(live, attribute)]
+    in_file = facts.hccn_conf.devices.get(npu, {}) if facts.hccn_conf else {}  # looked up once, not per key
+    live = npu_live(facts, npu)
+    return [key for key, attribute in HCCN_CONF_KEYS if in_file.get(key) != getattr(live, attribute)]
 
 
 def _npu_unknown(facts: HostFacts, npu: int, probes: Sequence[str]) -> tuple[Optional[str], Optional[str]]:
     """(why the NPU's value is unknown, why it does not apply) from its probes' errors."""
+    if not facts.errors:  # most hosts, and verify asks ~4 times per NPU: no error to look up
+        return (None, None) if npu in facts.npus else ("not reported by hccn_tool", None)
     if npu not in facts.npus and not facts.errors_for("hccn.", npu):
         return "not reported by hccn_tool", None
     errors = [e for probe in probes for e in facts.errors_for(probe, npu if probe.startswith("hccn.") else None)]

@@ -25,7 +25,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ascendprep import compat
 from ascendprep.checks.context import HostEvidence, NodeContext
 from ascendprep.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
-from ascendprep.checks.node import chip_devids
 from ascendprep.facts import HostFacts, InterfaceAddress
 from ascendprep.findings import Finding, Severity
 from ascendprep.blocker_facts import NpuProcess, SocketUse
@@ -57,7 +56,7 @@ def npu_busy(ctx: NodeContext, npu: int) -> Verdict:
         if errors:
             return could_not_check(errors[0].message, {"probe_errors": [e.message for e in errors]})
         return skipped("the gather did not read npu-smi's process table (facts from an older ascendprep)")
-    where = {devid: key for key, devid in chip_devids(facts).items()}.get(npu)
+    where = ctx.npu_smi_places.get(npu)
     if where is None:
         return skipped(f"npu-smi does not list device id {npu} (npu.count and npu.health report that)")
     npu_id, chip = where

@@ -7,6 +7,7 @@ bundle (:mod:`ascendprep.fleet.bundle`), so that both evaluate exactly the same 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import date
 from typing import Dict, Optional, Tuple
 
@@ -60,9 +61,10 @@ class NodeContext:
     def name(self) -> str:
         return self.node.node.name
 
-    @property
+    @cached_property
     def facts(self) -> HostFacts:
-        """The facts; checks only run on nodes whose facts were gathered (node.reachable)."""
+        """The facts; checks only run on nodes whose facts were gathered (node.reachable).
+        Cached: read ~200 times per host; a missing one raises each time (nothing is cached)."""
         if self.host.facts is None:
             raise RuntimeError(f"{self.name}: no facts (a check ran without node.reachable)")
         return self.host.facts
@@ -76,6 +78,14 @@ class NodeContext:
     @property
     def npus(self) -> Tuple[int, ...]:
         return tuple(settings.npu for settings in self.node.hccn)
+
+    @cached_property
+    def npu_smi_places(self) -> Dict[int, Tuple[int, int]]:
+        """hccn device id → (npu-smi NPU id, chip) of this node's npu-smi listing: npu.health and
+        npu.busy ask it for every NPU, so it is worked out once per node, not 16 times."""
+        from ascendprep.checks.node import chip_devids  # node.py's checks take this context
+
+        return {devid: place for place, devid in chip_devids(self.facts).items()}
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,24 @@ def rates(first: CounterSample, second: CounterSample) -> Dict[str, CounterRate]
     }
 
 
+#: (the inventory's ``thresholds:`` object, the limits in effect, each limit as evidence shows it)
+#: of the last inventory checked: every NPU of every node asks, and they depend on the inventory
+#: alone. The shown dicts are shared by the results that show them and never changed.
+_LAST_LIMITS: Tuple[Any, Dict[str, float], Dict[str, Dict[str, Any]]] = (None, {}, {})
+
+
+def _limits(desired: Any) -> Tuple[Dict[str, float], Dict[str, Dict[str, Any]]]:
+    """``grey_thresholds.effective`` of the inventory and each limit's ``shown``, built once per inventory."""
+    global _LAST_LIMITS
+    overrides = desired.inventory.model.thresholds
+    seen, limits, shown = _LAST_LIMITS
+    if not limits or seen is not overrides:
+        limits = grey_thresholds.effective(overrides)
+        shown = {name: grey_thresholds.shown(name, value, overrides) for name, value in limits.items()}
+        _LAST_LIMITS = (overrides, limits, shown)
+    return limits, shown
+
+
 def _round(value: float) -> float:
     return round(value, 3)
 
@@ -117,9 +135,10 @@ def port_counters(ctx: NodeContext, npu: int) -> List[Verdict]:
     reference = first or second
     if reference is None:
         return [skipped(f"hccn_tool -i {npu} -stat -g was read, but in no pass verify knows ({sorted({s.pass_number for s in samples})})")]
-    judged = [j for j in JUDGED if j.counter in reference.counters]
-    since_boot = {j.metric: reference.counters[j.counter] for j in judged}
-    form = "long" if len(reference.counters) > 2 else "short (older driver: RoCE error counters only)"
+    counts = reference.counters
+    judged = [j for j in JUDGED if j.counter in counts]
+    since_boot = {j.metric: counts[j.counter] for j in judged}
+    form = "long" if len(counts) > 2 else "short (older driver: RoCE error counters only)"
     base: Dict[str, Any] = {"form": form, "since_boot": since_boot}
     if not judged:
         return [skipped(f"-stat -g lists none of the judged counters ({len(reference.counters)} others)", base)]
@@ -129,8 +148,7 @@ def port_counters(ctx: NodeContext, npu: int) -> List[Verdict]:
     if not measured:
         return [skipped("the two reads carry no usable time stamps: no rates", base)]
     interval = next(iter(measured.values())).interval_s
-    overrides = ctx.desired.inventory.model.thresholds
-    limits = grey_thresholds.effective(overrides)
+    limits, shown_limits = _limits(ctx.desired)
     known = {j.metric: _round(measured[j.counter].rate_per_s) for j in judged if j.counter in measured and measured[j.counter].rate_per_s is not None}  # type: ignore[arg-type]
     unknown = {j.metric: measured[j.counter].problem or "not in both reads" for j in judged if j.counter not in measured or measured[j.counter].rate_per_s is None}
     evidence = {**base, "interval_s": _round(interval), "rates_per_s": known, "unknown": unknown}
@@ -148,7 +166,7 @@ def port_counters(ctx: NodeContext, npu: int) -> List[Verdict]:
                         "counter": item.counter,
                         "metric": item.metric,
                         "rate_per_s": _round(rate.rate_per_s),
-                        "threshold": grey_thresholds.shown(item.threshold, limit, overrides),
+                        "threshold": shown_limits[item.threshold],
                         "first": rate.first,
                         "second": rate.second,
                         "interval_s": _round(interval),
@@ -161,7 +179,7 @@ def port_counters(ctx: NodeContext, npu: int) -> List[Verdict]:
     if verdicts:
         return verdicts
     note = f"; rate unknown for {', '.join(sorted(unknown))} ({'; '.join(sorted(set(unknown.values())))})" if unknown else ""
-    thresholds = {name: grey_thresholds.shown(name, limits[name], overrides) for name in dict.fromkeys(j.threshold for j in judged)}
+    thresholds = {name: shown_limits[name] for name in dict.fromkeys(j.threshold for j in judged)}
     return [passed(f"{len(known)} error and pause counters steady over {interval:.1f}s{note}", {**evidence, "thresholds": thresholds})]
 
 

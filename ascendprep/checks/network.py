@@ -65,7 +65,8 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     if conf is None:
         return failed(f"{HCCN_CONF} does not exist: the device settings are lost at the next driver restart", {"file": None}, fix=_APPLY)
     planned = {"address": want.ip, "netmask": want.netmask, "gateway": want.gateway, "netdetect": want.netdetect}
-    file_values = {key: conf.get(npu, key) for key, _ in drift.HCCN_CONF_KEYS}
+    in_file = conf.devices.get(npu, {})
+    file_values = {key: in_file.get(key) for key, _ in drift.HCCN_CONF_KEYS}
     live_values = {key: getattr(live, attribute) for key, attribute in drift.HCCN_CONF_KEYS}
     evidence: Dict[str, Any] = {"file": _same(file_values, planned), "device": _same(live_values, planned), "planned": planned}
     problems = []
@@ -73,7 +74,7 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
         in_file, on_device = file_values[key], live_values[key]
         shown = f"{key}_{npu}={in_file}" if in_file is not None else f"no {key}_{npu}"
         problems.append(f"{shown} but the device has {on_device or 'none'} (plan: {planned[key] or 'none'})")
-    doubled = [key for key in conf.duplicates if key.endswith(f"_{npu}")]
+    doubled = [key for key in conf.duplicates if key.endswith(f"_{npu}")] if conf.duplicates else []
     if doubled:
         evidence["duplicates"] = doubled
         problems.append(f"{', '.join(doubled)} appear more than once (hand edits)")

@@ -90,7 +90,7 @@ def npu_count(ctx: NodeContext) -> Verdict:
 
 def npu_health(ctx: NodeContext, npu: int) -> Verdict:
     facts = ctx.facts
-    where = {v: k for k, v in chip_devids(facts).items()}.get(npu)
+    where = ctx.npu_smi_places.get(npu)
     if where is None:
         errors = facts.errors_for("npu_smi.list")
         if errors or facts.npu_smi is None:

@@ -140,6 +140,17 @@ def _lane_name(lane: OpticalLane) -> str:
     return f"lane {lane.lane}" if lane.lane is not None else "the module (no lane number printed)"
 
 
+def _all_within(lowest: float, highest: float, low: Optional[float], high: Optional[float], margin_db: float) -> bool:
+    """True when every reading from ``lowest`` to ``highest`` is lit, inside the module's alarms
+    and outside their margins: each of the per-lane tests is monotonic in the reading, so then
+    none of them names a lane and they need not run (the usual module). A NaN answers False."""
+    return (
+        lowest > 0
+        and (low is None or (lowest >= low and (low <= 0 or _db(lowest / low) >= margin_db)))
+        and (high is None or (highest <= high and (high <= 0 or _db(high / highest) >= margin_db)))
+    )
+
+
 def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -> List[Verdict]:
     """Tx or Rx power of every lane against the module's thresholds and against its siblings.
     A lane within them costs no evidence: it is built only for a lane that is named."""
@@ -147,10 +158,13 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
     low = getattr(info.thresholds, f"{direction}_power_low_mw")
     high = getattr(info.thresholds, f"{direction}_power_high_mw")
     word = direction.capitalize()
-    read = [(lane, getattr(lane, attr)) for lane in info.lanes if getattr(lane, attr) is not None]
+    read = [(lane, value) for lane in info.lanes if (value := getattr(lane, attr)) is not None]
     verdicts: List[Verdict] = []
     margin_db = margins.power_margin_db
-    for lane, value in read:
+    values = [value for _, value in read]
+    # the usual module has every lane far from both alarms, told from its dimmest and brightest
+    to_judge = read if values and not _all_within(min(values), max(values), low, high, margin_db) else []
+    for lane, value in to_judge:
         severity: Optional[Severity] = None
         if value <= 0:
             what = "the lane is dark"
@@ -170,12 +184,16 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
             evidence["margin_db"] = margin_db
         message = f"{word} power of {where} is {value:.4f} mW" + (": " if value <= 0 else ", ") + what
         verdicts.append(failed(message, evidence, fix=_FIX_POWER, severity=severity, subject=f"{where} {direction}"))
-    flagged = {v.subject for v in verdicts}
     positive = [value for _, value in read if value > 0]
     # a lane is judged against the median of at least two positive siblings: three lanes lit
-    top = max(positive) if len(positive) >= 3 else None
+    if len(positive) < 3:
+        return verdicts
+    top = max(positive)
+    if _db(top / min(positive)) < margins.lane_spread_db - 1e-9:
+        return verdicts  # even the dimmest lane is within the spread of the brightest: every lane is
+    flagged = {v.subject for v in verdicts}
     for lane, value in read:
-        if top is None or value <= 0 or _db(top / value) < margins.lane_spread_db - 1e-9:
+        if value <= 0 or _db(top / value) < margins.lane_spread_db - 1e-9:
             continue  # even the brightest sibling is within the spread: the median is too
         siblings = [other for peer, other in read if peer is not lane and other > 0]
         if len(siblings) < 2 or f"{_lane_name(lane)} {direction}" in flagged:
@@ -232,12 +250,14 @@ def signal(ctx: NodeContext, npu: int) -> List[Verdict]:
         return [early]
     assert info is not None
     verdicts: List[Verdict] = []
-    live_lanes = [lane.lane for lane in info.lanes if lane.has_readings]
+    live_lanes: Optional[List[Optional[int]]] = None  # worked out when a flag is set (rarely)
     for name, words in _FLAG_WORDS.items():
         mask = info.flags.get(name)
         if not mask:
             continue
         if info.indexed:
+            if live_lanes is None:
+                live_lanes = [lane.lane for lane in info.lanes if lane.has_readings]
             lanes = [bit for bit in flagged_lanes(mask, MAX_BITS) if bit in live_lanes]
             if not lanes:
                 continue
@@ -309,7 +329,11 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
 
 def _bias_findings(lanes: Sequence[OpticalLane], margins: OpticsMargins) -> List[Verdict]:
     biased: List[Tuple[OpticalLane, float]] = [(lane, lane.tx_bias_ma) for lane in lanes if lane.tx_bias_ma is not None]
-    verdicts = []
+    verdicts: List[Verdict] = []
+    positive = [value for _, value in biased if value > 0]
+    if not positive or min(value for _, value in biased) >= max(positive) * margins.bias_spread_ratio:
+        # no median of positive siblings exceeds the largest positive bias: no lane is under it
+        return verdicts
     for lane, value in biased:
         siblings = [other for peer, other in biased if peer is not lane and other > 0]
         if len(siblings) < 2:

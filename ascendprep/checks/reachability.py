@@ -24,39 +24,35 @@ def _index(results: Tuple[PingResult, ...]) -> Dict[Tuple[int, str], PingResult]
     return {(result.npu, result.target): result for result in results}
 
 
-def _evidence(pair: PingPair, result: Optional[PingResult], ends: Dict[Endpoint, Dict[str, object]]) -> Dict[str, object]:
-    """The pair's ends, each end's dict made once per run and shared by every pair naming it
-    ("a" and "from" are the same end; in a ring each end is in two pairs): ~8 pairs per host."""
-    evidence: Dict[str, object] = {"a": _end(pair.a, ends), "b": _end(pair.b, ends)}
-    if pair.source is not None:
-        evidence["from"] = _end(pair.source, ends)
-        evidence["to"] = _end(pair.target, ends)
-    if result is not None:
-        evidence.update({"sent": result.sent, "received": result.received, "loss_percent": result.loss_percent, "error": result.error})
-    return evidence
+#: Per endpoint of the run: its evidence dict (shared by every pair naming it: "a" and "from"
+#: are the same end; in a ring each end is in two pairs, ~16 pairs per host) and its text.
+_Ends = Dict[Endpoint, Tuple[Dict[str, object], str]]
 
 
-def _end(end: Endpoint, ends: Dict[Endpoint, Dict[str, object]]) -> Dict[str, object]:
+def _end(end: Endpoint, ends: _Ends) -> Tuple[Dict[str, object], str]:
     shown = ends.get(end)
     if shown is None:
-        shown = ends[end] = end.to_dict()
+        shown = ends[end] = (end.to_dict(), str(end))
     return shown
 
 
-def _judge(pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]], ends: Dict[Endpoint, Dict[str, object]]) -> Verdict:
+def _judge(pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]], ends: _Ends) -> Verdict:
     subject = pair.subject
+    (a, _), (b, _) = _end(pair.a, ends), _end(pair.b, ends)
+    evidence: Dict[str, object] = {"a": a, "b": b}
     if pair.source is None:
-        return could_not_check(f"no end of {pair.a} ↔ {pair.b} can ping: {pair.blocked}", _evidence(pair, None, ends), subject=subject)
+        return could_not_check(f"no end of {pair.a} ↔ {pair.b} can ping: {pair.blocked}", evidence, subject=subject)
     source, target = pair.source, pair.target
-    arrow = f"{source} → {target}"
+    (evidence["from"], source_text), (evidence["to"], target_text) = _end(source, ends), _end(target, ends)
+    arrow = f"{source_text} → {target_text}"
     host = ctx.hosts.get(source.node)
     if host is None or host.pings is None:
         reason = (host.ping_error if host is not None else None) or "the ping phase did not run there"
-        return could_not_check(f"{arrow}: {reason}", _evidence(pair, None, ends), subject=subject)
+        return could_not_check(f"{arrow}: {reason}", evidence, subject=subject)
     result = indexes[source.node].get((source.npu, target.ip))
     if result is None:
-        return could_not_check(f"{arrow}: the ping script did not report this ping", _evidence(pair, None, ends), subject=subject)
-    evidence = _evidence(pair, result, ends)
+        return could_not_check(f"{arrow}: the ping script did not report this ping", evidence, subject=subject)
+    evidence.update({"sent": result.sent, "received": result.received, "loss_percent": result.loss_percent, "error": result.error})
     if result.ok:
         return passed(f"{arrow}: {result.received}/{result.sent} replies", evidence, subject=subject)
     error = result.error or "failed"
@@ -73,7 +69,7 @@ def reachability(ctx: ClusterContext) -> List[Verdict]:
     if not plan.pairs:
         return [skipped(f"the {plan.mesh} mesh has no NPU pairs to ping (a single node talks over HCCS)")]
     indexes = {name: _index(host.pings) for name, host in ctx.hosts.items() if host.pings is not None}
-    ends: Dict[Endpoint, Dict[str, object]] = {}
+    ends: _Ends = {}
     return [_judge(pair, ctx, indexes, ends) for pair in plan.pairs]
 
 

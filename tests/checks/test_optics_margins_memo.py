@@ -24,3 +24,20 @@ def test_margins_follow_each_inventory_and_are_built_once_per_inventory(monkeypa
     margins, shown = optics._margins(default)
     assert margins == optics.DEFAULT_MARGINS and shown["lane_spread_db"]["source"] == "default"
     assert optics._margins(tight)[0].lane_spread_db == 1.5 and len(built) == 3
+
+
+def test_counter_limits_follow_each_inventory_and_are_built_once_per_inventory(monkeypatch) -> None:
+    """network.counters reads its limits for every NPU: built once per inventory, shown from the
+    right inventory, and an inventory with other thresholds gets its own."""
+    from ascendprep.checks import counters, grey_thresholds
+
+    built = []
+    real = grey_thresholds.effective
+    monkeypatch.setattr(grey_thresholds, "effective", lambda overrides=None: built.append(1) or real(overrides))
+    strict, default = _desired({"fcs_errors_per_s": 0.1}), _desired({})
+    for _ in range(16):
+        limits, shown = counters._limits(strict)
+    assert limits["fcs_errors_per_s"] == 0.1 and shown["fcs_errors_per_s"]["source"] == "inventory" and len(built) == 1
+    limits, shown = counters._limits(default)
+    assert limits["fcs_errors_per_s"] == real()["fcs_errors_per_s"] and shown["fcs_errors_per_s"]["source"] == "default"
+    assert counters._limits(strict)[0]["fcs_errors_per_s"] == 0.1 and len(built) == 3
