@@ -121,7 +121,8 @@ def verify_document(
     from_bundle: Optional[str] = None,
     lazy_checks: bool = False,
 ) -> Dict[str, Any]:
-    """The ``--format json`` document (``schema_version``); also saved in the bundle.
+    """The ``--format json`` document (``schema_version``); the bundle saves its verdict
+    (:func:`bundle_document`).
 
     ``lazy_checks``: ``"checks"`` is a :class:`~ascendprep.report.jsondoc.Entries` whose dicts are
     made only while :func:`~ascendprep.report.jsondoc.json_chunks` writes them (verify itself:
