@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import click
 from rich.console import Console
@@ -539,33 +539,33 @@ def _run_verify(options: VerifyOptions) -> int:
             run.bundle_writer.abandon()  # a no-op once the bundle is in place; else no half bundle stays
 
 
-def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console, chosen_dir: bool = False, results: Sequence[CheckResult] = (), json_out: Optional[TextIO] = None) -> Optional[Path]:
+def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console, chosen_dir: bool = False, results: Sequence[CheckResult] = ()) -> Optional[Path]:
     """Write the evidence bundle (when the disk has room) and drop runs past ``keep_runs``;
-    ``results`` choose the hosts whose facts.json it holds (fleet.bundle.facts_wanted).
-    ``json_out`` (``--format json``): once saved, the document goes there too, the bytes of its
-    results.json (encoded once); when no bundle was saved nothing is written there (the document
-    then says ``"bundle": null`` and is the caller's to write).
+    ``results`` (those ``document`` was made of) choose the hosts whose facts.json it holds
+    (fleet.bundle.facts_wanted), and its results.json is their verdict
+    (report.verify.bundle_document: passed results counted, not listed).
 
     The bundle is evidence, not the verdict: any failure here is a warning, and the document then
     says ``"bundle": null``. Returns where it was saved, or None.
     """
-    from ascendprep.fleet.bundle import Bundle, DiskCheck, bundle_size, check_free_space, prune_runs, saved_report, write_bundle
-    from ascendprep.report.jsondoc import write_utf8
+    from ascendprep.fleet.bundle import Bundle, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
+    from ascendprep.report.verify import bundle_document
 
     recorded = {**run.selection.to_dict(), **({ONLY_HOSTS_KEY: run.only_hosts} if run.only_hosts is not None else {})}
     bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node)
     writer = run.bundle_writer
+    verdict = bundle_document(document, results)
     saved: Optional[Path] = None
     if writer is not None and writer.problem is not None:  # given up while the run went (disk full, no folder)
         err.print(f"[yellow]warning:[/] {escape(writer.problem)}", soft_wrap=True)
         disk = DiskCheck(False)
     else:
-        disk = check_free_space(target.parent, bundle_size(bundle, document, results))
+        disk = check_free_space(target.parent, bundle_size(bundle, verdict, results))
         if disk.warning:
             err.print(f"[yellow]warning:[/] {escape(disk.warning)}", soft_wrap=True)
     if disk.write:
         try:
-            saved = write_bundle(bundle, target, document, chosen_dir=chosen_dir, writer=writer, results=results)
+            saved = write_bundle(bundle, target, verdict, chosen_dir=chosen_dir, writer=writer, results=results)
         except (OSError, ValueError) as exc:
             err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}", soft_wrap=True)
     elif writer is not None:
@@ -577,8 +577,6 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
             prune_runs(target.parent, keep_runs)
         except OSError as exc:
             err.print(f"[yellow]warning:[/] old runs under {escape(str(target.parent))} could not be removed: {escape(str(exc))}", soft_wrap=True)
-    if saved is not None and json_out is not None:
-        write_utf8(saved_report(bundle), json_out)
     return saved
 
 
@@ -637,7 +635,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         allreduce=run.allreduce_doc,
         bundle=str(target) if target else None,
         from_bundle=run.from_bundle,
-        lazy_checks=True,  # written by json_chunks only (bundle, --format json): made while written
+        lazy_checks=True,  # written by json_chunks only (--format json; the bundle's verdict: those not passed): made while written
     )
     document["limits_hit"] = run.limits_hit
     if run.local_node is not None:
@@ -646,16 +644,14 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         document["merged"] = run.merged.to_dict()
     #: verify --hosts: the nodes read; the cluster checks judged them alone.
     document["only_hosts"] = compressed(run.only_hosts) if run.only_hosts is not None else None
-    json_out = sys.stdout if options.output_format == "json" else None
     if target is not None:
-        target = _save_bundle(run, target, document, options.keep_runs, err, chosen_dir=chosen_dir, results=results, json_out=json_out)
+        target = _save_bundle(run, target, document, options.keep_runs, err, chosen_dir=chosen_dir, results=results)
     if options.output_format == "prometheus":
         sys.stdout.write(_metrics(results, shown, node_order, code, run.allreduce_doc))
     elif options.output_format == "json":
-        if target is None:  # else printed by _save_bundle: the bytes of the bundle's results.json
-            from ascendprep.report.jsondoc import write_json
+        from ascendprep.report.jsondoc import write_json
 
-            write_json(document, sys.stdout)  # compact, in slices: 4,096 hosts in seconds, not minutes
+        write_json(document, sys.stdout)  # every result; compact, in slices: 4,096 hosts in seconds, not minutes
     else:
         out = Console(highlight=False)
         if run.merged is not None:

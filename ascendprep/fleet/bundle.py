@@ -10,7 +10,11 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
                          ping transcript; .err only when not empty), hccs.out (A3: the HCCS ping
                          transcript), and facts.json (parsed) only for a host a person will
                          look at: one with a failed check or an error (:func:`facts_wanted`)
-    results.json         the report verify printed with --format json
+    results.json         the verdict (report.verify.bundle_document): verify's --format json
+                         document, but its "checks" only the results that did not pass (in
+                         full), the passed ones counted per check under "passed" (how many, on
+                         which nodes), and "full": the --from-bundle command that gives every
+                         result with its evidence
     allreduce.json       the all-reduce outcome, with --allreduce
 
 A *node bundle* (``verify --local``) has the same layout with one host; run.json names it
@@ -60,7 +64,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from ascendprep import __version__
 from ascendprep.checks.context import HostEvidence
@@ -405,7 +409,7 @@ def _facts_gz(bundle: Bundle, name: str, host: HostEvidence) -> "tuple[int, byte
 
 def _report_gz(bundle: Bundle, report: Dict[str, Any]) -> "tuple[int, bytes]":
     """(length, gzip'd text) of results.json, encoded once per report and a slice at a time
-    (the whole text of a 4,096-host report is ~350 MB; its gzip'd form a tenth of that)."""
+    (a report with many failed or skipped results may still be large)."""
     if bundle._report_gz is None or bundle._report_gz[0] != id(report):
         packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip framing
         size, parts = 0, []
@@ -416,33 +420,6 @@ def _report_gz(bundle: Bundle, report: Dict[str, Any]) -> "tuple[int, bytes]":
         parts.append(packer.flush())
         bundle._report_gz = (id(report), size, b"".join(parts))
     return bundle._report_gz[1], bundle._report_gz[2]
-
-
-#: Bytes of results.json's gzip'd form fed to the decompressor at a time, and bytes of its text
-#: given out at most at a time, by :func:`saved_report` (the whole text of a 4,096-host run is
-#: ~280 MB; its gzip'd form ~22 MB, of which ``unconsumed_tail`` would copy the rest each time).
-_REPORT_PIECE_IN = 64 * 1024
-_REPORT_PIECE = 1024 * 1024
-
-
-def saved_report(bundle: Bundle) -> Iterator[bytes]:
-    """The text of the results.json that :func:`write_bundle` wrote, a piece at a time, from the
-    gzip'd form it keeps: ``verify --format json`` prints the same bytes without encoding the
-    document again (~0.4 ms per host of C-encoder time; decompressing costs a tenth of that)."""
-    if bundle._report_gz is None:
-        raise ValueError("no results.json was encoded for this bundle")
-    unpacker = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    packed = memoryview(bundle._report_gz[2])
-    for start in range(0, len(packed), _REPORT_PIECE_IN):
-        data: Any = packed[start:start + _REPORT_PIECE_IN]
-        while data:
-            piece = unpacker.decompress(data, _REPORT_PIECE)
-            if piece:
-                yield piece
-            data = unpacker.unconsumed_tail
-    rest = unpacker.flush()
-    if rest:
-        yield rest
 
 
 def _runs_dir(path: Path) -> None:

@@ -11,7 +11,7 @@ output with ``jq`` for an indented view.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, TextIO
+from typing import Any, Callable, Iterator, List, Optional, Sequence, TextIO
 
 #: Items of one list or map encoded in one ``json.dumps`` call: large enough that the per-call
 #: overhead does not count, small enough that one slice's text stays a few MB.
@@ -66,20 +66,6 @@ def write_json(document: Any, stream: TextIO) -> None:
     """``document`` as compact JSON, one line, on ``stream`` (e.g. stdout)."""
     for chunk in json_chunks(document):
         stream.write(chunk)
-
-
-def write_utf8(chunks: Iterable[bytes], stream: TextIO) -> None:
-    """JSON text already encoded (UTF-8 ``chunks``) on a text ``stream``: through its binary
-    buffer when it has one (stdout, a file), so it is not decoded and encoded again."""
-    buffer = getattr(stream, "buffer", None)
-    if buffer is None:
-        for chunk in chunks:
-            stream.write(chunk.decode("utf-8"))
-        return
-    stream.flush()  # what the text layer holds goes first
-    for chunk in chunks:
-        buffer.write(chunk)
-    buffer.flush()
 
 
 def json_lines(document: dict, default: Optional[Callable[[Any], Any]] = None) -> Iterator[str]:

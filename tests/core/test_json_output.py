@@ -112,18 +112,3 @@ def test_offline_plan_json_is_compact(inventory: Path) -> None:
     outcome = CliRunner().invoke(plan_command, [str(inventory), "--offline", "--format", "json"])
     assert outcome.exit_code == 0, outcome.output
     assert outcome.stdout == _compact(json.loads(outcome.stdout))
-
-
-def test_write_utf8_puts_encoded_json_after_what_the_text_layer_holds() -> None:
-    import io
-
-    from ascendprep.report.jsondoc import write_utf8
-
-    raw = io.BytesIO()
-    text = io.TextIOWrapper(raw, encoding="utf-8")
-    text.write("first ")
-    write_utf8([b'{"a":', '"\u00e9"}\n'.encode()], text)
-    assert raw.getvalue() == 'first {"a":"\u00e9"}\n'.encode()
-    plain = io.StringIO()  # no binary buffer (a redirected stdout): written as text
-    write_utf8([b'{"a":', b"1}\n"], plain)
-    assert plain.getvalue() == '{"a":1}\n'

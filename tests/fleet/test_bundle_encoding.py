@@ -141,29 +141,3 @@ def test_free_space_is_read_once_per_room_proven_and_never_more_is_written(tmp_p
     writer.keep(_host(3))  # 1,000 bytes more than the first reading proved: read again, refused
     assert len(reads) == 2 and writer.problem is not None and "not saved" in writer.problem
     assert not writer.partial.exists()
-
-
-def test_the_saved_report_is_given_back_byte_for_byte_in_bounded_pieces(tmp_path) -> None:
-    import hashlib
-    import random
-    import tracemalloc
-
-    from ascendprep.fleet.bundle import saved_report
-
-    rng = random.Random(12)
-    report = {"checks": [{"check": "npu.ip", "i": i, "v": rng.random(), "s": "abc" * (i % 7)} for i in range(300_000)]}
-    bundle = _bundle()
-    write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report)
-    assert bundle._report_gz is not None and len(bundle._report_gz[2]) > 3 * 2**20  # MBs of gzip'd text
-    digest, size = hashlib.sha256(), 0
-    tracemalloc.start()
-    try:
-        for piece in saved_report(bundle):
-            digest.update(piece)
-            size += len(piece)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    text = "".join(jsondoc.json_chunks(report)).encode()
-    assert size == len(text) and digest.hexdigest() == hashlib.sha256(text).hexdigest()
-    assert peak < 2 * 2**20  # a piece at a time, not a copy of the rest of the input per piece

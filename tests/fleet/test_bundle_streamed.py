@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections import namedtuple
+from collections import Counter, namedtuple
 
 from click.testing import CliRunner
 
@@ -68,8 +68,11 @@ def test_a_streamed_bundle_re_checks_as_the_run_judged(fake_tools, tmp_path, mon
         return sorted((c["check"], c["node"] or "", c["npu"] if c["npu"] is not None else -1, c["subject"] or "", c["status"], c["message"]) for c in doc["checks"])
 
     assert verdicts(rechecked) == verdicts(document) and rechecked["exit_code"] == document["exit_code"] == live.exit_code
+    # results.json is the verdict: every result but the passed ones, and those counted per check
     gzipped = json.loads(gzip.decompress((run / "results.json.gz").read_bytes()))
-    assert verdicts(gzipped) == verdicts(document)
+    assert verdicts(gzipped) == verdicts({"checks": [c for c in document["checks"] if c["status"] != "passed"]})
+    passed = [c for c in document["checks"] if c["status"] == "passed"]
+    assert {check: entry["count"] for check, entry in gzipped["passed"].items()} == dict(Counter(c["check"] for c in passed))
 
 
 def test_ctrl_c_during_the_pings_leaves_no_bundle_and_no_partial_folder(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
@@ -87,7 +90,7 @@ def test_ctrl_c_during_the_pings_leaves_no_bundle_and_no_partial_folder(fake_too
     assert list((tmp_path / ".ascendprep" / "runs").iterdir()) == []
 
 
-def test_format_json_prints_the_bytes_of_results_json_encoded_once(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+def test_format_json_prints_every_result_and_the_bundle_keeps_the_verdict(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
     from ascendprep.report import jsondoc
 
     inventory = _local(monkeypatch, tmp_path)
@@ -96,15 +99,24 @@ def test_format_json_prints_the_bytes_of_results_json_encoded_once(fake_tools, t
 
     def counting(document, **kwargs):
         if isinstance(document, dict) and document.get("kind") == "verify":
-            encoded.append(id(document))
+            encoded.append("passed" in document)
         return real(document, **kwargs)
 
     monkeypatch.setattr(jsondoc, "json_chunks", counting)
     outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0"])
     (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
-    assert outcome.stdout_bytes == gzip.decompress((run / "results.json.gz").read_bytes())
-    assert json.loads(outcome.stdout)["bundle"] and len(json.loads(outcome.stdout)["checks"]) > 50
-    assert len(encoded) == 1  # the document: once, for results.json and stdout
+    printed = json.loads(outcome.stdout)
+    saved = json.loads(gzip.decompress((run / "results.json.gz").read_bytes()))
+    # stdout: every result, passed ones with their evidence, as before
+    assert printed["bundle"] and "passed" not in printed and printed["summary"]["passed"] > 20
+    assert sum(c["status"] == "passed" for c in printed["checks"]) == printed["summary"]["passed"]
+    # results.json: the same document, but the passed results counted, not listed
+    assert saved["checks"] == [c for c in printed["checks"] if c["status"] != "passed"] and saved["checks"]
+    assert sum(entry["count"] for entry in saved["passed"].values()) == printed["summary"]["passed"]
+    assert saved["passed"]["node.reachable"] == {"count": 4, "nodes": "node[1-4]"}
+    assert saved["full"] == f"ascendprep verify --from-bundle {printed['bundle']} --format json"
+    assert {k: v for k, v in saved.items() if k not in ("checks", "passed", "full")} == {k: v for k, v in printed.items() if k != "checks"}
+    assert sorted(encoded) == [False, True]  # each document once: the full one on stdout, the verdict in the bundle
 
 
 Usage = namedtuple("Usage", "total used free")
