@@ -5,11 +5,14 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
     run.json             what ran: inventory path + sha256, mesh, selection, ping plan, per-host
                          outcomes (error kinds, seconds, SSH execs), the date, all-reduce findings
     inventory.yaml       a copy of the inventory text as it was
-    hosts/<node>.<file>  per host, when those ran: gather.out and gather.err (the raw gather
-                         transcript; .err only when not empty), ping.out and ping.err (the raw
-                         ping transcript; .err only when not empty), hccs.out (A3: the HCCS ping
-                         transcript), and facts.json (parsed) only for a host a person will
-                         look at: one with a failed check or an error (:func:`facts_wanted`)
+    hosts/<kind>.gz      every host's raw transcript of one kind, each host's a gzip member of
+                         its own, appended as hosts answer; run.json's per-host "files" gives
+                         its [offset, length]: gather.out and gather.err (the gather script;
+                         .err only when not empty), ping.out and ping.err (the pings; .err only
+                         when not empty), hccs.out (A3: the HCCS pings)
+    hosts/<node>.facts.json.gz
+                         the parsed facts, only for a host a person will look at: one with a
+                         failed check or an error (:func:`facts_wanted`)
     results.json         the verdict (report.verify.bundle_document): verify's --format json
                          document, but its "checks" only the results that did not pass (in
                          full), the passed ones counted per check under "passed" (how many, on
@@ -22,11 +25,12 @@ A *node bundle* (``verify --local``) has the same layout with one host; run.json
 ``--bundle-dir DIR``, it goes to DIR itself (replacing that node's earlier bundle there, never
 anything else) and DIR's parent is left as it is (it may be a shared folder).
 
-The host files lie side by side in ``hosts/`` (``hosts/node1.gather.out.gz``), not in a folder per
-host: on ext4 a file in a folder of its own cost ~0.5 ms of kernel CPU to create against ~0.1 ms in a
-shared folder (the inodes of many small folders lie far apart), and the folder itself ~0.4 ms; at
-4,096 hosts that was ~3 ms per host, more than the checks (bench/README.md). Bundles of schema
-version 1 (``hosts/<node>/gather.out.gz``, every ``.err`` written) are still read.
+The transcripts are appended to one file per kind, not written as a file per host: on ext4 a
+file in a folder of its own cost ~0.5 ms of kernel CPU to create, ~0.1-0.7 ms in a shared folder
+(schema 2, ``hosts/node1.gather.out.gz``), two per host, against ~6 us for an append; at 4,096
+hosts the files per host cost more than the checks (bench/README.md, issue 12). ``zcat
+hosts/gather.out.gz`` prints every host's transcript. Bundles of schema 2 and of schema 1
+(``hosts/<node>/gather.out.gz``, every ``.err`` written) are still read.
 
 ``--from-bundle`` re-parses the raw transcripts (not facts.json, which is for people), rebuilds the
 desired state from the inventory copy, and runs the checks on the recorded date: the same
@@ -44,7 +48,7 @@ the newest :data:`~ascendprep.limits.KEEP_RUNS_DEFAULT` runs are kept (``verify 
 
 A bundle handed to ``--from-bundle`` is hostile input: only the files named above are read, by
 names checked against the inventory's name rule, never through a symbolic link, never outside the
-folder, never a FIFO or device, and never more than
+folder, never a FIFO or device, a member only where it lies whole inside its file, and never more than
 :data:`~ascendprep.limits.BUNDLE_FILE_MAX_BYTES` (decompressed); its JSON has the inventory's
 depth limit (:mod:`ascendprep.jsoninput`). Bundles written before compression (plain
 ``gather.out``) are still read.
@@ -80,10 +84,12 @@ from ascendprep.probes.ping import parse_ping_output
 from ascendprep.report import jsondoc
 from ascendprep.yamlsource import InputError
 
-#: 2: the host files are ``hosts/<node>.<file>`` and an empty ``.err`` is not written.
-BUNDLE_SCHEMA_VERSION = 2
-#: The versions :func:`read_bundle` reads (1: ``hosts/<node>/<file>``, every ``.err`` written).
-READABLE_SCHEMA_VERSIONS = (1, 2)
+#: 3: every host's transcript of one kind is a gzip member of ``hosts/<kind>.gz`` (run.json
+#: gives each host's offset and length); facts.json stays ``hosts/<node>.facts.json.gz``.
+BUNDLE_SCHEMA_VERSION = 3
+#: The versions :func:`read_bundle` reads (1: ``hosts/<node>/<file>``, every ``.err`` written;
+#: 2: ``hosts/<node>.<file>``, an empty ``.err`` not written).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 BUNDLE_KIND = "ascendprep-verify-bundle"
 RUNS_DIR = Path(STATE_DIR) / "runs"
 RUN_FILE = "run.json"
@@ -142,6 +148,8 @@ class Bundle:
 HOST_FILES = ("gather.out", "gather.err", "facts.json", "ping.out", "ping.err", "hccs.out")
 #: Host files written only when not empty (a reader takes a missing one as empty).
 OPTIONAL_HOST_FILES = frozenset({"gather.err", "ping.err"})
+#: The transcripts that schema 3 appends to one file per kind (``hosts/gather.out.gz``...).
+STREAMS = ("gather.out", "gather.err", "ping.out", "ping.err", "hccs.out")
 
 
 def facts_wanted(results: Iterable[CheckResult], hosts: Dict[str, HostEvidence]) -> List[str]:
@@ -162,7 +170,7 @@ def _host_file(name: str, stem: str, version: int) -> str:
     return f"hosts/{name}/{stem}" if version == 1 else f"hosts/{host_file_name(name, stem)}"
 
 
-def _host_record(host: HostEvidence, execs: Optional[int]) -> Dict[str, Any]:
+def _host_record(host: HostEvidence, execs: Optional[int], members: Optional[Dict[str, List[int]]] = None) -> Dict[str, Any]:
     return {
         "address": host.address,
         "gathered": host.facts is not None,
@@ -177,6 +185,8 @@ def _host_record(host: HostEvidence, execs: Optional[int]) -> Dict[str, Any]:
         if (host.hccs_pings is not None or host.hccs_error is not None)
         else None,
         "ssh_execs": execs,
+        # where its transcripts lie: per kind, [offset, length] of its gzip member in hosts/<kind>.gz
+        "files": members or {},
     }
 
 
@@ -217,6 +227,11 @@ class BundleWriter:
         self._room = 0
         self._room_lock = threading.Lock()
         self.files = PrivateFiles()
+        #: Per host, per kind: [offset, length] of its member in ``hosts/<kind>.gz`` (run.json).
+        self.members: Dict[str, Dict[str, List[int]]] = {}
+        #: The open ``hosts/<kind>.gz`` files and their lengths; appends are made under the lock.
+        self._streams: Dict[str, "list[int]"] = {}
+        self._stream_lock = threading.Lock()
 
     def open(self) -> None:
         """Make the partial folder (an earlier partial one of the same name is removed)."""
@@ -266,8 +281,9 @@ class BundleWriter:
         return None
 
     def write_host(self, name: str, host: HostEvidence) -> None:
-        """``hosts/<name>.<file>``: the transcripts ``host`` holds, each written once; an empty
-        stderr is not written. facts.json is :func:`write_bundle`'s, for some hosts only."""
+        """The transcripts ``host`` holds, each appended once to ``hosts/<kind>.gz`` as a gzip
+        member of its own (:meth:`_append`); an empty stderr is not written. facts.json is
+        :func:`write_bundle`'s, for some hosts only."""
         if not HOST_DIR_RE.match(name):
             raise ValueError(f"node name {name!r} cannot name a bundle file")
         done = self.written.setdefault(name, set())
@@ -278,11 +294,35 @@ class BundleWriter:
             files += [("ping.out", host.ping_stdout), ("ping.err", host.ping_stderr)]
         if host.hccs_pings is not None and "hccs.out" not in done:
             files += [("hccs.out", host.hccs_stdout)]
-        hosts_dir = f"{self.partial}/hosts/"
         for stem, content in files:
             if content or stem not in OPTIONAL_HOST_FILES:
-                self.files.write(hosts_dir + host_file_name(name, stem) + GZ, _gzip(content.encode("utf-8")))
+                member = self._append(stem, _gzip(content.encode("utf-8")))
+                self.members.setdefault(name, {})[stem] = member
             done.add(stem)
+
+    def _append(self, stem: str, data: bytes) -> List[int]:
+        """``data`` at the end of ``hosts/<stem>.gz`` (made on first use); its [offset, length].
+
+        One file per kind, not one per host: on this project's ext4 VM creating a file cost
+        0.1-0.7 ms of kernel CPU, two per host, against ~6 us for an append (bench/README.md)."""
+        with self._stream_lock:
+            stream = self._streams.get(stem)
+            if stream is None:
+                fd = self.files.create(f"{self.partial}/hosts/{stem}{GZ}")
+                stream = self._streams[stem] = [fd, 0]
+            fd, offset = stream
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            stream[1] = offset + len(data)
+        return [offset, len(data)]
+
+    def close_streams(self) -> None:
+        """Close the ``hosts/<kind>.gz`` files (before the folder is put in place or removed)."""
+        with self._stream_lock:
+            streams, self._streams = self._streams, {}
+        for fd, _ in streams.values():
+            os.close(fd)
 
     def give_up(self, problem: str) -> None:
         """No bundle this run: say why (the first problem), and remove what was written."""
@@ -293,6 +333,7 @@ class BundleWriter:
 
     def abandon(self) -> None:
         """Remove the partial folder, if this writer made it and it was not put in place."""
+        self.close_streams()
         with self._lock:
             if not self._open:
                 return
@@ -322,6 +363,7 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_di
         writer.open()
     try:
         _write_rest(bundle, writer, report, results)
+        writer.close_streams()
         _put_in_place(writer.partial, target)
     except BaseException:
         writer.abandon()
@@ -333,6 +375,8 @@ def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_di
 
 def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], results: Sequence[CheckResult]) -> None:
     partial = writer.partial
+    for name, host in bundle.hosts.items():
+        writer.write_host(name, host)  # first: run.json records where each host's members lie
     run = {
         "schema_version": BUNDLE_SCHEMA_VERSION,
         "kind": BUNDLE_KIND,
@@ -343,7 +387,7 @@ def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], re
         "mesh": bundle.mesh,
         "selection": bundle.selection,
         "pings": bundle.pings.to_dict() if bundle.pings is not None else None,
-        "hosts": {name: _host_record(host, bundle.ssh_execs.get(name)) for name, host in bundle.hosts.items()},
+        "hosts": {name: _host_record(host, bundle.ssh_execs.get(name), writer.members.get(name)) for name, host in bundle.hosts.items()},
         "allreduce_findings": [f.to_dict() for f in bundle.allreduce_findings],
     }
     if bundle.local_node is not None:
@@ -351,8 +395,6 @@ def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], re
     files = writer.files
     files.write(partial / RUN_FILE, "".join(jsondoc.json_lines(run)).encode("utf-8"))  # one key per line, values compact (C encoder)
     files.write(partial / INVENTORY_COPY, bundle.inventory_text.encode("utf-8"))
-    for name, host in bundle.hosts.items():
-        writer.write_host(name, host)
     for name in facts_wanted(results, bundle.hosts):
         files.write(partial / "hosts" / (host_file_name(name, "facts.json") + GZ), _facts_gz(bundle, name, bundle.hosts[name])[1])  # encoded by bundle_size: not again
     files.write(partial / (RESULTS_FILE + GZ), _report_gz(bundle, report)[1])
@@ -457,7 +499,8 @@ class PrivateFiles:
         #: means one more fstat).
         self.exact_mode = False
 
-    def write(self, path: Union[str, Path], data: bytes) -> None:
+    def create(self, path: Union[str, Path]) -> int:
+        """A new file, 0600, open for writing; its descriptor (the caller closes it)."""
         fd = os.open(path, self._FLAGS, FILE_MODE)
         try:
             if not self.exact_mode:
@@ -465,6 +508,14 @@ class PrivateFiles:
                     self.exact_mode = True
                 else:
                     os.fchmod(fd, FILE_MODE)  # a umask that narrowed it: the mode is exact anyway
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def write(self, path: Union[str, Path], data: bytes) -> None:
+        fd = self.create(path)
+        try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -632,12 +683,57 @@ def _local_node(folder: Path, run: Dict[str, Any], hosts: Dict[str, HostEvidence
     return name
 
 
-def _read_host_file(folder: Path, name: str, stem: str, version: int) -> str:
-    """A host file's text; an optional one (an empty stderr, version 2) may be missing: empty."""
+def _read_host_file(folder: Path, name: str, stem: str, version: int, record: Optional[Dict[str, Any]] = None) -> str:
+    """A host file's text; an optional one (an empty stderr, version 2 on) may be missing: empty.
+    Version 3: the host's gzip member of ``hosts/<stem>.gz`` that ``record["files"]`` locates."""
+    if version >= 3:
+        return _read_member(folder, name, stem, (record or {}).get("files") or {})
     relative = _host_file(name, stem, version)
     if version > 1 and stem in OPTIONAL_HOST_FILES and not any(os.path.lexists(_confined(folder, relative + suffix)) for suffix in (GZ, "")):
         return ""
     return _read_text(folder, relative)
+
+
+def _read_member(folder: Path, name: str, stem: str, members: Dict[str, Any]) -> str:
+    """``name``'s ``stem`` transcript: one whole gzip member at [offset, length] of
+    ``hosts/<stem>.gz``, checked like any bundle file (no link, regular, the decompressed cap)."""
+    if not isinstance(members, dict):
+        raise BundleError(f"{folder / RUN_FILE}: hosts.{name}.files is not a map; refused")
+    where = members.get(stem)
+    if where is None:
+        if stem in OPTIONAL_HOST_FILES:
+            return ""
+        raise BundleError(f"{folder / RUN_FILE}: hosts.{name}.files has no {stem}: missing from the bundle")
+    if not (isinstance(where, list) and len(where) == 2 and all(type(v) is int for v in where) and where[0] >= 0 and 0 < where[1] <= BUNDLE_FILE_MAX_BYTES):
+        raise BundleError(f"{folder / RUN_FILE}: hosts.{name}.files.{stem} must be [offset, length] of a member of hosts/{stem}{GZ}, not {str(where)[:80]}; refused")
+    offset, length = where
+    path = _confined(folder, f"hosts/{stem}{GZ}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BundleError(f"{path}: not a regular file; refused")
+        if offset + length > info.st_size:
+            raise BundleError(f"{path}: {name}'s {stem} lies past its end ({offset:,}+{length:,} > {info.st_size:,} bytes); refused")
+        data = os.pread(fd, length, offset)
+    finally:
+        os.close(fd)
+    unpacker = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        text = unpacker.decompress(data, BUNDLE_FILE_MAX_BYTES + 1)
+    except zlib.error as exc:
+        raise BundleError(f"{path}: {name}'s {stem} is not a readable gzip member: {exc}") from None
+    if len(text) > BUNDLE_FILE_MAX_BYTES:
+        raise BundleError(f"{path}: {name}'s {stem} is more than {BUNDLE_FILE_MAX_BYTES:,} bytes; refused")
+    if not unpacker.eof or unpacker.unused_data:
+        raise BundleError(f"{path}: {name}'s {stem} at {offset:,} is not one whole gzip member; refused")
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{path}: {name}'s {stem} is not UTF-8 text: {exc}") from None
 
 
 def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
@@ -648,10 +744,10 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
         if not isinstance(name, str) or not HOST_DIR_RE.match(name):
             raise BundleError(f"{folder / RUN_FILE}: host name {name!r} is not a node name; refused")
         ping = record.get("ping") or {}
-        gather_out = _read_host_file(folder, name, "gather.out", version) if record["gathered"] else ""
-        ping_out = _read_host_file(folder, name, "ping.out", version) if ping.get("ran") else ""
+        gather_out = _read_host_file(folder, name, "gather.out", version, record) if record["gathered"] else ""
+        ping_out = _read_host_file(folder, name, "ping.out", version, record) if ping.get("ran") else ""
         hccs = record.get("hccs") or {}
-        hccs_out = _read_host_file(folder, name, "hccs.out", version) if hccs.get("ran") else ""
+        hccs_out = _read_host_file(folder, name, "hccs.out", version, record) if hccs.get("ran") else ""
         hosts[name] = HostEvidence(
             node=name,
             address=record["address"],
@@ -660,11 +756,11 @@ def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
             error_kind=record.get("error_kind"),
             seconds=float(record.get("seconds") or 0.0),
             gather_stdout=gather_out,
-            gather_stderr=_read_host_file(folder, name, "gather.err", version) if record["gathered"] else "",
+            gather_stderr=_read_host_file(folder, name, "gather.err", version, record) if record["gathered"] else "",
             pings=tuple(parse_ping_output(ping_out)) if ping.get("ran") else None,
             ping_error=ping.get("error"),
             ping_stdout=ping_out,
-            ping_stderr=_read_host_file(folder, name, "ping.err", version) if ping.get("ran") else "",
+            ping_stderr=_read_host_file(folder, name, "ping.err", version, record) if ping.get("ran") else "",
             ping_seconds=float(ping.get("seconds") or 0.0),
             hccs_pings=tuple(parse_hccs_output(hccs_out)) if hccs.get("ran") else None,
             hccs_error=hccs.get("error"),

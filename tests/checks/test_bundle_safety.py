@@ -44,6 +44,24 @@ def saved(evidence, tmp_path):
     return target
 
 
+def _member(folder: Path, name: str, stem: str) -> bytes:
+    """``name``'s gzip member in ``hosts/<stem>.gz``, where run.json says it lies."""
+    offset, length = json.loads((folder / "run.json").read_text())["hosts"][name]["files"][stem]
+    return (folder / "hosts" / f"{stem}.gz").read_bytes()[offset:offset + length]
+
+
+def _as_schema_2(folder: Path) -> None:
+    """Rewrite a schema-3 bundle as schema 2 wrote it: a file per host and transcript."""
+    run = json.loads((folder / "run.json").read_text())
+    for name, record in run["hosts"].items():
+        for stem in record.pop("files"):
+            (folder / "hosts" / f"{name}.{stem}.gz").write_bytes(_member(folder, name, stem))
+    for stem in bundle_module.STREAMS:
+        (folder / "hosts" / f"{stem}.gz").unlink(missing_ok=True)
+    run["schema_version"] = 2
+    (folder / "run.json").write_text(json.dumps(run))
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
@@ -60,15 +78,26 @@ def test_bundles_are_private_whatever_the_umask(evidence, tmp_path):
         assert _mode(path) == (0o700 if path.is_dir() else 0o600), path
 
 
-def test_raw_outputs_are_gzipped_and_read_back(saved):
-    gathered = saved / "hosts" / "node1.gather.out.gz"
-    assert gzip.decompress(gathered.read_bytes()).decode() == "raw output of node1\n"
-    assert not (saved / "hosts" / "node1.gather.out").exists()
+def test_raw_outputs_are_gzipped_one_file_per_kind_and_read_back(saved):
+    assert gzip.decompress(_member(saved, "node1", "gather.out")).decode() == "raw output of node1\n"
+    # one file for every host's gather transcript, which zcat reads whole, and none per host
+    everyone = gzip.decompress((saved / "hosts" / "gather.out.gz").read_bytes()).decode()
+    assert sorted(everyone.splitlines()) == sorted(f"raw output of {name}" for name in read_bundle(saved).hosts)
+    assert not [p.name for p in (saved / "hosts").iterdir() if ".gather." in p.name or ".ping." in p.name]
     assert json.loads(gzip.decompress((saved / "results.json.gz").read_bytes())) == {"kind": "verify"}
     assert read_bundle(saved).hosts["node1"].gather_stdout == "raw output of node1\n"
 
 
+def test_bundles_of_schema_2_with_a_file_per_host_are_still_read(saved):
+    written = read_bundle(saved)
+    _as_schema_2(saved)
+    assert (saved / "hosts" / "node1.gather.out.gz").exists()
+    old = read_bundle(saved)
+    assert {n: (h.gather_stdout, h.ping_stdout, h.facts) for n, h in old.hosts.items()} == {n: (h.gather_stdout, h.ping_stdout, h.facts) for n, h in written.hosts.items()}
+
+
 def test_bundles_written_before_compression_are_still_read(saved):
+    _as_schema_2(saved)
     for packed in list(saved.rglob("*.gz")):
         packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
         packed.unlink()
@@ -77,6 +106,7 @@ def test_bundles_written_before_compression_are_still_read(saved):
 
 def test_bundles_of_schema_1_with_a_folder_per_host_are_still_read(saved):
     written = read_bundle(saved)
+    _as_schema_2(saved)
     hosts = saved / "hosts"
     for packed in sorted(hosts.iterdir()):
         name, stem = packed.name.split(".", 1)
@@ -94,16 +124,33 @@ def test_bundles_of_schema_1_with_a_folder_per_host_are_still_read(saved):
 
 
 def test_a_bundle_of_an_unknown_schema_is_refused_naming_what_is_read(saved):
-    _edit_run(saved, lambda run: run.update({"schema_version": 3}))
-    with pytest.raises(BundleError, match="schema_version 3; this ascendprep reads 1, 2"):
+    _edit_run(saved, lambda run: run.update({"schema_version": 4}))
+    with pytest.raises(BundleError, match="schema_version 4; this ascendprep reads 1, 2, 3"):
         read_bundle(saved)
 
 
 def test_a_missing_raw_output_is_refused_but_an_empty_stderr_need_not_be_there(saved):
-    assert not (saved / "hosts" / "node1.gather.err.gz").exists()  # nothing on stderr: not written
+    assert "gather.err" not in json.loads((saved / "run.json").read_text())["hosts"]["node1"]["files"]  # nothing on stderr: not written
     assert read_bundle(saved).hosts["node1"].gather_stderr == ""
-    (saved / "hosts" / "node1.gather.out.gz").unlink()
-    with pytest.raises(BundleError, match=r"node1\.gather\.out: missing from the bundle"):
+    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].pop("gather.out"))
+    with pytest.raises(BundleError, match=r"hosts\.node1\.files has no gather\.out: missing from the bundle"):
+        read_bundle(saved)
+
+
+@pytest.mark.parametrize("where", [[-1, 10], [0, 0], [True, 10], [0, 10**12], "0,10", [0], [0.0, 10]])
+def test_a_member_placed_anywhere_but_inside_its_file_is_refused(saved, where):
+    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.out": where}))
+    with pytest.raises(BundleError, match=r"hosts\.node1\.files\.gather\.out must be \[offset, length\]"):
+        read_bundle(saved)
+
+
+def test_a_member_past_the_end_or_not_whole_is_refused(saved):
+    size = (saved / "hosts" / "gather.out.gz").stat().st_size
+    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.out": [size - 5, 10]}))
+    with pytest.raises(BundleError, match="lies past its end"):
+        read_bundle(saved)
+    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.out": [0, size]}))  # every host's members at once
+    with pytest.raises(BundleError, match="is not one whole gzip member"):
         read_bundle(saved)
 
 
@@ -131,7 +178,7 @@ def test_an_inventory_copy_elsewhere_is_refused(saved):
 def test_a_symlink_to_a_file_outside_is_refused(saved, tmp_path):
     secret = tmp_path / "shadow"
     secret.write_text("root:$6$secret\n")
-    target = saved / "hosts" / "node1.gather.out.gz"
+    target = saved / "hosts" / "gather.out.gz"
     target.unlink()
     target.symlink_to(secret)
     with pytest.raises(BundleError, match="a symbolic link inside the bundle; refused"):
@@ -150,23 +197,40 @@ def test_a_symlinked_hosts_folder_is_refused(saved, tmp_path):
 
 
 def test_a_fifo_is_refused_without_blocking(saved):
-    fifo = saved / "hosts" / "node1.gather.err.gz"  # an optional file (empty stderr): not written
-    fifo.unlink(missing_ok=True)
+    fifo = saved / "hosts" / "gather.err.gz"  # no host said anything on stderr: not written
+    assert not fifo.exists()
     os.mkfifo(fifo)
+    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.err": [0, 10]}))
     with pytest.raises(BundleError, match="not a regular file"):
         read_bundle(saved)
 
 
 def test_a_gzip_bomb_stops_at_the_file_cap(saved, monkeypatch):
     monkeypatch.setattr(bundle_module, "BUNDLE_FILE_MAX_BYTES", 1000)
-    (saved / "hosts" / "node1.gather.out.gz").write_bytes(gzip.compress(b"\0" * 10_000_000))
+    bomb = gzip.compress(b"\0" * 10_000_000)
+    assert len(bomb) > 1000
+    (saved / "hosts" / "node1.facts.json.gz").write_bytes(bomb)  # a file of its own (schema 2 and facts.json)
+    _as_schema_2(saved)
+    (saved / "hosts" / "node1.gather.out.gz").write_bytes(bomb)
+    with pytest.raises(BundleError, match="more than 1,000 bytes; refused"):
+        read_bundle(saved)
+
+
+def test_a_gzip_bomb_member_stops_at_the_file_cap(saved, monkeypatch):
+    monkeypatch.setattr(bundle_module, "BUNDLE_FILE_MAX_BYTES", 1000)
+    bomb = gzip.compress(b"\0" * 100_000)
+    assert len(bomb) < 1000
+    with open(saved / "hosts" / "gather.out.gz", "ab") as stream:
+        offset = stream.tell()
+        stream.write(bomb)
+    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.out": [offset, len(bomb)]}))
     with pytest.raises(BundleError, match="more than 1,000 bytes; refused"):
         read_bundle(saved)
 
 
 def test_a_corrupt_gzip_file_is_a_clear_error(saved):
-    (saved / "hosts" / "node1.gather.out.gz").write_bytes(b"not gzip at all")
-    with pytest.raises(BundleError, match="not a readable gzip file"):
+    (saved / "hosts" / "gather.out.gz").write_bytes(b"not gzip at all" * 100)
+    with pytest.raises(BundleError, match="not a readable gzip"):
         read_bundle(saved)
 
 
@@ -255,5 +319,9 @@ def test_no_two_hosts_can_name_the_same_host_file(saved):
     """``hosts/<node>.<file>``: node names may hold dots, so no file name may end in "." + another."""
     stems = bundle_module.HOST_FILES
     assert not [(a, b) for a in stems for b in stems if a != b and a.endswith("." + b)]
+    # schema 3: one file per kind of transcript, and a host's own file only for its facts.json,
+    # which no node name can make a transcript file's name (none ends in ".facts.json")
+    streams = {f"{stem}.gz" for stem in bundle_module.STREAMS}
+    assert not [stem for stem in bundle_module.STREAMS if stem.endswith(".facts.json")]
     written = {p.name for p in (saved / "hosts").iterdir()}
-    assert written and all(name.split(".", 1)[1].removesuffix(".gz") in stems for name in written)
+    assert streams & written and all(name in streams or name.endswith(".facts.json.gz") for name in written)

@@ -114,12 +114,12 @@ def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     target = new_bundle_dir(tmp_path / "runs")
     document = verify_document(inventory={"path": bundle.inventory_path}, results=results, hosts=hosts, ssh_execs=execs, mesh="ring", selection={}, exit_code=1)
     write_bundle(bundle, target, document, results=results)
-    # one folder of host files, side by side; a stderr that said nothing is not written; both
-    # nodes fail a check (network.link), so both have their facts.json
-    assert sorted(p.name for p in (target / "hosts").iterdir()) == [
-        "node1.facts.json.gz", "node1.gather.err.gz", "node1.gather.out.gz", "node1.ping.out.gz",
-        "node2.facts.json.gz", "node2.gather.out.gz",
-    ]
+    # one file per kind of transcript, each host's a gzip member of it; a stderr that said nothing
+    # is not written; both nodes fail a check (network.link), so both have their facts.json
+    assert sorted(p.name for p in (target / "hosts").iterdir()) == ["gather.err.gz", "gather.out.gz", "node1.facts.json.gz", "node2.facts.json.gz", "ping.out.gz"]
+    assert {name: sorted(record["files"]) for name, record in json.loads((target / "run.json").read_text())["hosts"].items()} == {
+        "node1": ["gather.err", "gather.out", "ping.out"], "node2": ["gather.out"],
+    }
     assert json.loads((target / "run.json").read_text())["inventory"]["sha256"] == bundle.inventory_sha256
     again = read_bundle(target)
     assert again.day == TODAY and again.pings == plan and again.ssh_execs == execs

@@ -43,8 +43,9 @@ def test_each_hosts_transcripts_go_to_the_partial_bundle_and_are_not_held(fake_t
     for name, host in hosts.items():
         assert (host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr) == ("", "", "", "")
         folder = writer.partial / "hosts"
-        assert gzip.decompress((folder / f"{name}.gather.out.gz").read_bytes()).startswith(b"@@ascendprep")
-        assert b"packets transmitted" in gzip.decompress((folder / f"{name}.ping.out.gz").read_bytes())
+        for stem, says in (("gather.out", b"@@ascendprep"), ("ping.out", b"packets transmitted")):
+            offset, length = writer.members[name][stem]  # its own gzip member of hosts/<stem>.gz
+            assert says in gzip.decompress((folder / f"{stem}.gz").read_bytes()[offset:offset + length])
         assert not (folder / f"{name}.facts.json.gz").exists()  # written at the end, for the hosts that fail
     assert not writer.target.exists()  # not named as a bundle before the run is done
 
@@ -56,7 +57,8 @@ def test_a_streamed_bundle_re_checks_as_the_run_judged(fake_tools, tmp_path, mon
     (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
     assert document["bundle"] == str(run.relative_to(tmp_path)) or document["bundle"] == str(run)
     # one folder of host files; an empty stderr is not written; facts.json only for a node that fails
-    assert {p.name for p in (run / "hosts").iterdir() if p.name.startswith("node1.")} >= {"node1.gather.out.gz", "node1.ping.out.gz"}
+    assert {p.name for p in (run / "hosts").iterdir() if not p.name.endswith(".facts.json.gz")} == {"gather.out.gz", "ping.out.gz"}
+    assert set(json.loads((run / "run.json").read_text())["hosts"]["node1"]["files"]) == {"gather.out", "ping.out"}
     failing = {c["node"] for c in document["checks"] if c["status"] == "failed" and c["node"]}
     assert {p.name for p in (run / "hosts").glob("*.facts.json.gz")} == {f"{name}.facts.json.gz" for name in failing}
     for name in failing:

@@ -7,7 +7,6 @@ the whole pipeline must still configure it and verify it clean.
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any, Dict, Iterator
@@ -16,6 +15,7 @@ import pytest
 
 from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
+from ascendprep.fleet.bundle import read_bundle
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
 from ascendprep.probes.gather import parse_gather_output
@@ -59,8 +59,8 @@ def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tm
     assert counters["status"] == "passed" and counters["evidence"]["form"].startswith("short")
     assert set(counters["evidence"]["rates_per_s"]) == {"npu_chip_roce_rx_err_pkt_num", "npu_chip_roce_tx_err_pkt_num"}
 
-    hosts = tmp_path / doc["bundle"] / "hosts"  # the raw transcripts, gzip'd (facts.json only where a check failed)
-    facts = {node: parse_gather_output(gzip.decompress((hosts / f"{node}.gather.out.gz").read_bytes()).decode()).to_dict() for node in ("node1", "node2")}
+    saved = read_bundle(tmp_path / doc["bundle"])  # the raw transcripts, gzip'd (facts.json only where a check failed)
+    facts = {node: parse_gather_output(saved.hosts[node].gather_stdout).to_dict() for node in ("node1", "node2")}
     old, new = facts["node2"]["npus"]["0"], facts["node1"]["npus"]["0"]
     assert (old["link_stat"]["down_count"], new["link_stat"]["down_count"]) == (None, 0)
     assert (old["tls"]["preconfigured"], new["tls"]["preconfigured"]) == (None, 1)

@@ -80,8 +80,11 @@ def test_clean_lab_passes_with_two_round_trips_per_host(applied: Applied) -> Non
     assert len(pairs) == 3 * 4  # ring node1-node2, node2-node3, node3-node1 (master) per NPU
     assert all(c["status"] == "passed" for c in pairs)
     bundle = applied.workdir / doc["bundle"]
+    # each kind of transcript in one file, each node's a gzip member of it that run.json locates
+    kinds = {p.name for p in (bundle / "hosts").iterdir() if not p.name.endswith(".facts.json.gz")}
+    assert {"gather.out.gz", "ping.out.gz"} <= kinds <= {"gather.out.gz", "ping.out.gz", "gather.err.gz", "ping.err.gz"}
+    assert {"gather.out", "ping.out"} <= set(json.loads((bundle / "run.json").read_text())["hosts"]["node1"]["files"])
     node1 = {p.name for p in (bundle / "hosts").iterdir() if p.name.startswith("node1.")}
-    assert {"node1.gather.out.gz", "node1.ping.out.gz"} <= node1 <= {"node1.facts.json.gz", "node1.gather.out.gz", "node1.ping.out.gz", "node1.gather.err.gz", "node1.ping.err.gz"}
     # facts.json only for a node a person will look at (a failed check, e.g. a benign warning)
     assert ("node1.facts.json.gz" in node1) == any(c["node"] == "node1" for c in doc["checks"] if c["status"] == "failed")
     junit = ET.parse(applied.workdir / "clean.xml").getroot()
