@@ -115,17 +115,9 @@ def run_checks(
             if failures:
                 failed_here[check.id] = failures[0].message.removeprefix(COULD_NOT_CHECK)
             results.extend(node_results)
-        facts = ctx.host.facts
-        if failed_here or facts is None or facts.errors:
-            for npu in ctx.npus:
-                for check in npu_checks:
-                    results.extend(_results(check, _node_check(check, ctx, npu, failed_here), name, npu))
-        else:
-            # No prerequisite failed and no probe failed on this node: none of _node_check's
-            # rules can apply, so each NPU check is just called (~150 calls per host).
-            for npu in ctx.npus:
-                for check in npu_checks:
-                    results.extend(_results(check, _call(check, ctx, npu), name, npu))
+        for npu in ctx.npus:
+            for check in npu_checks:
+                results.extend(_results(check, _node_check(check, ctx, npu, failed_here), name, npu))
     cluster_ctx = ClusterContext(desired, dict(hosts), pings, today or date.today())
     for check in (c for c in checks if c.scope == "cluster"):
         results.extend(_results(check, _call(check, cluster_ctx), None, None))
