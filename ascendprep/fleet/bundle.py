@@ -161,7 +161,8 @@ def facts_wanted(results: Iterable[CheckResult], hosts: Dict[str, HostEvidence])
 
 
 def host_file_name(name: str, stem: str) -> str:
-    """A host's file in ``hosts/`` (before ``.gz``): ``node1.gather.out``."""
+    """A host's own file in ``hosts/`` (before ``.gz``): ``node1.facts.json``; schema 2 also
+    ``node1.gather.out`` (schema 3 appends transcripts to ``hosts/gather.out.gz``)."""
     return f"{name}.{stem}"
 
 
@@ -489,7 +490,7 @@ class PrivateFiles:
     ``open`` asks for 0600, which the umask can only narrow, never widen. The first file's mode
     is read back: while files come out 0600 as asked (the usual umask), none is chmod'ed, else
     each is. With ``os.write`` on the descriptor (no file object, no fstat/isatty of its own) a
-    file is 3 syscalls, not 6: at 4,096 hosts that is ~8,000 files (bench/README.md, issue 12 bu).
+    file is 3 syscalls, not 6 (facts.json of every failing host, the run's own files).
     """
 
     _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

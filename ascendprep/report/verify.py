@@ -10,8 +10,8 @@ passed ones counted per check.
 
 from __future__ import annotations
 
-from collections import Counter
 import shlex
+from collections import Counter
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from rich.console import Console
@@ -174,22 +174,19 @@ def passed_by_check(results: Iterable[CheckResult]) -> Dict[str, Dict[str, Any]]
     nodes as a host range (``{"count": 8192, "nodes": "node[0001-1024]"}``). A result about no node
     in particular (a cluster check, a ping pair) is named :data:`CLUSTER` among the nodes."""
     passed = Status.PASSED
-    tally: Dict[str, Tuple[List[int], Dict[str, None]]] = {}
+    counts: Counter = Counter()
+    nodes: Dict[str, Dict[str, None]] = {}  # per check, its nodes in order, each once
     for result in results:
-        if result.status is not passed:
-            continue
-        entry = tally.get(result.check)
-        if entry is None:
-            entry = tally[result.check] = ([0], {})
-        entry[0][0] += 1
-        entry[1][CLUSTER if result.node is None else result.node] = None
+        if result.status is passed:
+            counts[result.check] += 1
+            nodes.setdefault(result.check, {})[CLUSTER if result.node is None else result.node] = None
     ranges: Dict[Tuple[str, ...], str] = {}  # most checks pass on the same nodes (all): one range each
     counted: Dict[str, Dict[str, Any]] = {}
-    for check, (count, nodes) in tally.items():
-        key = tuple(nodes)
+    for check, on in nodes.items():
+        key = tuple(on)
         if key not in ranges:
             ranges[key] = compressed(key)
-        counted[check] = {"count": count[0], "nodes": ranges[key]}
+        counted[check] = {"count": counts[check], "nodes": ranges[key]}
     return counted
 
 
