@@ -394,7 +394,7 @@ def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], re
     if bundle.local_node is not None:
         run["local_node"] = bundle.local_node
     files = writer.files
-    files.write(partial / RUN_FILE, "".join(jsondoc.json_lines(run)).encode("utf-8"))  # one key per line, values compact (C encoder)
+    files.write(partial / RUN_FILE, b"".join(jsondoc.json_lines(run)))  # one key per line, values compact
     files.write(partial / INVENTORY_COPY, bundle.inventory_text.encode("utf-8"))
     for name in facts_wanted(results, bundle.hosts):
         files.write(partial / "hosts" / (host_file_name(name, "facts.json") + GZ), _facts_gz(bundle, name, bundle.hosts[name])[1])  # encoded by bundle_size: not again
@@ -456,8 +456,7 @@ def _report_gz(bundle: Bundle, report: Dict[str, Any]) -> "tuple[int, bytes]":
     if bundle._report_gz is None or bundle._report_gz[0] != id(report):
         packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip framing
         size, parts = 0, []
-        for chunk in jsondoc.json_chunks(report, default=str):
-            data = chunk.encode("utf-8")
+        for data in jsondoc.json_bytes(report, default=str):
             size += len(data)
             parts.append(packer.compress(data))
         parts.append(packer.flush())

@@ -32,20 +32,20 @@ def test_results_and_facts_are_written_compact_and_read_back(tmp_path) -> None:
     report = {"checks": [{"check": "npu.ip", "node": f"node{i % 3 + 1}", "evidence": {"i": i}} for i in range(3 * jsondoc.SLICE_ITEMS)], "exit_code": 0}
     target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report, results=[_result("node2", Status.FAILED)])
     text = gzip.decompress((target / "results.json.gz").read_bytes()).decode()
-    assert text == json.dumps(report, separators=(",", ":")) + "\n"
+    assert text == json.dumps(report, separators=(",", ":")) + "\n"  # compact, one line
     facts = gzip.decompress((target / "hosts" / "node2.facts.json.gz").read_bytes()).decode()
     assert json.loads(facts) == HostFacts(hostname="node2").to_dict() and "\n " not in facts
 
 
 def test_bundle_size_covers_what_is_written_and_nothing_is_encoded_twice(tmp_path, monkeypatch) -> None:
     encoded = []
-    real = jsondoc.json_chunks
+    real = jsondoc.json_bytes
 
     def counting(document, **kwargs):
         encoded.append(id(document))
         return real(document, **kwargs)
 
-    monkeypatch.setattr(jsondoc, "json_chunks", counting)
+    monkeypatch.setattr(jsondoc, "json_bytes", counting)
     dumps = []
     real_facts = HostFacts.to_json
     monkeypatch.setattr(HostFacts, "to_json", lambda facts: dumps.append(1) or real_facts(facts))

@@ -97,14 +97,14 @@ def test_format_json_prints_every_result_and_the_bundle_keeps_the_verdict(fake_t
 
     inventory = _local(monkeypatch, tmp_path)
     encoded = []
-    real = jsondoc.json_chunks
+    real = jsondoc.json_bytes
 
     def counting(document, **kwargs):
         if isinstance(document, dict) and document.get("kind") == "verify":
             encoded.append("passed" in document)
         return real(document, **kwargs)
 
-    monkeypatch.setattr(jsondoc, "json_chunks", counting)
+    monkeypatch.setattr(jsondoc, "json_bytes", counting)
     outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0"])
     (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
     printed = json.loads(outcome.stdout)
