@@ -160,10 +160,19 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
     word = direction.capitalize()
     read = [(lane, value) for lane in info.lanes if (value := getattr(lane, attr)) is not None]
     verdicts: List[Verdict] = []
+    if not read:
+        return verdicts
     margin_db = margins.power_margin_db
     values = [value for _, value in read]
-    # the usual module has every lane far from both alarms, told from its dimmest and brightest
-    to_judge = read if values and not _all_within(min(values), max(values), low, high, margin_db) else []
+    lowest, highest = min(values), max(values)
+    # The usual module: every lane lit, far from both alarms and within the spread of the
+    # brightest, told from its dimmest and brightest lane alone, before any list of positive
+    # siblings is made (a NaN first makes min() NaN, which _all_within refuses; a NaN later
+    # is never the min or the max, nor a positive sibling).
+    all_within = _all_within(lowest, highest, low, high, margin_db)
+    if all_within and (len(values) < 3 or _db(highest / lowest) < margins.lane_spread_db - 1e-9):
+        return verdicts
+    to_judge = [] if all_within else read
     for lane, value in to_judge:
         severity: Optional[Severity] = None
         if value <= 0:
