@@ -250,7 +250,7 @@ def _unrecorded_downs(stat: LinkStat) -> int:
 
     The records are a bounded history, so a count above them is evidence of flaps whose time is
     lost. Older drivers print no count (None): nothing to compare."""
-    if stat.down_count is None:
+    if not stat.down_count:  # None (not printed) or 0: nothing beyond the records (the usual port)
         return 0
     listed = sum(1 for record in stat.records if record.state == "DOWN")
     return max(0, stat.down_count - listed)
