@@ -36,11 +36,22 @@ _FAILED = Status.FAILED
 _Outcome = Union[Verdict, List[Verdict]]
 
 
-def _add(results: List[CheckResult], check: Check, outcome: _Outcome, node: Optional[str], npu: Optional[int]) -> None:
-    """Append the verdicts of one check call as results (positional: ~170 per host at 4,096
-    hosts; the evidence dict is the verdict's own, not a copy). Appended in place, not returned
-    as a list to extend with: almost every call has one verdict, and the list per call, the
-    frame of a function building it and the extend cost ~10 % of run_checks."""
+def _add(results: List[CheckResult], check: Check, outcome: Optional[_Outcome], context: object, node: Optional[str], npu: Optional[int]) -> None:
+    """Append the results of ``check`` on one node, NPU or the cluster: ``outcome`` when a
+    shared rule decided it, else the check function's verdicts (node and cluster checks take the
+    context, NPU checks the NPU too).
+
+    Called here rather than through a helper of its own, and appended in place rather than
+    returned as a list to extend with: ~170 results per host at 4,096 hosts, almost every call
+    with one verdict, and each frame and list per call was a few per cent of run_checks.
+    Results are positional; the evidence dict is the verdict's own, not a copy."""
+    if outcome is None:
+        try:
+            outcome = check.run(context) if npu is None else check.run(context, npu)
+            if not isinstance(outcome, (Verdict, list)):
+                outcome = list(outcome)  # a generator's bug shows while it is listed: inside the try
+        except Exception as exc:  # a check's bug is reported as such, never as a pass
+            outcome = could_not_check(f"the check itself failed: {type(exc).__name__}: {exc}")
     check_id, severity, fix = check.id, check.severity, check.fix
     for verdict in (outcome,) if isinstance(outcome, Verdict) else outcome:
         results.append(CheckResult(
@@ -54,16 +65,6 @@ def _add(results: List[CheckResult], check: Check, outcome: _Outcome, node: Opti
             verdict.fix if verdict.fix is not None else (fix if verdict.status is _FAILED else ""),
             verdict.evidence,
         ))
-
-
-def _call(check: Check, context: object, npu: Optional[int] = None) -> _Outcome:
-    """The check's verdicts (node and cluster checks take the context, NPU checks the NPU too)."""
-    try:
-        outcome = check.run(context) if npu is None else check.run(context, npu)
-        # a generator's bug shows while it is listed: inside the try
-        return outcome if isinstance(outcome, (Verdict, list)) else list(outcome)
-    except Exception as exc:  # a check's bug is reported as such, never as a pass
-        return could_not_check(f"the check itself failed: {type(exc).__name__}: {exc}")
 
 
 # The rules every check shares, split by what they depend on: the node's (a failed
@@ -114,7 +115,7 @@ def run_checks(
         if reason is None:
             checks.append(check)
         else:
-            _add(results, check, skipped(reason), None, None)
+            _add(results, check, skipped(reason), None, None, None)
     node_checks = [c for c in checks if c.scope == "node"]
     npu_checks = [c for c in checks if c.scope == "npu"]
     for inventory_node in desired.inventory.nodes:
@@ -129,10 +130,8 @@ def run_checks(
             outcome = _node_rule(check, ctx, failed_here)
             if outcome is None and probe_errors and check.probes:
                 outcome = _probe_rule(check, facts, None)  # type: ignore[arg-type]
-            if outcome is None:
-                outcome = _call(check, ctx)
             first = len(results)
-            _add(results, check, outcome, name, None)
+            _add(results, check, outcome, ctx, name, None)
             failure = next((r for r in results[first:] if r.status is _FAILED), None)
             if failure is not None:
                 failed_here[check.id] = failure.message.removeprefix(COULD_NOT_CHECK)
@@ -143,12 +142,10 @@ def run_checks(
                 outcome = early
                 if outcome is None and probed:
                     outcome = _probe_rule(check, facts, npu)  # type: ignore[arg-type]
-                if outcome is None:
-                    outcome = _call(check, ctx, npu)
-                _add(results, check, outcome, name, npu)
+                _add(results, check, outcome, ctx, name, npu)
     cluster_ctx = ClusterContext(desired, dict(hosts), pings, today or date.today())
     for check in (c for c in checks if c.scope == "cluster"):
-        _add(results, check, _call(check, cluster_ctx), None, None)
+        _add(results, check, None, cluster_ctx, None, None)
     return results
 
 
