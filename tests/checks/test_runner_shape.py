@@ -211,3 +211,26 @@ def test_power_names_the_same_lanes_with_the_same_words_as_before_on_random_modu
                                        temp_margin_c=5, vcc_margin_pct=2, bias_spread_ratio=0.5)
         for direction in ("rx", "tx"):
             assert _shown(optics._power_findings(info, direction, margins)) == _shown(_power_findings_reference(info, direction, margins)), (info, margins)
+
+
+# -- node.host_nic's subnet test against ip_interface ------------------------------------------
+
+
+def test_in_subnet_answers_as_ip_interface_did() -> None:
+    import ipaddress
+
+    from ascendprep.checks.blockers import _in_subnet
+    from ascendprep.facts import InterfaceAddress
+
+    def reference(address: str, holder: InterfaceAddress) -> bool:
+        try:
+            return ipaddress.ip_address(address) in ipaddress.ip_interface(f"{holder.address}/{holder.prefixlen}").network
+        except ValueError:
+            return False
+
+    rng = random.Random(8)
+    addresses = ("10.0.0.1", "10.0.1.7", "10.0.0.255", "192.168.3.4", "0.0.0.0", "255.255.255.255", "::1", "fe80::1", "10.0.0", "10.0.0.01", "", "x")
+    for _ in range(5000):
+        holder = InterfaceAddress("eth0", "inet", rng.choice(addresses), rng.choice((0, 1, 8, 16, 23, 24, 31, 32, 33, 64, 128, -1)))
+        address = rng.choice(addresses[:6])  # host_nic asks for MASTER_ADDR as ip_literal gives it: IPv4
+        assert _in_subnet(address, holder) == reference(address, holder), (address, holder)
