@@ -339,8 +339,9 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
 def _bias_findings(lanes: Sequence[OpticalLane], margins: OpticsMargins) -> List[Verdict]:
     biased: List[Tuple[OpticalLane, float]] = [(lane, lane.tx_bias_ma) for lane in lanes if lane.tx_bias_ma is not None]
     verdicts: List[Verdict] = []
-    positive = [value for _, value in biased if value > 0]
-    if not positive or min(value for _, value in biased) >= max(positive) * margins.bias_spread_ratio:
+    values = [value for _, value in biased]
+    positive = [value for value in values if value > 0]
+    if not positive or min(values) >= max(positive) * margins.bias_spread_ratio:
         # no median of positive siblings exceeds the largest positive bias: no lane is under it
         return verdicts
     for lane, value in biased:

@@ -132,9 +132,10 @@ def run_checks(
                 outcome = _probe_rule(check, facts, None)  # type: ignore[arg-type]
             first = len(results)
             _add(results, check, outcome, ctx, name, None)
-            failure = next((r for r in results[first:] if r.status is _FAILED), None)
-            if failure is not None:
-                failed_here[check.id] = failure.message.removeprefix(COULD_NOT_CHECK)
+            for index in range(first, len(results)):  # the check's first failure, if any
+                if results[index].status is _FAILED:
+                    failed_here[check.id] = results[index].message.removeprefix(COULD_NOT_CHECK)
+                    break
         # Per NPU check, the node's rule is the same on every NPU: asked once here.
         gated = [(check, _node_rule(check, ctx, failed_here), probe_errors and bool(check.probes)) for check in npu_checks]
         for npu in ctx.npus:
