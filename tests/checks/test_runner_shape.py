@@ -234,3 +234,27 @@ def test_in_subnet_answers_as_ip_interface_did() -> None:
         holder = InterfaceAddress("eth0", "inet", rng.choice(addresses), rng.choice((0, 1, 8, 16, 23, 24, 31, 32, 33, 64, 128, -1)))
         address = rng.choice(addresses[:6])  # host_nic asks for MASTER_ADDR as ip_literal gives it: IPv4
         assert _in_subnet(address, holder) == reference(address, holder), (address, holder)
+
+
+# -- software: the inventory's expected version is parsed once ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "key, installed, expected, same",
+    [
+        ("torch", "2.13.0+cpu", "2.13.0", True),  # the parser decides (a local tag)
+        ("torch", "2.12.0", "2.13.0", False),
+        ("torch", "2.13.0", "2.13.0.0", True),
+        ("torch", "2.13.0", "not a version", False),
+        ("torch", "garbage", "2.13.0", False),
+        ("torch_npu", "2.1.0.post3", "2.1.0.post3", True),
+        ("cann", "8.0.RC3", "8.0.rc3", True),
+        ("cann", "8.0.RC3", "8.0.RC2", False),
+        ("python", "3.11.7", "3.11", True),
+    ],
+)
+def test_same_version_parses_what_a_node_has_against_the_expected_version(key, installed, expected, same) -> None:
+    from ascendprep.checks.software import same_version
+
+    for _ in range(2):  # the second answer comes with the expected version already parsed
+        assert same_version(key, installed, expected) is same
