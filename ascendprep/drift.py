@@ -37,7 +37,7 @@ FIREWALLS = (*DISABLEABLE_FIREWALLS, "nftables")
 HCCN_CONF_KEYS = (("address", "ip"), ("netmask", "netmask"), ("gateway", "gateway"), ("netdetect", "netdetect"))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Drift:
     """One managed item on one host, desired next to seen.
 
@@ -48,6 +48,11 @@ class Drift:
     has, and the reserved ports, which keep the host's own ranges). ``unknown`` says why ``have``
     could not be read: then ``in_sync`` means nothing. ``not_applicable``: the product has no
     such setting (the tool said "not supported").
+
+    Not frozen (like the checks' Verdict): a drift only carries one judgement to the plan or
+    the check that asked, which reads it at once and never changes it; a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, ~2x the cost, and verify
+    makes ~2-4 per NPU.
     """
 
     key: str
