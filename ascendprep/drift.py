@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ascendprep import sysctl as sysctl_rules
 from ascendprep.desired import DesiredState, FileToWrite, HccnSettings, NodeDesired
@@ -36,7 +37,7 @@ FIREWALLS = (*DISABLEABLE_FIREWALLS, "nftables")
 HCCN_CONF_KEYS = (("address", "ip"), ("netmask", "netmask"), ("gateway", "gateway"), ("netdetect", "netdetect"))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Drift:
     """One managed item on one host, desired next to seen.
 
@@ -47,6 +48,11 @@ class Drift:
     has, and the reserved ports, which keep the host's own ranges). ``unknown`` says why ``have``
     could not be read: then ``in_sync`` means nothing. ``not_applicable``: the product has no
     such setting (the tool said "not supported").
+
+    Not frozen (like the checks' Verdict): a drift only carries one judgement to the plan or
+    the check that asked, which reads it at once and never changes it; a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, ~2x the cost, and verify
+    makes ~2-4 per NPU.
     """
 
     key: str
@@ -97,15 +103,41 @@ def npu_live(facts: HostFacts, npu: int) -> NpuFacts:
     return facts.npus.get(npu) or NpuFacts(devid=npu)
 
 
-def hccn_conf_stale(facts: HostFacts, npu: int) -> list[str]:
-    """The /etc/hccn.conf keys of ``npu`` whose value is not what the device has.
+#: The /etc/hccn.conf entry of an NPU the file does not list (or of every NPU without a file).
+_NO_ENTRY: Mapping[str, str] = MappingProxyType({})
 
-    A stale file quietly undoes a fix at the next driver restart, so the file must hold the
-    device's values; the device against the plan is each item's own judgement. A missing file
-    is stale for every key the device has set."""
-    in_file = facts.hccn_conf.devices.get(npu, {}) if facts.hccn_conf else {}  # looked up once, not per key
+
+class NpuPort(NamedTuple):
+    """One NPU's live hccn values beside its /etc/hccn.conf entry, and the file's keys that
+    differ from the device: what each of the NPU's items (address, gateway, detect IP) and
+    verify's network.hccn_conf read. Worked out once per NPU (:func:`npu_port`), not once per
+    item: verify asked for the stale keys three times per NPU."""
+
+    npu: int
+    live: NpuFacts
+    #: The file's ``key → value`` for this NPU (empty without a file or an entry for it).
+    in_file: Mapping[str, str]
+    #: :data:`HCCN_CONF_KEYS` whose file value is not the device's, in that order.
+    stale: Tuple[str, ...]
+
+
+def npu_port(facts: HostFacts, npu: int) -> NpuPort:
+    """The NPU's :class:`NpuPort`. A stale file quietly undoes a fix at the next driver
+    restart, so the file must hold the device's values; the device against the plan is each
+    item's own judgement. A missing file is stale for every key the device has set."""
+    conf = facts.hccn_conf
+    in_file = conf.devices.get(npu, _NO_ENTRY) if conf else _NO_ENTRY
     live = npu_live(facts, npu)
-    return [key for key, attribute in HCCN_CONF_KEYS if in_file.get(key) != getattr(live, attribute)]
+    stale = []
+    for key, attribute in HCCN_CONF_KEYS:
+        if in_file.get(key) != getattr(live, attribute):
+            stale.append(key)
+    return NpuPort(npu, live, in_file, tuple(stale))
+
+
+def hccn_conf_stale(facts: HostFacts, npu: int) -> list[str]:
+    """The /etc/hccn.conf keys of ``npu`` whose value is not what the device has (:func:`npu_port`)."""
+    return list(npu_port(facts, npu).stale)
 
 
 def _npu_unknown(facts: HostFacts, npu: int, probes: Sequence[str]) -> tuple[Optional[str], Optional[str]]:
@@ -125,44 +157,46 @@ def _npu_unknown(facts: HostFacts, npu: int, probes: Sequence[str]) -> tuple[Opt
     return None, None
 
 
-def npu_address(want: HccnSettings, facts: HostFacts) -> Drift:
+def npu_address(want: HccnSettings, facts: HostFacts, port: Optional[NpuPort] = None) -> Drift:
     """The device's address/netmask, and the file's copy of them.
 
     ``have`` is ``{"device": "ip/netmask", "file": "ip/netmask"}``; in line when the device has
-    the planned values and /etc/hccn.conf holds the device's (so both hold the plan's)."""
+    the planned values and /etc/hccn.conf holds the device's (so both hold the plan's).
+    ``port``: the NPU's :func:`npu_port`, when the caller has it already."""
     npu = want.npu
-    live = npu_live(facts, npu)
-    conf = facts.hccn_conf
+    if port is None:
+        port = npu_port(facts, npu)
+    live, in_file = port.live, port.in_file
     wanted = _cidr(want.ip, want.netmask)
-    have = {"device": _cidr(live.ip, live.netmask), "file": _cidr(conf.get(npu, "address"), conf.get(npu, "netmask")) if conf else None}
+    have = {"device": _cidr(live.ip, live.netmask), "file": _cidr(in_file.get("address"), in_file.get("netmask")) if facts.hccn_conf else None}
     unknown, _ = _npu_unknown(facts, npu, ("hccn.ip", "hccn_conf"))
-    stale = {"address", "netmask"} & set(hccn_conf_stale(facts, npu))
+    stale = "address" in port.stale or "netmask" in port.stale
     return Drift(f"hccn.ip:{npu}", wanted, have, have["device"] == wanted and not stale, wanted, unknown, npu=npu)
 
 
-def _device_and_file(kind: str, want: Optional[str], facts: HostFacts, npu: int, conf_key: str, attribute: str) -> Drift:
-    live = npu_live(facts, npu)
-    conf = facts.hccn_conf
-    have = {"device": getattr(live, attribute), "file": conf.get(npu, conf_key) if conf else None}
+def _device_and_file(kind: str, want: Optional[str], facts: HostFacts, npu: int, conf_key: str, attribute: str, port: Optional[NpuPort]) -> Drift:
+    if port is None:
+        port = npu_port(facts, npu)
+    have = {"device": getattr(port.live, attribute), "file": port.in_file.get(conf_key) if facts.hccn_conf else None}
     unknown, not_applicable = _npu_unknown(facts, npu, (f"hccn.{kind}", "hccn_conf"))
-    in_sync = have["device"] == want and conf_key not in hccn_conf_stale(facts, npu)
+    in_sync = have["device"] == want and conf_key not in port.stale
     return Drift(f"hccn.{kind}:{npu}", want, have, in_sync, want, unknown, not_applicable, npu=npu)
 
 
-def npu_gateway(want: HccnSettings, facts: HostFacts) -> Optional[Drift]:
+def npu_gateway(want: HccnSettings, facts: HostFacts, port: Optional[NpuPort] = None) -> Optional[Drift]:
     """None when no gateway is planned. (hccn_tool drops a gateway that an address change leaves
     outside the subnet; such a gateway differs from the planned one, which ipplan keeps inside
     it, so it is set again anyway.)"""
     if want.gateway is None:
         return None
-    return _device_and_file("gateway", want.gateway, facts, want.npu, "gateway", "gateway")
+    return _device_and_file("gateway", want.gateway, facts, want.npu, "gateway", "gateway", port)
 
 
-def npu_netdetect(want: HccnSettings, facts: HostFacts) -> Optional[Drift]:
+def npu_netdetect(want: HccnSettings, facts: HostFacts, port: Optional[NpuPort] = None) -> Optional[Drift]:
     """None when no detect IP is planned."""
     if want.netdetect is None:
         return None
-    return _device_and_file("netdetect", want.netdetect, facts, want.npu, "netdetect", "netdetect")
+    return _device_and_file("netdetect", want.netdetect, facts, want.npu, "netdetect", "netdetect", port)
 
 
 def tls_effective(facts: HostFacts, npu: int) -> Optional[int]:
@@ -190,8 +224,9 @@ def npu_tls(want: HccnSettings, facts: HostFacts) -> Optional[Drift]:
 
 def npu_drifts(want: HccnSettings, facts: HostFacts) -> list[Drift]:
     """An NPU's items in the order apply sets them: address, gateway, detect IP, TLS."""
-    others = (npu_gateway(want, facts), npu_netdetect(want, facts), npu_tls(want, facts))
-    return [npu_address(want, facts), *(d for d in others if d is not None)]
+    port = npu_port(facts, want.npu)
+    others = (npu_gateway(want, facts, port), npu_netdetect(want, facts, port), npu_tls(want, facts))
+    return [npu_address(want, facts, port), *(d for d in others if d is not None)]
 
 
 # --------------------------------------------------------------------------------------------

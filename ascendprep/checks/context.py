@@ -12,6 +12,7 @@ from datetime import date
 from typing import Dict, Optional, Tuple
 
 from ascendprep.desired import DesiredState, HccnSettings, NodeDesired
+from ascendprep.drift import NpuPort, npu_port
 from ascendprep.facts import HccsPingResult, HostFacts, PingResult
 from ascendprep.checks.mesh import PingPlan
 
@@ -69,11 +70,29 @@ class NodeContext:
             raise RuntimeError(f"{self.name}: no facts (a check ran without node.reachable)")
         return self.host.facts
 
+    @cached_property
+    def _planned(self) -> Dict[int, HccnSettings]:
+        return {settings.npu: settings for settings in self.node.hccn}
+
     def planned(self, npu: int) -> HccnSettings:
-        for settings in self.node.hccn:
-            if settings.npu == npu:
-                return settings
-        raise KeyError(f"{self.name}: no planned settings for NPU {npu}")
+        """The NPU's planned settings (asked ~5 times per NPU: a map, not a search)."""
+        settings = self._planned.get(npu)
+        if settings is None:
+            raise KeyError(f"{self.name}: no planned settings for NPU {npu}")
+        return settings
+
+    @cached_property
+    def _ports(self) -> Dict[int, NpuPort]:
+        return {}
+
+    def port(self, npu: int) -> NpuPort:
+        """The NPU's live values beside its /etc/hccn.conf entry and the stale keys
+        (:func:`ascendprep.drift.npu_port`): worked out once per NPU for the network checks,
+        which each read it (network.ip, hccn_conf, gateway, netdetect, link, ...)."""
+        port = self._ports.get(npu)
+        if port is None:
+            port = self._ports[npu] = npu_port(self.facts, npu)
+        return port
 
     @property
     def npus(self) -> Tuple[int, ...]:

@@ -27,7 +27,7 @@ _NEEDS = ("node.reachable", "node.hccn_tool")
 
 
 def _live(ctx: NodeContext, npu: int) -> NpuFacts:
-    return drift.npu_live(ctx.facts, npu)
+    return ctx.port(npu).live
 
 
 def _same(values: Dict[str, Any], planned: Dict[str, Any]) -> Dict[str, Any]:
@@ -44,8 +44,9 @@ def _cidr(ip: Optional[str], netmask: Optional[str]) -> str:
 def ip(ctx: NodeContext, npu: int) -> Verdict:
     """The device's address against the plan (its copy in /etc/hccn.conf is network.hccn_conf's;
     a probe that failed makes this "could not check" in the runner, before the drift is read)."""
-    want, live = ctx.planned(npu), _live(ctx, npu)
-    item = drift.npu_address(want, ctx.facts)
+    want, port = ctx.planned(npu), ctx.port(npu)
+    live = port.live
+    item = drift.npu_address(want, ctx.facts, port)
     planned = {"ip": want.ip, "netmask": want.netmask}
     evidence = {"live": _same({"ip": live.ip, "netmask": live.netmask}, planned), "planned": planned}
     if item.have["device"] != item.want:
@@ -57,20 +58,21 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     """File ↔ device, with the plan as evidence: a stale file quietly undoes a fix at the next
     driver restart (docs/ascend-reference.md §2). Device ↔ plan is network.ip's (and gateway's, netdetect's)
     job, so a device that is wrong *and* recorded as such is reported once, there. Which keys
-    are stale is drift.hccn_conf_stale's judgement, the one plan acts on too."""
-    conf, live, want = ctx.facts.hccn_conf, _live(ctx, npu), ctx.planned(npu)
+    are stale is drift.npu_port's judgement, the one plan acts on too."""
+    conf, port, want = ctx.facts.hccn_conf, ctx.port(npu), ctx.planned(npu)
+    live = port.live
     unread = ctx.facts.errors_for("hccn_conf")  # the file's error names no NPU, so the runner's NPU filter misses it
     if unread:
         return could_not_check("; ".join(dict.fromkeys(e.message for e in unread)), {"file": None})
     if conf is None:
         return failed(f"{HCCN_CONF} does not exist: the device settings are lost at the next driver restart", {"file": None}, fix=_APPLY)
     planned = {"address": want.ip, "netmask": want.netmask, "gateway": want.gateway, "netdetect": want.netdetect}
-    in_file = conf.devices.get(npu, {})
+    in_file = port.in_file
     file_values = {key: in_file.get(key) for key, _ in drift.HCCN_CONF_KEYS}
     live_values = {key: getattr(live, attribute) for key, attribute in drift.HCCN_CONF_KEYS}
     evidence: Dict[str, Any] = {"file": _same(file_values, planned), "device": _same(live_values, planned), "planned": planned}
     problems = []
-    for key in drift.hccn_conf_stale(ctx.facts, npu):
+    for key in port.stale:
         in_file, on_device = file_values[key], live_values[key]
         shown = f"{key}_{npu}={in_file}" if in_file is not None else f"no {key}_{npu}"
         problems.append(f"{shown} but the device has {on_device or 'none'} (plan: {planned[key] or 'none'})")
@@ -94,13 +96,15 @@ def _as_planned(item: Optional[drift.Drift], what: str, unplanned: str, live: Op
 
 
 def gateway(ctx: NodeContext, npu: int) -> Verdict:
-    item = drift.npu_gateway(ctx.planned(npu), ctx.facts)
-    return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", _live(ctx, npu).gateway)
+    port = ctx.port(npu)
+    item = drift.npu_gateway(ctx.planned(npu), ctx.facts, port)
+    return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", port.live.gateway)
 
 
 def netdetect(ctx: NodeContext, npu: int) -> Verdict:
-    item = drift.npu_netdetect(ctx.planned(npu), ctx.facts)
-    return _as_planned(item, "detect IP", "no detect IP is planned for this NPU", _live(ctx, npu).netdetect)
+    port = ctx.port(npu)
+    item = drift.npu_netdetect(ctx.planned(npu), ctx.facts, port)
+    return _as_planned(item, "detect IP", "no detect IP is planned for this NPU", port.live.netdetect)
 
 
 def link(ctx: NodeContext, npu: int) -> Verdict:
@@ -246,7 +250,7 @@ def _unrecorded_downs(stat: LinkStat) -> int:
 
     The records are a bounded history, so a count above them is evidence of flaps whose time is
     lost. Older drivers print no count (None): nothing to compare."""
-    if stat.down_count is None:
+    if not stat.down_count:  # None (not printed) or 0: nothing beyond the records (the usual port)
         return 0
     listed = sum(1 for record in stat.records if record.state == "DOWN")
     return max(0, stat.down_count - listed)

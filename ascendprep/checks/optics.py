@@ -160,10 +160,19 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
     word = direction.capitalize()
     read = [(lane, value) for lane in info.lanes if (value := getattr(lane, attr)) is not None]
     verdicts: List[Verdict] = []
+    if not read:
+        return verdicts
     margin_db = margins.power_margin_db
     values = [value for _, value in read]
-    # the usual module has every lane far from both alarms, told from its dimmest and brightest
-    to_judge = read if values and not _all_within(min(values), max(values), low, high, margin_db) else []
+    lowest, highest = min(values), max(values)
+    # The usual module: every lane lit, far from both alarms and within the spread of the
+    # brightest, told from its dimmest and brightest lane alone, before any list of positive
+    # siblings is made (a NaN first makes min() NaN, which _all_within refuses; a NaN later
+    # is never the min or the max, nor a positive sibling).
+    all_within = _all_within(lowest, highest, low, high, margin_db)
+    if all_within and (len(values) < 3 or _db(highest / lowest) < margins.lane_spread_db - 1e-9):
+        return verdicts
+    to_judge = [] if all_within else read
     for lane, value in to_judge:
         severity: Optional[Severity] = None
         if value <= 0:
@@ -330,8 +339,9 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
 def _bias_findings(lanes: Sequence[OpticalLane], margins: OpticsMargins) -> List[Verdict]:
     biased: List[Tuple[OpticalLane, float]] = [(lane, lane.tx_bias_ma) for lane in lanes if lane.tx_bias_ma is not None]
     verdicts: List[Verdict] = []
-    positive = [value for _, value in biased if value > 0]
-    if not positive or min(value for _, value in biased) >= max(positive) * margins.bias_spread_ratio:
+    values = [value for _, value in biased]
+    positive = [value for value in values if value > 0]
+    if not positive or min(values) >= max(positive) * margins.bias_spread_ratio:
         # no median of positive siblings exceeds the largest positive bias: no lane is under it
         return verdicts
     for lane, value in biased:

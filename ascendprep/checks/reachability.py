@@ -38,12 +38,22 @@ def _end(end: Endpoint, ends: _Ends) -> Tuple[Dict[str, object], str]:
 
 def _judge(pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]], ends: _Ends) -> Verdict:
     subject = pair.subject
-    (a, _), (b, _) = _end(pair.a, ends), _end(pair.b, ends)
-    evidence: Dict[str, object] = {"a": a, "b": b}
-    if pair.source is None:
+    shown_a, shown_b = _end(pair.a, ends), _end(pair.b, ends)
+    evidence: Dict[str, object] = {"a": shown_a[0], "b": shown_b[0]}
+    source = pair.source
+    if source is None:
         return could_not_check(f"no end of {pair.a} ↔ {pair.b} can ping: {pair.blocked}", evidence, subject=subject)
-    source, target = pair.source, pair.target
-    (evidence["from"], source_text), (evidence["to"], target_text) = _end(source, ends), _end(target, ends)
+    # The planner's source is one of the pair's own ends: no second look-up (nor the
+    # dataclass's __eq__ of PingPair.target) for what is already shown. A source that is only
+    # equal to an end (a plan read back from a bundle) is looked up as before.
+    if source is pair.a:
+        target, shown_source, shown_target = pair.b, shown_a, shown_b
+    elif source is pair.b:
+        target, shown_source, shown_target = pair.a, shown_b, shown_a
+    else:
+        target = pair.target
+        shown_source, shown_target = _end(source, ends), _end(target, ends)
+    (evidence["from"], source_text), (evidence["to"], target_text) = shown_source, shown_target
     arrow = f"{source_text} → {target_text}"
     host = ctx.hosts.get(source.node)
     if host is None or host.pings is None:

@@ -98,6 +98,10 @@ def parse_asctime(text: str) -> Optional[Tuple[int, int, int, int, int, int]]:
         return None
     _, month, day, clock, year = words
     hms = clock.split(":")
-    if month.lower() not in _MONTHS or not day.isdigit() or not year.isdigit() or len(hms) != 3 or not all(p.isdigit() for p in hms):
+    number = _MONTHS.get(month.lower())
+    if number is None or not day.isdigit() or not year.isdigit() or len(hms) != 3:
         return None
-    return int(year), _MONTHS[month.lower()], int(day), int(hms[0]), int(hms[1]), int(hms[2])
+    hour, minute, second = hms
+    if not (hour.isdigit() and minute.isdigit() and second.isdigit()):  # no generator: asked per NPU
+        return None
+    return int(year), number, int(day), int(hour), int(minute), int(second)
