@@ -258,7 +258,7 @@ BUNDLE_SPACE_CHECK_BYTES = 64 * 1024 * 1024
 # -- verify at 4,096 hosts: reading the gather transcripts (issue 12, pa2) -----------------------
 
 #: Distinct answers a probe unit that declares ``shared_answers`` keeps with their parsed value
-#: (probes/unit.py: ``-speed -g``, ``-fec -g``, npu-smi's board info ..., the same words on most
+#: (probes/unit.py: ``-speed -g``, ``-fec -g``, npu-smi's health words ..., the same words on most
 #: hosts of a fleet); a host printing others still has them parsed.
 SHARED_ANSWERS_PER_UNIT = 128
 

@@ -210,9 +210,9 @@ class ProbeUnit:
     #: Seconds the command's own limit allows when it is not the script's per-command one
     #: (timeout messages name it); None: the script's.
     timeout_s: Optional[int] = None
-    #: The answer is the same text on most hosts of a fleet (a tool's words about the port's state
-    #: or the hardware model, never a host's own values such as addresses, serials, readings,
-    #: counters or times): its parser reads each distinct answer once, and every host that printed
+    #: The answer is the same text on most hosts of a fleet (a tool's words about a port's state or
+    #: the OS, never a host's own values such as addresses, serial numbers, certificates, readings,
+    #: counters or times, nor an answer some products add those to): its parser reads each distinct answer once, and every host that printed
     #: it shares the value (:func:`shared_reading`). Only for a text-only parser whose value is
     #: never changed after the fill (frozen facts, or fields the fill copies into the NPU's).
     shared_answers: bool = False

@@ -173,7 +173,6 @@ NPU_SMI_LIST = ProbeUnit(
     answered=lambda section: section.rc == 0 and dcmi_failure(section.text) is None,
     fill=set_field("npu_smi"),
     fact="npu_smi",
-    shared_answers=True,  # NPU ids and chip counts: the server model's (a frozen NpuSmiList)
 )
 
 
@@ -224,7 +223,6 @@ NPU_SMI_BOARD = ProbeUnit(
     fill=_fill_board_firmware,
     fact="npu_firmware[npu id]",
     phases=VERIFY_ONLY,
-    shared_answers=True,  # the board's versions and slot: the same per NPU on a fleet's servers (a string)
 )
 
 # -- the device ids hccn_tool is asked about ------------------------------------------------
