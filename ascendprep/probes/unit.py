@@ -20,6 +20,8 @@ How a section becomes a fact (:meth:`ProbeUnit.read`, the same for every unit):
 
 Steps 1-3 are :meth:`ProbeUnit.evaluate` (pure: section in, :class:`Outcome` out), which the
 data-driven fixtures in ``tests/fixtures/probes/<section>/*.json`` exercise.
+A unit whose answers read alike across a fleet (``shared_answers``) parses each distinct answer
+once; the value is the one a parse would give, shared by the hosts that printed the same text.
 
 Scopes: a ``host`` unit's command runs once (or once per item of ``items``, each its own
 section with an attribute such as ``key=`` or ``path=``); an ``npu`` unit's runs once per hccn
@@ -211,10 +213,11 @@ class ProbeUnit:
     #: (timeout messages name it); None: the script's.
     timeout_s: Optional[int] = None
     #: The answer is the same text on most hosts of a fleet (a tool's words about a port's state or
-    #: the OS, never a host's own values such as addresses, serial numbers, certificates, readings,
-    #: counters or times, nor an answer some products add those to): its parser reads each distinct answer once, and every host that printed
-    #: it shares the value (:func:`shared_reading`). Only for a text-only parser whose value is
-    #: never changed after the fill (frozen facts, or fields the fill copies into the NPU's).
+    #: the OS; never a host's own values such as addresses, serial numbers, certificates, readings,
+    #: counters or times, nor an answer some products add those to): its parser reads each
+    #: distinct answer once, and every host that printed it shares the value
+    #: (:func:`shared_reading`). Only for a text-only parser whose value is never changed after
+    #: the fill (frozen facts, or fields the fill copies into the NPU's or the host's own).
     shared_answers: bool = False
 
     def __post_init__(self) -> None:

@@ -122,6 +122,7 @@ ARCH = ProbeUnit(
     phases=VERIFY_ONLY,
 )
 
+
 def _fill_os_release(draft: Draft, where: Where, values: Dict[str, str]) -> None:
     draft.fields["os_release"] = dict(values)  # a host's own dict: the parsed one is shared (below)
 
