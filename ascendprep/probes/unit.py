@@ -20,6 +20,8 @@ How a section becomes a fact (:meth:`ProbeUnit.read`, the same for every unit):
 
 Steps 1-3 are :meth:`ProbeUnit.evaluate` (pure: section in, :class:`Outcome` out), which the
 data-driven fixtures in ``tests/fixtures/probes/<section>/*.json`` exercise.
+A unit whose answers read alike across a fleet (``shared_answers``) parses each distinct answer
+once; the value is the one a parse would give, shared by the hosts that printed the same text.
 
 Scopes: a ``host`` unit's command runs once (or once per item of ``items``, each its own
 section with an attribute such as ``key=`` or ``path=``); an ``npu`` unit's runs once per hccn
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ascendprep.facts import ProbeError
+from ascendprep.limits import SHARED_ANSWER_MAX_CHARS, SHARED_ANSWERS_PER_UNIT
 from ascendprep.probes import paths
 from ascendprep.probes.failures import classify_failure
 from ascendprep.probes.sections import NO_ATTRS, Section, render_attrs
@@ -209,6 +212,13 @@ class ProbeUnit:
     #: Seconds the command's own limit allows when it is not the script's per-command one
     #: (timeout messages name it); None: the script's.
     timeout_s: Optional[int] = None
+    #: The answer is the same text on most hosts of a fleet (a tool's words about a port's state or
+    #: the OS; never a host's own values such as addresses, serial numbers, certificates, readings,
+    #: counters or times, nor an answer some products add those to): its parser reads each
+    #: distinct answer once, and every host that printed it shares the value
+    #: (:func:`shared_reading`). Only for a text-only parser whose value is never changed after
+    #: the fill (frozen facts, or fields the fill copies into the NPU's or the host's own).
+    shared_answers: bool = False
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -218,11 +228,18 @@ class ProbeUnit:
         # A text-only parser (:func:`text_only`) is called as it is, not through its wrapper: one
         # call fewer for most of a host's ~150 sections.
         object.__setattr__(self, "_text_parse", getattr(self.parse, "text_parser", None))
+        if self.shared_answers:
+            if self._text_parse is None:
+                raise ValueError(f"probe unit {self.section}: shared_answers needs a text-only parser (its value must follow from the text alone)")
+            object.__setattr__(self, "_text_parse", shared_reading(self._text_parse))
         # Whether sections must carry npu=/chip= ids: npu and chip units, and units that say so
         # themselves (a per-NPU read rendered as a host unit); a plain host unit skips the call.
         object.__setattr__(self, "_checks_ids", self.scope != HOST or type(self)._missing_attrs is not ProbeUnit._missing_attrs)
         # A settle marked :func:`on_failure` is not called for a section that exited 0 (most are).
         object.__setattr__(self, "_settles_rc0", self.settle is not _no_settle and not getattr(self.settle, "failures_only", False))
+        # A section that exited 0 is, for most units, only its parser and the fill (:meth:`read`'s
+        # short path): no settle to ask for it, and rc 0 is the answer.
+        object.__setattr__(self, "_parses_rc0_at_once", not self._settles_rc0 and self.answered is _rc_zero)
 
     # -- the script side -----------------------------------------------------------------
 
@@ -263,7 +280,30 @@ class ProbeUnit:
         ``where``: the section's :meth:`Draft.where`, when the caller has it already."""
         if where is None:
             where = draft.where(section)
-        value, has_value, error = self._evaluate(section, where, draft.timeout_s)
+        # The short path of most sections (exit 0, the ids present): what _evaluate does for
+        # them, without its call and its tuple (~150 sections per host).
+        if (
+            section.rc == 0
+            and self._parses_rc0_at_once
+            and not (self._checks_ids and (where.npu is None or (where.chip is None and self.scope == CHIP)))
+        ):
+            text_parse = self._text_parse
+            if self.lenient:
+                value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
+            else:
+                try:
+                    value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
+                except ValueError as exc:
+                    self._store(draft, where, *self._refused(where, exc))
+                    return
+            if self.scope == NPU:
+                draft.npus.setdefault(where.npu, {})  # type: ignore[arg-type]  # as below
+            self.fill(draft, where, value)
+            return
+        self._store(draft, where, *self._evaluate(section, where, draft.timeout_s))
+
+    def _store(self, draft: Draft, where: Where, value: Any, has_value: bool, error: Optional[ProbeError]) -> None:
+        """What :meth:`read` does with an evaluated section: the NPU noted, the error and value kept."""
         if self.scope == NPU and where.npu is not None:
             draft.npus.setdefault(where.npu, {})  # draft.npu(): an NPU whose query failed is still one of the host's NPUs
         if error is not None:
@@ -305,9 +345,13 @@ class ProbeUnit:
         try:
             value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
-            error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
-            return self._unknown(where, error)
+            return self._refused(where, exc)
         return value, True, None
+
+    def _refused(self, where: Where, exc: ValueError) -> Tuple[Any, bool, Optional[ProbeError]]:
+        """The outcome of output the parser refused: an ``error`` naming the command, and ``unknown``."""
+        error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
+        return self._unknown(where, error)
 
     def _missing_attrs(self, where: Where) -> Optional[str]:
         """What the section lacks of the ids this unit needs; asked only when its ``npu=`` (or, for
@@ -376,6 +420,31 @@ def text_only(parse: Callable[[str], Any]) -> Parser:
     unit_parse.__name__ = getattr(parse, "__name__", "parse")
     unit_parse.text_parser = parse  # type: ignore[attr-defined]  # what ProbeUnit calls directly
     return unit_parse
+
+
+#: No answer kept yet (a parser may give None).
+_UNREAD = object()
+
+
+def shared_reading(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` reading each distinct text once (see :attr:`ProbeUnit.shared_answers`).
+
+    Keeps at most :data:`~ascendprep.limits.SHARED_ANSWERS_PER_UNIT` texts of at most
+    :data:`~ascendprep.limits.SHARED_ANSWER_MAX_CHARS` with their values; any other text is
+    parsed each time. A refusal is never kept: it is raised (and worded) anew for each host."""
+    answers: Dict[str, Any] = {}
+
+    def read(text: str) -> Any:
+        value = answers.get(text, _UNREAD)
+        if value is _UNREAD:
+            value = parse(text)
+            if len(answers) < SHARED_ANSWERS_PER_UNIT and len(text) <= SHARED_ANSWER_MAX_CHARS:
+                answers[text] = value
+        return value
+
+    read.__doc__ = parse.__doc__
+    read.answers = answers  # type: ignore[attr-defined]  # for tests: what is kept
+    return read
 
 
 def fixed(text: str) -> Callable[[Where], str]:
