@@ -92,6 +92,9 @@ def parse_asctime(text: str) -> Optional[Tuple[int, int, int, int, int, int]]:
     """``Wed Jun  7 10:08:28 2023`` → (2023, 6, 7, 10, 8, 28); None when it is not that format.
 
     Parsed by hand: ``time.strptime``'s ``%b`` follows the local locale, hccn_tool's C does not.
+    Each number is ASCII digits of its field's width at most: ``str.isdigit`` alone also passes
+    ``²`` and 5,000-digit runs, which ``int()`` refuses with an error (a hostile tool's time then
+    failed the check with "the check itself failed" instead of being no time).
     """
     words = text.split()
     if len(words) != 5:
@@ -99,9 +102,14 @@ def parse_asctime(text: str) -> Optional[Tuple[int, int, int, int, int, int]]:
     _, month, day, clock, year = words
     hms = clock.split(":")
     number = _MONTHS.get(month.lower())
-    if number is None or not day.isdigit() or not year.isdigit() or len(hms) != 3:
+    if number is None or not _digits(day, 2) or not _digits(year, 4) or len(hms) != 3:
         return None
     hour, minute, second = hms
-    if not (hour.isdigit() and minute.isdigit() and second.isdigit()):  # no generator: asked per NPU
+    if not (_digits(hour, 2) and _digits(minute, 2) and _digits(second, 2)):  # no generator: asked per NPU
         return None
     return int(year), number, int(day), int(hour), int(minute), int(second)
+
+
+def _digits(text: str, width: int) -> bool:
+    """1 to ``width`` ASCII digits."""
+    return 0 < len(text) <= width and text.isascii() and text.isdigit()

@@ -154,6 +154,19 @@ def test_old_link_flap_is_not_recent(desired):
     assert failed == []
 
 
+@pytest.mark.parametrize("now, when", [
+    ("Wed Jun  7 10:08:28 " + "2" * 5000, "Wed Jun  7 09:09:58 2023"),  # int() refuses over 4,300 digits
+    (NOW, "Wed Jun  \u00b27 09:09:58 2023"),  # a superscript two: isdigit() but not int()
+    ("Wed Jun  7 1\u0660:08:28 2023", "Wed Jun  7 09:09:58 2023"),  # an Arabic-Indic zero
+], ids=["5000-digit-year", "superscript-day", "arabic-indic-hour"])
+def test_a_link_history_time_that_is_not_a_time_counts_the_down_without_crashing(desired, now, when):
+    flapped = LinkStat(now, up_count=2, down_count=1, records=(LinkRecord("Wed Jun  7 09:10:00 2023", "UP"), LinkRecord(when, "DOWN")))
+    failed, results = failures(desired, {"node2": with_npu(_node2(desired), 3, link_stat=flapped)})
+    assert where(failed) == {("network.link_flaps", "node2", 3)}
+    assert failed[0].severity is Severity.WARNING and "the check itself failed" not in failed[0].message
+    assert no_errors(results)
+
+
 def test_probe_timeout_is_could_not_check_never_a_pass(desired):
     facts = replace(_node2(desired), errors=(ProbeError("hccn.link", "timeout", "hccn_tool -i 3 -link -g timed out after 10s and was killed", npu=3),))
     failed, _ = failures(desired, {"node2": facts})
