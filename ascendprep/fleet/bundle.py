@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -400,7 +399,8 @@ def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], re
         files.write(partial / "hosts" / (host_file_name(name, "facts.json") + GZ), _facts_gz(bundle, name, bundle.hosts[name])[1])  # encoded by bundle_size: not again
     files.write(partial / (RESULTS_FILE + GZ), _report_gz(bundle, report)[1])
     if bundle.allreduce_doc is not None:
-        files.write(partial / (ALLREDUCE_FILE + GZ), _gzip((json.dumps(bundle.allreduce_doc, indent=1) + "\n").encode("utf-8")))
+        # by the bundle's one encoder: a non-finite figure is null, which --from-bundle's strict reader takes (NaN it refuses)
+        files.write(partial / (ALLREDUCE_FILE + GZ), _gzip(b"".join(jsondoc.json_lines(bundle.allreduce_doc))))
 
 
 def check_bundle_target(target: Path, node: Optional[str] = None) -> None:

@@ -110,7 +110,7 @@ def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     text = _inventory_text()
     results = run_checks(desired, hosts, plan, today=TODAY)
     slow = Finding("allreduce.busbw", Severity.ERROR, "busbw 1.2 GB/s is below --min-busbw 20", "find the slow link", node="node2")
-    bundle = Bundle("/somewhere/inventory.yaml", text, hosts, plan, "ring", Selection().to_dict(), TODAY, ssh_execs=execs, allreduce_findings=[slow], allreduce_doc={"schema_version": 1, "passed": False})
+    bundle = Bundle("/somewhere/inventory.yaml", text, hosts, plan, "ring", Selection().to_dict(), TODAY, ssh_execs=execs, allreduce_findings=[slow], allreduce_doc={"schema_version": 1, "passed": False, "busbw_gbps": float("nan"), "note": "\u00b0"})
     target = new_bundle_dir(tmp_path / "runs")
     document = verify_document(inventory={"path": bundle.inventory_path}, results=results, hosts=hosts, ssh_execs=execs, mesh="ring", selection={}, exit_code=1)
     write_bundle(bundle, target, document, results=results)
@@ -126,7 +126,8 @@ def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     assert {name: (h.gather_stdout, h.gather_stderr, h.ping_stdout, h.ping_stderr) for name, h in again.hosts.items()} == {
         name: (h.gather_stdout, h.gather_stderr, h.ping_stdout, h.ping_stderr) for name, h in hosts.items()
     }
-    assert again.allreduce_findings == [slow] and again.allreduce_doc == {"schema_version": 1, "passed": False}
+    # a figure that is not a number is written null, so the strict reader takes the bundle back
+    assert again.allreduce_findings == [slow] and again.allreduce_doc == {"schema_version": 1, "passed": False, "busbw_gbps": None, "note": "\u00b0"}
     desired_again = build_desired(inventory_from_text(again.inventory_text))
     assert run_checks(desired_again, again.hosts, again.pings, today=again.day) == results
     # The CLI re-check reads the same bundle and exits as the live run would have (1: errors).
@@ -135,7 +136,7 @@ def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     rechecked = json.loads(outcome.stdout)
     assert rechecked["checks"] == [r.to_dict() for r in results]
     assert rechecked["from_bundle"] == str(target) and rechecked["bundle"] is None
-    assert rechecked["allreduce"] == {"schema_version": 1, "passed": False}
+    assert rechecked["allreduce"] == {"schema_version": 1, "passed": False, "busbw_gbps": None, "note": "\u00b0"}
     assert rechecked["findings"][-1] == slow.to_dict()
 
 
