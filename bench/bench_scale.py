@@ -1,7 +1,7 @@
 """plan and verify over 1,024 and 4,096 simulated hosts: the controller's CPU per host, peak
 memory and wall time (issue 12, "4,096 nodes from one control host").
 
-    python3 bench/bench_scale.py [--sizes 1024,4096] [--forks 64,256] [--formats text,json]
+    python3 bench/bench_scale.py [--sizes 1024,4096] [--forks 64,256] [--formats text,json] [--repeat 3]
 
 No root, no lab: every host is answered in-process by bench/scale_sim.py (recorded lab
 transcripts of a healthy atlas-a2 node, per host values substituted). The whole command runs
@@ -15,6 +15,11 @@ Controller CPU = the child's process CPU time (user + system, time.process_time)
 thread CPU spent inside the simulated transports (rendering the replies is the hosts' work).
 "plan" runs against fresh hosts (every NPU address, sysctl and file pending); "verify" against
 converged hosts, ring mesh (8 pings per host), no all-reduce.
+
+``--repeat N`` runs the whole set N times, one configuration after the other in each round (so that
+a change in the machine's speed touches every configuration alike), then prints each
+configuration's median. On a shared 2-vCPU VM one run's figure moves ±10 %: judge a target by
+the median of several rounds, not by one run.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import contextlib
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,6 +106,7 @@ def main() -> None:
     parser.add_argument("--forks", default="64,256")
     parser.add_argument("--formats", default="text,json")
     parser.add_argument("--commands", default="plan,verify")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the whole set; then each configuration's median")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # child: command,hosts,forks,format,workdir[,profile]
     args = parser.parse_args()
@@ -114,20 +121,33 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     header = f"{'command':8} {'hosts':>6} {'forks':>5} {'format':6} {'exit':>4} {'wall s':>7} {'ctl CPU s':>9} {'ms/host':>8} {'maxRSS MB':>9} {'load':>5}"
     print(header)
-    for command in args.commands.split(","):
-        for hosts in [int(s) for s in args.sizes.split(",")]:
-            for forks in [int(f) for f in args.forks.split(",")]:
-                for fmt in args.formats.split(","):
-                    with tempfile.TemporaryDirectory(prefix="ap-scale-") as tmp:
-                        spec = f"{command},{hosts},{forks},{fmt},{tmp}"
-                        done = subprocess.run([sys.executable, __file__, "--one", spec], env=env, capture_output=True, text=True)
-                    if done.returncode != 0:
-                        print(f"{command} {hosts} {forks} {fmt}: failed\n{done.stderr[-3000:]}", file=sys.stderr)
-                        continue
-                    row = json.loads(done.stdout.strip().splitlines()[-1])
-                    row["load1"] = round(os.getloadavg()[0], 1)
-                    rows.append(row)
-                    print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {row['exit']:>4} {row['wall_s']:>7} {row['controller_cpu_s']:>9} {row['controller_ms_per_host']:>8} {row['max_rss_mb']:>9} {row['load1']:>5}", flush=True)
+    configurations = [
+        (command, hosts, forks, fmt)
+        for command in args.commands.split(",")
+        for hosts in [int(s) for s in args.sizes.split(",")]
+        for forks in [int(f) for f in args.forks.split(",")]
+        for fmt in args.formats.split(",")
+    ]
+    for _ in range(max(1, args.repeat)):
+        for command, hosts, forks, fmt in configurations:
+            with tempfile.TemporaryDirectory(prefix="ap-scale-") as tmp:
+                spec = f"{command},{hosts},{forks},{fmt},{tmp}"
+                done = subprocess.run([sys.executable, __file__, "--one", spec], env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"{command} {hosts} {forks} {fmt}: failed\n{done.stderr[-3000:]}", file=sys.stderr)
+                continue
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            row["load1"] = round(os.getloadavg()[0], 1)
+            rows.append(row)
+            print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {row['exit']:>4} {row['wall_s']:>7} {row['controller_cpu_s']:>9} {row['controller_ms_per_host']:>8} {row['max_rss_mb']:>9} {row['load1']:>5}", flush=True)
+    if args.repeat > 1:
+        print(f"\nmedian of {args.repeat} rounds: ms/host (max RSS MB)")
+        for command, hosts, forks, fmt in configurations:
+            runs = [r for r in rows if (r["command"], r["hosts"], r["forks"], r["format"]) == (command, hosts, forks, fmt)]
+            if runs:
+                spread = ", ".join(f"{r['controller_ms_per_host']}" for r in runs)
+                print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {statistics.median(r['controller_ms_per_host'] for r in runs):>8.2f} "
+                      f"({statistics.median(r['max_rss_mb'] for r in runs):.0f})   runs: {spread}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
 
