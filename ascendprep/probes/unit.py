@@ -237,9 +237,6 @@ class ProbeUnit:
         object.__setattr__(self, "_checks_ids", self.scope != HOST or type(self)._missing_attrs is not ProbeUnit._missing_attrs)
         # A settle marked :func:`on_failure` is not called for a section that exited 0 (most are).
         object.__setattr__(self, "_settles_rc0", self.settle is not _no_settle and not getattr(self.settle, "failures_only", False))
-        # A section that exited 0 is, for most units, only its parser and the fill (:meth:`read`'s
-        # short path): no settle to ask for it, and rc 0 is the answer.
-        object.__setattr__(self, "_parses_rc0_at_once", not self._settles_rc0 and self.answered is _rc_zero)
 
     # -- the script side -----------------------------------------------------------------
 
@@ -280,30 +277,7 @@ class ProbeUnit:
         ``where``: the section's :meth:`Draft.where`, when the caller has it already."""
         if where is None:
             where = draft.where(section)
-        # The short path of most sections (exit 0, the ids present): what _evaluate does for
-        # them, without its call and its tuple (~150 sections per host).
-        if (
-            section.rc == 0
-            and self._parses_rc0_at_once
-            and not (self._checks_ids and (where.npu is None or (where.chip is None and self.scope == CHIP)))
-        ):
-            text_parse = self._text_parse
-            if self.lenient:
-                value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
-            else:
-                try:
-                    value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
-                except ValueError as exc:
-                    self._store(draft, where, *self._refused(where, exc))
-                    return
-            if self.scope == NPU:
-                draft.npus.setdefault(where.npu, {})  # type: ignore[arg-type]  # as below
-            self.fill(draft, where, value)
-            return
-        self._store(draft, where, *self._evaluate(section, where, draft.timeout_s))
-
-    def _store(self, draft: Draft, where: Where, value: Any, has_value: bool, error: Optional[ProbeError]) -> None:
-        """What :meth:`read` does with an evaluated section: the NPU noted, the error and value kept."""
+        value, has_value, error = self._evaluate(section, where, draft.timeout_s)
         if self.scope == NPU and where.npu is not None:
             draft.npus.setdefault(where.npu, {})  # draft.npu(): an NPU whose query failed is still one of the host's NPUs
         if error is not None:
@@ -345,13 +319,9 @@ class ProbeUnit:
         try:
             value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
-            return self._refused(where, exc)
+            error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
+            return self._unknown(where, error)
         return value, True, None
-
-    def _refused(self, where: Where, exc: ValueError) -> Tuple[Any, bool, Optional[ProbeError]]:
-        """The outcome of output the parser refused: an ``error`` naming the command, and ``unknown``."""
-        error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
-        return self._unknown(where, error)
 
     def _missing_attrs(self, where: Where) -> Optional[str]:
         """What the section lacks of the ids this unit needs; asked only when its ``npu=`` (or, for
