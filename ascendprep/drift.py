@@ -135,11 +135,6 @@ def npu_port(facts: HostFacts, npu: int) -> NpuPort:
     return NpuPort(npu, live, in_file, tuple(stale))
 
 
-def hccn_conf_stale(facts: HostFacts, npu: int) -> list[str]:
-    """The /etc/hccn.conf keys of ``npu`` whose value is not what the device has (:func:`npu_port`)."""
-    return list(npu_port(facts, npu).stale)
-
-
 def _npu_unknown(facts: HostFacts, npu: int, probes: Sequence[str]) -> tuple[Optional[str], Optional[str]]:
     """(why the NPU's value is unknown, why it does not apply) from its probes' errors."""
     if not facts.errors:  # most hosts, and verify asks ~4 times per NPU: no error to look up
