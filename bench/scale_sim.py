@@ -11,6 +11,10 @@ host the transport answers each script with the recorded text, changed where hos
 - the sha256 of each managed file (the content the desired state renders for that host);
 - the ping sections: one per pair the rendered ping script asks for, with the recorded reply.
 
+The recorded gather text is cut once into literal text and these places (``_Pieces``), so a
+host's transcript is one join rather than a chain of regex substitutions over 64 KB per host;
+tests/bench/test_scale_sim.py holds every join equal to those substitutions.
+
 Everything after the transport is the real code: parse_gather_output, the diff, the checks,
 the reports, the plan file and the verify bundle.
 """
@@ -104,6 +108,97 @@ class _Template:
 #: The login environment's HCCL_CONNECT_TIMEOUT as the job probe prints it (name, set flag, value).
 _CONNECT_TIMEOUT = re.compile(r"^(ascendprep-env\tHCCL_CONNECT_TIMEOUT\t1\t)\d+$", re.M)
 
+#: The places in a recorded gather text where hosts differ (see :class:`_Pieces`): the script's
+#: nonce, the node's name and ``net.route``'s destination and answer; ``("ip", recorded address)``
+#: and ``("sha", path, recorded hash)`` places are made per address and per managed file.
+_NONCE, _NODE, _ROUTE = ("nonce",), ("node",), ("route",)
+#: At most this many distinct scripts (nonce aside) have their sections' pieces kept: plan and
+#: verify ask for different sections, every host of one command for the same.
+_ASKED_KEPT = 16
+
+
+class _Pieces:
+    """A recorded gather text cut, once, into literal text and the places where hosts differ.
+
+    A host's transcript is then one join, not a chain of regex substitutions over its 64 KB: those
+    cost ~6 ms per host, more than the controller's own work, and although the benchmark subtracts
+    the simulator's CPU, its regex work between two hosts' parses pushed the controller's code and
+    data out of the CPU caches (bench/README.md, "pa2"). A real SSH transport hands over bytes.
+
+    The places are those the module doc lists: the recorded nonce, each recorded address of the
+    node (its management address, device, detect and gateway addresses), the node's name as a
+    word, each ``sha256sum`` line's hash, and ``net.route``'s destination and answer. What is
+    alike on every host of the fleet (the management prefix, env.sh's HCCL_CONNECT_TIMEOUT) is
+    written into the literal text here. tests/bench/test_scale_sim.py holds the joins to the
+    substitutions they stand for, host by host.
+    """
+
+    def __init__(self, template: _Template, node: str, addresses: "set[str]", host_prefix: int, connect_timeout: str) -> None:
+        self.template = template
+        nonce = template.nonce
+        self._place = re.compile(
+            rf"(?P<nonce>{re.escape(nonce)})|(?P<ip>{_IPV4.pattern})|(?P<node>(?<![\w-]){re.escape(node)}(?![\w-]))"
+            r"|^(?P<sha>[0-9a-f]{64})(?=  (?P<path>\S+)$)",
+            re.M,
+        )
+        self._addresses = addresses
+        self._fleet_wide = lambda text: _CONNECT_TIMEOUT.sub(
+            lambda m: m.group(1) + connect_timeout, text.replace("/24 scope global eth0", f"/{host_prefix} scope global eth0")
+        )
+        #: Every place any section holds (each host's values are looked up for all of them).
+        self.places: "set[tuple]" = {_NONCE, _NODE, _ROUTE}
+        self.head = self._cut(template.head)
+        self.tail = self._cut(template.tail)
+        routes = [name for name, _ in template.sections if name == "net.route"]
+        if len(routes) > 1:
+            raise ValueError("recorded transcript has more than one net.route section")
+        self.sections = [(name, self._cut_route(text) if name == "net.route" else self._cut(text)) for name, text in template.sections]
+        self._asked: Dict[str, list] = {}
+
+    def _cut(self, text: str) -> list:
+        """``text`` (with the fleet-wide changes made) as literal strings and places, in order."""
+        text = self._fleet_wide(text)
+        pieces: list = []
+        start = 0
+        for match in self._place.finditer(text):
+            if match.group("nonce"):
+                place: tuple = _NONCE
+            elif match.group("node"):
+                place = _NODE
+            elif match.group("sha"):
+                place = ("sha", match.group("path"), match.group("sha"))
+            elif match.group(0) in self._addresses:
+                place = ("ip", match.group(0))
+            else:
+                continue  # an address the recorded node does not own: the same on every host
+            pieces += [text[start:match.start()], place]
+            start = match.end()
+            self.places.add(place)
+        pieces.append(text[start:])
+        return [piece for piece in pieces if piece != ""]
+
+    def _cut_route(self, text: str) -> list:
+        """``net.route``'s pieces: its destination and answer are one place."""
+        marker = f"@@{self.template.nonce} "
+        begin = f"{marker}begin net.route dest="
+        stderr = text.index(f"{marker}stderr")
+        if not text.startswith(begin):
+            raise ValueError("recorded net.route section is not one destination's")
+        return self._cut(begin) + [_ROUTE] + self._cut(text[stderr:])
+
+    def asked(self, script: str, nonce: str) -> list:
+        """The pieces of only the sections ``script`` runs, in the recorded order (see
+        :meth:`_Template.asked`); worked out once per distinct script, its nonce aside."""
+        key = script.replace(nonce, "")
+        pieces = self._asked.get(key)
+        if pieces is None:
+            names = set(_SCRIPT_SECTION.findall(script))
+            pieces = self.head + [piece for name, section in self.sections if name in names for piece in section] + self.tail
+            if len(self._asked) < _ASKED_KEPT:
+                self._asked[key] = pieces
+        return pieces
+
+
 
 def _host_values(desired, name: str) -> Tuple[Dict[str, str], Dict[str, str]]:
     """(address map from the recorded node's to ``name``'s, sha256 per managed path) of a node."""
@@ -144,6 +239,7 @@ class SimulatedFleet:
         #: env.sh scales HCCL_CONNECT_TIMEOUT with the node count: the value a login shell of this
         #: fleet's hosts sees once applied (the recording is of a 2-node lab's).
         self.connect_timeout = str(connect_timeout_for(len(desired.nodes)))
+        self.gather_pieces = _Pieces(self.gather, self.recorded_node, set(recorded_addresses.values()), host_prefix, self.connect_timeout)
         #: CPU seconds (thread time) spent inside the simulated transports: not the controller's.
         self.simulation_cpu = 0.0
         self._lock = threading.Lock()
@@ -159,23 +255,30 @@ class SimulatedFleet:
         return self._gather(name, script, nonce)
 
     def _gather(self, name: str, script: str, nonce: str) -> str:
+        """The recorded gather text as host ``name`` prints it for ``script`` (see the module doc):
+        one join of the recorded text's pieces with this host's values in their places."""
+        values = self._gather_values(name, nonce)
+        return "".join([piece if piece.__class__ is str else values[piece] for piece in self.gather_pieces.asked(script, nonce)])
+
+    def _gather_values(self, name: str, nonce: str) -> Dict[tuple, str]:
+        """What goes in each place of the recorded gather text where host ``name`` differs."""
         addresses, hashes = _host_values(self.desired, name)
         old_to_new = {old: addresses[key] for key, old in self._recorded_addresses.items() if key in addresses}
-        text = self.gather.asked(script).replace(self.gather.nonce, nonce)
-        text = _IPV4.sub(lambda m: old_to_new.get(m.group(0), m.group(0)), text)
-        text = re.sub(rf"(?<![\w-]){re.escape(self.recorded_node)}(?![\w-])", name, text)
-        text = text.replace("/24 scope global eth0", f"/{self.host_prefix} scope global eth0")
-        text = self._route_to_master(text, nonce, addresses["host"])
-        text = _CONNECT_TIMEOUT.sub(lambda m: m.group(1) + self.connect_timeout, text)
-        return _SHA_LINE.sub(lambda m: hashes[m.group(2)] + m.group(1) if m.group(2) in hashes else m.group(0), text)
+        values: Dict[tuple, str] = {_NONCE: nonce, _NODE: name, _ROUTE: self._route_to_master(addresses["host"])}
+        for place in self.gather_pieces.places:
+            if place[0] == "ip":
+                values[place] = old_to_new.get(place[1], place[1])
+            elif place[0] == "sha":
+                values[place] = hashes.get(place[1], place[2])
+        return values
 
-    def _route_to_master(self, text: str, nonce: str, own: str) -> str:
-        """The recorded node was the master (its route is ``local``); others reach it on eth0."""
+    def _route_to_master(self, own: str) -> str:
+        """``net.route``'s destination and answer: the recorded node was the master (its route is
+        ``local``); others reach it on eth0."""
         master = self.desired.inventory.master.host
         route = f"local {own} dev lo src {own} uid 0 \n    cache <local> \n" if master == own else f"{master} dev eth0 src {own} uid 0 \n    cache \n"
         route += "\n" if self.gather.version >= 2 else ""  # the script's own newline after the stream
-        section = re.compile(rf"(@@{nonce} begin net.route dest=)\S+\n.*?(?=@@{nonce} stderr)", re.S)
-        return section.sub(lambda m: f"{m.group(1)}{master}\n{route}", text, count=1)
+        return f"{master}\n{route}"
 
     def _ping(self, script: str, nonce: str) -> str:
         pairs_line = next((line for line in script.splitlines() if line.startswith("ap_run pairs ")), "")

@@ -87,3 +87,39 @@ def test_pings_answer_every_pair_the_script_asks_for(scale_desired):
     pairs = [(npu, scale_desired.nodes["node0002"].hccn[npu].ip) for npu in range(8)]
     results = parse_ping_output(fleet.transcript("node0001", render_ping_script(pairs, 15)))
     assert [(r.npu, r.target, r.ok) for r in results] == [(npu, ip, True) for npu, ip in pairs]
+
+
+def _by_substitution(fleet, name, script, nonce):
+    """What a host prints, as the chain of substitutions the module doc describes, applied to the
+    whole recorded text: the reference that the simulator's joins of pieces must equal."""
+    import re
+
+    addresses, hashes = scale_sim._host_values(fleet.desired, name)
+    old_to_new = {old: addresses[key] for key, old in fleet._recorded_addresses.items() if key in addresses}
+    text = fleet.gather.asked(script).replace(fleet.gather.nonce, nonce)
+    text = scale_sim._IPV4.sub(lambda m: old_to_new.get(m.group(0), m.group(0)), text)
+    text = re.sub(rf"(?<![\w-]){re.escape(fleet.recorded_node)}(?![\w-])", name, text)
+    text = text.replace("/24 scope global eth0", f"/{fleet.host_prefix} scope global eth0")
+    master, own = fleet.desired.inventory.master.host, addresses["host"]
+    route = f"local {own} dev lo src {own} uid 0 \n    cache <local> \n" if master == own else f"{master} dev eth0 src {own} uid 0 \n    cache \n"
+    route += "\n" if fleet.gather.version >= 2 else ""
+    section = re.compile(rf"(@@{nonce} begin net.route dest=)\S+\n.*?(?=@@{nonce} stderr)", re.S)
+    text = section.sub(lambda m: f"{m.group(1)}{master}\n{route}", text, count=1)
+    text = scale_sim._CONNECT_TIMEOUT.sub(lambda m: m.group(1) + fleet.connect_timeout, text)
+    return scale_sim._SHA_LINE.sub(lambda m: hashes[m.group(2)] + m.group(1) if m.group(2) in hashes else m.group(0), text)
+
+
+@pytest.mark.parametrize("state", [scale_sim.FRESH, scale_sim.CONVERGED])
+@pytest.mark.parametrize("prefix", [16, 24])
+def test_each_hosts_transcript_is_the_recording_with_its_own_values(scale_desired, state, prefix):
+    """The simulator joins pieces cut once from the recording; every host gets exactly what the
+    substitutions would make of the whole text: the master and others, any script's sections."""
+    fleet = scale_sim.SimulatedFleet(scale_desired, state, host_prefix=prefix)
+    fewer = render_gather_script(8, PYTHON, units=[u for u in UNITS if not u.section.startswith(("hccn.optical", "net."))])
+    master = scale_desired.inventory.master.name
+    for name in (master, "node0002", "node0199", "node0200", "node0201", "node0300"):
+        for script in (render_gather_script(8, PYTHON), fewer):
+            nonce = scale_sim._HEADER.search(script).group(3)
+            assert fleet.transcript(name, script) == _by_substitution(fleet, name, script, nonce)
+    mine = fleet.transcript("node0201", render_gather_script(8, PYTHON))
+    assert "node0201" in mine and "node1\n" not in mine and f"/{prefix} scope global eth0" in mine
