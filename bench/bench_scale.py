@@ -19,7 +19,9 @@ converged hosts, ring mesh (8 pings per host), no all-reduce.
 ``--repeat N`` runs the whole set N times, one configuration after the other in each round (so that
 a change in the machine's speed touches every configuration alike), then prints each
 configuration's median. On a shared 2-vCPU VM one run's figure moves ±10 %: judge a target by
-the median of several rounds, not by one run.
+the median of several rounds, not by one run. Each run also times a fixed pure-Python workload
+(``ref ms``, :func:`reference_ms`) just before the command: a run at a slower hour shows a higher
+``ref ms`` beside its higher ms/host.
 """
 
 from __future__ import annotations
@@ -38,6 +40,25 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
+
+
+def reference_ms() -> float:
+    """CPU ms (best of 5) of a fixed pure-Python workload that no change to ascendprep touches:
+    line splits, dict look-ups, floats and small objects, what parsing and checking are made of.
+    On a shared VM the same tree's figures move ±10-15 % with the hour; this one moves with them,
+    so runs made hours apart can be compared by ``ms/host`` over ``ref ms``."""
+    text = "\n".join(f"tx power {i % 97} : {i * 0.5:.4f} mW" for i in range(20000))
+    best = float("inf")
+    for _ in range(5):
+        started = time.thread_time()
+        readings: dict = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(":")
+            readings.setdefault(name.strip(), []).append(float(value.split()[0]))
+        summary = [(name, min(values), max(values)) for name, values in readings.items()]
+        best = min(best, time.thread_time() - started)
+    assert len(summary) == 97
+    return round(1000 * best, 2)
 
 
 def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: Path, profile: str = "") -> dict:
@@ -67,6 +88,7 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
         import cProfile
 
         profiler = cProfile.Profile()
+    reference = reference_ms()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with contextlib.redirect_stdout(out):
         if profiler:
@@ -95,6 +117,7 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
         "controller_cpu_s": round(controller, 2),
         "controller_ms_per_host": round(1000 * controller / hosts, 2),
         "setup_cpu_s": round(fleet_cpu_setup, 2),
+        "reference_ms": reference,
         "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "report_bytes": report_path.stat().st_size,
     }
@@ -119,7 +142,7 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}", file=sys.stderr)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    header = f"{'command':8} {'hosts':>6} {'forks':>5} {'format':6} {'exit':>4} {'wall s':>7} {'ctl CPU s':>9} {'ms/host':>8} {'maxRSS MB':>9} {'load':>5}"
+    header = f"{'command':8} {'hosts':>6} {'forks':>5} {'format':6} {'exit':>4} {'wall s':>7} {'ctl CPU s':>9} {'ms/host':>8} {'maxRSS MB':>9} {'load':>5} {'ref ms':>6}"
     print(header)
     configurations = [
         (command, hosts, forks, fmt)
@@ -139,7 +162,7 @@ def main() -> None:
             row = json.loads(done.stdout.strip().splitlines()[-1])
             row["load1"] = round(os.getloadavg()[0], 1)
             rows.append(row)
-            print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {row['exit']:>4} {row['wall_s']:>7} {row['controller_cpu_s']:>9} {row['controller_ms_per_host']:>8} {row['max_rss_mb']:>9} {row['load1']:>5}", flush=True)
+            print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {row['exit']:>4} {row['wall_s']:>7} {row['controller_cpu_s']:>9} {row['controller_ms_per_host']:>8} {row['max_rss_mb']:>9} {row['load1']:>5} {row['reference_ms']:>6}", flush=True)
     if args.repeat > 1:
         print(f"\nmedian of {args.repeat} rounds: ms/host (max RSS MB)")
         for command, hosts, forks, fmt in configurations:
@@ -147,7 +170,7 @@ def main() -> None:
             if runs:
                 spread = ", ".join(f"{r['controller_ms_per_host']}" for r in runs)
                 print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {statistics.median(r['controller_ms_per_host'] for r in runs):>8.2f} "
-                      f"({statistics.median(r['max_rss_mb'] for r in runs):.0f})   runs: {spread}")
+                      f"({statistics.median(r['max_rss_mb'] for r in runs):.0f})   runs: {spread}   ref ms: {statistics.median(r['reference_ms'] for r in runs)}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
 
