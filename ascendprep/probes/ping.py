@@ -30,8 +30,10 @@ KIND = "ping"
 #: ``(?<!\d)`` and at most 9 digits: a match starts only at the first digit of a number and a
 #: 5,000-digit number is not one of hccn_tool's counts, so hostile digit runs cost one pass (not
 #: one per digit, which is quadratic) and never reach int() (which refuses over 4,300 digits).
+#: The loss is a number with at most one point (``1.2.3%`` is not one: float() would refuse it,
+#: and one damaged line would cost the whole ping transcript).
 _SUMMARY_RE = re.compile(
-    r"(?<!\d)(\d{1,9})\s+packets transmitted,\s*(\d{1,9})\s+received,\s*([\d.]{1,16})%\s+packets?\s+loss",
+    r"(?<!\d)(\d{1,9})\s+packets transmitted,\s*(\d{1,9})\s+received,\s*(\d{1,9}(?:\.\d{0,15})?|\.\d{1,15})%\s+packets?\s+loss",
     re.IGNORECASE,
 )
 
@@ -141,8 +143,18 @@ def parse_pair_transcript(text: str, kind: str, section_name: str, result: Calla
 
 
 def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
-    """(sent, received, loss %) from the device's summary line, or None when there is none."""
-    match = _SUMMARY_RE.search(stdout)
+    """(sent, received, loss %) from the device's summary line, or None when there is none.
+
+    The first match of :data:`_SUMMARY_RE`, searched from the last ``=`` before the text's first
+    ``%`` rather than from its start: the pattern tries every position (it has no literal to skip
+    to), and the ``recv seq=N,time=...`` lines before the summary are most of the text. That start
+    is exact: a match holds exactly one ``%``, and neither ``%`` nor ``=`` can occur between its
+    start and its ``%``, so no match starts before the last ``=`` ahead of the first ``%`` (nor,
+    without a ``%``, anywhere)."""
+    percent = stdout.find("%")
+    if percent < 0:
+        return None
+    match = _SUMMARY_RE.search(stdout, stdout.rfind("=", 0, percent) + 1)
     if not match:
         return None
     return int(match.group(1)), int(match.group(2)), float(match.group(3))
@@ -151,16 +163,16 @@ def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
 def _result(section: Section, timeout_s: Optional[int]) -> PingResult:
     npu, target = section.npu, section.attrs["target"]
     assert npu is not None
-    cut = over_cap_error(section, "ping", f"hccn_tool -i {npu} -ping -g address {target}", npu)
-    if cut is not None:
-        return PingResult(npu=npu, target=target, ok=False, error=cut.message)
+    if "over" in section.attrs:  # (the command is worded only for a cut output: most are not)
+        cut = over_cap_error(section, "ping", f"hccn_tool -i {npu} -ping -g address {target}", npu)
+        if cut is not None:
+            return PingResult(npu=npu, target=target, ok=False, error=cut.message)
     summary = parse_ping_summary(section.stdout)
+    if summary is not None and section.rc == 0 and summary[0] == summary[1] and summary[0] > 0:
+        return PingResult(npu, target, True, *summary)  # every packet came back: the usual pair
     sent, received, loss = summary if summary else (None, None, None)
-    ok = section.rc == 0 and summary is not None and sent == received and (sent or 0) > 0
-    error = None
-    if not ok:
-        error = _error_text(section, summary, npu, target, timeout_s)
-    return PingResult(npu=npu, target=target, ok=ok, sent=sent, received=received, loss_percent=loss, error=error)
+    error = _error_text(section, summary, npu, target, timeout_s)
+    return PingResult(npu=npu, target=target, ok=False, sent=sent, received=received, loss_percent=loss, error=error)
 
 
 def _error_text(

@@ -108,6 +108,12 @@ class Section(NamedTuple):
         return self.stdout + self.stderr
 
 
+#: ``_section((name, attrs, stdout, stderr, rc, tries))``: a Section from its six values, as the
+#: splitter makes them. The named tuple's own ``__new__`` is a Python function (its defaults):
+#: calling it cost ~0.4 µs more per section, ~60 µs per host of a gather (~150 sections).
+_section = Section._make
+
+
 @dataclass(frozen=True)
 class Transcript:
     """All sections of one script run. ``problem`` says why it is incomplete (None when whole)."""
@@ -219,7 +225,7 @@ def _read_pieces(pieces: List[str], v1: bool, kind: str) -> Transcript:
                     out += "\n"
                 if err and not err.endswith("\n"):
                     err += "\n"
-                sections.append(Section(name, attrs, out, err, *ended))
+                sections.append(_section((name, attrs, out, err, *ended)))
                 name = None
         text = rest + "\n" if v1 else rest
         if newline and text and name is not None:
@@ -264,7 +270,7 @@ def _regular_sections(pieces: List[str], v1: bool) -> Optional[Tuple[Section, ..
             if err and err[-1] != "\n":
                 err += "\n"
         name, attrs = _BEGIN_LINES.get(command) or _begin(command)
-        sections.append(Section(name, attrs, out, err, *ended))
+        sections.append(_section((name, attrs, out, err, *ended)))
     return tuple(sections)
 
 

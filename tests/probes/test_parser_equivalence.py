@@ -337,3 +337,57 @@ def test_host_addresses_read_as_ipaddress_reads_them() -> None:
         assert getent(address) == getent_reference(address), repr(address)
         accepted += fast(text) is not None
     assert accepted > 1000
+
+
+# -- the ping summary: searched from the last '=' before the first '%' (ping.parse_ping_summary) --
+
+def _reference_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
+    """parse_ping_summary as it read before its bounded search: the pattern searched over the whole text."""
+    from ascendprep.probes.ping import _SUMMARY_RE
+
+    match = _SUMMARY_RE.search(stdout)
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), float(match.group(3))
+
+
+def test_ping_summary_bounded_search_finds_the_first_summary() -> None:
+    from ascendprep.probes.ping import parse_ping_summary
+
+    recorded = (ROOT / "bench" / "scale_data" / "a2-converged.ping.txt").read_text()
+    pings = [section.stdout for section in parse_transcript(recorded, "ping").sections if section.name == "ping"]
+    assert pings
+    # Pieces a summary is made of, their case variants (re.IGNORECASE also matches ſ, K, İ, ı),
+    # Unicode digits and spaces, and what lies around a summary (=, %, other lines).
+    pieces = ["3", "0", "12", "1234567890", "٣", " ", "\n", "\t", "\x0b", "\u2028", "%", "=", ",", ".", "0.00",
+              "packets transmitted,", "PACKETS TRANSMITTED,", "packet transmitted,", "received,", "ReCeIvEd,",
+              "packet loss", "packets loss", "pacKets", "paſſ", "İı", "seq=1,time=0.03ms", "100.00%", "% packet loss",
+              " packets transmitted, ", " received, ", "3 packets transmitted, 3 received, 0.00% packet loss"]
+    rng = random.Random(12)
+    texts = list(pings)
+    for _ in range(20000):
+        if rng.random() < 0.3:
+            base = rng.choice(pings)
+            cut = rng.randrange(len(base) + 1)
+            texts.append(base[:cut] + "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 4))) + base[cut:])
+        else:
+            texts.append("".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12))))
+    found = 0
+    for text in texts:
+        want = _reference_ping_summary(text)
+        assert parse_ping_summary(text) == want, text
+        found += want is not None
+    assert found > 1000  # the texts exercise matches, not only misses
+
+
+def test_a_ping_loss_that_is_no_number_is_no_summary() -> None:
+    """``1.2.3%`` once matched the summary and then made float() raise, losing every pair of the
+    transcript; now that line is no summary, and the pair says so."""
+    from ascendprep.probes.ping import parse_ping_output, parse_ping_summary
+
+    assert parse_ping_summary("3 packets transmitted, 3 received, 1.2.3% packet loss\n") is None
+    assert parse_ping_summary("3 packets transmitted, 3 received, 1.2.3% packet loss\n3 packets transmitted, 3 received, 0.00% packet loss\n") == (3, 3, 0.0)
+    recorded = (ROOT / "bench" / "scale_data" / "a2-converged.ping.txt").read_text()
+    results = parse_ping_output(recorded.replace("0.00% packet loss", "1.2.3% packet loss", 1))
+    assert len(results) == 8 and sum(result.ok for result in results) == 7
+    assert not results[0].ok and "no ping summary" in (results[0].error or "")
