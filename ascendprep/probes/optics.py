@@ -137,6 +137,11 @@ def _reading(key: str, value: str, unit: str) -> Optional[float]:
     return float(number)
 
 
+#: The masks as the driver prints them (``0x0`` .. ``0xff``, one byte) → their value: a flag line
+#: is one lookup, and :func:`_flag` reads any other spelling (``NA``, ``0X3``, ``3``, a wider mask).
+_DRIVER_MASKS: Dict[str, int] = {f"{mask:#x}": mask for mask in range(256)}
+
+
 def _flag(key: str, value: str) -> Optional[int]:
     text = value.strip().lower()
     if text in _NO_VALUE:
@@ -187,7 +192,8 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             number = in_unit.fullmatch(value)
             thresholds[name] = float(number[1]) if number is not None else _reading(key, value, unit)
         elif what is _FLAG:
-            flags[name] = _flag(key, value)
+            mask = _DRIVER_MASKS.get(value)
+            flags[name] = mask if mask is not None else _flag(key, value)
         elif what is _TEXT:  # vendor, part number and module type repeat across a fleet; serials do not
             values[name] = (value if name == "serial_number" else shared(value)) or None
         elif what is _PRESENT_LINE:
@@ -214,9 +220,10 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
         if any(v is not None for v in unindexed.values()) or not indexed_only:
             raise UnexpectedOutput("optical readings mix lane-numbered and unnumbered lines")
     indexed = None not in lanes
+    masks = [flags.get(name) for name in _LANE_FLAGS]
     return OpticalInfo(
         present_line=present,
-        lanes=tuple(_lane(index, readings, flags, indexed) for index, readings in sorted(lanes.items(), key=lambda item: -1 if item[0] is None else item[0])),
+        lanes=tuple(_lane(index, lanes[index], masks) for index in (sorted(lanes) if indexed else lanes)),
         indexed=indexed,
         thresholds=OpticalThresholds(**thresholds),
         flags=flags,
@@ -228,13 +235,13 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
 _LANE_FLAGS = ("tx_los", "rx_los", "tx_lol", "rx_lol")
 
 
-def _lane(index: Optional[int], readings: Dict[str, Optional[float]], flags: Dict[str, Optional[int]], indexed: bool) -> OpticalLane:
-    """A lane with its flag bits. The unnumbered form has one reading for the module: any bit
-    set in a mask flags it (the tool does not say which lane carries it).
+def _lane(index: Optional[int], readings: Dict[str, Optional[float]], masks: List[Optional[int]]) -> OpticalLane:
+    """A lane with its flag bits (``masks``: the module's, in :data:`_LANE_FLAGS` order). The
+    unnumbered form has one reading for the module: any bit set in a mask flags it (the tool does
+    not say which lane carries it).
 
     Built positionally (four per module, eight modules per host of a 4,096-host verify)."""
     get = readings.get
-    masks = [flags.get(name) for name in _LANE_FLAGS]
     if index is None:
         bits = [None if mask is None else mask != 0 for mask in masks]
     else:

@@ -119,19 +119,24 @@ def parse_pair_transcript(text: str, kind: str, section_name: str, result: Calla
     requested: List[Tuple[int, str]] = []
     results: List[R] = []
     for section in transcript.sections:
-        if section.name == "settings":
+        name = section.name
+        if name == section_name:
+            if section.attrs.get("target") and section.npu is not None:
+                results.append(result(section, timeout_s))
+        elif name == "settings":
             for line in section.stdout.splitlines():
                 key, _, value = line.partition("=")
                 if key == "timeout" and value.isdigit():
                     timeout_s = int(value)
-        elif section.name == "pairs":
+        elif name == "pairs":
             for line in section.stdout.splitlines():
                 npu, _, target = line.partition(" ")
                 if npu.isdigit() and target:
                     requested.append((int(npu), target))
-        elif section.name == section_name and section.npu is not None and section.attrs.get("target"):
-            results.append(result(section, timeout_s))
-    done = {(item.npu, item.target) for item in results}  # type: ignore[attr-defined]
+    answered = [(item.npu, item.target) for item in results]  # type: ignore[attr-defined]
+    if answered == requested:  # every pair, in the order asked: what a whole run prints
+        return results
+    done = set(answered)
     for npu, target in requested:
         if (npu, target) not in done:
             results.append(not_run(npu, target, transcript.problem))
@@ -157,7 +162,8 @@ def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
     match = _SUMMARY_RE.search(stdout, stdout.rfind("=", 0, percent) + 1)
     if not match:
         return None
-    return int(match.group(1)), int(match.group(2)), float(match.group(3))
+    sent, received, loss = match.groups()
+    return int(sent), int(received), float(loss)
 
 
 def _result(section: Section, timeout_s: Optional[int]) -> PingResult:

@@ -101,7 +101,7 @@ def reference_parse_optical_info(stdout: str) -> OpticalInfo:
     indexed = None not in lanes
     return OpticalInfo(
         present_line=present,
-        lanes=tuple(optics._lane(index, readings, flags, indexed) for index, readings in sorted(lanes.items(), key=lambda item: -1 if item[0] is None else item[0])),
+        lanes=tuple(optics._lane(index, readings, [flags.get(name) for name in optics._LANE_FLAGS]) for index, readings in sorted(lanes.items(), key=lambda item: -1 if item[0] is None else item[0])),
         indexed=indexed,
         thresholds=OpticalThresholds(**thresholds),
         flags=flags,
