@@ -108,21 +108,26 @@ def parse_ping_output(text: str) -> List[PingResult]:
     )
 
 
-def parse_pair_transcript(text: str, kind: str, section_name: str, result: Callable[[Section, Optional[int]], R],
+def parse_pair_transcript(text: str, kind: str, section_name: str, result: Callable[[Section, int, str, Optional[int]], R],
                           not_run: Callable[[int, str, Optional[str]], R]) -> List[R]:
     """The results of a pair script (the RoCE pings here, the HCCS pings in probes/hccs.py): a
     ``settings`` section, a ``pairs`` section listing what was asked, then one ``section_name``
-    section per pair. One result per requested pair, in the order asked; ``not_run(npu, target,
-    the transcript's problem or None)`` stands for a pair the script never reached."""
+    section per pair. One result per requested pair, in the order asked: ``result(section, npu,
+    target, the script's time limit or None)`` for a pair that ran, ``not_run(npu, target, the
+    transcript's problem or None)`` for a pair the script never reached."""
     transcript = parse_transcript(text, kind)
     timeout_s: Optional[int] = None
     requested: List[Tuple[int, str]] = []
     results: List[R] = []
+    answered: List[Tuple[int, str]] = []
     for section in transcript.sections:
         name = section.name
         if name == section_name:
-            if section.attrs.get("target") and section.npu is not None:
-                results.append(result(section, timeout_s))
+            target, npu_text = section.attrs.get("target"), section.attrs.get("npu", "")
+            if target and npu_text.isdigit():  # (the section's npu, read once for the pair)
+                npu = int(npu_text)
+                results.append(result(section, npu, target, timeout_s))
+                answered.append((npu, target))
         elif name == "settings":
             for line in section.stdout.splitlines():
                 key, _, value = line.partition("=")
@@ -130,10 +135,9 @@ def parse_pair_transcript(text: str, kind: str, section_name: str, result: Calla
                     timeout_s = int(value)
         elif name == "pairs":
             for line in section.stdout.splitlines():
-                npu, _, target = line.partition(" ")
-                if npu.isdigit() and target:
-                    requested.append((int(npu), target))
-    answered = [(item.npu, item.target) for item in results]  # type: ignore[attr-defined]
+                asked_npu, _, asked_target = line.partition(" ")
+                if asked_npu.isdigit() and asked_target:
+                    requested.append((int(asked_npu), asked_target))
     if answered == requested:  # every pair, in the order asked: what a whole run prints
         return results
     done = set(answered)
@@ -166,9 +170,7 @@ def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
     return int(sent), int(received), float(loss)
 
 
-def _result(section: Section, timeout_s: Optional[int]) -> PingResult:
-    npu, target = section.npu, section.attrs["target"]
-    assert npu is not None
+def _result(section: Section, npu: int, target: str, timeout_s: Optional[int]) -> PingResult:
     if "over" in section.attrs:  # (the command is worded only for a cut output: most are not)
         cut = over_cap_error(section, "ping", f"hccn_tool -i {npu} -ping -g address {target}", npu)
         if cut is not None:

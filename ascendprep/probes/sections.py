@@ -92,7 +92,8 @@ class Section(NamedTuple):
 
     @property
     def npu(self) -> Optional[int]:
-        return self.int_attr("npu")
+        value = self.attrs.get("npu", "")  # int_attr("npu"), without the call (a ping reads it per pair)
+        return int(value) if value.isdigit() else None
 
     def int_attr(self, key: str) -> Optional[int]:
         value = self.attrs.get(key, "")
@@ -254,23 +255,32 @@ def _regular_sections(pieces: List[str], v1: bool) -> Optional[Tuple[Section, ..
     triples = iter(pieces[:-1])
     for begin, stderr, end in zip(triples, triples, triples):
         command, newline, out = begin.partition("\n")
-        if not command.startswith("begin ") or not (stderr == "stderr" or stderr.startswith("stderr\n")):
-            return None
-        end_command = end.partition("\n")[0]
-        ended = _END_LINES.get(end_command) or _end(end_command)
+        read = _BEGIN_LINES.get(command)  # (a kept line is a begin line)
+        if read is None:
+            if not command.startswith("begin "):
+                return None
+            read = _begin(command)
+        # A kept end line has no newline, so a piece equal to one is that line and nothing else.
+        ended = _END_LINES.get(end) or _end(end.partition("\n")[0])
         if ended is None:
             return None
-        err = stderr[len("stderr\n"):]
         if v1:  # whole lines: the split took the newline that ended the last one
+            if not (stderr == "stderr" or stderr.startswith("stderr\n")):
+                return None
             out = out + "\n" if newline else ""
-            err = err + "\n" if stderr != "stderr" else ""
+            err = stderr[len("stderr\n"):] + "\n" if stderr != "stderr" else ""
         else:  # the split took the script's own newline; a stream's last line keeps (or gets) one
             if out and out[-1] != "\n":
                 out += "\n"
-            if err and err[-1] != "\n":
-                err += "\n"
-        name, attrs = _BEGIN_LINES.get(command) or _begin(command)
-        sections.append(_section((name, attrs, out, err, *ended)))
+            if stderr == "stderr\n":  # nothing on stderr: most sections
+                err = ""
+            elif stderr == "stderr" or stderr.startswith("stderr\n"):
+                err = stderr[len("stderr\n"):]
+                if err and err[-1] != "\n":
+                    err += "\n"
+            else:
+                return None
+        sections.append(_section((*read, out, err, *ended)))
     return tuple(sections)
 
 
