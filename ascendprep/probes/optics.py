@@ -26,7 +26,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ascendprep.facts import OpticalInfo, OpticalLane, OpticalThresholds
-from ascendprep.limits import SHARED_OPTICAL_NAMES
+from ascendprep.limits import SHARED_OPTICAL_NAMES, SHARED_OPTICAL_THRESHOLDS
 from ascendprep.probes.text import UnexpectedOutput, not_as_expected, shared
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
@@ -75,6 +75,14 @@ _TEXT_KEYS = {
     "xsfp identifier": "identifier",
 }
 
+#: A module's alarm thresholds as printed (``3465.00 mV``) → their value, per unit. The thresholds
+#: are the module model's own (programmed by its vendor), so a fleet's modules print the same few
+#: dozen; each is converted once. Readings (powers, bias, temperature) are each port's own and are
+#: converted every time. At most :data:`~ascendprep.limits.SHARED_OPTICAL_THRESHOLDS` per unit of
+#: at most :data:`_THRESHOLD_TEXT_MAX_CHARS` are kept; ``NA`` and refusals are never kept.
+_THRESHOLD_VALUES: Dict[str, Dict[str, float]] = {unit: {} for unit in ("mw", "ma", "c", "mv")}
+_THRESHOLD_TEXT_MAX_CHARS = 32
+
 # What a (normalised, lower-case) key means: (what, name, detail), one dict lookup per line.
 _SKIP, _PRESENT_LINE, _TEMPERATURE, _VCC, _HIGH_POWER, _WAVE_LENGTH = "skip", "present", "temperature", "vcc", "high_power", "wave"
 _TEXT, _THRESHOLD, _FLAG, _LANE = "text", "threshold", "flag", "lane"
@@ -86,7 +94,7 @@ _KEY_ACTIONS: Dict[str, tuple] = {
     "high power enable reg": (_HIGH_POWER, None, None),
     "xsfp wave length": (_WAVE_LENGTH, None, None),
     **{key: (_TEXT, name, None) for key, name in _TEXT_KEYS.items()},
-    **{key: (_THRESHOLD, name, (unit, _IN_UNIT[unit])) for key, (name, unit) in _THRESHOLD_KEYS.items()},
+    **{key: (_THRESHOLD, name, (unit, _IN_UNIT[unit], _THRESHOLD_VALUES[unit])) for key, (name, unit) in _THRESHOLD_KEYS.items()},
     **{key: (_FLAG, name, None) for key, name in _FLAG_KEYS.items()},
     **{key: (_LANE, index, _LANE_DETAILS[kind]) for key, (kind, index) in _LANE_KEYS.items()},
 }
@@ -187,10 +195,15 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             field_name, unit, in_unit = detail
             number = in_unit.fullmatch(value)  # a number in its unit read here, all else by _reading (~20 per module)
             readings[field_name] = float(number[1]) if number is not None else _reading(key, value, unit)
-        elif what is _THRESHOLD:  # detail: (unit, pattern)
-            unit, in_unit = detail
-            number = in_unit.fullmatch(value)
-            thresholds[name] = float(number[1]) if number is not None else _reading(key, value, unit)
+        elif what is _THRESHOLD:  # detail: (unit, pattern, the values read so far)
+            unit, in_unit, known = detail
+            threshold = known.get(value)
+            if threshold is None:
+                number = in_unit.fullmatch(value)
+                threshold = float(number[1]) if number is not None else _reading(key, value, unit)
+                if threshold is not None and len(known) < SHARED_OPTICAL_THRESHOLDS and len(value) <= _THRESHOLD_TEXT_MAX_CHARS:
+                    known[value] = threshold
+            thresholds[name] = threshold
         elif what is _FLAG:
             mask = _DRIVER_MASKS.get(value)
             flags[name] = mask if mask is not None else _flag(key, value)
