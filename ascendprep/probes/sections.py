@@ -142,9 +142,8 @@ def parse_transcript(text: str, kind: str) -> Transcript:
         return _no_header(kind)
     # The body as its lines joined again, led by the newline ending the header line: the text
     # after the header without the one newline that ends the last line.
-    body = text[header.end():]
-    if body.endswith("\n") and len(body) > 1:
-        body = body[:-1]
+    start = header.end()
+    body = text[start:-1] if text.endswith("\n") and len(text) - start > 1 else text[start:]  # (one copy of a 64 KB text, not two)
     return _read_header(header, kind) or _parse_body(body or "\n", header.group("nonce"), kind, int(header.group("version")))
 
 
