@@ -140,11 +140,19 @@ def parse_transcript(text: str, kind: str) -> Transcript:
     header = _HEADER_LINE_RE.search(text)
     if header is None:
         return _no_header(kind)
-    # The body as its lines joined again, led by the newline ending the header line: the text
-    # after the header without the one newline that ends the last line.
-    start = header.end()
-    body = text[start:-1] if text.endswith("\n") and len(text) - start > 1 else text[start:]  # (one copy of a 64 KB text, not two)
-    return _read_header(header, kind) or _parse_body(body or "\n", header.group("nonce"), kind, int(header.group("version")))
+    refused = _read_header(header, kind)
+    if refused is not None:
+        return refused
+    # The body's pieces (see _parse_body), split from the text itself rather than from a copy of
+    # its body (64 KB per host of a gather): the pieces up to the header's end (the banner's and
+    # the header's own) are counted and dropped, and the newline that ends the text's last line is
+    # taken off the last piece, as it would be off the body. (No marker can straddle the header's
+    # end: a marker has one newline, its first character, and "@@ascendprep" is no nonce.)
+    marker = f"\n@@{header.group('nonce')} "
+    pieces = text.split(marker)[1 + text.count(marker, 0, header.end()):]
+    if pieces and text.endswith("\n"):
+        pieces[-1] = pieces[-1][:-1]
+    return _read_sections(pieces, kind, int(header.group("version")))
 
 
 def _parse_normalised_lines(text: str, kind: str) -> Transcript:
@@ -186,8 +194,12 @@ def _parse_body(body: str, nonce: str, kind: str, version: int) -> Transcript:
     text is whole lines; in v2 the newline before the next marker is the script's own (consumed by
     the split) and the stream is taken as it is.
     """
+    return _read_sections(body.split(f"\n@@{nonce} ")[1:], kind, version)
+
+
+def _read_sections(pieces: List[str], kind: str, version: int) -> Transcript:
+    """The transcript of a body's pieces: three at a time when regular, else one marker at a time."""
     v1 = version == 1
-    pieces = body.split(f"\n@@{nonce} ")[1:]
     regular = _regular_sections(pieces, v1)
     if regular is not None:
         return Transcript(kind, regular, None)
