@@ -272,3 +272,7 @@ SHARED_ANSWER_MAX_CHARS = 2048
 #: reading (probes/optics.py): a module model's own alarm thresholds, alike on a fleet's modules
 #: of that model (a few dozen); a host printing others still has them read.
 SHARED_OPTICAL_THRESHOLDS = 256
+
+#: Digits a section attribute's number (``npu=``, ``chip=``, ``pass=``) or a ping script's
+#: ``timeout=`` may have: a longer run is no id (and int() refuses 4,300 digits).
+SECTION_ID_MAX_DIGITS = 18

@@ -17,6 +17,7 @@ import shlex
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ascendprep.facts import PingResult
+from ascendprep.limits import SECTION_ID_MAX_DIGITS
 from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.probes.hccn import CANONICAL_IPV4
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
@@ -124,19 +125,19 @@ def parse_pair_transcript(text: str, kind: str, section_name: str, result: Calla
         name = section.name
         if name == section_name:
             target, npu_text = section.attrs.get("target"), section.attrs.get("npu", "")
-            if target and npu_text.isdigit():  # (the section's npu, read once for the pair)
+            if target and npu_text.isdecimal() and len(npu_text) <= SECTION_ID_MAX_DIGITS:  # (section.npu, read once)
                 npu = int(npu_text)
                 results.append(result(section, npu, target, timeout_s))
                 answered.append((npu, target))
         elif name == "settings":
             for line in section.stdout.splitlines():
                 key, _, value = line.partition("=")
-                if key == "timeout" and value.isdigit():
+                if key == "timeout" and value.isdecimal() and len(value) <= SECTION_ID_MAX_DIGITS:
                     timeout_s = int(value)
         elif name == "pairs":
             for line in section.stdout.splitlines():
                 asked_npu, _, asked_target = line.partition(" ")
-                if asked_npu.isdigit() and asked_target:
+                if asked_npu.isdecimal() and len(asked_npu) <= SECTION_ID_MAX_DIGITS and asked_target:
                     requested.append((int(asked_npu), asked_target))
     if answered == requested:  # every pair, in the order asked: what a whole run prints
         return results

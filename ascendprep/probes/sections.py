@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from ascendprep.limits import SHARED_BEGIN_LINE_MAX_CHARS, SHARED_BEGIN_LINES, SHARED_END_LINES
+from ascendprep.limits import SECTION_ID_MAX_DIGITS, SHARED_BEGIN_LINE_MAX_CHARS, SHARED_BEGIN_LINES, SHARED_END_LINES
 
 FORMAT_VERSION = 2
 #: Formats :func:`parse_transcript` reads (v1: a stream's newline added only when missing).
@@ -93,11 +93,13 @@ class Section(NamedTuple):
     @property
     def npu(self) -> Optional[int]:
         value = self.attrs.get("npu", "")  # int_attr("npu"), without the call (a ping reads it per pair)
-        return int(value) if value.isdigit() else None
+        return int(value) if value.isdecimal() and len(value) <= SECTION_ID_MAX_DIGITS else None
 
     def int_attr(self, key: str) -> Optional[int]:
+        """The attribute's number; None when it is none. (isdecimal, not isdigit: ``²`` is a
+        digit that int() refuses, and a node may print any attribute.)"""
         value = self.attrs.get(key, "")
-        return int(value) if value.isdigit() else None
+        return int(value) if value.isdecimal() and len(value) <= SECTION_ID_MAX_DIGITS else None
 
     @property
     def timed_out(self) -> bool:

@@ -419,3 +419,19 @@ def test_optical_thresholds_kept_are_bounded() -> None:
     for index in range(SHARED_OPTICAL_THRESHOLDS + 50):
         assert optics.parse_optical_info(base.format(f"1{index}.5")).thresholds.vcc_high_mv == float(f"1{index}.5")
     assert len(optics._THRESHOLD_VALUES["mv"]) <= SHARED_OPTICAL_THRESHOLDS
+
+
+@pytest.mark.parametrize("npu", ["²", "9" * 5000])
+def test_an_id_int_refuses_costs_the_section_not_the_host(npu: str) -> None:
+    """``npu=²`` (a digit to str.isdigit(), not to int()) or a 5,000-digit id once raised out of
+    the gather and the ping parse, losing every section or pair of the host."""
+    from ascendprep.probes.gather import parse_gather_output
+    from ascendprep.probes.ping import parse_ping_output
+
+    facts = parse_gather_output(RECORDED.read_text().replace("begin hccn.ip npu=3", f"begin hccn.ip npu={npu}", 1))
+    assert any(error.probe == "hccn.ip" and "without an NPU id" in error.message for error in facts.errors)
+    assert facts.npus[3].optics is not None  # the NPU's other sections still read
+    pings = (ROOT / "bench" / "scale_data" / "a2-converged.ping.txt").read_text()
+    results = parse_ping_output(pings.replace("npu=3 target", f"npu={npu} target", 1))
+    assert len(results) == 8 and sum(result.ok for result in results) == 7
+    assert any("not run" in (result.error or "") for result in results)
