@@ -265,3 +265,14 @@ SHARED_ANSWERS_PER_UNIT = 128
 #: Characters of such an answer at most for it to be kept (the kept answers are under 1 KB; a
 #: longer one is parsed each time, so that no host's output outlives its parse).
 SHARED_ANSWER_MAX_CHARS = 2048
+
+# -- verify at 4,096 hosts: reading the gather transcripts (issue 12, pa3) -----------------------
+
+#: Distinct ``-optical -g`` threshold values as printed (``3465.00 mV``) kept per unit with their
+#: reading (probes/optics.py): a module model's own alarm thresholds, alike on a fleet's modules
+#: of that model (a few dozen); a host printing others still has them read.
+SHARED_OPTICAL_THRESHOLDS = 256
+
+#: Digits a section attribute's number (``npu=``, ``chip=``, ``pass=``) or a ping script's
+#: ``timeout=`` may have: a longer run is no id (and int() refuses 4,300 digits).
+SECTION_ID_MAX_DIGITS = 18

@@ -85,9 +85,7 @@ def parse_hccs_output(text: str) -> List[HccsPingResult]:
     )
 
 
-def _result(section: Section, timeout_s: Optional[int]) -> HccsPingResult:
-    die, target = section.npu, section.attrs["target"]
-    assert die is not None
+def _result(section: Section, die: int, target: str, timeout_s: Optional[int]) -> HccsPingResult:
     what = f"hccn_tool -i {die} -hccs_ping -g address {target}"
     cut = over_cap_error(section, "hccs", what, die)
     if cut is not None:

@@ -26,7 +26,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ascendprep.facts import OpticalInfo, OpticalLane, OpticalThresholds
-from ascendprep.limits import SHARED_OPTICAL_NAMES
+from ascendprep.limits import SHARED_OPTICAL_NAMES, SHARED_OPTICAL_THRESHOLDS
 from ascendprep.probes.text import UnexpectedOutput, not_as_expected, shared
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
@@ -75,6 +75,14 @@ _TEXT_KEYS = {
     "xsfp identifier": "identifier",
 }
 
+#: A module's alarm thresholds as printed (``3465.00 mV``) → their value, per unit. The thresholds
+#: are the module model's own (programmed by its vendor), so a fleet's modules print the same few
+#: dozen; each is converted once. Readings (powers, bias, temperature) are each port's own and are
+#: converted every time. At most :data:`~ascendprep.limits.SHARED_OPTICAL_THRESHOLDS` per unit of
+#: at most :data:`_THRESHOLD_TEXT_MAX_CHARS` are kept; ``NA`` and refusals are never kept.
+_THRESHOLD_VALUES: Dict[str, Dict[str, float]] = {unit: {} for unit in ("mw", "ma", "c", "mv")}
+_THRESHOLD_TEXT_MAX_CHARS = 32
+
 # What a (normalised, lower-case) key means: (what, name, detail), one dict lookup per line.
 _SKIP, _PRESENT_LINE, _TEMPERATURE, _VCC, _HIGH_POWER, _WAVE_LENGTH = "skip", "present", "temperature", "vcc", "high_power", "wave"
 _TEXT, _THRESHOLD, _FLAG, _LANE = "text", "threshold", "flag", "lane"
@@ -86,7 +94,7 @@ _KEY_ACTIONS: Dict[str, tuple] = {
     "high power enable reg": (_HIGH_POWER, None, None),
     "xsfp wave length": (_WAVE_LENGTH, None, None),
     **{key: (_TEXT, name, None) for key, name in _TEXT_KEYS.items()},
-    **{key: (_THRESHOLD, name, (unit, _IN_UNIT[unit])) for key, (name, unit) in _THRESHOLD_KEYS.items()},
+    **{key: (_THRESHOLD, name, (unit, _IN_UNIT[unit], _THRESHOLD_VALUES[unit])) for key, (name, unit) in _THRESHOLD_KEYS.items()},
     **{key: (_FLAG, name, None) for key, name in _FLAG_KEYS.items()},
     **{key: (_LANE, index, _LANE_DETAILS[kind]) for key, (kind, index) in _LANE_KEYS.items()},
 }
@@ -137,6 +145,11 @@ def _reading(key: str, value: str, unit: str) -> Optional[float]:
     return float(number)
 
 
+#: The masks as the driver prints them (``0x0`` .. ``0xff``, one byte) → their value: a flag line
+#: is one lookup, and :func:`_flag` reads any other spelling (``NA``, ``0X3``, ``3``, a wider mask).
+_DRIVER_MASKS: Dict[str, int] = {f"{mask:#x}": mask for mask in range(256)}
+
+
 def _flag(key: str, value: str) -> Optional[int]:
     text = value.strip().lower()
     if text in _NO_VALUE:
@@ -182,12 +195,18 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             field_name, unit, in_unit = detail
             number = in_unit.fullmatch(value)  # a number in its unit read here, all else by _reading (~20 per module)
             readings[field_name] = float(number[1]) if number is not None else _reading(key, value, unit)
-        elif what is _THRESHOLD:  # detail: (unit, pattern)
-            unit, in_unit = detail
-            number = in_unit.fullmatch(value)
-            thresholds[name] = float(number[1]) if number is not None else _reading(key, value, unit)
+        elif what is _THRESHOLD:  # detail: (unit, pattern, the values read so far)
+            unit, in_unit, known = detail
+            threshold = known.get(value)
+            if threshold is None:
+                number = in_unit.fullmatch(value)
+                threshold = float(number[1]) if number is not None else _reading(key, value, unit)
+                if threshold is not None and len(known) < SHARED_OPTICAL_THRESHOLDS and len(value) <= _THRESHOLD_TEXT_MAX_CHARS:
+                    known[value] = threshold
+            thresholds[name] = threshold
         elif what is _FLAG:
-            flags[name] = _flag(key, value)
+            mask = _DRIVER_MASKS.get(value)
+            flags[name] = mask if mask is not None else _flag(key, value)
         elif what is _TEXT:  # vendor, part number and module type repeat across a fleet; serials do not
             values[name] = (value if name == "serial_number" else shared(value)) or None
         elif what is _PRESENT_LINE:
@@ -214,9 +233,10 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
         if any(v is not None for v in unindexed.values()) or not indexed_only:
             raise UnexpectedOutput("optical readings mix lane-numbered and unnumbered lines")
     indexed = None not in lanes
+    masks = [flags.get(name) for name in _LANE_FLAGS]
     return OpticalInfo(
         present_line=present,
-        lanes=tuple(_lane(index, readings, flags, indexed) for index, readings in sorted(lanes.items(), key=lambda item: -1 if item[0] is None else item[0])),
+        lanes=tuple(_lane(index, lanes[index], masks) for index in (sorted(lanes) if indexed else lanes)),
         indexed=indexed,
         thresholds=OpticalThresholds(**thresholds),
         flags=flags,
@@ -228,13 +248,13 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
 _LANE_FLAGS = ("tx_los", "rx_los", "tx_lol", "rx_lol")
 
 
-def _lane(index: Optional[int], readings: Dict[str, Optional[float]], flags: Dict[str, Optional[int]], indexed: bool) -> OpticalLane:
-    """A lane with its flag bits. The unnumbered form has one reading for the module: any bit
-    set in a mask flags it (the tool does not say which lane carries it).
+def _lane(index: Optional[int], readings: Dict[str, Optional[float]], masks: List[Optional[int]]) -> OpticalLane:
+    """A lane with its flag bits (``masks``: the module's, in :data:`_LANE_FLAGS` order). The
+    unnumbered form has one reading for the module: any bit set in a mask flags it (the tool does
+    not say which lane carries it).
 
     Built positionally (four per module, eight modules per host of a 4,096-host verify)."""
     get = readings.get
-    masks = [flags.get(name) for name in _LANE_FLAGS]
     if index is None:
         bits = [None if mask is None else mask != 0 for mask in masks]
     else:

@@ -17,6 +17,7 @@ import shlex
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ascendprep.facts import PingResult
+from ascendprep.limits import SECTION_ID_MAX_DIGITS
 from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.probes.hccn import CANONICAL_IPV4
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
@@ -30,8 +31,10 @@ KIND = "ping"
 #: ``(?<!\d)`` and at most 9 digits: a match starts only at the first digit of a number and a
 #: 5,000-digit number is not one of hccn_tool's counts, so hostile digit runs cost one pass (not
 #: one per digit, which is quadratic) and never reach int() (which refuses over 4,300 digits).
+#: The loss is a number with at most one point (``1.2.3%`` is not one: float() would refuse it,
+#: and one damaged line would cost the whole ping transcript).
 _SUMMARY_RE = re.compile(
-    r"(?<!\d)(\d{1,9})\s+packets transmitted,\s*(\d{1,9})\s+received,\s*([\d.]{1,16})%\s+packets?\s+loss",
+    r"(?<!\d)(\d{1,9})\s+packets transmitted,\s*(\d{1,9})\s+received,\s*(\d{1,9}(?:\.\d{0,15})?|\.\d{1,15})%\s+packets?\s+loss",
     re.IGNORECASE,
 )
 
@@ -106,30 +109,39 @@ def parse_ping_output(text: str) -> List[PingResult]:
     )
 
 
-def parse_pair_transcript(text: str, kind: str, section_name: str, result: Callable[[Section, Optional[int]], R],
+def parse_pair_transcript(text: str, kind: str, section_name: str, result: Callable[[Section, int, str, Optional[int]], R],
                           not_run: Callable[[int, str, Optional[str]], R]) -> List[R]:
     """The results of a pair script (the RoCE pings here, the HCCS pings in probes/hccs.py): a
     ``settings`` section, a ``pairs`` section listing what was asked, then one ``section_name``
-    section per pair. One result per requested pair, in the order asked; ``not_run(npu, target,
-    the transcript's problem or None)`` stands for a pair the script never reached."""
+    section per pair. One result per requested pair, in the order asked: ``result(section, npu,
+    target, the script's time limit or None)`` for a pair that ran, ``not_run(npu, target, the
+    transcript's problem or None)`` for a pair the script never reached."""
     transcript = parse_transcript(text, kind)
     timeout_s: Optional[int] = None
     requested: List[Tuple[int, str]] = []
     results: List[R] = []
+    answered: List[Tuple[int, str]] = []
     for section in transcript.sections:
-        if section.name == "settings":
+        name = section.name
+        if name == section_name:
+            target, npu_text = section.attrs.get("target"), section.attrs.get("npu", "")
+            if target and npu_text.isdecimal() and len(npu_text) <= SECTION_ID_MAX_DIGITS:  # (section.npu, read once)
+                npu = int(npu_text)
+                results.append(result(section, npu, target, timeout_s))
+                answered.append((npu, target))
+        elif name == "settings":
             for line in section.stdout.splitlines():
                 key, _, value = line.partition("=")
-                if key == "timeout" and value.isdigit():
+                if key == "timeout" and value.isdecimal() and len(value) <= SECTION_ID_MAX_DIGITS:
                     timeout_s = int(value)
-        elif section.name == "pairs":
+        elif name == "pairs":
             for line in section.stdout.splitlines():
-                npu, _, target = line.partition(" ")
-                if npu.isdigit() and target:
-                    requested.append((int(npu), target))
-        elif section.name == section_name and section.npu is not None and section.attrs.get("target"):
-            results.append(result(section, timeout_s))
-    done = {(item.npu, item.target) for item in results}  # type: ignore[attr-defined]
+                asked_npu, _, asked_target = line.partition(" ")
+                if asked_npu.isdecimal() and len(asked_npu) <= SECTION_ID_MAX_DIGITS and asked_target:
+                    requested.append((int(asked_npu), asked_target))
+    if answered == requested:  # every pair, in the order asked: what a whole run prints
+        return results
+    done = set(answered)
     for npu, target in requested:
         if (npu, target) not in done:
             results.append(not_run(npu, target, transcript.problem))
@@ -141,26 +153,35 @@ def parse_pair_transcript(text: str, kind: str, section_name: str, result: Calla
 
 
 def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
-    """(sent, received, loss %) from the device's summary line, or None when there is none."""
-    match = _SUMMARY_RE.search(stdout)
+    """(sent, received, loss %) from the device's summary line, or None when there is none.
+
+    The first match of :data:`_SUMMARY_RE`, searched from the last ``=`` before the text's first
+    ``%`` rather than from its start: the pattern tries every position (it has no literal to skip
+    to), and the ``recv seq=N,time=...`` lines before the summary are most of the text. That start
+    is exact: a match holds exactly one ``%``, and neither ``%`` nor ``=`` can occur between its
+    start and its ``%``, so no match starts before the last ``=`` ahead of the first ``%`` (nor,
+    without a ``%``, anywhere)."""
+    percent = stdout.find("%")
+    if percent < 0:
+        return None
+    match = _SUMMARY_RE.search(stdout, stdout.rfind("=", 0, percent) + 1)
     if not match:
         return None
-    return int(match.group(1)), int(match.group(2)), float(match.group(3))
+    sent, received, loss = match.groups()
+    return int(sent), int(received), float(loss)
 
 
-def _result(section: Section, timeout_s: Optional[int]) -> PingResult:
-    npu, target = section.npu, section.attrs["target"]
-    assert npu is not None
-    cut = over_cap_error(section, "ping", f"hccn_tool -i {npu} -ping -g address {target}", npu)
-    if cut is not None:
-        return PingResult(npu=npu, target=target, ok=False, error=cut.message)
+def _result(section: Section, npu: int, target: str, timeout_s: Optional[int]) -> PingResult:
+    if "over" in section.attrs:  # (the command is worded only for a cut output: most are not)
+        cut = over_cap_error(section, "ping", f"hccn_tool -i {npu} -ping -g address {target}", npu)
+        if cut is not None:
+            return PingResult(npu=npu, target=target, ok=False, error=cut.message)
     summary = parse_ping_summary(section.stdout)
+    if summary is not None and section.rc == 0 and summary[0] == summary[1] and summary[0] > 0:
+        return PingResult(npu, target, True, *summary)  # every packet came back: the usual pair
     sent, received, loss = summary if summary else (None, None, None)
-    ok = section.rc == 0 and summary is not None and sent == received and (sent or 0) > 0
-    error = None
-    if not ok:
-        error = _error_text(section, summary, npu, target, timeout_s)
-    return PingResult(npu=npu, target=target, ok=ok, sent=sent, received=received, loss_percent=loss, error=error)
+    error = _error_text(section, summary, npu, target, timeout_s)
+    return PingResult(npu=npu, target=target, ok=False, sent=sent, received=received, loss_percent=loss, error=error)
 
 
 def _error_text(

@@ -101,7 +101,7 @@ def reference_parse_optical_info(stdout: str) -> OpticalInfo:
     indexed = None not in lanes
     return OpticalInfo(
         present_line=present,
-        lanes=tuple(optics._lane(index, readings, flags, indexed) for index, readings in sorted(lanes.items(), key=lambda item: -1 if item[0] is None else item[0])),
+        lanes=tuple(optics._lane(index, readings, [flags.get(name) for name in optics._LANE_FLAGS]) for index, readings in sorted(lanes.items(), key=lambda item: -1 if item[0] is None else item[0])),
         indexed=indexed,
         thresholds=OpticalThresholds(**thresholds),
         flags=flags,
@@ -337,3 +337,101 @@ def test_host_addresses_read_as_ipaddress_reads_them() -> None:
         assert getent(address) == getent_reference(address), repr(address)
         accepted += fast(text) is not None
     assert accepted > 1000
+
+
+# -- the ping summary: searched from the last '=' before the first '%' (ping.parse_ping_summary) --
+
+def _reference_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
+    """parse_ping_summary as it read before its bounded search: the pattern searched over the whole text."""
+    from ascendprep.probes.ping import _SUMMARY_RE
+
+    match = _SUMMARY_RE.search(stdout)
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), float(match.group(3))
+
+
+def test_ping_summary_bounded_search_finds_the_first_summary() -> None:
+    from ascendprep.probes.ping import parse_ping_summary
+
+    recorded = (ROOT / "bench" / "scale_data" / "a2-converged.ping.txt").read_text()
+    pings = [section.stdout for section in parse_transcript(recorded, "ping").sections if section.name == "ping"]
+    assert pings
+    # Pieces a summary is made of, their case variants (re.IGNORECASE also matches ſ, K, İ, ı),
+    # Unicode digits and spaces, and what lies around a summary (=, %, other lines).
+    pieces = ["3", "0", "12", "1234567890", "٣", " ", "\n", "\t", "\x0b", "\u2028", "%", "=", ",", ".", "0.00",
+              "packets transmitted,", "PACKETS TRANSMITTED,", "packet transmitted,", "received,", "ReCeIvEd,",
+              "packet loss", "packets loss", "pacKets", "paſſ", "İı", "seq=1,time=0.03ms", "100.00%", "% packet loss",
+              " packets transmitted, ", " received, ", "3 packets transmitted, 3 received, 0.00% packet loss"]
+    rng = random.Random(12)
+    texts = list(pings)
+    for _ in range(20000):
+        if rng.random() < 0.3:
+            base = rng.choice(pings)
+            cut = rng.randrange(len(base) + 1)
+            texts.append(base[:cut] + "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 4))) + base[cut:])
+        else:
+            texts.append("".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12))))
+    found = 0
+    for text in texts:
+        want = _reference_ping_summary(text)
+        assert parse_ping_summary(text) == want, text
+        found += want is not None
+    assert found > 1000  # the texts exercise matches, not only misses
+
+
+def test_a_ping_loss_that_is_no_number_is_no_summary() -> None:
+    """``1.2.3%`` once matched the summary and then made float() raise, losing every pair of the
+    transcript; now that line is no summary, and the pair says so."""
+    from ascendprep.probes.ping import parse_ping_output, parse_ping_summary
+
+    assert parse_ping_summary("3 packets transmitted, 3 received, 1.2.3% packet loss\n") is None
+    assert parse_ping_summary("3 packets transmitted, 3 received, 1.2.3% packet loss\n3 packets transmitted, 3 received, 0.00% packet loss\n") == (3, 3, 0.0)
+    recorded = (ROOT / "bench" / "scale_data" / "a2-converged.ping.txt").read_text()
+    results = parse_ping_output(recorded.replace("0.00% packet loss", "1.2.3% packet loss", 1))
+    assert len(results) == 8 and sum(result.ok for result in results) == 7
+    assert not results[0].ok and "no ping summary" in (results[0].error or "")
+
+
+def test_optical_thresholds_are_read_once_and_readings_every_time() -> None:
+    """A module model's alarm thresholds are kept by value (alike across a fleet); a port's own
+    readings never are, and a refusal is worded anew each time."""
+    recorded = parse_transcript(RECORDED.read_text(), "gather")
+    text = next(section.stdout for section in recorded.sections if section.name == "hccn.optical")
+    for known in optics._THRESHOLD_VALUES.values():
+        known.clear()
+    first, second = optics.parse_optical_info(text), optics.parse_optical_info(text)
+    assert first == second == reference_parse_optical_info(text)
+    kept = {value for known in optics._THRESHOLD_VALUES.values() for value in known}
+    assert "3465.00 mV" in kept and "3.5481 mW" in kept
+    assert not kept & {"0.8912 mW", "7.5000 mA", "45 C", "3262.90 mV"}  # readings of this port
+    bad = text.replace("Vcc High Thres       : 3465.00 mV", "Vcc High Thres       : 3465.00 mA")
+    for _ in range(2):
+        with pytest.raises(UnexpectedOutput, match="3465.00 mA"):
+            optics.parse_optical_info(bad)
+    assert "3465.00 mA" not in kept | {value for known in optics._THRESHOLD_VALUES.values() for value in known}
+
+
+def test_optical_thresholds_kept_are_bounded() -> None:
+    from ascendprep.limits import SHARED_OPTICAL_THRESHOLDS
+
+    base = "optical info:\npresent : present\nVcc High Thres : {} mV\n"
+    for index in range(SHARED_OPTICAL_THRESHOLDS + 50):
+        assert optics.parse_optical_info(base.format(f"1{index}.5")).thresholds.vcc_high_mv == float(f"1{index}.5")
+    assert len(optics._THRESHOLD_VALUES["mv"]) <= SHARED_OPTICAL_THRESHOLDS
+
+
+@pytest.mark.parametrize("npu", ["²", "9" * 5000])
+def test_an_id_int_refuses_costs_the_section_not_the_host(npu: str) -> None:
+    """``npu=²`` (a digit to str.isdigit(), not to int()) or a 5,000-digit id once raised out of
+    the gather and the ping parse, losing every section or pair of the host."""
+    from ascendprep.probes.gather import parse_gather_output
+    from ascendprep.probes.ping import parse_ping_output
+
+    facts = parse_gather_output(RECORDED.read_text().replace("begin hccn.ip npu=3", f"begin hccn.ip npu={npu}", 1))
+    assert any(error.probe == "hccn.ip" and "without an NPU id" in error.message for error in facts.errors)
+    assert facts.npus[3].optics is not None  # the NPU's other sections still read
+    pings = (ROOT / "bench" / "scale_data" / "a2-converged.ping.txt").read_text()
+    results = parse_ping_output(pings.replace("npu=3 target", f"npu={npu} target", 1))
+    assert len(results) == 8 and sum(result.ok for result in results) == 7
+    assert any("not run" in (result.error or "") for result in results)

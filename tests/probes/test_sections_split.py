@@ -72,8 +72,8 @@ def line_by_line(text: str, kind: str) -> Transcript:
 def _random_transcript(rng: random.Random) -> str:
     m = f"@@{NONCE} "
     out = []
-    if rng.random() < 0.3:
-        out.append("Welcome! login banner")
+    if rng.random() < 0.3:  # a banner, perhaps with marker lines of its own (read as nothing)
+        out += [rng.choice(["Welcome! login banner", f"{m}begin banner npu=1", f"{m}stderr", f"{m}done", ""]) for _ in range(rng.randint(1, 3))]
     out.append(f"@@ascendprep gather v1 {NONCE}")
     for _ in range(rng.randint(0, 6)):
         choice = rng.random()
