@@ -66,10 +66,11 @@ class PingPair:
         return f"{self.a.node}:{self.a.npu}<->{self.b.node}:{self.b.npu}"
 
     def to_dict(self) -> Dict[str, Any]:
+        source = self.source  # plan_pings makes it one of the ends: ``is`` first spares the field-wise ==
         return {
             "a": self.a.to_dict(),
             "b": self.b.to_dict(),
-            "source": None if self.source is None else ("a" if self.source == self.a else "b"),
+            "source": None if source is None else ("a" if source is self.a or source == self.a else "b"),
             "blocked": self.blocked,
         }
 
