@@ -265,3 +265,10 @@ SHARED_ANSWERS_PER_UNIT = 128
 #: Characters of such an answer at most for it to be kept (the kept answers are under 1 KB; a
 #: longer one is parsed each time, so that no host's output outlives its parse).
 SHARED_ANSWER_MAX_CHARS = 2048
+
+# -- verify at 4,096 hosts: the main thread, the bundle and the report (issue 12, mt) -------------
+
+#: Bytes of gzip members a live verify gathers in memory per ``hosts/<kind>.gz`` before it writes
+#: them (fleet/bundle.py BundleWriter): ~35 hosts' transcripts per write instead of one write per
+#: host; what is still held when the bundle is put in place is written then.
+BUNDLE_APPEND_BUFFER_BYTES = 256 * 1024
