@@ -146,8 +146,10 @@ def build_desired(inventory: Inventory) -> DesiredState:
     python_path = model.software.python_path
 
     nodes: dict[str, NodeDesired] = {}
+    if_ips = {node.name: _if_ip(node) for node in inventory.nodes}
     rank = 0
     for node in inventory.nodes:
+        if_ip = if_ips[node.name]
         hccn = [HccnSettings(a.npu, a.ip, a.netmask, a.gateway, a.detect, tls) for a in plan.by_node.get(node.name, [])]
         rendezvous = envfiles.rendezvous_values(
             master_addr=master.host,
@@ -155,14 +157,14 @@ def build_desired(inventory: Inventory) -> DesiredState:
             nnodes=nnodes,
             node_rank=node.index,
             nproc_per_node=node.npus,
-            if_ip=_if_ip(node),
+            if_ip=if_ip,
             socket_ifname=model.training.socket_ifname,
             rank_table=model.training.rank_table,
             logic_superpod=node.logical_super_pod,
         )
         files = [
             FileToWrite(ENV_SH, env_sh, scope="cluster"),
-            FileToWrite(SET_ENV_SH, envfiles.render_set_env_sh(rendezvous, bind_address=_if_ip(node))),
+            FileToWrite(SET_ENV_SH, envfiles.render_set_env_sh(rendezvous, bind_address=if_ip)),
             FileToWrite(RANK_TABLE, rank_table, scope="cluster"),
         ]
         nodes[node.name] = NodeDesired(
@@ -180,7 +182,7 @@ def build_desired(inventory: Inventory) -> DesiredState:
     software = {key: getattr(model.software, key) for key in SOFTWARE_KEYS}
     findings = list(plan.findings) + table_findings + _software_findings(software, inventory.product.compat_chip)
     for node in inventory.nodes:
-        if _if_ip(node) is None and model.training.socket_ifname is None:
+        if if_ips[node.name] is None and model.training.socket_ifname is None:
             findings.append(Finding("plan.hccl_if", Severity.WARNING, f"{node.name}: host '{node.host}' is a name, so HCCL_IF_IP cannot be set; HCCL will pick a NIC by its own order", "set training.socket_ifname (HCCL_SOCKET_IFNAME) or give the node's IP as host", node=node.name))
     return DesiredState(inventory, plan, nodes, software, model.firewall, hccl_ports(inventory), findings)
 

@@ -276,3 +276,10 @@ SHARED_OPTICAL_THRESHOLDS = 256
 #: Digits a section attribute's number (``npu=``, ``chip=``, ``pass=``) or a ping script's
 #: ``timeout=`` may have: a longer run is no id (and int() refuses 4,300 digits).
 SECTION_ID_MAX_DIGITS = 18
+
+# -- verify at 4,096 hosts: the main thread, the bundle and the report (issue 12, mt) -------------
+
+#: Bytes of gzip members a live verify gathers in memory per ``hosts/<kind>.gz`` before it writes
+#: them (fleet/bundle.py BundleWriter): ~35 hosts' transcripts per write instead of one write per
+#: host; what is still held when the bundle is put in place is written then.
+BUNDLE_APPEND_BUFFER_BYTES = 256 * 1024

@@ -66,10 +66,11 @@ class PingPair:
         return f"{self.a.node}:{self.a.npu}<->{self.b.node}:{self.b.npu}"
 
     def to_dict(self) -> Dict[str, Any]:
+        source = self.source  # plan_pings makes it one of the ends: ``is`` first spares the field-wise ==
         return {
             "a": self.a.to_dict(),
             "b": self.b.to_dict(),
-            "source": None if self.source is None else ("a" if self.source == self.a else "b"),
+            "source": None if source is None else ("a" if source is self.a or source == self.a else "b"),
             "blocked": self.blocked,
         }
 
@@ -114,8 +115,9 @@ def mesh_pairs(desired: DesiredState, mesh: str) -> List[Tuple[Endpoint, Endpoin
     seen: set = set()
     unique = []
     for a, b in pairs:
-        key = frozenset(((a.node, a.npu), (b.node, b.npu)))
-        if a == b or key in seen:
+        first, second = (a.node, a.npu), (b.node, b.npu)
+        key = (first, second) if first < second else (second, first)  # unordered: one per pair
+        if first == second or key in seen:
             continue
         seen.add(key)
         unique.append((a, b))
@@ -137,21 +139,29 @@ def _reach_key(desired: DesiredState, node: str, npu: int) -> Tuple[int, ...]:
 def _ring(desired: DesiredState, endpoints: Dict[Tuple[str, int], Endpoint]) -> List[Tuple[Endpoint, Endpoint]]:
     nodes = desired.inventory.nodes
     master = desired.inventory.master.name
+    keys: Dict[Tuple[str, int], Tuple[int, ...]] = {}  # each NPU's reach key, made once (asked ~3 times)
+
+    def reach(name: str, npu: int) -> Tuple[int, ...]:
+        key = keys.get((name, npu))
+        if key is None:
+            key = keys[(name, npu)] = _reach_key(desired, name, npu)
+        return key
+
     pairs = []
     for position, node in enumerate(nodes):
         for npu in range(node.npus):
             here = endpoints.get((node.name, npu))
             if here is None:
                 continue
-            key = _reach_key(desired, node.name, npu)
+            key = reach(node.name, npu)
             for step in range(1, len(nodes)):
                 name = nodes[(position + step) % len(nodes)].name
                 following = endpoints.get((name, npu))
-                if following is not None and _reach_key(desired, name, npu) == key:
+                if following is not None and reach(name, npu) == key:
                     pairs.append((here, following))
                     break
             on_master = endpoints.get((master, npu))
-            if on_master is not None and _reach_key(desired, master, npu) == key:
+            if on_master is not None and reach(master, npu) == key:
                 pairs.append((here, on_master))
     return pairs
 
@@ -185,10 +195,18 @@ def _source_rank(facts: Optional[HostFacts], npu: int) -> Tuple[int, str]:
 
 def plan_pings(desired: DesiredState, facts: Mapping[str, Optional[HostFacts]], mesh: str = "ring") -> PingPlan:
     """The ping plan for ``mesh``, choosing each pair's source from what the facts say."""
+    ranks: Dict[Tuple[str, int], Tuple[int, str]] = {}  # per NPU, made once: it is in ~2 pairs, the master's in every node's
+
+    def rank(end: Endpoint) -> Tuple[int, str]:
+        known = ranks.get((end.node, end.npu))
+        if known is None:
+            known = ranks[(end.node, end.npu)] = _source_rank(facts.get(end.node), end.npu)
+        return known
+
     planned = []
     for a, b in mesh_pairs(desired, mesh):
-        rank_a, why_a = _source_rank(facts.get(a.node), a.npu)
-        rank_b, why_b = _source_rank(facts.get(b.node), b.npu)
+        rank_a, why_a = rank(a)
+        rank_b, why_b = rank(b)
         if rank_a == 0 and rank_b == 0:
             planned.append(PingPair(a, b, None, f"{a.node} npu {a.npu}: {why_a}; {b.node} npu {b.npu}: {why_b}"))
         else:

@@ -666,7 +666,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
         if run.only_hosts is not None:
             out.print(f"Read only {escape(compressed(run.only_hosts))} (--hosts): the cluster checks judged these "
                       "nodes alone, and their pings went to the planned addresses of the other nodes, which were not contacted.", soft_wrap=True)
-        print_verify(out, results, shown.hosts, node_order, shown.allreduce_findings, str(target) if target else None)
+        print_verify(out, results, shown.hosts, node_order, shown.allreduce_findings, str(target) if target else None, counts=document["summary"])
         for hit in run.limits_hit:
             if hit["limit"] == "command_timeout":
                 out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(compressed(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)

@@ -29,14 +29,17 @@ ALLREDUCE = "all-reduce"
 
 
 def summary(results: Sequence[CheckResult], extra: Iterable[Finding] = ()) -> Dict[str, int]:
-    """Counts by status, and failed results (plus ``extra`` findings) by severity."""
-    statuses = Counter([r.status for r in results])
+    """Counts by status, and failed results (plus ``extra`` findings) by severity.
+
+    The statuses are counted by ``list.count`` (identity first, in C), not a Counter: an Enum
+    member hashes in Python, ~4 ms of the ~9 per 174,000 results (1,024 hosts)."""
+    statuses = [r.status for r in results]
     failed = Status.FAILED
     severities = Counter([r.severity for r in results if r.status is failed] + [f.severity for f in extra])
     return {
-        "passed": statuses[Status.PASSED],
-        "failed": statuses[Status.FAILED],
-        "skipped": statuses[Status.SKIPPED],
+        "passed": statuses.count(Status.PASSED),
+        "failed": statuses.count(failed),
+        "skipped": statuses.count(Status.SKIPPED),
         "errors": severities[Severity.ERROR],
         "warnings": severities[Severity.WARNING],
     }
@@ -80,7 +83,10 @@ def print_verify(
     node_order: Sequence[str],
     extra: Sequence[Finding] = (),
     bundle: Optional[str] = None,
+    counts: Optional[Dict[str, int]] = None,
 ) -> None:
+    """The text report. ``counts``: :func:`summary` of ``results`` and ``extra`` when the caller
+    has it already (verify's document holds it: one pass over ~170 results per host less)."""
     groups = grouped_findings(results, node_order, extra)
     on_nodes = [name for name in groups if name not in (CLUSTER, ALLREDUCE)]
     sections = [
@@ -93,7 +99,8 @@ def print_verify(
             # One row per distinct finding, naming its hosts as a range (node[0001-4096]);
             # findings_table shows messages as plain text: tool output ("[/path/pair.cc:553]") is never markup.
             console.print(findings_table(findings, f"{markup_safe(title)}: {_plural(len(findings), 'failed check')}"))
-    counts = summary(results, extra)
+    if counts is None:
+        counts = summary(results, extra)
     console.print(summary_line(counts))
     if bundle:
         shown_path = markup_safe(bundle)

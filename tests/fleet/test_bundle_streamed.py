@@ -5,17 +5,24 @@ runs out of disk leaves no folder named as a bundle."""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
+import random
 from collections import Counter, namedtuple
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from click.testing import CliRunner
 
+from ascendprep.checks.context import HostEvidence
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired import build_desired
 from ascendprep.fleet import bundle as bundle_module
 from ascendprep.fleet import evidence, fanout
 from ascendprep.fleet.bundle import BundleWriter, new_bundle_dir
+from ascendprep.limits import BUNDLE_APPEND_BUFFER_BYTES
 from ascendprep.fleet.evidence import collect
 from ascendprep.fleet.fanout import Session
 from ascendprep.fleet.hosts import host_accesses
@@ -40,6 +47,9 @@ def test_each_hosts_transcripts_go_to_the_partial_bundle_and_are_not_held(fake_t
     with Session(host_accesses(desired.inventory), forks=2, transport_factory=lambda access: LocalTransport(access.name, 60)) as session:
         hosts, plan = collect(session, desired, "ring", with_pings=True, keep=writer.keep)
     assert plan is not None and hosts["node1"].facts is not None and hosts["node1"].pings
+    # what the writer holds in memory is bounded (the members are written a buffer at a time)
+    assert all(len(stream.pending) < BUNDLE_APPEND_BUFFER_BYTES for stream in writer._streams.values())
+    writer.close_streams(flush=True)
     for name, host in hosts.items():
         assert (host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr) == ("", "", "", "")
         folder = writer.partial / "hosts"
@@ -187,3 +197,39 @@ def test_verify_runs_without_the_cycle_collector_and_restores_it(fake_tools, tmp
         assert gc.isenabled()  # back on after an interrupted run too
     finally:
         gc.callbacks.remove(note)
+
+
+@pytest.mark.parametrize("buffer", [1, 3000, 10**9])
+def test_each_member_reads_back_whatever_the_append_buffer(tmp_path, monkeypatch, buffer) -> None:
+    """The members are written a buffer at a time (every append, some, or only when the bundle is
+    put in place): each host's member is still its own transcript at its own offset, also with
+    hosts kept from several workers at once."""
+    monkeypatch.setattr(bundle_module, "BUNDLE_APPEND_BUFFER_BYTES", buffer)
+    writer = BundleWriter(new_bundle_dir(tmp_path / "runs"))
+    writer.open()
+    rng = random.Random(buffer)
+    texts = {f"node{i}": "".join(rng.choice("ab \n°") for _ in range(rng.randrange(0, 5000))) for i in range(40)}
+    with ThreadPoolExecutor(8) as pool:
+        kept = list(pool.map(lambda item: writer.keep(HostEvidence(item[0], "", None, pings=(), ping_stdout=item[1])), texts.items()))
+    assert all(host.ping_stdout == "" for host in kept)
+    writer.close_streams(flush=True)
+    data = (writer.partial / "hosts" / "ping.out.gz").read_bytes()
+    assert len(data) == sum(writer.members[name]["ping.out"][1] for name in texts)
+    for name, text in texts.items():
+        offset, length = writer.members[name]["ping.out"]
+        assert gzip.decompress(data[offset:offset + length]).decode() == text
+
+
+def test_a_write_that_fails_gives_the_bundle_up_not_the_run(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(bundle_module, "BUNDLE_APPEND_BUFFER_BYTES", 1)  # every member written at once
+
+    def full(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(bundle_module._Stream, "flush", full)
+    writer = BundleWriter(new_bundle_dir(tmp_path / "runs"))
+    writer.open()
+    host = writer.keep(HostEvidence("node1", "", None, pings=(), ping_stdout="3 packets transmitted"))
+    assert host.ping_stdout == ""
+    assert writer.problem is not None and "No space left on device" in writer.problem
+    assert not writer.partial.exists()

@@ -130,3 +130,39 @@ def test_the_default_deadline_grows_with_the_fleet_and_shrinks_with_forks(hosts,
     assert (deadline.seconds, deadline.source) == (expected, "default")
     assert "set --timeout" in deadline.describe()
     assert command_deadline(42, hosts, forks, 10, 300, phases).seconds == 42
+
+
+class SlowTransport(LocalTransport):
+    """Answers, but only after ``seconds``: past the deadline, while the caller has moved on."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__(name)
+        self.seconds = seconds
+        self.answered = threading.Event()
+
+    def run_script(self, script: str, timeout=None):  # type: ignore[override]
+        time.sleep(self.seconds)
+        try:
+            return super().run_script(script, timeout)
+        finally:
+            self.answered.set()
+
+
+def test_an_answer_after_the_deadline_does_not_change_the_outcomes_returned() -> None:
+    """The workers fill the outcomes while the main thread sleeps; once the deadline passed, what
+    was returned stays as returned, also when a late host answers afterwards."""
+    made = {}
+
+    def factory(access: HostAccess) -> Transport:
+        made[access.name] = SlowTransport(access.name, 1.5) if access.name == "late" else LocalTransport(access.name)
+        return made[access.name]
+
+    session = Session(_hosts("fast", "late"), forks=2, transport_factory=factory, deadline=Deadline(0.7))
+    outcomes = session.run(_echo, step="gathering facts")
+    returned = dict(outcomes)
+    assert outcomes["fast"].value == "ok"
+    assert outcomes["late"].kind == "timeout"
+    assert made["late"].answered.wait(5)
+    time.sleep(0.1)  # the late worker has stored its outcome where it stores them
+    assert outcomes == returned
+    session.close()
