@@ -14,6 +14,7 @@ are unknown even without an error of their own.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -606,12 +607,12 @@ class HostFacts:
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-ready dict carrying ``schema_version``."""
-        return {"schema_version": FACTS_SCHEMA_VERSION, **_HOST_FACTS.dump_python(self, mode="json")}
+        return {"schema_version": FACTS_SCHEMA_VERSION, **_host_facts_adapter().dump_python(self, mode="json")}
 
     def to_json(self) -> bytes:
         """:meth:`to_dict` as compact UTF-8 JSON, by pydantic's own encoder: ~4x faster than
         ``json.dumps(to_dict())``, which a verify bundle pays once per host (bench/bench_scale.py)."""
-        return b'{"schema_version":%d,' % FACTS_SCHEMA_VERSION + _HOST_FACTS.dump_json(self)[1:]
+        return b'{"schema_version":%d,' % FACTS_SCHEMA_VERSION + _host_facts_adapter().dump_json(self)[1:]
 
     @classmethod
     def from_dict(cls, data: Any) -> "HostFacts":
@@ -626,12 +627,17 @@ class HostFacts:
                 " (gather the facts again)"
             )
         try:
-            return _HOST_FACTS.validate_python(body)
+            return _host_facts_adapter().validate_python(body)
         except ValidationError as exc:
             raise FactsFormatError(f"invalid host facts: {exc}") from None
 
 
-_HOST_FACTS = TypeAdapter(HostFacts)
+@functools.lru_cache(maxsize=None)
+def _host_facts_adapter() -> "TypeAdapter[HostFacts]":
+    """pydantic's reader and writer of HostFacts, built on first use: building it costs ~30 ms,
+    which every command importing this module paid at start, though a verify whose hosts all
+    pass writes no facts.json and reads none."""
+    return TypeAdapter(HostFacts)
 
 
 # -- faster construction of the facts a host holds by the dozen ----------------------------------
