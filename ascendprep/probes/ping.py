@@ -17,11 +17,10 @@ import shlex
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ascendprep.facts import PingResult
-from ascendprep.limits import SECTION_ID_MAX_DIGITS
 from ascendprep.probes.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.probes.hccn import CANONICAL_IPV4
 from ascendprep.probes.paths import DEFAULT_ASCEND_HOME
-from ascendprep.probes.sections import Section, new_nonce, parse_transcript, render_attrs
+from ascendprep.probes.sections import Section, id_number, new_nonce, parse_transcript, render_attrs
 from ascendprep.probes.shell import UnsafeValue, check_devid, main_block, preamble
 
 R = TypeVar("R")
@@ -124,21 +123,22 @@ def parse_pair_transcript(text: str, kind: str, section_name: str, result: Calla
     for section in transcript.sections:
         name = section.name
         if name == section_name:
-            target, npu_text = section.attrs.get("target"), section.attrs.get("npu", "")
-            if target and npu_text.isdecimal() and len(npu_text) <= SECTION_ID_MAX_DIGITS:  # (section.npu, read once)
-                npu = int(npu_text)
+            target, npu = section.attrs.get("target"), section.npu  # (read once per pair)
+            if target and npu is not None:
                 results.append(result(section, npu, target, timeout_s))
                 answered.append((npu, target))
         elif name == "settings":
             for line in section.stdout.splitlines():
                 key, _, value = line.partition("=")
-                if key == "timeout" and value.isdecimal() and len(value) <= SECTION_ID_MAX_DIGITS:
-                    timeout_s = int(value)
+                number = id_number(value) if key == "timeout" else None
+                if number is not None:
+                    timeout_s = number
         elif name == "pairs":
             for line in section.stdout.splitlines():
                 asked_npu, _, asked_target = line.partition(" ")
-                if asked_npu.isdecimal() and len(asked_npu) <= SECTION_ID_MAX_DIGITS and asked_target:
-                    requested.append((int(asked_npu), asked_target))
+                asked = id_number(asked_npu)
+                if asked is not None and asked_target:
+                    requested.append((asked, asked_target))
     if answered == requested:  # every pair, in the order asked: what a whole run prints
         return results
     done = set(answered)

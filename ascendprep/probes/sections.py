@@ -75,6 +75,14 @@ def render_attrs(**attrs: object) -> str:
 NO_ATTRS: Mapping[str, str] = MappingProxyType({})
 
 
+def id_number(text: str) -> Optional[int]:
+    """An id or count a node printed (``npu=3``, a ping script's ``timeout=15``) as a number; None
+    when it is none. Decimal digits only (``²`` is a digit to ``isdigit`` that int() refuses) and at
+    most :data:`~ascendprep.limits.SECTION_ID_MAX_DIGITS` of them (int() refuses 4,300), since a
+    node may print anything there."""
+    return int(text) if text.isdecimal() and len(text) <= SECTION_ID_MAX_DIGITS else None
+
+
 class Section(NamedTuple):
     """One command's output. ``rc`` is None when the output stopped inside the section.
 
@@ -92,14 +100,11 @@ class Section(NamedTuple):
 
     @property
     def npu(self) -> Optional[int]:
-        value = self.attrs.get("npu", "")  # int_attr("npu"), without the call (a ping reads it per pair)
-        return int(value) if value.isdecimal() and len(value) <= SECTION_ID_MAX_DIGITS else None
+        return id_number(self.attrs.get("npu", ""))
 
     def int_attr(self, key: str) -> Optional[int]:
-        """The attribute's number; None when it is none. (isdecimal, not isdigit: ``²`` is a
-        digit that int() refuses, and a node may print any attribute.)"""
-        value = self.attrs.get(key, "")
-        return int(value) if value.isdecimal() and len(value) <= SECTION_ID_MAX_DIGITS else None
+        """The attribute's number (:func:`id_number`); None when it is none."""
+        return id_number(self.attrs.get(key, ""))
 
     @property
     def timed_out(self) -> bool:

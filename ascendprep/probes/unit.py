@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ascendprep.facts import ProbeError
-from ascendprep.limits import SECTION_ID_MAX_DIGITS, SHARED_ANSWER_MAX_CHARS, SHARED_ANSWERS_PER_UNIT
+from ascendprep.limits import SHARED_ANSWER_MAX_CHARS, SHARED_ANSWERS_PER_UNIT
 from ascendprep.probes import paths
 from ascendprep.probes.failures import classify_failure
-from ascendprep.probes.sections import NO_ATTRS, Section, render_attrs
+from ascendprep.probes.sections import NO_ATTRS, Section, id_number, render_attrs
 
 HOST = "host"
 NPU = "npu"
@@ -90,9 +90,8 @@ class Where:
         # each ask for them.
         # (A section without attributes, a fifth of a host's, has neither.)
         npu, chip = (attrs.get("npu", ""), attrs.get("chip", "")) if attrs else ("", "")
-        # (isdecimal, not isdigit: int() refuses ``²``, and a node may print any attribute.)
-        self.npu: Optional[int] = int(npu) if npu.isdecimal() and len(npu) <= SECTION_ID_MAX_DIGITS else None
-        self.chip: Optional[int] = int(chip) if chip.isdecimal() and len(chip) <= SECTION_ID_MAX_DIGITS else None
+        self.npu: Optional[int] = id_number(npu)
+        self.chip: Optional[int] = id_number(chip)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Where):
@@ -105,8 +104,7 @@ class Where:
         return f"Where(attrs={dict(self.attrs)!r}, ascend_home={self.ascend_home!r}, python_path={self.python_path!r})"
 
     def int_attr(self, key: str) -> Optional[int]:
-        value = self.attrs.get(key, "")
-        return int(value) if value.isdecimal() and len(value) <= SECTION_ID_MAX_DIGITS else None
+        return id_number(self.attrs.get(key, ""))
 
     def home_path(self, relative: str) -> str:
         """``relative`` under the Ascend home the script used (the default when it did not say)."""
