@@ -43,9 +43,9 @@ _LINE_RE = re.compile(r"^([a-z][a-z0-9_]{0,63})\s*:\s*(\d{1,20})$")
 #: a newline but perhaps the last, no value of 20 digits (those may be over 64 bits: the line
 #: reading refuses them).
 _EXACT_HEADER = _HEADER + "\n"
-#: (Possessive: a name cannot end early before its ``:`` nor a value before its newline, so the
-#: engine keeps no state to backtrack into, ~20 % less work on the ~40 lines.)
-_EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}+:\d{1,19}+(?:\n|\Z))++")
+#: (Not possessive, though that was ~1 us faster per answer: ``++`` and ``{m,n}+`` need Python
+#: 3.11, and ascendprep runs from 3.9.)
+_EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}:\d{1,19}(?:\n|\Z))+")
 
 
 def parse_stat(stdout: str) -> Dict[str, int]:
