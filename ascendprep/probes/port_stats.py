@@ -44,7 +44,7 @@ _LINE_RE = re.compile(r"^([a-z][a-z0-9_]{0,63})\s*:\s*(\d{1,20})$")
 #: reading refuses them).
 _EXACT_HEADER = _HEADER + "\n"
 #: (Not possessive, though that was ~1 us faster per answer: ``++`` and ``{m,n}+`` need Python
-#: 3.11, and ascendprep runs from 3.9.)
+#: 3.11, and ascendprep runs from 3.10.)
 _EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}:\d{1,19}(?:\n|\Z))+")
 
 

@@ -1,7 +1,7 @@
-"""pyproject says ascendprep runs from Python 3.9; possessive repeats (``a++``, ``a{1,3}+``) and
-atomic groups (``(?>...)``) came only in 3.11, where a module compiling one would fail to import
-on an older control node (Debian 11, Ubuntu 22.04). Every compiled pattern of the package is read
-by this interpreter's own regex parser and held to what 3.9 can compile."""
+"""pyproject says ascendprep runs from Python 3.10; possessive repeats (``a++``, ``a{1,3}+``) and
+atomic groups (``(?>...)``) came only in 3.11, so a module compiling one would fail to import on
+an older control node (Ubuntu 22.04's 3.10). Every compiled pattern of the package is read by
+this interpreter's own regex parser and held to what 3.10 can compile."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_no_pattern_needs_python_3_11():
     assert offenders == []
 
 
-def test_the_reading_finds_what_3_9_cannot_compile():
+def test_the_reading_finds_what_3_10_cannot_compile():
     for text in (r"a++", r"x{1,3}+:", r"(?:ab)*+", r"(?>ab|a)c", r"(a|(?:b++))"):
         assert _newer_nodes(_parser.parse(text)), text
     assert not _newer_nodes(_parser.parse(r"\++[+]{2}(?:a|b)+"))
