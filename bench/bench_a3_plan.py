@@ -58,7 +58,7 @@ def check_table(table: dict, pods: int, servers: int) -> None:
 
 def run_once(path: Path) -> dict:
     from ascendprep.desired.state import build_desired
-    from ascendprep.inventory.model import load_inventory
+    from ascendprep.inventory.load import load_inventory
     from ascendprep.base.paths import RANK_TABLE
     from ascendprep.report.plan import render_json
 

@@ -63,7 +63,7 @@ from ascendprep.run.allreduce import AllreduceOptions, AllreduceOutcome, run_all
 from ascendprep.verify.allreduce.sizes import format_size, parse_size
 from ascendprep.verify.allreduce.worker import bus_bandwidth_factor
 from ascendprep.run.hosts import host_accesses
-from ascendprep.inventory.model import load_inventory
+from ascendprep.inventory.load import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.testing import free_test_subnet

@@ -52,7 +52,7 @@ from typing import Iterator, Optional, Sequence
 
 from ascendprep.desired.state import build_desired
 from ascendprep.run.hosts import apply_changes, gather_facts, host_accesses
-from ascendprep.inventory.model import load_inventory
+from ascendprep.inventory.load import load_inventory
 from ascendprep.lab import lifecycle
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.paths import LabPaths

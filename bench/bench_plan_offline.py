@@ -49,7 +49,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     from ascendprep.desired.state import build_desired
-    from ascendprep.inventory.model import load_inventory
+    from ascendprep.inventory.load import load_inventory
     from ascendprep.report.addresses import write_address_csv
     from ascendprep.report.plan import render_json
 

@@ -68,7 +68,7 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
 
     from ascendprep.desired.state import build_desired
     from ascendprep.run import fanout
-    from ascendprep.inventory.model import load_inventory
+    from ascendprep.inventory.load import load_inventory
 
     inventory = scale_sim.write_scale_inventory(workdir, hosts)
     fleet = scale_sim.SimulatedFleet(build_desired(load_inventory(inventory)), scale_sim.FRESH if command == "plan" else scale_sim.CONVERGED)
@@ -76,7 +76,8 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
     fanout.Session._connect_ssh = lambda self, access: fleet.transport_for(access)  # type: ignore[method-assign]
 
     from ascendprep.commands.plan import run_plan
-    from ascendprep.commands.verify import VerifyOptions, run_verify
+    from ascendprep.commands.verify import run_verify
+    from ascendprep.commands.verify_run import VerifyOptions
 
     os.chdir(workdir)
     # The report goes to a file, as `ascendprep verify --format json > out.json` would: held in a

@@ -99,7 +99,7 @@ class Targets:
 def load_targets(inventory_path: Path) -> Targets:
     """Every node's changes from ``ascendprep plan --offline --format json``, and its SSH access."""
     from ascendprep.desired.envfiles import render_sysctl_conf
-    from ascendprep.inventory.model import load_inventory
+    from ascendprep.inventory.load import load_inventory
     from ascendprep.base.paths import SYSCTL_FILE
 
     sys.path.insert(0, str(Path(__file__).resolve().parent / "ansible"))

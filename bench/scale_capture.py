@@ -61,7 +61,8 @@ def main() -> None:
 
     from ascendprep.commands.apply import run_apply
     from ascendprep.commands.plan import run_plan
-    from ascendprep.commands.verify import VerifyOptions, run_verify
+    from ascendprep.commands.verify import run_verify
+    from ascendprep.commands.verify_run import VerifyOptions
 
     work = inventory.parent / "scale-capture"
     work.mkdir(exist_ok=True)

@@ -219,7 +219,7 @@ class SimulatedFleet:
 
     def __init__(self, desired, state: str = CONVERGED, host_prefix: int = HOST_PREFIX) -> None:
         from ascendprep.desired.state import build_desired
-        from ascendprep.inventory.model import inventory_from_text
+        from ascendprep.inventory.load import inventory_from_text
 
         import yaml
 

@@ -17,7 +17,6 @@ from typing import Any, Optional
 
 from ascendprep.plan.changes import Change
 from ascendprep.plan.planfile import compact_json, write_private
-from ascendprep.report.changes import change_entry
 
 SCHEMA_VERSION = 2  # 2: typed changes (kind, target, before, after, text), as in plan files
 KIND = "apply-journal"
@@ -30,7 +29,7 @@ def _now() -> str:
 
 def public_change(change: Change) -> dict[str, Any]:
     """A change for the journal: values before/after (a file's by sha256), never file contents."""
-    return {**change_entry(change), "key": change.key}
+    return {**change.entry(), "key": change.key}
 
 
 def _user() -> Optional[str]:

@@ -58,7 +58,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState
     from ascendprep.run.fanout import HostOutcome
     from ascendprep.run.hosts import AppliedHost
-    from ascendprep.inventory.model import Inventory, Node
+    from ascendprep.inventory.model import Node
+    from ascendprep.inventory.load import Inventory
     from ascendprep.plan.diff import Change
     from ascendprep.plan.planfile import PlanFile
 
@@ -132,7 +133,7 @@ class Refused(Exception):
 
 def _load_inventory(path: Path, saved: "PlanFile", given: Optional[Path]) -> "Inventory":
     """The inventory from ``--inventory`` or from the plan; its hash must be the plan's."""
-    from ascendprep.inventory.model import inventory_from_text
+    from ascendprep.inventory.load import inventory_from_text
     from ascendprep.plan.planfile import read_inventory_bytes
 
     source = given if given is not None else Path(saved.inventory_path)

@@ -32,7 +32,8 @@ from ascendprep.base.yamlsource import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState
     from ascendprep.run.fanout import Session
-    from ascendprep.inventory.model import Inventory, Node
+    from ascendprep.inventory.model import Node
+    from ascendprep.inventory.load import Inventory
 
 
 accept_new_host_keys_option = click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")

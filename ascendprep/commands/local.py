@@ -38,10 +38,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.facts.model import HostFacts
     from ascendprep.remote.deadline import Deadline
     from ascendprep.run.fanout import Session
-    from ascendprep.inventory.model import Inventory, Node
+    from ascendprep.inventory.model import Node
+    from ascendprep.inventory.load import Inventory
     from rich.console import Console
 
-    from ascendprep.commands.verify import VerifyOptions, _Run
+    from ascendprep.commands.verify_run import VerifyOptions, VerifyRun
 
 #: What the other nodes' evidence says in a --local run (they are never contacted).
 NOT_THIS_NODE = "not read: a --local run reads only {node}"
@@ -199,21 +200,21 @@ def node_results(desired: "DesiredState", host: "HostEvidence", pings: Optional[
     return [r for r in results if r.node is None or r.node == host.node]
 
 
-def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console") -> Optional["_Run"]:
+def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console") -> Optional["VerifyRun"]:
     """``verify --local``: this machine's gather and pings, through the local transport.
 
-    Returns verify's run record (``commands.verify._Run``) holding only this node's evidence, or
+    Returns verify's run record (``commands.verify_run.VerifyRun``) holding only this node's evidence, or
     None when the inventory breaks its rules (already printed).
     """
     from datetime import datetime, timezone
 
     from ascendprep.verify.checks.context import HostEvidence
-    from ascendprep.commands.verify import VERIFY_PHASES, _desired, _Run
+    from ascendprep.commands.verify_run import VERIFY_PHASES, VerifyRun, desired_state
     from ascendprep.run.evidence import PingRun, _ping_problem, run_pings
     from ascendprep.run.hosts import gather_facts
     from ascendprep.run.progress import progress_for_terminal
     from ascendprep.commands.common import hosts_deadline
-    from ascendprep.inventory.model import inventory_from_text
+    from ascendprep.inventory.load import inventory_from_text
     from ascendprep.facts.shell import checked_output_cap_override
     from ascendprep.report.limits_hit import collect_limits_hit
     from ascendprep.facts.shell import remote_call_output_cap
@@ -228,7 +229,7 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
         from ascendprep.run.bundle import check_bundle_target
 
         check_bundle_target(options.bundle_dir, node.name)  # refused before anything is read
-    desired = _desired(inventory, err)
+    desired = desired_state(inventory, err)
     if desired is None:
         return None
     mesh = options.mesh or "ring"
@@ -261,5 +262,5 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
                 host = replace(host, pings=())  # nothing this node can ping: an empty, finished phase
         execs = session.exec_counts()
     limits_hit = collect_limits_hit(session.limits_hit, {node.name: host.facts}, remote_call_output_cap())
-    return _Run(desired, str(path.resolve()), text, {node.name: host}, pings, mesh, selection, day, execs, [], None,
+    return VerifyRun(desired, str(path.resolve()), text, {node.name: host}, pings, mesh, selection, day, execs, [], None,
                 limits_hit=limits_hit, local_node=node.name)

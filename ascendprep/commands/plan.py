@@ -106,7 +106,7 @@ def _positive_int(text: str, option: str) -> int:
 def plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
     """Print the desired state of ``inventory``; exit 2 when it breaks a rule, 1 on error findings."""
     from ascendprep.desired.state import build_desired
-    from ascendprep.inventory.model import load_inventory
+    from ascendprep.inventory.load import load_inventory
     from ascendprep.report.plan import print_plan, render_json
 
     limit: Optional[int] = None if node_limit == "all" else _positive_int(node_limit, "--nodes")
@@ -185,7 +185,7 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
 def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None) -> int:
     """The live ``plan``: returns the exit code; raises InputError for a bad inventory."""
     from ascendprep.desired.state import build_desired
-    from ascendprep.inventory.model import load_inventory
+    from ascendprep.inventory.load import load_inventory
     from ascendprep.plan.planfile import DEFAULT_PLAN, from_host_plans, write_plan
     from ascendprep.report.changes import changes_table, plan_document
 

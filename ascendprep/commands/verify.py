@@ -21,8 +21,8 @@ import gc
 import hashlib
 import importlib.util
 import sys
-from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timezone
+from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -30,6 +30,7 @@ import click
 from rich.console import Console
 
 from ascendprep.base import exitcodes
+from ascendprep.commands.verify_run import VERIFY_PHASES, VerifyOptions, VerifyRun, desired_state
 from ascendprep.commands.common import (
     hosts_option,
     select_nodes,
@@ -39,13 +40,11 @@ from ascendprep.commands.common import (
     hosts_deadline,
     open_session,
     print_input_errors,
-    print_invalid_inventory,
     prompt_sudo_password,
     timeout_option,
 )
 from ascendprep.base.findings import Finding, has_errors
 from ascendprep.remote.deadline import Deadline
-from ascendprep.remote.sudo import SudoPassword
 from ascendprep.base.hostrange import compressed
 from ascendprep.base.limits import KEEP_RUNS_DEFAULT
 from ascendprep.base.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
@@ -54,12 +53,9 @@ from ascendprep.base.text import markup_safe as escape
 from ascendprep.base.yamlsource import InputError, Located, read_input_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ascendprep.verify.checks.context import HostEvidence
-    from ascendprep.verify.mesh import PingPlan
     from ascendprep.verify.checks.model import CheckResult
     from ascendprep.verify.checks.registry import Selection
-    from ascendprep.desired.state import DesiredState
-    from ascendprep.inventory.model import Inventory
+    from ascendprep.inventory.load import Inventory
 
 ALLREDUCE_MODULE = "ascendprep.run.allreduce"
 #: The bundle's ``selection`` entry listing the nodes a ``--hosts`` run read.
@@ -244,90 +240,17 @@ def verify_command(
     sys.exit(code)
 
 
-@dataclass(frozen=True)
-class VerifyOptions:
-    inventory: Optional[Path]
-    only: Tuple[str, ...] = ()
-    skip: Tuple[str, ...] = ()
-    output_format: str = "text"
-    junit: Optional[Path] = None
-    mesh: Optional[str] = None
-    from_bundle: Optional[Path] = None
-    accept_new_host_keys: bool = False
-    forks: Optional[int] = None
-    #: A prompted sudo password (``--ask-sudo-password``); None: ASCENDPREP_SUDO_PASSWORD, if set.
-    sudo_password: Optional[SudoPassword] = None
-    #: ``ascendprep.verify.allreduce.options.AllreduceOptions`` when --allreduce was given.
-    allreduce: Optional[Any] = None
-    runs_dir: Optional[Path] = None
-    #: Run folders kept under runs_dir after this run's bundle is saved (``--keep-runs``).
-    keep_runs: int = KEEP_RUNS_DEFAULT
-    #: ``--timeout``: seconds the whole command may take (None: derived from the fleet).
-    timeout: Optional[float] = None
-    #: ``--sample-interval``: seconds between the two reads of the port counters (0: read once).
-    sample_interval: int = 0
-    #: ``--exec-via``: the checked wrapper the node checks run through (ascendprep.facts.execvia.ExecVia).
-    exec_via: Optional[Any] = None
-    #: ``--hosts``: read, check and report only these nodes; the cluster checks judge them alone
-    #: and their pings go to the planned addresses of their peers, which are not contacted.
-    hosts_pattern: Optional[str] = None
-    #: ``--from-bundle DIR DIR...``: the folders after the first; merged with it as node bundles.
-    more_bundles: Tuple[Path, ...] = ()
-    #: ``--local``: check only this machine, through the local transport (commands/local.py).
-    local: bool = False
-    #: ``--node``: the inventory node this machine is (None: matched by host name and address).
-    node: Optional[str] = None
-    #: ``--bundle-dir``: where a --local run writes its node bundle (None: under runs_dir).
-    bundle_dir: Optional[Path] = None
-    #: ``--prometheus-file``: where the metrics are also written (atomically).
-    prometheus_file: Optional[Path] = None
-    #: ``--launcher``: how the all-reduce reaches the nodes (ssh, or slurm: srun in the allocation).
-    launcher: str = "ssh"
 
 
-@dataclass
-class _Run:
-    """What a verify produced, live or from a bundle."""
-
-    desired: DesiredState
-    inventory_path: str
-    inventory_text: str
-    hosts: Dict[str, HostEvidence]
-    pings: Optional[PingPlan]
-    mesh: str
-    selection: Selection
-    day: date
-    ssh_execs: Dict[str, int]
-    allreduce_findings: List[Finding]
-    allreduce_doc: Optional[Dict[str, Any]] = None
-    from_bundle: Optional[str] = None
-    #: Limits the live run hit (report.limits_hit); a bundle re-check hits none.
-    limits_hit: List[Dict[str, Any]] = field(default_factory=list)
-    #: A --local run's node: only its evidence is kept, its checks judged (commands/local.py).
-    local_node: Optional[str] = None
-    #: A merge of node bundles (fleet/bundlemerge.py): the header lines the text report starts with.
-    merged: Optional[Any] = None
-    #: The nodes a ``--hosts`` run read (None: every node); the bundle records them.
-    only_hosts: Optional[List[str]] = None
-    #: A live run's bundle, written host by host while the run went (fleet.bundle.BundleWriter).
-    bundle_writer: Optional[Any] = None
 
 
-def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
-    from ascendprep.desired.state import build_desired
-
-    desired = build_desired(inventory)
-    if desired.invalid:
-        print_invalid_inventory(desired, console)
-        return None
-    return desired
 
 
-def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
+def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[VerifyRun]:
     from ascendprep.verify.checks.blockers import busy_npu_refusal
     from ascendprep.run.evidence import collect
     from ascendprep.run.progress import progress_for_terminal
-    from ascendprep.inventory.model import inventory_from_text
+    from ascendprep.inventory.load import inventory_from_text
     from ascendprep.report.limits_hit import collect_limits_hit
 
     assert options.inventory is not None
@@ -337,7 +260,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
     chosen = select_nodes(inventory, options.hosts_pattern)  # a pattern naming no node stops here, before any host is read
     only = {node.name for node in chosen} if options.hosts_pattern is not None else None
-    desired = _desired(inventory, err)
+    desired = desired_state(inventory, err)
     if desired is None:
         return None
     if options.allreduce is not None:
@@ -379,7 +302,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
         writer.abandon()  # Ctrl-C or an error: no half bundle is left behind
         raise
     limits_hit = collect_limits_hit(session.limits_hit, {name: host.facts for name, host in hosts.items()}, remote_call_output_cap())
-    return _Run(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc, limits_hit=limits_hit,
+    return VerifyRun(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc, limits_hit=limits_hit,
                 only_hosts=[n.name for n in chosen] if only is not None else None, bundle_writer=writer)
 
 
@@ -409,8 +332,6 @@ def _slurm_launcher(inventory: Inventory) -> Any:
         raise InputError([Located("--launcher slurm", None, "", str(exc))]) from None
 
 
-#: Remote phases of ``verify`` (for the default deadline): the gather, then the pings.
-VERIFY_PHASES = 2
 
 
 def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
@@ -434,17 +355,17 @@ def _allreduce_within(allreduce: Any, deadline: Deadline) -> Any:
     return replace(allreduce, timeout=max(MIN_TIMEOUT_S, min(wanted, deadline.remaining())))
 
 
-def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[_Run]:
+def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[VerifyRun]:
     from ascendprep.verify.checks.registry import Selection
     from ascendprep.run.bundle import BundleError, read_bundle
-    from ascendprep.inventory.model import inventory_from_text
+    from ascendprep.inventory.load import inventory_from_text
 
     assert options.from_bundle is not None
     bundle = read_bundle(options.from_bundle)
     if options.more_bundles or bundle.local_node is not None:
         return _merged(options, selection, [bundle, *(read_bundle(p) for p in _more_paths(options))], err)
     inventory = inventory_from_text(bundle.inventory_text, file=bundle.inventory_path, base_dir=Path(bundle.inventory_path).parent)
-    desired = _desired(inventory, err)
+    desired = desired_state(inventory, err)
     if desired is None:
         return None
     if selection is None:
@@ -454,7 +375,7 @@ def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Co
     missing = sorted(set(only_hosts if only_hosts is not None else (n.name for n in inventory.nodes)) - set(bundle.hosts))
     if missing:
         raise BundleError(f"{bundle.path}: no evidence for nodes {', '.join(missing)}")
-    return _Run(desired, bundle.inventory_path, bundle.inventory_text, bundle.hosts, bundle.pings, bundle.mesh, selection, bundle.day, bundle.ssh_execs, bundle.allreduce_findings, bundle.allreduce_doc, from_bundle=str(options.from_bundle), only_hosts=only_hosts)
+    return VerifyRun(desired, bundle.inventory_path, bundle.inventory_text, bundle.hosts, bundle.pings, bundle.mesh, selection, bundle.day, bundle.ssh_execs, bundle.allreduce_findings, bundle.allreduce_doc, from_bundle=str(options.from_bundle), only_hosts=only_hosts)
 
 
 def _more_paths(options: VerifyOptions) -> List[Path]:
@@ -464,23 +385,23 @@ def _more_paths(options: VerifyOptions) -> List[Path]:
     return bundle_paths(options.from_bundle, options.more_bundles)[1:]
 
 
-def _merged(options: VerifyOptions, selection: Optional[Selection], bundles: List[Any], err: Console) -> Optional[_Run]:
+def _merged(options: VerifyOptions, selection: Optional[Selection], bundles: List[Any], err: Console) -> Optional[VerifyRun]:
     """``--from-bundle DIR DIR...``: node bundles of verify --local runs, judged as one cluster."""
     from ascendprep.verify.checks.registry import Selection
     from ascendprep.run.bundlemerge import check_compatible, merge_bundles
-    from ascendprep.inventory.model import inventory_from_text
+    from ascendprep.inventory.load import inventory_from_text
 
     check_compatible(bundles, explicit_selection=selection is not None)
     first = bundles[0]
     inventory = inventory_from_text(first.inventory_text, file=first.inventory_path, base_dir=Path(first.inventory_path).parent)
-    desired = _desired(inventory, err)
+    desired = desired_state(inventory, err)
     if desired is None:
         return None
     if selection is None:
         selection = Selection.parse(first.selection.get("only", ()), first.selection.get("skip", ()))
     merged = merge_bundles(bundles, desired, selection.needs_pings)
     label = ", ".join(merged.sources.values())
-    return _Run(desired, first.inventory_path, first.inventory_text, merged.hosts, merged.pings, first.mesh, selection, merged.day, merged.ssh_execs, [], None, from_bundle=label, merged=merged)
+    return VerifyRun(desired, first.inventory_path, first.inventory_text, merged.hosts, merged.pings, first.mesh, selection, merged.day, merged.ssh_execs, [], None, from_bundle=label, merged=merged)
 
 
 @contextlib.contextmanager
@@ -539,7 +460,7 @@ def _run_verify(options: VerifyOptions) -> int:
             run.bundle_writer.abandon()  # a no-op once the bundle is in place; else no half bundle stays
 
 
-def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: int, err: Console, chosen_dir: bool = False, results: Sequence[CheckResult] = ()) -> Optional[Path]:
+def _save_bundle(run: VerifyRun, target: Path, document: Dict[str, Any], keep_runs: int, err: Console, chosen_dir: bool = False, results: Sequence[CheckResult] = ()) -> Optional[Path]:
     """Write the evidence bundle (when the disk has room) and drop runs past ``keep_runs``;
     ``results`` (those ``document`` was made of) choose the hosts whose facts.json it holds
     (fleet.bundle.facts_wanted), and its results.json is their verdict
@@ -580,7 +501,7 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
     return saved
 
 
-def _only_hosts(run: _Run, results: List[CheckResult], chosen: set) -> Tuple[_Run, List[CheckResult]]:
+def _only_hosts(run: VerifyRun, results: List[CheckResult], chosen: set) -> Tuple[VerifyRun, List[CheckResult]]:
     """``--hosts``: the results, findings and host evidence of the chosen nodes, and those about
     no node in particular; the exit code then judges only them."""
     kept = [r for r in results if r.node is None or r.node in chosen]
@@ -589,7 +510,7 @@ def _only_hosts(run: _Run, results: List[CheckResult], chosen: set) -> Tuple[_Ru
     return replace(run, hosts=hosts, allreduce_findings=findings), kept
 
 
-def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
+def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
     from ascendprep.verify.checks.runner import no_errors, run_checks
     from ascendprep.run.bundle import RUNS_DIR, new_bundle_dir
     from ascendprep.report.junit import render_junit
@@ -673,7 +594,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     return code
 
 
-def _metrics(results: List[CheckResult], shown: _Run, node_order: List[str], code: int, allreduce_doc: Optional[Dict[str, Any]]) -> str:
+def _metrics(results: List[CheckResult], shown: VerifyRun, node_order: List[str], code: int, allreduce_doc: Optional[Dict[str, Any]]) -> str:
     """The Prometheus textfile of this run (``--format prometheus`` / ``--prometheus-file``)."""
     import time
 

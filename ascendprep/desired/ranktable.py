@@ -30,7 +30,8 @@ from ascendprep.inventory import superpods as superpod_rules
 
 if TYPE_CHECKING:
     from ascendprep.facts.model import SuperPodDie
-    from ascendprep.inventory.model import Inventory, Node
+    from ascendprep.inventory.model import Node
+    from ascendprep.inventory.load import Inventory
     from ascendprep.inventory.addressing import IpPlan
 
 #: The longest ``server_id`` HCCL accepts (docs/ranktable-rules.md R6).
@@ -90,7 +91,7 @@ def server_ids(nodes: Sequence["Node"]) -> dict[str, str]:
 
 def op_retry_enabled(env: Mapping[str, str]) -> bool:
     """Whether ``HCCL_OP_RETRY_ENABLE`` turns retry on at any level ("L1:1,L2:0")."""
-    from ascendprep.desired.envfiles import op_retry_levels
+    from ascendprep.inventory.hccl_env import op_retry_levels
 
     try:
         levels = op_retry_levels(env.get("HCCL_OP_RETRY_ENABLE"))

@@ -15,7 +15,8 @@ from ascendprep import compat
 from ascendprep.desired import envfiles
 from ascendprep.inventory import sysctl
 from ascendprep.base.findings import Finding, Severity
-from ascendprep.inventory.model import Inventory, Node
+from ascendprep.inventory.model import Node
+from ascendprep.inventory.load import Inventory
 from ascendprep.inventory.addressing import IpPlan, plan_device_ips
 from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 from ascendprep.desired.ranktable import build_rank_table, render_rank_table

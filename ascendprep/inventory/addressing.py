@@ -1,6 +1,6 @@
 """Device-IP planning: which IP, netmask, gateway and detect IP every NPU gets, and why.
 
-Pure functions over an :class:`~ascendprep.inventory.model.Inventory`. The rules come from
+Pure functions over an :class:`~ascendprep.inventory.load.Inventory`. The rules come from
 ``docs/ascend-reference.md`` §3:
 
 * Atlas 800 (910): four subnets ("planes") per group. NPU i and i+4 share a plane, NPUs 0-3 are
@@ -38,7 +38,8 @@ from typing import Iterator, Optional, Sequence
 
 from ascendprep.inventory.groups import FLAT, AddressGroup, flat_group, form_of
 from ascendprep.base.findings import Finding, Severity
-from ascendprep.inventory.model import Inventory, Node
+from ascendprep.inventory.model import Node
+from ascendprep.inventory.load import Inventory
 from ascendprep.inventory.products import RESERVED_VNIC_SUBNET, SubnetRule
 
 _VNIC = ipaddress.IPv4Network(RESERVED_VNIC_SUBNET)

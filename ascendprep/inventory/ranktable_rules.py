@@ -311,8 +311,8 @@ def _superpod_rules(table: dict, servers: list) -> list[Violation]:
 
 def inventory_problems(doc: YamlDocument, model: "InventoryModel", nodes: list["Node"], product: Product) -> list[Located]:
     """Located refusals for inventories whose rank table HCCL would not load, and for A3 HCCL
-    settings that contradict it (:func:`ascendprep.desired.envfiles.hccl_env_problems`)."""
-    from ascendprep.desired.envfiles import hccl_env_problems, op_retry_levels
+    settings that contradict it (:func:`ascendprep.inventory.hccl_env.hccl_env_problems`)."""
+    from ascendprep.inventory.hccl_env import hccl_env_problems, op_retry_levels
 
     problems: list[Located] = []
     if product.same_devices_per_server and len({node.npus for node in nodes}) > 1:

@@ -21,7 +21,7 @@ from ascendprep.lab import nodeproc
 from ascendprep.lab.system import LabError, ProcessRef, is_running, process_start, start_daemon, stop_processes, tool
 
 if TYPE_CHECKING:
-    from ascendprep.lab.lab import Lab
+    from ascendprep.lab.running import RunningLab
 
 DEFAULT_PORT = 60000
 DUMMY_NIC = "ascnic0"
@@ -47,7 +47,7 @@ def check_port(port: Optional[int]) -> int:
     return value
 
 
-def start_listener(lab: "Lab", record: dict[str, Any], **_: Any) -> None:
+def start_listener(lab: "RunningLab", record: dict[str, Any], **_: Any) -> None:
     node = record["node"]
     port = record["port"]
     log = lab.paths.log(node, f"port-listener-{port}")
@@ -65,17 +65,17 @@ def start_listener(lab: "Lab", record: dict[str, Any], **_: Any) -> None:
         time.sleep(0.02)
 
 
-def stop_listener(lab: "Lab", record: dict[str, Any]) -> None:
+def stop_listener(lab: "RunningLab", record: dict[str, Any]) -> None:
     data = record.get("process") or {}
     if "pid" in data and process_start(int(data["pid"])) == int(data["start"]):
         stop_processes([ProcessRef(int(data["pid"]), int(data["start"]))])
 
 
-def _ip(lab: "Lab", node: str, *args: str) -> None:
+def _ip(lab: "RunningLab", node: str, *args: str) -> None:
     lab.run_in_node(node, [tool("ip"), *args])
 
 
-def move_address(lab: "Lab", record: dict[str, Any], **_: Any) -> None:
+def move_address(lab: "RunningLab", record: dict[str, Any], **_: Any) -> None:
     node = lab.node(record["node"])
     network = lab.spec.network
     address = f"{node.mgmt_ip}/{network.prefixlen}"
@@ -89,7 +89,7 @@ def move_address(lab: "Lab", record: dict[str, Any], **_: Any) -> None:
     _ip(lab, node.name, "route", "add", str(network), "dev", "eth0", "src", node.mgmt_ip)
 
 
-def restore_address(lab: "Lab", record: dict[str, Any]) -> None:
+def restore_address(lab: "RunningLab", record: dict[str, Any]) -> None:
     node = lab.node(record["node"])
     saved = record["saved"]
     lab.run_in_node(node.name, [tool("ip"), "route", "del", saved["subnet"], "dev", "eth0"], check=False)

@@ -23,7 +23,7 @@ from ascendprep.lab.spec import VERSION_RE, drifted_version
 from ascendprep.lab.system import LabError
 
 if TYPE_CHECKING:
-    from ascendprep.lab.lab import Lab
+    from ascendprep.lab.running import RunningLab
 
 #: Faults that live in the simulated devices (the simulator defines and applies them).
 DEVICE_FAULTS = sim_state.FAULT_KINDS
@@ -44,7 +44,7 @@ def parse_size(text: str) -> int:
 
 
 def inject(
-    lab: "Lab",
+    lab: "RunningLab",
     node: str,
     kind: str,
     *,
@@ -99,7 +99,7 @@ def inject(
     return _public(record)
 
 
-def heal(lab: "Lab", node: Optional[str] = None, kind: Optional[str] = None) -> list[dict[str, Any]]:
+def heal(lab: "RunningLab", node: Optional[str] = None, kind: Optional[str] = None) -> list[dict[str, Any]]:
     """Undo faults (all, one node's, or one kind), newest first; returns what was healed."""
     if node is not None:
         lab.node(node)
@@ -116,7 +116,7 @@ def heal(lab: "Lab", node: Optional[str] = None, kind: Optional[str] = None) -> 
     return healed
 
 
-def active_faults(lab: "Lab") -> list[dict[str, Any]]:
+def active_faults(lab: "RunningLab") -> list[dict[str, Any]]:
     """Every fault in force: the simulator's device faults, then the node faults."""
     return _device_faults(lab) + [_public(r) for r in _read_records(lab)]
 
@@ -124,7 +124,7 @@ def active_faults(lab: "Lab") -> list[dict[str, Any]]:
 # --- device faults (simulator state) --------------------------------------------------------
 
 
-def _device_faults(lab: "Lab") -> list[dict[str, Any]]:
+def _device_faults(lab: "RunningLab") -> list[dict[str, Any]]:
     from ascendprep.lab.sim import state
 
     return [
@@ -133,7 +133,7 @@ def _device_faults(lab: "Lab") -> list[dict[str, Any]]:
     ]
 
 
-def _heal_device_faults(lab: "Lab", node: Optional[str], kind: Optional[str]) -> list[dict[str, Any]]:
+def _heal_device_faults(lab: "RunningLab", node: Optional[str], kind: Optional[str]) -> list[dict[str, Any]]:
     from ascendprep.lab.sim import state
 
     selected = [
@@ -147,7 +147,7 @@ def _heal_device_faults(lab: "Lab", node: Optional[str], kind: Optional[str]) ->
 # --- node faults ----------------------------------------------------------------------------
 
 
-def _stale_hccn_conf(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+def _stale_hccn_conf(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
     from ascendprep.lab.sim import hccnconf
 
     before = lab.node_op(record["node"], {"op": "read", "path": str(HCCN_CONF)})
@@ -156,7 +156,7 @@ def _stale_hccn_conf(lab: "Lab", record: dict[str, Any], *, rate: Optional[str],
     record["saved"] = {"before": before["text"], "stale": stale}
 
 
-def _heal_stale_hccn_conf(lab: "Lab", record: dict[str, Any]) -> None:
+def _heal_stale_hccn_conf(lab: "RunningLab", record: dict[str, Any]) -> None:
     """Restore the file as it was, unless something rewrote it since (then it is not ours)."""
     saved = record["saved"]
     now = lab.node_op(record["node"], {"op": "read", "path": str(HCCN_CONF)})
@@ -168,7 +168,7 @@ def _heal_stale_hccn_conf(lab: "Lab", record: dict[str, Any]) -> None:
         lab.node_op(record["node"], {"op": "write", "path": str(HCCN_CONF), "text": saved["before"]})
 
 
-def _cann_drift(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+def _cann_drift(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
     versions = lab.spec.versions.cann_tree()
     record["version"] = _check_version(version or drifted_version(versions["cann"]), versions["cann"])
     lab.node_op(
@@ -177,23 +177,23 @@ def _cann_drift(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], vers
     )
 
 
-def _heal_cann_drift(lab: "Lab", record: dict[str, Any]) -> None:
+def _heal_cann_drift(lab: "RunningLab", record: dict[str, Any]) -> None:
     lab.node_op(
         record["node"], {"op": "install-cann", "versions": lab.spec.versions.cann_tree(), "arch": platform.machine()}
     )
 
 
-def _torch_npu_drift(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+def _torch_npu_drift(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
     wanted = lab.spec.versions.torch_npu
     record["version"] = _check_version(version or drifted_version(wanted), wanted)
     _install_torch_npu(lab, record["node"], record["version"])
 
 
-def _heal_torch_npu_drift(lab: "Lab", record: dict[str, Any]) -> None:
+def _heal_torch_npu_drift(lab: "RunningLab", record: dict[str, Any]) -> None:
     _install_torch_npu(lab, record["node"], lab.spec.versions.torch_npu)
 
 
-def _install_torch_npu(lab: "Lab", node: str, version: str) -> None:
+def _install_torch_npu(lab: "RunningLab", node: str, version: str) -> None:
     python = lab.python
     lab.node_op(
         node,
@@ -206,15 +206,15 @@ def _install_torch_npu(lab: "Lab", node: str, version: str) -> None:
     )
 
 
-def _sshd_down(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+def _sshd_down(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
     lab.stop_sshd(record["node"])
 
 
-def _heal_sshd_down(lab: "Lab", record: dict[str, Any]) -> None:
+def _heal_sshd_down(lab: "RunningLab", record: dict[str, Any]) -> None:
     lab.start_sshd(record["node"])
 
 
-def _slow(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+def _slow(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
     """Shape both directions: the host-side veth (towards the node) and the node's eth0."""
     try:
         record["rate"] = network.check_rate(rate or DEFAULT_SLOW_RATE)
@@ -225,13 +225,13 @@ def _slow(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: O
     network.add_tbf("eth0", record["rate"], netns=node.netns)
 
 
-def _heal_slow(lab: "Lab", record: dict[str, Any]) -> None:
+def _heal_slow(lab: "RunningLab", record: dict[str, Any]) -> None:
     node = lab.node(record["node"])
     network.remove_root_qdisc(node.veth)
     network.remove_root_qdisc("eth0", netns=node.netns)
 
 
-def _hostname_mapping(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+def _hostname_mapping(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
     """The node's /etc/hosts maps its own name as real hosts do (lab/hostsfile.py)."""
     from ascendprep.lab.hostsfile import render_node_hosts
 
@@ -242,7 +242,7 @@ def _hostname_mapping(lab: "Lab", record: dict[str, Any], *, rate: Optional[str]
     record["saved"] = {"before": before["text"], "changed": changed}
 
 
-def _heal_hostname_mapping(lab: "Lab", record: dict[str, Any]) -> None:
+def _heal_hostname_mapping(lab: "RunningLab", record: dict[str, Any]) -> None:
     """Restore /etc/hosts as it was, unless something rewrote it since (then it is not ours)."""
     saved = record["saved"]
     now = lab.node_op(record["node"], {"op": "read", "path": HOSTS_FILE})
@@ -292,7 +292,7 @@ def _public(record: dict[str, Any]) -> dict[str, Any]:
 # --- faults.json ----------------------------------------------------------------------------
 
 
-def _read_records(lab: "Lab") -> list[dict[str, Any]]:
+def _read_records(lab: "RunningLab") -> list[dict[str, Any]]:
     try:
         return json.loads(lab.paths.faults_json.read_text())["faults"]
     except FileNotFoundError:
@@ -300,7 +300,7 @@ def _read_records(lab: "Lab") -> list[dict[str, Any]]:
 
 
 @contextmanager
-def _locked_records(lab: "Lab") -> Iterator[list[dict[str, Any]]]:
+def _locked_records(lab: "RunningLab") -> Iterator[list[dict[str, Any]]]:
     """faults.json under an exclusive lock; the list is written back when the block ends.
 
     Written back even when the block fails part-way, so faults already put in force (or already

@@ -15,12 +15,22 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ascendprep.lab.nodefs import render_hosts
 from ascendprep.lab.spec import HOSTNAME_MAPPINGS, NodeSpec
 
 __all__ = ["DEBIAN_LOOPBACK", "HOSTNAME_MAPPINGS", "render_node_hosts"]
 #: The address Debian's installer gives the hostname (a loopback address other than 127.0.0.1).
 DEBIAN_LOOPBACK = "127.0.1.1"
+
+
+def render_hosts(nodes: Iterable[NodeSpec]) -> str:
+    """The node's /etc/hosts: every node's name resolves (gloo looks up its own hostname)."""
+    lines = [
+        "# managed by ascendprep lab",
+        "127.0.0.1\tlocalhost",
+        "::1\tlocalhost ip6-localhost ip6-loopback",
+    ]
+    lines += [f"{n.mgmt_ip}\t{n.name}" for n in nodes]
+    return "\n".join(lines) + "\n"
 
 
 def render_node_hosts(nodes: Iterable[NodeSpec], own: str, mapping: str = "resolve") -> str:

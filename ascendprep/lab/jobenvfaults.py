@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ascendprep.lab.sim import jobenv as sim
 
 if TYPE_CHECKING:
-    from ascendprep.lab.lab import Lab
+    from ascendprep.lab.running import RunningLab
 
 JOBENV_FAULTS = ("stray-rank-table", "short-connect-timeout", "torch-npu-import", "container-hides")
 
@@ -36,7 +36,7 @@ def _files(kind: str) -> list[tuple[str, str, int]]:
     raise ValueError(kind)
 
 
-def inject(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+def inject(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
     saved = []
     for path, text, mode in _files(record["kind"]):
         before = lab.node_op(record["node"], {"op": "read", "path": path})
@@ -45,7 +45,7 @@ def inject(lab: "Lab", record: dict[str, Any], *, rate: Optional[str], version: 
     record["saved"] = saved
 
 
-def heal(lab: "Lab", record: dict[str, Any]) -> None:
+def heal(lab: "RunningLab", record: dict[str, Any]) -> None:
     """Put each file back as it was, unless something rewrote it since (then it is not ours)."""
     for entry in reversed(record["saved"]):
         now = lab.node_op(record["node"], {"op": "read", "path": entry["path"]})

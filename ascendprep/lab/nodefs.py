@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ascendprep.lab.hostpython import HostPython
+from ascendprep.lab.hostsfile import render_node_hosts
 from ascendprep.lab.paths import LabPaths
 from ascendprep.lab.spec import LabSpec, NodeSpec, Versions
 from ascendprep.lab.system import LabError
@@ -174,17 +175,6 @@ def node_identity(lab: str, node: str, state_dir: Path) -> dict[str, str]:
     return {"lab": lab, "node": node, "state_dir": str(state_dir), "hccn_conf": str(HCCN_CONF)}
 
 
-def render_hosts(nodes: Iterable[NodeSpec]) -> str:
-    """The node's /etc/hosts: every node's name resolves (gloo looks up its own hostname)."""
-    lines = [
-        "# managed by ascendprep lab",
-        "127.0.0.1\tlocalhost",
-        "::1\tlocalhost ip6-localhost ip6-loopback",
-    ]
-    lines += [f"{n.mgmt_ip}\t{n.name}" for n in nodes]
-    return "\n".join(lines) + "\n"
-
-
 def populate_upper(
     *,
     paths: LabPaths,
@@ -202,7 +192,6 @@ def populate_upper(
         overlay.work.mkdir(parents=True, exist_ok=True)
     _write(upper_root, NODE_FILE, json.dumps(node_identity(spec.name, node.name, paths.state_dir), indent=2) + "\n")
     _write(upper_root, Path("/etc/hostname"), node.name + "\n")
-    from ascendprep.lab.hostsfile import render_node_hosts  # imports this module
 
     _write(upper_root, Path("/etc/hosts"), render_node_hosts(spec.node_list(), node.name, spec.hostnames))
     cann.install_cann_tree(upper_root, versions.cann_tree(), platform.machine())

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
 from ascendprep.inventory import sysctl as sysctl_rules
-from ascendprep.base.paths import ENV_SH
+from ascendprep.base.paths import ENV_SH, HCCN_CONF
 
 #: hccn_tool set commands are quick; one that hangs is cut off so the rest of the host proceeds.
 HCCN_STEP_TIMEOUT = 60
@@ -79,6 +79,21 @@ class Change:
         """The plan file's and the journal's record: machine values only, no file content."""
         return {"kind": self.kind, "node": self.node, "target": self.target, "before": self.before, "after": self.after}
 
+    def describe(self) -> str:
+        """The line for people about this change (tables, the plan file's ``text``, stale notes)."""
+        return self.key
+
+    def entry(self) -> dict[str, Any]:
+        """This change as JSON for people and tools: kind, target, values before and after, the line."""
+        return {**self.to_dict(), "text": self.describe()}
+
+
+def _seen(before: Any, part: str) -> Optional[str]:
+    """One source of an NPU change's ``before`` (``device``/``file``); a hand-edited plan may
+    hold anything there, so only text counts."""
+    value = before.get(part) if isinstance(before, dict) else None
+    return value if isinstance(value, str) else None
+
 
 # --------------------------------------------------------------------------------------------
 # NPU ports: hccn_tool set commands, which also rewrite /etc/hccn.conf
@@ -126,6 +141,19 @@ class SetNpuAddress(_NpuChange):
     def after(self) -> str:
         return f"{self.address}/{self.netmask}"
 
+    def describe(self) -> str:
+        device, file = _seen(self.before, "device"), _seen(self.before, "file")
+        shown = device if device and not device.startswith("/") else "none"
+        file_ip = file.split("/")[0] if file else None
+        device_ip = device.split("/")[0] if device else None
+        if file_ip and file_ip != device_ip:
+            note = f" ({HCCN_CONF} says {file_ip})"
+        elif device_ip == self.address:
+            note = f" (not in {HCCN_CONF})"
+        else:
+            note = ""
+        return f"npu {self.npu}: ip {shown}{note} → {self.after}"
+
     def _arguments(self) -> str:
         return f"-ip -s address {_q(self.address)} netmask {_q(self.netmask)}"
 
@@ -141,6 +169,9 @@ class SetNpuGateway(_NpuChange):
     @property
     def after(self) -> str:
         return self.gateway
+
+    def describe(self) -> str:
+        return f"npu {self.npu}: gateway {_seen(self.before, 'device') or 'none'} → {self.after}"
 
     def _arguments(self) -> str:
         return f"-gateway -s gateway {_q(self.gateway)}"
@@ -158,6 +189,9 @@ class SetNpuNetdetect(_NpuChange):
     def after(self) -> str:
         return self.address
 
+    def describe(self) -> str:
+        return f"npu {self.npu}: netdetect {_seen(self.before, 'device') or 'none'} → {self.after}"
+
     def _arguments(self) -> str:
         return f"-netdetect -s address {_q(self.address)}"
 
@@ -173,6 +207,9 @@ class SetNpuTls(_NpuChange):
     @property
     def after(self) -> int:
         return self.enable
+
+    def describe(self) -> str:
+        return f"npu {self.npu}: tls switch {'unknown' if self.before is None else self.before} → {self.after}"
 
     def _arguments(self) -> str:
         return f"-tls -s enable {int(self.enable)}"
@@ -198,6 +235,10 @@ class SetSysctl(Change):
     @property
     def after(self) -> str:
         return self.value
+
+    def describe(self) -> str:
+        note = "" if sysctl_rules.is_allowed_key(self.name) else " (opt-in: outside the HCCL allow-list)"
+        return f"sysctl {self.name} {self.before or '(empty)'} → {self.value}{note}"
 
     def fragment(self, hccn_tool: Optional[str]) -> str:
         problem = sysctl_rules.key_problem(self.name, [self.name]) or sysctl_rules.value_problem(self.name, self.value)
@@ -229,6 +270,9 @@ class WriteFile(Change):
     def after(self) -> str:
         return self.sha256
 
+    def describe(self) -> str:
+        return f"{self.path}: {'create' if self.before is None else 'update'}"
+
     def fragment(self, hccn_tool: Optional[str]) -> str:
         if not SAFE_PATH.match(self.path):
             raise ChangeError(f"{self.node}: refusing to write {self.path!r}")
@@ -257,6 +301,9 @@ class DisableFirewall(Change):
     @property
     def after(self) -> bool:
         return False
+
+    def describe(self) -> str:
+        return f"firewall {self.tool}: active → disabled"
 
     def fragment(self, hccn_tool: Optional[str]) -> str:
         command = _FIREWALL_OFF.get(self.tool)

@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from typing import Collection, Optional
 
 from ascendprep.plan import drift
-from ascendprep.inventory import superpods as superpod_rules
+from ascendprep.plan.superpods import hardware_findings
 from ascendprep.inventory import sysctl as sysctl_rules
 from ascendprep.plan.changes import NPU_KINDS, Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
 from ascendprep.desired.state import DesiredState, HccnSettings, NodeDesired
 from ascendprep.facts.model import HostFacts
 from ascendprep.base.findings import Finding
 from ascendprep.base.paths import SYSCTL_FILE
-from ascendprep.report.changes import describe
 
 
 @dataclass
@@ -169,8 +168,8 @@ def diff_host(desired: DesiredState, node_name: str, facts: HostFacts, areas: Op
         changes += _firewall_changes(node, facts, desired, plan)
     plan.changes = changes
     if areas is None:
-        # A3: the super-pod identity the rank table plans, against npu-smi spod-info (superpod_rules).
-        plan.findings += superpod_rules.hardware_findings(node.node, facts.superpod, facts.errors)
+        # A3: the super-pod identity the rank table plans, against npu-smi spod-info (plan.superpods).
+        plan.findings += hardware_findings(node.node, facts.superpod, facts.errors)
     return plan
 
 
@@ -231,7 +230,7 @@ def reconcile(planned: list[Change], current: list[Change], managed: Optional[se
     for change in current:
         saved = by_key.get(change.key)
         if saved is None:
-            stale.append(f"{describe(change)} (not in the plan)")
+            stale.append(f"{change.describe()} (not in the plan)")
         elif saved.after != change.after:
             stale.append(f"{change.key}: the plan sets {_shown(saved.after)}, the inventory now wants {_shown(change.after)}")
         elif saved.before != change.before and not _explained_by_plan(saved, planned):

@@ -31,7 +31,6 @@ from typing import Any, Optional
 from ascendprep.plan.changes import Change, ChangeError, from_saved
 from ascendprep.base.limits import INVENTORY_MAX_BYTES, PLAN_FILE_MAX_BYTES
 from ascendprep.plan.diff import HostPlan
-from ascendprep.report.changes import change_entry, describe
 from ascendprep.base.yamlsource import InputError, Located
 from ascendprep.base.jsoninput import parse_json
 
@@ -91,7 +90,7 @@ class PlanFile:
                     "reachable": h.reachable,
                     "error": h.error,
                     "incomplete": h.incomplete,
-                    "changes": [change_entry(c) for c in h.changes],
+                    "changes": [c.entry() for c in h.changes],
                 }
                 for h in self.hosts
             ],
@@ -198,9 +197,9 @@ def _change(data: Any, where: str) -> Change:
         change = from_saved(data["kind"], node, data["target"], data["before"], data["after"])
     except ChangeError as exc:
         raise TypeError(f"{where}: {exc}") from None
-    if text != describe(change):
+    if text != change.describe():
         shown = text if len(text) <= 120 and text.isprintable() else repr(text[:120])
-        raise TypeError(f"{where}.text {shown!r} is not what this change does ({describe(change)})")
+        raise TypeError(f"{where}.text {shown!r} is not what this change does ({change.describe()})")
     return change
 
 

@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from rich.table import Table
 from rich.text import Text
 
-from ascendprep.inventory import sysctl as sysctl_rules
-from ascendprep.plan.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
-from ascendprep.base.paths import HCCN_CONF
+from ascendprep.plan.changes import Change
 from ascendprep.report.grouping import collapse_npu_lines, group_hosts, merge_host_steps
 from ascendprep.base.text import cell
 
@@ -21,55 +19,9 @@ if TYPE_CHECKING:
     from ascendprep.plan.diff import HostPlan
 
 
-def _seen(before: Any, part: str) -> Optional[str]:
-    """One source of an NPU change's ``before`` (``device``/``file``); a hand-edited plan may
-    hold anything there, so only text counts."""
-    value = before.get(part) if isinstance(before, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def _address(change: SetNpuAddress) -> str:
-    device, file = _seen(change.before, "device"), _seen(change.before, "file")
-    shown = device if device and not device.startswith("/") else "none"
-    file_ip = file.split("/")[0] if file else None
-    device_ip = device.split("/")[0] if device else None
-    if file_ip and file_ip != device_ip:
-        note = f" ({HCCN_CONF} says {file_ip})"
-    elif device_ip == change.address:
-        note = f" (not in {HCCN_CONF})"
-    else:
-        note = ""
-    return f"npu {change.npu}: ip {shown}{note} → {change.after}"
-
-
-def describe(change: Change) -> str:
-    """The line for people about one change (tables, the plan file's ``text``, stale notes)."""
-    if isinstance(change, SetNpuAddress):
-        return _address(change)
-    if isinstance(change, SetNpuGateway):
-        return f"npu {change.npu}: gateway {_seen(change.before, 'device') or 'none'} → {change.after}"
-    if isinstance(change, SetNpuNetdetect):
-        return f"npu {change.npu}: netdetect {_seen(change.before, 'device') or 'none'} → {change.after}"
-    if isinstance(change, SetNpuTls):
-        return f"npu {change.npu}: tls switch {'unknown' if change.before is None else change.before} → {change.after}"
-    if isinstance(change, SetSysctl):
-        note = "" if sysctl_rules.is_allowed_key(change.name) else " (opt-in: outside the HCCL allow-list)"
-        return f"sysctl {change.name} {change.before or '(empty)'} → {change.value}{note}"
-    if isinstance(change, WriteFile):
-        return f"{change.path}: {'create' if change.before is None else 'update'}"
-    if isinstance(change, DisableFirewall):
-        return f"firewall {change.tool}: active → disabled"
-    return change.key
-
-
-def change_entry(change: Change) -> dict[str, Any]:
-    """A change as JSON for people and tools: kind, target, values before and after, and the line."""
-    return {**change.to_dict(), "text": describe(change)}
-
-
 def _without_npu(change: Change) -> str:
-    """:func:`describe` less its ``npu N: `` lead, so equal changes on several NPUs can merge."""
-    text = describe(change)
+    """:meth:`Change.describe` less its ``npu N: `` lead, so equal changes on several NPUs can merge."""
+    text = change.describe()
     lead = f"npu {change.npu}: "
     return text[len(lead):] if change.npu is not None and text.startswith(lead) else text
 
@@ -119,7 +71,7 @@ def plan_document(plans: list["HostPlan"], plan_path: Optional[str], schema_vers
                 "reachable": p.reachable,
                 "error": p.error,
                 "incomplete": p.incomplete,
-                "changes": [{**change_entry(c), "key": c.key} for c in p.changes],
+                "changes": [{**c.entry(), "key": c.key} for c in p.changes],
                 "findings": [f.to_dict() for f in p.findings],
             }
             for p in plans

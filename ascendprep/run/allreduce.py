@@ -43,7 +43,7 @@ from ascendprep.verify.allreduce.options import AllreduceOptions, RunSettings, r
 from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings, option_findings
 from ascendprep.verify.allreduce.scripts import WORKER_NAME, LaunchOutput, parse_preflight, parse_script_output, remove_dir_script, render_cleanup_script, render_launch_script, render_preflight_script, torchrun_arguments
 from ascendprep.verify.allreduce.table import print_allreduce
-from ascendprep.inventory.model import Inventory
+from ascendprep.inventory.load import Inventory
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import RemoteError
 from ascendprep.run.fanout import Session

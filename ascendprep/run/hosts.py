@@ -12,7 +12,8 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 from ascendprep.apply.script import LOCKED_RC, StepResult, parse_apply_output, render_apply_script
 from ascendprep.facts.execvia import ExecVia, explain_failure, wrap_script
 from ascendprep.facts.model import HostFacts
-from ascendprep.inventory.model import Inventory, Node, parse_jump_host
+from ascendprep.inventory.model import Node, parse_jump_host
+from ascendprep.inventory.load import Inventory
 from ascendprep.plan.diff import Change
 from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from ascendprep.facts.sections import new_nonce

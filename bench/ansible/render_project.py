@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ascendprep.desired.envfiles import render_sysctl_conf
-from ascendprep.inventory.model import Inventory, load_inventory
+from ascendprep.inventory.load import Inventory, load_inventory
 from ascendprep.inventory.sysctl import RESERVED_PORTS
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbook.yml"

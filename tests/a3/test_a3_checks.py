@@ -13,7 +13,7 @@ from ascendprep.verify.checks.model import Status
 from ascendprep.verify.checks.superpod import die_subnets, expected_vnic, identity, sdid, vnic
 from ascendprep.desired.state import build_desired
 from ascendprep.facts.model import HostFacts, NpuFacts, SuperPodDie
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 
 
 def _facts(pod, index, dies=16, ips=None, sdid_of=None):

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from ascendprep.base import exitcodes
 from ascendprep.cli import main
 from ascendprep.desired.state import build_desired
-from ascendprep.inventory.model import inventory_from_text, load_inventory
+from ascendprep.inventory.load import inventory_from_text, load_inventory
 from ascendprep.desired.ranktable import build_rank_table, server_ids
 from ascendprep.inventory.ranktable_rules import check_rank_table
 from ascendprep.inventory.superpods import sdid, vnic_address

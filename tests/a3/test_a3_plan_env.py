@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from ascendprep.desired.state import build_desired
-from ascendprep.desired.envfiles import op_retry_levels
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.hccl_env import op_retry_levels
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.base.yamlsource import InputError
 
 

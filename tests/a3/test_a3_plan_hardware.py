@@ -10,10 +10,11 @@ import yaml
 from ascendprep.desired.state import build_desired
 from ascendprep.facts.model import ProbeError, SuperPodDie
 from ascendprep.base.findings import Severity
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.plan.diff import diff_host
 from ascendprep.desired.ranktable import build_rank_table, identities_from_facts
-from ascendprep.inventory.superpods import IDENTITY_MISMATCH, NOT_DECLARED, NOT_READ, hardware_findings, sdid
+from ascendprep.inventory.superpods import sdid
+from ascendprep.plan.superpods import IDENTITY_MISMATCH, NOT_DECLARED, NOT_READ, hardware_findings
 from tests.checks.verify_cluster_facts import healthy_facts
 
 

@@ -22,8 +22,10 @@ from typing import Any, Dict, List
 import pytest
 
 from ascendprep.verify.allreduce import worker
-from ascendprep.verify.allreduce.gates import RANK_TABLE, footer_lines, rank_table_gate
-from ascendprep.verify.allreduce.results import RankTableCheck, build_verdict, parse_worker_output
+from ascendprep.verify.allreduce.gates import RANK_TABLE, rank_table_gate
+from ascendprep.verify.allreduce.table import footer_lines
+from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output
+from ascendprep.verify.allreduce.records import RankTableCheck
 
 WORKER = worker.__file__
 NODE = "node1"

@@ -24,7 +24,7 @@ from ascendprep.commands.verify import verify_command
 from ascendprep.run.allreduce import AllreduceOptions, run_allreduce
 from ascendprep.run.fanout import Session
 from ascendprep.run.hosts import host_accesses
-from ascendprep.inventory.model import load_inventory
+from ascendprep.inventory.load import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
 from ascendprep.base.paths import RANK_TABLE

@@ -18,7 +18,7 @@ from ascendprep.verify.checks.superpod import rank_table, rank_table_disagreemen
 from ascendprep.desired.state import build_desired
 from ascendprep.plan.drift import sha256_text
 from ascendprep.facts.model import HostFacts, ManagedFile, NpuFacts, SuperPodDie
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.base.paths import RANK_TABLE
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "a3-superpod.yaml"

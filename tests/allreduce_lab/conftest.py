@@ -20,7 +20,7 @@ from rich.console import Console
 
 from ascendprep.run.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
 from ascendprep.run.hosts import host_accesses
-from ascendprep.inventory.model import load_inventory
+from ascendprep.inventory.load import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.run.fanout import Session
 from ascendprep.lab.testing import processes_naming

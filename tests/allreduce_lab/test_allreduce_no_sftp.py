@@ -14,7 +14,7 @@ import paramiko
 import pytest
 
 from ascendprep.run.hosts import host_accesses
-from ascendprep.inventory.model import load_inventory
+from ascendprep.inventory.load import load_inventory
 from ascendprep.remote.ssh import SSHTransport
 
 from .conftest import Cluster, applied_cluster, run_dirs_left

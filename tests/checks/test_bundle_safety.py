@@ -263,7 +263,7 @@ def test_prune_keeps_the_newest_runs_and_nothing_else_is_touched(tmp_path):
 
 def _run(evidence):
     desired, hosts, plan = evidence
-    return verify_flow._Run(desired, "/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection(), TODAY, {}, [])
+    return verify_flow.VerifyRun(desired, "/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection(), TODAY, {}, [])
 
 
 def _quiet() -> Console:

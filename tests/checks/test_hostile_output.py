@@ -26,7 +26,7 @@ from ascendprep.verify.checks.runner import no_errors, run_checks
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import build_desired
 from ascendprep.run.hosts import host_accesses
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.plan.diff import diff_host
 from ascendprep.facts.gather import parse_gather_output
 from ascendprep.facts.sysctl import parse_proc_value

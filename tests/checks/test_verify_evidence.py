@@ -24,7 +24,7 @@ from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import build_desired
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.run.hosts import host_accesses
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.run.fanout import Session
 from ascendprep.remote.local import LocalTransport
 from ascendprep.report.verify import verify_document

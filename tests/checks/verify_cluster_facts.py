@@ -19,7 +19,7 @@ from ascendprep.desired.state import DesiredState, build_desired
 from ascendprep.desired.envfiles import render_sysctl_conf
 from ascendprep.facts.jobenv_model import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from ascendprep.facts.model import CounterSample, Firewall, FirewallTool, HccnConf, HostFacts, InterfaceAddress, LinkRecord, LinkStat, LldpNeighbor, ManagedFile, NpuFacts, NpuHealth, NpuSmiDevice, NpuSmiList, PingResult, PythonEnv, SysctlFile, TlsState, VersionFile, Versions
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.facts.blocker_model import LinkState, NpuProcessTable, PortSockets
 from ascendprep.facts.optics import OpticalInfo, parse_optical_info
 

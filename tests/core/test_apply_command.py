@@ -22,7 +22,7 @@ from ascendprep.commands import apply as apply_command
 from ascendprep.desired.state import build_desired
 from ascendprep.run import hosts as fleet_hosts
 from ascendprep.run.hosts import AppliedHost, Gathered
-from ascendprep.inventory.model import load_inventory
+from ascendprep.inventory.load import load_inventory
 from ascendprep.plan.changes import Change, SetSysctl, WriteFile
 from ascendprep.facts.model import ManagedFile
 from ascendprep.plan.diff import diff_host

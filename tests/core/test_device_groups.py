@@ -20,7 +20,8 @@ from ascendprep.verify.mesh import mesh_pairs
 from ascendprep.cli import main
 from ascendprep.desired.state import build_desired
 from ascendprep.base.findings import Severity
-from ascendprep.inventory.model import InputError, inventory_from_text
+from ascendprep.base.yamlsource import InputError
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.inventory.addressing import plan_device_ips
 from ascendprep.report.plan import desired_document
 

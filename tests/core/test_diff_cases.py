@@ -24,9 +24,8 @@ from ascendprep.plan.changes import WriteFile
 from ascendprep.desired.state import build_desired
 from ascendprep.plan.drift import sha256_text
 from ascendprep.facts.model import FACTS_SCHEMA_VERSION, HostFacts, ManagedFile
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.plan.diff import diff_host
-from ascendprep.report.changes import change_entry
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "diff"
 CASE_KEYS = {"description", "desired", "node", "facts", "files_as_planned", "changes", "incomplete", "findings"}
@@ -51,7 +50,7 @@ def test_diff_case(path: Path) -> None:
     plan = diff_host(desired, node, facts)
 
     expected = [dict(c) for c in case["changes"]]
-    got = [change_entry(c) for c in plan.changes]
+    got = [c.entry() for c in plan.changes]
     for want, change, entry in zip(expected, plan.changes, got):
         lines = want.pop("content_has", [])
         if want.get("after") == "planned" and isinstance(change, WriteFile):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ascendprep.desired.state import build_desired
-from ascendprep.inventory.model import load_inventory
+from ascendprep.inventory.load import load_inventory
 from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 
 ROOT = Path(__file__).resolve().parents[2]

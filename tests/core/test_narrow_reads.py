@@ -13,7 +13,7 @@ from ascendprep.plan.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetec
 from ascendprep.commands import apply as apply_command
 from ascendprep.desired.state import build_desired
 from ascendprep.facts.model import NpuFacts, TlsState
-from ascendprep.inventory.model import inventory_from_text, load_inventory
+from ascendprep.inventory.load import inventory_from_text, load_inventory
 from ascendprep.plan.diff import diff_host
 from ascendprep.plan.planfile import from_host_plans, write_plan
 from ascendprep.facts.gather import render_gather_script

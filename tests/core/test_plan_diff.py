@@ -11,11 +11,10 @@ from ascendprep.apply.script import parse_apply_output, render_apply_script
 from ascendprep.desired.state import build_desired
 from ascendprep.desired.envfiles import render_sysctl_conf
 from ascendprep.facts.model import HccnConf, HostFacts, ManagedFile, NpuFacts, ProbeError, SysctlFile, TlsState
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.plan.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetSysctl, WriteFile
 from ascendprep.plan.drift import sha256_text
 from ascendprep.plan.diff import diff_host, reconcile
-from ascendprep.report.changes import describe
 from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
 
 INVENTORY = {
@@ -67,9 +66,9 @@ def test_fresh_host_needs_everything_in_order():
     ports = next(c for c in plan.changes if c.key == "sysctl:net.ipv4.ip_local_reserved_ports")
     assert ports.before == "8080" and ports.after == "8080,60000-60015"  # merged, never replaced (CANN 8.0 reserves 16 ports)
     assert {f"file:{p}" for p in (ENV_SH, SET_ENV_SH, RANK_TABLE, SYSCTL_FILE)} <= set(keys)
-    summary = describe(next(c for c in plan.changes if c.key == "sysctl:net.core.somaxconn"))
+    summary = next(c for c in plan.changes if c.key == "sysctl:net.core.somaxconn").describe()
     assert summary == "sysctl net.core.somaxconn 4096 → 65535"
-    assert [describe(c) for c in plan.changes if c.npu == 0] == ["npu 0: ip none → 10.20.0.1/255.255.255.0", "npu 0: netdetect none → 10.20.0.3", "npu 0: tls switch 1 → 0"]
+    assert [c.describe() for c in plan.changes if c.npu == 0] == ["npu 0: ip none → 10.20.0.1/255.255.255.0", "npu 0: netdetect none → 10.20.0.3", "npu 0: tls switch 1 → 0"]
 
 
 def test_higher_sysctl_values_are_kept():
@@ -87,7 +86,7 @@ def test_stale_hccn_conf_is_a_change_even_when_the_device_is_right():
     conf[1] = {**conf[1], "address": "10.20.0.99"}
     plan = diff_host(state, "n1", converged_facts(state, hccn_conf=HccnConf(raw="", devices=conf)))
     assert [c.key for c in plan.changes] == ["hccn.ip:1"]
-    assert "/etc/hccn.conf says 10.20.0.99" in describe(plan.changes[0])
+    assert "/etc/hccn.conf says 10.20.0.99" in plan.changes[0].describe()
     assert plan.changes[0].before == {"device": "10.20.0.2/255.255.255.0", "file": "10.20.0.99/255.255.255.0"}
 
 

@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.plan.changes import WriteFile
 from ascendprep.plan.diff import diff_host, managed_keys, reconcile
 from ascendprep.plan.planfile import PlanFile, SavedHost, read_plan, write_plan
-from ascendprep.report.changes import describe
 from ascendprep.base.yamlsource import InputError
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts, desired
@@ -178,7 +177,7 @@ def test_keys_outside_the_allow_list_need_an_opt_in_and_are_marked_in_the_plan()
 
     state = build_desired(inventory)
     facts = converged_facts(state, sysctl={"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031", "vm.swappiness": "1"})
-    summaries = [describe(c) for c in diff_host(state, "n1", facts).changes]
+    summaries = [c.describe() for c in diff_host(state, "n1", facts).changes]
     assert "sysctl vm.swappiness 1 → 10 (opt-in: outside the HCCL allow-list)" in summaries
     assert "sysctl:vm.swappiness" in managed_keys(state, "n1")
 

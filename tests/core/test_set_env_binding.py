@@ -14,7 +14,7 @@ import pytest
 
 from ascendprep.desired import envfiles
 from ascendprep.desired.state import build_desired
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.base.paths import SET_ENV_SH
 
 IP_ADDR = """\

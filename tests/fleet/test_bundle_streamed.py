@@ -27,7 +27,7 @@ from ascendprep.run.evidence import collect
 from ascendprep.run.fanout import Session
 from ascendprep.run.hosts import host_accesses
 from ascendprep.remote.local import LocalTransport
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 
 from tests.fleet.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
 

@@ -9,7 +9,7 @@ from ascendprep.desired.state import build_desired
 from ascendprep.run.fanout import Session
 from ascendprep.run.hosts import fresh_nonce_scripts, gather_facts, host_accesses
 from ascendprep.remote.local import LocalTransport
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.facts import gather
 from ascendprep.facts.blockers import job_probes
 from ascendprep.base.paths import SYSCTL_KEYS

@@ -17,7 +17,7 @@ from ascendprep.run.evidence import collect
 from ascendprep.run.fanout import Session
 from ascendprep.remote.local import LocalTransport
 from ascendprep.remote.transport import Transport
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 
 FAKE_TOOLS = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "fake_tools"
 

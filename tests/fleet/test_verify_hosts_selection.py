@@ -19,7 +19,7 @@ from ascendprep.run.evidence import collect
 from ascendprep.run.fanout import Session
 from ascendprep.run.hosts import host_accesses
 from ascendprep.remote.local import LocalTransport
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 
 FAKE_HCCN_TOOL = """#!/bin/sh
 if [ "$3" = "-ping" ]; then

@@ -6,7 +6,7 @@ import pytest
 
 from ascendprep.inventory import thresholds as grey_thresholds
 from ascendprep.inventory.thresholds import GreyThresholdsError, effective, override_problem, parse_specs
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.base.yamlsource import InputError
 
 _INVENTORY = """name: r

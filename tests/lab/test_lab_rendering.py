@@ -12,8 +12,8 @@ import pytest
 
 from labsupport import skip_or_fail
 
-from ascendprep.inventory.model import inventory_from_text
-from ascendprep.lab import nodefs, sshd
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.lab import hostsfile, nodefs, sshd
 from ascendprep.lab.hostpython import HostPython
 from ascendprep.lab.inventory_doc import render_inventory
 from ascendprep.lab.journal import Journal
@@ -196,7 +196,7 @@ def test_overlay_refuses_paths_that_would_break_mount_options():
 
 def test_hosts_file_names_every_node():
     spec = LabSpec(nodes=2, subnet="10.231.3.0/24").validated()
-    text = nodefs.render_hosts(spec.node_list())
+    text = hostsfile.render_hosts(spec.node_list())
     assert "10.231.3.11\tnode1" in text.splitlines()
     assert "10.231.3.12\tnode2" in text.splitlines()
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ascendprep.desired.state import build_desired
-from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.plan.diff import diff_host
 from ascendprep.facts.gather import parse_gather_output, render_gather_script, units_for_phase
 from ascendprep.facts.blockers import JobProbes

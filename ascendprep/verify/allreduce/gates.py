@@ -26,17 +26,15 @@ The gates, in order:
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.base import limits
 
 from .ranks import compress_ranks
 from .worker import format_size
 
-if TYPE_CHECKING:  # results imports this module; the names are only for annotations here
-    from .results import AllreduceVerdict, BusbwFloor, RankTableCheck, SizeRow, Straggler, TrainVerdict
+from .records import BusbwFloor, RankTableCheck, SizeRow, Straggler, TrainVerdict
 
 CONNECTIVITY = "connectivity"
 WRONG_ELEMENTS = "wrong_elements"
@@ -181,33 +179,3 @@ def largest_complete_row(rows: Sequence["SizeRow"], world_size: Optional[int]) -
 
 def complete_rows(rows: Sequence["SizeRow"], world_size: Optional[int]) -> List["SizeRow"]:
     return [row for row in rows if world_size is not None and row.ranks_reporting == world_size]
-
-
-def footer_lines(verdict: "AllreduceVerdict") -> Tuple[str, ...]:
-    """nccl-tests' closing two lines, ours: the wrong-element count and the average busbw,
-    each with OK or FAIL and, on FAIL, the reason; then, where a rank table is in use, a third:
-    whether every rank found itself in it (the ``rank_table`` gate).
-
-    The average is over the sizes every rank measured, as nccl-tests averages over its sizes;
-    the floor is judged at the largest of them (small sizes measure latency, not the fabric).
-    """
-    wrong = verdict.gate_named(WRONG_ELEMENTS)
-    first = f"wrong elements: {wrong.figure} " + ("OK" if wrong.ok else f"FAIL ({wrong.reason})")
-    busbw = verdict.gate_named(BUSBW)
-    complete = complete_rows(verdict.sizes, verdict.world_size)
-    if complete:
-        average = statistics.fmean(row.busbw_GBps for row in complete)
-        measured = f"{average:.4g} GB/s over {len(complete)} size{'' if len(complete) == 1 else 's'}"
-    else:
-        measured = "none (no size was measured by every rank)"
-    floor = verdict.busbw_floor
-    if floor is None:
-        second = f"avg busbw: {measured} (no floor set: --min-busbw)"
-    elif busbw.ok:
-        second = f"avg busbw: {measured} OK ({busbw.figure}, floor {floor.min_busbw_GBps:g} GB/s)"
-    else:
-        second = f"avg busbw: {measured} FAIL ({busbw.reason})"
-    table = verdict.gate_named(RANK_TABLE)
-    if table.ok and table.figure == "not in use":
-        return first, second
-    return first, second, f"rank table: {table.figure} " + ("OK" if table.ok else f"FAIL ({table.reason})")

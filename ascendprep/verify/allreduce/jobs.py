@@ -22,7 +22,7 @@ from ascendprep.verify.allreduce.outcome import NodeReport
 from ascendprep.verify.allreduce.results import AllreduceVerdict, CollectedOutput, build_verdict, parse_worker_output
 from ascendprep.verify.allreduce.scripts import run_dir
 from ascendprep.compat import ThresholdsError, min_busbw_gbps
-from ascendprep.inventory.model import Inventory
+from ascendprep.inventory.load import Inventory
 from ascendprep.facts.netaddr import interface_holding, ip_literal, is_loopback
 
 

@@ -42,6 +42,7 @@ from .gates import (
     wrong_elements_gate,
 )
 from .ranks import compress_ranks, short_list
+from .records import BusbwFloor, RankTableCheck, SizeRow, Straggler, TrainVerdict
 from .worker import (
     ERROR_MARKER,
     RECORD_SCHEMA_VERSION,
@@ -108,14 +109,6 @@ class RankRecord:
     rank_table: Optional["RankTableCheck"] = None
 
 
-@dataclass(frozen=True)
-class RankTableCheck:
-    """One rank's check of the rank table it was given (``worker.check_rank_table``)."""
-
-    path: str
-    ok: bool
-    reason: Optional[str] = None
-    warning: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -326,36 +319,10 @@ class StragglerRule:
     min_ranks: int = 3
 
 
-@dataclass(frozen=True)
-class SizeRow:
-    bytes: int
-    time_us: float  # slowest rank
-    algbw_GBps: float
-    busbw_GBps: float
-    wrong_elements: int  # summed over ranks
-    ranks_reporting: int
-    median_us: float
-    slowest_rank: int
-    slowest_node: str
 
 
-@dataclass(frozen=True)
-class Straggler:
-    rank: int
-    node: str
-    sizes: Tuple[int, ...]  # bytes at which the rule flagged this rank
-    worst_ratio: float  # time / median at the worst size
 
 
-@dataclass(frozen=True)
-class BusbwFloor:
-    """The bandwidth floor's judgement in figures: the ``busbw`` gate's details."""
-
-    min_busbw_GBps: float
-    passed: bool
-    reason: str
-    measured_busbw_GBps: Optional[float] = None
-    at_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -366,14 +333,6 @@ class RankFailure:
     reason: str
 
 
-@dataclass(frozen=True)
-class TrainVerdict:
-    mode: str
-    status: str  # pass | fail | skipped | not_run
-    reason: Optional[str] = None
-    ranks_failed: Tuple[int, ...] = ()
-    api: Optional[str] = None
-    amp: Optional[str] = None
 
 
 @dataclass(frozen=True)

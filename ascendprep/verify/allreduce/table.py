@@ -7,11 +7,14 @@ Like nccl-tests the table ends with two lines, wrong elements and average busbw,
 
 from __future__ import annotations
 
+import statistics
+from typing import Tuple
+
 from rich.console import Console
 from rich.table import Table
 
 from ascendprep.verify.allreduce.outcome import AllreduceOutcome
-from ascendprep.verify.allreduce.gates import footer_lines
+from ascendprep.verify.allreduce.gates import BUSBW, RANK_TABLE, WRONG_ELEMENTS, complete_rows
 from ascendprep.verify.allreduce.results import AllreduceVerdict
 from ascendprep.verify.allreduce.sizes import format_size
 from ascendprep.base.text import markup_safe as escape, visible
@@ -72,3 +75,33 @@ def print_allreduce(console: Console, outcome: AllreduceOutcome) -> None:
             console.print(f"  [bold]{escape(name)}[/]: {escape(why)}", soft_wrap=True)
     state = "[green]all-reduce passed[/]" if outcome.passed else "[bold red]all-reduce failed[/]"
     console.print(f"{state} in {outcome.seconds:.1f}s")
+
+
+def footer_lines(verdict: "AllreduceVerdict") -> Tuple[str, ...]:
+    """nccl-tests' closing two lines, ours: the wrong-element count and the average busbw,
+    each with OK or FAIL and, on FAIL, the reason; then, where a rank table is in use, a third:
+    whether every rank found itself in it (the ``rank_table`` gate).
+
+    The average is over the sizes every rank measured, as nccl-tests averages over its sizes;
+    the floor is judged at the largest of them (small sizes measure latency, not the fabric).
+    """
+    wrong = verdict.gate_named(WRONG_ELEMENTS)
+    first = f"wrong elements: {wrong.figure} " + ("OK" if wrong.ok else f"FAIL ({wrong.reason})")
+    busbw = verdict.gate_named(BUSBW)
+    complete = complete_rows(verdict.sizes, verdict.world_size)
+    if complete:
+        average = statistics.fmean(row.busbw_GBps for row in complete)
+        measured = f"{average:.4g} GB/s over {len(complete)} size{'' if len(complete) == 1 else 's'}"
+    else:
+        measured = "none (no size was measured by every rank)"
+    floor = verdict.busbw_floor
+    if floor is None:
+        second = f"avg busbw: {measured} (no floor set: --min-busbw)"
+    elif busbw.ok:
+        second = f"avg busbw: {measured} OK ({busbw.figure}, floor {floor.min_busbw_GBps:g} GB/s)"
+    else:
+        second = f"avg busbw: {measured} FAIL ({busbw.reason})"
+    table = verdict.gate_named(RANK_TABLE)
+    if table.ok and table.figure == "not in use":
+        return first, second
+    return first, second, f"rank table: {table.figure} " + ("OK" if table.ok else f"FAIL ({table.reason})")

@@ -7,7 +7,7 @@ shell's), read by the ``job.launch``/``job.login`` probes, judged together:
   expansion mode it needs: "must match on all pods") are flagged when nodes disagree, naming
   which nodes have which value;
 * each node's settings against the rules plan applies to the inventory
-  (:func:`ascendprep.desired.envfiles.hccl_env_problems`): op-retry without AI_CPU, an unknown expansion
+  (:func:`ascendprep.inventory.hccl_env.hccl_env_problems`): op-retry without AI_CPU, an unknown expansion
   mode, ``HCCL_INTRA_PCIE_ENABLE`` (unsupported on A3), a bad ``HCCL_INTER_HCCS_DISABLE``;
 * ``HCCL_LOGIC_SUPERPOD_ID`` never joins servers of two physical super-pods (the inventory's
   ``super_pod``): HCCL would pick the vNIC link and both ends time out.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from ascendprep.desired import envfiles
+from ascendprep.inventory.hccl_env import hccl_env_problems
 from ascendprep.verify.checks.context import ClusterContext
 from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
 from ascendprep.facts.model import HostFacts
@@ -101,7 +101,7 @@ def _node_rules(envs: Dict[str, Dict[str, Optional[str]]]) -> List[Verdict]:
     by_problem: Dict[tuple[str, str], List[str]] = {}
     for node, values in envs.items():
         present = {key: value for key, value in values.items() if value is not None and key != "RANK_TABLE_FILE"}
-        for var, message in envfiles.hccl_env_problems(present, a3=True, physical_pods=0, rank_table=values.get("RANK_TABLE_FILE") is not None):
+        for var, message in hccl_env_problems(present, a3=True, physical_pods=0, rank_table=values.get("RANK_TABLE_FILE") is not None):
             by_problem.setdefault((var, message), []).append(node)
     return [
         failed(f"{var}: {message} (on {_nodes(nodes)})", {"nodes": nodes}, fix=f"correct {var} in the inventory's env and re-apply", subject=var, node=nodes[0] if len(nodes) == 1 else None)

@@ -17,6 +17,17 @@ from ascendprep.facts.model import HccsPingResult, HostFacts, PingResult
 from ascendprep.verify.mesh import PingPlan
 
 
+def chip_devids(facts: HostFacts) -> Dict[Tuple[int, int], int]:
+    """(npu-smi NPU id, chip) → hccn device id: NPU id × chip count + chip (A3 NPU n = devids 2n, 2n+1)."""
+    mapping: Dict[Tuple[int, int], int] = {}
+    if facts.npu_smi is None:
+        return mapping
+    for device in facts.npu_smi.devices:
+        for chip in range(device.chip_count):
+            mapping[(device.npu_id, chip)] = device.npu_id * device.chip_count + chip
+    return mapping
+
+
 @dataclass(frozen=True)
 class HostEvidence:
     """One host's evidence: its facts (None when they could not be gathered) and its pings.
@@ -102,8 +113,6 @@ class NodeContext:
     def npu_smi_places(self) -> Dict[int, Tuple[int, int]]:
         """hccn device id → (npu-smi NPU id, chip) of this node's npu-smi listing: npu.health and
         npu.busy ask it for every NPU, so it is worked out once per node, not 16 times."""
-        from ascendprep.verify.checks.node import chip_devids  # node.py's checks take this context
-
         return {devid: place for place, devid in chip_devids(self.facts).items()}
 
 

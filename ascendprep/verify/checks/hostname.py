@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.base.findings import Severity
-from ascendprep.inventory.model import Inventory
+from ascendprep.inventory.load import Inventory
 from ascendprep.facts.netaddr import held_by, interface_holding, ip_literal, is_loopback
 
 #: The last inventory's address -> node name map (built once per run: rebuilding it for every

@@ -6,12 +6,11 @@ the checks that need it are skipped naming it, instead of each failing with the 
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ascendprep.verify.checks import health_codes
-from ascendprep.verify.checks.context import NodeContext
+from ascendprep.verify.checks.context import NodeContext, chip_devids
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed
-from ascendprep.facts.model import HostFacts
 from ascendprep.base.findings import Severity
 from ascendprep.base.paths import HCCN_TOOL_IN_HOME, NPU_SMI_IN_HOME
 
@@ -59,17 +58,6 @@ def hccn_tool(ctx: NodeContext) -> Verdict:
 
 def npu_smi(ctx: NodeContext) -> Verdict:
     return _tool(ctx, "npu_smi_tool", "npu_smi", "npu-smi", NPU_SMI_IN_HOME)
-
-
-def chip_devids(facts: HostFacts) -> Dict[Tuple[int, int], int]:
-    """(npu-smi NPU id, chip) → hccn device id: NPU id × chip count + chip (A3 NPU n = devids 2n, 2n+1)."""
-    mapping: Dict[Tuple[int, int], int] = {}
-    if facts.npu_smi is None:
-        return mapping
-    for device in facts.npu_smi.devices:
-        for chip in range(device.chip_count):
-            mapping[(device.npu_id, chip)] = device.npu_id * device.chip_count + chip
-    return mapping
 
 
 def npu_count(ctx: NodeContext) -> Verdict:

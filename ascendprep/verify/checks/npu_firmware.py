@@ -15,7 +15,7 @@ from typing import Dict, List, Tuple
 
 from ascendprep.verify.checks.context import ClusterContext
 from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
-from ascendprep.verify.checks.node import chip_devids
+from ascendprep.verify.checks.context import chip_devids
 from ascendprep.base.findings import Severity
 
 PROBE = "npu_smi.board"

@@ -1,0 +1,141 @@
+"""The package's layers and their import contract (docs/architecture.md), read from the source.
+
+Every import counts: top-level, inside functions and under ``TYPE_CHECKING`` alike, since each is
+a dependency a reader must follow. A module may import its own layer and the layers its layer is
+allowed; no two modules may import each other, directly or round a loop.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "ascendprep"
+
+PURE = ("base", "inventory", "compat", "facts", "desired", "plan", "apply", "verify")
+
+#: layer -> the layers it may import (its own always allowed).
+ALLOWED: dict[str, set[str]] = {
+    "base": set(),
+    "inventory": {"base"},
+    "compat": {"base"},
+    "facts": {"base", "inventory", "compat"},
+    "desired": {"base", "inventory", "compat", "facts"},
+    "plan": {"base", "inventory", "compat", "facts", "desired"},
+    "apply": {"base", "inventory", "compat", "facts", "desired", "plan"},
+    "verify": {"base", "inventory", "compat", "facts", "desired", "plan"},
+    "report": {*PURE},
+    "remote": {"base"},
+    "run": {*PURE, "report", "remote"},
+    "commands": {*PURE, "report", "remote", "run"},
+    "cli": {"commands", "base", "package"},
+    "main": {"cli"},
+    "package": set(),
+    "lab": {"base", "inventory.products", "package"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``name`` imports, anywhere in its source."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = name.split(".") if is_package else name.split(".")[:-1]
+                here = here[: len(here) - (node.level - 1)]
+                base = ".".join(here + ([base] if base else []))
+            targets = [f"{base}.{a.name}" for a in node.names]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {name: imports_of(name, path, known) for name, path in mods.items()}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "package"
+    if parts[1] == "__main__":
+        return "main"
+    if module == "ascendprep.inventory.products":
+        return "inventory.products"
+    return parts[1]
+
+
+def test_every_module_is_in_a_layer():
+    strays = sorted(m for m in graph() if layer_of(m) not in ALLOWED and layer_of(m) != "inventory.products")
+    assert not strays, f"modules outside the layers of docs/architecture.md: {strays}"
+
+
+def test_no_import_climbs_a_layer():
+    bad = []
+    for module, deps in graph().items():
+        mine = "inventory" if layer_of(module) == "inventory.products" else layer_of(module)
+        for dep in deps:
+            theirs = layer_of(dep)
+            if theirs in (mine, "package") or (theirs == "inventory.products" and mine == "inventory"):
+                continue
+            allowed = ALLOWED[mine]
+            if theirs in allowed or (theirs == "inventory.products" and "inventory" in allowed):
+                continue
+            bad.append(f"{module} -> {dep}")
+    assert not bad, "imports the layer contract does not allow:\n" + "\n".join(sorted(bad))
+
+
+def test_no_import_cycles():
+    g = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in g[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    assert not cycles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
