@@ -42,7 +42,7 @@ from ascendprep.verify.allreduce.jobs import Job, JobNode, JobResult, binding_of
 from ascendprep.verify.allreduce.options import AllreduceOptions, RunSettings, resolve_settings
 from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings, option_findings
 from ascendprep.verify.allreduce.scripts import WORKER_NAME, LaunchOutput, parse_preflight, parse_script_output, remove_dir_script, render_cleanup_script, render_launch_script, render_preflight_script, torchrun_arguments
-from ascendprep.verify.allreduce.table import print_allreduce
+from ascendprep.report.allreduce import print_allreduce
 from ascendprep.inventory.load import Inventory
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import RemoteError

@@ -23,7 +23,7 @@ import pytest
 
 from ascendprep.verify.allreduce import worker
 from ascendprep.verify.allreduce.gates import RANK_TABLE, rank_table_gate
-from ascendprep.verify.allreduce.table import footer_lines
+from ascendprep.report.allreduce import footer_lines
 from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output
 from ascendprep.verify.allreduce.records import RankTableCheck
 

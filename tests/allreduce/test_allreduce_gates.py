@@ -10,12 +10,12 @@ import pytest
 from rich.console import Console
 
 from ascendprep.verify.allreduce.gates import GATE_NAMES, GateResult, busbw_gate, connectivity_gate, self_test_gate, stragglers_gate, training_gate, wrong_elements_gate
-from ascendprep.verify.allreduce.table import footer_lines
+from ascendprep.report.allreduce import footer_lines
 from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
 from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings
 from ascendprep.verify.allreduce.results import algorithm_bandwidth, build_verdict, bus_bandwidth, parse_worker_output
 from ascendprep.verify.allreduce.records import BusbwFloor, SizeRow, Straggler, TrainVerdict
-from ascendprep.verify.allreduce.table import print_allreduce
+from ascendprep.report.allreduce import print_allreduce
 from ascendprep.verify.allreduce.worker import PHASES, RankReport
 
 MB = 2**20

@@ -25,7 +25,7 @@ from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settin
 from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings
 from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output
 from ascendprep.verify.allreduce.scripts import LaunchOutput, parse_preflight, parse_script_output, process_pattern, render_cleanup_script, render_launch_script, render_preflight_script, run_dir, torchrun_arguments
-from ascendprep.verify.allreduce.table import print_allreduce
+from ascendprep.report.allreduce import print_allreduce
 from ascendprep.verify.allreduce.worker import PHASES, RankReport
 from ascendprep.base.findings import Severity
 from nodescript import run_node_script

@@ -139,3 +139,36 @@ def test_no_import_cycles():
         if v not in index:
             visit(v)
     assert not cycles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_only_remote_imports_the_ssh_libraries():
+    users = sorted(name for name, path in modules().items() if _third_party_imports(path) & {"paramiko", "fabric", "invoke"} and layer_of(name) != "remote")
+    assert not users, f"paramiko/fabric imported outside ascendprep.remote: {users}"
+
+
+def test_the_node_side_worker_needs_only_the_stdlib_and_torch():
+    import sys
+
+    worker = PACKAGE / "verify" / "allreduce" / "worker.py"
+    outside = sorted(m for m in _third_party_imports(worker) if m not in sys.stdlib_module_names and m not in {"torch", "torch_npu", "__future__"})
+    assert not outside, f"worker.py runs on the nodes with the stdlib and torch only; it imports {outside}"
+
+
+def test_the_pure_layers_import_no_rich_nor_click():
+    # base.text is the one place that makes outside values safe for a rich terminal.
+    loud = sorted(
+        name
+        for name, path in modules().items()
+        if layer_of(name) in PURE and name != "ascendprep.base.text" and _third_party_imports(path) & {"rich", "click"}
+    )
+    assert not loud, f"pure modules that import a terminal library: {loud}"
