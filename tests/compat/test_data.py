@@ -20,11 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def packaged_text() -> str:
-    return resources.files("ascendprep.verify.checks").joinpath("data/compat.yaml").read_text(encoding="utf-8")
+    return resources.files("ascendprep").joinpath("data/compat.yaml").read_text(encoding="utf-8")
 
 
 def test_data_loads_from_the_installed_package() -> None:
-    resource = resources.files("ascendprep.verify.checks").joinpath("data/compat.yaml")
+    resource = resources.files("ascendprep").joinpath("data/compat.yaml")
     assert resource.is_file()
     assert Path(str(resource)).resolve().is_relative_to(Path(ascendprep.__file__).resolve().parent)
     data = load_compat_data()
@@ -32,11 +32,11 @@ def test_data_loads_from_the_installed_package() -> None:
     assert load_compat_data() is data  # parsed once per process
 
 
-def test_the_repo_level_checks_folder_is_the_same_file() -> None:
-    link = REPO / "checks" / "compat.yaml"
+def test_the_repo_level_data_folder_is_the_same_file() -> None:
+    link = REPO / "data" / "compat.yaml"
     if not link.exists():
         pytest.skip("not a source checkout")
-    assert link.resolve() == (REPO / "ascendprep" / "checks" / "data" / "compat.yaml").resolve()
+    assert link.resolve() == (REPO / "ascendprep" / "data" / "compat.yaml").resolve()
 
 
 def test_the_copy_says_where_it_came_from_and_keeps_its_sources() -> None:

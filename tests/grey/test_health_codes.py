@@ -83,7 +83,7 @@ def test_a_malformed_table_is_refused(text: str, fragment: str) -> None:
 
 
 def test_a_code_with_an_unknown_level_is_refused() -> None:
-    text = health_codes.resources.files("ascendprep.verify.checks").joinpath("data/health_codes.yaml").read_text()
+    text = health_codes.resources.files("ascendprep").joinpath("data/health_codes.yaml").read_text()
     with pytest.raises(HealthCodesError, match="codes.ABC: level"):
         parse_table(text + '  "ABC": {level: Reboot}\n')
     with pytest.raises(HealthCodesError, match="not upper-case hex"):
