@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import jinja2
