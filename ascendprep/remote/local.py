@@ -2,7 +2,9 @@
 
 Scripts run exactly as over SSH (the same launcher, ``sh -s`` with the script on stdin), in a
 new session so that a timed-out script and everything it started can be killed as one group.
-Scripts run as the current user: to prepare this machine as root, run ascendprep as root.
+Scripts run as the current user: to prepare this machine as root, run ascendprep as root. They
+get this process's environment less its secrets (:data:`~ascendprep.remote.sudo.SECRET_ENV`), as
+does whatever they start (an ``--exec-via`` wrapper, srun).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ascendprep.base.limits import HOST_OUTPUT_CAP
 from ascendprep.remote import shell
 from ascendprep.remote.capture import CappedOutput
 from ascendprep.remote.errors import RemoteError
+from ascendprep.remote.sudo import without_secrets
 from ascendprep.remote.transport import RawExec, ScriptTransport
 
 #: Between SIGTERM and SIGKILL for a timed-out script, as the SSH kill script does.
@@ -53,6 +56,7 @@ class LocalTransport(ScriptTransport):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            env=without_secrets(os.environ),
         )
         output = CappedOutput(cap)
         deadline = None if timeout is None else time.monotonic() + timeout

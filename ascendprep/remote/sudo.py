@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Mapping, Optional, Union
+from typing import Callable, Dict, Mapping, Optional, Union
 
 from ascendprep.remote.errors import SudoError
 
 SUDO_PASSWORD_ENV = "ASCENDPREP_SUDO_PASSWORD"
+#: The environment variables ascendprep reads secrets from. None of them is ever handed on: not
+#: to a script run on this machine, not to an ``--exec-via`` wrapper, not to srun or its steps.
+SECRET_ENV = frozenset({SUDO_PASSWORD_ENV})
 
 
 class SudoPassword:
@@ -49,6 +52,11 @@ def sudo_password_from_env(environ: Optional[Mapping[str, str]] = None) -> Optio
     """The password from ``ASCENDPREP_SUDO_PASSWORD``, or None when unset or empty."""
     value = (os.environ if environ is None else environ).get(SUDO_PASSWORD_ENV)
     return SudoPassword(value) if value else None
+
+
+def without_secrets(environ: Mapping[str, str]) -> Dict[str, str]:
+    """``environ`` less every variable of :data:`SECRET_ENV`: the environment a child process gets."""
+    return {name: value for name, value in environ.items() if name not in SECRET_ENV}
 
 
 def password_required_message(host: str) -> str:

@@ -15,10 +15,16 @@ What is used of srun, as Slurm documents it (``man srun``):
   (``a2n[01-04,07],login1``); we refuse to run outside one rather than let srun make a new
   allocation;
 - ``srun --jobid=ID --nodes=1 --ntasks=1 --nodelist=NODE --overlap --input=0 --quiet
-  --kill-on-bad-exit=1 --export=ALL CMD...`` runs one task of CMD on NODE as a step of that job,
-  with our stdin forwarded to it (task 0) and its exit code returned; ``--overlap`` lets a step
-  share the node's resources with the job's other steps (our preflight, launch and cleanup steps
-  overlap each other, and the batch script itself holds the node);
+  --kill-on-bad-exit=1 --export=PATH,HOME,... CMD...`` runs one task of CMD on NODE as a step of
+  that job, with our stdin forwarded to it (task 0) and its exit code returned; ``--overlap``
+  lets a step share the node's resources with the job's other steps (our preflight, launch and
+  cleanup steps overlap each other, and the batch script itself holds the node);
+- ``--export=NAME,...`` hands the step Slurm's ``SLURM_*`` variables and the named ones of
+  srun's environment, nothing else (``ALL``, srun's default, would hand it everything ascendprep
+  was started with). The names are :data:`STEP_ENV`, what an SSH login gives a script: so the
+  step runs as the SSH launcher's script does (the node's ``set_env.sh`` chooses the HCCL and
+  socket settings, not the caller's shell), and no secret reaches a node. srun itself is started
+  without ascendprep's secrets (:data:`~ascendprep.remote.sudo.SECRET_ENV`), as every local child;
 - on SIGTERM srun forwards the signal to the step's tasks; the step's processes are also killed
   by the cleanup script the launcher runs anyway.
 
@@ -53,6 +59,9 @@ LAUNCHERS = ("ssh", "slurm")
 SRUN_ENV = "ASCENDPREP_SRUN"
 #: srun onto the node, SIGTERM, a grace and SIGKILL for a timed-out script's group.
 KILL_TIMEOUT_S = 30.0
+#: What a step gets of this process's environment (``srun --export``), where set: where programs
+#: are, who the user is, the locale and time zone; Slurm adds its ``SLURM_*``. Never a secret.
+STEP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ")
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +141,15 @@ def slurm_node_names(nodes: Sequence[Tuple[str, str]], allocation: Allocation) -
     return found
 
 
-def srun_prefix(job_id: str, node: str, srun: str = "srun") -> List[str]:
-    """The srun words that run one task on ``node`` as an overlapping step of job ``job_id``."""
+def srun_prefix(job_id: str, node: str, srun: str = "srun", environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    """The srun words that run one task on ``node`` as an overlapping step of job ``job_id``.
+
+    The step gets the :data:`STEP_ENV` variables ``environ`` (default: ours) has, by name only:
+    their values are not on the command line either.
+    """
+    present = [name for name in STEP_ENV if name in (os.environ if environ is None else environ)]
     return [srun, f"--jobid={job_id}", "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--overlap",
-            "--input=0", "--quiet", "--kill-on-bad-exit=1", "--export=ALL"]
+            "--input=0", "--quiet", "--kill-on-bad-exit=1", f"--export={','.join(present) or 'NONE'}"]
 
 
 def srun_command() -> str:

@@ -9,8 +9,11 @@
 #
 # The conventions are LBNL NHC's: a node this script drained carries a reason starting with
 # "ascendprep:", and only such a node is resumed when the check passes again; a reason an
-# operator set is never touched. An inventory or setup problem (verify exit 2) is logged and drains
-# nothing: a broken config must not drain the whole cluster.
+# operator set is never touched. Only a failed check of error severity drains: verify's exit 1
+# with its JSON report naming such a check. Anything else is logged and drains nothing, so that a
+# broken config or install cannot drain the whole cluster: an inventory or setup problem (exit 2),
+# a crash or a usage error (no report), a result verify could not write (exit 1, a report without
+# a failed error check, e.g. a missing --prometheus-file folder).
 #
 # Settings: environment, or /etc/default/ascendprep-nodecheck (sourced when present):
 #   ASCENDPREP_INVENTORY  the cluster inventory (default /etc/ascendprep/inventory.yaml)
@@ -22,8 +25,10 @@
 #   ASCENDPREP_BUNDLE_DIR keep the node bundle here (for verify --from-bundle); empty: none
 #   ASCENDPREP_DRAIN      1 (default): drain on failure; 0: only report (exit status)
 #   SCONTROL              scontrol to call (default: scontrol on PATH)
-# Exit status: 0 passed (or nothing to judge), 1 failed (the node was drained), so that a prolog
-# failure requeues the job.
+# Exit status: 0 passed (or nothing to judge), 1 a check of error severity failed (the node was
+# drained, unless ASCENDPREP_DRAIN=0), so that a prolog failure requeues the job; a prolog's exit
+# 1 also drains the node in Slurm itself, hence 0 for everything that is not a failed check.
+# verify's output is kept in a folder of its own (mktemp -d, 0700), removed on exit.
 set -u
 CONFIG=${ASCENDPREP_NODECHECK_CONFIG:-/etc/default/ascendprep-nodecheck}
 # shellcheck source=/dev/null
@@ -40,31 +45,41 @@ SLURM_NODE=${SLURMD_NODENAME:-$(hostname -s)}
 
 log() { logger -t ascendprep-nodecheck -- "$*" 2>/dev/null || true; echo "ascendprep-nodecheck: $*" >&2; }
 
-report=$(mktemp "${TMPDIR:-/tmp}/ascendprep-nodecheck.XXXXXX") || { log "cannot make a temp file"; exit 0; }
-trap 'rm -f "$report"' EXIT
+# A private folder: no name in a shared TMPDIR that someone could plant a link at is ever opened.
+work=$(mktemp -d "${TMPDIR:-/tmp}/ascendprep-nodecheck.XXXXXX") || { log "cannot make a temp folder"; exit 0; }
+trap 'rm -rf -- "$work"' EXIT
+report=$work/report.json
 
 args=(verify "$INVENTORY" --local --format json --timeout "$TIMEOUT")
 [ -n "${ASCENDPREP_NODE:-}" ] && args+=(--node "$ASCENDPREP_NODE")
 [ -n "${ASCENDPREP_TEXTFILE:-}" ] && args+=(--prometheus-file "$ASCENDPREP_TEXTFILE")
 [ -n "${ASCENDPREP_BUNDLE_DIR:-}" ] && args+=(--bundle-dir "$ASCENDPREP_BUNDLE_DIR")
 
-"$ASCENDPREP" "${args[@]}" >"$report" 2>>"$report.err"
+"$ASCENDPREP" "${args[@]}" >"$report" 2>"$work/stderr"
 status=$?
-errors=$(cat "$report.err" 2>/dev/null); rm -f "$report.err"
+errors=$(cat "$work/stderr" 2>/dev/null)
 
-# The reason: the failed checks at error severity, by id (the JSON report's findings), one line.
-reason() {
+# The failed checks at error severity, by id (the JSON report's findings), as one line: exit 0.
+# Exit 1: the report is verify's but names no such check; 2: there is no verify report.
+failed_checks() {
   python3 - "$report" <<'PY' 2>/dev/null
 import json, sys
 try:
-    findings = json.load(open(sys.argv[1])).get("findings") or []
-except (OSError, ValueError):
-    findings = []
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        document = json.load(handle)
+except (OSError, ValueError, RecursionError):
+    sys.exit(2)
+if not isinstance(document, dict) or document.get("kind") != "verify" or not isinstance(document.get("findings"), list):
+    sys.exit(2)
 ids = []
-for f in findings:
+for f in document["findings"]:
+    if not isinstance(f, dict) or f.get("severity") != "error":
+        continue
     label = str(f.get("id")) + (f"[npu {f['npu']}]" if isinstance(f.get("npu"), int) else "")
-    if f.get("severity") == "error" and label not in ids:
+    if label not in ids:
         ids.append(label)
+if not ids:
+    sys.exit(1)
 text = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
 print("".join(c for c in text if c.isprintable() and c not in "\"'\\")[:180] or "verify failed")
 PY
@@ -84,7 +99,15 @@ case $status in
     fi
     exit 0 ;;
   1)
-    why="$TAG $(reason)"
+    checks=$(failed_checks)
+    judged=$?
+    case $judged in
+      0) ;;
+      1) log "verify exited 1 but its report names no failed check of error severity, nothing drained: ${errors:0:400}"; exit 0 ;;
+      2) log "verify exited 1 and printed no verify report (a crash or a usage error?), nothing drained: ${errors:0:400}"; exit 0 ;;
+      *) log "verify exited 1 and its report could not be read (python3: exit $judged), nothing drained: ${errors:0:400}"; exit 0 ;;
+    esac
+    why="$TAG $checks"
     log "$SLURM_NODE failed: $why"
     if [ "$DRAIN" = 1 ]; then
       "$SCONTROL" update NodeName="$SLURM_NODE" State=DRAIN Reason="$why" || log "scontrol could not drain $SLURM_NODE"

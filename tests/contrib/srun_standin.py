@@ -14,11 +14,15 @@ allocation, and refuses what srun would refuse or hang on:
 - the command runs on the node with srun's task environment (``SLURM_JOB_ID``, ``SLURM_STEP_ID``,
   ``SLURM_PROCID=0``, ``SLURM_LOCALID=0``, ``SLURM_NODEID``, ``SLURMD_NODENAME``,
   ``SLURM_STEP_NODELIST``, ``SLURM_NTASKS=1``), our stdin forwarded to it (``--input=0``), its
-  stdout and stderr passed back and its exit code returned.
+  stdout and stderr passed back and its exit code returned;
+- ``--export`` chooses what of srun's own environment the task gets: ``ALL`` (or no option)
+  everything, ``NONE`` only the ``SLURM_*`` variables, a list ``NAME,NAME=value`` the
+  ``SLURM_*`` variables and those (a name srun's environment lacks is left out), ``ALL,...``
+  everything and those.
 
 "On the node": ``SRUN_STANDIN_NODES`` is JSON {node: argv prefix} (the lab's ``ssh`` argv for a
 lab node); a node missing there runs the command on this machine. Every call is appended as one
-JSON line to ``SRUN_STANDIN_LOG`` when set.
+JSON line to ``SRUN_STANDIN_LOG`` when set, with the names (not values) of srun's own environment.
 """
 
 from __future__ import annotations
@@ -49,6 +53,21 @@ def expand(nodelist: str) -> list:
             for number in range(int(low), int(high or low) + 1):
                 names.append(f"{head}{str(number).zfill(len(low))}{tail}")
     return names
+
+
+def exported(option: str, environ: dict) -> dict:
+    """The part of srun's environment ``--export=option`` hands to the task (``man srun``)."""
+    words = [w for w in option.split(",") if w]
+    chosen = dict(environ) if "ALL" in words else {k: v for k, v in environ.items() if k.startswith("SLURM_")}
+    for word in words:
+        if word in ("ALL", "NONE"):
+            continue
+        name, has_value, value = word.partition("=")
+        if has_value:
+            chosen[name] = value
+        elif name in environ:
+            chosen[name] = environ[name]
+    return chosen
 
 
 def main(argv: list) -> None:
@@ -87,13 +106,12 @@ def main(argv: list) -> None:
     log = os.environ.get("SRUN_STANDIN_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"options": options, "command": command}) + "\n")
+            handle.write(json.dumps({"options": options, "command": command, "environ": sorted(os.environ)}) + "\n")
     remote = json.loads(os.environ.get("SRUN_STANDIN_NODES", "{}")).get(node)
     if remote:
         line = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in task_env.items()) + " " + shlex.join(command)
         os.execvp(remote[0], [*remote, line])
-    os.environ.update(task_env)
-    os.execvp(command[0], command)
+    os.execvpe(command[0], command, {**exported(options.get("--export", "ALL"), dict(os.environ)), **task_env})
 
 
 if __name__ == "__main__":

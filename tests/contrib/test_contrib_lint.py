@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -143,6 +144,54 @@ def test_only_the_textfile_directory_and_scratch_are_writable():
     assert {"/usr/local/Ascend", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/hccn.conf"} <= read_only
     # Nothing is created on a host that lacks a path (no *OrCreate).
     assert not any(v["hostPath"].get("type", "").endswith("OrCreate") for v in volumes.values() if "hostPath" in v)
+
+
+def test_the_daemonset_is_not_privileged_and_is_given_only_the_npu_devices():
+    """Reading the NPUs needs their device files, not a privileged container: the pod gets
+    /dev/davinci<N> and the three management devices from the Ascend Docker Runtime (which also
+    lets the device cgroup open them), no host device folder, socket or /proc, no escalation, a
+    read-only root file system and no capability but DAC_OVERRIDE (the devices are HwHiAiUser's)."""
+    pod = _daemonset()["spec"]["template"]["spec"]
+    assert not pod.get("hostPID") and not pod.get("hostIPC")
+    assert pod.get("automountServiceAccountToken") is False  # it never talks to the API server
+    (container,) = pod["containers"]
+    context = container["securityContext"]
+    assert context["privileged"] is False and context["allowPrivilegeEscalation"] is False
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["capabilities"]["drop"] == ["ALL"] and set(context["capabilities"].get("add", [])) <= {"DAC_OVERRIDE"}
+    assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", env["ASCEND_VISIBLE_DEVICES"]), env
+    assert env["ASCEND_RUNTIME_OPTIONS"] == "NODRV"  # the driver comes from the read-only mounts below
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    host_paths = [v["hostPath"]["path"] for v in volumes.values() if "hostPath" in v]
+    for path in host_paths:
+        assert path != "/" and not any(path == top or path.startswith(top + "/") for top in ("/dev", "/proc", "/sys", "/run", "/var/run")), path
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    for writable in ("/tmp", "/var/lib/ascendprep"):  # scratch beside the read-only root file system
+        assert "emptyDir" in volumes[mounts[writable]["name"]] and not mounts[writable].get("readOnly")
+    # The checks the pod cannot make without a capability it is not given are left out, said in the manifest.
+    assert "--skip job,firewall" in container["args"][0]
+
+
+def test_without_the_npu_devices_the_daemonset_checks_nothing_rather_than_fail_every_check(tmp_path):
+    """A node whose runtime did not add the devices is said in the pod's log and left without a
+    result (NPD: unknown), not marked unhealthy by every NPU check failing."""
+    if os.path.exists("/dev/davinci_manager"):
+        pytest.skip("this machine has Ascend NPUs")
+    (container,) = _daemonset()["spec"]["template"]["spec"]["containers"]
+    (tmp_path / "ascendprep").write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\n")
+    (tmp_path / "ascendprep").chmod(0o755)
+    env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}", "NODE_NAME": "a2n01", "ASCENDPREP_TIMEOUT": "1", "ASCENDPREP_INTERVAL": "60"}
+    loop = subprocess.Popen(["sh", "-c", container["args"][0]], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        loop.wait(timeout=2)
+        pytest.fail("the loop ended")
+    except subprocess.TimeoutExpired:
+        os.killpg(loop.pid, signal.SIGKILL)  # the loop and its sleep
+    said = loop.communicate()[0]
+    assert "no /dev/davinci_manager in this container" in said and "nothing checked" in said
+    assert not (tmp_path / "ran").exists()
 
 
 def test_the_daemonset_runs_the_node_local_verify_writing_metrics_to_the_textfile_mount():

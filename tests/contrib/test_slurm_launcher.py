@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from ascendprep.commands.verify import verify_command
-from ascendprep.run.slurm import Allocation, SlurmError, SrunTransport, allocation_from_env, expand_nodelist, prepare_slurm, slurm_node_names
+from ascendprep.run.slurm import STEP_ENV, Allocation, SlurmError, SrunTransport, allocation_from_env, expand_nodelist, prepare_slurm, slurm_node_names
 
 STANDIN = Path(__file__).resolve().parent / "srun_standin.py"
 
@@ -76,8 +76,28 @@ def test_scripts_run_as_one_overlapping_step_on_the_node_with_stdin_and_exit_cod
     assert result.rc == 3 and result.stdout == "on a2n02 step task 0\n"
     (call,) = calls(srun)
     assert call["options"] == {"--jobid": "4242", "--nodes": "1", "--ntasks": "1", "--nodelist": "a2n02", "--overlap": "",
-                               "--input": "0", "--quiet": "", "--kill-on-bad-exit": "1", "--export": "ALL"}
+                               "--input": "0", "--quiet": "", "--kill-on-bad-exit": "1",
+                               "--export": ",".join(n for n in STEP_ENV if n in os.environ)}
     assert call["command"][:2] == ["sh", "-c"]
+
+
+def test_a_step_gets_only_the_named_variables_and_never_a_secret(srun, monkeypatch):
+    """What srun hands a step is an explicit list (what an SSH login gives a script), so the sudo
+    password, a token or the caller's job settings (``HCCL_IF_IP``) never reach a node: not in the
+    step's environment, not on srun's command line, not even in srun's own environment."""
+    monkeypatch.setenv("ASCENDPREP_SUDO_PASSWORD", "s3cret-sudo-pw")
+    monkeypatch.setenv("HCCL_IF_IP", "10.9.9.9")
+    transport = SrunTransport("a2n01", "4242", "a2n01", "srun", 30)
+    result = transport.run_script("env\n")
+    assert result.rc == 0, result.stderr
+    step_env = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    assert "s3cret-sudo-pw" not in result.stdout + result.stderr
+    assert not {"ASCENDPREP_SUDO_PASSWORD", "HCCL_IF_IP"} & set(step_env)
+    assert step_env["PATH"] == os.environ["PATH"] and step_env["SLURMD_NODENAME"] == "a2n01"
+    (call,) = calls(srun)
+    assert call["options"]["--export"] == ",".join(n for n in ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ") if n in os.environ)
+    assert "s3cret-sudo-pw" not in json.dumps(call["options"]) + json.dumps(call["command"])
+    assert "ASCENDPREP_SUDO_PASSWORD" not in call["environ"] and "HCCL_IF_IP" in call["environ"]
 
 
 def test_files_travel_inside_a_script_and_land_atomically(srun, tmp_path):

@@ -106,7 +106,7 @@ def test_a_real_slurm_runs_the_all_reduce_steps_and_the_node_check_drains_and_re
         check_env = {**slurm.env, "PATH": f"{fake / 'bin'}{os.pathsep}{os.environ['PATH']}", "FAKE_DIR": str(fake),
                      "SLURMD_NODENAME": "node2", "ASCENDPREP_NODECHECK_CONFIG": str(fake / "absent")}
         (fake / "verify.rc").write_text("1")
-        (fake / "verify.json").write_text(json.dumps({"findings": [{"id": "network.link", "severity": "error", "npu": 3}]}))
+        (fake / "verify.json").write_text(json.dumps({"kind": "verify", "findings": [{"id": "network.link", "severity": "error", "npu": 3}]}))
         failed = subprocess.run(["bash", str(NODECHECK)], env=check_env, capture_output=True, text=True, timeout=60)
         assert failed.returncode == 1, failed.stderr
         shown = subprocess.run(["scontrol", "show", "node", "node2"], env=slurm.env, capture_output=True, text=True).stdout

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -20,8 +21,11 @@ NODECHECK = CONTRIB / "slurm" / "ascendprep-nodecheck.sh"
 
 FAKE_ASCENDPREP = """#!/bin/sh
 printf '%s\\n' "$@" > "$FAKE_DIR/ascendprep.argv"
+out=$(readlink /proc/$$/fd/1) err=$(readlink /proc/$$/fd/2)
+printf '%s\\n%s\\n' "$out" "$err" > "$FAKE_DIR/ascendprep.fds"
+stat -c %a "$(dirname "$out")" > "$FAKE_DIR/ascendprep.folder_mode"
 cat "$FAKE_DIR/verify.json" 2>/dev/null
-echo "some warning" >&2
+if [ -f "$FAKE_DIR/verify.err" ]; then cat "$FAKE_DIR/verify.err" >&2; else echo "some warning" >&2; fi
 exit "$(cat "$FAKE_DIR/verify.rc")"
 """
 
@@ -46,9 +50,14 @@ def node(tmp_path):
     return tmp_path
 
 
-def run_check(node: Path, rc: int, findings=(), reason=None, **env: str):
+def run_check(node: Path, rc: int, findings=(), reason=None, report=True, stderr=None, **env: str):
+    """Run the node check with verify answering ``rc`` and a JSON report of ``findings`` (none
+    with ``report=False``: verify printed nothing), ``stderr`` its error output."""
     (node / "verify.rc").write_text(str(rc))
-    (node / "verify.json").write_text(json.dumps({"exit_code": rc, "findings": list(findings)}))
+    if report:
+        (node / "verify.json").write_text(json.dumps({"kind": "verify", "schema_version": 1, "exit_code": rc, "findings": list(findings)}))
+    if stderr is not None:
+        (node / "verify.err").write_text(stderr)
     if reason is not None:
         (node / "reason").write_text(reason)
     environment = {
@@ -90,6 +99,65 @@ def test_a_setup_error_drains_nothing_and_says_why(node):
     done, calls, _ = run_check(node, 2)
     assert done.returncode == 0 and calls == []
     assert "could not run (exit 2)" in done.stderr and "some warning" in done.stderr
+
+
+CRASH = 'Traceback (most recent call last):\n  File "ascendprep/cli.py", line 1\nMemoryError\n'
+
+
+@pytest.mark.parametrize("case, kwargs, said", [
+    ("a crash", dict(report=False, stderr=CRASH), "printed no verify report"),
+    ("a usage error with exit 1", dict(report=False, stderr="Error: No such option: --bundle-dirr\n"), "printed no verify report"),
+    ("a metrics folder that is missing", dict(findings=[finding("optics.rx_power", 2, severity="warning")],
+                                               stderr="error: --prometheus-file /var/lib/node_exporter/textfile/a.prom: No such file or directory\n"),
+     "names no failed check of error severity"),
+])
+def test_exit_1_without_a_failed_error_check_drains_nothing_and_is_logged(node, case, kwargs, said):
+    """verify's exit 1 means "a check of error severity failed" only when its report says so:
+    a crash, a usage error or a result it could not write must not drain the node (nor fail a
+    prolog, which would drain it too), but must be said."""
+    done, calls, _ = run_check(node, 1, **kwargs)
+    assert calls == [], case
+    assert done.returncode == 0, case
+    assert "nothing drained" in done.stderr and said in done.stderr, done.stderr
+    assert (kwargs["stderr"].splitlines()[-1]) in done.stderr
+
+
+def test_verify_output_goes_to_a_private_folder_that_is_removed(node):
+    """The report and verify's error output are written inside a folder of our own (mktemp -d,
+    0700), never at a name beside another file that someone could plant a link at beforehand."""
+    node.chmod(0o1777)  # TMPDIR as /tmp is: anyone may create names in it
+    done, calls, _ = run_check(node, 1, [finding("network.link", 3)])
+    assert done.returncode == 1 and len(calls) == 1
+    targets = [Path(line) for line in (node / "ascendprep.fds").read_text().splitlines()]
+    assert len(targets) == 2 and targets[0] != targets[1]
+    assert (node / "ascendprep.folder_mode").read_text().strip() == "700"
+    for target in targets:
+        folder = target.parent
+        assert folder != node and folder.parent == node, target
+        assert folder.name.startswith("ascendprep-nodecheck.")
+    assert not list(node.glob("ascendprep-nodecheck.*")), "temp files left behind"
+
+
+#: mktemp, then what someone watching a shared TMPDIR does with a name they see appear there: a
+#: link to a file of root's at every name derived from it, before the check opens that name.
+FAKE_MKTEMP = """#!/bin/sh
+name=$({real} "$@") || exit
+for suffix in .err .out .json .log .stderr .tmp; do ln -s "$VICTIM" "$name$suffix"; done
+echo "$name"
+"""
+
+
+def test_verify_output_is_not_written_through_a_link_planted_beside_the_temp_name(node, tmp_path):
+    """The node check runs as root: a link at a name it writes, planted in a shared TMPDIR by
+    anyone who saw the temp name appear, would let them append verify's output to any file."""
+    node.chmod(0o1777)
+    (node / "bin" / "mktemp").write_text(FAKE_MKTEMP.format(real=shutil.which("mktemp")))
+    (node / "bin" / "mktemp").chmod(0o755)
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    done, calls, _ = run_check(node, 1, [finding("network.link", 3)], VICTIM=str(victim))
+    assert done.returncode == 1 and len(calls) == 1, done.stderr
+    assert victim.read_text() == "untouched\n"
 
 
 def test_options_are_passed_through_and_drain_can_be_off(node):

@@ -72,3 +72,20 @@ def test_local_fetch_reads_the_bytes_and_keeps_no_more_than_the_cap(tmp_path: Pa
         host.fetch(str(source), cap=10 * 1024)
     with pytest.raises(RemoteError, match=r"^here: cannot read .*absent: .*No such file"):
         host.fetch(str(tmp_path / "absent"))
+
+
+def test_scripts_and_exec_via_wrappers_on_this_machine_never_get_the_sudo_password(monkeypatch) -> None:
+    """A secret in ascendprep's environment stays in ascendprep: a local script (``verify --local``)
+    and an ``--exec-via`` wrapper it runs (``docker exec -e NAME`` would copy NAME from there) see
+    the rest of the user's environment, never the password."""
+    from ascendprep.facts.execvia import parse_exec_via, wrap_script
+
+    monkeypatch.setenv("ASCENDPREP_SUDO_PASSWORD", "s3cret-sudo-pw")
+    monkeypatch.setenv("SITE_SETTING", "kept")
+    direct = LocalTransport().run_script("env\n")
+    wrapped = LocalTransport().run_script(wrap_script("env\n", parse_exec_via("env")))
+    for result in (direct, wrapped):
+        assert result.rc == 0, result.stderr
+        assert "SITE_SETTING=kept" in result.stdout.splitlines()
+        assert "s3cret-sudo-pw" not in result.stdout + result.stderr
+        assert "ASCENDPREP_SUDO_PASSWORD" not in result.stdout
