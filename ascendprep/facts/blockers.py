@@ -1,5 +1,5 @@
 """The gather's probes for what stops an HCCL job from starting: NPU processes, taken host ports,
-the host NICs and the route to the master (issue 17), as probe units (:mod:`.unit`).
+the host NICs and the route to the master, as probe units (:mod:`.unit`).
 
 :func:`job_probes` derives from the inventory what to ask (the HCCL port block, the master port
 and address); it reaches the units through ``RenderContext.job_probes`` (None: HCCL's default
