@@ -20,12 +20,12 @@ does that from the probe errors), never a pass.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ascendprep import compat
 from ascendprep.verify.checks.context import HostEvidence, NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
-from ascendprep.facts.model import HostFacts, InterfaceAddress
+from ascendprep.facts.model import InterfaceAddress
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.facts.blocker_model import NpuProcess, SocketUse
 from ascendprep.facts.netaddr import ip_literal, is_loopback
