@@ -4,7 +4,7 @@ Each command lives in :mod:`ascendprep.commands` (``plan``, ``apply``, ``verify`
 command and its flow; ``common``: what they share) and the lab's in :mod:`ascendprep.lab.cli`.
 Importing them loads only click and the commands' options: the core, the probes and SSH are
 imported when a command runs, so ``ascendprep --help`` stays quick and loads no paramiko. The
-lab's commands (namespaces, the simulated tools: about a fifth of the CLI's own import time) are
+lab's commands (namespaces, the simulated tools: a large part of the CLI's own import time) are
 imported only when ``lab`` is named or listed, not for ``plan``, ``apply`` or ``verify``.
 """
 

@@ -1,4 +1,4 @@
-"""Node-local runs (issue 13): ``verify --local`` and ``apply --local`` on the machine itself.
+"""Node-local runs: ``verify --local`` and ``apply --local`` on the machine itself.
 
 Where a scheduler (Slurm prolog, a Kubernetes DaemonSet, an Ansible play) puts ascendprep on
 each node, there is no control host with SSH to every node. A local run reads and changes only

@@ -285,7 +285,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
             )
             refusal = busy_npu_refusal(hosts) if options.allreduce is not None and not options.allreduce.allow_busy_npus else None
             if refusal is not None:
-                allreduce_findings = [refusal]  # issue 17: an all-reduce on NPUs another job holds fails with EJ0001
+                allreduce_findings = [refusal]  # an all-reduce on NPUs another job holds fails with EJ0001
             elif options.allreduce is not None:
                 from ascendprep.run.allreduce import run_allreduce  # written separately; loaded only when asked for
 
@@ -409,8 +409,8 @@ def without_cyclic_gc() -> Iterator[None]:
     """Python's cycle collector off for the command, and back as it was after (also on an error).
 
     verify builds ~250 KB of small objects per host (facts, results) that live to the end; the
-    collector kept walking all of them as they grew: at 512 simulated hosts the checks took
-    3.0 ms per host with it, 1.7-1.9 without (bench/bench_scale.py). Reference counting still
+    collector kept walking all of them as they grew, so each host's checks cost more the more
+    hosts were already done. Reference counting still
     frees everything that is not a cycle at once; cycles made meanwhile (few: tracebacks of
     errors) are collected when it is back on."""
     enabled = gc.isenabled()

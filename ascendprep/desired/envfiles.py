@@ -171,7 +171,7 @@ def rendezvous_values(*, master_addr: str, master_port: int, nnodes: int, node_r
 
     ``RANK_TABLE_FILE`` only with ``rank_table`` (the inventory's ``training.rank_table``): when
     it is set, torch_npu and HCCL initialise from that file instead of the rendezvous, and a
-    table that does not match the job fails with EI0014 (issue 17: "rank-table mode by accident").
+    table that does not match the job fails with EI0014 ("rank-table mode by accident").
     ``HCCL_LOGIC_SUPERPOD_ID`` (A3, the node's ``logical_super_pod``) only without a rank table.
     """
     values: dict[str, Union[str, int]] = {

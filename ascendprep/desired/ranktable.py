@@ -152,8 +152,8 @@ def render_rank_table(table: dict[str, Any]) -> str:
     """The file apply writes: ``json.dumps(table, indent=2)`` and a newline, byte for byte (every
     host's copy is compared by its sha256, so the text must never change with the encoder).
 
-    The stdlib's encoder writes an indented document in pure Python: ~31 ms for a 1,024-node
-    table, once per plan and verify. orjson writes the same layout in ~1 ms, and is used when the
+    The stdlib's encoder writes an indented document in pure Python, once per plan and verify,
+    and the table grows with the node count. orjson writes the same layout, and is used when the
     two cannot differ: every value a string (numbers may be spelled otherwise, ``1e16`` for
     ``1e+16``; build_rank_table writes only strings, as HCCL requires) and the text plain ASCII
     (``ensure_ascii`` escapes the rest as ``\\uXXXX``, DEL included, where orjson writes it as is).

@@ -1,7 +1,7 @@
 """Facts about what would stop an HCCL job from starting on a host: NPUs held by a process,
 host ports already taken, and the state of the host NICs.
 
-Kept apart from :mod:`ascendprep.facts.model` so that the probes of issue 17 own their data; the
+Kept apart from :mod:`ascendprep.facts.model` so that the job-blocker probes own their data; the
 fields that hold them on :class:`~ascendprep.facts.model.HostFacts` are ``npu_processes``,
 ``port_sockets``, ``links`` and ``route_to_master``. Plain frozen dataclasses, like every fact:
 they round-trip through JSON with the host's facts.

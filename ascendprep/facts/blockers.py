@@ -1,5 +1,5 @@
 """The gather's probes for what stops an HCCL job from starting: NPU processes, taken host ports,
-the host NICs and the route to the master (issue 17), as probe units (:mod:`.unit`).
+the host NICs and the route to the master, as probe units (:mod:`.unit`).
 
 :func:`job_probes` derives from the inventory what to ask (the HCCL port block, the master port
 and address); it reaches the units through ``RenderContext.job_probes`` (None: HCCL's default
@@ -26,7 +26,7 @@ from ascendprep.facts.netaddr import ip_literal
 from ascendprep.facts.ports import PortQuery
 from ascendprep.facts.sections import NOT_FOUND_RC, Section, render_attrs
 from ascendprep.facts.text import UnexpectedOutput
-from ascendprep.facts.unit import NOTHING, VERIFY_ONLY, Given, ProbeUnit, RenderContext, Where, fixed, set_field, text_only
+from ascendprep.facts.unit import NOTHING, VERIFY_ONLY, Given, ProbeUnit, RenderContext, fixed, set_field, text_only
 
 #: The environment variable that moves HCCL's host port block (docs/ascend-reference.md §5.2).
 BASE_PORT_ENV = "HCCL_IF_BASE_PORT"

@@ -177,8 +177,8 @@ def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]
     """The per-NPU hccn_tool queries, for every device id, when hccn_tool was found.
 
     The NPUs run side by side (``ap_each_npu``: at most ``parallel`` jobs, each NPU's queries one
-    after the other, the output in device-id order); a driver round trip of 200 ms then costs
-    the host twelve of them in verify, not twelve per NPU.
+    after the other, the output in device-id order); a slow driver round trip then costs the
+    host twelve of them in verify, not twelve per NPU.
     """
     lines = ["# ap_npu_probes: the per-NPU queries of device $ap_dev (ap_each_npu runs it per NPU).", "ap_npu_probes() {"]
     for unit in npu_units:

@@ -1,4 +1,4 @@
-"""Probes of the environment an HCCL job actually starts in (issue 17), and their parsers.
+"""Probes of the environment an HCCL job actually starts in, and their parsers.
 
 The ``job.*`` sections of the gather script read what the files ascendprep manages cannot show:
 

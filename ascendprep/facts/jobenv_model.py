@@ -1,4 +1,4 @@
-"""What a node's *job environment* looks like: the facts the ``job.*`` checks read (issue 17).
+"""What a node's *job environment* looks like: the facts the ``job.*`` checks read.
 
 Kept apart from :mod:`ascendprep.facts.model` (which holds them as ``HostFacts.job``) in a module of
 their own with no ascendprep imports: facts import nothing from the probes, and the probe

@@ -294,7 +294,7 @@ class NpuFacts:
     #: ``-duplex -g`` (``full``/``half``; None = ``Unknown!``) and ``-fec -g`` (``rs``/``no``/``auto``).
     duplex: Optional[str] = None
     fec: Optional[str] = None
-    #: ``-stat -g`` reads, in the order made (two when the gather sampled, issue 20).
+    #: ``-stat -g`` reads, in the order made (two when the gather sampled).
     stat_samples: Tuple[CounterSample, ...] = ()
     #: A3 only: the die's HCCS virtual NIC address, ``-vnic -g`` (``192.<server>.<2+die>.<199-devid>``
     #: per the driver, docs/a3-superpod.md §2); None when not read (not an A3) or not configured.
@@ -582,7 +582,7 @@ class HostFacts:
     hostname_addresses: Optional[Tuple[str, ...]] = None
     #: The job's environment as HCCL jobs meet it (probes/jobenv.py); None when not read.
     job: Optional[JobEnv] = None
-    #: What stops a job from starting (issue 17, :mod:`ascendprep.facts.blocker_model`): the process table
+    #: What stops a job from starting (:mod:`ascendprep.facts.blocker_model`): the process table
     #: of ``npu-smi info``, sockets on the HCCL/master ports, NIC states, the route to the master.
     npu_processes: Optional[NpuProcessTable] = None
     port_sockets: Optional[PortSockets] = None
@@ -610,8 +610,8 @@ class HostFacts:
         return {"schema_version": FACTS_SCHEMA_VERSION, **_host_facts_adapter().dump_python(self, mode="json")}
 
     def to_json(self) -> bytes:
-        """:meth:`to_dict` as compact UTF-8 JSON, by pydantic's own encoder: ~4x faster than
-        ``json.dumps(to_dict())``, which a verify bundle pays once per host (bench/bench_scale.py)."""
+        """:meth:`to_dict` as compact UTF-8 JSON, by pydantic's own encoder rather than
+        ``json.dumps(to_dict())``: a verify bundle writes it once per host."""
         return b'{"schema_version":%d,' % FACTS_SCHEMA_VERSION + _host_facts_adapter().dump_json(self)[1:]
 
     @classmethod
@@ -634,13 +634,12 @@ class HostFacts:
 
 @functools.lru_cache(maxsize=None)
 def _host_facts_adapter() -> "TypeAdapter[HostFacts]":
-    """pydantic's reader and writer of HostFacts, built on first use: building it costs ~30 ms,
-    which every command importing this module paid at start, though a verify whose hosts all
-    pass writes no facts.json and reads none."""
+    """pydantic's reader and writer of HostFacts, built on first use rather than at import: a
+    verify whose hosts all pass writes no facts.json and reads none."""
     return TypeAdapter(HostFacts)
 
 
-# -- faster construction of the facts a host holds by the dozen ----------------------------------
+# -- construction by slot of the facts a host holds by the dozen ---------------------------------
 
 #: The default of a field with a ``default_factory`` in :func:`_init_by_slot`'s ``__init__``.
 _FROM_FACTORY = object()
@@ -651,7 +650,7 @@ def _init_by_slot(cls: type) -> type:
     through its slot's own descriptor instead of ``object.__setattr__(self, name, value)``.
 
     Why: a frozen dataclass's ``__init__`` cannot assign its fields, so it calls
-    ``object.__setattr__`` by name for each, which costs about twice a slot descriptor's ``__set__``.
+    ``object.__setattr__`` by name for each, which costs more than a slot descriptor's ``__set__``.
     A verify builds ~100 of these facts per host (a lane per optical lane, a link record, the
     NPU's facts ...) and one per ping pair. The ``__init__`` takes the same arguments (names,
     order, defaults, default factories called per instance) and makes the same object; like

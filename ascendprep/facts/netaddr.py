@@ -56,8 +56,8 @@ def _address_prefix(text: str, ifname: str) -> Tuple[str, int]:
 
     An IPv4 address already in its own spelling with a decimal prefix length (what ``ip`` prints)
     is taken as it is. An IPv6 address with a decimal prefix length is read by IPv6Address alone:
-    ip_interface would try IPv4 first and build the network too, ~18 us against ~5 per address
-    (every host lists at least two). A scope (``%eth0``), a netmask or odd spellings go through
+    ip_interface would try IPv4 first and build the network too, for every address (every host
+    lists at least two). A scope (``%eth0``), a netmask or odd spellings go through
     ip_interface."""
     address, slash, prefix = text.partition("/")
     if prefix.isascii() and prefix.isdigit():

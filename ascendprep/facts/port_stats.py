@@ -43,8 +43,7 @@ _LINE_RE = re.compile(r"^([a-z][a-z0-9_]{0,63})\s*:\s*(\d{1,20})$")
 #: a newline but perhaps the last, no value of 20 digits (those may be over 64 bits: the line
 #: reading refuses them).
 _EXACT_HEADER = _HEADER + "\n"
-#: (Not possessive, though that was ~1 us faster per answer: ``++`` and ``{m,n}+`` need Python
-#: 3.11, and ascendprep runs from 3.10.)
+#: (Not possessive: ``++`` and ``{m,n}+`` need Python 3.11, and ascendprep runs from 3.10.)
 _EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}:\d{1,19}(?:\n|\Z))+")
 
 

@@ -170,9 +170,9 @@ _HEX_NONCE = re.compile(r"[0-9a-f]{16}")
 def _preamble_template(kind: str, timeout_s: int, busy_retries: int, ascend_home: str, cap: int, parallel: int) -> Optional[Tuple[str, str]]:
     """The preamble of these settings rendered once, with the nonce that stands for any other.
 
-    A ping script is rendered per host (its pairs are the host's own): formatting the ~10 KB
-    preamble each time was ~19 us of its ~50 us. Where the nonce goes is proved, not assumed
-    (as fleet.hosts.fresh_nonce_scripts does): the rendering with a second nonce must equal the
+    A ping script is rendered per host (its pairs are the host's own), and the ~10 KB preamble
+    is most of its text, so it is formatted once. Where the nonce goes is proved, not assumed
+    (as run.hosts.fresh_nonce_scripts does): the rendering with a second nonce must equal the
     first with that nonce swapped in; else None, and every call renders afresh."""
     first = new_nonce()
     second = new_nonce()

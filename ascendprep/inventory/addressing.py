@@ -49,8 +49,8 @@ _OCTETS_PER_PLANE = 254
 
 
 def _ip(value: int) -> str:
-    """The dotted quad of ``value``, as ``str(IPv4Address(value))`` spells it (4x faster: one per
-    NPU, 8,192 at 1,024 nodes); a value outside 0..2**32-1 raises OverflowError."""
+    """The dotted quad of ``value``, as ``str(IPv4Address(value))`` spells it, without building an
+    address object (one per NPU); a value outside 0..2**32-1 raises OverflowError."""
     return socket.inet_ntoa(value.to_bytes(4, "big"))
 
 

@@ -1,4 +1,4 @@
-"""Node faults for what stops an HCCL job although the NPU network is fine (issue 17).
+"""Node faults for what stops an HCCL job although the NPU network is fine.
 
 * ``port-listener`` (``--port``, default 60000): a real process listening on that TCP port in
   the node, as a job that did not exit keeps HCCL's first host port (``EJ0003``). The unlike

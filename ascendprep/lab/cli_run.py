@@ -1,6 +1,6 @@
 """Run the ``ascendprep`` CLI as a child process and measure it: wall time and peak RSS.
 
-For the tests and the benchmark of bounded resources (issue 19): the controller's memory must be
+For the tests and the benchmark of bounded resources: the controller's memory must be
 measured in its own process, not in the test runner, which holds pytest and the lab besides.
 ``ru_maxrss`` of a direct child is no good either: Linux counts the parent's pages the child
 held between fork and exec (a test runner that imported torch makes every child "use" 350 MB).

@@ -1,4 +1,4 @@
-"""Node faults of the job environment (issue 17, f17b; f17a's are in lab/blockerfaults.py); lab/faults.py registers them.
+"""Node faults of the job environment (those of what blocks a job are in lab/blockerfaults.py); lab/faults.py registers them.
 
 Each writes files inside the node (``node_op``) and records them, so that ``heal`` removes or
 restores exactly those:

@@ -59,7 +59,7 @@ def sshd_argv(config: Path) -> list[str]:
 def generate_key(path: Path, comment: str) -> None:
     """A new ed25519 key pair at ``path`` (+ ``.pub``), no passphrase, private part 0600.
 
-    ssh-keygen costs about 4 ms per key here (measured), so every node gets its own host key.
+    ssh-keygen is cheap next to starting a node, so every node gets its own host key.
     """
     run([tool("ssh-keygen"), "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
 

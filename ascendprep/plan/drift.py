@@ -51,7 +51,7 @@ class Drift:
 
     Not frozen (like the checks' Verdict): a drift only carries one judgement to the plan or
     the check that asked, which reads it at once and never changes it; a frozen dataclass's
-    ``__init__`` sets each field through ``object.__setattr__``, ~2x the cost, and verify
+    ``__init__`` sets each field through ``object.__setattr__``, which costs more, and verify
     makes ~2-4 per NPU.
     """
 
@@ -74,7 +74,7 @@ class Drift:
 def sha256_text(text: str) -> str:
     """The hex sha256 of ``text`` (UTF-8), remembered: a cluster-wide file such as the rank table
     is the same text on every node and grows with the node count, so hashing it once per node
-    made plan quadratic (2.6 ms per host at 4,096 hosts, bench/bench_scale.py)."""
+    made plan quadratic in the node count."""
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -60,7 +60,7 @@ _READS_PER_ROUND = 64
 #: How long an idle round of :func:`pump_channel` waits on the channel while the script runs.
 #: Output, EOF and close wake it at once (paramiko signals the channel's pipe), and the waits
 #: end at the script's deadline and the sudo gate's, so this only spaces the rounds in which
-#: nothing happens: a gather of many seconds at 0.05 s cost ~20 wasted rounds a second per host.
+#: nothing happens: a shorter wait only adds idle rounds per host while a gather runs for seconds.
 _IDLE_WAIT = 0.25
 #: The wait while stdin is still to be sent (a full window's reopening wakes nothing) and while
 #: the output drains after the exit status.

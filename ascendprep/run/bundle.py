@@ -25,10 +25,9 @@ A *node bundle* (``verify --local``) has the same layout with one host; run.json
 ``--bundle-dir DIR``, it goes to DIR itself (replacing that node's earlier bundle there, never
 anything else) and DIR's parent is left as it is (it may be a shared folder).
 
-The transcripts are appended to one file per kind, not written as a file per host: on ext4 a
-file in a folder of its own cost ~0.5 ms of kernel CPU to create, ~0.1-0.7 ms in a shared folder
-(schema 2, ``hosts/node1.gather.out.gz``), two per host, against ~6 us for an append; at 4,096
-hosts the files per host cost more than the checks (bench/README.md, issue 12). ``zcat
+The transcripts are appended to one file per kind, not written as a file per host (schema 2,
+``hosts/node1.gather.out.gz``): creating a file costs far more kernel CPU than an append, two
+per host, and on a large fleet the files per host cost more than the checks. ``zcat
 hosts/gather.out.gz`` prints every host's transcript. Bundles of schema 2 and of schema 1
 (``hosts/<node>/gather.out.gz``, every ``.err`` written) are still read.
 
@@ -36,7 +35,7 @@ hosts/gather.out.gz`` prints every host's transcript. Bundles of schema 2 and of
 desired state from the inventory copy, and runs the checks on the recorded date: the same
 evidence gives the same findings, with no SSH. Since nothing reads facts.json back, it is written
 only where a person will look (a host with a failed check or an error), at the end of the run:
-for every host it cost ~0.5 ms per host (encoding, gzip, one more file) at 4,096 hosts.
+for every host it would be one more encoding, gzip and file per host that nobody reads.
 
 A live run writes it while it goes (:class:`BundleWriter`): each host's transcripts gzip'd as
 soon as that host has answered and written :data:`~ascendprep.base.limits.BUNDLE_APPEND_BUFFER_BYTES`
@@ -105,8 +104,8 @@ HOST_DIR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RUN_DIR_RE = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)(?:-(?P<count>\d{1,6}))?$")
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-#: gzip level of the compressed files: 1 is ~4x faster than 6 on gather transcripts for ~15%
-#: more bytes (7.0 vs 6.1 KB per 8-NPU host); at 4,096 hosts the level was a third of the bundle's CPU.
+#: gzip level of the compressed files: 1 takes a fraction of level 6's CPU on gather transcripts
+#: for ~15% more bytes (7.0 vs 6.1 KB per 8-NPU host), and the level is much of the bundle's CPU.
 GZIP_LEVEL = 1
 
 
@@ -290,8 +289,8 @@ class BundleWriter:
     def _reserve(self, needed: int) -> Optional[str]:
         """Room for ``needed`` more bytes, or why not. The free space is read only when what the
         last reading proved is used up: it proves :data:`BUNDLE_SPACE_CHECK_BYTES` beyond the
-        host at hand when the disk has that much (a statvfs per host was ~2 per host at 4,096
-        hosts), else just what it found."""
+        host at hand when the disk has that much (not a statvfs per host), else just what it
+        found."""
         with self._room_lock:
             if needed > self._room:
                 disk = check_free_space(self.partial, needed, low=0)
@@ -325,11 +324,10 @@ class BundleWriter:
     def _append(self, stem: str, data: bytes) -> List[int]:
         """``data`` at the end of ``hosts/<stem>.gz`` (made on first use); its [offset, length].
 
-        One file per kind, not one per host: on this project's ext4 VM creating a file cost
-        0.1-0.7 ms of kernel CPU, two per host, against ~6 us for an append (bench/README.md).
-        The members are gathered in memory and written :data:`BUNDLE_APPEND_BUFFER_BYTES` at a
-        time (~35 hosts' transcripts): a write per member, in 64 workers, cost ~0.05 ms per host
-        more (each write lets go of the GIL and waits to take it back)."""
+        One file per kind, not one per host: creating a file costs far more kernel CPU than an
+        append, and there would be two per host. The members are gathered in memory and written
+        :data:`BUNDLE_APPEND_BUFFER_BYTES` at a time (~35 hosts' transcripts): a write per member,
+        in 64 workers, cost more per host (each write lets go of the GIL and waits to take it back)."""
         with self._stream_lock:
             stream = self._streams.get(stem)
             if stream is None:

@@ -120,7 +120,7 @@ def collect(
         else:
             hosts[node.name] = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
     if (with_pings if with_hccs is None else with_hccs) and inventory.product.id == "atlas-a3":
-        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))  # the HCCS plane in each super-pod (issue 21)
+        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))  # the HCCS plane in each super-pod
         hosts = {name: keep(host) if host.hccs_stdout else host for name, host in hosts.items()}
     if not with_pings:
         return hosts, None

@@ -180,8 +180,8 @@ class Session:
             threading.Thread(target=worker, name=f"ascendprep-host-{index}", daemon=True).start()
         try:
             # The main thread sleeps until the last host is done, waking only to watch the
-            # deadline: waking it for each host's outcome cost ~35 us of its CPU per host and
-            # phase (GIL hand-offs; bench/README.md, issue 12).
+            # deadline: waking it for each host's outcome cost its CPU per host and phase
+            # (GIL hand-offs).
             while not all_done.is_set():
                 if self.deadline is not None and self.deadline.passed:
                     stop.set()
@@ -302,7 +302,7 @@ class Session:
 
 def _repeated(names: Iterable[str]) -> List[str]:
     """The names that occur more than once, sorted: one pass (``list.count`` per name made the
-    check quadratic, ~1 s of a 4,096-host command)."""
+    check quadratic in the host count)."""
     seen: Set[str] = set()
     repeated: Set[str] = set()
     for name in names:

@@ -59,8 +59,8 @@ def fresh_nonce_scripts(render: Callable[[str], str]) -> Callable[[], str]:
     """``render(nonce)`` once, then per call its text with a fresh nonce put in the nonce's place.
 
     Identical hosts get the same gather script but for its marker nonce (each host's own, so that
-    no tool output can forge a section); rendering it per host cost ~0.13-0.3 ms per host at
-    4,096 hosts. Where the nonce goes is proved, not assumed: a second rendering with another
+    no tool output can forge a section), so it is rendered once and only the nonce differs per
+    host. Where the nonce goes is proved, not assumed: a second rendering with another
     nonce must equal the first with that nonce swapped in (else every call renders afresh).
     """
     first = new_nonce()

@@ -52,7 +52,7 @@ CLEAN_RATES = {
     "nic_rx_all_oct_num": 20.0 * 128,
 }
 
-#: Lab faults that make counters grow: kind -> {counter: per second} (issue 20's figures).
+#: Lab faults that make counters grow: kind -> {counter: per second}.
 FAULT_RATES = {
     "fcs-errors": {"mac_rx_fcs_err_pkt_num": 50.0},
     "pfc-storm": {"mac_rx_pfc_pkt_num": 20_000.0, "mac_rx_pfc_pri3_pkt_num": 20_000.0},

@@ -1,4 +1,4 @@
-"""The parts of a lab node that the ``job.*`` checks read (issue 17), and the texts of their faults.
+"""The parts of a lab node that the ``job.*`` checks read, and the texts of their faults.
 
 * NNAL/ATB: ``<home>/nnal/atb/latest/version.info`` of the node's CANN release (the format of
   public captures: ``Ascend-cann-atb : 8.2.RC2`` / ``Ascend-cann-atb Version : 8.2.RC2.B030``),

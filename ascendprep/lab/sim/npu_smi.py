@@ -139,7 +139,7 @@ def _kv(key: str, value: object) -> str:
     return f"\t{key:<31}: {value}"
 
 
-#: Lab faults that raise one specific event code (issue 20), the worst first: kind -> (health,
+#: Lab faults that raise one specific event code, the worst first: kind -> (health,
 #: code, the code as the ``legacy`` driver prints it, information). ``npu-subhealth`` raises a
 #: code the vendor's fault table lists (81078605, SubHealth: some lanes of a RoCE port faulty);
 #: ``npu-unknown-code`` one it does not, which an older driver prints in decimal (docs/ascend-reference.md §4.7).

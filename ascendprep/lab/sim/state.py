@@ -48,8 +48,8 @@ FAULT_KINDS = (
     "hccn-busy",
     "npu-smi-dcmi",  # npu-smi's DCMI cannot open the NPUs (held elsewhere): every call fails, -8020
     "hccn-flood",
-    "npu-busy",  # a process still holds the NPU: npu-smi info lists it (issue 17)
-    # grey failures of the port's physical layer, rendered by lab/sim/optics.py (issue 20)
+    "npu-busy",  # a process still holds the NPU: npu-smi info lists it
+    # grey failures of the port's physical layer, rendered by lab/sim/optics.py
     "optical-low-power",
     "optical-los",
     "optical-hot",
@@ -57,18 +57,19 @@ FAULT_KINDS = (
     "fec-mismatch",
     "optical-copper",
     "optical-not-present-readings",
-    # issue 20 (grey failures): counters that grow (lab/sim/counters.py), health event codes (npu_smi.py)
+    # grey failures: counters that grow (lab/sim/counters.py), health event codes (npu_smi.py)
     "fcs-errors",
     "pfc-storm",
     "npu-subhealth",
     "npu-unknown-code",
-    # issue 21: the A3 HCCS plane and super-pod identity (lab/sim/superpod.py), per die
+    # the A3 HCCS plane and super-pod identity (lab/sim/superpod.py), per die
     *A3_FAULTS,
 )
 #: Faults whose effect grows from the moment they are injected: their record keeps ``since``.
 GROWING_FAULTS = ("fcs-errors", "pfc-storm")
 
-#: ``hccn-flood``: bytes each hccn_tool call prints when no size is given (issue 19's 30 MB).
+#: ``hccn-flood``: bytes each hccn_tool call prints when no size is given (more than every
+#: output cap, the controller's HOST_OUTPUT_CAP included).
 DEFAULT_FLOOD_BYTES = 30 * 1024 * 1024
 #: The largest flood a fault may ask for (the simulator writes it on every call).
 MAX_FLOOD_BYTES = 1024 * 1024 * 1024

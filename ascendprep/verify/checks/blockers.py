@@ -1,4 +1,4 @@
-"""Checks for what stops an HCCL job from starting although the network is fine (issue 17).
+"""Checks for what stops an HCCL job from starting although the network is fine.
 
 * ``npu.busy``: an NPU still held by a process (a job that did not exit): HCCL start-up then
   fails with ``EJ0001: Failed to initialize the HCCP process. Reason: Maybe the last training
@@ -20,12 +20,12 @@ does that from the probe errors), never a pass.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ascendprep import compat
 from ascendprep.verify.checks.context import HostEvidence, NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
-from ascendprep.facts.model import HostFacts, InterfaceAddress
+from ascendprep.facts.model import InterfaceAddress
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.facts.blocker_model import NpuProcess, SocketUse
 from ascendprep.facts.netaddr import ip_literal, is_loopback
@@ -177,7 +177,7 @@ def _in_subnet(address: str, holder: InterfaceAddress) -> bool:
     """Whether ``address`` (an IPv4 literal: MASTER_ADDR as ``ip_literal`` gives it) is on the
     network of ``holder`` (an ``inet`` address, whatever text the host printed for it).
     Read as IPv4 alone: ``ip_interface`` of the text tries IPv4 and then IPv6 and formats and
-    parses the prefix (~4x the cost, once per host); anything not IPv4 is on no such network."""
+    parses the prefix, once per host; anything not IPv4 is on no such network."""
     try:
         return ipaddress.IPv4Address(address) in ipaddress.IPv4Network((holder.address, holder.prefixlen), strict=False)
     except ValueError:

@@ -26,7 +26,7 @@ from ascendprep.inventory.load import Inventory
 from ascendprep.facts.netaddr import held_by, interface_holding, ip_literal, is_loopback
 
 #: The last inventory's address -> node name map (built once per run: rebuilding it for every
-#: node made this check quadratic in the node count, minutes at 4,096 nodes; bench/bench_scale.py).
+#: node made this check quadratic in the node count).
 #: Held by a weak reference, compared by identity (an Inventory is not hashable).
 _owners_cache: List[Any] = [None, {}]
 

@@ -1,4 +1,4 @@
-"""Job-environment checks (issue 17): what an HCCL job meets when it starts on the node.
+"""Job-environment checks: what an HCCL job meets when it starts on the node.
 
 * ``job.rank_table``: no rank-table mode by accident. ``RANK_TABLE_FILE`` in the login
   environment or in ``set_env.sh`` must be what the plan says (the inventory's

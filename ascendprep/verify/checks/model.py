@@ -49,7 +49,7 @@ class _NoEvidence(dict):
 NO_EVIDENCE: Dict[str, Any] = _NoEvidence()
 
 
-@dataclass(slots=True)  # slots: ~170 verdicts per host, 4,096 hosts (bench_scale)
+@dataclass(slots=True)  # slots: ~170 verdicts per host
 class Verdict:
     """What a check function says about one thing it looked at.
 
@@ -58,7 +58,7 @@ class Verdict:
 
     Not frozen: a verdict only carries a check's answer to the runner, which turns it into a
     :class:`CheckResult` at once; a frozen dataclass's ``__init__`` sets each field
-    through ``object.__setattr__``, ~4x the cost (~170 verdicts per host).
+    through ``object.__setattr__``, which costs more, ~170 times per host.
     """
 
     status: Status
@@ -72,7 +72,7 @@ class Verdict:
 
 
 # The verdict helpers name where (node, npu) explicitly and build the Verdict positionally: ~170
-# verdicts per host, and keyword arguments through ``**where`` cost ~2x.
+# verdicts per host, and keyword arguments through ``**where`` cost more.
 
 
 def passed(message: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, node: Optional[str] = None, npu: Optional[int] = None) -> Verdict:
@@ -139,8 +139,8 @@ class CheckResult:
 
     Not frozen, like :class:`Verdict`: the runner makes each result once and nothing changes it
     after; a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
-    (~170 results per host: run_checks' instructions 7.6 M per host against 9.1 M frozen), and a
-    NamedTuple, as fast, takes 16 bytes more per result (a tuple subclass allocates a spare item).
+    (~170 results per host), and a NamedTuple, as fast, takes 16 bytes more per result (a tuple
+    subclass allocates a spare item).
     """
 
     check: str

@@ -17,7 +17,7 @@ from ascendprep.verify.checks.model import Check
 CHECKS: Tuple[Check, ...] = tuple(
     node.CHECKS + network.CHECKS + optics.CHECKS + ports.CHECKS + counters.CHECKS + host.CHECKS + hostname.CHECKS + blockers.CHECKS
     + software.CHECKS + jobenv.CHECKS + cluster.CHECKS + ports.CLUSTER_CHECKS + npu_firmware.CHECKS + reachability.CHECKS
-    + superpod.CHECKS + hccs.CHECKS + a3env.CHECKS  # A3 super-pods (issue 21)
+    + superpod.CHECKS + hccs.CHECKS + a3env.CHECKS  # A3 super-pods
 )
 BY_ID = {check.id: check for check in CHECKS}
 GROUPS: Tuple[str, ...] = tuple(dict.fromkeys(group for check in CHECKS for group in check.groups))

@@ -43,7 +43,7 @@ def _add(results: List[CheckResult], check: Check, outcome: Optional[_Outcome], 
 
     Called here rather than through a helper of its own, and appended in place rather than
     returned as a list to extend with: ~170 results per host at 4,096 hosts, almost every call
-    with one verdict, and each frame and list per call was a few per cent of run_checks.
+    with one verdict, so a frame and a list per call add up.
     Results are positional; the evidence dict is the verdict's own, not a copy."""
     if outcome is None:
         try:

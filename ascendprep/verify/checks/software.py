@@ -76,8 +76,8 @@ def same_version(key: str, installed: str, expected: str) -> bool:
 @functools.lru_cache(maxsize=64)
 def _expected_version(key: str, expected: str) -> Optional[compat.Version]:
     """The inventory's expected version parsed (None when it does not parse): the same text for
-    every node of a run, so parsed once, not once per node (~7 us each; what a node has is
-    parsed on every node)."""
+    every node of a run, so parsed once, not once per node (what a node has is parsed on every
+    node)."""
     try:
         return compat.parse_version(key, expected)
     except compat.VersionError:
