@@ -17,12 +17,10 @@ per change) are refused with the advice to plan again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import Any, Optional
 
 from ascendprep.changes import Change, ChangeError, from_saved
 from ascendprep.limits import INVENTORY_MAX_BYTES, PLAN_FILE_MAX_BYTES
+from ascendprep.outputfile import ensure_dir, write_file
 from ascendprep.plan import HostPlan
 from ascendprep.report.changes import change_entry, describe
 from ascendprep.yamlsource import InputError, Located
@@ -108,32 +107,11 @@ def from_host_plans(inventory_path: Path, cluster: str, plans: list[HostPlan]) -
     )
 
 
-def make_private_dir(folder: Path) -> None:
-    """Create ``folder`` (and parents) as 0700 when missing; an existing folder is left as it is."""
-    if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        os.chmod(folder, 0o700)
-
-
 def write_private(path: Path, text: str) -> None:
-    """Write ``text`` atomically (temp file, fsync, rename) as a 0600 file, whatever the umask.
-
-    ``mkstemp`` creates the temp file 0600; the rename keeps that mode. A half-written file is
-    never seen under ``path``, and a failed write leaves no temp file behind.
-    """
-    make_private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` as a 0600 file, atomically, in a folder made 0700 when missing
+    (``ascendprep.outputfile``: no link followed, the mode exact, no temp file left behind)."""
+    ensure_dir(path.parent)
+    write_file(path, text)
 
 
 def write_plan(plan: PlanFile, path: Path) -> None:

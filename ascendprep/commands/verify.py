@@ -98,7 +98,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--skip", multiple=True, metavar="IDS", help="Leave these checks out. " + _SELECT_HELP)
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "prometheus"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version; prometheus: node_exporter textfile metrics).")
 @click.option("--prometheus-file", "prometheus_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the results as Prometheus metrics to this file, atomically (for node_exporter's textfile collector: name it *.prom).")
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here (a testsuite per node and one for the cluster).")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here, atomically and 0600 (a testsuite per node and one for the cluster).")
 @click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
 @click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host; with more folders after it (--from-bundle DIR DIR...), merge the node bundles of verify --local runs into one cluster report.")
 @click.option("--local", "local", is_flag=True, help="Check only this machine, without SSH (run by Slurm, Kubernetes or Ansible on each node); --node names it, --bundle-dir keeps its node bundle for --from-bundle.")
@@ -592,6 +592,7 @@ def _only_hosts(run: _Run, results: List[CheckResult], chosen: set) -> Tuple[_Ru
 def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     from ascendprep.checks.runner import no_errors, run_checks
     from ascendprep.fleet.bundle import RUNS_DIR, new_bundle_dir
+    from ascendprep.outputfile import write_file
     from ascendprep.report.junit import render_junit
     from ascendprep.report.verify import print_verify, verify_document
 
@@ -610,7 +611,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     node_order = [n.name for n in run.desired.inventory.nodes if n.name in shown.hosts]
     if options.junit is not None:
         try:
-            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, shown.allreduce_findings if run.allreduce_doc is not None or shown.allreduce_findings else None))
+            write_file(options.junit, render_junit(results, node_order, run.desired.inventory.name, shown.allreduce_findings if run.allreduce_doc is not None or shown.allreduce_findings else None))  # 0600: host evidence
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED

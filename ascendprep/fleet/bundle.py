@@ -68,7 +68,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from ascendprep import __version__
 from ascendprep.checks.context import HostEvidence
@@ -77,6 +77,7 @@ from ascendprep.checks.model import CheckResult, Status
 from ascendprep.findings import Finding
 from ascendprep.jsoninput import parse_json
 from ascendprep.limits import BUNDLE_APPEND_BUFFER_BYTES, BUNDLE_FILE_MAX_BYTES, BUNDLE_SPACE_CHECK_BYTES, KEEP_RUNS_DEFAULT, RUNS_LOW_DISK_BYTES
+from ascendprep.outputfile import NewFiles, ensure_dir, make_dir
 from ascendprep.planfile import STATE_DIR
 from ascendprep.probes.gather import parse_gather_output
 from ascendprep.probes.hccs import parse_hccs_output
@@ -248,7 +249,7 @@ class BundleWriter:
         #: Bytes that may still be written before the free space is checked again, and its lock.
         self._room = 0
         self._room_lock = threading.Lock()
-        self.files = PrivateFiles()
+        self.files = NewFiles(FILE_MODE)
         #: Per host, per kind: [offset, length] of its member in ``hosts/<kind>.gz`` (run.json).
         self.members: Dict[str, Dict[str, List[int]]] = {}
         #: The open ``hosts/<kind>.gz`` files; appends are made under the lock.
@@ -260,14 +261,14 @@ class BundleWriter:
         if self.chosen_dir:
             check_bundle_target(self.target, self.local_node)
         else:
-            _runs_dir(self.target.parent)
+            ensure_dir(self.target.parent, DIR_MODE, tighten=True)  # the runs folder (a link to one is used as it is)
         if self.partial.is_symlink():
             self.partial.unlink()
         elif self.partial.exists():
             shutil.rmtree(self.partial)
-        _private_dir(self.partial)
+        make_dir(self.partial, DIR_MODE)
         self._open = True
-        _private_dir(self.partial / "hosts")
+        make_dir(self.partial / "hosts", DIR_MODE)
 
     def keep(self, host: HostEvidence) -> HostEvidence:
         """Write what ``host`` holds that is not written yet; returns the host without its raw
@@ -495,63 +496,9 @@ def _report_gz(bundle: Bundle, report: Dict[str, Any]) -> "tuple[int, bytes]":
     return bundle._report_gz[1], bundle._report_gz[2]
 
 
-def _runs_dir(path: Path) -> None:
-    """The folder of all runs: made 0700 if missing, tightened to 0700 if it is a plain folder.
-    A link to a folder elsewhere (runs kept on a bigger disk) is the user's choice and is used."""
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    if not path.is_symlink():
-        os.chmod(path, DIR_MODE)
-
-
-def _private_dir(path: Path) -> None:
-    """A new 0700 folder; an existing one (or a link in its place) is an error."""
-    path.mkdir(mode=DIR_MODE)
-    os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask; this one is exact
-
-
 def _gzip(data: bytes) -> bytes:
     """``data`` gzip'd as the bundle's ``.gz`` files are (:data:`GZIP_LEVEL`, no timestamp)."""
     return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
-
-
-class PrivateFiles:
-    """Makes a bundle's files: new (an existing file or link is an error), 0600, written whole.
-
-    ``open`` asks for 0600, which the umask can only narrow, never widen. The first file's mode
-    is read back: while files come out 0600 as asked (the usual umask), none is chmod'ed, else
-    each is. With ``os.write`` on the descriptor (no file object, no fstat/isatty of its own) a
-    file is 3 syscalls, not 6 (facts.json of every failing host, the run's own files).
-    """
-
-    _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-    def __init__(self) -> None:
-        #: Files come out 0600 by themselves (learned from the first one; no lock: a race only
-        #: means one more fstat).
-        self.exact_mode = False
-
-    def create(self, path: Union[str, Path]) -> int:
-        """A new file, 0600, open for writing; its descriptor (the caller closes it)."""
-        fd = os.open(path, self._FLAGS, FILE_MODE)
-        try:
-            if not self.exact_mode:
-                if stat.S_IMODE(os.fstat(fd).st_mode) == FILE_MODE:
-                    self.exact_mode = True
-                else:
-                    os.fchmod(fd, FILE_MODE)  # a umask that narrowed it: the mode is exact anyway
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def write(self, path: Union[str, Path], data: bytes) -> None:
-        fd = self.create(path)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
 
 
 # -- retention and disk space ---------------------------------------------------------------
