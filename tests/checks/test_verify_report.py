@@ -217,3 +217,20 @@ def test_junit_never_opens_a_link_at_a_guessed_temp_name(tmp_path, monkeypatch):
     assert outcome.exit_code == 0, outcome.output
     assert victim.read_text() == "keep\n" and planted.is_symlink()
     assert ET.parse(reports / "verify.xml").getroot().tag == "testsuites"
+
+
+def test_junit_parses_whatever_characters_a_host_value_holds(tmp_path, monkeypatch):
+    """U+FFFE, U+FFFF, a lone surrogate and C0 controls in a host's link state: XML 1.0 cannot
+    hold them, so they are spelled out and the file still parses."""
+    desired = desired_state()
+    odd = "DOWN\ufffe\uffff\ud800\x01\x0b"
+    node2 = with_npu(healthy_facts(desired, "node2"), 3, link=odd)
+    saved = _saved_run(tmp_path, monkeypatch, {"node2": node2})
+    target = tmp_path / "verify.xml"
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(saved), "--junit", str(target)])
+    assert outcome.exit_code == 1, outcome.output
+    root = ET.parse(target).getroot()
+    failure = root.find("testsuite[@name='node2']/testcase[@name='network.link[npu 3]']/failure")
+    assert failure is not None
+    assert "DOWN\\ufffe\\uffff\\ud800\\x01\\x0b" in (failure.get("message") or "")
+    assert "\\ufffe" in (failure.text or "")  # the evidence too
