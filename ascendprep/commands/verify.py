@@ -548,15 +548,17 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
     The bundle is evidence, not the verdict: any failure here is a warning, and the document then
     says ``"bundle": null``. Returns where it was saved, or None.
     """
-    from ascendprep.fleet.bundle import Bundle, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
+    from ascendprep.fleet.bundle import Bundle, BundleWriter, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
     from ascendprep.report.verify import bundle_document
 
     recorded = {**run.selection.to_dict(), **({ONLY_HOSTS_KEY: run.only_hosts} if run.only_hosts is not None else {})}
     bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node)
     writer = run.bundle_writer
+    if writer is None:  # --local: the bundle is written at the end, by a writer made here
+        writer = BundleWriter(target, chosen_dir, run.local_node)
     verdict = bundle_document(document, results)
     saved: Optional[Path] = None
-    if writer is not None and writer.problem is not None:  # given up while the run went (disk full, no folder)
+    if writer.problem is not None:  # given up while the run went (disk full, no folder)
         err.print(f"[yellow]warning:[/] {escape(writer.problem)}", soft_wrap=True)
         disk = DiskCheck(False)
     else:
@@ -568,8 +570,12 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
             saved = write_bundle(bundle, target, verdict, chosen_dir=chosen_dir, writer=writer, results=results)
         except (OSError, ValueError) as exc:
             err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}", soft_wrap=True)
-    elif writer is not None:
+    else:
         writer.abandon()
+    for folder in writer.removed_stale:
+        err.print(f"Removed {escape(str(folder))}: the partial bundle of a run that stopped before finishing it.", soft_wrap=True)
+    for problem in writer.stale_problems:
+        err.print(f"[yellow]warning:[/] the partial bundle of a run that stopped could not be removed: {escape(problem)}", soft_wrap=True)
     if saved is None:
         document["bundle"] = None
     if not chosen_dir:  # --bundle-dir: the user's folder; runs elsewhere are not this run's to prune
