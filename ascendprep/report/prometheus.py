@@ -16,7 +16,7 @@ epilog, a Kubernetes DaemonSet) turns each check into a time series an alert can
 
 Everything rendered here came from a host or the inventory, so label values are escaped as
 the text format requires (backslash, double quote, newline), other control characters replaced,
-and cut at :data:`ascendprep.limits.PROMETHEUS_LABEL_VALUE_CAP`. Two results that land on the
+and cut at :data:`ascendprep.base.limits.PROMETHEUS_LABEL_VALUE_CAP`. Two results that land on the
 same label set (a cluster check reporting one node twice) become one series that passes only
 when both passed: node_exporter rejects a file with a duplicate series outright.
 
@@ -30,10 +30,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ascendprep.checks.context import HostEvidence
-from ascendprep.checks.model import CheckResult, Status
-from ascendprep.limits import PROMETHEUS_LABEL_VALUE_CAP
-from ascendprep.outputfile import write_file
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.base.limits import PROMETHEUS_LABEL_VALUE_CAP
+from ascendprep.base.outputfile import write_file
 
 PREFIX = "ascendprep_"
 #: Mode of the written file: node_exporter runs as its own user and must read it; it holds check
@@ -200,7 +200,7 @@ def _allreduce_families(allreduce: Optional[Dict[str, Any]]) -> List[_Family]:
 
 
 def write_metrics_file(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, mode :data:`FILE_MODE` (``ascendprep.outputfile``:
+    """Write ``text`` to ``path`` atomically, mode :data:`FILE_MODE` (``ascendprep.base.outputfile``:
     temp file in the same folder, no link followed, fsync, rename).
 
     Raises OSError (the caller reports it with the path); no temp file is left behind.

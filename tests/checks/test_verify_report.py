@@ -12,13 +12,13 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.checks.registry import Selection
-from ascendprep.checks.runner import run_checks
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.verify import verify_command
-from ascendprep.facts import LinkRecord, LinkStat
-from ascendprep.fleet import bundle as bundle_module
-from ascendprep.fleet.bundle import Bundle
-from ascendprep.findings import Finding, Severity
+from ascendprep.facts.model import LinkRecord, LinkStat
+from ascendprep.run import bundle as bundle_module
+from ascendprep.run.bundle import Bundle
+from ascendprep.base.findings import Finding, Severity
 from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
 from ascendprep.report.verify import print_verify, summary, summary_line, verify_document
@@ -202,7 +202,7 @@ def test_junit_replaces_a_link_at_its_name_and_is_0600(tmp_path, monkeypatch):
 
 
 def test_junit_never_opens_a_link_at_a_guessed_temp_name(tmp_path, monkeypatch):
-    from ascendprep import outputfile
+    from ascendprep.base import outputfile
 
     saved = _saved_run(tmp_path, monkeypatch)
     victim = tmp_path / "victim"

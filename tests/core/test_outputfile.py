@@ -1,4 +1,4 @@
-"""Every file ascendprep writes goes through ``ascendprep.outputfile``: never through a link placed
+"""Every file ascendprep writes goes through ``ascendprep.base.outputfile``: never through a link placed
 at its name or at a temp name, with its mode exact whatever the umask, and never left half
 written (no temp file stays behind, whatever stopped the write). A scan of the package's source
 holds every other module to it."""
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep import outputfile
-from ascendprep.outputfile import (
+from ascendprep.base import outputfile
+from ascendprep.base.outputfile import (
     append_file,
     ensure_dir,
     make_dir,
@@ -267,7 +267,7 @@ def writing_places(root: Path = PACKAGE) -> list[tuple[str, int, str | None, str
 def test_no_module_writes_a_file_but_through_outputfile() -> None:
     places = writing_places()
     others = [f"ascendprep/{file}:{line}: {call}(...) in {function or 'the module'}" for file, line, function, call in places if (file, function) not in ALLOWED]
-    assert others == [], "write these through ascendprep.outputfile:\n" + "\n".join(others)
+    assert others == [], "write these through ascendprep.base.outputfile:\n" + "\n".join(others)
     used = {(file, function) for file, _, function, _ in places}
     assert set(ALLOWED) <= used, f"allowed but no longer writing: {sorted(set(ALLOWED) - used)}"
 
