@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ascendprep.plan.changes import Change
-from ascendprep.plan.planfile import compact_json, write_private
+from ascendprep.plan.planfile import TRUST_RULE, compact_json, trust_problem, write_private
+from ascendprep.base.yamlsource import InputError, Located
 
 SCHEMA_VERSION = 2  # 2: typed changes (kind, target, before, after, text), as in plan files
 KIND = "apply-journal"
@@ -43,8 +44,13 @@ class ApplyJournal:
     """One journal file, ``<plan folder>/journal/apply-<time>.json``, rewritten at each stage."""
 
     def __init__(self, plan_path: Path, cluster: str) -> None:
+        """Raises InputError when the journal folder is one someone else may change (they could
+        remove or rewrite root's record of what it did): :data:`~ascendprep.plan.planfile.TRUST_RULE`."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         self.path = plan_path.parent / JOURNAL_DIR / f"apply-{stamp}.json"
+        problem = trust_problem(self.path.parent)
+        if problem is not None:
+            raise InputError([Located(str(self.path.parent), None, "", f"{problem}: {TRUST_RULE}")])
         self.record: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "kind": KIND,

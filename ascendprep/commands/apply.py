@@ -4,7 +4,10 @@ The plan file is data, not commands: it only selects and confirms. What runs on 
 a fresh diff of the inventory produces now.
 
 1. The inventory is the one named with ``--inventory``, or the one the plan names; either way its
-   bytes must hash to the plan's sha256 (read once: what is hashed is what is parsed).
+   bytes must hash to the plan's sha256 (read once: what is hashed is what is parsed). Without
+   ``--inventory`` the plan and its inventory must be files only the caller or root can write or
+   replace (``planfile.TRUST_RULE``): whoever could would choose what is pushed to the fleet.
+   With it the plan only selects hosts and confirms, and need only be unwritable by others.
 2. Every host of the plan must be a node of that inventory, at the same address.
 3. Every host with planned changes is read again and diffed afresh. A change the host no longer
    needs is already done (second apply, rerun after an interruption); a difference the plan did
@@ -134,16 +137,18 @@ class Refused(Exception):
 def _load_inventory(path: Path, saved: "PlanFile", given: Optional[Path]) -> "Inventory":
     """The inventory from ``--inventory`` or from the plan; its hash must be the plan's."""
     from ascendprep.inventory.load import inventory_from_text
-    from ascendprep.plan.planfile import read_inventory_bytes
+    from ascendprep.plan.planfile import NotTrusted, read_inventory_bytes
 
     source = given if given is not None else Path(saved.inventory_path)
     if given is None and not source.is_absolute():
         raise InputError([Located(str(path), None, "inventory.path", f"'{saved.inventory_path}' is not an absolute path (plan files record the resolved path)")])
     try:
-        data, digest = read_inventory_bytes(source)
+        data, digest = read_inventory_bytes(source, owned=given is None)  # the plan's: held to the plan's rule
     except FileNotFoundError:
         where = Located(str(path), None, "inventory.path", f"the plan's inventory {source} no longer exists") if given is None else Located(str(source), None, "", "no such file")
         raise InputError([where]) from None
+    except NotTrusted as exc:
+        raise InputError([Located(str(source), None, "", f"{exc}; with --inventory FILE you name the inventory yourself")]) from None
     except OSError as exc:
         raise InputError([Located(str(source), None, "", f"cannot read: {exc}")]) from None
     if digest != saved.inventory_sha256:
@@ -187,8 +192,8 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
     err = report_console(stderr=True)
     path = plan_path or DEFAULT_PLAN
     checked_output_cap_override()
-    saved = read_plan(path)
-    journal = ApplyJournal(path, saved.cluster)
+    saved = read_plan(path, owned=inventory_path is None)  # --inventory: the plan only selects and confirms
+    journal = ApplyJournal(path, saved.cluster)  # its folder is held to the plan's rule in any case
     try:
         with _sigterm_unwinds():
             return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path, timeout, hosts_pattern, local, node)

@@ -94,7 +94,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--skip", multiple=True, metavar="IDS", help="Leave these checks out. " + _SELECT_HELP)
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "prometheus"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version; prometheus: node_exporter textfile metrics).")
 @click.option("--prometheus-file", "prometheus_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the results as Prometheus metrics to this file, atomically (for node_exporter's textfile collector: name it *.prom).")
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here (a testsuite per node and one for the cluster).")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here, atomically and 0600 (a testsuite per node and one for the cluster).")
 @click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
 @click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host; with more folders after it (--from-bundle DIR DIR...), merge the node bundles of verify --local runs into one cluster report.")
 @click.option("--local", "local", is_flag=True, help="Check only this machine, without SSH (run by Slurm, Kubernetes or Ansible on each node); --node names it, --bundle-dir keeps its node bundle for --from-bundle.")
@@ -469,15 +469,17 @@ def _save_bundle(run: VerifyRun, target: Path, document: Dict[str, Any], keep_ru
     The bundle is evidence, not the verdict: any failure here is a warning, and the document then
     says ``"bundle": null``. Returns where it was saved, or None.
     """
-    from ascendprep.run.bundle import Bundle, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
+    from ascendprep.run.bundle import Bundle, BundleWriter, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
     from ascendprep.report.verify import bundle_document
 
     recorded = {**run.selection.to_dict(), **({ONLY_HOSTS_KEY: run.only_hosts} if run.only_hosts is not None else {})}
     bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node)
     writer = run.bundle_writer
+    if writer is None:  # --local: the bundle is written at the end, by a writer made here
+        writer = BundleWriter(target, chosen_dir, run.local_node)
     verdict = bundle_document(document, results)
     saved: Optional[Path] = None
-    if writer is not None and writer.problem is not None:  # given up while the run went (disk full, no folder)
+    if writer.problem is not None:  # given up while the run went (disk full, no folder)
         err.print(f"[yellow]warning:[/] {escape(writer.problem)}", soft_wrap=True)
         disk = DiskCheck(False)
     else:
@@ -489,8 +491,12 @@ def _save_bundle(run: VerifyRun, target: Path, document: Dict[str, Any], keep_ru
             saved = write_bundle(bundle, target, verdict, chosen_dir=chosen_dir, writer=writer, results=results)
         except (OSError, ValueError) as exc:
             err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}", soft_wrap=True)
-    elif writer is not None:
+    else:
         writer.abandon()
+    for folder in writer.removed_stale:
+        err.print(f"Removed {escape(str(folder))}: the partial bundle of a run that stopped before finishing it.", soft_wrap=True)
+    for problem in writer.stale_problems:
+        err.print(f"[yellow]warning:[/] the partial bundle of a run that stopped could not be removed: {escape(problem)}", soft_wrap=True)
     if saved is None:
         document["bundle"] = None
     if not chosen_dir:  # --bundle-dir: the user's folder; runs elsewhere are not this run's to prune
@@ -513,6 +519,7 @@ def _only_hosts(run: VerifyRun, results: List[CheckResult], chosen: set) -> Tupl
 def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
     from ascendprep.verify.checks.runner import no_errors, run_checks
     from ascendprep.run.bundle import RUNS_DIR, new_bundle_dir
+    from ascendprep.base.outputfile import write_file
     from ascendprep.report.junit import render_junit
     from ascendprep.report.verify import print_verify, verify_document
 
@@ -531,7 +538,7 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
     node_order = [n.name for n in run.desired.inventory.nodes if n.name in shown.hosts]
     if options.junit is not None:
         try:
-            options.junit.write_text(render_junit(results, node_order, run.desired.inventory.name, shown.allreduce_findings if run.allreduce_doc is not None or shown.allreduce_findings else None))
+            write_file(options.junit, render_junit(results, node_order, run.desired.inventory.name, shown.allreduce_findings if run.allreduce_doc is not None or shown.allreduce_findings else None))  # 0600: host evidence
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED

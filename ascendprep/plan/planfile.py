@@ -17,12 +17,11 @@ per change) are refused with the advice to plan again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
+import pwd
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, Optional
 
 from ascendprep.plan.changes import Change, ChangeError, from_saved
 from ascendprep.base.limits import INVENTORY_MAX_BYTES, PLAN_FILE_MAX_BYTES
+from ascendprep.base.outputfile import ensure_dir, write_file
 from ascendprep.plan.diff import HostPlan
 from ascendprep.base.yamlsource import InputError, Located
 from ascendprep.base.jsoninput import parse_json
@@ -107,32 +107,11 @@ def from_host_plans(inventory_path: Path, cluster: str, plans: list[HostPlan]) -
     )
 
 
-def make_private_dir(folder: Path) -> None:
-    """Create ``folder`` (and parents) as 0700 when missing; an existing folder is left as it is."""
-    if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        os.chmod(folder, 0o700)
-
-
 def write_private(path: Path, text: str) -> None:
-    """Write ``text`` atomically (temp file, fsync, rename) as a 0600 file, whatever the umask.
-
-    ``mkstemp`` creates the temp file 0600; the rename keeps that mode. A half-written file is
-    never seen under ``path``, and a failed write leaves no temp file behind.
-    """
-    make_private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` as a 0600 file, atomically, in a folder made 0700 when missing
+    (``ascendprep.base.outputfile``: no link followed, the mode exact, no temp file left behind)."""
+    ensure_dir(path.parent)
+    write_file(path, text)
 
 
 def write_plan(plan: PlanFile, path: Path) -> None:
@@ -146,28 +125,110 @@ def compact_json(document: Any) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
-def read_bounded(path: Path, limit: int, private: bool = False) -> bytes:
+#: The rule a plan, the inventory it names and the journal folder beside it are held to: whoever
+#: can write or replace them chooses what apply, often run as root, does on the fleet.
+TRUST_RULE = ("apply takes a plan, the inventory it names and the journal folder beside it only when "
+              "they are owned by you or root and lie in folders that only you or root can change "
+              "(writable by group or others only with the sticky bit)")
+
+
+class NotTrusted(OSError):
+    """A file or folder that someone but the caller and root can write or replace; the message
+    says which, its owner and mode, and the rule."""
+
+
+def _user(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _owner_trusted(uid: int) -> bool:
+    return uid == 0 or uid == os.geteuid()
+
+
+def _writable_by_others(info: os.stat_result) -> Optional[str]:
+    """Who but the owner may write a file or folder (a sticky folder keeps others' entries
+    apart, as ``/tmp``), or None."""
+    if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:
+        return None
+    who = [name for bit, name in ((stat.S_IWGRP, "its group"), (stat.S_IWOTH, "all users")) if info.st_mode & bit]
+    return " and ".join(who) or None
+
+
+def _unsafe(info: os.stat_result, what: str = "") -> Optional[str]:
+    """Why a file or folder (``what``: "its folder /x"; the file itself when empty) is one
+    someone else may change, or None."""
+    said = f"{what} is " if what else ""
+    owner = f"owned by {_user(info.st_uid)}"
+    mode = f"mode {stat.S_IMODE(info.st_mode):04o}"
+    if not _owner_trusted(info.st_uid):
+        return f"{said}{owner}, {mode}"
+    writers = _writable_by_others(info)
+    if writers is not None:
+        sticky = " without the sticky bit" if stat.S_ISDIR(info.st_mode) else ""
+        return f"{said}writable by {writers}{sticky} ({owner}, {mode})"
+    return None
+
+
+def _folders_problem(real: Path) -> Optional[str]:
+    """Why someone else could replace what the real path ``real`` names: the first folder above
+    it, up to ``/``, that is not owned by the caller or root or that group or others may write
+    without the sticky bit (as OpenSSH's StrictModes checks the folders above authorized_keys)."""
+    for folder in real.parents:
+        problem = _unsafe(os.lstat(folder), f"its folder {folder}")
+        if problem is not None:
+            return problem
+    return None
+
+
+def trust_problem(path: Path) -> Optional[str]:
+    """Why someone but the caller and root may write or replace ``path`` (a file or folder, which
+    need not exist yet: then what would hold it decides), or None. Links are resolved first: the
+    folders checked are the ones the file really lies in."""
+    real = Path(os.path.realpath(path))
+    try:
+        info = os.lstat(real)
+    except FileNotFoundError:
+        return _folders_problem(real)
+    return _unsafe(info) or _folders_problem(real)
+
+
+def read_bounded(path: Path, limit: int, private: bool = False, owned: bool = False) -> bytes:
     """A regular file's bytes, at most ``limit`` (a FIFO or /dev/zero as a plan never blocks).
 
     ``private``: refuse a file that other users may write (group/world-writable), since whoever
     can write it decides what ``apply`` is asked to confirm and which inventory it names.
+    ``owned``: also refuse (:class:`NotTrusted`) a file not owned by the caller or root, or lying
+    in a folder someone else may change (:data:`TRUST_RULE`); its real path is opened, never
+    through a link, and the folders above that path are checked.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO would block a plain open()
+    real = os.path.realpath(path) if owned else path
+    if owned:  # the real path, so that the folders checked are the ones it lies in
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    else:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO would block a plain open()
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{path} is not a regular file")
         if private and info.st_mode & 0o022:
             raise OSError(f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}); run 'chmod go-w {path}' if you trust its content")
+        if owned:
+            problem = _unsafe(info) or _folders_problem(Path(real))
+            if problem is not None:
+                raise NotTrusted(f"{problem}: {TRUST_RULE}")
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise OSError(f"{path} is larger than {limit // (1024 * 1024)} MB")
     return data
 
 
-def read_inventory_bytes(path: Path) -> tuple[bytes, str]:
-    """The inventory's bytes and their sha256, read once (what is hashed is what is parsed)."""
-    data = read_bounded(path, INVENTORY_MAX_BYTES)
+def read_inventory_bytes(path: Path, owned: bool = False) -> tuple[bytes, str]:
+    """The inventory's bytes and their sha256, read once (what is hashed is what is parsed).
+    ``owned``: the one a plan names, held to :data:`TRUST_RULE` (see :func:`read_bounded`)."""
+    data = read_bounded(path, INVENTORY_MAX_BYTES, owned=owned)
     return data, hashlib.sha256(data).hexdigest()
 
 
@@ -222,17 +283,26 @@ def _host(data: Any, where: str) -> SavedHost:
     )
 
 
-def read_plan(path: Path) -> PlanFile:
+def read_plan(path: Path, owned: bool = True) -> PlanFile:
     """Read a plan file; anything else (missing, not JSON, other version, a field of the wrong
-    type) is an InputError naming the file and the field."""
+    type) is an InputError naming the file and the field.
+
+    ``owned``: the plan must be one only the caller or root can write or replace
+    (:data:`TRUST_RULE`), since the inventory it names is used. Without (``apply --inventory``,
+    the inventory named by the caller) it must still be a regular file of bounded size that
+    group and others cannot write: it then only selects hosts and confirms changes that a fresh
+    diff of the caller's inventory produces.
+    """
     def bad(message: str) -> InputError:
         return InputError([Located(str(path), None, "", message)])
 
     try:
-        raw = read_bounded(path, PLAN_FILE_MAX_BYTES, private=True)  # size; a FIFO or a plan others can write is refused
+        raw = read_bounded(path, PLAN_FILE_MAX_BYTES, private=True, owned=owned)  # size; a FIFO or a plan others can write is refused
         data = parse_json(raw.decode("utf-8"), str(path))  # depth, strict JSON (ascendprep.base.jsoninput)
     except FileNotFoundError:
         raise bad("no such plan file (run 'ascendprep plan INVENTORY' first)") from None
+    except NotTrusted as exc:
+        raise bad(f"{exc}; with --inventory FILE you name the inventory yourself, and the plan then need not be yours") from None
     except (OSError, ValueError, RecursionError) as exc:
         raise bad(f"not a readable plan file: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") != PLAN_KIND:

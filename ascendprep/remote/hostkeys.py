@@ -30,6 +30,7 @@ from paramiko.hostkeys import HostKeyEntry, HostKeys, InvalidHostKey
 
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import HostKeyError
+from ascendprep.base.outputfile import append_file
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +295,8 @@ def changed_key_message(access: HostAccess, offered: paramiko.PKey, on_file: Seq
 
 
 def record_host_key(access: HostAccess, hostname: str, key: paramiko.PKey) -> None:
-    """Append ``hostname key`` to the first known_hosts file (created if missing)."""
+    """Append ``hostname key`` to the first known_hosts file (created 0600 if missing; a link
+    there is refused rather than written through)."""
     if not access.known_hosts:
         raise HostKeyError(access.name, f"cannot record the host key of {access.name}: no known_hosts file is configured")
     path = os.path.expanduser(os.fspath(access.known_hosts[0]))
@@ -306,8 +308,7 @@ def record_host_key(access: HostAccess, hostname: str, key: paramiko.PKey) -> No
                 with open(path, "rb") as handle:
                     handle.seek(-1, os.SEEK_END)
                     needs_newline = handle.read(1) != b"\n"
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(("\n" if needs_newline else "") + line)
+            append_file(path, ("\n" if needs_newline else "") + line)  # no link followed; a new file is 0600
         except OSError as exc:
             raise HostKeyError(
                 access.name, f"cannot record the host key of {access.name} in {access.known_hosts[0]}: {exc.strerror}"

@@ -9,21 +9,19 @@ does whatever they start (an ``--exec-via`` wrapper, srun).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import selectors
 import signal
 import subprocess
-import tempfile
 import time
 from typing import Optional
 
 from ascendprep.base.limits import HOST_OUTPUT_CAP
-from ascendprep.remote import shell
 from ascendprep.remote.capture import CappedOutput
 from ascendprep.remote.errors import RemoteError
 from ascendprep.remote.sudo import without_secrets
 from ascendprep.remote.transport import RawExec, ScriptTransport
+from ascendprep.base.outputfile import new_temp_file, write_file
 
 #: Between SIGTERM and SIGKILL for a timed-out script, as the SSH kill script does.
 TERM_GRACE_SECONDS = 2.0
@@ -90,26 +88,13 @@ class LocalTransport(ScriptTransport):
         """
 
     def _write_file(self, data: bytes, remote_path: str, mode: int) -> None:
-        directory = shell.parent_dir(remote_path)
         try:
-            fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(remote_path)}.ascendprep-", dir=directory)
+            write_file(remote_path, data, mode)  # temp file beside it, no link followed, rename
         except OSError as exc:
-            raise RemoteError(self.name, f"{self.name}: cannot write {remote_path}: {exc.strerror}") from None
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.chmod(temp, mode)
-            os.replace(temp, remote_path)
-        except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
             raise RemoteError(self.name, f"{self.name}: cannot write {remote_path}: {exc.strerror}") from None
 
     def _upload_temp(self, data: bytes) -> str:
-        fd, temp = tempfile.mkstemp(prefix=".ascendprep-upload-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        return temp
+        return new_temp_file(data, "ascendprep-upload")
 
 
 def _pump_pipes(process: "subprocess.Popen[bytes]", stdin: bytes, output: CappedOutput,

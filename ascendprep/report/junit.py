@@ -8,11 +8,16 @@ agrees with verify's exit code:
 * failed at warning severity → a passing testcase whose ``<system-out>`` starts ``WARNING:`` (the
   exit code is 0 for warnings, so the CI should not turn red either);
 * skipped → ``<skipped message=reason>``.
+
+Whatever a host said, the file parses: characters XML 1.0 cannot hold (C0 controls but tab,
+newline and CR; lone surrogates; U+FFFE and U+FFFF) are spelled out as ``\\ufffe``-style
+escapes in the finished document, wherever they came from (a message, evidence, a name).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional, Sequence
 
@@ -24,6 +29,19 @@ CLUSTER_SUITE = "cluster"
 #: The evidence in a failure's text is kept whole (it is JSON, already bounded by the run).
 _WHOLE = 1 << 62
 ALLREDUCE_SUITE = "allreduce"
+#: What XML 1.0 forbids (its ``Char`` production: tab, newline, CR, U+0020-U+D7FF, U+E000-U+FFFD
+#: and U+10000 on are allowed); a CI's parser rejects the whole file over one of them.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _spelled(match: "re.Match[str]") -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot hold spelled out (``\\x01``, ``\\ufffe``)."""
+    return _NOT_XML.sub(_spelled, text)
 
 
 def _details(fix: str, evidence: Dict[str, object]) -> str:
@@ -93,4 +111,4 @@ def render_junit(
     root.set("errors", "0")
     root.set("skipped", str(totals[2]))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml_safe(ET.tostring(root, encoding="unicode")) + "\n"

@@ -27,15 +27,13 @@ half a file. The temp file's name does not end in ``.prom``, so the collector ne
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.verify.checks.model import CheckResult, Status
 from ascendprep.base.limits import PROMETHEUS_LABEL_VALUE_CAP
+from ascendprep.base.outputfile import write_file
 
 PREFIX = "ascendprep_"
 #: Mode of the written file: node_exporter runs as its own user and must read it; it holds check
@@ -202,21 +200,9 @@ def _allreduce_families(allreduce: Optional[Dict[str, Any]]) -> List[_Family]:
 
 
 def write_metrics_file(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same directory, fsync, rename).
+    """Write ``text`` to ``path`` atomically, mode :data:`FILE_MODE` (``ascendprep.base.outputfile``:
+    temp file in the same folder, no link followed, fsync, rename).
 
     Raises OSError (the caller reports it with the path); no temp file is left behind.
     """
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, FILE_MODE)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-
+    write_file(path, text, FILE_MODE)

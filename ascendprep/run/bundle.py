@@ -39,8 +39,9 @@ for every host it would be one more encoding, gzip and file per host that nobody
 
 A live run writes it while it goes (:class:`BundleWriter`): each host's transcripts gzip'd as
 soon as that host has answered and written :data:`~ascendprep.base.limits.BUNDLE_APPEND_BUFFER_BYTES`
-at a time, into ``.<name>.partial``, renamed to ``<name>`` only when the
-rest (run.json, the inventory copy, results.json) is written; a run that stops removes it.
+at a time, into ``.<name>.<pid>@<host>.partial``, renamed to ``<name>`` only when the
+rest (run.json, the inventory copy, results.json) is written; a run that stops removes it, and
+one that was killed before it could is cleaned up after by the next run (:func:`stale_partials`).
 
 Bundles hold host facts: folders are 0700 and files 0600, written without following links. Every
 file but run.json and inventory.yaml is gzip'd (``gather.out.gz``; ``zcat`` reads it), and only
@@ -67,7 +68,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from ascendprep import __version__
 from ascendprep.verify.checks.context import HostEvidence
@@ -76,6 +77,7 @@ from ascendprep.verify.checks.model import CheckResult, Status
 from ascendprep.base.findings import Finding
 from ascendprep.base.jsoninput import parse_json
 from ascendprep.base.limits import BUNDLE_APPEND_BUFFER_BYTES, BUNDLE_FILE_MAX_BYTES, BUNDLE_SPACE_CHECK_BYTES, KEEP_RUNS_DEFAULT, RUNS_LOW_DISK_BYTES
+from ascendprep.base.outputfile import NewFiles, ensure_dir, make_dir
 from ascendprep.plan.planfile import STATE_DIR
 from ascendprep.facts.gather import parse_gather_output
 from ascendprep.facts.hccs import parse_hccs_output
@@ -102,6 +104,8 @@ GZ = ".gz"
 HOST_DIR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: A run folder's name, as :func:`new_bundle_dir` makes it; retention only ever removes these.
 RUN_DIR_RE = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)(?:-(?P<count>\d{1,6}))?$")
+#: A partial folder's name (:func:`partial_dir`): the bundle's name, the pid and host of its run.
+PARTIAL_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d{1,10})@(?P<host>[A-Za-z0-9.-]{1,64})\.partial$")
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 #: gzip level of the compressed files: 1 takes a fraction of level 6's CPU on gather transcripts
@@ -194,10 +198,72 @@ def new_bundle_dir(runs_dir: Path = RUNS_DIR, now: Optional[datetime] = None) ->
     """``runs_dir/<UTC timestamp>`` that does not exist yet (``-2``, ``-3``... within one second)."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     candidate, count = runs_dir / stamp, 1
-    while candidate.exists() or (runs_dir / f".{candidate.name}.partial").exists():
+    busy = _partial_names(runs_dir)
+    while candidate.exists() or candidate.name in busy:
         count += 1
         candidate = runs_dir / f"{stamp}-{count}"
     return candidate
+
+
+def _this_host() -> str:
+    """This machine's name as a partial folder's name carries it (other characters as ``-``)."""
+    return re.sub(r"[^A-Za-z0-9.-]", "-", os.uname().nodename)[:64] or "localhost"
+
+
+def partial_dir(target: Path) -> Path:
+    """Where the bundle ``target`` is written until complete: ``.<name>.<pid>@<host>.partial``
+    beside it, naming the run that writes it, so that a later run can tell a folder left by a
+    run that was killed (its process gone) from one still being written."""
+    return target.parent / f".{target.name}.{os.getpid()}@{_this_host()}.partial"
+
+
+def _partial_names(folder: Path) -> set:
+    """The bundle names that partial folders in ``folder`` are for (older ``.<name>.partial`` too)."""
+    try:
+        entries = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    names = set()
+    for entry in entries:
+        match = PARTIAL_RE.match(entry)
+        if match:
+            names.add(match.group("name"))
+        elif entry.startswith(".") and entry.endswith(".partial"):
+            names.add(entry[1:-len(".partial")])
+    return names
+
+
+def _process_gone(pid: int) -> bool:
+    """No process ``pid`` runs on this machine (one of another user's answers EPERM: it runs)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def stale_partials(folder: Path, ours: Callable[[str], bool]) -> List[Path]:
+    """Partial folders in ``folder`` that runs which stopped without cleaning up (SIGKILL, a
+    crash, a power cut) left: named as :func:`partial_dir` names them for a bundle name that
+    ``ours`` accepts, written on this machine, by a process that no longer runs, a real folder
+    owned by this user. Anything else (another machine's, another user's, a live run's, a link,
+    a name of another pattern) is never listed."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    host, me = _this_host(), os.geteuid()
+    stale = []
+    for entry in entries:
+        match = PARTIAL_RE.match(entry.name)
+        if not match or match.group("host") != host or not ours(match.group("name")):
+            continue
+        info = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == me and _process_gone(int(match.group("pid"))):
+            stale.append(Path(entry.path))
+    return sorted(stale)
 
 
 class _Stream:
@@ -234,7 +300,7 @@ class BundleWriter:
 
     def __init__(self, target: Path, chosen_dir: bool = False, local_node: Optional[str] = None) -> None:
         self.target = target
-        self.partial = target.parent / f".{target.name}.partial"
+        self.partial = partial_dir(target)
         self.chosen_dir = chosen_dir
         self.local_node = local_node
         #: Why no bundle is being written (the warning to show), or None.
@@ -247,7 +313,11 @@ class BundleWriter:
         #: Bytes that may still be written before the free space is checked again, and its lock.
         self._room = 0
         self._room_lock = threading.Lock()
-        self.files = PrivateFiles()
+        self.files = NewFiles(FILE_MODE)
+        #: Partial folders of runs that stopped, removed by :meth:`open` (the run says so).
+        self.removed_stale: List[Path] = []
+        #: Those that could not be removed, and why.
+        self.stale_problems: List[str] = []
         #: Per host, per kind: [offset, length] of its member in ``hosts/<kind>.gz`` (run.json).
         self.members: Dict[str, Dict[str, List[int]]] = {}
         #: The open ``hosts/<kind>.gz`` files; appends are made under the lock.
@@ -255,18 +325,33 @@ class BundleWriter:
         self._stream_lock = threading.Lock()
 
     def open(self) -> None:
-        """Make the partial folder (an earlier partial one of the same name is removed)."""
+        """Make the partial folder, after removing those that runs which stopped left beside it
+        (:func:`stale_partials`: of this bundle's name with ``--bundle-dir``, else of any run)."""
         if self.chosen_dir:
             check_bundle_target(self.target, self.local_node)
         else:
-            _runs_dir(self.target.parent)
-        if self.partial.is_symlink():
-            self.partial.unlink()
-        elif self.partial.exists():
-            shutil.rmtree(self.partial)
-        _private_dir(self.partial)
+            ensure_dir(self.target.parent, DIR_MODE, tighten=True)  # the runs folder (a link to one is used as it is)
+        name = self.target.name
+        self._remove_stale(stale_partials(self.target.parent, (lambda other: other == name) if self.chosen_dir else (lambda other: RUN_DIR_RE.match(other) is not None)))
+        # Left by an earlier process of this pid (not running: this one is it), or named as
+        # earlier versions named it: not in use either way.
+        for leftover in (self.partial, self.target.parent / f".{name}.partial"):
+            if leftover.is_symlink():
+                leftover.unlink()
+            elif leftover.exists():
+                shutil.rmtree(leftover)
+        make_dir(self.partial, DIR_MODE)
         self._open = True
-        _private_dir(self.partial / "hosts")
+        make_dir(self.partial / "hosts", DIR_MODE)
+
+    def _remove_stale(self, folders: List[Path]) -> None:
+        for folder in folders:
+            try:
+                shutil.rmtree(folder)
+            except OSError as exc:
+                self.stale_problems.append(f"{folder}: {exc.strerror or exc}")
+            else:
+                self.removed_stale.append(folder)
 
     def keep(self, host: HostEvidence) -> HostEvidence:
         """Write what ``host`` holds that is not written yet; returns the host without its raw
@@ -493,63 +578,9 @@ def _report_gz(bundle: Bundle, report: Dict[str, Any]) -> "tuple[int, bytes]":
     return bundle._report_gz[1], bundle._report_gz[2]
 
 
-def _runs_dir(path: Path) -> None:
-    """The folder of all runs: made 0700 if missing, tightened to 0700 if it is a plain folder.
-    A link to a folder elsewhere (runs kept on a bigger disk) is the user's choice and is used."""
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    if not path.is_symlink():
-        os.chmod(path, DIR_MODE)
-
-
-def _private_dir(path: Path) -> None:
-    """A new 0700 folder; an existing one (or a link in its place) is an error."""
-    path.mkdir(mode=DIR_MODE)
-    os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask; this one is exact
-
-
 def _gzip(data: bytes) -> bytes:
     """``data`` gzip'd as the bundle's ``.gz`` files are (:data:`GZIP_LEVEL`, no timestamp)."""
     return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
-
-
-class PrivateFiles:
-    """Makes a bundle's files: new (an existing file or link is an error), 0600, written whole.
-
-    ``open`` asks for 0600, which the umask can only narrow, never widen. The first file's mode
-    is read back: while files come out 0600 as asked (the usual umask), none is chmod'ed, else
-    each is. With ``os.write`` on the descriptor (no file object, no fstat/isatty of its own) a
-    file is 3 syscalls, not 6 (facts.json of every failing host, the run's own files).
-    """
-
-    _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-    def __init__(self) -> None:
-        #: Files come out 0600 by themselves (learned from the first one; no lock: a race only
-        #: means one more fstat).
-        self.exact_mode = False
-
-    def create(self, path: Union[str, Path]) -> int:
-        """A new file, 0600, open for writing; its descriptor (the caller closes it)."""
-        fd = os.open(path, self._FLAGS, FILE_MODE)
-        try:
-            if not self.exact_mode:
-                if stat.S_IMODE(os.fstat(fd).st_mode) == FILE_MODE:
-                    self.exact_mode = True
-                else:
-                    os.fchmod(fd, FILE_MODE)  # a umask that narrowed it: the mode is exact anyway
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def write(self, path: Union[str, Path], data: bytes) -> None:
-        fd = self.create(path)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
 
 
 # -- retention and disk space ---------------------------------------------------------------

@@ -162,3 +162,12 @@ def test_missing_bundle_is_invalid_input(tmp_path):
     outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(tmp_path / "nope")])
     assert outcome.exit_code == 2
     assert "not a directory" in outcome.output
+
+
+def test_a_bundle_dir_being_written_is_not_chosen_again(tmp_path):
+    from ascendprep.run.bundle import partial_dir
+
+    first = new_bundle_dir(tmp_path)
+    partial_dir(first).mkdir()  # another run is writing it
+    second = new_bundle_dir(tmp_path)
+    assert second != first and second.name.startswith(first.name)

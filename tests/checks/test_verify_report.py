@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from ascendprep.verify.checks.registry import Selection
 from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.verify import verify_command
 from ascendprep.facts.model import LinkRecord, LinkStat
+from ascendprep.run import bundle as bundle_module
+from ascendprep.run.bundle import Bundle
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
 from ascendprep.report.verify import print_verify, summary, summary_line, verify_document
-from verify_cluster_facts import NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from verify_cluster_facts import INVENTORY, NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 NODES = ["node1", "node2", "node3", "node4"]
 
@@ -157,3 +163,74 @@ def test_tool_output_in_messages_is_not_read_as_markup(faulty):
     print_verify(console, results, hosts, NODES, extra=[Finding("allreduce.init", Severity.ERROR, text, "see [b]the log[/b]", node="node4")], bundle="runs/[x]")
     output = console.export_text()
     assert text in output and "see [b]the log[/b]" in output and "runs/[x]" in output
+
+
+# ------------------------------------------------------------------ the JUnit file on disk
+
+
+def _saved_run(tmp_path: Path, monkeypatch, facts=None) -> Path:
+    """A saved run of this evidence, handed back by a stand-in for the bundle reader."""
+    desired = desired_state()
+    hosts, pings = cluster_evidence(desired, facts)
+    folder = tmp_path / "runs" / "20250601T000000Z"
+    folder.mkdir(parents=True)
+    bundle = Bundle("/x/inventory.yaml", INVENTORY, hosts, pings, "ring", Selection().to_dict(), TODAY, path=folder)
+    monkeypatch.setattr(bundle_module, "read_bundle", lambda path: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
+    return folder
+
+
+def test_junit_replaces_a_link_at_its_name_and_is_0600(tmp_path, monkeypatch):
+    """A link placed where the report goes is replaced, its target never written (root would
+    overwrite whatever it points at), and the report holding host evidence is 0600."""
+    saved = _saved_run(tmp_path, monkeypatch)
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    target = reports / "verify.xml"
+    target.symlink_to(victim)
+    old = os.umask(0)
+    try:
+        outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(saved), "--junit", str(target)])
+    finally:
+        os.umask(old)
+    assert outcome.exit_code == 0, outcome.output
+    assert victim.read_text() == "keep\n"
+    assert not target.is_symlink() and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert ET.parse(target).getroot().get("failures") == "0"
+    assert [p.name for p in reports.iterdir()] == ["verify.xml"]
+
+
+def test_junit_never_opens_a_link_at_a_guessed_temp_name(tmp_path, monkeypatch):
+    from ascendprep.base import outputfile
+
+    saved = _saved_run(tmp_path, monkeypatch)
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    planted = reports / ".verify.xml.guessed.tmp"
+    planted.symlink_to(victim)
+    names = ["guessed", "other"]
+    monkeypatch.setattr(outputfile.secrets, "token_hex", lambda size: names.pop(0))
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(saved), "--junit", str(reports / "verify.xml")])
+    assert outcome.exit_code == 0, outcome.output
+    assert victim.read_text() == "keep\n" and planted.is_symlink()
+    assert ET.parse(reports / "verify.xml").getroot().tag == "testsuites"
+
+
+def test_junit_parses_whatever_characters_a_host_value_holds(tmp_path, monkeypatch):
+    """U+FFFE, U+FFFF, a lone surrogate and C0 controls in a host's link state: XML 1.0 cannot
+    hold them, so they are spelled out and the file still parses."""
+    desired = desired_state()
+    odd = "DOWN\ufffe\uffff\ud800\x01\x0b"
+    node2 = with_npu(healthy_facts(desired, "node2"), 3, link=odd)
+    saved = _saved_run(tmp_path, monkeypatch, {"node2": node2})
+    target = tmp_path / "verify.xml"
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(saved), "--junit", str(target)])
+    assert outcome.exit_code == 1, outcome.output
+    root = ET.parse(target).getroot()
+    failure = root.find("testsuite[@name='node2']/testcase[@name='network.link[npu 3]']/failure")
+    assert failure is not None
+    assert "DOWN\\ufffe\\uffff\\ud800\\x01\\x0b" in (failure.get("message") or "")
+    assert "\\ufffe" in (failure.text or "")  # the evidence too

@@ -277,3 +277,75 @@ def test_hosts_pattern_naming_no_node_refuses_apply(planned, monkeypatch):
     with pytest.raises(click.BadParameter, match="names no node"):
         apply_command.run_apply(plan_path, False, None, hosts_pattern="gpu[1-4]")
     assert hosts.gathered == [] and journals(plan_path)[-1]["status"] == "refused"
+
+
+# ------------------------------------------------------------------ who wrote the plan and its inventory
+
+OTHER_UID = 65534  # nobody
+
+
+def _give_away(path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    os.chown(path, OTHER_UID, OTHER_UID)
+
+
+def _apply_cli(*args: str):
+    from click.testing import CliRunner
+
+    return CliRunner().invoke(apply_command.apply_command, list(args))
+
+
+def test_a_plan_of_another_user_is_refused_unless_the_inventory_is_named(planned, monkeypatch):
+    """Whoever wrote the plan would choose the inventory root pushes to the fleet; with
+    --inventory the plan only selects and confirms what the caller's inventory produces."""
+    plan_path, inventory_path, facts = planned
+    hosts = FakeHosts(monkeypatch, facts, all_ok)
+    _give_away(plan_path)
+    outcome = _apply_cli(str(plan_path))
+    assert outcome.exit_code == exitcodes.INVALID, outcome.output
+    assert f"{plan_path}: owned by " in outcome.output and f"(uid {OTHER_UID}), mode 0600" in outcome.output
+    assert "owned by you or root" in outcome.output and "Traceback" not in outcome.output
+    assert hosts.gathered == [] and journals(plan_path) == []
+    outcome = _apply_cli(str(plan_path), "--inventory", str(inventory_path))
+    assert outcome.exit_code == exitcodes.OK, outcome.output
+    assert hosts.applied and journals(plan_path)[-1]["status"] == "finished"
+
+
+def test_the_inventory_a_plan_names_is_held_to_the_same_rule(planned, monkeypatch):
+    plan_path, inventory_path, facts = planned
+    hosts = FakeHosts(monkeypatch, facts, all_ok)
+    _give_away(inventory_path)
+    outcome = _apply_cli(str(plan_path))
+    assert outcome.exit_code == exitcodes.INVALID, outcome.output
+    assert f"{inventory_path}: owned by " in outcome.output and "--inventory" in outcome.output
+    assert hosts.gathered == [] and journals(plan_path)[-1]["status"] == "refused"
+    # named by the caller, the same file is the caller's choice
+    assert _apply_cli(str(plan_path), "--inventory", str(inventory_path)).exit_code == exitcodes.OK
+
+
+def test_the_plans_inventory_in_a_folder_others_can_write_is_refused(planned, monkeypatch, tmp_path):
+    plan_path, inventory_path, facts = planned
+    hosts = FakeHosts(monkeypatch, facts, all_ok)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    moved = shared / "inventory.yaml"
+    inventory_path.rename(moved)
+    edit_plan(plan_path, lambda d: d["inventory"].update(path=str(moved)))
+    shared.chmod(0o777)
+    outcome = _apply_cli(str(plan_path))
+    assert outcome.exit_code == exitcodes.INVALID, outcome.output
+    assert f"its folder {shared} is writable by its group and all users without the sticky bit" in outcome.output
+    assert hosts.gathered == []
+
+
+def test_a_journal_folder_of_another_user_is_refused_even_with_the_inventory_named(planned, monkeypatch):
+    plan_path, inventory_path, facts = planned
+    hosts = FakeHosts(monkeypatch, facts, all_ok)
+    journal_dir = plan_path.parent / "journal"
+    journal_dir.mkdir(mode=0o700)
+    _give_away(journal_dir)
+    outcome = _apply_cli(str(plan_path), "--inventory", str(inventory_path))
+    assert outcome.exit_code == exitcodes.INVALID, outcome.output
+    assert f"{journal_dir}: owned by " in outcome.output and "journal folder" in outcome.output
+    assert hosts.gathered == [] and list(journal_dir.iterdir()) == []

@@ -8,6 +8,7 @@ import os
 import stat
 from dataclasses import replace
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import yaml
@@ -223,3 +224,72 @@ def test_a_plan_file_other_users_may_write_is_refused(tmp_path: Path):
     assert "is writable by other users (mode 0666)" in str(caught.value.problems[0])
     path.chmod(0o644)
     assert read_plan(path).cluster == "t"
+
+
+# ------------------------------------------------------------------ who may have written the plan
+
+OTHER_UID = 65534  # nobody
+
+
+def _give_away(path: Path, mode: Optional[int] = None) -> None:
+    """``path`` owned by another user (and given ``mode``): only root can do that."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    os.chown(path, OTHER_UID, OTHER_UID)
+    if mode is not None:
+        path.chmod(mode)
+
+
+def _refusal(path: Path, **kwargs) -> str:
+    with pytest.raises(InputError) as caught:
+        read_plan(path, **kwargs)
+    [problem] = caught.value.problems
+    return str(problem)
+
+
+def test_a_plan_owned_by_another_user_is_refused_naming_owner_mode_and_rule(tmp_path: Path):
+    path = tmp_path / "plan.json"
+    write_plan(_plan(tmp_path), path)
+    _give_away(path)
+    message = _refusal(path)
+    assert message.startswith(f"{path}: owned by ") and f"(uid {OTHER_UID}), mode 0600: " in message
+    assert "owned by you or root" in message and "--inventory" in message
+    # apply --inventory: the plan only selects and confirms; its owner is not the question then
+    assert read_plan(path, owned=False).cluster == "t"
+
+
+@pytest.mark.parametrize(("mode", "writers"), [(0o777, "its group and all users"), (0o775, "its group"), (0o757, "all users")])
+def test_a_plan_in_a_folder_others_can_write_is_refused(tmp_path: Path, mode: int, writers: str):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    path = folder / "plan.json"
+    write_plan(_plan(tmp_path), path)
+    folder.chmod(mode)
+    assert f"its folder {folder} is writable by {writers} without the sticky bit" in _refusal(path)
+    assert f"mode {mode:04o}" in _refusal(path)
+    folder.chmod(mode | stat.S_ISVTX)  # as /tmp: others cannot replace what they do not own
+    assert read_plan(path).cluster == "t"
+
+
+def test_a_folder_above_the_plan_that_others_can_change_is_found(tmp_path: Path):
+    top = tmp_path / "top"
+    (top / "a" / "b").mkdir(parents=True)
+    path = top / "a" / "b" / "plan.json"
+    write_plan(_plan(tmp_path), path)
+    top.chmod(0o777)
+    assert f"its folder {top} is writable by" in _refusal(path)
+    top.chmod(0o755)
+    _give_away(top)
+    message = _refusal(path)
+    assert f"its folder {top} is owned by " in message and f"(uid {OTHER_UID}), mode 0755" in message
+
+
+def test_a_link_to_a_plan_in_a_folder_others_can_write_is_refused(tmp_path: Path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    write_plan(_plan(tmp_path), shared / "plan.json")
+    shared.chmod(0o777)
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    (mine / "plan.json").symlink_to(shared / "plan.json")
+    assert f"its folder {shared} is writable by" in _refusal(mine / "plan.json")

@@ -233,3 +233,33 @@ def test_a_write_that_fails_gives_the_bundle_up_not_the_run(tmp_path, monkeypatc
     assert host.ping_stdout == ""
     assert writer.problem is not None and "No space left on device" in writer.problem
     assert not writer.partial.exists()
+
+
+def test_a_killed_runs_partial_bundle_is_removed_by_the_next_run(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """SIGKILL leaves no chance to clean up: the next run removes the partial folder of any run
+    of its own (this user's, this machine's, its process gone) and says so; a live run's stays."""
+    import subprocess
+
+    inventory = _local(monkeypatch, tmp_path)
+    runs = tmp_path / ".ascendprep" / "runs"
+    runs.mkdir(parents=True)
+    process = subprocess.Popen(["true"])
+    process.wait()
+    host = bundle_module._this_host()
+    stale = runs / f".20250101T000000Z.{process.pid}@{host}.partial"
+    stale.mkdir()
+    live = runs / f".20250101T000001Z.1@{host}.partial"
+    live.mkdir()
+    outcome = CliRunner().invoke(verify_command, [str(inventory), "--sample-interval", "0"])
+    assert outcome.exit_code in (0, 1), outcome.output
+    assert not stale.exists() and f"Removed {stale.relative_to(tmp_path)}: the partial bundle of a run that stopped" in outcome.stderr
+    assert live.exists()
+    assert [p.name for p in runs.iterdir() if not p.name.startswith(".")] != []  # this run's bundle
+
+
+def test_the_partial_folder_names_its_run() -> None:
+    import os
+
+    writer = BundleWriter(new_bundle_dir(bundle_module.RUNS_DIR))
+    assert writer.partial.name == f".{writer.target.name}.{os.getpid()}@{bundle_module._this_host()}.partial"
+    assert bundle_module.PARTIAL_RE.match(writer.partial.name).group("name") == writer.target.name

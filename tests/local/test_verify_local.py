@@ -195,3 +195,43 @@ def test_bundle_dir_replaces_an_earlier_bundle_and_refuses_other_folders(fake_no
 def test_local_usage_errors(fake_node, args, message):
     outcome = CliRunner().invoke(verify_command, [str(fake_node), *args])
     assert outcome.exit_code == 2 and message in outcome.output
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (a killed run's)."""
+    import subprocess
+
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def test_partial_bundles_left_by_killed_runs_are_removed_and_said(fake_node, tmp_path):
+    """A run killed while writing (SIGKILL, a crash) leaves ``.<name>.<pid>@<host>.partial``; the
+    next run into that folder removes it and says so. A partial folder of a run still going,
+    of another machine (a shared folder), of another bundle or of another user is left alone."""
+    from ascendprep.run.bundle import _this_host
+
+    folder = tmp_path / "b1"
+    host, dead = _this_host(), _dead_pid()
+    stale = tmp_path / f".b1.{dead}@{host}.partial"
+    (stale / "hosts").mkdir(parents=True)
+    (stale / "hosts" / "gather.out.gz").write_bytes(b"half")
+    kept = [
+        tmp_path / f".b1.1@{host}.partial",  # pid 1 runs: a run that is still writing
+        tmp_path / f".b1.{dead}@elsewhere.partial",  # another machine's run
+        tmp_path / f".b2.{dead}@{host}.partial",  # another bundle's
+        tmp_path / ".b1.partial-notes",  # not a name ascendprep makes
+    ]
+    for path in kept:
+        path.mkdir()
+    theirs = tmp_path / f".b1.{dead + 1}@{host}.partial"
+    if os.geteuid() == 0:
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)  # another user's
+        kept.append(theirs)
+    code, _, stderr = verify(str(fake_node), "--local", "--node", "n1", "--bundle-dir", str(folder), "--sample-interval", "0")
+    assert code in (0, 1), stderr
+    assert not stale.exists() and f"Removed {stale}: the partial bundle of a run that stopped" in stderr
+    assert all(path.exists() for path in kept) and stderr.count("Removed") == 1
+    assert json.loads((folder / "run.json").read_text())["local_node"] == "n1"
