@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
 from ascendprep import sysctl as sysctl_rules
-from ascendprep.probes.paths import ENV_SH
+from ascendprep.probes.paths import ENV_SH, HCCN_CONF
 
 #: hccn_tool set commands are quick; one that hangs is cut off so the rest of the host proceeds.
 HCCN_STEP_TIMEOUT = 60
@@ -99,12 +99,16 @@ class _NpuChange(Change):
     def _arguments(self) -> str:
         raise NotImplementedError
 
+    def _command(self, hccn_tool: str, npu: int) -> str:
+        """The step's command: one hccn_tool set command, cut off after HCCN_STEP_TIMEOUT."""
+        return f"timeout {HCCN_STEP_TIMEOUT} {_q(hccn_tool)} -i {npu} {self._arguments()}"
+
     def fragment(self, hccn_tool: Optional[str]) -> str:
         """A failed step of an NPU skips that NPU's later steps (they need its address)."""
         if not hccn_tool or not SAFE_PATH.match(hccn_tool):
             raise ChangeError(f"{self.node}: no usable hccn_tool path ({hccn_tool!r})")
         npu = int(self.npu_id)
-        command = f"timeout {HCCN_STEP_TIMEOUT} {_q(hccn_tool)} -i {npu} {self._arguments()}"
+        command = self._command(hccn_tool, npu)
         key = _q(self.key)
         guard = f"_ap_fail_{npu}"
         return "\n".join([
@@ -132,18 +136,35 @@ class SetNpuAddress(_NpuChange):
 
 @dataclass(frozen=True)
 class SetNpuGateway(_NpuChange):
-    """``before``: ``{"device": ip | None, "file": ip | None}``."""
+    """``before``: ``{"device": ip | None, "file": ip | None}``; ``gateway`` None removes it.
 
-    gateway: str = ""
+    hccn_tool has no command that removes a gateway: ``-gateway`` only sets (``-s``) and reads
+    (``-g``), and ``-route`` refuses the default route ("Please use hccn_tool gateway cfg cmd!",
+    docs/ascend-reference.md §1.4). What the reference gives is the file: the gateway is kept as
+    ``gateway_N`` in /etc/hccn.conf, which the driver re-applies at its start and on ``-cfg
+    recovery`` (§2). So a removal takes that line out of the file (``_ap_ungateway`` of the apply
+    script: atomically, the replaced file kept as a backup) and then asks the device: a gateway
+    it still routes through stays until its driver restarts, and the step fails saying so."""
+
+    gateway: Optional[str] = ""
     kind: ClassVar[str] = "hccn.gateway"
     order: ClassVar[int] = 1
 
     @property
-    def after(self) -> str:
+    def after(self) -> Optional[str]:
         return self.gateway
+
+    @property
+    def removes(self) -> bool:
+        return self.gateway is None
 
     def _arguments(self) -> str:
         return f"-gateway -s gateway {_q(self.gateway)}"
+
+    def _command(self, hccn_tool: str, npu: int) -> str:
+        if self.gateway is None:
+            return f"_ap_ungateway {npu} {_q(hccn_tool)} {_q(HCCN_CONF)}"
+        return super()._command(hccn_tool, npu)
 
 
 @dataclass(frozen=True)
@@ -313,7 +334,7 @@ def from_saved(kind: Any, node: str, target: Any, before: Any, after: Any) -> Ch
         address, netmask = after.split("/")
         return SetNpuAddress(node, before, _npu(target), _ipv4(address, "after's address"), _ipv4(netmask, "after's netmask"))
     if kind == SetNpuGateway.kind:
-        return SetNpuGateway(node, before, _npu(target), _ipv4(after, "after"))
+        return SetNpuGateway(node, before, _npu(target), None if after is None else _ipv4(after, "after"))
     if kind == SetNpuNetdetect.kind:
         return SetNpuNetdetect(node, before, _npu(target), _ipv4(after, "after"))
     if kind == SetNpuTls.kind:

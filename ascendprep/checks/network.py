@@ -96,9 +96,17 @@ def _as_planned(item: Optional[drift.Drift], what: str, unplanned: str, live: Op
 
 
 def gateway(ctx: NodeContext, npu: int) -> Verdict:
+    """The device's gateway against the plan; with none planned, one the device still has fails
+    (plan removes it: drift.npu_gateway). Its copy in /etc/hccn.conf is network.hccn_conf's."""
     port = ctx.port(npu)
     item = drift.npu_gateway(ctx.planned(npu), ctx.facts, port)
-    return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", port.live.gateway)
+    live = port.live.gateway
+    if item is not None and item.want is None:
+        evidence = {"live": live, "planned": None}
+        if live is not None:
+            return failed(f"gateway is {live}; the plan has none (device_network.gateway is not set for this NPU)", evidence, fix=_APPLY)
+        return passed("no gateway, as planned", evidence)
+    return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", live)
 
 
 def netdetect(ctx: NodeContext, npu: int) -> Verdict:
@@ -282,7 +290,7 @@ def _npu_check(id: str, title: str, run: Any, probes: Tuple[str, ...], severity:
 CHECKS: List[Check] = [
     _npu_check("network.ip", "live device IP and netmask equal the plan", ip, ("hccn.ip",)),
     _npu_check("network.hccn_conf", f"{HCCN_CONF} holds the live values (what a driver restart re-applies)", hccn_conf, ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn_conf")),
-    _npu_check("network.gateway", "gateway as planned", gateway, ("hccn.gateway",), applies=_planned_anywhere("gateway", "no gateway is planned (device_network.gateway is not set)")),
+    _npu_check("network.gateway", "gateway as planned (none where none is planned)", gateway, ("hccn.gateway",)),
     _npu_check("network.netdetect", "detect IP as planned", netdetect, ("hccn.netdetect",), applies=_planned_anywhere("netdetect", "no detect IP is planned")),
     _npu_check("network.link", "link is UP", link, ("hccn.link",)),
     _npu_check("network.net_health", "net health status is Success", net_health, ("hccn.net_health",)),

@@ -42,12 +42,26 @@ def _address(change: SetNpuAddress) -> str:
     return f"npu {change.npu}: ip {shown}{note} → {change.after}"
 
 
+def _gateway(change: SetNpuGateway) -> str:
+    device = _seen(change.before, "device")
+    if not change.removes:
+        return f"npu {change.npu}: gateway {device or 'none'} → {change.after}"
+    file = _seen(change.before, "file")
+    if device is None:
+        return f"npu {change.npu}: gateway none ({HCCN_CONF} says {file}) → none: the line is taken out of {HCCN_CONF}"
+    kept = "the device keeps it until its driver restarts (hccn_tool cannot remove a gateway)"
+    if file is None:
+        return f"npu {change.npu}: gateway {device} (not in {HCCN_CONF}) → none: {kept}"
+    note = f" ({HCCN_CONF} says {file})" if file != device else ""
+    return f"npu {change.npu}: gateway {device}{note} → none: taken out of {HCCN_CONF}; {kept}"
+
+
 def describe(change: Change) -> str:
     """The line for people about one change (tables, the plan file's ``text``, stale notes)."""
     if isinstance(change, SetNpuAddress):
         return _address(change)
     if isinstance(change, SetNpuGateway):
-        return f"npu {change.npu}: gateway {_seen(change.before, 'device') or 'none'} → {change.after}"
+        return _gateway(change)
     if isinstance(change, SetNpuNetdetect):
         return f"npu {change.npu}: netdetect {_seen(change.before, 'device') or 'none'} → {change.after}"
     if isinstance(change, SetNpuTls):
