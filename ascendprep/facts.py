@@ -299,6 +299,10 @@ class NpuFacts:
     #: A3 only: the die's HCCS virtual NIC address, ``-vnic -g`` (``192.<server>.<2+die>.<199-devid>``
     #: per the driver, docs/a3-superpod.md §2); None when not read (not an A3) or not configured.
     vnic_ip: Optional[str] = None
+    #: ``-lldp -g`` answered that the port's link is down (``Execute failed: Link status is
+    #: down.``, exit 22, docs/ascend-reference.md §1.2): no neighbour could be asked, which is not
+    #: "no neighbour" (``lldp`` is None either way).
+    lldp_link_down: bool = False
 
 
 @dataclass(frozen=True, slots=True)

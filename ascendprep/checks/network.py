@@ -166,6 +166,14 @@ def lldp(ctx: NodeContext, npu: int) -> Verdict:
     neighbour = live.lldp
     cabling = ctx.node.node.cabling.get(npu)
     expected = {"switch": cabling.switch, "port": cabling.port} if cabling else None
+    if live.lldp_link_down:
+        # hccn_tool refused the query because the port's link is down: nothing was asked of the
+        # switch, so whether LLDP is on there is not known (not "no neighbour").
+        return failed(
+            f"LLDP not read: the link is down (hccn_tool -i {npu} -lldp -g: Execute failed: Link status is down.)",
+            {"lldp": None, "lldp_answer": "link down", "link": live.link, "expected": expected},
+            fix="bring the link up first (network.link): check the cable and the switch port, then check LLDP again",
+        )
     if neighbour is None:
         return _no_neighbour(npu, live.link, expected)
     seen = {"switch": neighbour.system_name, "port": neighbour.port_ifname or neighbour.port_id}
