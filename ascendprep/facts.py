@@ -592,6 +592,10 @@ class HostFacts:
     port_sockets: Optional[PortSockets] = None
     links: Optional[Tuple[LinkState, ...]] = None
     route_to_master: Optional[RouteLookup] = None
+    #: What the master's name (an inventory naming it by hostname) resolves to on this node
+    #: (``getent ahostsv4``, getaddrinfo's order: the first is the one used); ``()`` when it does
+    #: not resolve, None when not looked up (the master given by address, or older facts).
+    master_addresses: Optional[Tuple[str, ...]] = None
     errors: Tuple[ProbeError, ...] = ()
 
     @property
