@@ -21,7 +21,7 @@ does that from the probe errors), never a pass.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ascendprep import compat
 from ascendprep.checks.context import HostEvidence, NodeContext
@@ -186,7 +186,7 @@ def _in_subnet(address: str, holder: InterfaceAddress) -> bool:
 
 
 def _master_by_name(ctx: NodeContext, name: str, setting: str, ifname: str, holder: InterfaceAddress,
-                    evidence: Dict[str, Any]) -> Union[str, Verdict]:
+                    evidence: Dict[str, Any]) -> str | Verdict:
     """The address a master named by hostname has on this node (what torchrun and gloo there
     connect to: the first of getaddrinfo's answers), or the verdict when it has none to route to.
     A name that resolves to loopback (Debian's ``127.0.1.1 <hostname>`` line, copied to other
