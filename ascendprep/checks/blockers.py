@@ -249,14 +249,13 @@ def host_nic(ctx: NodeContext) -> Verdict:
         if link is None or not link.up:
             return failed(f"{ifname}, which holds {setting}, is down", {**evidence, "interface": ifname}, fix=f"on {ctx.name}, ip link set {ifname} up (and check its cable)")
     evidence.update({"interface": ifname, "address": f"{holder.address}/{holder.prefixlen}"})
-    master = ip_literal(inventory.master.host)
-    if master is None:
-        named = _master_by_name(ctx, inventory.master.host, setting, ifname, holder, evidence)
-        if isinstance(named, Verdict):
-            return named
-        master = named
+    by_address = ip_literal(inventory.master.host)
+    resolved = by_address if by_address is not None else _master_by_name(ctx, inventory.master.host, setting, ifname, holder, evidence)
+    if isinstance(resolved, Verdict):
+        return resolved
+    master: str = resolved
     evidence["master_addr"] = master
-    label = master if ip_literal(inventory.master.host) else f"{inventory.master.host} ({master})"
+    label = master if by_address is not None else f"{inventory.master.host} ({master})"
     route = facts.route_to_master
     if _in_subnet(master, holder) or master == holder.address:
         return passed(f"{setting}: {ifname} is up with {holder.address}/{holder.prefixlen}, on MASTER_ADDR {label}'s network", evidence)
