@@ -7,16 +7,16 @@ from pathlib import Path
 
 import yaml
 
-from ascendprep.applyscript import parse_apply_output, render_apply_script
-from ascendprep.desired import build_desired
-from ascendprep.envfiles import render_sysctl_conf
-from ascendprep.facts import HccnConf, HostFacts, ManagedFile, NpuFacts, ProbeError, SysctlFile, TlsState
-from ascendprep.inventory import inventory_from_text
-from ascendprep.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetSysctl, WriteFile
-from ascendprep.drift import sha256_text
-from ascendprep.plan import diff_host, reconcile
+from ascendprep.apply.script import parse_apply_output, render_apply_script
+from ascendprep.desired.state import build_desired
+from ascendprep.desired.envfiles import render_sysctl_conf
+from ascendprep.facts.model import HccnConf, HostFacts, ManagedFile, NpuFacts, ProbeError, SysctlFile, TlsState
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.plan.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetSysctl, WriteFile
+from ascendprep.plan.drift import sha256_text
+from ascendprep.plan.diff import diff_host, reconcile
 from ascendprep.report.changes import describe
-from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
+from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
 
 INVENTORY = {
     "name": "t",
@@ -190,7 +190,7 @@ def test_a_gateway_the_inventory_no_longer_plans_is_removed():
 
 
 def test_a_gateway_removal_survives_the_plan_file_and_nothing_else_with_no_value_does():
-    from ascendprep.changes import ChangeError, from_saved
+    from ascendprep.plan.changes import ChangeError, from_saved
 
     removal = from_saved("hccn.gateway", "n1", "npu 0", {"device": "10.20.0.254", "file": None}, None)
     assert removal == SetNpuGateway("n1", {"device": "10.20.0.254", "file": None}, 0, None) and removal.removes
