@@ -1,8 +1,8 @@
 """One POSIX sh script per host that carries out that host's changes, and the parser of its output.
 
 The steps are the changes' own fragments, in the changes' own order (:mod:`ascendprep.plan.changes`:
-per NPU the IP, then the gateway, the detect IP and TLS; then live sysctl values; then files;
-then the firewall). A failed IP skips the later steps of that NPU only; every other step still runs. An
+per NPU the IP, then the gateway (or its removal from /etc/hccn.conf, which hccn_tool has no
+command for), the detect IP and TLS; then live sysctl values; then files; then the firewall). A failed IP skips the later steps of that NPU only; every other step still runs. An
 ``hccn_tool`` set command that answers "hccn_tool is busy" is tried again with the gather's
 back-off (1, 2, 4 s), and the step reports how many tries it took.
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ascendprep.base import limits
-from ascendprep.plan.changes import SAFE_PATH, Change, ChangeError, ordered
+from ascendprep.plan.changes import HCCN_STEP_TIMEOUT, SAFE_PATH, Change, ChangeError, ordered
 from ascendprep.desired.envfiles import MANAGED_HEADER
 from ascendprep.base.limits import APPLY_HCCN_BUSY_RETRIES
 from ascendprep.facts.failures import BUSY_TEXT
@@ -166,6 +166,33 @@ _ap_write() {{
 _ap_sysctl() {{
   printf '%s\\n' "$2" > "$3" && echo "$1 = $2"
 }}
+# _ap_ungateway NPU TOOL FILE: remove NPU's gateway. hccn_tool has no command for it (-gateway
+# only sets and reads): FILE (/etc/hccn.conf, what the driver re-applies at its start) loses its
+# gateway_NPU line, written like every file (_ap_write), so no driver start brings it back; then
+# the device is asked (-gateway -g, its answer cut at 4 KB): a gateway it still routes through
+# fails the step, saying why. Run again (busy retries), it finds the line gone and asks again.
+_ap_ungateway() {{
+  if [ -f "$3" ] && grep -q "^gateway_$1=" "$3"; then
+    _ap_mode=$(stat -c %a "$3") || return 1
+    _ap_new=$(grep -v "^gateway_$1=" "$3"; _ap_g=$?; printf x; [ "$_ap_g" -le 1 ]) || return 1
+    _ap_write "$3" "$_ap_mode" "${{_ap_new%x}}" 0 || return 1
+    echo "took gateway_$1 out of $3"
+  else
+    echo "$3 holds no gateway_$1"
+  fi
+  _ap_gw=$({{ timeout {hccn_timeout} "$2" -i "$1" -gateway -g 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c 4096)
+  _ap_grc=${{_ap_gw##*@@ap-rc=}}
+  _ap_gw=${{_ap_gw%"$_ap_nl"@@ap-rc=*}}
+  _ap_gw=${{_ap_gw%"$_ap_nl"}}
+  case $_ap_grc in '' | *[!0-9]*) _ap_grc=125 ;; esac
+  case $_ap_gw in *'no gateway was preset'*) echo "npu $1 has no gateway"; return 0 ;; esac
+  printf '%s\n' "$_ap_gw"
+  if [ "$_ap_grc" -eq 0 ]; then
+    echo "npu $1 still routes through this gateway until its driver restarts (reboot the node): hccn_tool has no command that removes a gateway, and $3 no longer brings it back"
+    return 1
+  fi
+  return "$_ap_grc"
+}}
 """
 
 
@@ -180,7 +207,7 @@ def render_apply_script(changes: list[Change], hccn_tool: Optional[str], lock_di
     prelude = _PRELUDE.format(
         lock_dir=_q(lock_dir), lock_name=LOCK_NAME, locked_rc=LOCKED_RC, end=_END,
         busy_retries=int(busy_retries), busy_text=_q(BUSY_TEXT), header=_q(MANAGED_HEADER),
-        keep=_STEP_OUTPUT_KEEP, keep_kb=_STEP_OUTPUT_KEEP_KB,
+        keep=_STEP_OUTPUT_KEEP, keep_kb=_STEP_OUTPUT_KEEP_KB, hccn_timeout=HCCN_STEP_TIMEOUT,
     )
     body = "\n".join(change.fragment(hccn_tool) for change in ordered(changes))
     return f"{prelude}\n{body}\nexit 0\n"

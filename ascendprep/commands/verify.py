@@ -293,6 +293,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
                 if launcher is not None:  # srun steps in the allocation instead of the SSH connections
                     with launcher.session(session.hosts, deadline) as steps:
                         outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown)
+                    session.limits_hit.extend(steps.limits_hit)  # the steps' caps and deadline, in the same list
                 else:
                     outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
                 allreduce_findings = list(outcome.findings)

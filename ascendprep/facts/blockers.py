@@ -8,8 +8,11 @@ block and port 29500, no route lookup). A probe that cannot answer
 so the checks say "could not check", never "passed".
 
 Sections: ``npu_smi.info`` (``npu-smi info``), ``ports.ss`` (``ss -tanp FILTER``; exit 127 when
-ss is missing), ``ports.proc`` (only then: ``/proc/net/tcp``), ``net.links`` (``ip -o link``)
-and ``net.route`` (``ip route get MASTER_ADDR``, only when the master is given by address).
+ss is missing), ``ports.proc`` (only then: ``/proc/net/tcp``), ``net.links`` (``ip -o link``),
+``net.master`` (``getent ahostsv4 NAME``, only when the master is given by name: what the name
+resolves to on this node, as torchrun and gloo there look it up) and ``net.route`` (``ip route
+get MASTER_ADDR``: the master's address, or the first address its name resolved to here unless
+that is loopback or missing).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep.compat.hccl import BASE_PORT_MAX, BASE_PORT_MIN, DEFAULT_BASE_PORT, WIDE_PORT_COUNT
 from ascendprep.facts.blocker_model import RouteLookup
-from ascendprep.facts import hostnic, npu_procs, ports
+from ascendprep.facts import hostnic, netaddr, npu_procs, ports
 from ascendprep.facts.failures import dcmi_failure
 from ascendprep.facts.netaddr import ip_literal
 from ascendprep.facts.ports import PortQuery
@@ -34,14 +37,18 @@ BASE_PORT_ENV = "HCCL_IF_BASE_PORT"
 
 @dataclass(frozen=True)
 class JobProbes:
-    """What the gather asks about: the ports (HCCL block and master port), the master's address."""
+    """What the gather asks about: the ports (HCCL block and master port), the master's address,
+    or the master's name when the inventory gives a hostname (resolved on each node)."""
 
     ports: PortQuery
     master_addr: Optional[str] = None
+    master_name: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.master_addr is not None and ip_literal(self.master_addr) != self.master_addr:
             raise ValueError(f"master address {self.master_addr!r} is not an IPv4 address")
+        if self.master_name is not None and not netaddr.is_hostname(self.master_name):
+            raise ValueError(f"master name {self.master_name!r} is not a hostname")
 
 
 def base_port(env: Dict[str, str]) -> int:
@@ -62,7 +69,9 @@ def job_probes(inventory: Any) -> JobProbes:
     master_port = model.training.master_port
     if not base <= master_port < base + WIDE_PORT_COUNT:
         ranges.append((master_port, master_port))
-    return JobProbes(PortQuery(tuple(ranges)), ip_literal(inventory.master.host))
+    master = inventory.master.host
+    address = ip_literal(master)
+    return JobProbes(PortQuery(tuple(ranges)), address, master if address is None else None)
 
 
 def _ranges_attr(query: PortQuery) -> str:
@@ -163,14 +172,37 @@ NET_LINKS = ProbeUnit(
 
 
 def _render_route(ctx: RenderContext) -> List[str]:
-    """Only where the master is given by address (it is validated as one: safe in an attribute)."""
-    master = _jobs(ctx).master_addr or ""
+    """The route to the master: its address (validated as one: safe in an attribute), or where
+    the inventory names it, the first address the name resolves to on this node (getent, under
+    the script's time limit and output cap), kept only when it is a dotted quad outside
+    127.0.0.0/8: a loopback or missing answer is the check's finding, not a route to look up."""
+    jobs = _jobs(ctx)
     return [
-        f"AP_MASTER={shlex.quote(master)}",
+        f"AP_MASTER={shlex.quote(jobs.master_addr or '')}",
+        f"AP_MASTER_NAME={shlex.quote(jobs.master_name or '')}",
+        'if [ -n "$AP_MASTER_NAME" ]; then',
+        '\tap_run net.master " name=$AP_MASTER_NAME" ap_tool getent ahostsv4 "$AP_MASTER_NAME"',
+        '\tif [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then read -r AP_MASTER ap_rest <"$AP_TMP/out" || :; fi',
+        "\tcase $AP_MASTER in 127.* | *[!0-9.]*) AP_MASTER= ;; esac",
+        "fi",
         'if [ -n "$AP_MASTER" ]; then',
         '\tap_run net.route " dest=$AP_MASTER" ap_tool ip route get "$AP_MASTER"',
         "fi",
     ]
+
+
+#: Rendered by :data:`NET_ROUTE` (only where the master is named by hostname).
+NET_MASTER = ProbeUnit(
+    section="net.master",
+    command=lambda ctx: "",
+    render=lambda ctx: [],
+    describe=lambda where: f"getent ahostsv4 {where.attrs.get('name', '?')}",
+    settle=lambda section: Given(()) if section.rc == netaddr.GETENT_NOT_FOUND_RC else None,
+    parse=text_only(netaddr.parse_getent_ahosts),
+    fill=set_field("master_addresses"),
+    fact="master_addresses",
+    phases=VERIFY_ONLY,
+)
 
 
 def _settle_route(section: Section) -> Optional[Given]:
@@ -193,4 +225,4 @@ NET_ROUTE = ProbeUnit(
 )
 
 #: In the order the script runs them (after every other probe: ``$AP_NPUSMI`` is set by then).
-JOB_UNITS: Tuple[ProbeUnit, ...] = (NPU_SMI_INFO, PORTS_SS, PORTS_PROC, NET_LINKS, NET_ROUTE)
+JOB_UNITS: Tuple[ProbeUnit, ...] = (NPU_SMI_INFO, PORTS_SS, PORTS_PROC, NET_LINKS, NET_MASTER, NET_ROUTE)

@@ -40,15 +40,17 @@ _NET_HEALTH_ALIASES = {"socket failed": "Socket fail"}
 #: Failures that are really answers: "nothing configured" (text as printed by hccn_tool,
 #: docs/ascend-reference.md §1.2: exit 13, 2 and 14) and the fields they mean. ``-lldp -g`` answers the
 #: generic ``Command execute failed!`` (exit 1) when no LLDP frame came in from the switch:
-#: that is "no neighbour" (docs/ascend-reference.md §1.4 ``-lldp -g``), and network.lldp tells it apart from
-#: a link that is down by the link state; a tool that could not run (timeout, missing, another
-#: message) stays a probe error.
+#: that is "no neighbour" (docs/ascend-reference.md §1.4 ``-lldp -g``). On a port whose link is
+#: down the driver answers ``Execute failed: Link status is down.`` (DSMI_LINK_IS_DOWN_ERR, exit
+#: 22, §1.2): no neighbour could be asked, which network.lldp reports as such. A tool that could
+#: not run (timeout, missing, another message) stays a probe error.
 LLDP_NO_NEIGHBOUR_TEXT = "command execute failed!"
-_NOT_CONFIGURED: Dict[str, Tuple[str, Fields]] = {
-    "hccn.ip": ("no ip was preset", {"ip": None, "netmask": None}),
-    "hccn.gateway": ("no gateway was preset", {"gateway": None, "gateway_iface": None}),
-    "hccn.tls": ("no certificate found", {"tls": TlsState(switch=None, preconfigured=None, certificates=False)}),
-    "hccn.lldp": (LLDP_NO_NEIGHBOUR_TEXT, {"lldp": None}),
+LINK_DOWN_TEXT = "link status is down"
+_NOT_CONFIGURED: Dict[str, Tuple[Tuple[str, Fields], ...]] = {
+    "hccn.ip": (("no ip was preset", {"ip": None, "netmask": None}),),
+    "hccn.gateway": (("no gateway was preset", {"gateway": None, "gateway_iface": None}),),
+    "hccn.tls": (("no certificate found", {"tls": TlsState(switch=None, preconfigured=None, certificates=False)}),),
+    "hccn.lldp": ((LINK_DOWN_TEXT, {"lldp": None, "lldp_link_down": True}), (LLDP_NO_NEIGHBOUR_TEXT, {"lldp": None})),
 }
 
 
@@ -259,10 +261,12 @@ def not_configured(probe: str, output: str) -> Optional[Fields]:
     """The fields a failed query stands for when its message means "nothing set", else None.
 
     ``-ip -g`` without an IP (exit 13), ``-gateway -g`` without a gateway (exit 2),
-    ``-tls -g`` without certificates (exit 14) and ``-lldp -g`` with no neighbour answering
-    (``Command execute failed!``, exit 1) are answers, not probe failures.
+    ``-tls -g`` without certificates (exit 14), ``-lldp -g`` with no neighbour answering
+    (``Command execute failed!``, exit 1) and ``-lldp -g`` on a port whose link is down
+    (``Execute failed: Link status is down.``, exit 22) are answers, not probe failures.
     """
-    entry = _NOT_CONFIGURED.get(probe)
-    if entry and entry[0] in output.lower():
-        return dict(entry[1])
+    text = output.lower()
+    for marker, fields in _NOT_CONFIGURED.get(probe, ()):
+        if marker in text:
+            return dict(fields)
     return None

@@ -299,6 +299,10 @@ class NpuFacts:
     #: A3 only: the die's HCCS virtual NIC address, ``-vnic -g`` (``192.<server>.<2+die>.<199-devid>``
     #: per the driver, docs/a3-superpod.md §2); None when not read (not an A3) or not configured.
     vnic_ip: Optional[str] = None
+    #: ``-lldp -g`` answered that the port's link is down (``Execute failed: Link status is
+    #: down.``, exit 22, docs/ascend-reference.md §1.2): no neighbour could be asked, which is not
+    #: "no neighbour" (``lldp`` is None either way).
+    lldp_link_down: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,6 +592,10 @@ class HostFacts:
     port_sockets: Optional[PortSockets] = None
     links: Optional[Tuple[LinkState, ...]] = None
     route_to_master: Optional[RouteLookup] = None
+    #: What the master's name (an inventory naming it by hostname) resolves to on this node
+    #: (``getent ahostsv4``, getaddrinfo's order: the first is the one used); ``()`` when it does
+    #: not resolve, None when not looked up (the master given by address, or older facts).
+    master_addresses: Optional[Tuple[str, ...]] = None
     errors: Tuple[ProbeError, ...] = ()
 
     @property

@@ -99,6 +99,17 @@ def is_loopback(address: str) -> bool:
         return False
 
 
+_HOSTNAME_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def is_hostname(name: str) -> bool:
+    """An RFC 1123 host name (what the inventory accepts as a node's host), not an IPv4 address:
+    safe as a script argument and a section attribute (no leading ``-``, no spaces or quotes)."""
+    labels = name[:-1].split(".") if name.endswith(".") else name.split(".")
+    return (len(name) <= 253 and ip_literal(name) is None and not name.replace(".", "").isdigit()
+            and all(_HOSTNAME_LABEL.fullmatch(label) for label in labels))
+
+
 def ip_literal(host: str) -> Optional[str]:
     """``host`` normalised when it is an IPv4 address, None when it is a name."""
     try:

@@ -114,12 +114,16 @@ class _NpuChange(Change):
     def _arguments(self) -> str:
         raise NotImplementedError
 
+    def _command(self, hccn_tool: str, npu: int) -> str:
+        """The step's command: one hccn_tool set command, cut off after HCCN_STEP_TIMEOUT."""
+        return f"timeout {HCCN_STEP_TIMEOUT} {_q(hccn_tool)} -i {npu} {self._arguments()}"
+
     def fragment(self, hccn_tool: Optional[str]) -> str:
         """A failed step of an NPU skips that NPU's later steps (they need its address)."""
         if not hccn_tool or not SAFE_PATH.match(hccn_tool):
             raise ChangeError(f"{self.node}: no usable hccn_tool path ({hccn_tool!r})")
         npu = int(self.npu_id)
-        command = f"timeout {HCCN_STEP_TIMEOUT} {_q(hccn_tool)} -i {npu} {self._arguments()}"
+        command = self._command(hccn_tool, npu)
         key = _q(self.key)
         guard = f"_ap_fail_{npu}"
         return "\n".join([
@@ -160,21 +164,48 @@ class SetNpuAddress(_NpuChange):
 
 @dataclass(frozen=True)
 class SetNpuGateway(_NpuChange):
-    """``before``: ``{"device": ip | None, "file": ip | None}``."""
+    """``before``: ``{"device": ip | None, "file": ip | None}``; ``gateway`` None removes it.
 
-    gateway: str = ""
+    hccn_tool has no command that removes a gateway: ``-gateway`` only sets (``-s``) and reads
+    (``-g``), and ``-route`` refuses the default route ("Please use hccn_tool gateway cfg cmd!",
+    docs/ascend-reference.md §1.4). What the reference gives is the file: the gateway is kept as
+    ``gateway_N`` in /etc/hccn.conf, which the driver re-applies at its start and on ``-cfg
+    recovery`` (§2). So a removal takes that line out of the file (``_ap_ungateway`` of the apply
+    script: atomically, the replaced file kept as a backup) and then asks the device: a gateway
+    it still routes through stays until its driver restarts, and the step fails saying so."""
+
+    gateway: Optional[str] = ""
     kind: ClassVar[str] = "hccn.gateway"
     order: ClassVar[int] = 1
 
     @property
-    def after(self) -> str:
+    def after(self) -> Optional[str]:
         return self.gateway
 
+    @property
+    def removes(self) -> bool:
+        return self.gateway is None
+
     def describe(self) -> str:
-        return f"npu {self.npu}: gateway {_seen(self.before, 'device') or 'none'} → {self.after}"
+        device = _seen(self.before, "device")
+        if not self.removes:
+            return f"npu {self.npu}: gateway {device or 'none'} → {self.after}"
+        file = _seen(self.before, "file")
+        if device is None:
+            return f"npu {self.npu}: gateway none ({HCCN_CONF} says {file}) → none: the line is taken out of {HCCN_CONF}"
+        kept = "the device keeps it until its driver restarts (hccn_tool cannot remove a gateway)"
+        if file is None:
+            return f"npu {self.npu}: gateway {device} (not in {HCCN_CONF}) → none: {kept}"
+        note = f" ({HCCN_CONF} says {file})" if file != device else ""
+        return f"npu {self.npu}: gateway {device}{note} → none: taken out of {HCCN_CONF}; {kept}"
 
     def _arguments(self) -> str:
         return f"-gateway -s gateway {_q(self.gateway)}"
+
+    def _command(self, hccn_tool: str, npu: int) -> str:
+        if self.gateway is None:
+            return f"_ap_ungateway {npu} {_q(hccn_tool)} {_q(HCCN_CONF)}"
+        return super()._command(hccn_tool, npu)
 
 
 @dataclass(frozen=True)
@@ -360,7 +391,7 @@ def from_saved(kind: Any, node: str, target: Any, before: Any, after: Any) -> Ch
         address, netmask = after.split("/")
         return SetNpuAddress(node, before, _npu(target), _ipv4(address, "after's address"), _ipv4(netmask, "after's netmask"))
     if kind == SetNpuGateway.kind:
-        return SetNpuGateway(node, before, _npu(target), _ipv4(after, "after"))
+        return SetNpuGateway(node, before, _npu(target), None if after is None else _ipv4(after, "after"))
     if kind == SetNpuNetdetect.kind:
         return SetNpuNetdetect(node, before, _npu(target), _ipv4(after, "after"))
     if kind == SetNpuTls.kind:

@@ -179,12 +179,24 @@ def _device_and_file(kind: str, want: Optional[str], facts: HostFacts, npu: int,
 
 
 def npu_gateway(want: HccnSettings, facts: HostFacts, port: Optional[NpuPort] = None) -> Optional[Drift]:
-    """None when no gateway is planned. (hccn_tool drops a gateway that an address change leaves
-    outside the subnet; such a gateway differs from the planned one, which ipplan keeps inside
-    it, so it is set again anyway.)"""
-    if want.gateway is None:
+    """The planned gateway against the device and the file. (hccn_tool drops a gateway that an
+    address change leaves outside the subnet; such a gateway differs from the planned one, which
+    ipplan keeps inside it, so it is set again anyway.)
+
+    With no gateway planned, a gateway the device or /etc/hccn.conf still has is drift to remove
+    (``want`` and ``set_to`` None): an inventory that dropped its gateway must not leave one
+    routing the NPU's traffic. None when none is planned and none is set (or the product has no
+    gateway command), nothing to judge."""
+    if want.gateway is not None:
+        return _device_and_file("gateway", want.gateway, facts, want.npu, "gateway", "gateway", port)
+    npu = want.npu
+    if port is None:
+        port = npu_port(facts, npu)
+    have = {"device": port.live.gateway, "file": port.in_file.get("gateway") if facts.hccn_conf else None}
+    unknown, not_applicable = _npu_unknown(facts, npu, ("hccn.gateway", "hccn_conf"))
+    if not_applicable is not None or (unknown is None and have["device"] is None and have["file"] is None):
         return None
-    return _device_and_file("gateway", want.gateway, facts, want.npu, "gateway", "gateway", port)
+    return Drift(f"hccn.gateway:{npu}", None, have, False, None, unknown, npu=npu)
 
 
 def npu_netdetect(want: HccnSettings, facts: HostFacts, port: Optional[NpuPort] = None) -> Optional[Drift]:

@@ -5,8 +5,9 @@ Apply compares a saved plan's ``before`` values with fresh facts just before cha
 changes (:func:`ascendprep.plan.diff.area_of`): a host whose plan sets one sysctl re-reads its kernel
 settings and the sysctl file, not its NPUs. Within the NPU area only the queries of the planned
 kinds run (a fresh node's detect IPs need ``-netdetect -g`` and the address, not ``-gateway -g``
-or ``-tls -g``: 16 hccn_tool calls instead of 32 on 8 NPUs). Plan, likewise, reads a gateway or a
-TLS switch only where the inventory plans one (:func:`units_for_plan`). Pure: names in, units out.
+or ``-tls -g``: 16 hccn_tool calls instead of 32 on 8 NPUs). Plan, likewise, reads a TLS switch
+only where the inventory plans one (:func:`units_for_plan`); the gateway always, since one the
+inventory no longer plans is removed. Pure: names in, units out.
 """
 
 from __future__ import annotations
@@ -88,12 +89,11 @@ def units_for_changes(changes: Sequence["Change"], npus: Optional[int] = None, u
 
 
 def planned_npu_kinds(node: "NodeDesired") -> FrozenSet[str]:
-    """The NPU kinds the inventory plans on ``node``: the address always, a gateway, a detect IP
-    and a TLS switch only where some NPU of the node has one."""
-    kinds = {"hccn.ip"}
+    """The NPU kinds plan judges on ``node``: the address and the gateway always (a gateway the
+    inventory does not plan is one to remove, drift.npu_gateway), a detect IP and a TLS switch
+    only where some NPU of the node has one."""
+    kinds = {"hccn.ip", "hccn.gateway"}
     for want in node.hccn:
-        if want.gateway is not None:
-            kinds.add("hccn.gateway")
         if want.netdetect is not None:
             kinds.add("hccn.netdetect")
         if want.tls is not None:
@@ -102,8 +102,8 @@ def planned_npu_kinds(node: "NodeDesired") -> FrozenSet[str]:
 
 
 def units_for_plan(desired: "DesiredState", node_name: str, units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
-    """What plan reads on ``node_name`` (on top of the plan phase's choice): no ``-gateway -g`` or
-    ``-tls -g`` where the inventory plans no gateway or TLS switch, no npu-smi list where it gives
+    """What plan reads on ``node_name`` (on top of the plan phase's choice): no ``-tls -g`` where
+    the inventory plans no TLS switch, no npu-smi list where it gives
     the NPU count (except on two-die products, whose spod-info needs npu-smi's chips), and no
     firewall probe under ``firewall: leave`` (the diff would not look)."""
     node = desired.nodes[node_name]

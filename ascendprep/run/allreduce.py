@@ -45,7 +45,7 @@ from ascendprep.verify.allreduce.scripts import WORKER_NAME, LaunchOutput, parse
 from ascendprep.report.allreduce import print_allreduce
 from ascendprep.inventory.load import Inventory
 from ascendprep.remote.access import HostAccess
-from ascendprep.remote.errors import RemoteError
+from ascendprep.remote.errors import OutputTooLarge, RemoteError
 from ascendprep.run.fanout import Session
 
 __all__ = ["AllreduceOptions", "AllreduceOutcome", "print_allreduce", "run_allreduce"]
@@ -164,6 +164,13 @@ def _map(pool: ThreadPoolExecutor, fn: Callable[[Any], T], items: Sequence[Any])
     return list(pool.map(fn, items))
 
 
+def _note_cap(session: Session, access: HostAccess, exc: RemoteError, step: str) -> None:
+    """A node whose answer was cut at an output cap is named in ``limits_hit`` (these steps run
+    on the session's connections, outside Session.run, which records the others)."""
+    if isinstance(exc, OutputTooLarge):
+        session.note_output_cap(access.name, exc, step)
+
+
 def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: bool, python_path: str,
                worker: bytes) -> Tuple[List[NodeProblem], Optional[int], Union[Tuple[str, str], str, None]]:
     """Check one node and upload the worker; (problems, free port when master, its binding or why none)."""
@@ -184,6 +191,7 @@ def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: b
             transport.put(worker, f"{node.directory}/{WORKER_NAME}", 0o644)
         return problems, pre.port, binding_of(node, pre)
     except RemoteError as exc:
+        _note_cap(session, access, exc, "the all-reduce preflight")
         return [NodeProblem(node.name, "ssh" if exc.kind != "error" else "upload_failed", without_node_prefix(str(exc), node.name),
                             "check SSH access to the node" if exc.kind != "error" else "check /tmp on the node")], None, None
 
@@ -192,7 +200,8 @@ def _remove_dir(session: Session, access: HostAccess, node: JobNode) -> None:
     """Take away what preflight made on a node of a job that will not run."""
     try:
         session.transport(access).run_script(remove_dir_script(node.directory), timeout=CLEANUP_TIMEOUT_S)
-    except RemoteError:
+    except RemoteError as exc:
+        _note_cap(session, access, exc, "removing the all-reduce directory")
         return  # the node is unreachable: its problem is already reported, nothing was started there
 
 
@@ -201,6 +210,7 @@ def _cleanup(session: Session, access: HostAccess, node: JobNode) -> Tuple[Launc
     try:
         result = session.transport(access).run_script(render_cleanup_script(node.directory), timeout=CLEANUP_TIMEOUT_S)
     except RemoteError as exc:
+        _note_cap(session, access, exc, "the all-reduce cleanup")
         return LaunchOutput(), f"cleanup on {node.name} failed: {exc}"
     if result.timed_out:
         return parse_script_output(result.stdout), f"cleanup on {node.name} did not finish in {CLEANUP_TIMEOUT_S:g}s"
@@ -296,6 +306,7 @@ def _run_launch(session: Session, access: HostAccess, script: str, overall: floa
     try:
         result = session.transport(access).run_script(script, timeout=overall)
     except RemoteError as exc:
+        _note_cap(session, access, exc, "the all-reduce launch")
         return _Exec(LaunchOutput(), error=str(exc), error_kind=exc.kind, seconds=time.monotonic() - started)
     return _Exec(parse_script_output(result.stdout), timed_out=result.timed_out, seconds=result.seconds)
 

@@ -215,6 +215,19 @@ class Session:
         for (limit, cap), names in cut.items():
             self.limits_hit.append({"limit": limit.lower(), "bytes": cap, "step": step, "hosts": names})
 
+    def note_output_cap(self, host: str, error: OutputTooLarge, step: str) -> None:
+        """Name an output cap that cut ``host`` in a step run on this session's connections
+        outside :meth:`run` (the all-reduce's own threads): one ``limits_hit`` entry per cap and
+        step, naming every host it cut, as :meth:`run` records them. Thread-safe."""
+        limit = error.limit.lower()
+        with self._lock:
+            for hit in self.limits_hit:
+                if (hit.get("limit"), hit.get("bytes"), hit.get("step")) == (limit, error.cap, step):
+                    if host not in hit["hosts"]:
+                        hit["hosts"].append(host)
+                    return
+            self.limits_hit.append({"limit": limit, "bytes": error.cap, "step": step, "hosts": [host]})
+
     def _timed_out(
         self,
         busy: List[HostAccess],

@@ -196,3 +196,50 @@ def test_shell_metacharacters_are_rejected_at_load_or_arrive_quoted(lab: Lab, tm
     rejected = run_cli("plan", str(bad), cwd=tmp_path)
     assert rejected.returncode == 2 and "ssh.user: 'root;reboot' is not a valid user name" in rejected.stderr
     converge(inventory_copy(lab, tmp_path), tmp_path)
+
+
+def test_a_gateway_the_inventory_drops_is_planned_away_and_taken_out_of_hccn_conf(lab: Lab, tmp_path: Path) -> None:
+    """The NPUs get a gateway; then the inventory drops it. Plan shows each removal; apply takes
+    gateway_N out of /etc/hccn.conf and, since hccn_tool cannot remove a live gateway, fails the
+    step naming the driver restart that does. After that restart (here the lab's device state,
+    rebuilt from what the file holds) the lab is converged again."""
+    from ascendprep.lab.sim.state import edit_node
+
+    data = yaml.safe_load(lab.inventory_path.read_text())
+    subnet = data["device_network"]["subnet"]
+    gateway = subnet.rsplit(".", 1)[0] + ".254"
+    with_gateway = tmp_path / "with_gateway"
+    with_gateway.mkdir()
+    converge(inventory_copy(lab, with_gateway, device_network={**data["device_network"], "gateway": gateway}), with_gateway)
+    assert f"gateway_0={gateway}\n" in sh(lab, "node1", "cat /etc/hccn.conf")
+
+    path = inventory_copy(lab, tmp_path)
+    plan = run_cli("plan", str(path), "--detailed-exitcode", "--format", "json", cwd=tmp_path)
+    assert plan.returncode == 3, plan.stderr
+    node1 = next(h for h in json.loads(plan.stdout)["hosts"] if h["node"] == "node1")
+    removals = [c for c in node1["changes"] if c["kind"] == "hccn.gateway"]
+    assert len(removals) == 8 and all(c["after"] is None for c in removals)
+    assert removals[0]["text"] == (f"npu 0: gateway {gateway} → none: taken out of /etc/hccn.conf; the device keeps it "
+                                   "until its driver restarts (hccn_tool cannot remove a gateway)")
+
+    applied = run_cli("apply", cwd=tmp_path)
+    assert applied.returncode == 1, applied.stdout + applied.stderr
+    [journal] = (tmp_path / ".ascendprep" / "journal").glob("apply-*.json")
+    steps = next(h for h in json.loads(journal.read_text())["hosts"] if h["node"] == "node1")["steps"]
+    step = next(s for s in steps if s["kind"] == "hccn.gateway" and s["target"] == "npu 0")
+    assert step["rc"] == 1 and "took gateway_0 out of /etc/hccn.conf" in step["output"]
+    assert f"default gateway:{gateway}, Iface:eth0\nnpu 0 still routes through this gateway until its driver restarts" in step["output"]
+    for node in NODES:
+        conf = sh(lab, node, "cat /etc/hccn.conf")
+        assert "gateway_" not in conf and "address_0=" in conf
+        assert f"gateway_0={gateway}\n" in sh(lab, node, "cat /etc/hccn.conf.ascendprep.orig")
+    assert sh(lab, "node1", "hccn_tool -i 0 -gateway -g") == f"default gateway:{gateway}, Iface:eth0\n"
+    again = run_cli("plan", str(path), cwd=tmp_path)
+    assert f"gateway {gateway} (not in /etc/hccn.conf) → none" in again.stdout
+
+    for node in NODES:  # the driver restart: the devices take what /etc/hccn.conf holds (no gateway)
+        with edit_node(lab.state_dir, node) as doc:
+            for device in doc["devices"]:
+                device["gateway"] = None
+    settled = run_cli("plan", str(path), "--detailed-exitcode", cwd=tmp_path)
+    assert settled.returncode == 0, settled.stdout + settled.stderr

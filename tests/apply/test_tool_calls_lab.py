@@ -4,7 +4,8 @@ what plan reads.
 
 Each node's ``hccn_tool`` and ``npu-smi`` are wrapped inside the node by a counter that logs its
 arguments and then runs the lab's own tool, so every call any command makes is seen, whoever
-makes it. The lab inventory plans a device IP and a detect IP per NPU, no gateway and no TLS.
+makes it. The lab inventory plans a device IP and a detect IP per NPU, no gateway and no TLS
+(plan still reads each gateway: one left on a port is removed).
 """
 
 from __future__ import annotations
@@ -59,14 +60,16 @@ def test_plan_apply_replan_make_only_the_tool_calls_their_work_needs(counted: La
     lab = counted
     for node in NODES:
         calls(lab, node)  # start from an empty log
-    # per NPU the address and the detect IP the inventory plans; the inventory gives the NPU count,
-    # so npu-smi is not asked for its list; no gateway, TLS, link, optics, counters or health
+    # per NPU the address and the detect IP the inventory plans, and the gateway (one left on a port
+    # is removed); the inventory gives the NPU count, so npu-smi is not asked for its list; no TLS,
+    # link, optics, counters or health
     reads = Counter({("hccn_tool", "-ip -g"): NPUS, ("hccn_tool", "-netdetect -g"): NPUS})
+    plan_reads = reads + Counter({("hccn_tool", "-gateway -g"): NPUS})
 
     plan = run_cli("plan", str(lab.inventory_path), "--detailed-exitcode", cwd=tmp_path)
     assert plan.returncode == 3, plan.stdout + plan.stderr
     for node in NODES:
-        assert calls(lab, node) == reads, node
+        assert calls(lab, node) == plan_reads, node
 
     applied = run_cli("apply", cwd=tmp_path)
     assert applied.returncode == 0, applied.stdout + applied.stderr
@@ -78,4 +81,4 @@ def test_plan_apply_replan_make_only_the_tool_calls_their_work_needs(counted: La
     again = run_cli("plan", str(lab.inventory_path), "--detailed-exitcode", cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     for node in NODES:
-        assert calls(lab, node) == reads, node
+        assert calls(lab, node) == plan_reads, node

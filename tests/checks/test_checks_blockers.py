@@ -139,3 +139,32 @@ def test_allow_busy_npus_only_goes_with_allreduce(tmp_path):
 
     outcome = CliRunner().invoke(verify_command, [str(tmp_path / "inventory.yaml"), "--allow-busy-npus"])
     assert outcome.exit_code == 2 and "--allow-busy-npus only apply with --allreduce" in outcome.output
+
+
+def test_a_master_named_by_hostname_is_checked_by_what_it_resolves_to_on_the_node():
+    """MASTER_ADDR given as a name: node2 resolved it (net.master) and its route is judged to that
+    address; a name that resolves to loopback (Debian's 127.0.1.1 line) or to nothing fails,
+    saying so; a lookup that failed could not check."""
+    named = desired_state(INVENTORY.replace("host: 10.231.0.11", "host: master-0.cluster"))
+    assert named.inventory.master.host == "master-0.cluster"
+
+    def verdict(**changes):
+        facts = replace(healthy_facts(named, "node2"), **changes)
+        hosts, plan = cluster_evidence(named, {"node2": facts})
+        return next(r for r in run_checks(named, hosts, plan, today=TODAY) if r.check == "node.host_nic" and r.node == "node2")
+
+    same_network = verdict(master_addresses=("10.231.0.11",))
+    assert same_network.status is Status.PASSED
+    assert same_network.message == "HCCL_IF_IP=10.231.0.12: eth0 is up with 10.231.0.12/24, on MASTER_ADDR master-0.cluster (10.231.0.11)'s network"
+    routed_away = verdict(master_addresses=("10.99.0.11",), route_to_master=RouteLookup("10.99.0.11", "eth1", "192.168.9.2"))
+    assert routed_away.failed and "the route to MASTER_ADDR master-0.cluster (10.99.0.11) leaves through eth1" in routed_away.message
+    loopback = verdict(master_addresses=("127.0.1.1", "10.231.0.11"))
+    assert loopback.failed and loopback.message == (
+        "MASTER_ADDR master-0.cluster resolves to 127.0.1.1 (loopback) on node2: its ranks would look for the master on this node itself")
+    assert "map 'master-0.cluster' to the master's cluster address in /etc/hosts instead of 127.0.1.1" in loopback.fix
+    nowhere = verdict(master_addresses=())
+    assert nowhere.failed and nowhere.message.startswith("MASTER_ADDR master-0.cluster does not resolve on node2")
+    broken = verdict(errors=(ProbeError("net.master", "timeout", "getent ahostsv4 master-0.cluster timed out and was killed"),))
+    assert broken.failed and broken.message == "could not check: getent ahostsv4 master-0.cluster timed out and was killed"
+    older = verdict()  # facts of an ascendprep that did not look the name up
+    assert older.status is Status.PASSED and "was not looked up here" in older.message

@@ -241,3 +241,17 @@ def test_a_check_that_crashes_fails_instead_of_passing(desired, monkeypatch):
     failed, _ = failures(desired)
     assert {(r.check, r.node) for r in failed} == {("npu.count", f"node{i}") for i in range(1, 5)}
     assert all("ZeroDivisionError" in r.message for r in failed)
+
+
+def test_lldp_refused_because_the_link_is_down_is_not_no_neighbour(desired):
+    """hccn_tool answered "Link status is down" to -lldp -g: the check says LLDP was not read
+    because of the link; a port that is up but hears no LLDP still says "no LLDP neighbour"."""
+    down = with_npu(healthy_facts(desired, "node1"), 2, link="DOWN", lldp=None, lldp_link_down=True)
+    failed, _ = failures(desired, {"node1": down})
+    [lldp] = [r for r in failed if r.check == "network.lldp"]
+    assert (lldp.node, lldp.npu) == ("node1", 2)
+    assert lldp.message.startswith("LLDP not read: the link is down") and "no LLDP neighbour" not in lldp.message
+    assert lldp.evidence["lldp_answer"] == "link down" and "bring the link up first" in lldp.fix
+    silent = with_npu(healthy_facts(desired, "node1"), 2, lldp=None)
+    [quiet] = [r for r in failures(desired, {"node1": silent})[0] if r.check == "network.lldp"]
+    assert quiet.message == "no LLDP neighbour: the link is up but the switch port sends no LLDP"

@@ -143,7 +143,43 @@ def _place(item: str) -> str:
 @pytest.mark.parametrize("case", list(CASES))
 def test_plan_and_verify_agree_item_by_item(case: str, policy: str) -> None:
     desired = _desired(policy)
-    facts = CASES[case](healthy_facts(desired, NODE))
+    _assert_agreement(case, desired, CASES[case](healthy_facts(desired, NODE)))
+
+
+#: The inventory without its gateway (detect IPs are peers then): a gateway left on a port is one
+#: plan removes and verify fails.
+NO_GATEWAY = INVENTORY.replace("  gateway: 10.20.0.254\n  detect: gateway\n", "  detect: peer\n")
+NO_GATEWAY_CASES: Dict[str, Case] = {
+    "converged": lambda f: f,
+    "a gateway the plan no longer has, on the device and in hccn.conf": lambda f: _conf(with_npu(f, 1, gateway="10.20.0.254", gateway_iface="eth1"), 1, gateway="10.20.0.254"),
+    "only hccn.conf still has it": lambda f: _conf(f, 1, gateway="10.20.0.254"),
+    "only the device still has it": lambda f: with_npu(f, 1, gateway="10.20.0.254"),
+}
+
+
+@pytest.mark.parametrize("case", list(NO_GATEWAY_CASES))
+def test_plan_and_verify_agree_on_a_gateway_the_inventory_dropped(case: str) -> None:
+    desired = desired_state(NO_GATEWAY)
+    assert all(s.gateway is None for s in desired.nodes[NODE].hccn)
+    facts = NO_GATEWAY_CASES[case](healthy_facts(desired, NODE))
+    _assert_agreement(case, desired, facts)
+    changed = {c.key for c in diff_host(desired, NODE, facts).changes}
+    assert changed == (set() if case == "converged" else {"hccn.gateway:1"})
+
+
+def test_a_gateway_that_cannot_be_read_where_none_is_planned_is_unknown_to_both() -> None:
+    """Whether a gateway is left to remove cannot be told: plan is incomplete there, verify could not check."""
+    desired = desired_state(NO_GATEWAY)
+    facts = _error(healthy_facts(desired, NODE), "hccn.gateway", 1)
+    plan = diff_host(desired, NODE, facts)
+    assert plan.changes == [] and plan.unknown == {"hccn.gateway:1"}
+    assert plan.incomplete == ["npu 1: gateway unknown (hccn.gateway timed out after 10s)"]
+    hosts, pings = cluster_evidence(desired, {NODE: facts})
+    [verdict] = [r for r in run_checks(desired, hosts, pings, today=TODAY) if r.node == NODE and r.check == "network.gateway" and r.npu == 1]
+    assert verdict.failed and verdict.message.startswith(COULD_NOT_CHECK)
+
+
+def _assert_agreement(case: str, desired: DesiredState, facts: HostFacts) -> None:
     plan = diff_host(desired, NODE, facts)
     verdicts, unknown_places, severities = _verdicts(desired, facts)
     changed = {c.key for c in plan.changes}

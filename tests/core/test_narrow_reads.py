@@ -33,13 +33,14 @@ def _npu_sections(units) -> list[str]:
     return [u.section for u in units if u.section.startswith("hccn.") and PLAN in u.phases]
 
 
-def test_plan_reads_gateway_and_tls_only_where_the_inventory_plans_them():
+def test_plan_reads_tls_only_where_the_inventory_plans_it_and_the_gateway_always():
+    """A gateway the inventory does not plan may still be on the port: plan reads it to remove it."""
     bare = _desired()  # no gateway, no TLS switch (the detect IP is a peer's, by default)
-    assert _npu_sections(units_for_plan(bare, "n1")) == ["hccn.ip", "hccn.netdetect"]
+    assert _npu_sections(units_for_plan(bare, "n1")) == ["hccn.ip", "hccn.gateway", "hccn.netdetect"]
     full = _desired(gateway="10.20.0.254", detect="gateway", tls=False)
     assert _npu_sections(units_for_plan(full, "n1")) == ["hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls"]
     script = render_gather_script(8, "python3", units=units_for_plan(bare, "n1"), phase=PLAN)
-    assert "-ip -g" in script and "-netdetect -g" in script and "-gateway -g" not in script and "-tls -g" not in script
+    assert "-ip -g" in script and "-netdetect -g" in script and "-gateway -g" in script and "-tls -g" not in script
     assert "ap_run npu_smi.list" not in script and "ap_run tool.npu_smi" not in script  # the inventory gives the NPU count
 
 

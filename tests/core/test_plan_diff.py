@@ -163,3 +163,79 @@ echo "Cmd executed successfully!"
     # a second write keeps the previous version as a backup
     subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True)
     assert Path(f"{target}.ascendprep.bak").read_text() == "it's $(not) run\n"
+
+
+def test_a_gateway_the_inventory_no_longer_plans_is_removed():
+    """The inventory plans no gateway: one the device or /etc/hccn.conf still has is a change to
+    none, which the plan shows (and says the device keeps it until its driver restarts); an NPU
+    without one needs nothing."""
+    state = desired()
+    base = converged_facts(state)
+    both = dict(base.npus)
+    both[0] = NpuFacts(devid=0, ip="10.20.0.1", netmask="255.255.255.0", gateway="10.20.0.254", netdetect=both[0].netdetect, link="UP", tls=TlsState(switch=0))
+    devices = {n: dict(v) for n, v in base.hccn_conf.devices.items()}
+    devices[0]["gateway"] = "10.20.0.254"
+    devices[1]["gateway"] = "10.20.0.254"  # npu 1: only the file still has it
+    plan = diff_host(state, "n1", converged_facts(state, npus=both, hccn_conf=HccnConf(raw="", devices=devices)))
+    assert [(c.key, c.before, c.after) for c in plan.changes] == [
+        ("hccn.gateway:0", {"device": "10.20.0.254", "file": "10.20.0.254"}, None),
+        ("hccn.gateway:1", {"device": None, "file": "10.20.0.254"}, None),
+    ]
+    assert [c.describe() for c in plan.changes] == [
+        "npu 0: gateway 10.20.0.254 → none: taken out of /etc/hccn.conf; the device keeps it until its driver restarts (hccn_tool cannot remove a gateway)",
+        "npu 1: gateway none (/etc/hccn.conf says 10.20.0.254) → none: the line is taken out of /etc/hccn.conf",
+    ]
+    assert diff_host(state, "n1", base).changes == []
+
+
+def test_a_gateway_removal_survives_the_plan_file_and_nothing_else_with_no_value_does():
+    from ascendprep.plan.changes import ChangeError, from_saved
+
+    removal = from_saved("hccn.gateway", "n1", "npu 0", {"device": "10.20.0.254", "file": None}, None)
+    assert removal == SetNpuGateway("n1", {"device": "10.20.0.254", "file": None}, 0, None) and removal.removes
+    for kind in ("hccn.netdetect", "hccn.ip"):
+        try:
+            from_saved(kind, "n1", "npu 0", None, None)
+        except ChangeError:
+            continue
+        raise AssertionError(f"{kind} without a value was read back")
+
+
+def _fake_gateway_tool(tmp_path: Path, still_routes: bool) -> Path:
+    tool = tmp_path / "hccn_tool"
+    answer = ('echo "default gateway:10.20.0.254, Iface:eth$2"; exit 0' if still_routes
+              else 'echo "Get gateway failed, because no gateway was preset there!" >&2; exit 2')
+    tool.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'calls'}\nif [ \"$3\" = -gateway ] && [ \"$4\" = -g ]; then {answer}; fi\nexit 9\n")
+    tool.chmod(0o755)
+    return tool
+
+
+def test_apply_takes_a_removed_gateway_out_of_hccn_conf_and_says_when_the_device_keeps_it(tmp_path: Path):
+    """hccn_tool has no removal command: the step rewrites /etc/hccn.conf without gateway_N (the
+    other lines kept, the original kept as .ascendprep.orig), then asks the device; a gateway it
+    still routes through fails the step with why, none makes it pass."""
+    conf = tmp_path / "hccn.conf"
+    original = "address_0=10.20.0.1\nnetmask_0=255.255.255.0\ngateway_0=10.20.0.254\ngateway_1=10.20.0.254\nnetdetect_0=10.20.0.3\n"
+    conf.write_text(original)
+    conf.chmod(0o600)
+    removal = SetNpuGateway("n1", {"device": "10.20.0.254", "file": "10.20.0.254"}, 0, None)
+    for still_routes, ok in ((True, False), (False, True)):
+        conf.write_text(original)
+        tool = _fake_gateway_tool(tmp_path, still_routes)
+        script = render_apply_script([removal], str(tool), lock_dir=str(tmp_path / "lock")).replace("/etc/hccn.conf", str(conf))
+        done = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True)
+        step = parse_apply_output(done.stdout)["hccn.gateway:0"]
+        assert conf.read_text() == original.replace("gateway_0=10.20.0.254\n", "")
+        assert oct(conf.stat().st_mode & 0o777) == "0o600"
+        assert Path(f"{conf}.ascendprep.orig").read_text() == original
+        assert f"took gateway_0 out of {conf}" in step.output
+        assert step.ok is ok, step.output
+        if still_routes:
+            assert step.rc == 1 and "npu 0 still routes through this gateway until its driver restarts" in step.output
+            assert "default gateway:10.20.0.254, Iface:eth0" in step.output
+        else:
+            assert "npu 0 has no gateway" in step.output
+    assert "-gateway -s" not in (tmp_path / "calls").read_text()  # the tool is only asked
+    # run again: the file holds no gateway_0 now and is left as it is
+    done = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True)
+    assert f"{conf} holds no gateway_0" in parse_apply_output(done.stdout)["hccn.gateway:0"].output

@@ -121,3 +121,39 @@ def test_a_cut_host_is_named_even_when_the_deadline_ends_the_step() -> None:
         outcomes = session.run(job, step="the flood")
     assert outcomes["n1"].limit == "HOST_OUTPUT_CAP" and outcomes["n2"].kind == "timeout"
     assert [(hit["limit"], hit["hosts"]) for hit in session.limits_hit] == [("command_timeout", ["n2"]), ("host_output_cap", ["n1"])]
+
+
+def test_an_all_reduce_node_cut_at_the_cap_is_named_in_limits_hit(tmp_path: Path) -> None:
+    """The all-reduce runs its steps on the session's connections outside Session.run: a node
+    whose preflight printed past the cap (here an interpreter that floods) is named in
+    ``limits_hit`` with the step, as JSON output shows it; the other node is not."""
+    import io
+
+    import yaml
+    from rich.console import Console
+
+    from ascendprep.verify.allreduce.jobs import cluster_job, new_run_id
+    from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
+    from ascendprep.remote.access import HostAccess
+    from ascendprep.run.allreduce import run_jobs
+    from ascendprep.inventory.load import inventory_from_text
+    from ascendprep.report.limits_hit import collect_limits_hit
+
+    inventory = inventory_from_text(yaml.safe_dump({
+        "name": "t", "product": "atlas-a2", "npus_per_node": 8, "device_network": {"subnet": "10.20.0.0/24"},
+        "nodes": [{"name": "n[1-2]", "host": "10.0.0.[11-12]"}], "software": {"cann": "8.0.RC3"}}))
+    settings, problems = resolve_settings(AllreduceOptions(), [(n.name, n.npus) for n in inventory.nodes], None)
+    assert settings is not None and problems == []
+    noisy = tmp_path / "python3"
+    noisy.write_text("#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' x\n")
+    noisy.chmod(0o755)
+    hosts = [HostAccess(name=node.name, address="127.0.0.1") for node in inventory.nodes]
+
+    def connect(access):  # type: ignore[no-untyped-def]
+        return LocalTransport(access.name, output_cap=CAP if access.name == "n1" else 16 * CAP)
+
+    with Session(hosts, forks=2, transport_factory=connect) as session:
+        [result] = run_jobs(session, [cluster_job(inventory, settings, new_run_id())], settings, str(noisy), Console(file=io.StringIO()))
+    assert "output over 1024 KB" in result.problems["n1"].message and result.launches == {}
+    assert session.limits_hit == [{"limit": "host_output_cap", "bytes": CAP, "step": "the all-reduce preflight", "hosts": ["n1"]}]
+    assert collect_limits_hit(session.limits_hit, {}) == session.limits_hit

@@ -225,6 +225,17 @@ def test_no_lldp_neighbour(mixed):
     assert hccn.not_configured("hccn.lldp", legacy.stdout + legacy.stderr) == {"lldp": None}
 
 
+def test_lldp_on_a_link_that_is_down_says_so_on_every_driver(mixed):
+    """The unlike case of test_no_lldp_neighbour: the link down, the query is refused with the
+    driver's link-down error (exit 22), which the probe reads as such, not as "no neighbour"."""
+    for node in ("node1", "node2"):
+        state.set_fault(mixed.state_dir, node, "link-down", npu=1)
+        answer = mixed.hccn(node, "-i", "1", "-lldp", "-g")
+        assert (answer.returncode, answer.stdout, answer.stderr) == (22, "", "Execute failed: Link status is down.\n")
+        assert hccn.not_configured("hccn.lldp", answer.stdout + answer.stderr) == {"lldp": None, "lldp_link_down": True}
+        assert "Ifname:" in mixed.ok(node, "-i", "0", "-lldp", "-g")  # its other ports still answer
+
+
 def test_a3_bus_ids_are_the_published_ones(make_lab):
     lab = make_lab(product="atlas-a3", nodes=("node1",), npus=16)
     rows = [line for line in lab.npu_smi("node1", "info").stdout.splitlines() if "0000:" in line]

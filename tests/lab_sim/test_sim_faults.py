@@ -15,7 +15,8 @@ def test_link_down_fault(lab):
     assert lab.ok("node1", "-i", "2", "-link", "-g") == "link status: DOWN\n"
     assert lab.ok("node1", "-i", "1", "-link", "-g") == "link status: UP\n"
     assert lab.ok("node1", "-i", "2", "-net_health", "-g") == "net health status: Fault\n"
-    assert lab.ok("node1", "-i", "2", "-lldp", "-g") == ""
+    lldp = lab.hccn("node1", "-i", "2", "-lldp", "-g")  # refused on a port whose link is down
+    assert (lldp.returncode, lldp.stdout, lldp.stderr) == (22, "", "Execute failed: Link status is down.\n")
     assert lab.ok("node1", "-i", "2", "-speed", "-g") == "Speed: Unknown!\n"
     assert "Rx Los Flag          : 0xf" in lab.ok("node1", "-i", "2", "-optical", "-g")
     # -link -s up cannot fix a physical fault; clearing it can, and both changes are recorded.

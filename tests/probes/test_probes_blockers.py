@@ -161,3 +161,33 @@ def test_without_an_inventory_the_script_asks_about_the_default_ports_and_no_rou
     assert facts.links and facts.route_to_master is None and not facts.errors_for("net.route")
     routed = parse_gather_output(_gather(render_gather_script(0, "/bin/true", job_probes=JobProbes(QUERY, "127.0.0.1"))))
     assert routed.route_to_master is not None and routed.route_to_master.dev == "lo"
+
+
+@pytest.mark.parametrize("answer, resolved, routed", [
+    ("printf '10.9.8.7       STREAM m\\n10.9.8.7       DGRAM  \\n'", ("10.9.8.7",), "10.9.8.7"),
+    ("printf '127.0.1.1       STREAM m\\n10.9.8.7       STREAM \\n'", ("127.0.1.1", "10.9.8.7"), None),
+    ("exit 2", (), None),
+])
+def test_a_master_named_by_hostname_is_resolved_on_the_node_before_its_route(tmp_path, answer, resolved, routed):
+    """getent ahostsv4 NAME on the node (a fake one first on PATH): the route is looked up to the
+    first address only when it is one outside loopback; a loopback or missing answer is recorded
+    as such (the check's finding), with no route asked."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    getent = tools / "getent"
+    getent.write_text(f'#!/bin/sh\n[ "$1 $2" = "ahostsv4 master-0.cluster" ] || exit 9\n{answer}\n')
+    getent.chmod(0o755)
+    script = render_gather_script(0, "/bin/true", job_probes=JobProbes(QUERY, None, "master-0.cluster"))
+    assert "AP_MASTER_NAME=master-0.cluster" in script
+    facts = parse_gather_output(_gather(script, env={**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}))
+    assert facts.master_addresses == resolved and not facts.errors_for("net.master")
+    if routed is None:
+        assert facts.route_to_master is None and not facts.errors_for("net.route")
+    else:
+        assert facts.route_to_master is not None and facts.route_to_master.destination == routed
+
+
+def test_a_master_name_must_be_a_hostname():
+    for name in ("-x", "a b", "10.0.0.1", "x;reboot", ""):
+        with pytest.raises(ValueError, match="is not a hostname"):
+            JobProbes(QUERY, None, name)

@@ -321,11 +321,15 @@ def cmd_lldp(inv: Invocation, args: list[str]) -> int:
     refused = _get_only(inv, args)
     if refused is not None:
         return refused
-    if link_is_up(inv.doc, inv.devid) and "lldp-empty" not in faults_for(inv.doc, inv.devid):
+    if not link_is_up(inv.doc, inv.devid):
+        # The driver refuses the query on a port whose link is down: ``Execute failed: Link
+        # status is down.`` on stderr, exit 22 (DSMI_LINK_IS_DOWN_ERR, docs/ascend-reference.md §1.2).
+        return DSMI_LINK_IS_DOWN_ERR
+    if "lldp-empty" not in faults_for(inv.doc, inv.devid):
         inv.out.write(fabric.lldp_text(inv.device, system_name=not is_legacy(inv.doc)))
         return OK
-    # No neighbour: the current profile prints nothing; the legacy one has the driver's query
-    # fail, ``Command execute failed!`` with exit 1 (both are answers the gather reads as "none").
+    # Link up but no neighbour: the current profile prints nothing; the legacy one has the
+    # driver's query fail, ``Command execute failed!`` with exit 1 (both read as "none").
     return DSMI_EXE_ERR if is_legacy(inv.doc) else OK
 
 

@@ -11,7 +11,8 @@
 * ``node.host_nic``: the NIC HCCL's host sockets use (``HCCL_SOCKET_IFNAME``, or the one holding
   ``HCCL_IF_IP``, as the plan's ``set_env.sh`` exports them) exists, is up, holds the address,
   and is the one that reaches ``MASTER_ADDR``: otherwise "Gloo connectFullMesh failed", "1/8
-  clients joined", "get host ip fail by socket Ifname".
+  clients joined", "get host ip fail by socket Ifname". A master named by hostname is resolved on
+  the node first (``getent ahostsv4``): a name that resolves to loopback or not at all fails.
 
 A probe that could not read what a check needs makes it "could not check: <why>" (the runner
 does that from the probe errors), never a pass.
@@ -184,6 +185,32 @@ def _in_subnet(address: str, holder: InterfaceAddress) -> bool:
         return False
 
 
+def _master_by_name(ctx: NodeContext, name: str, setting: str, ifname: str, holder: InterfaceAddress,
+                    evidence: Dict[str, Any]) -> str | Verdict:
+    """The address a master named by hostname has on this node (what torchrun and gloo there
+    connect to: the first of getaddrinfo's answers), or the verdict when it has none to route to.
+    A name that resolves to loopback (Debian's ``127.0.1.1 <hostname>`` line, copied to other
+    nodes) or not at all is a known trap: the ranks look for the master on themselves, or nowhere."""
+    resolved = ctx.facts.master_addresses
+    evidence["master_name"] = name
+    if resolved is None:
+        errors = ctx.facts.errors_for("net.master")
+        if errors:
+            return could_not_check(errors[0].message, evidence)
+        return passed(f"{setting}: {ifname} is up with {holder.address} (the master is named by hostname and was not "
+                      "looked up here: facts from an older ascendprep)", evidence)
+    evidence["master_resolves_to"] = list(resolved)
+    hosts_fix = f"on {ctx.name}, map '{name}' to the master's cluster address in /etc/hosts (or DNS), or give the master's address as its host in the inventory"
+    if not resolved:
+        return failed(f"MASTER_ADDR {name} does not resolve on {ctx.name} (getent ahostsv4 finds no address): "
+                      "torchrun and gloo there cannot reach the master", evidence, fix=hosts_fix)
+    first = resolved[0]
+    if is_loopback(first):
+        return failed(f"MASTER_ADDR {name} resolves to {first} (loopback) on {ctx.name}: its ranks would look for the "
+                      "master on this node itself", evidence, fix=hosts_fix.replace("(or DNS)", f"instead of {first} (or DNS)"))
+    return first
+
+
 def host_nic(ctx: NodeContext) -> Verdict:
     facts = ctx.facts
     inventory = ctx.desired.inventory
@@ -222,24 +249,27 @@ def host_nic(ctx: NodeContext) -> Verdict:
         if link is None or not link.up:
             return failed(f"{ifname}, which holds {setting}, is down", {**evidence, "interface": ifname}, fix=f"on {ctx.name}, ip link set {ifname} up (and check its cable)")
     evidence.update({"interface": ifname, "address": f"{holder.address}/{holder.prefixlen}"})
-    master = ip_literal(inventory.master.host)
-    if master is None:
-        return passed(f"{setting}: {ifname} is up with {holder.address} (the master is named by hostname: its route is not checked)", evidence)
+    by_address = ip_literal(inventory.master.host)
+    resolved = by_address if by_address is not None else _master_by_name(ctx, inventory.master.host, setting, ifname, holder, evidence)
+    if isinstance(resolved, Verdict):
+        return resolved
+    master: str = resolved
     evidence["master_addr"] = master
+    label = master if by_address is not None else f"{inventory.master.host} ({master})"
     route = facts.route_to_master
     if _in_subnet(master, holder) or master == holder.address:
-        return passed(f"{setting}: {ifname} is up with {holder.address}/{holder.prefixlen}, on MASTER_ADDR {master}'s network", evidence)
+        return passed(f"{setting}: {ifname} is up with {holder.address}/{holder.prefixlen}, on MASTER_ADDR {label}'s network", evidence)
     if route is None:
         errors = facts.errors_for("net.route")
-        return could_not_check(errors[0].message if errors else f"the route to MASTER_ADDR {master} was not read", evidence)
+        return could_not_check(errors[0].message if errors else f"the route to MASTER_ADDR {label} was not read", evidence)
     evidence["route"] = {"dev": route.dev, "via": route.via, "src": route.src}
     if route.dev is None:
-        return failed(f"{ctx.name} has no route to MASTER_ADDR {master}", evidence, fix=f"on {ctx.name}, add a route to {master} through {ifname}")
+        return failed(f"{ctx.name} has no route to MASTER_ADDR {label}", evidence, fix=f"on {ctx.name}, add a route to {master} through {ifname}")
     if route.dev != ifname:
-        return failed(f"{setting} binds {ifname} ({holder.address}), but the route to MASTER_ADDR {master} leaves through "
+        return failed(f"{setting} binds {ifname} ({holder.address}), but the route to MASTER_ADDR {label} leaves through "
                       f"{route.dev}: HCCL and gloo advertise an address on the wrong network", evidence,
                       fix=f"on {ctx.name}, route {master} through {ifname}, or set training.socket_ifname to {route.dev}")
-    return passed(f"{setting}: {ifname} is up with {holder.address} and routes to MASTER_ADDR {master}"
+    return passed(f"{setting}: {ifname} is up with {holder.address} and routes to MASTER_ADDR {label}"
                   + (f" via {route.via}" if route.via else ""), evidence)
 
 
@@ -251,5 +281,5 @@ CHECKS: List[Check] = [
           probes=("ports",), requires=_NEEDS),
     Check("node.host_nic", ("node",), "node", Severity.ERROR,
           "the NIC of HCCL_SOCKET_IFNAME / HCCL_IF_IP exists, is up, holds the address and reaches MASTER_ADDR",
-          NIC_FIX, host_nic, probes=("net.links", "net.addrs"), requires=_NEEDS),
+          NIC_FIX, host_nic, probes=("net.links", "net.addrs", "net.master"), requires=_NEEDS),
 ]

@@ -96,9 +96,17 @@ def _as_planned(item: Optional[drift.Drift], what: str, unplanned: str, live: Op
 
 
 def gateway(ctx: NodeContext, npu: int) -> Verdict:
+    """The device's gateway against the plan; with none planned, one the device still has fails
+    (plan removes it: drift.npu_gateway). Its copy in /etc/hccn.conf is network.hccn_conf's."""
     port = ctx.port(npu)
     item = drift.npu_gateway(ctx.planned(npu), ctx.facts, port)
-    return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", port.live.gateway)
+    live = port.live.gateway
+    if item is not None and item.want is None:
+        evidence = {"live": live, "planned": None}
+        if live is not None:
+            return failed(f"gateway is {live}; the plan has none (device_network.gateway is not set for this NPU)", evidence, fix=_APPLY)
+        return passed("no gateway, as planned", evidence)
+    return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", live)
 
 
 def netdetect(ctx: NodeContext, npu: int) -> Verdict:
@@ -158,6 +166,14 @@ def lldp(ctx: NodeContext, npu: int) -> Verdict:
     neighbour = live.lldp
     cabling = ctx.node.node.cabling.get(npu)
     expected = {"switch": cabling.switch, "port": cabling.port} if cabling else None
+    if live.lldp_link_down:
+        # hccn_tool refused the query because the port's link is down: nothing was asked of the
+        # switch, so whether LLDP is on there is not known (not "no neighbour").
+        return failed(
+            f"LLDP not read: the link is down (hccn_tool -i {npu} -lldp -g: Execute failed: Link status is down.)",
+            {"lldp": None, "lldp_answer": "link down", "link": live.link, "expected": expected},
+            fix="bring the link up first (network.link): check the cable and the switch port, then check LLDP again",
+        )
     if neighbour is None:
         return _no_neighbour(npu, live.link, expected)
     seen = {"switch": neighbour.system_name, "port": neighbour.port_ifname or neighbour.port_id}
@@ -282,7 +298,7 @@ def _npu_check(id: str, title: str, run: Any, probes: Tuple[str, ...], severity:
 CHECKS: List[Check] = [
     _npu_check("network.ip", "live device IP and netmask equal the plan", ip, ("hccn.ip",)),
     _npu_check("network.hccn_conf", f"{HCCN_CONF} holds the live values (what a driver restart re-applies)", hccn_conf, ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn_conf")),
-    _npu_check("network.gateway", "gateway as planned", gateway, ("hccn.gateway",), applies=_planned_anywhere("gateway", "no gateway is planned (device_network.gateway is not set)")),
+    _npu_check("network.gateway", "gateway as planned (none where none is planned)", gateway, ("hccn.gateway",)),
     _npu_check("network.netdetect", "detect IP as planned", netdetect, ("hccn.netdetect",), applies=_planned_anywhere("netdetect", "no detect IP is planned")),
     _npu_check("network.link", "link is UP", link, ("hccn.link",)),
     _npu_check("network.net_health", "net health status is Success", net_health, ("hccn.net_health",)),
