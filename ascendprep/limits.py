@@ -140,6 +140,9 @@ JOB_START_PER_NODE_S = 5
 #: Words and characters of an ``--exec-via`` command prefix (``docker exec trainer``).
 EXEC_VIA_MAX_WORDS = 16
 EXEC_VIA_MAX_CHARS = 256
+#: Bytes of a script run through ``--exec-via``: it travels as one argument of ``sh -c``, and Linux
+#: refuses a single argument of 32 pages (MAX_ARG_STRLEN, 131072 bytes with its NUL) or more.
+EXEC_VIA_SCRIPT_MAX_BYTES = 131071
 # --- jobs in the way: NPU processes, taken ports (issue 17, helper f17a) -------------------------
 
 #: Rows of the ``npu-smi info`` process table one host may report (32 processes per chip is the

@@ -251,7 +251,7 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
         if selection.needs_pings:
             pings = local_ping_plan(desired, node.name, host.facts, mesh)
             if pings.by_source():
-                pinged = run_pings(session, pings, progress_for_terminal("pinging peer NPUs"))[node.name]
+                pinged = run_pings(session, pings, progress_for_terminal("pinging peer NPUs"), exec_via=options.exec_via)[node.name]
                 if pinged.ok and pinged.value is not None:
                     run: PingRun = pinged.value
                     host = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)

@@ -108,7 +108,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @accept_new_host_keys_option
 @forks_option
 @ask_sudo_password_option
-@click.option("--exec-via", "exec_via", default=None, metavar="PREFIX", help="Run the node checks through this command prefix, e.g. 'docker exec trainer' or 'kubectl exec -n ml pod-0 --' (words only: no shell syntax); job.container names what it does not see of the host's devices, tools and files.")
+@click.option("--exec-via", "exec_via", default=None, metavar="PREFIX", help="Run the node checks, the pings and the --allreduce steps through this command prefix, e.g. 'docker exec trainer' or 'kubectl exec -n ml pod-0 --' (words only: no shell syntax); job.container names what it does not see of the host's devices, tools and files.")
 @click.option("--allreduce", is_flag=True, help="Also run an all-reduce across every node with torchrun.")
 @click.option("--sizes", default=None, help="--allreduce: message sizes, e.g. 1K:256M (x4 steps).")
 @click.option("--min-busbw", type=click.FloatRange(min=0, min_open=True), default=None, help="--allreduce: fail below this bus bandwidth (GB/s) for large messages.")
@@ -266,7 +266,8 @@ class VerifyOptions:
     timeout: Optional[float] = None
     #: ``--sample-interval``: seconds between the two reads of the port counters (0: read once).
     sample_interval: int = 0
-    #: ``--exec-via``: the checked wrapper the node checks run through (ascendprep.execvia.ExecVia).
+    #: ``--exec-via``: the checked wrapper the node checks, pings and all-reduce steps run through
+    #: (ascendprep.execvia.ExecVia).
     exec_via: Optional[Any] = None
     #: ``--hosts``: read, check and report only these nodes; the cluster checks judge them alone
     #: and their pings go to the planned addresses of their peers, which are not contacted.
@@ -369,9 +370,9 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
                 shown = err if options.output_format != "text" else Console(highlight=False)
                 if launcher is not None:  # srun steps in the allocation instead of the SSH connections
                     with launcher.session(session.hosts, deadline) as steps:
-                        outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown)
+                        outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown, options.exec_via)
                 else:
-                    outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
+                    outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown, options.exec_via)
                 allreduce_findings = list(outcome.findings)
                 allreduce_doc = outcome.to_dict()
             execs = session.exec_counts()

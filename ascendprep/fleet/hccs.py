@@ -12,6 +12,7 @@ from typing import Dict, Optional
 from ascendprep.checks.context import HostEvidence
 from ascendprep.checks.hccs import by_source, plan_for
 from ascendprep.desired import DesiredState
+from ascendprep.execvia import ExecVia, wrap_step
 from ascendprep.fleet.access import HostAccess
 from ascendprep.fleet.fanout import Session
 from ascendprep.fleet.progress import Progress
@@ -25,8 +26,12 @@ def hccs_script_budget(count: int) -> float:
     return 30.0 + count * (HCCS_PING_TIMEOUT_S + 3 + HCCS_PING_BUSY_RETRIES)
 
 
-def run_hccs(session: Session, desired: DesiredState, hosts: Dict[str, HostEvidence], progress: Optional[Progress] = None) -> Dict[str, HostEvidence]:
-    """``hosts`` with each source node's HCCS results (or why they are missing) filled in."""
+def run_hccs(session: Session, desired: DesiredState, hosts: Dict[str, HostEvidence], progress: Optional[Progress] = None,
+             exec_via: Optional[ExecVia] = None) -> Dict[str, HostEvidence]:
+    """``hosts`` with each source node's HCCS results (or why they are missing) filled in.
+
+    ``exec_via``: each node's script runs through this wrapper (the job's container).
+    """
     work = by_source(plan_for(desired, {name: host.facts for name, host in hosts.items()}))
     if not work:
         return hosts
@@ -34,6 +39,7 @@ def run_hccs(session: Session, desired: DesiredState, hosts: Dict[str, HostEvide
     def job(transport: Transport, access: HostAccess):
         pairs = work[access.name]
         script = render_hccs_script(pairs, per_command_timeout=HCCS_PING_TIMEOUT_S, busy_retries=HCCS_PING_BUSY_RETRIES)
+        script = wrap_step(script, exec_via, access.name, "HCCS ping")
         result = transport.run_script(script, timeout=max(hccs_script_budget(len(pairs)), access.command_timeout or 0))
         return result
 
