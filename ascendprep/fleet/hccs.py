@@ -7,10 +7,10 @@ node that has HCCS pairs to send, over the Session's connection to that node, al
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 from ascendprep.checks.context import HostEvidence
-from ascendprep.checks.hccs import by_source, plan_for
+from ascendprep.checks.hccs import HccsPair, by_source, plan_for
 from ascendprep.desired import DesiredState
 from ascendprep.execvia import ExecVia, wrap_step
 from ascendprep.fleet.access import HostAccess
@@ -27,12 +27,14 @@ def hccs_script_budget(count: int) -> float:
 
 
 def run_hccs(session: Session, desired: DesiredState, hosts: Dict[str, HostEvidence], progress: Optional[Progress] = None,
-             exec_via: Optional[ExecVia] = None) -> Dict[str, HostEvidence]:
+             planned: Optional[Sequence[HccsPair]] = None, exec_via: Optional[ExecVia] = None) -> Dict[str, HostEvidence]:
     """``hosts`` with each source node's HCCS results (or why they are missing) filled in.
 
-    ``exec_via``: each node's script runs through this wrapper (the job's container).
+    ``planned``: the pairs to send (``verify --local``: :func:`ascendprep.checks.hccs.plan_local`);
+    None: the plan of ``hosts``' facts, as an SSH run makes it. ``exec_via``: each node's script
+    runs through this wrapper (the job's container).
     """
-    work = by_source(plan_for(desired, {name: host.facts for name, host in hosts.items()}))
+    work = by_source(planned if planned is not None else plan_for(desired, {name: host.facts for name, host in hosts.items()}))
     if not work:
         return hosts
 
