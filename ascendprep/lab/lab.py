@@ -93,6 +93,11 @@ class Lab:
     def state_dir(self) -> Path:
         return self.paths.state_dir
 
+    @property
+    def shared_dir(self) -> Path:
+        """Seen alike by the host and every node (:attr:`LabPaths.shared_dir`)."""
+        return self.paths.shared_dir
+
     @cached_property
     def python(self) -> HostPython:
         return host_python()
@@ -192,6 +197,7 @@ class Lab:
             "key": str(self.key_path),
             "known_hosts": str(self.known_hosts_path),
             "state_dir": str(self.state_dir),
+            "shared_dir": str(self.shared_dir),
             "versions": self.spec.to_dict()["versions"],
             "nodes": [
                 {
