@@ -149,7 +149,7 @@ def plan_local(ctx_desired, node: str, facts: Optional[HostFacts]) -> Tuple[Hccs
     inventory = ctx_desired.inventory
     members = [n for n in inventory.nodes if n.name == node or (n.super_pod == pod and n.server_index is not None)]
     devids = {n.name: [settings.npu for settings in ctx_desired.nodes[n.name].hccn] for n in members}
-    index = {n.name: n.server_index for n in members}
+    index: Dict[str, int] = {n.name: n.server_index for n in members if n.server_index is not None}
 
     def die(name: str, devid: int) -> Die:
         if name == node:

@@ -116,3 +116,17 @@ def test_exec_via_runs_the_hccs_pings_where_the_tools_are(a3, tmp_path: Path) ->
     assert {f"node1:{d}<->node2:{d}" for d in range(DIES)} <= set(results)
     assert {status for status, _ in results.values()} == {"passed"}, results
     assert code == 0
+
+
+def test_a_local_plan_places_only_the_peers_the_inventory_puts_in_its_pod() -> None:
+    from test_a3_checks import _facts
+
+    declared = build_desired(inventory_from_text(yaml.safe_dump(INVENTORY)))
+    pairs = plan_local(declared, "node2", _facts(0, 1, DIES))
+    assert {(p.source.node, p.target.node) for p in pairs} == {("node2", "node2")}  # the ring's node1->node2 pairs are node1's
+    pairs = plan_local(declared, "node1", _facts(0, 0, DIES))
+    assert {p.target.vnic for p in pairs if p.target.node == "node2"} == {f"192.1.{2 + d % 2}.{199 - d}" for d in range(DIES)}
+    undeclared = build_desired(inventory_from_text(yaml.safe_dump({**INVENTORY, "nodes": [{"name": "node[1-2]", "host": "10.231.0.[11-12]"}]})))
+    pairs = plan_local(undeclared, "node1", _facts(0, 0, DIES))
+    assert pairs and {p.target.node for p in pairs} == {"node1"}  # its in-server ring only
+    assert plan_local(declared, "node1", None) == ()  # no pod read: nothing to ping
