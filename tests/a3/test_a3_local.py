@@ -20,11 +20,11 @@ import yaml
 from click.testing import CliRunner
 
 from a3sim import A3Lab
-from ascendprep.checks.hccs import plan_for, plan_local
+from ascendprep.verify.checks.hccs import plan_for, plan_local
 from ascendprep.commands.verify import verify_command
-from ascendprep.desired import build_desired
-from ascendprep.fleet.bundle import read_bundle
-from ascendprep.inventory import inventory_from_text
+from ascendprep.desired.state import build_desired
+from ascendprep.run.bundle import read_bundle
+from ascendprep.inventory.model import inventory_from_text
 from ascendprep.lab.sim import state
 
 DIES = 4

@@ -16,13 +16,13 @@ from typing import List
 import yaml
 from rich.console import Console
 
-from ascendprep.allreduce import scripts
-from ascendprep.execvia import parse_exec_via
-from ascendprep.fleet.allreduce import AllreduceOptions, run_allreduce
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.inventory import inventory_from_text
+from ascendprep.verify.allreduce import scripts
+from ascendprep.facts.execvia import parse_exec_via
+from ascendprep.run.allreduce import AllreduceOptions, run_allreduce
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
+from ascendprep.remote.local import LocalTransport
+from ascendprep.inventory.model import inventory_from_text
 
 
 class NoPut(LocalTransport):

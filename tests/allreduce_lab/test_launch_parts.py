@@ -19,25 +19,15 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from ascendprep.allreduce.bisection import GroupResult, judge, plan_rounds, slow_threshold
-from ascendprep.allreduce.diagnosis import LaunchResult, launch_problem, log_tail, primary_problems, suspects
-from ascendprep.allreduce.options import AllreduceOptions, resolve_settings
-from ascendprep.allreduce.outcome import AllreduceOutcome, build_findings
-from ascendprep.allreduce.results import build_verdict, parse_worker_output
-from ascendprep.allreduce.scripts import (
-    LaunchOutput,
-    parse_preflight,
-    parse_script_output,
-    process_pattern,
-    render_cleanup_script,
-    render_launch_script,
-    render_preflight_script,
-    run_dir,
-    torchrun_arguments,
-)
-from ascendprep.allreduce.table import print_allreduce
-from ascendprep.allreduce.worker import PHASES, RankReport
-from ascendprep.findings import Severity
+from ascendprep.verify.allreduce.bisection import GroupResult, judge, plan_rounds, slow_threshold
+from ascendprep.verify.allreduce.diagnosis import LaunchResult, launch_problem, log_tail, primary_problems, suspects
+from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
+from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings
+from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output
+from ascendprep.verify.allreduce.scripts import LaunchOutput, parse_preflight, parse_script_output, process_pattern, render_cleanup_script, render_launch_script, render_preflight_script, run_dir, torchrun_arguments
+from ascendprep.report.allreduce import print_allreduce
+from ascendprep.verify.allreduce.worker import PHASES, RankReport
+from ascendprep.base.findings import Severity
 from nodescript import run_node_script
 
 NODES = [("node1", 8), ("node2", 8)]
@@ -166,8 +156,8 @@ def test_cleanup_kills_this_nodes_processes_only_and_removes_the_directory(direc
 def test_a_launch_run_through_exec_via_does_not_kill_itself(directory: str, tmp_path, monkeypatch) -> None:
     """Through a wrapper the launch script is on a command line: the end-of-run kill of this node's
     processes must not find the script itself, so its exit, kill count and log still come back."""
-    from ascendprep.allreduce import scripts
-    from ascendprep.execvia import parse_exec_via, wrap_step
+    from ascendprep.verify.allreduce import scripts
+    from ascendprep.facts.execvia import parse_exec_via, wrap_step
 
     set_env = tmp_path / "set_env.sh"
     set_env.write_text("export ASCENDPREP_TEST=1\n")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from nodescript import run_node_script
 
 
@@ -78,7 +78,7 @@ def test_the_cli_refuses_a_bad_prefix_before_anything_runs(tmp_path):
 
 
 def test_a_step_runs_through_the_wrapper_under_its_name_and_without_one_as_it_is(tmp_path):
-    from ascendprep.execvia import wrap_step
+    from ascendprep.facts.execvia import wrap_step
 
     marker = tmp_path / "entered"
     via = parse_exec_via(_wrapper(tmp_path, f"touch {marker}\nexec \"$@\"\n"))
@@ -91,9 +91,9 @@ def test_a_step_runs_through_the_wrapper_under_its_name_and_without_one_as_it_is
 
 
 def test_a_step_too_long_for_one_argument_is_refused_naming_the_limit():
-    from ascendprep import limits
-    from ascendprep.execvia import wrap_step
-    from ascendprep.fleet.errors import RemoteError
+    from ascendprep.base import limits
+    from ascendprep.facts.execvia import wrap_step
+    from ascendprep.remote.errors import RemoteError
 
     via = parse_exec_via("env")
     fits = "#" * (limits.EXEC_VIA_SCRIPT_MAX_BYTES - 8) + "\necho ok"

@@ -18,16 +18,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ascendprep.checks.registry import Selection
-from ascendprep.checks.runner import run_checks
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.local import local_ping_plan
 from ascendprep.commands.verify import verify_command
-from ascendprep.desired import build_desired
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.evidence import collect
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.inventory import inventory_from_text
+from ascendprep.desired.state import build_desired
+from ascendprep.remote.access import HostAccess
+from ascendprep.run.evidence import collect
+from ascendprep.run.fanout import Session
+from ascendprep.remote.local import LocalTransport
+from ascendprep.inventory.model import inventory_from_text
 
 FAKE_TOOLS = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "fake_tools"
 NODES = ("n1", "n2", "n3")
@@ -196,7 +196,7 @@ def tools_in_container(fake_node, tmp_path, monkeypatch) -> str:
 
 def test_exec_via_runs_the_pings_where_the_tools_are_as_the_gather(fake_node, tools_in_container, tmp_path):
     """The pings meet the container's hccn_tool (as a job there would), over SSH as with --local."""
-    from ascendprep.execvia import parse_exec_via
+    from ascendprep.facts.execvia import parse_exec_via
 
     desired = build_desired(inventory_from_text(fake_node.read_text()))
     accesses = [HostAccess(name=node.name, address=node.host) for node in desired.inventory.nodes]
