@@ -35,6 +35,9 @@ SYSCTL_VALUE_MAX_LEN = 256
 #: Words and characters of an ``--exec-via`` command prefix (``docker exec trainer``).
 EXEC_VIA_MAX_WORDS = 16
 EXEC_VIA_MAX_CHARS = 256
+#: Bytes of a script run through ``--exec-via``: it travels as one argument of ``sh -c``, and Linux
+#: refuses a single argument of 32 pages (MAX_ARG_STRLEN, 131072 bytes with its NUL) or more.
+EXEC_VIA_SCRIPT_MAX_BYTES = 131071
 
 # --- SSH, sudo and the command's deadline -----------------------------------------------------
 

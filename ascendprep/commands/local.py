@@ -14,6 +14,11 @@ Pings: a node cannot know how its peers' ports are doing, so it pings every mesh
 end of, from its own NPU. Each pair is then pinged from both ends (about twice the pings of an
 SSH verify), and ``verify --from-bundle`` can rebuild the SSH run's ping plan from all nodes'
 facts and find each pair's result at the end that plan chooses (:mod:`ascendprep.run.bundlemerge`).
+
+HCCS pings (A3, for ``cluster.hccs``): the node sends the pairs it is the source of in its pod's
+ring, its peers placed and their vNICs derived as the inventory says
+(:func:`ascendprep.verify.checks.hccs.plan_local`); the merge finds each pair's result at its source.
+With ``--exec-via`` the gather, the pings and the HCCS pings all run through the wrapper.
 """
 
 from __future__ import annotations
@@ -196,12 +201,12 @@ def node_results(desired: "DesiredState", host: "HostEvidence", pings: Optional[
     pings). Cluster checks leave unread nodes out, so the placeholders never fail them."""
     from ascendprep.verify.checks.runner import run_checks
 
-    results = run_checks(desired, others_unread(desired, host), pings, selection, day)
+    results = run_checks(desired, others_unread(desired, host), pings, selection, day, local_node=host.node)
     return [r for r in results if r.node is None or r.node == host.node]
 
 
 def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console") -> Optional["VerifyRun"]:
-    """``verify --local``: this machine's gather and pings, through the local transport.
+    """``verify --local``: this machine's gather, pings and (A3) HCCS pings, through the local transport.
 
     Returns verify's run record (``commands.verify_run.VerifyRun``) holding only this node's evidence, or
     None when the inventory breaks its rules (already printed).
@@ -209,8 +214,10 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
     from datetime import datetime, timezone
 
     from ascendprep.verify.checks.context import HostEvidence
+    from ascendprep.verify.checks.hccs import A3, plan_local
     from ascendprep.commands.verify_run import VERIFY_PHASES, VerifyRun, desired_state
     from ascendprep.run.evidence import PingRun, _ping_problem, run_pings
+    from ascendprep.run.hccs import run_hccs
     from ascendprep.run.hosts import gather_facts
     from ascendprep.run.progress import progress_for_terminal
     from ascendprep.commands.common import hosts_deadline
@@ -248,11 +255,14 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
             host = HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr)
         else:
             host = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
+        if selection.needs_hccs and inventory.product.id == A3:
+            planned = plan_local(desired, node.name, host.facts)
+            host = run_hccs(session, desired, {node.name: host}, progress_for_terminal("HCCS pings"), planned=planned, exec_via=options.exec_via)[node.name]
         pings = None
         if selection.needs_pings:
             pings = local_ping_plan(desired, node.name, host.facts, mesh)
             if pings.by_source():
-                pinged = run_pings(session, pings, progress_for_terminal("pinging peer NPUs"))[node.name]
+                pinged = run_pings(session, pings, progress_for_terminal("pinging peer NPUs"), exec_via=options.exec_via)[node.name]
                 if pinged.ok and pinged.value is not None:
                     run: PingRun = pinged.value
                     host = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)

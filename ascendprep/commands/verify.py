@@ -104,7 +104,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @accept_new_host_keys_option
 @forks_option
 @ask_sudo_password_option
-@click.option("--exec-via", "exec_via", default=None, metavar="PREFIX", help="Run the node checks through this command prefix, e.g. 'docker exec trainer' or 'kubectl exec -n ml pod-0 --' (words only: no shell syntax); job.container names what it does not see of the host's devices, tools and files.")
+@click.option("--exec-via", "exec_via", default=None, metavar="PREFIX", help="Run the node checks, the pings and the --allreduce steps through this command prefix, e.g. 'docker exec trainer' or 'kubectl exec -n ml pod-0 --' (words only: no shell syntax); job.container names what it does not see of the host's devices, tools and files.")
 @click.option("--allreduce", is_flag=True, help="Also run an all-reduce across every node with torchrun.")
 @click.option("--sizes", default=None, help="--allreduce: message sizes, e.g. 1K:256M (x4 steps).")
 @click.option("--min-busbw", type=click.FloatRange(min=0, min_open=True), default=None, help="--allreduce: fail below this bus bandwidth (GB/s) for large messages.")
@@ -195,7 +195,7 @@ def verify_command(
         raise click.UsageError("--launcher only applies with --allreduce")
     via = None
     if exec_via is not None:
-        from ascendprep.facts.execvia import ExecViaError, parse_exec_via
+        from ascendprep.run.execvia import ExecViaError, parse_exec_via
 
         try:
             via = parse_exec_via(exec_via)
@@ -292,10 +292,10 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
                 shown = err if options.output_format != "text" else Console(highlight=False)
                 if launcher is not None:  # srun steps in the allocation instead of the SSH connections
                     with launcher.session(session.hosts, deadline) as steps:
-                        outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown)
+                        outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown, options.exec_via)
                     session.limits_hit.extend(steps.limits_hit)  # the steps' caps and deadline, in the same list
                 else:
-                    outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown)
+                    outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown, options.exec_via)
                 allreduce_findings = list(outcome.findings)
                 allreduce_doc = outcome.to_dict()
             execs = session.exec_counts()

@@ -45,7 +45,8 @@ class VerifyOptions:
     timeout: Optional[float] = None
     #: ``--sample-interval``: seconds between the two reads of the port counters (0: read once).
     sample_interval: int = 0
-    #: ``--exec-via``: the checked wrapper the node checks run through (ascendprep.facts.execvia.ExecVia).
+    #: ``--exec-via``: the checked wrapper the node checks, pings and all-reduce steps run through
+    #: (ascendprep.run.execvia.ExecVia).
     exec_via: Optional[Any] = None
     #: ``--hosts``: read, check and report only these nodes; the cluster checks judge them alone
     #: and their pings go to the planned addresses of their peers, which are not contacted.

@@ -5,7 +5,7 @@
 - the gather: :mod:`~ascendprep.facts.gather`, one read-only script per host, rendered and read by
   looping over the probe units of :mod:`~ascendprep.facts.units` (the interface:
   :mod:`~ascendprep.facts.unit`; adding a probe is one declaration there), framed by
-  ``sections`` and built from ``shell``'s sh helpers; ``execvia`` runs it inside a container;
+  ``sections`` and built from ``shell``'s sh helpers;
 - :mod:`~ascendprep.facts.ping`: NPU-to-NPU pings from one node -> ``PingResult`` list;
 - one parser module per tool or file (``hccn``, ``npu_smi``, ``optics``, ``port_stats``,
   ``versions``, ``hccn_conf``, ``sysctl``, ``firewall``, ``python_pkgs``, ``system``, ...):

@@ -88,6 +88,7 @@ class Lab(RunningLab):
             "key": str(self.key_path),
             "known_hosts": str(self.known_hosts_path),
             "state_dir": str(self.state_dir),
+            "shared_dir": str(self.shared_dir),
             "versions": self.spec.to_dict()["versions"],
             "nodes": [
                 {

@@ -154,6 +154,7 @@ def _create_run_dir(paths: LabPaths, journal: Journal) -> None:
     paths.run_dir.mkdir(mode=0o755)
     run([tool("mount"), "-t", "tmpfs", "-o", f"mode=0755,size={TMPFS_SIZE}", "ascendprep-lab", str(paths.run_dir)])
     paths.state_dir.mkdir(mode=0o755)
+    paths.shared_dir.mkdir(mode=0o755)
     (paths.run_dir / "nodes").mkdir(mode=0o700)
 
 

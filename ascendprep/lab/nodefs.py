@@ -5,14 +5,20 @@
   ``/etc/hccn.conf`` or ``/usr/local/Ascend`` on node1 is node1's alone. The upper layers are
   filled *before* the overlays are mounted (writing under a mounted overlay is undefined
   behaviour); later changes go through the node's mount namespace instead.
-- Fresh, empty tmpfs over ``/root``, ``/home``, ``/var/tmp`` and ``/run/lock``, as on a server of
-  its own: a node's ``/root/.ssh/authorized_keys`` is not the host's.
+- Fresh, empty tmpfs over ``/root``, ``/home``, ``/tmp``, ``/var/tmp`` and ``/run/lock``, as on a
+  server of its own: a node's ``/root/.ssh/authorized_keys`` is not the host's, and what a node
+  leaves in ``/tmp`` (an all-reduce's run directory, an upload) no other node and not the host
+  sees, so a test cannot pass on a shared ``/tmp`` that real servers never have.
 - What the nodes need of the host to run ascendprep's interpreter (a venv or pyenv prefix, a
-  checkout holding the package) is bound back *read-only* where it lay under a private root.
+  checkout holding the package, also where they lie under ``/tmp``) is bound back *read-only*
+  where it lay under a private root. Nothing else of the host's ``/tmp`` is: the nodes talk to
+  each other over the network only (torchrun's rendezvous and gloo are TCP, sshd's sockets live
+  in each node), and the simulator's shared state lies under ``/run/ascendprep-lab``.
 
-Still shared with the host: ``/tmp`` (a checkout there may hold the package the simulated tools
-import), ``/usr`` outside ``/usr/local``, ``/var`` outside ``/var/tmp``, ``/srv``, ``/mnt`` and the
-lab's own directories under ``/run/ascendprep-lab`` and ``/var/lib/ascendprep/lab``.
+Still shared with the host: ``/usr`` outside ``/usr/local``, ``/var`` outside ``/var/tmp``,
+``/srv``, ``/mnt`` and the lab's own directories under ``/run/ascendprep-lab`` and
+``/var/lib/ascendprep/lab``; among them the lab's shared folder (:attr:`LabPaths.shared_dir`),
+the stand-in for a cluster file system that node-local runs read plans from and write bundles to.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ _UNSAFE_IN_MOUNT_OPTIONS = set(",:\\\n\t ")
 PRIVATE_DIRS = (
     (Path("/root"), "0700", "256m"),
     (Path("/home"), "0755", "64m"),
+    (Path("/tmp"), "1777", "1g"),
     (Path("/var/tmp"), "1777", "256m"),
     (Path("/run/lock"), "1777", "8m"),
 )

@@ -2,7 +2,8 @@
 
 ``/var/lib/ascendprep/lab/NAME/`` holds what users read (inventory, key, known_hosts) and the
 record of what ``up`` created; ``/run/ascendprep-lab/NAME/`` is a tmpfs with the shared simulator
-state and each node's overlay layers, gone with the lab (or a reboot).
+state, the folder host and nodes share, and each node's overlay layers, gone with the lab (or a
+reboot).
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ class LabPaths:
     def state_dir(self) -> Path:
         """Simulator state shared by all nodes (outside their overlays)."""
         return self.run_dir / "state"
+
+    @property
+    def shared_dir(self) -> Path:
+        """The one folder the host and every node see alike (all else of a node's ``/tmp`` and
+        ``/root`` is its own): the lab's stand-in for a cluster file system, where node-local
+        runs find the plan and inventory and leave their bundles."""
+        return self.run_dir / "shared"
 
     @property
     def authorized_keys(self) -> Path:

@@ -61,6 +61,11 @@ class RunningLab:
     def state_dir(self) -> Path:
         return self.paths.state_dir
 
+    @property
+    def shared_dir(self) -> Path:
+        """Seen alike by the host and every node (:attr:`LabPaths.shared_dir`)."""
+        return self.paths.shared_dir
+
     @cached_property
     def python(self) -> HostPython:
         return host_python()

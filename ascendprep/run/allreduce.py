@@ -22,6 +22,10 @@ The control side of the all-reduce check (the worker is ``worker.py``; the verdi
    ``--bisect``, a failed or slow run is repeated on pairs of nodes to name the node at fault
    (:mod:`ascendprep.verify.allreduce.bisection`).
 
+With ``--exec-via`` every script of steps 1-3 runs through the wrapper (the job's container),
+the worker is written by a script through it too (the container's /tmp is not the host's), and so
+torchrun runs where a job would: :func:`ascendprep.run.execvia.wrap_step`.
+
 This module is the SSH half; the jobs' layout, the binding and the judging are pure and live in
 :mod:`ascendprep.verify.allreduce.jobs`.
 """
@@ -43,10 +47,12 @@ from ascendprep.verify.allreduce.options import AllreduceOptions, RunSettings, r
 from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings, option_findings
 from ascendprep.verify.allreduce.scripts import WORKER_NAME, LaunchOutput, parse_preflight, parse_script_output, remove_dir_script, render_cleanup_script, render_launch_script, render_preflight_script, torchrun_arguments
 from ascendprep.report.allreduce import print_allreduce
+from ascendprep.run.execvia import ExecVia, wrap_step
 from ascendprep.inventory.load import Inventory
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import OutputTooLarge, RemoteError
 from ascendprep.run.fanout import Session
+from ascendprep.remote.shell import write_file_script
 
 __all__ = ["AllreduceOptions", "AllreduceOutcome", "print_allreduce", "run_allreduce"]
 
@@ -61,10 +67,11 @@ T = TypeVar("T")
 
 
 def run_allreduce(inventory: Inventory, session: Session, options: Any,
-                  console: Optional[Console] = None) -> AllreduceOutcome:
+                  console: Optional[Console] = None, exec_via: Optional[ExecVia] = None) -> AllreduceOutcome:
     """Run the all-reduce check on every inventory node; print the table; return the outcome.
 
     ``options`` is an :class:`AllreduceOptions` or any object with its attribute names.
+    ``exec_via``: every node step runs through this wrapper (``verify --exec-via``).
     Ctrl-C (KeyboardInterrupt) first kills the run's processes on every node, then propagates.
     """
     console = console or Console(stderr=True, highlight=False)
@@ -87,7 +94,7 @@ def run_allreduce(inventory: Inventory, session: Session, options: Any,
     job = cluster_job(inventory, settings, run_id)
     console.print(f"all-reduce: {job.world_size} ranks on {len(job.nodes)} nodes, master {job.master.name} "
                   f"(run {run_id}, timeout {settings.timeouts.overall:g}s)", soft_wrap=True, markup=False)
-    result = run_jobs(session, [job], settings, python_path, console)[0]
+    result = run_jobs(session, [job], settings, python_path, console, exec_via)[0]
     node_problems = dict(result.problems)
     if result.verdict is not None and result.collected is not None and not node_problems:
         for node, why in suspects(result.collected, [n.name for n in job.nodes]).items():
@@ -95,7 +102,7 @@ def run_allreduce(inventory: Inventory, session: Session, options: Any,
                                               log_tail(result.launches[node].output.log if node in result.launches else ""))
     bisect_report = None
     if settings.bisect and worth_bisecting(result, node_problems):
-        bisect_report = run_bisect(session, inventory, settings, python_path, run_id, console)
+        bisect_report = run_bisect(session, inventory, settings, python_path, run_id, console, exec_via)
     findings = build_findings(verdict=result.verdict, problems=node_problems,
                               nodes=[n.name for n in inventory.nodes], bisect=bisect_report)
     stage = "done" if result.verdict is not None else "preflight"
@@ -112,8 +119,9 @@ def run_allreduce(inventory: Inventory, session: Session, options: Any,
 
 
 def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, python_path: str,
-             console: Console) -> List[JobResult]:
-    """Preflight, launch and judge ``jobs`` at the same time (their nodes must be disjoint)."""
+             console: Console, exec_via: Optional[ExecVia] = None) -> List[JobResult]:
+    """Preflight, launch and judge ``jobs`` at the same time (their nodes must be disjoint);
+    every node step through ``exec_via`` when given."""
     results = [JobResult(job) for job in jobs]
     accesses = {a.name: a for a in session.hosts}
     all_nodes = [(result, node) for result in results for node in result.job.nodes]
@@ -122,7 +130,7 @@ def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, pytho
     interrupted = False
     try:
         preflights = _map(pool, lambda item: _preflight(session, accesses[item[1].name], item[1],
-                                                        item[1] is item[0].job.master, python_path, worker),
+                                                        item[1] is item[0].job.master, python_path, worker, exec_via),
                           all_nodes)
         for (result, node), (problems, port, binding) in zip(all_nodes, preflights):
             if problems:
@@ -140,16 +148,16 @@ def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, pytho
                               soft_wrap=True, markup=False)
         for result in results:
             if result.problems:
-                _map(pool, lambda n: _remove_dir(session, accesses[n.name], n), list(result.job.nodes))
+                _map(pool, lambda n: _remove_dir(session, accesses[n.name], n, exec_via), list(result.job.nodes))
         if launchable:
-            _launch(pool, session, accesses, launchable, settings, python_path, console)
+            _launch(pool, session, accesses, launchable, settings, python_path, console, exec_via)
     except BaseException as exc:
         # Ctrl-C, or a bug here: no process of the run may outlive the command.
         interrupted = True
         what = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"internal error ({type(exc).__name__})"
         console.print(f"[bold red]{what}: stopping the all-reduce on every node[/]")
         cleanup_pool = ThreadPoolExecutor(max_workers=max(1, len(all_nodes)))
-        _map(cleanup_pool, lambda item: _cleanup(session, accesses[item[1].name], item[1]), all_nodes)
+        _map(cleanup_pool, lambda item: _cleanup(session, accesses[item[1].name], item[1], exec_via), all_nodes)
         cleanup_pool.shutdown(wait=True)
         raise
     finally:
@@ -172,12 +180,12 @@ def _note_cap(session: Session, access: HostAccess, exc: RemoteError, step: str)
 
 
 def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: bool, python_path: str,
-               worker: bytes) -> Tuple[List[NodeProblem], Optional[int], Union[Tuple[str, str], str, None]]:
+               worker: bytes, exec_via: Optional[ExecVia] = None) -> Tuple[List[NodeProblem], Optional[int], Union[Tuple[str, str], str, None]]:
     """Check one node and upload the worker; (problems, free port when master, its binding or why none)."""
     try:
         transport = session.transport(access)
-        result = transport.run_script(render_preflight_script(node.directory, python_path, is_master),
-                                      timeout=PREFLIGHT_TIMEOUT_S)
+        script = wrap_step(render_preflight_script(node.directory, python_path, is_master), exec_via, node.name, "all-reduce preflight")
+        result = transport.run_script(script, timeout=PREFLIGHT_TIMEOUT_S)
         if result.timed_out:
             return [NodeProblem(node.name, "python_broken",
                                 f"the preflight did not finish within {PREFLIGHT_TIMEOUT_S:g}s "
@@ -187,8 +195,12 @@ def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: b
         if is_master and not problems and pre.port is None:
             problems.append(NodeProblem(node.name, "python_broken", "no free TCP port for torchrun's rendezvous",
                                         "free some ports on the master node"))
-        if not problems:
+        if not problems and exec_via is None:
             transport.put(worker, f"{node.directory}/{WORKER_NAME}", 0o644)
+        elif not problems:  # written from inside the container: its /tmp is not the host's
+            target = f"{node.directory}/{WORKER_NAME}"
+            upload = wrap_step(write_file_script(worker, target, 0o644), exec_via, node.name, "worker upload")
+            transport.run_script(upload).raise_for_status(node.name, f"writing {target}")
         return problems, pre.port, binding_of(node, pre)
     except RemoteError as exc:
         _note_cap(session, access, exc, "the all-reduce preflight")
@@ -196,19 +208,22 @@ def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: b
                             "check SSH access to the node" if exc.kind != "error" else "check /tmp on the node")], None, None
 
 
-def _remove_dir(session: Session, access: HostAccess, node: JobNode) -> None:
+def _remove_dir(session: Session, access: HostAccess, node: JobNode, exec_via: Optional[ExecVia] = None) -> None:
     """Take away what preflight made on a node of a job that will not run."""
     try:
-        session.transport(access).run_script(remove_dir_script(node.directory), timeout=CLEANUP_TIMEOUT_S)
+        script = wrap_step(remove_dir_script(node.directory), exec_via, node.name, "all-reduce cleanup")
+        session.transport(access).run_script(script, timeout=CLEANUP_TIMEOUT_S)
     except RemoteError as exc:
         _note_cap(session, access, exc, "removing the all-reduce directory")
         return  # the node is unreachable: its problem is already reported, nothing was started there
 
 
-def _cleanup(session: Session, access: HostAccess, node: JobNode) -> Tuple[LaunchOutput, Optional[str]]:
+def _cleanup(session: Session, access: HostAccess, node: JobNode,
+             exec_via: Optional[ExecVia] = None) -> Tuple[LaunchOutput, Optional[str]]:
     """Kill the node's processes of this run, fetch its log, remove its directory."""
     try:
-        result = session.transport(access).run_script(render_cleanup_script(node.directory), timeout=CLEANUP_TIMEOUT_S)
+        script = wrap_step(render_cleanup_script(node.directory), exec_via, node.name, "all-reduce cleanup")
+        result = session.transport(access).run_script(script, timeout=CLEANUP_TIMEOUT_S)
     except RemoteError as exc:
         _note_cap(session, access, exc, "the all-reduce cleanup")
         return LaunchOutput(), f"cleanup on {node.name} failed: {exc}"
@@ -245,7 +260,7 @@ class _Running:
 
 
 def _launch(pool: ThreadPoolExecutor, session: Session, accesses: Dict[str, HostAccess], jobs: List[JobResult],
-            settings: RunSettings, python_path: str, console: Console) -> None:
+            settings: RunSettings, python_path: str, console: Console, exec_via: Optional[ExecVia] = None) -> None:
     """Start every node of every job at once; stop a failed job's other nodes after the grace.
 
     Cleanups run in a pool of their own: the launch pool's threads are all busy waiting for the
@@ -264,12 +279,12 @@ def _launch(pool: ThreadPoolExecutor, session: Session, accesses: Dict[str, Host
                                    master_addr=result.master_addr, master_port=result.master_port,
                                    rendezvous_timeout=settings.timeouts.rendezvous),
                 settings.worker_arguments(node.name), bind=result.bindings.get(node.name))
-            running.append(_Running(result, node, pool.submit(_run_launch, session, accesses[node.name], script, overall)))
+            running.append(_Running(result, node, pool.submit(_run_launch, session, accesses[node.name], script, overall, exec_via)))
     stop_at: Dict[int, float] = {}
     stopped: Dict[str, Tuple[LaunchOutput, Optional[str]]] = {}
     with ThreadPoolExecutor(max_workers=len(running), thread_name_prefix="ascendprep-allreduce-stop") as stopper:
         def stop(items: List[_Running]) -> None:
-            for item, output in zip(items, _map(stopper, lambda r: _cleanup(session, accesses[r.node.name], r.node), items)):
+            for item, output in zip(items, _map(stopper, lambda r: _cleanup(session, accesses[r.node.name], r.node, exec_via), items)):
                 stopped[item.node.name] = output
 
         while True:
@@ -301,10 +316,11 @@ def _launch(pool: ThreadPoolExecutor, session: Session, accesses: Dict[str, Host
         item.result.launch_seconds = launch_seconds
 
 
-def _run_launch(session: Session, access: HostAccess, script: str, overall: float) -> _Exec:
+def _run_launch(session: Session, access: HostAccess, script: str, overall: float,
+                exec_via: Optional[ExecVia] = None) -> _Exec:
     started = time.monotonic()
     try:
-        result = session.transport(access).run_script(script, timeout=overall)
+        result = session.transport(access).run_script(wrap_step(script, exec_via, access.name, "all-reduce launch"), timeout=overall)
     except RemoteError as exc:
         _note_cap(session, access, exc, "the all-reduce launch")
         return _Exec(LaunchOutput(), error=str(exc), error_kind=exc.kind, seconds=time.monotonic() - started)
@@ -315,7 +331,7 @@ def _run_launch(session: Session, access: HostAccess, script: str, overall: floa
 
 
 def run_bisect(session: Session, inventory: Inventory, settings: RunSettings, python_path: str, run_id: str,
-               console: Console) -> BisectReport:
+               console: Console, exec_via: Optional[ExecVia] = None) -> BisectReport:
     """Run the rounds of :func:`ascendprep.verify.allreduce.bisection.plan_rounds`, each round's groups at the same time."""
     names = [n.name for n in inventory.nodes]
     rounds: List[List[GroupResult]] = []
@@ -324,7 +340,7 @@ def run_bisect(session: Session, inventory: Inventory, settings: RunSettings, py
         console.print(f"bisect round {index}: " + ", ".join("+".join(g) for g in groups), soft_wrap=True, markup=False)
         jobs = [cluster_job(inventory, group_settings, f"{run_id}-b{index}g{number}", names=group)
                 for number, group in enumerate(groups, start=1)]
-        results = run_jobs(session, jobs, group_settings, python_path, console)
+        results = run_jobs(session, jobs, group_settings, python_path, console, exec_via)
         rounds.append([group_result(tuple(group), result) for group, result in zip(groups, results)])
     return judge(rounds)
 

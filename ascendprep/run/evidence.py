@@ -15,7 +15,7 @@ from typing import AbstractSet, Callable, Dict, Optional, Tuple
 from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.verify.mesh import PingPlan, plan_pings
 from ascendprep.desired.state import DesiredState
-from ascendprep.facts.execvia import ExecVia
+from ascendprep.run.execvia import ExecVia, wrap_step
 from ascendprep.facts.model import PingResult
 from ascendprep.run.hccs import run_hccs
 from ascendprep.run.hosts import Gathered, gather_facts
@@ -49,13 +49,15 @@ def ping_script_budget(count: int, per_ping: int = PING_TIMEOUT_S, retries: int 
     return 30.0 + count * (per_ping + 3 + retries)
 
 
-def run_pings(session: Session, plan: PingPlan, progress: Optional[Progress] = None) -> Dict[str, HostOutcome[PingRun]]:
-    """Run each source node's pings (one script per node, all nodes at once)."""
+def run_pings(session: Session, plan: PingPlan, progress: Optional[Progress] = None,
+              exec_via: Optional[ExecVia] = None) -> Dict[str, HostOutcome[PingRun]]:
+    """Run each source node's pings (one script per node, all nodes at once), through ``exec_via`` if given."""
     work = plan.by_source()
 
     def job(transport: Transport, access: HostAccess) -> PingRun:
         pairs = work[access.name]
         script = render_ping_script(pairs, per_command_timeout=PING_TIMEOUT_S, busy_retries=PING_BUSY_RETRIES)
+        script = wrap_step(script, exec_via, access.name, "ping")
         limit = max(ping_script_budget(len(pairs)), access.command_timeout or 0)
         result = transport.run_script(script, timeout=limit)
         return PingRun(tuple(parse_ping_output(result.stdout)), result.stdout, result.stderr, result.seconds, result.timed_out)
@@ -92,7 +94,8 @@ def collect(
     read, and the ping plan.
 
     ``sample_interval``: seconds between the gather's two reads of the port counters (0: one read).
-    ``exec_via``: the gather runs through this wrapper (the pings stay on the host).
+    ``exec_via``: the gather, the pings and the HCCS pings run through this wrapper (the job's
+    container), so they see the devices and tools a job there sees.
     ``with_hccs``: run the A3 HCCS pings within each super-pod (fleet/hccs.py); None: as ``with_pings``.
     ``only`` (``verify --hosts``): no other node is contacted. The pings are the mesh's pairs
     with an end among them, sent from that end (the peer's address is the planned one).
@@ -120,14 +123,14 @@ def collect(
         else:
             hosts[node.name] = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
     if (with_pings if with_hccs is None else with_hccs) and inventory.product.id == "atlas-a3":
-        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"))  # the HCCS plane in each super-pod
+        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"), exec_via=exec_via)  # the HCCS plane in each super-pod
         hosts = {name: keep(host) if host.hccs_stdout else host for name, host in hosts.items()}
     if not with_pings:
         return hosts, None
     plan = plan_pings(desired, {name: host.facts for name, host in hosts.items()}, mesh)
     if only is not None:
         plan = within(plan, only)
-    for name, pinged in run_pings(session, plan, progress("pinging NPU pairs")).items():
+    for name, pinged in run_pings(session, plan, progress("pinging NPU pairs"), exec_via=exec_via).items():
         host = hosts[name]
         if pinged.ok and pinged.value is not None:
             run = pinged.value

@@ -7,11 +7,12 @@ node that has HCCS pairs to send, over the Session's connection to that node, al
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.checks.hccs import by_source, plan_for
+from ascendprep.verify.checks.hccs import HccsPair, by_source, plan_for
 from ascendprep.desired.state import DesiredState
+from ascendprep.run.execvia import ExecVia, wrap_step
 from ascendprep.remote.access import HostAccess
 from ascendprep.run.fanout import Session
 from ascendprep.run.progress import Progress
@@ -25,15 +26,22 @@ def hccs_script_budget(count: int) -> float:
     return 30.0 + count * (HCCS_PING_TIMEOUT_S + 3 + HCCS_PING_BUSY_RETRIES)
 
 
-def run_hccs(session: Session, desired: DesiredState, hosts: Dict[str, HostEvidence], progress: Optional[Progress] = None) -> Dict[str, HostEvidence]:
-    """``hosts`` with each source node's HCCS results (or why they are missing) filled in."""
-    work = by_source(plan_for(desired, {name: host.facts for name, host in hosts.items()}))
+def run_hccs(session: Session, desired: DesiredState, hosts: Dict[str, HostEvidence], progress: Optional[Progress] = None,
+             planned: Optional[Sequence[HccsPair]] = None, exec_via: Optional[ExecVia] = None) -> Dict[str, HostEvidence]:
+    """``hosts`` with each source node's HCCS results (or why they are missing) filled in.
+
+    ``planned``: the pairs to send (``verify --local``: :func:`ascendprep.verify.checks.hccs.plan_local`);
+    None: the plan of ``hosts``' facts, as an SSH run makes it. ``exec_via``: each node's script
+    runs through this wrapper (the job's container).
+    """
+    work = by_source(planned if planned is not None else plan_for(desired, {name: host.facts for name, host in hosts.items()}))
     if not work:
         return hosts
 
     def job(transport: Transport, access: HostAccess):
         pairs = work[access.name]
         script = render_hccs_script(pairs, per_command_timeout=HCCS_PING_TIMEOUT_S, busy_retries=HCCS_PING_BUSY_RETRIES)
+        script = wrap_step(script, exec_via, access.name, "HCCS ping")
         result = transport.run_script(script, timeout=max(hccs_script_budget(len(pairs)), access.command_timeout or 0))
         return result
 

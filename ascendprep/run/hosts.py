@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from ascendprep.apply.script import LOCKED_RC, StepResult, parse_apply_output, render_apply_script
-from ascendprep.facts.execvia import ExecVia, explain_failure, wrap_script
+from ascendprep.run.execvia import ExecVia, explain_failure, wrap_script
 from ascendprep.facts.model import HostFacts
 from ascendprep.inventory.model import Node, parse_jump_host
 from ascendprep.inventory.load import Inventory
@@ -101,7 +101,7 @@ def gather_facts(
     ``phase``: which units run (``plan``: only what the diff reads; ``verify``: every unit).
     ``units``: per host, the units to choose from (apply re-reads only what its changes depend
     on, :func:`ascendprep.plan.reads.units_for_changes`); a host not in it gets every unit.
-    ``exec_via``: run it through that wrapper (:mod:`ascendprep.facts.execvia`), e.g. in a container.
+    ``exec_via``: run it through that wrapper (:mod:`ascendprep.run.execvia`), e.g. in a container.
     ``keep``: called in the host's worker with its name and what was gathered, as soon as it is
     parsed; what it returns is kept (verify writes the transcript to its bundle and drops it, so
     at most ``forks`` transcripts are held at once, not every host's).

@@ -110,7 +110,8 @@ def test_every_script_is_valid_posix_sh(directory: str) -> None:
     for script in (launch, render_cleanup_script(directory), render_preflight_script(directory, "/usr/bin/python3", True)):
         checked = subprocess.run(["sh", "-n"], input=script, capture_output=True, text=True)
         assert checked.returncode == 0, checked.stderr
-    assert f" {directory}/worker.py --node-name node1 --sizes 1K:256M " in launch
+    assert ' "$d"/worker.py --node-name node1 --sizes 1K:256M ' in launch
+    assert f"{directory}/worker.py" not in launch  # see test_a_launch_run_through_exec_via_does_not_kill_itself
 
 
 def test_preflight_reports_a_missing_interpreter(directory: str) -> None:
@@ -149,6 +150,32 @@ def test_cleanup_kills_this_nodes_processes_only_and_removes_the_directory(direc
             process.wait()
     assert out.killed == 1
     assert out.log is not None and "last words" in out.log
+    assert not os.path.exists(directory)
+
+
+def test_a_launch_run_through_exec_via_does_not_kill_itself(directory: str, tmp_path, monkeypatch) -> None:
+    """Through a wrapper the launch script is on a command line: the end-of-run kill of this node's
+    processes must not find the script itself, so its exit, kill count and log still come back."""
+    from ascendprep.verify.allreduce import scripts
+    from ascendprep.run.execvia import parse_exec_via, wrap_step
+
+    set_env = tmp_path / "set_env.sh"
+    set_env.write_text("export ASCENDPREP_TEST=1\n")
+    monkeypatch.setattr(scripts, "SET_ENV_SH", str(set_env))
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho 'ASCENDPREP_RESULT {}'\n")  # torchrun's stand-in: a rank's record, exit 0
+    python.chmod(0o755)
+    wrapper = tmp_path / "container"
+    wrapper.write_text('#!/bin/sh\nexec "$@"\n')
+    wrapper.chmod(0o755)
+    os.makedirs(directory, mode=0o700)
+    launch = render_launch_script(directory, str(python),
+                                  torchrun_arguments(nnodes=1, node_rank=0, nproc=1, master_addr="127.0.0.1",
+                                                     master_port=29500, rendezvous_timeout=30), ["--node-name", "node1"])
+    done = sh(wrap_step(launch, parse_exec_via(str(wrapper)), "node1", "all-reduce launch"))
+    out = parse_script_output(done.stdout)
+    assert (out.exit_code, out.killed) == (0, 0), done.stdout + done.stderr
+    assert out.log is not None and "ASCENDPREP_RESULT" in out.log
     assert not os.path.exists(directory)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.facts.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
+from ascendprep.run.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
 from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from nodescript import run_node_script
 
@@ -75,3 +75,32 @@ def test_the_cli_refuses_a_bad_prefix_before_anything_runs(tmp_path):
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert result.returncode == 2 and "--exec-via: word 3" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_step_runs_through_the_wrapper_under_its_name_and_without_one_as_it_is(tmp_path):
+    from ascendprep.run.execvia import wrap_step
+
+    marker = tmp_path / "entered"
+    via = parse_exec_via(_wrapper(tmp_path, f"touch {marker}\nexec \"$@\"\n"))
+    script = "echo \"it's $0\"; printf '%s\\n' \"$(cat)\"\n"
+    assert wrap_step(script, None, "n1", "ping") is script
+    done = run_node_script(["sh", "-s"], input=wrap_step(script, via, "n1", "HCCS ping"), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "it's ascendprep-hccs-ping\n\n"  # its stdin is /dev/null, not the rest of ours
+    assert marker.exists()
+
+
+def test_a_step_too_long_for_one_argument_is_refused_naming_the_limit():
+    from ascendprep.base import limits
+    from ascendprep.run.execvia import wrap_step
+    from ascendprep.remote.errors import RemoteError
+
+    via = parse_exec_via("env")
+    fits = "#" * (limits.EXEC_VIA_SCRIPT_MAX_BYTES - 8) + "\necho ok"
+    done = run_node_script(["sh", "-s"], input=wrap_step(fits, via, "n1", "ping"), capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr  # the longest script still runs
+    with pytest.raises(RemoteError) as info:
+        wrap_step(fits + "é", via, "n1", "ping")
+    assert info.value.host == "n1"
+    assert f"n1: the ping script is {limits.EXEC_VIA_SCRIPT_MAX_BYTES + 2} bytes" in str(info.value)
+    assert f"at most {limits.EXEC_VIA_SCRIPT_MAX_BYTES} bytes" in str(info.value)

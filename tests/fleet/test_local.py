@@ -78,7 +78,7 @@ def test_scripts_and_exec_via_wrappers_on_this_machine_never_get_the_sudo_passwo
     """A secret in ascendprep's environment stays in ascendprep: a local script (``verify --local``)
     and an ``--exec-via`` wrapper it runs (``docker exec -e NAME`` would copy NAME from there) see
     the rest of the user's environment, never the password."""
-    from ascendprep.facts.execvia import parse_exec_via, wrap_script
+    from ascendprep.run.execvia import parse_exec_via, wrap_script
 
     monkeypatch.setenv("ASCENDPREP_SUDO_PASSWORD", "s3cret-sudo-pw")
     monkeypatch.setenv("SITE_SETTING", "kept")

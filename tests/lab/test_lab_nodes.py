@@ -60,7 +60,7 @@ def test_a_file_written_in_node1_etc_is_seen_nowhere_else(lab):
 
 @pytest.mark.parametrize(
     "private, sees_host_files",
-    [("/root", False), ("/home", False), ("/var/tmp", False), ("/opt", True)],  # /opt: an overlay
+    [("/root", False), ("/home", False), ("/tmp", False), ("/var/tmp", False), ("/opt", True)],  # /opt: an overlay
 )
 def test_a_node_writes_its_own_private_dirs_never_the_hosts(lab, private, sees_host_files):
     if not Path(private).is_dir():
@@ -76,6 +76,25 @@ def test_a_node_writes_its_own_private_dirs_never_the_hosts(lab, private, sees_h
     finally:
         on_host.unlink()
         ssh(lab, "node1", f"rm -f {private}/{name}")
+
+
+def test_each_nodes_tmp_is_its_own_and_the_shared_folder_is_everyones(lab):
+    """What a node leaves in /tmp (a sticky tmpfs, as on a server) no other node and not the host
+    sees; the lab's shared folder is the same on the host and on every node."""
+    name = f"ascendprep-guest-{uuid.uuid4().hex}"
+    mode = ssh(lab, "node1", f"stat -c %a /tmp; echo node1 > /tmp/{name}; cat /tmp/{name}")
+    assert mode.stdout.splitlines() == ["1777", "node1"], mode.stderr
+    assert ssh(lab, "node2", f"test -e /tmp/{name}").returncode == 1
+    assert not Path(f"/tmp/{name}").exists()
+    shared = lab.shared_dir / name
+    shared.write_text("host\n")
+    try:
+        written = ssh(lab, "node1", f"cat {shared} && echo node1 >> {shared}")
+        assert written.stdout == "host\n", written.stderr
+        assert ssh(lab, "node2", f"cat {shared}").stdout == "host\nnode1\n"
+    finally:
+        shared.unlink()
+        ssh(lab, "node1", f"rm -f /tmp/{name}")
 
 
 def test_a_nodes_authorized_keys_are_not_the_hosts(lab):
@@ -97,7 +116,7 @@ def test_nodes_run_the_interpreter_that_brought_the_lab_up_venv_kept(lab):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == sys.prefix
     for kept in lab.python.runtime_dirs:
-        if any(kept != root and root in kept.parents for root in (Path("/root"), Path("/home"), Path("/var/tmp"))):
+        if any(kept != root and root in kept.parents for root in (Path("/root"), Path("/home"), Path("/tmp"), Path("/var/tmp"))):
             refused = ssh(lab, "node2", f"touch {kept}/ascendprep-guest-write")
             assert refused.returncode != 0 and "Read-only file system" in refused.stderr
 
@@ -129,6 +148,7 @@ def test_status_json_lists_nodes_files_and_faults(lab):
     assert Path(status["inventory"]).is_file()
     assert Path(status["key"]) == lab.key_path
     assert Path(status["known_hosts"]) == lab.known_hosts_path
+    assert Path(status["shared_dir"]) == lab.shared_dir and lab.shared_dir.is_dir()
     assert status["faults"] == []
 
 

@@ -188,6 +188,24 @@ def test_holder_script_binds_kept_dirs_back_read_only_after_the_tmpfs():
     assert lines[read_only + 1] == "umount /run/x/keep/0"
 
 
+def test_each_node_gets_its_own_tmp_and_an_interpreter_there_is_bound_back_read_only():
+    """A node's /tmp is a tmpfs of its own (sticky, as /tmp is); a venv or checkout under the
+    host's /tmp stays reachable, read-only, and nothing else of the host's /tmp is."""
+    if not Path("/tmp").is_dir() or Path("/tmp").is_symlink():
+        pytest.skip("this host has no /tmp directory to make private")
+    spec = LabSpec(name="lab", nodes=1).validated()
+    script = nodefs.holder_script(
+        spec=spec, node=spec.node_list()[0], overlays=[], ip="/sbin/ip", mount="/bin/mount", sleep="/bin/sleep",
+        runtime_dirs=[Path("/tmp/venv"), Path("/tmp/venv/bin"), Path("/usr")], stash=Path("/run/x/keep"),
+    )  # fmt: skip
+    lines = script.splitlines()
+    tmpfs = lines.index("/bin/mount -t tmpfs -o mode=1777,size=1g ascendprep-lab /tmp")
+    assert lines.index("/bin/mount --bind /tmp/venv /run/x/keep/0") < tmpfs
+    assert tmpfs < lines.index("/bin/mount --bind /run/x/keep/0 /tmp/venv") < lines.index("/bin/mount -o remount,bind,ro /tmp/venv")
+    assert not [line for line in lines if "--bind" in line and "/tmp/venv/bin" in line]  # bound with its prefix
+    assert Path("/tmp") in [path for path, _, _ in nodefs.private_dirs()]
+
+
 def test_overlay_refuses_paths_that_would_break_mount_options():
     overlay = nodefs.Overlay(Path("/opt/a,b"), Path("/u"), Path("/w"))
     with pytest.raises(LabError, match="mount options"):

@@ -38,8 +38,9 @@ def local_lab() -> Iterator[Lab]:
 
 
 def in_node(lab: Lab, node: str, workdir: Path, *args: str) -> Tuple[int, str, str]:
-    """``ascendprep ARGS`` run inside ``node`` over the lab's ssh, from ``workdir``, with this
-    checkout's package (the nodes see the host's interpreter and the checkout read-only)."""
+    """``ascendprep ARGS`` run inside ``node`` over the lab's ssh, from ``workdir`` (a folder the
+    node shares with the host), with this checkout's package (the nodes see the host's
+    interpreter and the checkout read-only)."""
     python = lab.python
     command = f"cd {shlex.quote(str(workdir))} && PYTHONPATH={shlex.quote(str(python.package_root))} {shlex.quote(python.executable)} -m ascendprep {shlex.join(args)}"
     done = lab.ssh(node, command, timeout=IN_NODE_TIMEOUT_S)
@@ -81,9 +82,13 @@ def failing(document: Dict[str, Any]) -> Set[Tuple[str, Any, Any]]:
 
 
 @pytest.fixture(scope="module")
-def converged(local_lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The lab planned over SSH, then applied node by node with ``apply --local`` inside each node."""
-    workdir = tmp_path_factory.mktemp("local-lab")
+def converged(local_lab: Lab) -> Path:
+    """The lab planned over SSH, then applied node by node with ``apply --local`` inside each node.
+
+    The work folder is the lab's shared folder, the stand-in for the cluster file system a
+    scheduler's nodes share: each node's /tmp (where pytest's folders lie) is its own."""
+    workdir = local_lab.shared_dir / "local-lab"
+    workdir.mkdir()
     plan = workdir / "plan.json"
     assert run_plan(local_lab.inventory_path, plan, "text", False, False, None) == 0
     for node in local_lab.nodes:

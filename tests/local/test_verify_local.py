@@ -183,6 +183,36 @@ def test_bundle_dir_replaces_an_earlier_bundle_and_refuses_other_folders(fake_no
     assert json.loads((folder / "run.json").read_text())["local_node"] == "n1"
 
 
+@pytest.fixture
+def tools_in_container(fake_node, tmp_path, monkeypatch) -> str:
+    """The fake tools only inside a "container": off this machine's PATH, on the wrapper's."""
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != str(bin_dir)))
+    wrapper = tmp_path / "container"
+    wrapper.write_text(f'#!/bin/sh\nPATH={bin_dir}:$PATH exec "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def test_exec_via_runs_the_pings_where_the_tools_are_as_the_gather(fake_node, tools_in_container, tmp_path):
+    """The pings meet the container's hccn_tool (as a job there would), over SSH as with --local."""
+    from ascendprep.run.execvia import parse_exec_via
+
+    desired = build_desired(inventory_from_text(fake_node.read_text()))
+    accesses = [HostAccess(name=node.name, address=node.host) for node in desired.inventory.nodes]
+    with Session(accesses, forks=3, transport_factory=lambda access: LocalTransport(access.name)) as session:
+        hosts, plan = collect(session, desired, "ring", with_pings=True, exec_via=parse_exec_via(tools_in_container))
+    pinged = [result for host in hosts.values() for result in host.pings or ()]
+    assert plan is not None and len(pinged) == len(plan.pairs) > 0
+    assert all(result.sent is not None for result in pinged), [r.error for r in pinged if r.sent is None]
+
+    code, document, stderr = verify(str(fake_node), "--local", "--node", "n2", "--exec-via", tools_in_container,
+                                    "--bundle-dir", str(tmp_path / "b"), "--sample-interval", "0")
+    assert code in (0, 1), stderr
+    reach = [c for c in document["checks"] if c["check"] == "cluster.reachability"]
+    assert reach and all("sent" in c["evidence"] for c in reach), [c["message"] for c in reach]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -108,6 +108,31 @@ def test_exec_via_names_what_the_container_hides_and_a_full_container_passes(app
         assert _of(full, "job.container", node)["status"] == "skipped" and "node.reachable" in _of(full, "job.container", node)["message"]
 
 
+def test_exec_via_carries_the_pings_and_every_all_reduce_step_into_the_container(applied: Applied) -> None:
+    """Each node's wrapper notes which step it was asked to run (the name the step's shell gets;
+    the gather's is ``sh``), then runs it in a "container" that sees everything: the pings and
+    the all-reduce pass, and every one of their steps went through the wrapper."""
+    via, log = "/usr/local/bin/ascendprep-test-via", "/root/ascendprep-test-via.log"
+    wrapper = f'#!/bin/sh\n[ "$1 $2" = "sh -c" ] && echo "$4" >> {log}\nexec unshare -m -- "$@"\n'
+    nodes = [node.name for node in applied.lab.nodes]
+    for node in nodes:
+        applied.lab.run_in_node(node, ["sh", "-c", f"cat > {via} && chmod 755 {via} && rm -f {log}"], input=wrapper)
+    try:
+        code, doc = applied.verify("--only", "node", "--only", "cluster.reachability", "--exec-via", via, "--sample-interval", "0",
+                                   "--allreduce", "--nproc-per-node", "1", "--sizes", "1K:4K", "--backend", "gloo")
+        steps = {node: applied.lab.run_in_node(node, ["cat", log]).stdout.split() for node in nodes}
+    finally:
+        for node in nodes:
+            applied.lab.run_in_node(node, ["rm", "-f", via, log])
+    assert code == 0 and doc["allreduce"]["passed"], [c["message"] for c in doc["checks"] if c["status"] != "passed"]
+    reach = [c for c in doc["checks"] if c["check"] == "cluster.reachability"]
+    assert reach and {c["status"] for c in reach} == {"passed"}
+    for node, names in steps.items():
+        assert names[0] == "sh" and {"ascendprep-all-reduce-preflight", "ascendprep-worker-upload", "ascendprep-all-reduce-launch"} <= set(names), (node, names)
+    pingers = {c["evidence"]["from"]["node"] for c in reach}
+    assert pingers and all("ascendprep-ping" in steps[node] for node in pingers), steps
+
+
 def test_rank_table_launch_exports_the_planned_table_and_passes(applied: Applied) -> None:
     """The unlike variant of stray-rank-table: the planned table, asked for by the inventory."""
     original = applied.lab.inventory_path

@@ -17,7 +17,9 @@ Pure functions, no I/O. Per node and run:
 Every process of a run on a node has the node's run directory on its command line (the agent
 runs ``<dir>/worker.py``, torchrun starts each rank with it), so the directory is the handle to
 find and kill them. It names the node, not just the run, because nodes may share a process
-table (in the lab they do), and one node's cleanup must not touch another's ranks.
+table (in the lab they do), and one node's cleanup must not touch another's ranks. No script
+spells out the worker's path (the launch says ``"$d"/worker.py``): run through ``--exec-via`` a
+script is on a command line itself, where the pattern would find the script and kill it.
 """
 
 from __future__ import annotations
@@ -278,9 +280,8 @@ def render_launch_script(directory: str, python_path: str, torchrun_args: Sequen
     _check_run_dir(directory)
     exports = interface_exports(*bind) if bind is not None else ""
     q = shlex.quote
-    argv = [python_path, "-m", "torch.distributed.run", *torchrun_args,
-            f"{directory}/{WORKER_NAME}", *worker_args]
-    command = " ".join(q(a) for a in argv)
+    argv = [python_path, "-m", "torch.distributed.run", *torchrun_args]
+    command = " ".join([*(q(a) for a in argv), f'"$d"/{WORKER_NAME}', *(q(a) for a in worker_args)])
     return f"""\
 d={q(directory)}
 pat={q(process_pattern(directory))}

@@ -124,6 +124,9 @@ class ClusterContext:
     hosts: Dict[str, HostEvidence]
     pings: Optional[PingPlan]
     today: date
+    #: The node a ``verify --local`` run read (its peers were not, and plans that need them
+    #: place them as the inventory does); None for every other run.
+    local_node: Optional[str] = None
 
     def gathered(self) -> Dict[str, HostFacts]:
         """Facts of the nodes that were read, in inventory order."""

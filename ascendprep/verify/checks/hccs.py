@@ -9,17 +9,21 @@ whose vNIC or pod could not be read is named, never guessed, and its pairs canno
 
 A failed pair names both dies (node, device id, NPU/die, vNIC): one pair cannot tell which end
 is broken, and a die whose every pair fails is the one to look at first.
+
+A ``verify --local`` run reads only its own node, so it sends the pairs :func:`plan_local` gives:
+the same rings, its peers placed where the inventory puts them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ascendprep.verify.checks.context import ClusterContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.facts.model import HccsPingResult, HostFacts
 from ascendprep.base.findings import Severity
+from ascendprep.inventory.superpods import vnic_address
 
 A3 = "atlas-a3"
 
@@ -71,6 +75,11 @@ def _die(facts: Mapping[str, Optional[HostFacts]], node: str, devid: int) -> Die
 
 def plan_hccs(nodes: Sequence[str], devids: Mapping[str, Sequence[int]], facts: Mapping[str, Optional[HostFacts]]) -> Tuple[HccsPair, ...]:
     """The rings of each pod (see the module docstring); ``devids``: each node's planned device ids."""
+    return _rings(pods_of(nodes, facts).values(), devids, lambda node, devid: _die(facts, node, devid))
+
+
+def _rings(pods: Iterable[Sequence[str]], devids: Mapping[str, Sequence[int]], die: Callable[[str, int], Die]) -> Tuple[HccsPair, ...]:
+    """The pairs of each pod's ring (its servers in inventory order); ``die`` gives a die its vNIC."""
     pairs: List[HccsPair] = []
     seen = set()
 
@@ -78,9 +87,9 @@ def plan_hccs(nodes: Sequence[str], devids: Mapping[str, Sequence[int]], facts: 
         key = frozenset(((node, devid), (peer_node, peer)))
         if (node, devid) != (peer_node, peer) and key not in seen:
             seen.add(key)
-            pairs.append(HccsPair(_die(facts, node, devid), _die(facts, peer_node, peer)))
+            pairs.append(HccsPair(die(node, devid), die(peer_node, peer)))
 
-    for members in pods_of(nodes, facts).values():
+    for members in pods:
         for position, node in enumerate(members):
             ids = sorted(devids.get(node, ()))
             following = members[(position + 1) % len(members)]
@@ -120,6 +129,34 @@ def plan_for(ctx_desired, facts: Mapping[str, Optional[HostFacts]]) -> Tuple[Hcc
     names = [node.name for node in inventory.nodes]
     devids = {name: [settings.npu for settings in ctx_desired.nodes[name].hccn] for name in names}
     return plan_hccs(names, devids, facts)
+
+
+def plan_local(ctx_desired, node: str, facts: Optional[HostFacts]) -> Tuple[HccsPair, ...]:
+    """The pairs a ``verify --local`` run of ``node`` sends: those it is the source of in its pod's ring.
+
+    Its peers are not read, so the pod is the one ``node``'s dies report, its servers are
+    ``node`` and those the inventory puts in that pod (``super_pod``), in inventory order, and a
+    peer die's vNIC is the driver's address for the server index the inventory gives it
+    (``superpod.vnic`` checks that address on each node). Where the inventory says what the
+    hardware reports, these are exactly the pairs an SSH run sends from ``node``, so the merged
+    run (``--from-bundle``, which plans from every node's facts as an SSH run does) finds each
+    pair's result in its source's bundle. No pod read, no pairs; an inventory without super-pods
+    leaves ``node`` alone in its pod: only its in-server ring.
+    """
+    pod = node_pod(facts)
+    if pod is None:
+        return ()
+    inventory = ctx_desired.inventory
+    members = [n for n in inventory.nodes if n.name == node or (n.super_pod == pod and n.server_index is not None)]
+    devids = {n.name: [settings.npu for settings in ctx_desired.nodes[n.name].hccn] for n in members}
+    index: Dict[str, int] = {n.name: n.server_index for n in members if n.server_index is not None}
+
+    def die(name: str, devid: int) -> Die:
+        if name == node:
+            return _die({node: facts}, node, devid)
+        return Die(name, devid, vnic_address(index[name], devid))
+
+    return tuple(pair for pair in _rings([[n.name for n in members]], devids, die) if pair.source.node == node)
 
 
 def _evidence(pair: HccsPair, result: Optional[HccsPingResult]) -> Dict[str, object]:
@@ -167,7 +204,11 @@ def not_a3(desired) -> Optional[str]:
 
 def hccs(ctx: ClusterContext) -> List[Verdict]:
     facts = {name: host.facts for name, host in ctx.hosts.items()}
-    pairs = plan_for(ctx.desired, facts)
+    if ctx.local_node is not None:
+        local = ctx.hosts.get(ctx.local_node)
+        pairs = plan_local(ctx.desired, ctx.local_node, local.facts if local is not None else None)
+    else:
+        pairs = plan_for(ctx.desired, facts)
     if not pairs:
         if not any(node_pod(f) is not None for f in facts.values()):
             return [skipped("no node reported a super-pod (spod-info), so there is no HCCS plane to ping")]

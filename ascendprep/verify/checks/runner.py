@@ -103,8 +103,10 @@ def run_checks(
     pings: Optional[PingPlan],
     selection: Selection = Selection(),
     today: Optional[date] = None,
+    local_node: Optional[str] = None,
 ) -> List[CheckResult]:
     """Every selected check's results. ``today``: the day compatibility is judged on (a bundle's date).
+    ``local_node``: the node a ``verify --local`` run read (ClusterContext.local_node).
 
     Nodes without an entry in ``hosts`` were not part of the run (``verify --hosts``): they get
     no node results, and the cluster checks judge the nodes that were."""
@@ -144,7 +146,7 @@ def run_checks(
                 if outcome is None and probed:
                     outcome = _probe_rule(check, facts, npu)  # type: ignore[arg-type]
                 _add(results, check, outcome, ctx, name, npu)
-    cluster_ctx = ClusterContext(desired, dict(hosts), pings, today or date.today())
+    cluster_ctx = ClusterContext(desired, dict(hosts), pings, today or date.today(), local_node)
     for check in (c for c in checks if c.scope == "cluster"):
         _add(results, check, None, cluster_ctx, None, None)
     return results

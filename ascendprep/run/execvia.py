@@ -3,7 +3,10 @@
 Jobs often run in a container, and "device ip is not set" in the field is most often a container
 that does not see what the host has. With a wrapper named, the gather script (every node check)
 runs through it, and beside it the host reports what *it* sees of the same things, so that
-``job.container`` can name what the container lacks.
+``job.container`` can name what the container lacks. Everything else verify runs on a node runs
+through the same wrapper (:func:`wrap_step`): the RoCE pings, the A3 HCCS pings and every step of
+the all-reduce (preflight, worker upload, torchrun, cleanup), so that they meet what a job in
+that container meets, not what the host has.
 
 The wrapper is a command *prefix*, never shell text: it is split with :func:`shlex.split`, each
 word is checked (:func:`parse_exec_via`) and the words are quoted again when the host's script
@@ -21,10 +24,11 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, replace
-from typing import Tuple
+from typing import Optional, Tuple
 
 from ascendprep.base import limits
 from ascendprep.facts.model import HostFacts, ProbeError
+from ascendprep.remote.errors import RemoteError
 from ascendprep.facts import jobenv
 from ascendprep.base.paths import DEFAULT_ASCEND_HOME
 from ascendprep.facts.shell import quote_home
@@ -92,6 +96,30 @@ def wrap_script(script: str, via: ExecVia, ascend_home: str = DEFAULT_ASCEND_HOM
         + jobenv.visibility_function()
         + f"ap_host=$(printf 'via %s\\n' {shlex.quote(via.text)}; ap_job_visible {quote_home(ascend_home)})\n"
         + f"exec {prefix} sh -c {shlex.quote(inner)} sh \"$ap_host\" </dev/null\n"
+    )
+
+
+def wrap_step(script: str, via: Optional[ExecVia], host: str, what: str) -> str:
+    """``script`` (a ping, HCCS ping or all-reduce step of ``host``) run through ``via``; unchanged without one.
+
+    As with the gather, the script is one quoted argument of ``sh -c`` behind the quoted prefix
+    words, with stdin from /dev/null (the wrapper need not pass stdin on); the inner shell is named
+    after the step (``$0``: ``ascendprep-ping``), so its own error messages say which step failed.
+    Linux refuses a single argument of :data:`~ascendprep.base.limits.EXEC_VIA_SCRIPT_MAX_BYTES` or
+    more, so a longer script is a RemoteError of ``host`` naming ``what`` and the limit, before
+    anything is sent.
+    """
+    if via is None:
+        return script
+    size = len(script.encode("utf-8"))
+    if size > limits.EXEC_VIA_SCRIPT_MAX_BYTES:
+        raise RemoteError(host, f"{host}: the {what} script is {size} bytes; through --exec-via it is one argument, "
+                                f"and Linux takes at most {limits.EXEC_VIA_SCRIPT_MAX_BYTES} bytes in one")
+    prefix = " ".join(shlex.quote(word) for word in via.words)
+    name = "ascendprep-" + re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")
+    return (
+        "# ascendprep: this step runs through --exec-via.\n"
+        f"exec {prefix} sh -c {shlex.quote(script)} {shlex.quote(name)} </dev/null\n"
     )
 
 
