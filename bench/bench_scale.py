@@ -75,9 +75,9 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
     fleet_cpu_setup = time.process_time()
     fanout.Session._connect_ssh = lambda self, access: fleet.transport_for(access)  # type: ignore[method-assign]
 
-    from ascendprep.commands.plan import run_plan
-    from ascendprep.commands.verify import run_verify
-    from ascendprep.commands.verify_run import VerifyOptions
+    from ascendprep.run.plan import run_plan
+    from ascendprep.run.verify import run_verify
+    from ascendprep.run.verify_run import VerifyOptions
 
     os.chdir(workdir)
     # The report goes to a file, as `ascendprep verify --format json > out.json` would: held in a

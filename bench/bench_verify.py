@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict
 
-from ascendprep.commands.apply import run_apply
-from ascendprep.commands.plan import run_plan
-from ascendprep.commands.verify import run_verify
-from ascendprep.commands.verify_run import VerifyOptions
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
+from ascendprep.run.verify import run_verify
+from ascendprep.run.verify_run import VerifyOptions
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.testing import free_test_subnet

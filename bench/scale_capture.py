@@ -59,10 +59,10 @@ def main() -> None:
     connect = fanout.Session._connect_ssh
     fanout.Session._connect_ssh = lambda self, access: _Recorder(connect(self, access), log)  # type: ignore[method-assign]
 
-    from ascendprep.commands.apply import run_apply
-    from ascendprep.commands.plan import run_plan
-    from ascendprep.commands.verify import run_verify
-    from ascendprep.commands.verify_run import VerifyOptions
+    from ascendprep.run.apply import run_apply
+    from ascendprep.run.plan import run_plan
+    from ascendprep.run.verify import run_verify
+    from ascendprep.run.verify_run import VerifyOptions
 
     work = inventory.parent / "scale-capture"
     work.mkdir(exist_ok=True)

@@ -7,7 +7,7 @@ bundles, or a node the inventory does not have, is refused naming both folders. 
 a bundle is kept as a node that could not be read, named in the report, so the cluster checks
 still judge the rest and the exit code says the cluster is not fully checked.
 
-Pings: each node pinged every pair it is an end of (:func:`ascendprep.commands.local.local_ping_plan`).
+Pings: each node pinged every pair it is an end of (:func:`ascendprep.run.node_local.local_ping_plan`).
 The merged plan is :func:`~ascendprep.verify.mesh.plan_pings` over all nodes' facts, the plan an
 SSH verify would have made; each pair's result is then looked up at the end that plan chose,
 which pinged it in its own run. A missing node's pairs are pinged from their other end.

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from ascendprep.verify.allreduce.gates import RANK_TABLE as GATE
-from ascendprep.commands.apply import run_apply
-from ascendprep.commands.plan import run_plan
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.run.allreduce import AllreduceOptions, run_allreduce
 from ascendprep.run.fanout import Session

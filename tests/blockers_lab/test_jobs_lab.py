@@ -13,8 +13,8 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from ascendprep.commands.apply import run_apply
-from ascendprep.commands.plan import run_plan
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.sim.npu_procs import busy_pid
 from labsupport import start_test_lab, verify_json

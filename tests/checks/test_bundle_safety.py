@@ -18,7 +18,7 @@ from rich.console import Console
 from ascendprep.run import bundle as bundle_module
 from ascendprep.run.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
 from ascendprep.verify.checks.registry import Selection
-from ascendprep.commands import verify as verify_flow
+from ascendprep.run import verify as verify_flow
 from ascendprep.commands.verify import verify_command
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state
 

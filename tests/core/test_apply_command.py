@@ -18,7 +18,8 @@ import yaml
 
 from ascendprep.base import exitcodes
 from ascendprep.apply.script import StepResult
-from ascendprep.commands import apply as apply_command
+from ascendprep.commands.apply import apply_command as apply_cli
+from ascendprep.run import apply as apply_command
 from ascendprep.desired.state import build_desired
 from ascendprep.run import hosts as fleet_hosts
 from ascendprep.run.hosts import AppliedHost, Gathered
@@ -293,7 +294,7 @@ def _give_away(path: Path) -> None:
 def _apply_cli(*args: str):
     from click.testing import CliRunner
 
-    return CliRunner().invoke(apply_command.apply_command, list(args))
+    return CliRunner().invoke(apply_cli, list(args))
 
 
 def test_a_plan_of_another_user_is_refused_unless_the_inventory_is_named(planned, monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 
 from ascendprep.base import exitcodes
 from ascendprep.plan.changes import DisableFirewall, SetNpuTls, SetSysctl, WriteFile
-from ascendprep.commands import apply as apply_command
+from ascendprep.run import apply as apply_command
 from ascendprep.facts.model import NpuFacts
 from ascendprep.plan.diff import AREAS, area_of
 from ascendprep.base.paths import SYSCTL_FILE

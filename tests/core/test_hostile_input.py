@@ -18,7 +18,7 @@ from rich.console import Console
 from ascendprep.base import exitcodes
 from ascendprep.cli import main
 from ascendprep.apply.journal import ApplyJournal
-from ascendprep.commands.apply import _record_results, _report
+from ascendprep.run.apply import _record_results, _report
 from ascendprep.run.hosts import AppliedHost
 from ascendprep.apply.script import StepResult
 from ascendprep.base.jsoninput import parse_json, read_json_file

@@ -10,7 +10,7 @@ import yaml
 
 from ascendprep.base import exitcodes
 from ascendprep.plan.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl
-from ascendprep.commands import apply as apply_command
+from ascendprep.run import apply as apply_command
 from ascendprep.desired.state import build_desired
 from ascendprep.facts.model import NpuFacts, TlsState
 from ascendprep.inventory.load import inventory_from_text, load_inventory

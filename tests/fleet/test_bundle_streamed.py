@@ -167,7 +167,7 @@ def test_a_gathered_transcript_is_handed_over_in_its_hosts_worker_not_after_ever
 def test_verify_runs_without_the_cycle_collector_and_restores_it(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
     import gc
 
-    from ascendprep.commands import verify as verify_module
+    from ascendprep.run import verify as verify_module
 
     inventory = _local(monkeypatch, tmp_path)
     collections, inside = [], []

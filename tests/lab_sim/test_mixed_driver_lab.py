@@ -13,8 +13,8 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from ascendprep.commands.apply import run_apply
-from ascendprep.commands.plan import run_plan
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 from ascendprep.run.bundle import read_bundle
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected

@@ -10,9 +10,10 @@ import click
 import pytest
 
 from ascendprep.base import exitcodes
-from ascendprep.commands import apply as apply_command
-from ascendprep.commands import local as local_module
-from ascendprep.commands.local import MachineIdentity
+from ascendprep.commands.apply import apply_command as apply_cli
+from ascendprep.run import apply as apply_command
+from ascendprep.run import node_local as local_module
+from ascendprep.run.node_local import MachineIdentity
 from tests.core.test_apply_command import FakeHosts, all_ok, journals, planned  # noqa: F401  (planned: a fixture)
 
 
@@ -71,6 +72,6 @@ def test_local_apply_usage(planned):  # noqa: F811
 
     plan_path, _, _ = planned
     for args, message in ((["--node", "n1"], "--node only applies with --local"), (["--local", "--hosts", "n1"], "--hosts do not apply")):
-        outcome = CliRunner().invoke(apply_command.apply_command, [str(plan_path), *args])
+        outcome = CliRunner().invoke(apply_cli, [str(plan_path), *args])
         assert outcome.exit_code == 2 and message in outcome.output, outcome.output
     assert json.loads(plan_path.read_text())  # the plan is untouched

@@ -6,7 +6,7 @@ import click
 import pytest
 import yaml
 
-from ascendprep.commands.local import MachineIdentity, match_node, parse_ip_addresses
+from ascendprep.run.node_local import MachineIdentity, match_node, parse_ip_addresses
 from ascendprep.inventory.load import inventory_from_text
 
 INVENTORY = {

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Set, Tuple
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.commands.plan import run_plan
+from ascendprep.run.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from ascendprep.verify.checks.registry import Selection
 from ascendprep.verify.checks.runner import run_checks
-from ascendprep.commands.local import local_ping_plan
+from ascendprep.run.node_local import local_ping_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import build_desired
 from ascendprep.remote.access import HostAccess

@@ -16,8 +16,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.commands.apply import run_apply
-from ascendprep.commands.plan import run_plan
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import DesiredState, build_desired
 from ascendprep.inventory.load import load_inventory

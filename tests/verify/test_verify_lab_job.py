@@ -15,8 +15,8 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.commands.apply import run_apply
-from ascendprep.commands.plan import run_plan
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.sim import jobenv as sim

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.inventory.load import Inventory
     from rich.console import Console
 
-    from ascendprep.commands.verify_run import VerifyOptions, VerifyRun
+    from ascendprep.run.verify_run import VerifyOptions, VerifyRun
 
 #: What the other nodes' evidence says in a --local run (they are never contacted).
 NOT_THIS_NODE = "not read: a --local run reads only {node}"
@@ -215,12 +215,12 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
 
     from ascendprep.verify.checks.context import HostEvidence
     from ascendprep.verify.checks.hccs import A3, plan_local
-    from ascendprep.commands.verify_run import VERIFY_PHASES, VerifyRun, desired_state
+    from ascendprep.run.verify_run import VERIFY_PHASES, VerifyRun, desired_state
     from ascendprep.run.evidence import PingRun, _ping_problem, run_pings
     from ascendprep.run.hccs import run_hccs
     from ascendprep.run.hosts import gather_facts
     from ascendprep.run.progress import progress_for_terminal
-    from ascendprep.commands.common import hosts_deadline
+    from ascendprep.run.common import hosts_deadline
     from ascendprep.inventory.load import inventory_from_text
     from ascendprep.facts.shell import checked_output_cap_override
     from ascendprep.report.limits_hit import collect_limits_hit

@@ -1,5 +1,5 @@
 """What one ``verify`` is asked and what it produced: shared by the SSH flow (commands/verify.py)
-and the node-local one (commands/local.py), so that neither imports the other."""
+and the node-local one (run/node_local.py), so that neither imports the other."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.console import Console
 
 from ascendprep.base.findings import Finding
 from ascendprep.base.limits import KEEP_RUNS_DEFAULT
-from ascendprep.commands.common import print_invalid_inventory
+from ascendprep.run.common import print_invalid_inventory
 from ascendprep.remote.sudo import SudoPassword
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,7 +53,7 @@ class VerifyOptions:
     hosts_pattern: Optional[str] = None
     #: ``--from-bundle DIR DIR...``: the folders after the first; merged with it as node bundles.
     more_bundles: Tuple[Path, ...] = ()
-    #: ``--local``: check only this machine, through the local transport (commands/local.py).
+    #: ``--local``: check only this machine, through the local transport (run/node_local.py).
     local: bool = False
     #: ``--node``: the inventory node this machine is (None: matched by host name and address).
     node: Optional[str] = None
@@ -83,7 +83,7 @@ class VerifyRun:
     from_bundle: Optional[str] = None
     #: Limits the live run hit (report.limits_hit); a bundle re-check hits none.
     limits_hit: List[Dict[str, Any]] = field(default_factory=list)
-    #: A --local run's node: only its evidence is kept, its checks judged (commands/local.py).
+    #: A --local run's node: only its evidence is kept, its checks judged (run/node_local.py).
     local_node: Optional[str] = None
     #: A merge of node bundles (fleet/bundlemerge.py): the header lines the text report starts with.
     merged: Optional[Any] = None
