@@ -87,6 +87,10 @@ SYSCTL_VALUE_MAX_LEN = 256
 #: Characters of one sysctl key in the inventory (the longest real keys are under 60).
 SYSCTL_KEY_MAX_LEN = 128
 
+#: Variables a node's env.sh may export before plan calls its variables unreadable: the one
+#: ascendprep writes has the HCCL/log defaults and the inventory's ``env:`` (tens, not hundreds).
+ENV_SH_MAX_VARIABLES = 1024
+
 #: Bytes of a saved plan file ``apply`` reads; a real plan of 1,000 nodes is a few MB.
 PLAN_FILE_MAX_BYTES = 64 * 1024 * 1024
 

@@ -6,16 +6,17 @@ message such as ``[/home/x/ip.c:553]`` is text, never rich markup.
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from rich.table import Table
 from rich.text import Text
 
 from ascendprep import sysctl as sysctl_rules
-from ascendprep.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
+from ascendprep.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, VariableChange, WriteFile
 from ascendprep.probes.paths import HCCN_CONF
 from ascendprep.report.grouping import collapse_npu_lines, group_hosts, merge_host_steps
-from ascendprep.report.text import cell
+from ascendprep.report.text import cell, visible
 
 if TYPE_CHECKING:
     from ascendprep.plan import HostPlan
@@ -42,6 +43,20 @@ def _address(change: SetNpuAddress) -> str:
     return f"npu {change.npu}: ip {shown}{note} → {change.after}"
 
 
+def _variables(variables: "tuple[VariableChange, ...]") -> str:
+    """``changes A 1 → 2; adds B=x; drops C=y``: env.sh's variables a write changes, with their
+    values as env.sh quotes them and control characters spelled out (a host's file may hold any)."""
+
+    def shown(value: str) -> str:
+        return visible(shlex.quote(value))
+
+    changed = [f"{name} {shown(was)} → {shown(becomes)}" for name, was, becomes in variables if was is not None and becomes is not None]
+    added = [f"{name}={shown(becomes)}" for name, was, becomes in variables if was is None and becomes is not None]
+    dropped = [f"{name}={shown(was)}" for name, was, becomes in variables if was is not None and becomes is None]
+    parts = [f"{verb} {', '.join(items)}" for verb, items in (("changes", changed), ("adds", added), ("drops", dropped)) if items]
+    return "; ".join(parts)
+
+
 def describe(change: Change) -> str:
     """The line for people about one change (tables, the plan file's ``text``, stale notes)."""
     if isinstance(change, SetNpuAddress):
@@ -56,7 +71,10 @@ def describe(change: Change) -> str:
         note = "" if sysctl_rules.is_allowed_key(change.name) else " (opt-in: outside the HCCL allow-list)"
         return f"sysctl {change.name} {change.before or '(empty)'} → {change.value}{note}"
     if isinstance(change, WriteFile):
-        return f"{change.path}: {'create' if change.before is None else 'update'}"
+        action = "create" if change.before is None else "update"
+        if change.variables is None:
+            return f"{change.path}: {action}"
+        return f"{change.path}: {action}: {_variables(change.variables)}" if change.variables else f"{change.path}: {action} (its variables stay as they are)"
     if isinstance(change, DisableFirewall):
         return f"firewall {change.tool}: active → disabled"
     return change.key

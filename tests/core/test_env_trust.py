@@ -4,18 +4,31 @@ env.sh's variables, not just that the file changes."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from rich.console import Console
 
 from ascendprep import exitcodes
 from ascendprep.cli import main
+from ascendprep.desired import build_desired
+from ascendprep.facts import ManagedFile
 from ascendprep.inventory import inventory_from_text
+from ascendprep.plan import diff_host
+from ascendprep.planfile import PlanFile, SavedHost, read_plan, write_plan
+from ascendprep.probes.gather import parse_gather_output
+from ascendprep.probes.paths import ENV_SH
+from ascendprep.probes.system import parse_env_sh
+from ascendprep.report.changes import change_entry, changes_table, describe
 from ascendprep.yamlsource import InputError
 
-from tests.core.test_plan_diff import INVENTORY
+from tests.core.test_plan_diff import INVENTORY, converged_facts
+from tests.probes.conftest import build_transcript
 
 
 def _inventory(**changes) -> str:
@@ -93,3 +106,117 @@ def test_plan_refuses_a_denied_variable_with_exit_2_and_no_traceback(tmp_path: P
     assert result.exit_code == exitcodes.INVALID, result.output
     assert "Traceback" not in result.output and (result.exception is None or isinstance(result.exception, SystemExit))
     assert f"{path}:{_line(text, 'LD_PRELOAD')}: env.LD_PRELOAD: LD_PRELOAD makes the dynamic loader" in " ".join(result.output.split())
+
+
+# ------------------------------------------------------------------ the plan shows env.sh's variables
+
+
+def _env_plan(env: dict, host_env: Optional[dict], exists: bool = True):
+    """The plan of n1 whose env.sh exports ``host_env`` (None: not read) for an inventory with ``env``."""
+    state = build_desired(inventory_from_text(_inventory(env=env)))
+    facts = converged_facts(state)
+    managed = dict(facts.managed_files)
+    managed[ENV_SH] = ManagedFile(ENV_SH, True, "0" * 64) if exists else ManagedFile(ENV_SH, False)
+    facts = replace(facts, managed_files=managed, env_sh=host_env)
+    return state, diff_host(state, "n1", facts)
+
+
+def _table_text(plan) -> str:
+    console = Console(width=400, record=True, color_system=None)
+    console.print(changes_table([plan]))
+    return " ".join(console.export_text().split())
+
+
+def _written_env(env: dict) -> dict:
+    """What a node's env.sh exports after ascendprep wrote it for an inventory with ``env``."""
+    state = build_desired(inventory_from_text(_inventory(env=env)))
+    return parse_env_sh(next(f.content for f in state.nodes["n1"].files if f.path == ENV_SH))
+
+
+def test_the_plan_names_the_variables_env_sh_changes_adds_and_drops_with_their_values():
+    before = _written_env({"HCCL_BUFFSIZE": "200", "HCCL_SOCKET_IFNAME": "^docker", "TASK_QUEUE_ENABLE": "1"})
+    _, plan = _env_plan({"HCCL_BUFFSIZE": "400", "HCCL_SOCKET_IFNAME": "^docker", "HCCL_EXEC_TIMEOUT": "1836"}, before)
+    [change] = [c for c in plan.changes if c.key == f"file:{ENV_SH}"]
+    assert describe(change) == f"{ENV_SH}: update: changes HCCL_BUFFSIZE 200 → 400; adds HCCL_EXEC_TIMEOUT=1836; drops TASK_QUEUE_ENABLE=1"
+    assert f"{ENV_SH}: update: changes HCCL_BUFFSIZE 200 → 400; adds HCCL_EXEC_TIMEOUT=1836; drops TASK_QUEUE_ENABLE=1" in _table_text(plan)
+    assert change_entry(change)["variables"] == {"HCCL_BUFFSIZE": ["200", "400"], "HCCL_EXEC_TIMEOUT": [None, "1836"], "TASK_QUEUE_ENABLE": ["1", None]}
+
+
+def test_a_new_env_sh_lists_every_variable_and_an_unread_one_says_only_update():
+    _, plan = _env_plan({"HCCL_BUFFSIZE": "400"}, None, exists=False)
+    [change] = [c for c in plan.changes if c.key == f"file:{ENV_SH}"]
+    assert describe(change).startswith(f"{ENV_SH}: create: adds HCCL_WHITELIST_DISABLE=1, HCCL_CONNECT_TIMEOUT=1200, ")
+    assert describe(change).endswith(", HCCL_BUFFSIZE=400")
+    _, plan = _env_plan({"HCCL_BUFFSIZE": "400"}, None)  # there, but its variables were not read
+    assert [describe(c) for c in plan.changes if c.key == f"file:{ENV_SH}"] == [f"{ENV_SH}: update"]
+    _, plan = _env_plan({"HCCL_BUFFSIZE": "400"}, _written_env({"HCCL_BUFFSIZE": "400"}))  # only other lines differ
+    assert [describe(c) for c in plan.changes if c.key == f"file:{ENV_SH}"] == [f"{ENV_SH}: update (its variables stay as they are)"]
+
+
+def test_a_hosts_values_reach_the_terminal_as_text_that_cannot_act():
+    before = {**_written_env({}), "HCCL_BUFFSIZE": "\x1b]0;owned\x07[bold]x[/bold]"}
+    _, plan = _env_plan({}, before)
+    shown = _table_text(plan)
+    assert "drops HCCL_BUFFSIZE='\\x1b]0;owned\\x07[bold]x[/bold]'" in shown
+    assert "\x1b" not in shown and "\x07" not in shown
+
+
+def test_the_host_variables_come_from_the_gather_transcript():
+    written = next(f.content for f in build_desired(inventory_from_text(_inventory(env={"HCCL_BUFFSIZE": "200"}))).nodes["n1"].files if f.path == ENV_SH)
+    facts = parse_gather_output(build_transcript("gather", [{"name": "file.env", "stdout": written}]))
+    assert facts.env_sh is not None and facts.env_sh["HCCL_BUFFSIZE"] == "200" and facts.env_sh["HCCL_CONNECT_TIMEOUT"] == "1200"
+
+
+def _saved_plan(tmp_path: Path, plan) -> Path:
+    path = tmp_path / "plan.json"
+    write_plan(PlanFile(str(tmp_path / "inventory.yaml"), "0" * 64, "t", "2026-01-01T00:00:00+00:00", [SavedHost("n1", "10.0.0.11", True, plan.changes)]), path)
+    return path
+
+
+def test_a_plan_file_keeps_the_variables_and_older_plans_without_them_still_read(tmp_path: Path):
+    _, plan = _env_plan({"HCCL_BUFFSIZE": "400"}, _written_env({"HCCL_BUFFSIZE": "200"}))
+    path = _saved_plan(tmp_path, plan)
+    [saved] = [c for c in read_plan(path).hosts[0].changes if c.key == f"file:{ENV_SH}"]
+    assert saved.variables == (("HCCL_BUFFSIZE", "200", "400"),) and describe(saved) == f"{ENV_SH}: update: changes HCCL_BUFFSIZE 200 → 400"
+    data = json.loads(path.read_text())
+    for change in data["hosts"][0]["changes"]:  # as an ascendprep before the variables wrote it
+        if change.pop("variables", None) is not None:
+            change["text"] = f"{ENV_SH}: update"
+    path.write_text(json.dumps(data))
+    [old] = [c for c in read_plan(path).hosts[0].changes if c.key == f"file:{ENV_SH}"]
+    assert old.variables is None and old.sha256 == saved.sha256
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c.update(variables=["HCCL_BUFFSIZE"]), "variables must be an object"),
+        (lambda c: c.update(variables={"HCCL_BUFFSIZE": ["200"]}), "variables.HCCL_BUFFSIZE must be [value before, value after]"),
+        (lambda c: c.update(variables={"A B": ["1", "2"]}), "variables.A B must be [value before, value after]"),
+        (lambda c: c.update(variables={"HCCL_BUFFSIZE": [5, "2"]}), "before and after must differ, each text or null"),
+        (lambda c: c.update(variables={"HCCL_BUFFSIZE": ["2", "2"]}), "before and after must differ, each text or null"),
+        (lambda c: c["variables"].update(HCCL_BUFFSIZE=["200", "800"]), ".text '/etc/ascendprep/env.sh: update: changes HCCL_BUFFSIZE 200 → 400' is not what this change does"),
+    ],
+)
+def test_hand_edited_variables_in_a_plan_file_are_refused(tmp_path: Path, edit, message):
+    _, plan = _env_plan({"HCCL_BUFFSIZE": "400"}, _written_env({"HCCL_BUFFSIZE": "200"}))
+    path = _saved_plan(tmp_path, plan)
+    data = json.loads(path.read_text())
+    edit(next(c for c in data["hosts"][0]["changes"] if "variables" in c))
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError) as caught:
+        read_plan(path)
+    assert str(caught.value.problems[0]).startswith(str(path)) and message in str(caught.value.problems[0]), caught.value.problems
+
+
+def test_only_an_env_sh_change_may_list_variables(tmp_path: Path):
+    _, plan = _env_plan({"HCCL_BUFFSIZE": "400"}, _written_env({"HCCL_BUFFSIZE": "200"}))
+    path = _saved_plan(tmp_path, plan)
+    data = json.loads(path.read_text())
+    moved = next(c for c in data["hosts"][0]["changes"] if "variables" in c)
+    moved["target"] = "/etc/ascendprep/set_env.sh"  # set_env.sh's change, words and all, made to list them
+    moved["text"] = moved["text"].replace(ENV_SH, moved["target"])
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError) as caught:
+        read_plan(path)
+    assert f"only a change of {ENV_SH} lists variables" in str(caught.value.problems[0])
