@@ -58,12 +58,20 @@ JSON_MAX_BYTES = 64 * 1024 * 1024
 #: HOST_OUTPUT_CAP when gathered; this bounds what ``--from-bundle`` reads from a hostile one).
 BUNDLE_FILE_MAX_BYTES = 64 * 1024 * 1024
 
+#: Bytes ``--from-bundle`` decompresses in all from one bundle, and from all the node bundles of
+#: one merge together (every transcript, run.json, the inventory copy, allreduce.json). A 4,096-host
+#: run's transcripts are ~250 MB (62 KB a host); without a total, a 108 KB bundle whose host
+#: records all named one gzip bomb member took 822 MiB, and many small bombs stay under the cap
+#: per file (:data:`BUNDLE_FILE_MAX_BYTES`) each.
+BUNDLE_READ_MAX_BYTES = 1024 * 1024 * 1024
+
 #: Characters one /proc/sys value may have before the probe calls it unreadable. The kernel's
 #: longest values (ip_local_reserved_ports with many ranges) stay far below this.
 SYSCTL_VALUE_MAX_CHARS = 4096
 
-#: Digits one number in a tool's output may have; u64 is 20 digits. Longer means not a number
-#: the tool would print (and ``int()`` refuses more than 4300 digits with a ValueError).
+#: Digits one number in a tool's output, or an integer in JSON read back (plan file, bundle), may
+#: have; u64 is 20 digits. Longer means not a number the tool (or ascendprep) would write (and
+#: ``int()`` refuses more than 4300 digits with a ValueError).
 NUMBER_MAX_DIGITS = 24
 
 #: Verify runs kept under ``.ascendprep/runs/``; older ones are removed after each run

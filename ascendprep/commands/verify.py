@@ -436,13 +436,14 @@ def _allreduce_within(allreduce: Any, deadline: Deadline) -> Any:
 
 def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[_Run]:
     from ascendprep.checks.registry import Selection
-    from ascendprep.fleet.bundle import BundleError, read_bundle
+    from ascendprep.fleet.bundle import BundleError, ReadBudget, read_bundle
     from ascendprep.inventory import inventory_from_text
 
     assert options.from_bundle is not None
-    bundle = read_bundle(options.from_bundle)
+    merge = ReadBudget.for_merge()  # what all the folders given may decompress to together
+    bundle = read_bundle(options.from_bundle, merge)
     if options.more_bundles or bundle.local_node is not None:
-        return _merged(options, selection, [bundle, *(read_bundle(p) for p in _more_paths(options))], err)
+        return _merged(options, selection, [bundle, *(read_bundle(p, merge) for p in _more_paths(options))], err)
     inventory = inventory_from_text(bundle.inventory_text, file=bundle.inventory_path, base_dir=Path(bundle.inventory_path).parent)
     desired = _desired(inventory, err)
     if desired is None:
