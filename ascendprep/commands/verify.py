@@ -305,6 +305,8 @@ class _Run:
     limits_hit: List[Dict[str, Any]] = field(default_factory=list)
     #: A --local run's node: only its evidence is kept, its checks judged (commands/local.py).
     local_node: Optional[str] = None
+    #: A --local run's record of this machine, kept in its node bundle (fleet.bundle.NodeTie).
+    node_tie: Optional[Any] = None
     #: A merge of node bundles (fleet/bundlemerge.py): the header lines the text report starts with.
     merged: Optional[Any] = None
     #: The nodes a ``--hosts`` run read (None: every node); the bundle records them.
@@ -553,7 +555,7 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
     from ascendprep.report.verify import bundle_document
 
     recorded = {**run.selection.to_dict(), **({ONLY_HOSTS_KEY: run.only_hosts} if run.only_hosts is not None else {})}
-    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node)
+    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node, node_tie=run.node_tie)
     writer = run.bundle_writer
     verdict = bundle_document(document, results)
     saved: Optional[Path] = None

@@ -21,7 +21,8 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
     allreduce.json       the all-reduce outcome, with --allreduce
 
 A *node bundle* (``verify --local``) has the same layout with one host; run.json names it
-(``"local_node"``) and its ping plan holds the pairs that node pinged from its end. Written with
+(``"local_node"``), ties it to the machine that wrote it (``"node_tie"``, :class:`NodeTie`) and
+its ping plan holds the pairs that node pinged from its end. Written with
 ``--bundle-dir DIR``, it goes to DIR itself (replacing that node's earlier bundle there, never
 anything else) and DIR's parent is left as it is (it may be a shared folder).
 
@@ -118,6 +119,24 @@ class BundleError(ValueError):
     """A bundle that cannot be read; the message names the file and what is wrong."""
 
 
+@dataclass(frozen=True)
+class NodeTie:
+    """What ties a node bundle (``verify --local``) to the machine that wrote it, recorded in
+    run.json as ``node_tie``: the node it was run as, the machine's host name and a digest of its
+    ``/etc/machine-id`` (None where it has none), and the inventory's sha256.
+    :func:`ascendprep.fleet.bundlemerge.check_compatible` refuses a merge where one machine wrote
+    two nodes' bundles, or a node's bundle was written on another inventory node's machine. It is
+    a record, not a signature: whoever can edit a bundle can edit it too."""
+
+    node: str
+    hostname: str
+    machine_id: Optional[str]
+    inventory_sha256: str
+
+    def to_dict(self) -> Dict[str, Optional[str]]:
+        return {"node": self.node, "hostname": self.hostname, "machine_id": self.machine_id, "inventory_sha256": self.inventory_sha256}
+
+
 @dataclass
 class Bundle:
     """A verify run's evidence, as written or as read back."""
@@ -137,6 +156,8 @@ class Bundle:
     path: Optional[Path] = None
     #: A node bundle's node (``verify --local``); None for a whole run's bundle.
     local_node: Optional[str] = None
+    #: A node bundle's record of the machine that wrote it (None: a whole run's, or an older one).
+    node_tie: Optional[NodeTie] = None
     #: What bundle_size encoded, kept for write_bundle so nothing is encoded twice: per host whose
     #: facts.json is written its gzip'd text, and (id of the report, its length, its gzip'd text).
     _facts_gz: Dict[str, "tuple[int, bytes]"] = field(default_factory=dict, repr=False, compare=False)
@@ -427,6 +448,8 @@ def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], re
     }
     if bundle.local_node is not None:
         run["local_node"] = bundle.local_node
+    if bundle.node_tie is not None:
+        run["node_tie"] = bundle.node_tie.to_dict()
     files = writer.files
     files.write(partial / RUN_FILE, b"".join(jsondoc.json_lines(run)))  # one key per line, values compact
     files.write(partial / INVENTORY_COPY, bundle.inventory_text.encode("utf-8"))
@@ -992,6 +1015,19 @@ def _check_allreduce_doc(fields: _Fields, value: Any) -> Dict[str, Any]:
     return doc
 
 
+def _node_tie(fields: _Fields, value: Any) -> Optional[NodeTie]:
+    """run.json's ``node_tie`` (absent in bundles of a whole run, and in older node bundles)."""
+    if value is None:
+        return None
+    data = fields.mapping(value, "node_tie")
+    return NodeTie(
+        node=fields.text(data.get("node"), "node_tie.node") or "",
+        hostname=fields.text(data.get("hostname"), "node_tie.hostname") or "",
+        machine_id=fields.text(data.get("machine_id"), "node_tie.machine_id", optional=True),
+        inventory_sha256=fields.text(data.get("inventory_sha256"), "node_tie.inventory_sha256") or "",
+    )
+
+
 def _bundle_from(folder: Path, run: Dict[str, Any], budget: Optional[ReadBudget] = None) -> Bundle:
     fields = _Fields(folder / RUN_FILE)
     hosts: Dict[str, HostEvidence] = {}
@@ -1057,6 +1093,7 @@ def _bundle_from(folder: Path, run: Dict[str, Any], budget: Optional[ReadBudget]
         allreduce_findings=_findings(fields, run.get("allreduce_findings")),
         path=folder,
         local_node=_local_node(folder, run, hosts),
+        node_tie=_node_tie(fields, run.get("node_tie")),
     )
     if any(os.path.lexists(folder / name) for name in (ALLREDUCE_FILE + GZ, ALLREDUCE_FILE)):
         bundle.allreduce_doc = _check_allreduce_doc(_Fields(folder / ALLREDUCE_FILE), _read_json(folder, ALLREDUCE_FILE, budget))
