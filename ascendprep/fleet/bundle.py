@@ -754,8 +754,9 @@ def _read_json(root: Path, relative: str, budget: Optional[ReadBudget] = None) -
 def read_bundle(folder: Path, merge: Optional[ReadBudget] = None) -> Bundle:
     """Read a bundle written by :func:`write_bundle`; raise :class:`BundleError` naming what is wrong.
 
-    ``merge``: the budget of a merge this bundle is one of (:func:`ascendprep.fleet.bundlemerge.read_bundles`);
-    the bundle has :data:`~ascendprep.limits.BUNDLE_READ_MAX_BYTES` of its own either way."""
+    ``merge``: the budget all the folders of one ``--from-bundle`` draw on together
+    (:meth:`ReadBudget.for_merge`); the bundle has :data:`~ascendprep.limits.BUNDLE_READ_MAX_BYTES`
+    of its own either way."""
     if not folder.is_dir():
         raise BundleError(f"{folder}: not a directory (give a folder under {RUNS_DIR})")
     folder = folder.resolve()
