@@ -81,7 +81,7 @@ def local_bundles(inventory: Path, tmp_path: Path, nodes=NODES, machines=None) -
         folder = tmp_path / "bundles" / node
         folder.parent.mkdir(exist_ok=True)
         machine = (machines or {}).get(node, f"machine-of-{node}")
-        with mock.patch("ascendprep.commands.local.machine_id_digest", lambda: machine):
+        with mock.patch("ascendprep.commands.local.machine_id_digest", lambda machine=machine: machine):
             code, document, stderr = verify(str(inventory), "--local", "--node", node, "--bundle-dir", str(folder), "--sample-interval", "0")
         assert code in (0, 1), stderr
         assert set(document["hosts"]) == {node} and document["local_node"] == node
