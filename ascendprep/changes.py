@@ -217,8 +217,8 @@ VariableChange = Tuple[str, Optional[str], Optional[str]]
 def variable_changes(before: Mapping[str, str], after: Mapping[str, str]) -> Tuple[VariableChange, ...]:
     """The variables that differ between two env.sh files: those added or changed, in ``after``'s
     order, then those dropped."""
-    changed = [(name, before.get(name), value) for name, value in after.items() if before.get(name) != value]
-    dropped = [(name, value, None) for name, value in before.items() if name not in after]
+    changed: list[VariableChange] = [(name, before.get(name), value) for name, value in after.items() if before.get(name) != value]
+    dropped: list[VariableChange] = [(name, value, None) for name, value in before.items() if name not in after]
     return tuple(changed + dropped)
 
 

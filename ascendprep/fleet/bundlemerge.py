@@ -92,10 +92,10 @@ def check_ties(bundles: Sequence[Bundle], inventory: "Inventory") -> None:
     before ascendprep recorded it; run verify --local there again), one whose tie names another
     node or inventory, two written on one machine, and one written on a machine whose host name
     is another node of the inventory (its name or host)."""
-    names = {}
-    for node in inventory.nodes:
-        names.setdefault(node.name.lower(), node.name)
-        names.setdefault(node.host.lower(), node.name)
+    names: Dict[str, str] = {}
+    for entry in inventory.nodes:
+        names.setdefault(entry.name.lower(), entry.name)
+        names.setdefault(entry.host.lower(), entry.name)
     seen: Dict["tuple[Optional[str], str]", Bundle] = {}
     for bundle in bundles:
         where, node, tie = str(bundle.path), bundle.local_node, bundle.node_tie
