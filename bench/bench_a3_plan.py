@@ -57,9 +57,9 @@ def check_table(table: dict, pods: int, servers: int) -> None:
 
 
 def run_once(path: Path) -> dict:
-    from ascendprep.desired import build_desired
-    from ascendprep.inventory import load_inventory
-    from ascendprep.probes.paths import RANK_TABLE
+    from ascendprep.desired.state import build_desired
+    from ascendprep.inventory.model import load_inventory
+    from ascendprep.base.paths import RANK_TABLE
     from ascendprep.report.plan import render_json
 
     timings = {}
@@ -84,7 +84,7 @@ def main() -> None:
     args = parser.parse_args()
 
     t0 = time.process_time()
-    import ascendprep.desired  # noqa: F401  (import cost reported apart)
+    import ascendprep.desired.state  # noqa: F401  (import cost reported apart)
     import ascendprep.report.plan  # noqa: F401
 
     imports = time.process_time() - t0

@@ -59,15 +59,15 @@ from typing import Any, Dict, List
 import yaml
 from rich.console import Console
 
-from ascendprep.fleet.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
-from ascendprep.allreduce.sizes import format_size, parse_size
-from ascendprep.allreduce.worker import bus_bandwidth_factor
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.inventory import load_inventory
+from ascendprep.run.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
+from ascendprep.verify.allreduce.sizes import format_size, parse_size
+from ascendprep.verify.allreduce.worker import bus_bandwidth_factor
+from ascendprep.run.hosts import host_accesses
+from ascendprep.inventory.model import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.testing import free_test_subnet
-from ascendprep.fleet.fanout import Session
+from ascendprep.run.fanout import Session
 
 BASELINE = """\
 import sys, time

@@ -45,16 +45,16 @@ from pathlib import Path
 from typing import Iterator, Optional
 from contextlib import contextmanager
 
-from ascendprep import limits
+from ascendprep.base import limits
 from ascendprep.lab import lifecycle
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.paths import LabPaths
 from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.system import missing_requirements
 from ascendprep.lab.testing import free_test_subnet
-from ascendprep.probes.gather import render_gather_script
-from ascendprep.probes.ping import render_ping_script
-from ascendprep.probes.unit import PLAN, VERIFY
+from ascendprep.facts.gather import render_gather_script
+from ascendprep.facts.ping import render_ping_script
+from ascendprep.facts.unit import PLAN, VERIFY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_plan_apply import Measured, run_on_lab, tail  # noqa: E402  (bench/ is not a package)

@@ -50,18 +50,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from ascendprep.desired import build_desired
-from ascendprep.fleet.hosts import apply_changes, gather_facts, host_accesses
-from ascendprep.inventory import load_inventory
+from ascendprep.desired.state import build_desired
+from ascendprep.run.hosts import apply_changes, gather_facts, host_accesses
+from ascendprep.inventory.model import load_inventory
 from ascendprep.lab import lifecycle
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.paths import LabPaths
 from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.system import missing_requirements
 from ascendprep.lab.testing import free_test_subnet
-from ascendprep.plan import diff_host
-from ascendprep.probes.gather import render_gather_script
-from ascendprep.fleet.fanout import Session
+from ascendprep.plan.diff import diff_host
+from ascendprep.facts.gather import render_gather_script
+from ascendprep.run.fanout import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "ansible"))
 from render_project import PLAYBOOK, write_project  # noqa: E402  (bench/ansible is not a package)

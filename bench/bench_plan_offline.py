@@ -48,8 +48,8 @@ def main() -> None:
     args = parser.parse_args()
 
     t0 = time.perf_counter()
-    from ascendprep.desired import build_desired
-    from ascendprep.inventory import load_inventory
+    from ascendprep.desired.state import build_desired
+    from ascendprep.inventory.model import load_inventory
     from ascendprep.report.addresses import write_address_csv
     from ascendprep.report.plan import render_json
 

@@ -66,9 +66,9 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
     sys.path.insert(0, str(BENCH))
     import scale_sim
 
-    from ascendprep.desired import build_desired
-    from ascendprep.fleet import fanout
-    from ascendprep.inventory import load_inventory
+    from ascendprep.desired.state import build_desired
+    from ascendprep.run import fanout
+    from ascendprep.inventory.model import load_inventory
 
     inventory = scale_sim.write_scale_inventory(workdir, hosts)
     fleet = scale_sim.SimulatedFleet(build_desired(load_inventory(inventory)), scale_sim.FRESH if command == "plan" else scale_sim.CONVERGED)

@@ -98,9 +98,9 @@ class Targets:
 
 def load_targets(inventory_path: Path) -> Targets:
     """Every node's changes from ``ascendprep plan --offline --format json``, and its SSH access."""
-    from ascendprep.envfiles import render_sysctl_conf
-    from ascendprep.inventory import load_inventory
-    from ascendprep.probes.paths import SYSCTL_FILE
+    from ascendprep.desired.envfiles import render_sysctl_conf
+    from ascendprep.inventory.model import load_inventory
+    from ascendprep.base.paths import SYSCTL_FILE
 
     sys.path.insert(0, str(Path(__file__).resolve().parent / "ansible"))
     from render_project import offline_plan, sysctl_values  # bench/ansible is not a package

@@ -23,8 +23,8 @@ from typing import Dict, List
 
 import yaml
 
-from ascendprep.fleet import fanout
-from ascendprep.fleet.result import ExecResult
+from ascendprep.run import fanout
+from ascendprep.remote.result import ExecResult
 
 DATA = Path(__file__).resolve().parent / "scale_data"
 #: The recorded node and the device subnet the benchmark inventories use.

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ascendprep.fleet.result import ExecResult
+from ascendprep.remote.result import ExecResult
 
 DATA = Path(__file__).resolve().parent / "scale_data"
 FRESH, CONVERGED = "fresh", "converged"
@@ -218,8 +218,8 @@ class SimulatedFleet:
     """Answers for every host of ``desired`` (the benchmark inventory's desired state)."""
 
     def __init__(self, desired, state: str = CONVERGED, host_prefix: int = HOST_PREFIX) -> None:
-        from ascendprep.desired import build_desired
-        from ascendprep.inventory import inventory_from_text
+        from ascendprep.desired.state import build_desired
+        from ascendprep.inventory.model import inventory_from_text
 
         import yaml
 
@@ -234,7 +234,7 @@ class SimulatedFleet:
         self.ping_version = ping.version
         self.desired = desired
         self.host_prefix = host_prefix
-        from ascendprep.envfiles import connect_timeout_for
+        from ascendprep.desired.envfiles import connect_timeout_for
 
         #: env.sh scales HCCL_CONNECT_TIMEOUT with the node count: the value a login shell of this
         #: fleet's hosts sees once applied (the recording is of a 2-node lab's).

@@ -4,7 +4,7 @@
 pipeline the script started (``cat /dev/zero | tee ...``, a hung simulated tool) runs on,
 orphaned, and loads the machine for every later test. Here the script gets a new session, and on
 a timeout, Ctrl-C or any error the whole group is killed before the exception goes on, as
-:class:`ascendprep.fleet.local.LocalTransport` does for real runs.
+:class:`ascendprep.remote.local.LocalTransport` does for real runs.
 """
 
 from __future__ import annotations

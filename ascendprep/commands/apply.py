@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 import click
 from rich.console import Console
 
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 from ascendprep.commands.common import (
     hosts_option,
     select_nodes,
@@ -46,21 +46,21 @@ from ascendprep.commands.common import (
     prompt_sudo_password,
     timeout_option,
 )
-from ascendprep.fleet.sudo import SudoPassword
-from ascendprep.hostrange import compressed
-from ascendprep.probes.shell import checked_output_cap_override
+from ascendprep.remote.sudo import SudoPassword
+from ascendprep.base.hostrange import compressed
+from ascendprep.facts.shell import checked_output_cap_override
 from ascendprep.report import console as report_console
-from ascendprep.report.text import markup_safe
-from ascendprep.yamlsource import InputError, Located
+from ascendprep.base.text import markup_safe
+from ascendprep.base.yamlsource import InputError, Located
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ascendprep.applyjournal import ApplyJournal
-    from ascendprep.desired import DesiredState
-    from ascendprep.fleet.fanout import HostOutcome
-    from ascendprep.fleet.hosts import AppliedHost
-    from ascendprep.inventory import Inventory, Node
-    from ascendprep.plan import Change
-    from ascendprep.planfile import PlanFile
+    from ascendprep.apply.journal import ApplyJournal
+    from ascendprep.desired.state import DesiredState
+    from ascendprep.run.fanout import HostOutcome
+    from ascendprep.run.hosts import AppliedHost
+    from ascendprep.inventory.model import Inventory, Node
+    from ascendprep.plan.diff import Change
+    from ascendprep.plan.planfile import PlanFile
 
 #: Exit status after SIGTERM (128 + 15), as a shell reports it.
 TERMINATED = 143
@@ -132,8 +132,8 @@ class Refused(Exception):
 
 def _load_inventory(path: Path, saved: "PlanFile", given: Optional[Path]) -> "Inventory":
     """The inventory from ``--inventory`` or from the plan; its hash must be the plan's."""
-    from ascendprep.inventory import inventory_from_text
-    from ascendprep.planfile import read_inventory_bytes
+    from ascendprep.inventory.model import inventory_from_text
+    from ascendprep.plan.planfile import read_inventory_bytes
 
     source = given if given is not None else Path(saved.inventory_path)
     if given is None and not source.is_absolute():
@@ -179,8 +179,8 @@ APPLY_PHASES = 2
 
 
 def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None, local: bool = False, node: Optional[str] = None) -> int:
-    from ascendprep.applyjournal import ApplyJournal
-    from ascendprep.planfile import DEFAULT_PLAN, read_plan
+    from ascendprep.apply.journal import ApplyJournal
+    from ascendprep.plan.planfile import DEFAULT_PLAN, read_plan
 
     out = report_console()
     err = report_console(stderr=True)
@@ -220,12 +220,12 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
 
 
 def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float], hosts_pattern: Optional[str] = None, local: bool = False, node: Optional[str] = None) -> int:
-    from ascendprep.desired import build_desired
-    from ascendprep.fleet.hosts import apply_changes, gather_facts
-    from ascendprep.fleet.progress import progress_for_terminal
-    from ascendprep.plan import area_of, diff_host, managed_keys, reconcile
-    from ascendprep.probes.reads import npu_kinds_for, units_for_changes
-    from ascendprep.probes.unit import PLAN
+    from ascendprep.desired.state import build_desired
+    from ascendprep.run.hosts import apply_changes, gather_facts
+    from ascendprep.run.progress import progress_for_terminal
+    from ascendprep.plan.diff import area_of, diff_host, managed_keys, reconcile
+    from ascendprep.plan.reads import npu_kinds_for, units_for_changes
+    from ascendprep.facts.unit import PLAN
 
     inventory = _load_inventory(path, saved, inventory_path)
     if inventory_path is None:
@@ -319,7 +319,7 @@ def _session(inventory: "Inventory", this: Optional["Node"], accept_new_host_key
 
 def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], outcomes: dict[str, HostOutcome[AppliedHost]]) -> tuple[list[tuple[str, Change, Optional[int], str]], bool]:
     """Each change's result, as table rows, written into the journal (before any printing)."""
-    from ascendprep.applyjournal import public_change
+    from ascendprep.apply.journal import public_change
 
     rows: list[tuple[str, Change, Optional[int], str]] = []
     failed = False
@@ -354,7 +354,7 @@ def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], ou
 
 
 def _report(out: Console, path: Path, saved: PlanFile, rows: list[tuple[str, Change, Optional[int], str]], failed: bool, journal_path: Path) -> int:
-    from ascendprep.planfile import write_plan
+    from ascendprep.plan.planfile import write_plan
     from ascendprep.report.changes import apply_table
 
     out.print(apply_table(rows))

@@ -6,7 +6,7 @@ paramiko and fabric. The SSH session is imported in :func:`open_session`, when a
 about to contact hosts.
 
 ``--ask-sudo-password`` reads the sudo password once, from the terminal, for this run only. It
-is kept in a :class:`~ascendprep.fleet.sudo.SudoPassword` (it never prints itself) and handed to
+is kept in a :class:`~ascendprep.remote.sudo.SudoPassword` (it never prints itself) and handed to
 the session; it is never written anywhere and leaves this process only on the stdin of
 ``sudo -S`` on hosts that ask for it.
 """
@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Iterator, NoReturn, Optional, Sequence
 import click
 from rich.console import Console
 
-from ascendprep import exitcodes
-from ascendprep.fleet.deadline import Deadline, command_deadline
-from ascendprep.fleet.sudo import SudoPassword
-from ascendprep.limits import COMMAND_DEADLINE_MIN_S
+from ascendprep.base import exitcodes
+from ascendprep.remote.deadline import Deadline, command_deadline
+from ascendprep.remote.sudo import SudoPassword
+from ascendprep.base.limits import COMMAND_DEADLINE_MIN_S
 from ascendprep.report import console as report_console
-from ascendprep.report.text import markup_safe
-from ascendprep.yamlsource import InputError
+from ascendprep.base.text import markup_safe
+from ascendprep.base.yamlsource import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ascendprep.desired import DesiredState
-    from ascendprep.fleet.fanout import Session
-    from ascendprep.inventory import Inventory, Node
+    from ascendprep.desired.state import DesiredState
+    from ascendprep.run.fanout import Session
+    from ascendprep.inventory.model import Inventory, Node
 
 
 accept_new_host_keys_option = click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")
@@ -56,7 +56,7 @@ def select_nodes(inventory: "Inventory", pattern: Optional[str]) -> list["Node"]
 
     A malformed pattern or one that names no node is a usage error (exit 2), saying which nodes
     there are, so a typo never turns into a run over nothing."""
-    from ascendprep.hostrange import HostRangeError, compressed, select
+    from ascendprep.base.hostrange import HostRangeError, compressed, select
 
     if pattern is None:
         return list(inventory.nodes)
@@ -72,7 +72,7 @@ def select_nodes(inventory: "Inventory", pattern: Optional[str]) -> list["Node"]
 
 def markup_free(value: str) -> str:
     """A user's pattern in an error message: quoted, control characters spelled out."""
-    from ascendprep.report.text import visible
+    from ascendprep.base.text import visible
 
     return repr(visible(value))
 
@@ -86,7 +86,7 @@ TIMEOUT_HELP = (
 
 
 def timeout_option(help_text: str = TIMEOUT_HELP):  # type: ignore[no-untyped-def]
-    """``--timeout SECONDS``: the whole command's deadline (see :mod:`ascendprep.fleet.deadline`)."""
+    """``--timeout SECONDS``: the whole command's deadline (see :mod:`ascendprep.remote.deadline`)."""
     return click.option("--timeout", type=click.FloatRange(min=COMMAND_DEADLINE_MIN_S), default=None, metavar="SECONDS", help=help_text)
 
 
@@ -126,7 +126,7 @@ def fail_input(error: InputError) -> NoReturn:
 
 def print_invalid_inventory(desired: "DesiredState", console: Console) -> int:
     """The device-IP and rank-table rules the inventory breaks, as one table; the exit code for bad input."""
-    from ascendprep.findings import Severity
+    from ascendprep.base.findings import Severity
     from ascendprep.report.findings import findings_table
 
     console.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP or rank-table rules"))
@@ -138,7 +138,7 @@ def print_invalid_inventory(desired: "DesiredState", console: Console) -> int:
 
 def hosts_deadline(inventory: "Inventory", timeout: Optional[float], forks: Optional[int], phases: int, hosts: Optional[int] = None) -> Deadline:
     """``--timeout``, or the default for ``hosts`` nodes (all) over ``phases`` remote phases
-    (see :func:`ascendprep.fleet.deadline.default_timeout`)."""
+    (see :func:`ascendprep.remote.deadline.default_timeout`)."""
     ssh = inventory.model.ssh
     count = len(inventory.nodes) if hosts is None else hosts
     return command_deadline(timeout, count, forks or ssh.forks, ssh.connect_timeout, ssh.command_timeout, phases)
@@ -155,8 +155,8 @@ def open_session(
 ) -> Iterator["Session"]:
     """One connection per host (``nodes``, default every node) for the whole command, closed at
     the end; ``forks`` defaults to the inventory's ``ssh.forks``."""
-    from ascendprep.fleet.fanout import Session
-    from ascendprep.fleet.hosts import host_accesses
+    from ascendprep.run.fanout import Session
+    from ascendprep.run.hosts import host_accesses
 
     accesses = host_accesses(inventory, accept_new_host_keys, list(nodes) if nodes is not None else None)
     with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password, deadline=deadline) as session:

@@ -2,8 +2,8 @@
 
 Where a scheduler (Slurm prolog, a Kubernetes DaemonSet, an Ansible play) puts ascendprep on
 each node, there is no control host with SSH to every node. A local run reads and changes only
-the node it runs on, through :class:`~ascendprep.fleet.local.LocalTransport` (the same scripts,
-``sh -s`` on stdin, no SSH), behind the same :class:`~ascendprep.fleet.fanout.Session` the SSH
+the node it runs on, through :class:`~ascendprep.remote.local.LocalTransport` (the same scripts,
+``sh -s`` on stdin, no SSH), behind the same :class:`~ascendprep.run.fanout.Session` the SSH
 commands use, so the gather, the pings, the apply script, its lock and the journal are theirs.
 
 Which node: ``--node NAME``, or the inventory node whose name or host is this machine's host
@@ -13,7 +13,7 @@ error naming what was compared, never a guess.
 Pings: a node cannot know how its peers' ports are doing, so it pings every mesh pair it is an
 end of, from its own NPU. Each pair is then pinged from both ends (about twice the pings of an
 SSH verify), and ``verify --from-bundle`` can rebuild the SSH run's ping plan from all nodes'
-facts and find each pair's result at the end that plan chooses (:mod:`ascendprep.fleet.bundlemerge`).
+facts and find each pair's result at the end that plan chooses (:mod:`ascendprep.run.bundlemerge`).
 """
 
 from __future__ import annotations
@@ -30,19 +30,19 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional
 
 import click
 
-from ascendprep.limits import LOCAL_ADDRESSES_SHOWN, LOCAL_IDENTITY_TIMEOUT_S
+from ascendprep.base.limits import LOCAL_ADDRESSES_SHOWN, LOCAL_IDENTITY_TIMEOUT_S
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ascendprep.checks.context import HostEvidence
-    from ascendprep.checks.mesh import PingPlan
-    from ascendprep.checks.model import CheckResult
-    from ascendprep.checks.registry import Selection
-    from ascendprep.desired import DesiredState
-    from ascendprep.facts import HostFacts
-    from ascendprep.fleet.deadline import Deadline
-    from ascendprep.fleet.bundle import NodeTie
-    from ascendprep.fleet.fanout import Session
-    from ascendprep.inventory import Inventory, Node
+    from ascendprep.verify.checks.context import HostEvidence
+    from ascendprep.verify.mesh import PingPlan
+    from ascendprep.verify.checks.model import CheckResult
+    from ascendprep.verify.checks.registry import Selection
+    from ascendprep.desired.state import DesiredState
+    from ascendprep.facts.model import HostFacts
+    from ascendprep.remote.deadline import Deadline
+    from ascendprep.run.bundle import NodeTie
+    from ascendprep.run.fanout import Session
+    from ascendprep.inventory.model import Inventory, Node
     from rich.console import Console
 
     from ascendprep.commands.verify import VerifyOptions, _Run
@@ -120,7 +120,7 @@ def machine_id_digest(files: "tuple[str, ...]" = MACHINE_ID_FILES) -> Optional[s
 
 def node_tie(node: str, inventory_text: str) -> "NodeTie":
     """What ties this run's node bundle to this machine (fleet.bundle.NodeTie)."""
-    from ascendprep.fleet.bundle import NodeTie
+    from ascendprep.run.bundle import NodeTie
 
     return NodeTie(node, socket.gethostname(), machine_id_digest(), hashlib.sha256(inventory_text.encode()).hexdigest())
 
@@ -142,7 +142,7 @@ def match_node(inventory: "Inventory", identity: MachineIdentity, wanted: Option
     Raises click.BadParameter (exit 2) for an unknown name, and when no node or several match
     this machine, naming what was compared, so a wrong guess never reads or changes a node.
     """
-    from ascendprep.hostrange import compressed
+    from ascendprep.base.hostrange import compressed
 
     names = [node.name for node in inventory.nodes]
     if wanted is not None:
@@ -175,9 +175,9 @@ def refuse_remote_options(command: str, given: Dict[str, object]) -> None:
 @contextmanager
 def local_session(inventory: "Inventory", node: "Node", deadline: Optional["Deadline"]) -> Iterator["Session"]:
     """A one-host Session whose transport is this machine (ssh.command_timeout still bounds each script)."""
-    from ascendprep.fleet.fanout import Session
-    from ascendprep.fleet.hosts import host_accesses
-    from ascendprep.fleet.local import LocalTransport
+    from ascendprep.run.fanout import Session
+    from ascendprep.run.hosts import host_accesses
+    from ascendprep.remote.local import LocalTransport
 
     access = host_accesses(inventory, nodes=[node])[0]
 
@@ -195,7 +195,7 @@ def local_ping_plan(desired: "DesiredState", node: str, facts: Optional["HostFac
     picks this node's end whenever its NPU can ping at all; a pair with both ends here is chosen
     as in an SSH run. A pair this node cannot ping from says its peer pings it in its own run.
     """
-    from ascendprep.checks.mesh import PingPlan, plan_pings
+    from ascendprep.verify.mesh import PingPlan, plan_pings
 
     full = plan_pings(desired, {node: facts}, mesh)
     pairs = []
@@ -212,7 +212,7 @@ def local_ping_plan(desired: "DesiredState", node: str, facts: Optional["HostFac
 
 def others_unread(desired: "DesiredState", host: "HostEvidence") -> Dict[str, "HostEvidence"]:
     """Every inventory node's evidence for the checks: ``host``, and placeholders for the rest."""
-    from ascendprep.checks.context import HostEvidence
+    from ascendprep.verify.checks.context import HostEvidence
 
     return {
         node.name: host if node.name == host.node else HostEvidence(node.name, node.host, None, error=NOT_THIS_NODE.format(node=host.node), error_kind="error")
@@ -224,7 +224,7 @@ def node_results(desired: "DesiredState", host: "HostEvidence", pings: Optional[
     """The checks of one node's own evidence: its node and NPU checks, and the cluster checks
     over what it alone saw (its versions and stack, TLS and device IPs among its own NPUs, its
     pings). Cluster checks leave unread nodes out, so the placeholders never fail them."""
-    from ascendprep.checks.runner import run_checks
+    from ascendprep.verify.checks.runner import run_checks
 
     results = run_checks(desired, others_unread(desired, host), pings, selection, day)
     return [r for r in results if r.node is None or r.node == host.node]
@@ -238,17 +238,17 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
     """
     from datetime import datetime, timezone
 
-    from ascendprep.checks.context import HostEvidence
+    from ascendprep.verify.checks.context import HostEvidence
     from ascendprep.commands.verify import VERIFY_PHASES, _desired, _Run
-    from ascendprep.fleet.evidence import PingRun, _ping_problem, run_pings
-    from ascendprep.fleet.hosts import gather_facts
-    from ascendprep.fleet.progress import progress_for_terminal
+    from ascendprep.run.evidence import PingRun, _ping_problem, run_pings
+    from ascendprep.run.hosts import gather_facts
+    from ascendprep.run.progress import progress_for_terminal
     from ascendprep.commands.common import hosts_deadline
-    from ascendprep.inventory import inventory_from_text
-    from ascendprep.probes.shell import checked_output_cap_override
+    from ascendprep.inventory.model import inventory_from_text
+    from ascendprep.facts.shell import checked_output_cap_override
     from ascendprep.report.limits_hit import collect_limits_hit
-    from ascendprep.probes.shell import remote_call_output_cap
-    from ascendprep.yamlsource import read_input_text
+    from ascendprep.facts.shell import remote_call_output_cap
+    from ascendprep.base.yamlsource import read_input_text
 
     path = options.inventory
     checked_output_cap_override()
@@ -256,7 +256,7 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
     node = match_node(inventory, machine_identity(), options.node)
     if options.bundle_dir is not None:
-        from ascendprep.fleet.bundle import check_bundle_target
+        from ascendprep.run.bundle import check_bundle_target
 
         check_bundle_target(options.bundle_dir, node.name)  # refused before anything is read
     desired = _desired(inventory, err)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import click
 
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 from ascendprep.commands.common import (
     hosts_option,
     select_nodes,
@@ -32,21 +32,21 @@ from ascendprep.commands.common import (
     stderr_console,
     timeout_option,
 )
-from ascendprep.findings import Severity
-from ascendprep.fleet.deadline import Deadline
-from ascendprep.fleet.sudo import SudoPassword
-from ascendprep.hostrange import compressed
-from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
+from ascendprep.base.findings import Severity
+from ascendprep.remote.deadline import Deadline
+from ascendprep.remote.sudo import SudoPassword
+from ascendprep.base.hostrange import compressed
+from ascendprep.facts.shell import checked_output_cap_override, remote_call_output_cap
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report import console as report_console
 from ascendprep.report.findings import findings_table
-from ascendprep.report.text import markup_safe
-from ascendprep.yamlsource import InputError
+from ascendprep.base.text import markup_safe
+from ascendprep.base.yamlsource import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ascendprep.desired import DesiredState
-    from ascendprep.inventory import Node
-    from ascendprep.plan import HostPlan
+    from ascendprep.desired.state import DesiredState
+    from ascendprep.inventory.model import Node
+    from ascendprep.plan.diff import HostPlan
 
 #: Remote phases of ``plan`` (for the default deadline): one gather per host.
 PLAN_PHASES = 1
@@ -105,8 +105,8 @@ def _positive_int(text: str, option: str) -> int:
 
 def plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
     """Print the desired state of ``inventory``; exit 2 when it breaks a rule, 1 on error findings."""
-    from ascendprep.desired import build_desired
-    from ascendprep.inventory import load_inventory
+    from ascendprep.desired.state import build_desired
+    from ascendprep.inventory.model import load_inventory
     from ascendprep.report.plan import print_plan, render_json
 
     limit: Optional[int] = None if node_limit == "all" else _positive_int(node_limit, "--nodes")
@@ -157,11 +157,11 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
 
     ``limits_hit``: when given, the limits the run hit are appended to it (see report.limits_hit).
     """
-    from ascendprep.fleet.hosts import gather_facts
-    from ascendprep.probes.reads import units_for_plan
-    from ascendprep.fleet.progress import progress_for_terminal
-    from ascendprep.plan import diff_host, unreachable_host
-    from ascendprep.probes.unit import PLAN
+    from ascendprep.run.hosts import gather_facts
+    from ascendprep.plan.reads import units_for_plan
+    from ascendprep.run.progress import progress_for_terminal
+    from ascendprep.plan.diff import diff_host, unreachable_host
+    from ascendprep.facts.unit import PLAN
     from ascendprep.report.limits_hit import collect_limits_hit
 
     inventory = desired.inventory
@@ -184,9 +184,9 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
 
 def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None) -> int:
     """The live ``plan``: returns the exit code; raises InputError for a bad inventory."""
-    from ascendprep.desired import build_desired
-    from ascendprep.inventory import load_inventory
-    from ascendprep.planfile import DEFAULT_PLAN, from_host_plans, write_plan
+    from ascendprep.desired.state import build_desired
+    from ascendprep.inventory.model import load_inventory
+    from ascendprep.plan.planfile import DEFAULT_PLAN, from_host_plans, write_plan
     from ascendprep.report.changes import changes_table, plan_document
 
     err = report_console(stderr=True)

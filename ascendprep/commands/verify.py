@@ -3,7 +3,7 @@
 1. Load the inventory and its desired state (rule violations: exit 2).
 2. One SSH round trip per host gathers its facts; a second one per host pings NPU pairs (the
    ``--mesh``); with ``--allreduce`` the all-reduce launcher runs on the same connections.
-3. The checks (:mod:`ascendprep.checks`) turn the evidence into results; nothing they do touches a
+3. The checks (:mod:`ascendprep.verify.checks`) turn the evidence into results; nothing they do touches a
    host, so ``--from-bundle`` re-runs them on a saved run with the same outcome.
 4. Output: a summary (text) or a document (json), optionally JUnit; every live run saves its
    evidence bundle under ``.ascendprep/runs/``. Exit 0 when nothing at error severity failed.
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 import click
 from rich.console import Console
 
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 from ascendprep.commands.common import (
     hosts_option,
     select_nodes,
@@ -43,28 +43,28 @@ from ascendprep.commands.common import (
     prompt_sudo_password,
     timeout_option,
 )
-from ascendprep.findings import Finding, has_errors
-from ascendprep.fleet.deadline import Deadline
-from ascendprep.fleet.sudo import SudoPassword
-from ascendprep.hostrange import compressed
-from ascendprep.limits import KEEP_RUNS_DEFAULT
-from ascendprep.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
-from ascendprep.probes.shell import checked_output_cap_override, remote_call_output_cap
-from ascendprep.report.text import markup_safe as escape
-from ascendprep.yamlsource import InputError, Located, read_input_text
+from ascendprep.base.findings import Finding, has_errors
+from ascendprep.remote.deadline import Deadline
+from ascendprep.remote.sudo import SudoPassword
+from ascendprep.base.hostrange import compressed
+from ascendprep.base.limits import KEEP_RUNS_DEFAULT
+from ascendprep.base.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
+from ascendprep.facts.shell import checked_output_cap_override, remote_call_output_cap
+from ascendprep.base.text import markup_safe as escape
+from ascendprep.base.yamlsource import InputError, Located, read_input_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ascendprep.checks.context import HostEvidence
-    from ascendprep.checks.mesh import PingPlan
-    from ascendprep.checks.model import CheckResult
-    from ascendprep.checks.registry import Selection
-    from ascendprep.desired import DesiredState
-    from ascendprep.inventory import Inventory
+    from ascendprep.verify.checks.context import HostEvidence
+    from ascendprep.verify.mesh import PingPlan
+    from ascendprep.verify.checks.model import CheckResult
+    from ascendprep.verify.checks.registry import Selection
+    from ascendprep.desired.state import DesiredState
+    from ascendprep.inventory.model import Inventory
 
-ALLREDUCE_MODULE = "ascendprep.fleet.allreduce"
+ALLREDUCE_MODULE = "ascendprep.run.allreduce"
 #: The bundle's ``selection`` entry listing the nodes a ``--hosts`` run read.
 ONLY_HOSTS_KEY = "hosts"
-#: ``ascendprep.checks.registry.GROUPS`` and ``ascendprep.checks.mesh.MESHES``.
+#: ``ascendprep.verify.checks.registry.GROUPS`` and ``ascendprep.verify.mesh.MESHES``.
 GROUPS = ("node", "npu", "network", "optics", "ports", "sysctl", "firewall", "files", "software", "job", "cluster", "firmware", "superpod")
 MESHES = ("ring", "full")
 #: verify's ``--timeout`` also bounds the all-reduce, and the report and bundle are still written.
@@ -84,7 +84,7 @@ def _allreduce_options(enabled: bool, given: Dict[str, Any]) -> Optional[Any]:
         return None
     if importlib.util.find_spec(ALLREDUCE_MODULE) is None:
         raise click.UsageError(f"--allreduce: this installation has no all-reduce launcher ({ALLREDUCE_MODULE})")
-    from ascendprep.allreduce.options import AllreduceOptions
+    from ascendprep.verify.allreduce.options import AllreduceOptions
 
     return AllreduceOptions(**given)
 
@@ -199,7 +199,7 @@ def verify_command(
         raise click.UsageError("--launcher only applies with --allreduce")
     via = None
     if exec_via is not None:
-        from ascendprep.execvia import ExecViaError, parse_exec_via
+        from ascendprep.facts.execvia import ExecViaError, parse_exec_via
 
         try:
             via = parse_exec_via(exec_via)
@@ -257,7 +257,7 @@ class VerifyOptions:
     forks: Optional[int] = None
     #: A prompted sudo password (``--ask-sudo-password``); None: ASCENDPREP_SUDO_PASSWORD, if set.
     sudo_password: Optional[SudoPassword] = None
-    #: ``ascendprep.allreduce.options.AllreduceOptions`` when --allreduce was given.
+    #: ``ascendprep.verify.allreduce.options.AllreduceOptions`` when --allreduce was given.
     allreduce: Optional[Any] = None
     runs_dir: Optional[Path] = None
     #: Run folders kept under runs_dir after this run's bundle is saved (``--keep-runs``).
@@ -266,7 +266,7 @@ class VerifyOptions:
     timeout: Optional[float] = None
     #: ``--sample-interval``: seconds between the two reads of the port counters (0: read once).
     sample_interval: int = 0
-    #: ``--exec-via``: the checked wrapper the node checks run through (ascendprep.execvia.ExecVia).
+    #: ``--exec-via``: the checked wrapper the node checks run through (ascendprep.facts.execvia.ExecVia).
     exec_via: Optional[Any] = None
     #: ``--hosts``: read, check and report only these nodes; the cluster checks judge them alone
     #: and their pings go to the planned addresses of their peers, which are not contacted.
@@ -316,7 +316,7 @@ class _Run:
 
 
 def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
-    from ascendprep.desired import build_desired
+    from ascendprep.desired.state import build_desired
 
     desired = build_desired(inventory)
     if desired.invalid:
@@ -326,10 +326,10 @@ def _desired(inventory: Inventory, console: Console) -> Optional[DesiredState]:
 
 
 def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[_Run]:
-    from ascendprep.checks.blockers import busy_npu_refusal
-    from ascendprep.fleet.evidence import collect
-    from ascendprep.fleet.progress import progress_for_terminal
-    from ascendprep.inventory import inventory_from_text
+    from ascendprep.verify.checks.blockers import busy_npu_refusal
+    from ascendprep.run.evidence import collect
+    from ascendprep.run.progress import progress_for_terminal
+    from ascendprep.inventory.model import inventory_from_text
     from ascendprep.report.limits_hit import collect_limits_hit
 
     assert options.inventory is not None
@@ -343,7 +343,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     if desired is None:
         return None
     if options.allreduce is not None:
-        from ascendprep.allreduce.jobs import option_problems
+        from ascendprep.verify.allreduce.jobs import option_problems
 
         problems = option_problems(inventory, options.allreduce)
         if problems:
@@ -366,7 +366,7 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
             if refusal is not None:
                 allreduce_findings = [refusal]  # issue 17: an all-reduce on NPUs another job holds fails with EJ0001
             elif options.allreduce is not None:
-                from ascendprep.fleet.allreduce import run_allreduce  # written separately; loaded only when asked for
+                from ascendprep.run.allreduce import run_allreduce  # written separately; loaded only when asked for
 
                 shown = err if options.output_format != "text" else Console(highlight=False)
                 if launcher is not None:  # srun steps in the allocation instead of the SSH connections
@@ -389,7 +389,7 @@ def _bundle_writer(options: VerifyOptions) -> Any:
     """The run's bundle, opened before any host is read so that each host's transcripts go to
     disk as soon as its phase is done (fleet.bundle.BundleWriter); a folder that cannot be made
     means no bundle and a warning at the end, never a failed run."""
-    from ascendprep.fleet.bundle import RUNS_DIR, BundleWriter, new_bundle_dir
+    from ascendprep.run.bundle import RUNS_DIR, BundleWriter, new_bundle_dir
 
     writer = BundleWriter(new_bundle_dir(options.runs_dir or RUNS_DIR))
     try:
@@ -403,7 +403,7 @@ def _slurm_launcher(inventory: Inventory) -> Any:
     """``--launcher slurm``: the allocation checked before any host is read (exit 2 outside one)."""
     import os
 
-    from ascendprep.fleet.slurm import SlurmError, prepare_slurm
+    from ascendprep.run.slurm import SlurmError, prepare_slurm
 
     try:
         return prepare_slurm([(n.name, n.host) for n in inventory.nodes], os.environ)
@@ -422,7 +422,7 @@ def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
         waves = -(-len(inventory.nodes) // (options.forks or inventory.model.ssh.forks))
         deadline.seconds += options.sample_interval * waves  # each wave's gather waits up to the interval
     if options.timeout is None and options.allreduce is not None:
-        from ascendprep.allreduce.options import DEFAULT_TIMEOUT_S
+        from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S
 
         deadline.seconds += DEFAULT_TIMEOUT_S
     return deadline
@@ -430,16 +430,16 @@ def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
 
 def _allreduce_within(allreduce: Any, deadline: Deadline) -> Any:
     """The all-reduce's options with its overall limit cut to what is left of the command's."""
-    from ascendprep.allreduce.options import DEFAULT_TIMEOUT_S, MIN_TIMEOUT_S
+    from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S, MIN_TIMEOUT_S
 
     wanted = allreduce.timeout if allreduce.timeout is not None else DEFAULT_TIMEOUT_S
     return replace(allreduce, timeout=max(MIN_TIMEOUT_S, min(wanted, deadline.remaining())))
 
 
 def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[_Run]:
-    from ascendprep.checks.registry import Selection
-    from ascendprep.fleet.bundle import BundleError, ReadBudget, read_bundle
-    from ascendprep.inventory import inventory_from_text
+    from ascendprep.verify.checks.registry import Selection
+    from ascendprep.run.bundle import BundleError, ReadBudget, read_bundle
+    from ascendprep.inventory.model import inventory_from_text
 
     assert options.from_bundle is not None
     merge = ReadBudget.for_merge()  # what all the folders given may decompress to together
@@ -461,7 +461,7 @@ def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Co
 
 
 def _more_paths(options: VerifyOptions) -> List[Path]:
-    from ascendprep.fleet.bundlemerge import bundle_paths
+    from ascendprep.run.bundlemerge import bundle_paths
 
     assert options.from_bundle is not None
     return bundle_paths(options.from_bundle, options.more_bundles)[1:]
@@ -469,9 +469,9 @@ def _more_paths(options: VerifyOptions) -> List[Path]:
 
 def _merged(options: VerifyOptions, selection: Optional[Selection], bundles: List[Any], err: Console) -> Optional[_Run]:
     """``--from-bundle DIR DIR...``: node bundles of verify --local runs, judged as one cluster."""
-    from ascendprep.checks.registry import Selection
-    from ascendprep.fleet.bundlemerge import check_compatible, merge_bundles
-    from ascendprep.inventory import inventory_from_text
+    from ascendprep.verify.checks.registry import Selection
+    from ascendprep.run.bundlemerge import check_compatible, merge_bundles
+    from ascendprep.inventory.model import inventory_from_text
 
     check_compatible(bundles, explicit_selection=selection is not None)
     first = bundles[0]
@@ -511,8 +511,8 @@ def run_verify(options: VerifyOptions) -> int:
 
 
 def _run_verify(options: VerifyOptions) -> int:
-    from ascendprep.checks.registry import Selection, SelectionError
-    from ascendprep.fleet.bundle import BundleError
+    from ascendprep.verify.checks.registry import Selection, SelectionError
+    from ascendprep.run.bundle import BundleError
 
     err = Console(stderr=True, highlight=False)
     try:
@@ -551,7 +551,7 @@ def _save_bundle(run: _Run, target: Path, document: Dict[str, Any], keep_runs: i
     The bundle is evidence, not the verdict: any failure here is a warning, and the document then
     says ``"bundle": null``. Returns where it was saved, or None.
     """
-    from ascendprep.fleet.bundle import Bundle, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
+    from ascendprep.run.bundle import Bundle, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
     from ascendprep.report.verify import bundle_document
 
     recorded = {**run.selection.to_dict(), **({ONLY_HOSTS_KEY: run.only_hosts} if run.only_hosts is not None else {})}
@@ -593,8 +593,8 @@ def _only_hosts(run: _Run, results: List[CheckResult], chosen: set) -> Tuple[_Ru
 
 
 def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
-    from ascendprep.checks.runner import no_errors, run_checks
-    from ascendprep.fleet.bundle import RUNS_DIR, new_bundle_dir
+    from ascendprep.verify.checks.runner import no_errors, run_checks
+    from ascendprep.run.bundle import RUNS_DIR, new_bundle_dir
     from ascendprep.report.junit import render_junit
     from ascendprep.report.verify import print_verify, verify_document
 
@@ -658,7 +658,7 @@ def _report(run: _Run, options: VerifyOptions, err: Console) -> int:
     else:
         out = Console(highlight=False)
         if run.merged is not None:
-            from ascendprep.fleet.bundlemerge import describe
+            from ascendprep.run.bundlemerge import describe
 
             for line in describe(run.merged):
                 out.print(escape(line), soft_wrap=True)

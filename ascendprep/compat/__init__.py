@@ -3,7 +3,7 @@
 * ``parse_version(kind, text)``: every spelling in use (CANN ``8.0.RC2.alpha003``, driver
   ``24.1.rc2.1``, firmware ``7.1.0.11.220``, torch_npu ``2.1.0.post6``, torch ``2.1.0+cpu``, ...)
   into a hashable, totally ordered ``Version``; ``VersionError`` on anything else.
-* ``check_stack(versions)``: the compatibility matrix (checks/data/compat.yaml) applied to one
+* ``check_stack(versions)``: the compatibility matrix (data/compat.yaml) applied to one
   host's versions, as ``CompatIssue``s with stable ids, severity, fix and source ids.
 * ``check_driver_firmware(driver, firmware, compatible_version_fw=..., compatible_version_drv=...)``:
   the ranges the installed driver and firmware declare for each other (host files, not the matrix).

@@ -1,6 +1,6 @@
 """The compatibility matrix as typed, validated, immutable data.
 
-``load_compat_data()`` reads ``ascendprep/checks/data/compat.yaml`` through importlib.resources,
+``load_compat_data()`` reads ``ascendprep/data/compat.yaml`` through importlib.resources,
 so it works the same from a source checkout, an editable install and a wheel. Every version
 string is parsed with the kind it names and every ``source`` id must exist: a broken data file
 is a ``CompatDataError`` naming the path inside the file (``torch_npu_releases[3].cann[0]``), not
@@ -20,7 +20,7 @@ import yaml
 
 from ascendprep.compat.versions import Version, VersionError, parse_version
 
-DATA_PACKAGE = "ascendprep.checks"
+DATA_PACKAGE = "ascendprep"
 DATA_PATH = "data/compat.yaml"
 SUPPORTED_SCHEMA = 1
 

@@ -1,4 +1,4 @@
-"""Per-product pass marks for the all-reduce bandwidth gate (data in checks/data/thresholds.yaml).
+"""Per-product pass marks for the all-reduce bandwidth gate (data in data/thresholds.yaml).
 
 Today every product's minimum is null: no source gives one (see the YAML's header). The function
 still exists so that the gate has one place to read a default from and so that "no default" is an
@@ -13,7 +13,7 @@ from typing import Dict, Optional
 
 import yaml
 
-DATA_PACKAGE = "ascendprep.checks"
+DATA_PACKAGE = "ascendprep"
 DATA_PATH = "data/thresholds.yaml"
 
 

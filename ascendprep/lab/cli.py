@@ -1,6 +1,6 @@
 """``ascendprep lab``: the virtual Ascend cluster's commands (argument parsing and output only).
 
-Exit codes follow :mod:`ascendprep.exitcodes`: 0 success, 1 the lab operation failed (or the lab
+Exit codes follow :mod:`ascendprep.base.exitcodes`: 0 success, 1 the lab operation failed (or the lab
 is not up), 2 invalid arguments.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 import click
 
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 from ascendprep.lab.faults import FAULT_KINDS
 from ascendprep.lab.lab import Lab, LabNotUp, not_up_status
 from ascendprep.lab.paths import LabPaths
@@ -31,9 +31,9 @@ from ascendprep.lab.spec import (
     default_torch_npu,
 )
 from ascendprep.lab.system import LabError
-from ascendprep.products import PRODUCTS
-from ascendprep.limits import TOOL_LATENCY_MAX_MS
-from ascendprep.report.text import visible
+from ascendprep.inventory.products import PRODUCTS
+from ascendprep.base.limits import TOOL_LATENCY_MAX_MS
+from ascendprep.base.text import visible
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ import yaml
 
 from ascendprep.lab.hostpython import HostPython
 from ascendprep.lab.spec import FIRST_NODE_HOST, LabSpec, device_pool, host_range
-from ascendprep.products import CONVENTIONAL_910_SUBNETS
+from ascendprep.inventory.products import CONVENTIONAL_910_SUBNETS
 
 
 def inventory_data(spec: LabSpec, python: HostPython, *, key: str, known_hosts: str) -> dict[str, Any]:

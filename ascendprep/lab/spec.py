@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
 from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
-from ascendprep.limits import TOOL_LATENCY_MAX_MS
+from ascendprep.base.limits import TOOL_LATENCY_MAX_MS
 from ascendprep.lab.sim.profiles import check_chip
-from ascendprep.products import PRODUCTS
+from ascendprep.inventory.products import PRODUCTS
 
 LAB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 from typing import TextIO
 
-from ascendprep.desired import DesiredState
+from ascendprep.desired.state import DesiredState
 
 COLUMNS = ("node", "host", "npu", "ip", "netmask", "gateway", "detect")
 

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from rich.table import Table
 from rich.text import Text
 
-from ascendprep import sysctl as sysctl_rules
-from ascendprep.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, VariableChange, WriteFile
-from ascendprep.probes.paths import HCCN_CONF
+from ascendprep.inventory import sysctl as sysctl_rules
+from ascendprep.plan.changes import Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, VariableChange, WriteFile
+from ascendprep.base.paths import HCCN_CONF
 from ascendprep.report.grouping import collapse_npu_lines, group_hosts, merge_host_steps
-from ascendprep.report.text import cell, visible
+from ascendprep.base.text import cell, visible
 
 if TYPE_CHECKING:
-    from ascendprep.plan import HostPlan
+    from ascendprep.plan.diff import HostPlan
 
 
 def _seen(before: Any, part: str) -> Optional[str]:

@@ -12,9 +12,9 @@ from typing import Iterable
 
 from rich.table import Table
 
-from ascendprep.findings import Finding, Severity
+from ascendprep.base.findings import Finding, Severity
 from ascendprep.report.grouping import collapse_npus, group_hosts
-from ascendprep.report.text import cell
+from ascendprep.base.text import cell
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Optional, Sequence, TypeVar
 
-from ascendprep.hostrange import compressed, number_spans
+from ascendprep.base.hostrange import compressed, number_spans
 
 K = TypeVar("K", bound=Hashable)
 
@@ -165,7 +165,7 @@ def merge_host_steps(groups: list[Grouped], order: Sequence[str]) -> list[Groupe
 
 def _expands_in_order(hosts: tuple[str, ...]) -> bool:
     """The hosts' range (``node[0001-0024]``) expands back to exactly these hosts in this order."""
-    from ascendprep.hostrange import HostRangeError, compress, expand
+    from ascendprep.base.hostrange import HostRangeError, compress, expand
 
     try:
         return [name for part in compress(hosts) for name in expand(part)] == list(hosts)

@@ -16,9 +16,9 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional, Sequence
 
-from ascendprep.checks.model import CheckResult, Status
-from ascendprep.findings import Finding, Severity
-from ascendprep.report.text import visible
+from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.base.findings import Finding, Severity
+from ascendprep.base.text import visible
 
 CLUSTER_SUITE = "cluster"
 #: The evidence in a failure's text is kept whole (it is JSON, already bounded by the run).

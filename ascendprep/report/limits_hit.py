@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from ascendprep import limits
-from ascendprep.facts import HostFacts
-from ascendprep.probes.failures import OVER_CAP_KIND
+from ascendprep.base import limits
+from ascendprep.facts.model import HostFacts
+from ascendprep.facts.failures import OVER_CAP_KIND
 
 #: Name of the node-side per-call output cap in ``limits_hit`` entries.
 REMOTE_CALL_OUTPUT_CAP_NAME = "remote_call_output_cap"

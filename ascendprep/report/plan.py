@@ -9,14 +9,14 @@ from typing import Any, Optional
 from rich.console import Console, Group
 from rich.table import Table
 
-from ascendprep.desired import DesiredState
-from ascendprep.devicegroups import FLAT, form_of
-from ascendprep.findings import Severity
-from ascendprep.probes.paths import SYSCTL_FILE
+from ascendprep.desired.state import DesiredState
+from ascendprep.inventory.groups import FLAT, form_of
+from ascendprep.base.findings import Severity
+from ascendprep.base.paths import SYSCTL_FILE
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
-from ascendprep.report.text import cell, markup_safe
-from ascendprep.sysctl import format_port_ranges
+from ascendprep.base.text import cell, markup_safe
+from ascendprep.inventory.sysctl import format_port_ranges
 
 
 @functools.lru_cache(maxsize=64)

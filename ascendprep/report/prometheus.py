@@ -16,7 +16,7 @@ epilog, a Kubernetes DaemonSet) turns each check into a time series an alert can
 
 Everything rendered here came from a host or the inventory, so label values are escaped as
 the text format requires (backslash, double quote, newline), other control characters replaced,
-and cut at :data:`ascendprep.limits.PROMETHEUS_LABEL_VALUE_CAP`. Two results that land on the
+and cut at :data:`ascendprep.base.limits.PROMETHEUS_LABEL_VALUE_CAP`. Two results that land on the
 same label set (a cluster check reporting one node twice) become one series that passes only
 when both passed: node_exporter rejects a file with a duplicate series outright.
 
@@ -33,9 +33,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ascendprep.checks.context import HostEvidence
-from ascendprep.checks.model import CheckResult, Status
-from ascendprep.limits import PROMETHEUS_LABEL_VALUE_CAP
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.base.limits import PROMETHEUS_LABEL_VALUE_CAP
 
 PREFIX = "ascendprep_"
 #: Mode of the written file: node_exporter runs as its own user and must read it; it holds check

@@ -16,13 +16,13 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from rich.console import Console
 
-from ascendprep.checks.context import HostEvidence
-from ascendprep.checks.model import CheckResult, Status
-from ascendprep.findings import Finding, Severity
-from ascendprep.hostrange import compressed
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.base.findings import Finding, Severity
+from ascendprep.base.hostrange import compressed
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
-from ascendprep.report.text import markup_safe
+from ascendprep.base.text import markup_safe
 
 CLUSTER = "cluster"
 ALLREDUCE = "all-reduce"

@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from ascendprep.envfiles import render_sysctl_conf
-from ascendprep.inventory import Inventory, load_inventory
-from ascendprep.sysctl import RESERVED_PORTS
+from ascendprep.desired.envfiles import render_sysctl_conf
+from ascendprep.inventory.model import Inventory, load_inventory
+from ascendprep.inventory.sysctl import RESERVED_PORTS
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbook.yml"
 #: Ansible's own default ssh_args, kept so that connection reuse (ControlPersist) is as shipped.

@@ -7,10 +7,10 @@ from datetime import date
 
 import yaml
 
-from ascendprep.checks.context import HostEvidence
-from ascendprep.checks.registry import Selection
-from ascendprep.fleet.bundle import Bundle, new_bundle_dir, read_bundle, write_bundle
-from ascendprep.probes.hccs import parse_hccs_output
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.run.bundle import Bundle, new_bundle_dir, read_bundle, write_bundle
+from ascendprep.facts.hccs import parse_hccs_output
 
 NONCE = "0123456789abcdef"
 INVENTORY = yaml.safe_dump({

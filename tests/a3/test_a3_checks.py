@@ -7,13 +7,13 @@ from datetime import date
 
 import yaml
 
-from ascendprep.checks.context import ClusterContext, HostEvidence, NodeContext
-from ascendprep.checks.hccs import HccsPair, plan_hccs, suspects
-from ascendprep.checks.model import Status
-from ascendprep.checks.superpod import die_subnets, expected_vnic, identity, sdid, vnic
-from ascendprep.desired import build_desired
-from ascendprep.facts import HostFacts, NpuFacts, SuperPodDie
-from ascendprep.inventory import inventory_from_text
+from ascendprep.verify.checks.context import ClusterContext, HostEvidence, NodeContext
+from ascendprep.verify.checks.hccs import HccsPair, plan_hccs, suspects
+from ascendprep.verify.checks.model import Status
+from ascendprep.verify.checks.superpod import die_subnets, expected_vnic, identity, sdid, vnic
+from ascendprep.desired.state import build_desired
+from ascendprep.facts.model import HostFacts, NpuFacts, SuperPodDie
+from ascendprep.inventory.model import inventory_from_text
 
 
 def _facts(pod, index, dies=16, ips=None, sdid_of=None):
@@ -104,7 +104,7 @@ def test_sdid_duplicates_within_a_pod_only():
 
 
 def test_the_allreduce_smoke_runs_one_rank_per_die_sixteen_per_a3_server():
-    from ascendprep.allreduce.options import AllreduceOptions, resolve_settings
+    from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
 
     inventory = inventory_from_text(yaml.safe_dump({**INVENTORY, "npus_per_node": 16}))
     settings, problems = resolve_settings(AllreduceOptions.coerce({}), [(n.name, n.npus) for n in inventory.nodes], None)
@@ -112,7 +112,7 @@ def test_the_allreduce_smoke_runs_one_rank_per_die_sixteen_per_a3_server():
 
 
 def test_the_hccs_phase_runs_for_cluster_hccs_alone():
-    from ascendprep.checks.registry import Selection
+    from ascendprep.verify.checks.registry import Selection
 
     assert Selection.parse(["superpod"]).needs_hccs and not Selection.parse(["superpod"]).needs_pings
     assert not Selection.parse(["sysctl"]).needs_hccs
@@ -127,7 +127,7 @@ def test_a3_servers_outside_any_pod_have_no_hccs_plane(tmp_path):
 
     sys.path.insert(0, str(Path(__file__).parent))
     from a3sim import A3Lab
-    from ascendprep.probes.superpod import parse_spod_info
+    from ascendprep.facts.superpod import parse_spod_info
 
     lab = A3Lab(tmp_path, nodes=2, pod_servers=0, npus=4)
     out = lab.npu_smi("node1", "info", "-t", "spod-info", "-i", "1", "-c", "0").stdout

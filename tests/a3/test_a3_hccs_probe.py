@@ -10,8 +10,8 @@ import pytest
 
 from a3sim import A3Lab
 from ascendprep.lab.sim import state
-from ascendprep.probes.hccs import parse_hccs_output, parse_hccs_times, render_hccs_script
-from ascendprep.probes.shell import UnsafeValue
+from ascendprep.facts.hccs import parse_hccs_output, parse_hccs_times, render_hccs_script
+from ascendprep.facts.shell import UnsafeValue
 from nodescript import run_node_script
 
 

@@ -13,14 +13,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 from ascendprep.cli import main
-from ascendprep.desired import build_desired
-from ascendprep.inventory import inventory_from_text, load_inventory
-from ascendprep.ranktable import build_rank_table, server_ids
-from ascendprep.ranktable_rules import check_rank_table
-from ascendprep.superpod_rules import sdid, vnic_address
-from ascendprep.yamlsource import InputError
+from ascendprep.desired.state import build_desired
+from ascendprep.inventory.model import inventory_from_text, load_inventory
+from ascendprep.desired.ranktable import build_rank_table, server_ids
+from ascendprep.inventory.ranktable_rules import check_rank_table
+from ascendprep.inventory.superpods import sdid, vnic_address
+from ascendprep.base.yamlsource import InputError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "a3-superpod.yaml"
 
@@ -310,7 +310,7 @@ def test_atlas_a2_unlike_npu_counts_are_fine() -> None:
 def test_a_table_hccl_would_refuse_is_a_plan_error() -> None:
     """The safety net: whatever slips past the inventory rules, the built table is checked."""
     state = desired(a3(TWO_PODS))
-    from ascendprep.desired import rank_table_findings
+    from ascendprep.desired.state import rank_table_findings
 
     table = build_rank_table(state.inventory, state.ipplan)
     table["server_list"][1]["server_id"] = table["server_list"][0]["server_id"]

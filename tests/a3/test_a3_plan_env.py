@@ -8,10 +8,10 @@ from typing import Any, Optional
 import pytest
 import yaml
 
-from ascendprep.desired import build_desired
-from ascendprep.envfiles import op_retry_levels
-from ascendprep.inventory import inventory_from_text
-from ascendprep.yamlsource import InputError
+from ascendprep.desired.state import build_desired
+from ascendprep.desired.envfiles import op_retry_levels
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.base.yamlsource import InputError
 
 
 def text(env: dict[str, str], *, product: str = "atlas-a3", pods: int = 1, rank_table: bool = False) -> str:

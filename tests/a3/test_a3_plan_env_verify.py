@@ -10,10 +10,10 @@ from typing import Dict, Optional
 import pytest
 import yaml
 
-from ascendprep.checks.model import Status
-from ascendprep.checks.registry import Selection
-from ascendprep.checks.runner import run_checks
-from ascendprep.jobenv_facts import ShellEnv
+from ascendprep.verify.checks.model import Status
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.facts.jobenv_model import ShellEnv
 from tests.checks.verify_cluster_facts import TODAY, cluster_evidence, desired_state, healthy_facts
 
 A3_INVENTORY = yaml.safe_dump({

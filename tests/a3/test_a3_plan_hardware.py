@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import yaml
 
-from ascendprep.desired import build_desired
-from ascendprep.facts import ProbeError, SuperPodDie
-from ascendprep.findings import Severity
-from ascendprep.inventory import inventory_from_text
-from ascendprep.plan import diff_host
-from ascendprep.ranktable import build_rank_table, identities_from_facts
-from ascendprep.superpod_rules import IDENTITY_MISMATCH, NOT_DECLARED, NOT_READ, hardware_findings, sdid
+from ascendprep.desired.state import build_desired
+from ascendprep.facts.model import ProbeError, SuperPodDie
+from ascendprep.base.findings import Severity
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.plan.diff import diff_host
+from ascendprep.desired.ranktable import build_rank_table, identities_from_facts
+from ascendprep.inventory.superpods import IDENTITY_MISMATCH, NOT_DECLARED, NOT_READ, hardware_findings, sdid
 from tests.checks.verify_cluster_facts import healthy_facts
 
 

@@ -21,9 +21,9 @@ from typing import Any, Dict, List
 
 import pytest
 
-from ascendprep.allreduce import worker
-from ascendprep.allreduce.gates import RANK_TABLE, footer_lines, rank_table_gate
-from ascendprep.allreduce.results import RankTableCheck, build_verdict, parse_worker_output
+from ascendprep.verify.allreduce import worker
+from ascendprep.verify.allreduce.gates import RANK_TABLE, footer_lines, rank_table_gate
+from ascendprep.verify.allreduce.results import RankTableCheck, build_verdict, parse_worker_output
 
 WORKER = worker.__file__
 NODE = "node1"

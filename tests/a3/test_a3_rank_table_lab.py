@@ -17,17 +17,17 @@ import yaml
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.allreduce.gates import RANK_TABLE as GATE
+from ascendprep.verify.allreduce.gates import RANK_TABLE as GATE
 from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
 from ascendprep.commands.verify import verify_command
-from ascendprep.fleet.allreduce import AllreduceOptions, run_allreduce
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.inventory import load_inventory
+from ascendprep.run.allreduce import AllreduceOptions, run_allreduce
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
+from ascendprep.inventory.model import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from ascendprep.probes.paths import RANK_TABLE
+from ascendprep.base.paths import RANK_TABLE
 from labsupport import start_test_lab
 
 pytestmark = pytest.mark.lab

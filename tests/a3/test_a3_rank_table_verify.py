@@ -11,15 +11,15 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ascendprep import superpod_rules
-from ascendprep.checks.context import HostEvidence, NodeContext
-from ascendprep.checks.model import Status
-from ascendprep.checks.superpod import rank_table, rank_table_disagreements
-from ascendprep.desired import build_desired
-from ascendprep.drift import sha256_text
-from ascendprep.facts import HostFacts, ManagedFile, NpuFacts, SuperPodDie
-from ascendprep.inventory import inventory_from_text
-from ascendprep.probes.paths import RANK_TABLE
+from ascendprep.inventory import superpods as superpod_rules
+from ascendprep.verify.checks.context import HostEvidence, NodeContext
+from ascendprep.verify.checks.model import Status
+from ascendprep.verify.checks.superpod import rank_table, rank_table_disagreements
+from ascendprep.desired.state import build_desired
+from ascendprep.plan.drift import sha256_text
+from ascendprep.facts.model import HostFacts, ManagedFile, NpuFacts, SuperPodDie
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.base.paths import RANK_TABLE
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "a3-superpod.yaml"
 

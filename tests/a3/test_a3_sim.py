@@ -7,7 +7,7 @@ import pytest
 
 from a3sim import A3Lab
 from ascendprep.lab.sim import state
-from ascendprep.probes.superpod import parse_spod_info, parse_vnic
+from ascendprep.facts.superpod import parse_spod_info, parse_vnic
 
 
 @pytest.fixture

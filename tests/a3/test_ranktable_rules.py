@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import pytest
 
-from ascendprep.products import PRODUCTS
-from ascendprep.ranktable_rules import RANK_TABLE_MAX_BYTES, check_path, check_rank_table
+from ascendprep.inventory.products import PRODUCTS
+from ascendprep.inventory.ranktable_rules import RANK_TABLE_MAX_BYTES, check_path, check_rank_table
 
 A2 = PRODUCTS["atlas-a2"]
 A3 = PRODUCTS["atlas-a3"]

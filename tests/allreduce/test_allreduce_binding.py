@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ascendprep.allreduce.jobs import Job, JobNode, JobResult, binding_of, node_address
-from ascendprep.allreduce.scripts import interface_exports, parse_preflight, render_preflight_script
-from ascendprep.facts import InterfaceAddress
+from ascendprep.verify.allreduce.jobs import Job, JobNode, JobResult, binding_of, node_address
+from ascendprep.verify.allreduce.scripts import interface_exports, parse_preflight, render_preflight_script
+from ascendprep.facts.model import InterfaceAddress
 from nodescript import run_node_script
 
 ADDRESSES = (InterfaceAddress("lo", "inet", "127.0.0.1", 8), InterfaceAddress("eth0", "inet", "10.231.0.11", 24))

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.allreduce.diagnosis import LaunchResult, launch_problem
-from ascendprep.allreduce.error_codes import KNOWN_ERRORS, named_causes
-from ascendprep.allreduce.results import CollectedOutput
-from ascendprep.allreduce.scripts import LaunchOutput
-from ascendprep.checks.registry import BY_ID
+from ascendprep.verify.allreduce.diagnosis import LaunchResult, launch_problem
+from ascendprep.verify.allreduce.error_codes import KNOWN_ERRORS, named_causes
+from ascendprep.verify.allreduce.results import CollectedOutput
+from ascendprep.verify.allreduce.scripts import LaunchOutput
+from ascendprep.verify.checks.registry import BY_ID
 
 LOGS = {
     "EJ0001": "EJ0001: 2024-05-21-11:57:54.167.645 Failed to initialize the HCCP process. Reason: Maybe the last training process is running.",

@@ -9,31 +9,12 @@ import json
 import pytest
 from rich.console import Console
 
-from ascendprep.allreduce.gates import (
-    GATE_NAMES,
-    GateResult,
-    busbw_gate,
-    connectivity_gate,
-    footer_lines,
-    self_test_gate,
-    stragglers_gate,
-    training_gate,
-    wrong_elements_gate,
-)
-from ascendprep.allreduce.options import AllreduceOptions, resolve_settings
-from ascendprep.allreduce.outcome import AllreduceOutcome, build_findings
-from ascendprep.allreduce.results import (
-    BusbwFloor,
-    SizeRow,
-    Straggler,
-    TrainVerdict,
-    algorithm_bandwidth,
-    build_verdict,
-    bus_bandwidth,
-    parse_worker_output,
-)
-from ascendprep.allreduce.table import print_allreduce
-from ascendprep.allreduce.worker import PHASES, RankReport
+from ascendprep.verify.allreduce.gates import GATE_NAMES, GateResult, busbw_gate, connectivity_gate, footer_lines, self_test_gate, stragglers_gate, training_gate, wrong_elements_gate
+from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
+from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings
+from ascendprep.verify.allreduce.results import BusbwFloor, SizeRow, Straggler, TrainVerdict, algorithm_bandwidth, build_verdict, bus_bandwidth, parse_worker_output
+from ascendprep.report.allreduce import print_allreduce
+from ascendprep.verify.allreduce.worker import PHASES, RankReport
 
 MB = 2**20
 

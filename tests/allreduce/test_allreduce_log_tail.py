@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from ascendprep.allreduce import scripts
-from ascendprep.allreduce.scripts import LOG_CUT_LINE, LOG_MAX_BYTES, LOG_NAME, RUN_DIR_PREFIX, render_cleanup_script
+from ascendprep.verify.allreduce import scripts
+from ascendprep.verify.allreduce.scripts import LOG_CUT_LINE, LOG_MAX_BYTES, LOG_NAME, RUN_DIR_PREFIX, render_cleanup_script
 from nodescript import run_node_script
 
 

@@ -8,19 +8,8 @@ import json
 
 import pytest
 
-from ascendprep.allreduce.results import (
-    VERDICT_SCHEMA_VERSION,
-    CollectedOutput,
-    StragglerRule,
-    algorithm_bandwidth,
-    build_verdict,
-    bus_bandwidth,
-    compress_ranks,
-    find_stragglers,
-    parse_worker_output,
-    record_from_dict,
-)
-from ascendprep.allreduce.worker import PHASES, RankReport
+from ascendprep.verify.allreduce.results import VERDICT_SCHEMA_VERSION, CollectedOutput, StragglerRule, algorithm_bandwidth, build_verdict, bus_bandwidth, compress_ranks, find_stragglers, parse_worker_output, record_from_dict
+from ascendprep.verify.allreduce.worker import PHASES, RankReport
 
 MB = 2**20
 

@@ -4,17 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ascendprep.allreduce.sizes import (
-    SizeSpecError,
-    format_size,
-    parse_size,
-    parse_size_spec,
-)
-from ascendprep.allreduce.worker import (
-    FP32_EXACT_LIMIT,
-    PATTERN_PERIOD,
-    max_exact_world_size,
-)
+from ascendprep.verify.allreduce.sizes import SizeSpecError, format_size, parse_size, parse_size_spec
+from ascendprep.verify.allreduce.worker import FP32_EXACT_LIMIT, PATTERN_PERIOD, max_exact_world_size
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -17,8 +17,8 @@ import pytest
 
 import torch  # noqa: E402,F401  (.ci/run installs the CPU build: a missing torch must fail, not skip)
 
-from ascendprep.allreduce import worker  # noqa: E402
-from ascendprep.allreduce.results import build_verdict, parse_worker_output  # noqa: E402
+from ascendprep.verify.allreduce import worker  # noqa: E402
+from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output  # noqa: E402
 
 WORKER = worker.__file__
 SMALL_SWEEP = ["--sizes", "1K:64K", "--warmup", "1", "--iters", "3"]

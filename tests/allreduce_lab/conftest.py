@@ -18,11 +18,11 @@ import pytest
 import yaml
 from rich.console import Console
 
-from ascendprep.fleet.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.inventory import load_inventory
+from ascendprep.run.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
+from ascendprep.run.hosts import host_accesses
+from ascendprep.inventory.model import load_inventory
 from ascendprep.lab.lab import Lab
-from ascendprep.fleet.fanout import Session
+from ascendprep.run.fanout import Session
 from ascendprep.lab.testing import processes_naming
 from labsupport import start_test_lab
 

@@ -12,11 +12,11 @@ from typing import Iterator
 
 import pytest
 
-from ascendprep.fleet import allreduce as allreduce_run
-from ascendprep.findings import Severity
+from ascendprep.run import allreduce as allreduce_run
+from ascendprep.base.findings import Severity
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from ascendprep.probes.paths import SET_ENV_SH
+from ascendprep.base.paths import SET_ENV_SH
 
 from .conftest import Cluster, applied_cluster, cli, processes_of
 

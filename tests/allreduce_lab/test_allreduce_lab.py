@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.findings import Severity
+from ascendprep.base.findings import Severity
 from ascendprep.lab.testing import fault_injected
 
 from .conftest import Cluster, inventory_copy, processes_of, run_dirs_left
@@ -169,10 +169,10 @@ def test_a_slow_node_is_named_by_bisect(cluster: Cluster) -> None:
 def test_ctrl_c_stops_every_process_on_every_node(cluster: Cluster) -> None:
     program = textwrap.dedent(f"""
         from rich.console import Console
-        from ascendprep.fleet.allreduce import AllreduceOptions, run_allreduce
-        from ascendprep.fleet.hosts import host_accesses
-        from ascendprep.inventory import load_inventory
-        from ascendprep.fleet.fanout import Session
+        from ascendprep.run.allreduce import AllreduceOptions, run_allreduce
+        from ascendprep.run.hosts import host_accesses
+        from ascendprep.inventory.model import load_inventory
+        from ascendprep.run.fanout import Session
         inventory = load_inventory({str(cluster.inventory)!r})
         with Session(host_accesses(inventory), 8) as session:
             run_allreduce(inventory, session, AllreduceOptions(nproc_per_node=1, sizes="1K", timeout=120,

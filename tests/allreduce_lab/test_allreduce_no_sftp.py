@@ -13,9 +13,9 @@ from typing import Iterator
 import paramiko
 import pytest
 
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.inventory import load_inventory
-from ascendprep.fleet.ssh import SSHTransport
+from ascendprep.run.hosts import host_accesses
+from ascendprep.inventory.model import load_inventory
+from ascendprep.remote.ssh import SSHTransport
 
 from .conftest import Cluster, applied_cluster, run_dirs_left
 

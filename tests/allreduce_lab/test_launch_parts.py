@@ -19,25 +19,15 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from ascendprep.allreduce.bisection import GroupResult, judge, plan_rounds, slow_threshold
-from ascendprep.allreduce.diagnosis import LaunchResult, launch_problem, log_tail, primary_problems, suspects
-from ascendprep.allreduce.options import AllreduceOptions, resolve_settings
-from ascendprep.allreduce.outcome import AllreduceOutcome, build_findings
-from ascendprep.allreduce.results import build_verdict, parse_worker_output
-from ascendprep.allreduce.scripts import (
-    LaunchOutput,
-    parse_preflight,
-    parse_script_output,
-    process_pattern,
-    render_cleanup_script,
-    render_launch_script,
-    render_preflight_script,
-    run_dir,
-    torchrun_arguments,
-)
-from ascendprep.allreduce.table import print_allreduce
-from ascendprep.allreduce.worker import PHASES, RankReport
-from ascendprep.findings import Severity
+from ascendprep.verify.allreduce.bisection import GroupResult, judge, plan_rounds, slow_threshold
+from ascendprep.verify.allreduce.diagnosis import LaunchResult, launch_problem, log_tail, primary_problems, suspects
+from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
+from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings
+from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output
+from ascendprep.verify.allreduce.scripts import LaunchOutput, parse_preflight, parse_script_output, process_pattern, render_cleanup_script, render_launch_script, render_preflight_script, run_dir, torchrun_arguments
+from ascendprep.report.allreduce import print_allreduce
+from ascendprep.verify.allreduce.worker import PHASES, RankReport
+from ascendprep.base.findings import Severity
 from nodescript import run_node_script
 
 NODES = [("node1", 8), ("node2", 8)]

@@ -16,12 +16,12 @@ sys.path.insert(0, str(BENCH))
 
 import scale_sim  # noqa: E402
 
-from ascendprep.desired import build_desired  # noqa: E402
-from ascendprep.inventory import inventory_from_text, load_inventory  # noqa: E402
-from ascendprep.plan import diff_host  # noqa: E402
-from ascendprep.probes.gather import parse_gather_output, render_gather_script  # noqa: E402
-from ascendprep.probes.ping import parse_ping_output, render_ping_script  # noqa: E402
-from ascendprep.probes.units import UNITS  # noqa: E402
+from ascendprep.desired.state import build_desired  # noqa: E402
+from ascendprep.inventory.model import inventory_from_text, load_inventory  # noqa: E402
+from ascendprep.plan.diff import diff_host  # noqa: E402
+from ascendprep.facts.gather import parse_gather_output, render_gather_script  # noqa: E402
+from ascendprep.facts.ping import parse_ping_output, render_ping_script  # noqa: E402
+from ascendprep.facts.units import UNITS  # noqa: E402
 
 PYTHON = "/root/.pyenv/versions/3.11.7/bin/python3"
 

@@ -13,13 +13,13 @@ from typing import Any, Callable, List, Tuple
 import pytest
 from click.testing import CliRunner
 
-from ascendprep import exitcodes
-from ascendprep.checks.registry import Selection
+from ascendprep.base import exitcodes
+from ascendprep.verify.checks.registry import Selection
 from ascendprep.commands.verify import verify_command
-from ascendprep.fleet import bundle as bundle_module
-from ascendprep.fleet.bundle import Bundle, BundleError, ReadBudget, new_bundle_dir, read_bundle, write_bundle
-from ascendprep.jsoninput import parse_json
-from ascendprep.yamlsource import InputError
+from ascendprep.run import bundle as bundle_module
+from ascendprep.run.bundle import Bundle, BundleError, ReadBudget, new_bundle_dir, read_bundle, write_bundle
+from ascendprep.base.jsoninput import parse_json
+from ascendprep.base.yamlsource import InputError
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state
 
 #: Written in place of ``"@TEXT"`` in a run.json: numbers json.dumps cannot write (``1e400``).

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.fleet import bundle as bundle_module
-from ascendprep.fleet.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
-from ascendprep.checks.registry import Selection
+from ascendprep.run import bundle as bundle_module
+from ascendprep.run.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
+from ascendprep.verify.checks.registry import Selection
 from ascendprep.commands import verify as verify_flow
 from ascendprep.commands.verify import verify_command
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state

@@ -11,12 +11,12 @@ from dataclasses import replace
 
 import pytest
 
-from ascendprep.checks.blockers import busy_npu_refusal
-from ascendprep.checks.model import Status
-from ascendprep.checks.runner import run_checks
-from ascendprep.desired import DesiredState
-from ascendprep.facts import InterfaceAddress, ProbeError
-from ascendprep.blocker_facts import LinkState, NpuProcess, NpuProcessTable, PortSockets, RouteLookup, SocketUse
+from ascendprep.verify.checks.blockers import busy_npu_refusal
+from ascendprep.verify.checks.model import Status
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.desired.state import DesiredState
+from ascendprep.facts.model import InterfaceAddress, ProbeError
+from ascendprep.facts.blocker_model import LinkState, NpuProcess, NpuProcessTable, PortSockets, RouteLookup, SocketUse
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts
 
 IDS = ("npu.busy", "node.hccl_ports", "node.host_nic")

@@ -11,30 +11,13 @@ from typing import Callable, Dict, Optional, Set, Tuple
 
 import pytest
 
-from ascendprep.checks.model import COULD_NOT_CHECK, Status
-from ascendprep.checks.runner import no_errors, run_checks
-from ascendprep.desired import DesiredState
-from ascendprep.envfiles import render_sysctl_conf
-from ascendprep.facts import (
-    Firewall,
-    FirewallTool,
-    HccnConf,
-    HostFacts,
-    LinkRecord,
-    LinkStat,
-    LldpNeighbor,
-    ManagedFile,
-    NpuHealth,
-    NpuSmiDevice,
-    NpuSmiList,
-    ProbeError,
-    PythonEnv,
-    SysctlFile,
-    TlsState,
-    VersionFile,
-)
-from ascendprep.findings import Severity
-from ascendprep.jobenv_facts import ShellEnv, TorchNpuImport, Visibility
+from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
+from ascendprep.verify.checks.runner import no_errors, run_checks
+from ascendprep.desired.state import DesiredState
+from ascendprep.desired.envfiles import render_sysctl_conf
+from ascendprep.facts.model import Firewall, FirewallTool, HccnConf, HostFacts, LinkRecord, LinkStat, LldpNeighbor, ManagedFile, NpuHealth, NpuSmiDevice, NpuSmiList, ProbeError, PythonEnv, SysctlFile, TlsState, VersionFile
+from ascendprep.base.findings import Severity
+from ascendprep.facts.jobenv_model import ShellEnv, TorchNpuImport, Visibility
 from verify_cluster_facts import JOB_ITEMS, NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 Where = Tuple[str, Optional[str], Optional[int]]
@@ -133,7 +116,7 @@ def test_one_fault_fails_exactly_its_check(desired, fault):
 def test_hccn_tool_missing_skips_the_npu_checks_naming_why(desired):
     _, results = failures(desired, {"node2": FAULTS["hccn_tool missing"][0](desired)})
     skipped = [r for r in results if r.node == "node2" and r.check.startswith("network.")]
-    from ascendprep.checks.registry import CHECKS
+    from ascendprep.verify.checks.registry import CHECKS
 
     per_npu = [c for c in CHECKS if c.scope == "npu" and c.id.startswith("network.")]
     assert len(skipped) == 8 * len(per_npu) and len(per_npu) >= 10
@@ -251,7 +234,7 @@ def test_cabling_mismatch_names_both_ports(desired):
 
 
 def test_a_check_that_crashes_fails_instead_of_passing(desired, monkeypatch):
-    from ascendprep.checks import registry
+    from ascendprep.verify.checks import registry
 
     broken = next(c for c in registry.CHECKS if c.id == "npu.count")
     monkeypatch.setattr(registry, "CHECKS", tuple(replace(c, run=lambda ctx: 1 / 0) if c is broken else c for c in registry.CHECKS))

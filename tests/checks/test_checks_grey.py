@@ -13,13 +13,13 @@ from typing import Dict, Optional
 
 import pytest
 
-from ascendprep.checks.model import Status
-from ascendprep.checks.optics import DEFAULT_MARGINS
-from ascendprep.checks.runner import no_errors, run_checks
-from ascendprep.desired import DesiredState
-from ascendprep.facts import HostFacts
-from ascendprep.findings import Severity
-from ascendprep.probes.optics import parse_optical
+from ascendprep.verify.checks.model import Status
+from ascendprep.verify.checks.optics import DEFAULT_MARGINS
+from ascendprep.verify.checks.runner import no_errors, run_checks
+from ascendprep.desired.state import DesiredState
+from ascendprep.facts.model import HostFacts
+from ascendprep.base.findings import Severity
+from ascendprep.facts.optics import parse_optical
 from verify_cluster_facts import HEALTHY_OPTICAL_TEXT, INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 GREY = ("optics.", "ports.", "firmware.")

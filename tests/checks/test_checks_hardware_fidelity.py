@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from ascendprep.checks.model import COULD_NOT_CHECK, Status
-from ascendprep.checks.runner import no_errors, run_checks
-from ascendprep.facts import LinkRecord, LinkStat, ProbeError
-from ascendprep.findings import Severity
+from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
+from ascendprep.verify.checks.runner import no_errors, run_checks
+from ascendprep.facts.model import LinkRecord, LinkStat, ProbeError
+from ascendprep.base.findings import Severity
 from verify_cluster_facts import NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 

@@ -11,11 +11,11 @@ from typing import Optional, Tuple
 
 import pytest
 
-from ascendprep.checks.model import Status
-from ascendprep.checks.runner import run_checks
-from ascendprep.desired import DesiredState
-from ascendprep.facts import ProbeError
-from ascendprep.findings import Severity
+from ascendprep.verify.checks.model import Status
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.desired.state import DesiredState
+from ascendprep.facts.model import ProbeError
+from ascendprep.base.findings import Severity
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts
 
 

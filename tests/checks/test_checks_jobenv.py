@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from ascendprep import envfiles
-from ascendprep.checks.model import COULD_NOT_CHECK, Status
-from ascendprep.checks.runner import run_checks
-from ascendprep.checks.registry import Selection
-from ascendprep.facts import ProbeError
-from ascendprep.findings import Severity
-from ascendprep.jobenv_facts import NnalVersion, ShellEnv, TorchNpuImport, Visibility
+from ascendprep.desired import envfiles
+from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.facts.model import ProbeError
+from ascendprep.base.findings import Severity
+from ascendprep.facts.jobenv_model import NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from verify_cluster_facts import INVENTORY, JOB_ITEMS, TODAY, cluster_evidence, desired_state, healthy_facts
 
 RANK_TABLE_INVENTORY = INVENTORY + "training:\n  rank_table: true\n"

@@ -7,10 +7,10 @@ from itertools import combinations
 
 import pytest
 
-from ascendprep.checks.mesh import PingPlan, mesh_pairs, plan_pings
-from ascendprep.checks.registry import GROUPS, Selection, SelectionError
-from ascendprep.checks.runner import run_checks
-from ascendprep.facts import ProbeError
+from ascendprep.verify.mesh import PingPlan, mesh_pairs, plan_pings
+from ascendprep.verify.checks.registry import GROUPS, Selection, SelectionError
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.facts.model import ProbeError
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 ATLAS_800 = """\
@@ -130,7 +130,7 @@ def test_only_runs_what_was_asked(tmp_path):
 
 def test_the_cli_spells_groups_and_meshes_as_the_registry_does():
     """commands/verify.py lists them itself (so the CLI starts without importing every check)."""
-    from ascendprep.checks.mesh import MESHES
+    from ascendprep.verify.mesh import MESHES
     from ascendprep.commands import verify
 
     assert verify.GROUPS == GROUPS

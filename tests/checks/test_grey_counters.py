@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from ascendprep.checks.model import COULD_NOT_CHECK, Status
-from ascendprep.checks.runner import run_checks
-from ascendprep.facts import CounterSample, ProbeError
-from ascendprep.findings import Severity
+from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.facts.model import CounterSample, ProbeError
+from ascendprep.base.findings import Severity
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 
@@ -103,7 +103,7 @@ def test_a_failed_read_is_could_not_check(desired):
 
 
 def _health(desired, health, code, npu=4):
-    from ascendprep.facts import NpuHealth
+    from ascendprep.facts.model import NpuHealth
 
     facts = replace(healthy_facts(desired, "node2"), npu_health=tuple(NpuHealth(i, 0, health if i == npu else "OK", code if i == npu else None, "node type=SOC" if i == npu else None) for i in range(8)))
     hosts, plan = cluster_evidence(desired, {"node2": facts})

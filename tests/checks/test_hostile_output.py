@@ -18,21 +18,21 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.fleet.bundle import Bundle, new_bundle_dir, write_bundle
-from ascendprep.fleet.evidence import collect
-from ascendprep.checks.model import COULD_NOT_CHECK
-from ascendprep.checks.registry import Selection
-from ascendprep.checks.runner import no_errors, run_checks
+from ascendprep.run.bundle import Bundle, new_bundle_dir, write_bundle
+from ascendprep.run.evidence import collect
+from ascendprep.verify.checks.model import COULD_NOT_CHECK
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import no_errors, run_checks
 from ascendprep.commands.verify import verify_command
-from ascendprep.desired import build_desired
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.inventory import inventory_from_text
-from ascendprep.plan import diff_host
-from ascendprep.probes.gather import parse_gather_output
-from ascendprep.probes.sysctl import parse_proc_value
-from ascendprep.probes.text import UnexpectedOutput
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.local import LocalTransport
+from ascendprep.desired.state import build_desired
+from ascendprep.run.hosts import host_accesses
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.plan.diff import diff_host
+from ascendprep.facts.gather import parse_gather_output
+from ascendprep.facts.sysctl import parse_proc_value
+from ascendprep.facts.text import UnexpectedOutput
+from ascendprep.run.fanout import Session
+from ascendprep.remote.local import LocalTransport
 from ascendprep.report.changes import changes_table
 from ascendprep.report.verify import print_verify, verify_document
 from verify_cluster_facts import TODAY
@@ -240,7 +240,7 @@ def test_junit_stays_well_formed_xml_with_the_name_spelled_out(collected):
 
 
 def test_a_huge_ping_summary_fails_that_pair_only(collected):
-    from ascendprep.probes.ping import parse_ping_output
+    from ascendprep.facts.ping import parse_ping_output
 
     _, hosts, _, _ = collected
     transcript = hosts["node1"].ping_stdout

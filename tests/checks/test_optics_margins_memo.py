@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ascendprep.checks import optics
+from ascendprep.verify.checks import optics
 
 
 def _desired(thresholds):
@@ -29,7 +29,8 @@ def test_margins_follow_each_inventory_and_are_built_once_per_inventory(monkeypa
 def test_counter_limits_follow_each_inventory_and_are_built_once_per_inventory(monkeypatch) -> None:
     """network.counters reads its limits for every NPU: built once per inventory, shown from the
     right inventory, and an inventory with other thresholds gets its own."""
-    from ascendprep.checks import counters, grey_thresholds
+    from ascendprep.verify.checks import counters
+    from ascendprep.inventory import thresholds as grey_thresholds
 
     built = []
     real = grey_thresholds.effective

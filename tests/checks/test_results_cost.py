@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from ascendprep.checks import optics
-from ascendprep.checks.model import NO_EVIDENCE, CheckResult, Status, failed, passed, skipped
-from ascendprep.facts import OpticalInfo, OpticalLane, OpticalThresholds
-from ascendprep.findings import Severity
+from ascendprep.verify.checks import optics
+from ascendprep.verify.checks.model import NO_EVIDENCE, CheckResult, Status, failed, passed, skipped
+from ascendprep.facts.model import OpticalInfo, OpticalLane, OpticalThresholds
+from ascendprep.base.findings import Severity
 
 
 def test_verdicts_without_evidence_share_one_empty_map_that_refuses_changes() -> None:

@@ -16,12 +16,12 @@ from typing import List, Optional
 
 import pytest
 
-from ascendprep import drift
-from ascendprep.checks import optics, registry
-from ascendprep.checks.model import Check, failed, passed
-from ascendprep.checks.runner import run_checks
-from ascendprep.facts import HccnConf, OpticalInfo, OpticalLane, OpticalThresholds, ProbeError
-from ascendprep.findings import Severity
+from ascendprep.plan import drift
+from ascendprep.verify.checks import optics, registry
+from ascendprep.verify.checks.model import Check, failed, passed
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.facts.model import HccnConf, OpticalInfo, OpticalLane, OpticalThresholds, ProbeError
+from ascendprep.base.findings import Severity
 
 from verify_cluster_facts import TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
@@ -219,8 +219,8 @@ def test_power_names_the_same_lanes_with_the_same_words_as_before_on_random_modu
 def test_in_subnet_answers_as_ip_interface_did() -> None:
     import ipaddress
 
-    from ascendprep.checks.blockers import _in_subnet
-    from ascendprep.facts import InterfaceAddress
+    from ascendprep.verify.checks.blockers import _in_subnet
+    from ascendprep.facts.model import InterfaceAddress
 
     def reference(address: str, holder: InterfaceAddress) -> bool:
         try:
@@ -254,7 +254,7 @@ def test_in_subnet_answers_as_ip_interface_did() -> None:
     ],
 )
 def test_same_version_parses_what_a_node_has_against_the_expected_version(key, installed, expected, same) -> None:
-    from ascendprep.checks.software import same_version
+    from ascendprep.verify.checks.software import same_version
 
     for _ in range(2):  # the second answer comes with the expected version already parsed
         assert same_version(key, installed, expected) is same

@@ -15,18 +15,18 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.fleet.bundle import Bundle, BundleError, new_bundle_dir, read_bundle, write_bundle
-from ascendprep.fleet.evidence import collect
-from ascendprep.checks.model import COULD_NOT_CHECK, Status
-from ascendprep.checks.registry import Selection
-from ascendprep.checks.runner import run_checks
+from ascendprep.run.bundle import Bundle, BundleError, new_bundle_dir, read_bundle, write_bundle
+from ascendprep.run.evidence import collect
+from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.verify import verify_command
-from ascendprep.desired import build_desired
-from ascendprep.findings import Finding, Severity
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.inventory import inventory_from_text
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.local import LocalTransport
+from ascendprep.desired.state import build_desired
+from ascendprep.base.findings import Finding, Severity
+from ascendprep.run.hosts import host_accesses
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.run.fanout import Session
+from ascendprep.remote.local import LocalTransport
 from ascendprep.report.verify import verify_document
 from verify_cluster_facts import TODAY
 

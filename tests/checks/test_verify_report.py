@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.checks.runner import run_checks
+from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.verify import verify_command
-from ascendprep.facts import LinkRecord, LinkStat
-from ascendprep.findings import Finding, Severity
+from ascendprep.facts.model import LinkRecord, LinkStat
+from ascendprep.base.findings import Finding, Severity
 from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
 from ascendprep.report.verify import print_verify, summary, summary_line, verify_document

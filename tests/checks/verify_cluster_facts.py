@@ -12,37 +12,16 @@ from datetime import date
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from ascendprep import sysctl
-from ascendprep.checks.context import HostEvidence
-from ascendprep.checks.mesh import PingPlan, plan_pings
-from ascendprep.desired import DesiredState, build_desired
-from ascendprep.envfiles import render_sysctl_conf
-from ascendprep.jobenv_facts import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
-from ascendprep.facts import (
-    CounterSample,
-    Firewall,
-    FirewallTool,
-    HccnConf,
-    HostFacts,
-    InterfaceAddress,
-    LinkRecord,
-    LinkStat,
-    LldpNeighbor,
-    ManagedFile,
-    NpuFacts,
-    NpuHealth,
-    NpuSmiDevice,
-    NpuSmiList,
-    PingResult,
-    PythonEnv,
-    SysctlFile,
-    TlsState,
-    VersionFile,
-    Versions,
-)
-from ascendprep.inventory import inventory_from_text
-from ascendprep.blocker_facts import LinkState, NpuProcessTable, PortSockets
-from ascendprep.probes.optics import OpticalInfo, parse_optical_info
+from ascendprep.inventory import sysctl
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.mesh import PingPlan, plan_pings
+from ascendprep.desired.state import DesiredState, build_desired
+from ascendprep.desired.envfiles import render_sysctl_conf
+from ascendprep.facts.jobenv_model import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
+from ascendprep.facts.model import CounterSample, Firewall, FirewallTool, HccnConf, HostFacts, InterfaceAddress, LinkRecord, LinkStat, LldpNeighbor, ManagedFile, NpuFacts, NpuHealth, NpuSmiDevice, NpuSmiList, PingResult, PythonEnv, SysctlFile, TlsState, VersionFile, Versions
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.facts.blocker_model import LinkState, NpuProcessTable, PortSockets
+from ascendprep.facts.optics import OpticalInfo, parse_optical_info
 
 #: A healthy module's ``-optical -g`` (driver format, the MindCluster capture's thresholds).
 HEALTHY_OPTICAL_TEXT = (Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn" / "optical_get_thresholds.out").read_text()

@@ -20,11 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def packaged_text() -> str:
-    return resources.files("ascendprep.checks").joinpath("data/compat.yaml").read_text(encoding="utf-8")
+    return resources.files("ascendprep.verify.checks").joinpath("data/compat.yaml").read_text(encoding="utf-8")
 
 
 def test_data_loads_from_the_installed_package() -> None:
-    resource = resources.files("ascendprep.checks").joinpath("data/compat.yaml")
+    resource = resources.files("ascendprep.verify.checks").joinpath("data/compat.yaml")
     assert resource.is_file()
     assert Path(str(resource)).resolve().is_relative_to(Path(ascendprep.__file__).resolve().parent)
     data = load_compat_data()
@@ -116,4 +116,4 @@ def test_the_data_files_ship_in_the_wheel(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("ascendprep-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"ascendprep/checks/data/compat.yaml", "ascendprep/checks/data/thresholds.yaml"} <= names
+    assert {"ascendprep/data/compat.yaml", "ascendprep/data/thresholds.yaml"} <= names

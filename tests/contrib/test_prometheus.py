@@ -20,13 +20,13 @@ prometheus_parser = pytest.importorskip("prometheus_client.parser", reason="prom
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, with_npu  # noqa: E402
 
-from ascendprep.checks.registry import Selection  # noqa: E402
-from ascendprep.checks.runner import run_checks  # noqa: E402
+from ascendprep.verify.checks.registry import Selection  # noqa: E402
+from ascendprep.verify.checks.runner import run_checks  # noqa: E402
 from ascendprep.commands.verify import verify_command  # noqa: E402
-from ascendprep.facts import VersionFile  # noqa: E402
-from ascendprep.fleet import bundle as bundle_module  # noqa: E402
-from ascendprep.fleet.bundle import Bundle  # noqa: E402
-from ascendprep.limits import PROMETHEUS_LABEL_VALUE_CAP  # noqa: E402
+from ascendprep.facts.model import VersionFile  # noqa: E402
+from ascendprep.run import bundle as bundle_module  # noqa: E402
+from ascendprep.run.bundle import Bundle  # noqa: E402
+from ascendprep.base.limits import PROMETHEUS_LABEL_VALUE_CAP  # noqa: E402
 from ascendprep.report.prometheus import label_value, verify_metrics, write_metrics_file  # noqa: E402
 
 Series = Dict[Tuple[str, Tuple[Tuple[str, str], ...]], float]

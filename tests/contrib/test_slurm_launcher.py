@@ -14,15 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from ascendprep.commands.verify import verify_command
-from ascendprep.fleet.slurm import (
-    Allocation,
-    SlurmError,
-    SrunTransport,
-    allocation_from_env,
-    expand_nodelist,
-    prepare_slurm,
-    slurm_node_names,
-)
+from ascendprep.run.slurm import Allocation, SlurmError, SrunTransport, allocation_from_env, expand_nodelist, prepare_slurm, slurm_node_names
 
 STANDIN = Path(__file__).resolve().parent / "srun_standin.py"
 

@@ -124,8 +124,8 @@ def _metrics(passed: bool) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
     from verify_cluster_facts import TODAY, cluster_evidence, desired_state, with_npu
 
-    from ascendprep.checks.registry import Selection
-    from ascendprep.checks.runner import run_checks
+    from ascendprep.verify.checks.registry import Selection
+    from ascendprep.verify.checks.runner import run_checks
     from ascendprep.report.prometheus import verify_metrics
 
     desired = desired_state()

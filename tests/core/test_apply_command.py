@@ -16,19 +16,19 @@ from typing import Any
 import pytest
 import yaml
 
-from ascendprep import exitcodes
-from ascendprep.applyscript import StepResult
+from ascendprep.base import exitcodes
+from ascendprep.apply.script import StepResult
 from ascendprep.commands import apply as apply_command
-from ascendprep.desired import build_desired
-from ascendprep.fleet import hosts as fleet_hosts
-from ascendprep.fleet.hosts import AppliedHost, Gathered
-from ascendprep.inventory import load_inventory
-from ascendprep.changes import Change, SetSysctl, WriteFile
-from ascendprep.facts import ManagedFile
-from ascendprep.plan import diff_host
-from ascendprep.planfile import from_host_plans, read_plan, write_plan
+from ascendprep.desired.state import build_desired
+from ascendprep.run import hosts as fleet_hosts
+from ascendprep.run.hosts import AppliedHost, Gathered
+from ascendprep.inventory.model import load_inventory
+from ascendprep.plan.changes import Change, SetSysctl, WriteFile
+from ascendprep.facts.model import ManagedFile
+from ascendprep.plan.diff import diff_host
+from ascendprep.plan.planfile import from_host_plans, read_plan, write_plan
 from ascendprep.report import changes as report_changes
-from ascendprep.fleet.fanout import HostOutcome
+from ascendprep.run.fanout import HostOutcome
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts
 

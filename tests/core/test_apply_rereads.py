@@ -7,14 +7,14 @@ import dataclasses
 
 import pytest
 
-from ascendprep import exitcodes
-from ascendprep.changes import DisableFirewall, SetNpuTls, SetSysctl, WriteFile
+from ascendprep.base import exitcodes
+from ascendprep.plan.changes import DisableFirewall, SetNpuTls, SetSysctl, WriteFile
 from ascendprep.commands import apply as apply_command
-from ascendprep.facts import NpuFacts
-from ascendprep.plan import AREAS, area_of
-from ascendprep.probes.paths import SYSCTL_FILE
-from ascendprep.probes.reads import AREA_SECTIONS, units_for_areas
-from ascendprep.probes.units import by_section
+from ascendprep.facts.model import NpuFacts
+from ascendprep.plan.diff import AREAS, area_of
+from ascendprep.base.paths import SYSCTL_FILE
+from ascendprep.plan.reads import AREA_SECTIONS, units_for_areas
+from ascendprep.facts.units import by_section
 
 from tests.core.test_apply_command import FakeHosts, all_ok, planned  # noqa: F401 (fixture)
 

@@ -12,10 +12,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from ascendprep.applyscript import LOCKED_RC, parse_apply_output, render_apply_script
-from ascendprep.envfiles import MANAGED_HEADER
-from ascendprep.changes import Change, SetNpuAddress, WriteFile
-from ascendprep.drift import sha256_text
+from ascendprep.apply.script import LOCKED_RC, parse_apply_output, render_apply_script
+from ascendprep.desired.envfiles import MANAGED_HEADER
+from ascendprep.plan.changes import Change, SetNpuAddress, WriteFile
+from ascendprep.plan.drift import sha256_text
 from nodescript import run_node_script
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from ascendprep import limits
-from ascendprep.applyscript import parse_apply_output, render_apply_script
+from ascendprep.base import limits
+from ascendprep.apply.script import parse_apply_output, render_apply_script
 from nodescript import run_node_script
 
 

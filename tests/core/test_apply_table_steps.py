@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from ascendprep.changes import SetNpuAddress
-from ascendprep.hostrange import expand
+from ascendprep.plan.changes import SetNpuAddress
+from ascendprep.base.hostrange import expand
 from ascendprep.report.changes import apply_table
 
 OK = "Cmd executed successfully!"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ascendprep.applyjournal import ApplyJournal
-from ascendprep.changes import SetNpuAddress, SetSysctl
-from ascendprep.planfile import PlanFile, SavedHost, read_plan, write_plan
+from ascendprep.apply.journal import ApplyJournal
+from ascendprep.plan.changes import SetNpuAddress, SetSysctl
+from ascendprep.plan.planfile import PlanFile, SavedHost, read_plan, write_plan
 
 
 def _plan(tmp_path: Path) -> PlanFile:

@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ascendprep import exitcodes
-from ascendprep.checks.mesh import mesh_pairs
+from ascendprep.base import exitcodes
+from ascendprep.verify.mesh import mesh_pairs
 from ascendprep.cli import main
-from ascendprep.desired import build_desired
-from ascendprep.findings import Severity
-from ascendprep.inventory import InputError, inventory_from_text
-from ascendprep.ipplan import plan_device_ips
+from ascendprep.desired.state import build_desired
+from ascendprep.base.findings import Severity
+from ascendprep.inventory.model import InputError, inventory_from_text
+from ascendprep.inventory.addressing import plan_device_ips
 from ascendprep.report.plan import desired_document
 
 ROOT = Path(__file__).resolve().parents[2]

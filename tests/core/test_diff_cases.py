@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from ascendprep.changes import WriteFile
-from ascendprep.desired import build_desired
-from ascendprep.drift import sha256_text
-from ascendprep.facts import FACTS_SCHEMA_VERSION, HostFacts, ManagedFile
-from ascendprep.inventory import inventory_from_text
-from ascendprep.plan import diff_host
+from ascendprep.plan.changes import WriteFile
+from ascendprep.desired.state import build_desired
+from ascendprep.plan.drift import sha256_text
+from ascendprep.facts.model import FACTS_SCHEMA_VERSION, HostFacts, ManagedFile
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.plan.diff import diff_host
 from ascendprep.report.changes import change_entry
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "diff"

@@ -15,13 +15,13 @@ from typing import Callable, Dict, Set, Tuple
 
 import pytest
 
-from ascendprep import drift
-from ascendprep.checks.model import COULD_NOT_CHECK
-from ascendprep.checks.runner import run_checks
-from ascendprep.desired import DesiredState
-from ascendprep.facts import FirewallTool, HccnConf, HostFacts, ManagedFile, ProbeError, SysctlFile, TlsState
-from ascendprep.findings import Severity
-from ascendprep.plan import diff_host
+from ascendprep.plan import drift
+from ascendprep.verify.checks.model import COULD_NOT_CHECK
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.desired.state import DesiredState
+from ascendprep.facts.model import FirewallTool, HccnConf, HostFacts, ManagedFile, ProbeError, SysctlFile, TlsState
+from ascendprep.base.findings import Severity
+from ascendprep.plan.diff import diff_host
 
 from tests.checks.verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 

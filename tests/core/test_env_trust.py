@@ -14,18 +14,18 @@ import yaml
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 from ascendprep.cli import main
-from ascendprep.desired import build_desired
-from ascendprep.facts import ManagedFile
-from ascendprep.inventory import inventory_from_text
-from ascendprep.plan import diff_host
-from ascendprep.planfile import PlanFile, SavedHost, read_plan, write_plan
-from ascendprep.probes.gather import parse_gather_output
-from ascendprep.probes.paths import ENV_SH
-from ascendprep.probes.system import parse_env_sh
+from ascendprep.desired.state import build_desired
+from ascendprep.facts.model import ManagedFile
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.plan.diff import diff_host
+from ascendprep.plan.planfile import PlanFile, SavedHost, read_plan, write_plan
+from ascendprep.facts.gather import parse_gather_output
+from ascendprep.base.paths import ENV_SH
+from ascendprep.facts.system import parse_env_sh
 from ascendprep.report.changes import change_entry, changes_table, describe
-from ascendprep.yamlsource import InputError
+from ascendprep.base.yamlsource import InputError
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts
 from tests.probes.conftest import build_transcript

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from nodescript import run_node_script
 
 

@@ -3,8 +3,8 @@
 The checker below is written from the rules (docs/ascend-reference.md §3 and the README's
 "Device address groups"), not from the planner: it reads the inventory YAML itself, works out
 each node's group, subnets and gateways with its own code, and judges the address table that
-``ascendprep plan --offline --format csv`` prints, row by row. Nothing from ``ascendprep.ipplan``,
-``ascendprep.devicegroups`` or ``ascendprep.inventory`` is used to decide what is right.
+``ascendprep plan --offline --format csv`` prints, row by row. Nothing from ``ascendprep.inventory.addressing``,
+``ascendprep.inventory.groups`` or ``ascendprep.inventory.model`` is used to decide what is right.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.desired import build_desired
-from ascendprep.inventory import load_inventory
-from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
+from ascendprep.desired.state import build_desired
+from ascendprep.inventory.model import load_inventory
+from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden"
@@ -86,7 +86,7 @@ def test_env_sh_sources_cann_and_sets_hccl(tmp_path: Path) -> None:
 
 def _gloo_after_sourcing(spec: str, sys_class_net: Path, before: str = "") -> str:
     """GLOO_SOCKET_IFNAME after the lines set_env.sh gets for HCCL_SOCKET_IFNAME=spec."""
-    from ascendprep.envfiles import render_gloo_from_hccl_ifname
+    from ascendprep.desired.envfiles import render_gloo_from_hccl_ifname
 
     lines = render_gloo_from_hccl_ifname(spec).replace("/sys/class/net/", f"{sys_class_net}/")
     result = subprocess.run(["sh", "-c", before + lines + 'printf %s "${GLOO_SOCKET_IFNAME-unset}"'],

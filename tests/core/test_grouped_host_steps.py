@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from ascendprep.changes import SetNpuAddress, SetSysctl
-from ascendprep.plan import HostPlan
+from ascendprep.plan.changes import SetNpuAddress, SetSysctl
+from ascendprep.plan.diff import HostPlan
 from ascendprep.report.changes import changes_table
 from ascendprep.report.grouping import Grouped, merge_host_steps
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from ascendprep.changes import SetNpuAddress, SetNpuTls, SetSysctl
-from ascendprep.plan import HostPlan
+from ascendprep.plan.changes import SetNpuAddress, SetNpuTls, SetSysctl
+from ascendprep.plan.diff import HostPlan
 from ascendprep.report.changes import changes_table
 from ascendprep.report.grouping import collapse_npu_lines, collapse_npus, group_hosts, npu_label
 
@@ -83,7 +83,7 @@ def test_apply_results_merge_only_when_change_result_and_message_agree():
 
 
 def test_lockstep_lines_expand_back_to_every_npu_and_value():
-    from ascendprep.hostrange import expand
+    from ascendprep.base.hostrange import expand
 
     lines = [(npu, f"netdetect none → 10.20.{npu + 8}.254") for npu in range(8)]
     [(label, text)] = collapse_npu_lines(lines)

@@ -15,21 +15,21 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 from ascendprep.cli import main
-from ascendprep.applyjournal import ApplyJournal
+from ascendprep.apply.journal import ApplyJournal
 from ascendprep.commands.apply import _record_results, _report
-from ascendprep.fleet.hosts import AppliedHost
-from ascendprep.applyscript import StepResult
-from ascendprep.jsoninput import parse_json, read_json_file
-from ascendprep.limits import INVENTORY_MAX_BYTES
-from ascendprep.changes import SetNpuAddress, SetSysctl
-from ascendprep.plan import HostPlan
-from ascendprep.planfile import PlanFile
-from ascendprep.fleet.fanout import HostOutcome
+from ascendprep.run.hosts import AppliedHost
+from ascendprep.apply.script import StepResult
+from ascendprep.base.jsoninput import parse_json, read_json_file
+from ascendprep.base.limits import INVENTORY_MAX_BYTES
+from ascendprep.plan.changes import SetNpuAddress, SetSysctl
+from ascendprep.plan.diff import HostPlan
+from ascendprep.plan.planfile import PlanFile
+from ascendprep.run.fanout import HostOutcome
 from ascendprep.report.changes import apply_table, changes_table
-from ascendprep.report.text import cell, markup_safe, visible
-from ascendprep.yamlsource import InputError, parse_yaml
+from ascendprep.base.text import cell, markup_safe, visible
+from ascendprep.base.yamlsource import InputError, parse_yaml
 
 #: An OSC title change, a full terminal reset, a carriage return over the line, and markup.
 HOSTILE = "leaf\x1b]0;pwned\x07\x1bc\rX[/bold][/home/x/ip.c:553]"

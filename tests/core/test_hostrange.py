@@ -1,6 +1,6 @@
 import pytest
 
-from ascendprep.hostrange import HostRangeError, expand
+from ascendprep.base.hostrange import HostRangeError, expand
 
 
 @pytest.mark.parametrize(

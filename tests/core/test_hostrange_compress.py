@@ -2,7 +2,7 @@
 
 from hypothesis import given, settings, strategies as st
 
-from ascendprep.hostrange import compress, compressed, expand, number_spans
+from ascendprep.base.hostrange import compress, compressed, expand, number_spans
 
 _prefixes = st.sampled_from(["node", "n", "rack1-n", "10.0.0.", "gpu-", ""])
 _numbers = st.integers(min_value=0, max_value=12000)
@@ -47,7 +47,7 @@ def test_a_name_with_brackets_stays_whole():
 
 
 def test_select_takes_ranges_and_globs_in_inventory_order():
-    from ascendprep.hostrange import select
+    from ascendprep.base.hostrange import select
 
     names = [f"node{i:02d}" for i in range(1, 17)] + ["login1"]
     assert select("node[01-03]", names) == ["node01", "node02", "node03"]
@@ -59,7 +59,7 @@ def test_select_takes_ranges_and_globs_in_inventory_order():
 @settings(max_examples=100, deadline=None)
 @given(_names, _names)
 def test_select_of_a_compressed_subset_is_that_subset(names, subset):
-    from ascendprep.hostrange import select
+    from ascendprep.base.hostrange import select
 
     chosen = [n for n in dict.fromkeys(names) if n in set(subset)]
     if chosen:

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from ascendprep.cli import main
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 
 BROKEN = sorted((Path(__file__).parent / "broken").glob("*.yaml"))
 

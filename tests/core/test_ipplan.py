@@ -9,9 +9,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ascendprep.findings import Severity
-from ascendprep.inventory import inventory_from_text
-from ascendprep.ipplan import plan_device_ips
+from ascendprep.base.findings import Severity
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.inventory.addressing import plan_device_ips
 
 
 def make(product="atlas-a2", nodes=2, npus=8, network=None, hosts="10.0.0.[11-{last}]", entries=None, **extra):

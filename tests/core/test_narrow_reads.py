@@ -8,17 +8,17 @@ import dataclasses
 
 import yaml
 
-from ascendprep import exitcodes
-from ascendprep.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl
+from ascendprep.base import exitcodes
+from ascendprep.plan.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl
 from ascendprep.commands import apply as apply_command
-from ascendprep.desired import build_desired
-from ascendprep.facts import NpuFacts, TlsState
-from ascendprep.inventory import inventory_from_text, load_inventory
-from ascendprep.plan import diff_host
-from ascendprep.planfile import from_host_plans, write_plan
-from ascendprep.probes.gather import render_gather_script
-from ascendprep.probes.reads import npu_kinds_for, units_for_changes, units_for_plan
-from ascendprep.probes.unit import PLAN
+from ascendprep.desired.state import build_desired
+from ascendprep.facts.model import NpuFacts, TlsState
+from ascendprep.inventory.model import inventory_from_text, load_inventory
+from ascendprep.plan.diff import diff_host
+from ascendprep.plan.planfile import from_host_plans, write_plan
+from ascendprep.facts.gather import render_gather_script
+from ascendprep.plan.reads import npu_kinds_for, units_for_changes, units_for_plan
+from ascendprep.facts.unit import PLAN
 
 from tests.core.test_apply_command import FakeHosts, all_ok
 from tests.core.test_plan_diff import INVENTORY, converged_facts

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import yaml
 
-from ascendprep.applyscript import parse_apply_output, render_apply_script
-from ascendprep.desired import build_desired
-from ascendprep.envfiles import render_sysctl_conf
-from ascendprep.facts import HccnConf, HostFacts, ManagedFile, NpuFacts, ProbeError, SysctlFile, TlsState
-from ascendprep.inventory import inventory_from_text
-from ascendprep.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetSysctl, WriteFile
-from ascendprep.drift import sha256_text
-from ascendprep.plan import diff_host, reconcile
+from ascendprep.apply.script import parse_apply_output, render_apply_script
+from ascendprep.desired.state import build_desired
+from ascendprep.desired.envfiles import render_sysctl_conf
+from ascendprep.facts.model import HccnConf, HostFacts, ManagedFile, NpuFacts, ProbeError, SysctlFile, TlsState
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.plan.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetSysctl, WriteFile
+from ascendprep.plan.drift import sha256_text
+from ascendprep.plan.diff import diff_host, reconcile
 from ascendprep.report.changes import describe
-from ascendprep.probes.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
+from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
 
 INVENTORY = {
     "name": "t",

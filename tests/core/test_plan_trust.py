@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ascendprep.inventory import inventory_from_text
-from ascendprep.changes import WriteFile
-from ascendprep.plan import diff_host, managed_keys, reconcile
-from ascendprep.planfile import PlanFile, SavedHost, read_plan, write_plan
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.plan.changes import WriteFile
+from ascendprep.plan.diff import diff_host, managed_keys, reconcile
+from ascendprep.plan.planfile import PlanFile, SavedHost, read_plan, write_plan
 from ascendprep.report.changes import describe
-from ascendprep.yamlsource import InputError
+from ascendprep.base.yamlsource import InputError
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts, desired
 
@@ -174,7 +174,7 @@ def test_keys_outside_the_allow_list_need_an_opt_in_and_are_marked_in_the_plan()
     problems = _problems(_inventory(sysctl={"vm.swappiness": 10}))
     assert len(problems) == 1 and "sysctl.vm.swappiness: vm.swappiness is outside what HCCL needs" in problems[0] and "sysctl_opt_in" in problems[0]
     inventory = inventory_from_text(_inventory(sysctl={"vm.swappiness": 10}, sysctl_opt_in=["vm.swappiness"]))
-    from ascendprep.desired import build_desired
+    from ascendprep.desired.state import build_desired
 
     state = build_desired(inventory)
     facts = converged_facts(state, sysctl={"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031", "vm.swappiness": "1"})

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep import envfiles
-from ascendprep.desired import build_desired
-from ascendprep.inventory import inventory_from_text
-from ascendprep.probes.paths import SET_ENV_SH
+from ascendprep.desired import envfiles
+from ascendprep.desired.state import build_desired
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.base.paths import SET_ENV_SH
 
 IP_ADDR = """\
 1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever

@@ -20,7 +20,7 @@ from typing import Iterator, List, Sequence
 
 import pytest
 
-from ascendprep.fleet.access import HostAccess
+from ascendprep.remote.access import HostAccess
 
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd")
 

@@ -24,7 +24,7 @@ from typing import List, Optional
 
 import paramiko
 
-from ascendprep.fleet.access import HostAccess
+from ascendprep.remote.access import HostAccess
 
 
 class _Interface(paramiko.ServerInterface):

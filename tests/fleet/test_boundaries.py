@@ -1,4 +1,4 @@
-"""Where host I/O may happen: only in ascendprep.fleet, and only when a command contacts hosts.
+"""Where host I/O may happen: only in ascendprep.run, and only when a command contacts hosts.
 
 Each case runs in a fresh interpreter (``sys.modules`` of the test process already holds
 paramiko), with the worktree's package first on the path.
@@ -18,8 +18,8 @@ from clirun import python_in_worktree, run_cli, top_level_packages
 #: The SSH stack: paramiko, and fabric with its invoke.
 SSH_PACKAGES = ("paramiko", "fabric", "invoke")
 #: The pure core: what plan and verify decide with, readable without any SSH library.
-PURE_PACKAGES = ("ascendprep.checks", "ascendprep.compat", "ascendprep.probes")
-PURE_MODULES = ("ascendprep.plan", "ascendprep.desired", "ascendprep.ipplan", "ascendprep.facts", "ascendprep.drift", "ascendprep.changes", "ascendprep.applyscript", "ascendprep.allreduce.jobs")
+PURE_PACKAGES = ("ascendprep.verify.checks", "ascendprep.compat", "ascendprep.facts.model")
+PURE_MODULES = ("ascendprep.plan.diff", "ascendprep.desired.state", "ascendprep.inventory.addressing", "ascendprep.facts.model", "ascendprep.plan.drift", "ascendprep.plan.changes", "ascendprep.apply.script", "ascendprep.verify.allreduce.jobs")
 
 BLOCK_SSH = textwrap.dedent(
     """
@@ -56,7 +56,7 @@ def test_the_pure_core_imports_with_paramiko_and_fabric_blocked() -> None:
         for module in {modules!r}:
             importlib.import_module(module)
             imported.append(module)
-        fleet = sorted(m for m in sys.modules if m.startswith("ascendprep.fleet"))
+        fleet = sorted(m for m in sys.modules if m.startswith("ascendprep.run"))
         print(json.dumps({{"blocked": blocked, "imported": imported, "fleet": fleet}}))
         """
     ).format(packages=PURE_PACKAGES, modules=PURE_MODULES)
@@ -64,13 +64,13 @@ def test_the_pure_core_imports_with_paramiko_and_fabric_blocked() -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["blocked"], "the blocker let paramiko through: this test would prove nothing"
-    assert {"ascendprep.checks.registry", "ascendprep.probes.gather", "ascendprep.probes.ping", "ascendprep.compat.data"} <= set(result["imported"])
+    assert {"ascendprep.verify.checks.registry", "ascendprep.facts.gather", "ascendprep.facts.ping", "ascendprep.compat.data"} <= set(result["imported"])
     assert result["fleet"] == [], "the pure core imports host I/O"
 
 
 def test_a_module_that_needs_ssh_fails_under_the_blocker() -> None:
     """The unlike case: the same blocker stops the session (so the test above can fail)."""
-    done = python_in_worktree(BLOCK_SSH + "import ascendprep.fleet.fanout\n")
+    done = python_in_worktree(BLOCK_SSH + "import ascendprep.run.fanout\n")
     assert done.returncode != 0
     assert "is blocked: this module must not need SSH" in done.stderr
 
@@ -118,8 +118,8 @@ def test_a_bundle_recheck_loads_no_ssh_library(tmp_path: Path) -> None:
     """``verify --from-bundle`` contacts no host, so it needs no SSH library either."""
     from datetime import date
 
-    from ascendprep.checks.context import HostEvidence
-    from ascendprep.fleet.bundle import Bundle, write_bundle
+    from ascendprep.verify.checks.context import HostEvidence
+    from ascendprep.run.bundle import Bundle, write_bundle
 
     text = _inventory(tmp_path).read_text()
     hosts = {name: HostEvidence(name, address, None, error=f"{name}: connection refused", error_kind="unreachable") for name, address in (("n1", "10.0.0.11"), ("n2", "10.0.0.12"))}

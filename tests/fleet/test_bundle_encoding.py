@@ -7,11 +7,11 @@ import gzip
 import json
 from datetime import date
 
-from ascendprep.checks.context import HostEvidence
-from ascendprep.checks.model import CheckResult, Status
-from ascendprep.facts import HostFacts
-from ascendprep.findings import Severity
-from ascendprep.fleet.bundle import Bundle, bundle_size, new_bundle_dir, read_bundle, write_bundle
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.facts.model import HostFacts
+from ascendprep.base.findings import Severity
+from ascendprep.run.bundle import Bundle, bundle_size, new_bundle_dir, read_bundle, write_bundle
 from ascendprep.report import jsondoc
 
 
@@ -73,7 +73,7 @@ def test_facts_json_is_written_only_for_hosts_with_a_failed_check_or_an_error(tm
 def test_facts_to_json_is_to_dict_for_a_whole_recorded_node() -> None:
     from pathlib import Path
 
-    from ascendprep.probes.gather import parse_gather_output
+    from ascendprep.facts.gather import parse_gather_output
 
     recorded = Path(__file__).resolve().parents[2] / "bench" / "scale_data" / "a2-converged.gather.txt"
     facts = parse_gather_output(recorded.read_text())
@@ -89,8 +89,8 @@ def test_host_files_are_0600_and_chmod_only_when_the_umask_narrowed_them(tmp_pat
     import os
     import stat
 
-    from ascendprep.fleet import bundle as bundle_module
-    from ascendprep.fleet.bundle import BundleWriter
+    from ascendprep.run import bundle as bundle_module
+    from ascendprep.run.bundle import BundleWriter
 
     chmods = []
     real_fchmod = os.fchmod
@@ -112,8 +112,8 @@ def test_host_files_are_0600_and_chmod_only_when_the_umask_narrowed_them(tmp_pat
 def test_free_space_is_read_once_per_room_proven_and_never_more_is_written(tmp_path, monkeypatch) -> None:
     from collections import namedtuple
 
-    from ascendprep.fleet import bundle as bundle_module
-    from ascendprep.fleet.bundle import BundleWriter
+    from ascendprep.run import bundle as bundle_module
+    from ascendprep.run.bundle import BundleWriter
 
     usage = namedtuple("usage", "total used free")
     free = [10**12]

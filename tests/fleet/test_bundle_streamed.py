@@ -16,18 +16,18 @@ import pytest
 
 from click.testing import CliRunner
 
-from ascendprep.checks.context import HostEvidence
+from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.commands.verify import verify_command
-from ascendprep.desired import build_desired
-from ascendprep.fleet import bundle as bundle_module
-from ascendprep.fleet import evidence, fanout
-from ascendprep.fleet.bundle import BundleWriter, new_bundle_dir
-from ascendprep.limits import BUNDLE_APPEND_BUFFER_BYTES
-from ascendprep.fleet.evidence import collect
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.inventory import inventory_from_text
+from ascendprep.desired.state import build_desired
+from ascendprep.run import bundle as bundle_module
+from ascendprep.run import evidence, fanout
+from ascendprep.run.bundle import BundleWriter, new_bundle_dir
+from ascendprep.base.limits import BUNDLE_APPEND_BUFFER_BYTES
+from ascendprep.run.evidence import collect
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
+from ascendprep.remote.local import LocalTransport
+from ascendprep.inventory.model import inventory_from_text
 
 from tests.fleet.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from ascendprep.checks.model import CheckResult, Status
-from ascendprep.findings import Severity
+from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.base.findings import Severity
 from ascendprep.report import jsondoc
 from ascendprep.report.verify import CLUSTER, bundle_document, passed_by_check, verify_document
 

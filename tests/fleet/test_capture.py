@@ -1,6 +1,6 @@
 """CappedOutput: the controller keeps at most the cap, and says when it dropped bytes."""
 
-from ascendprep.fleet.capture import STDERR_RESERVE, CappedOutput
+from ascendprep.remote.capture import STDERR_RESERVE, CappedOutput
 
 
 def test_bytes_past_the_cap_are_counted_and_dropped() -> None:

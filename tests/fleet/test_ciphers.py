@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ascendprep.fleet.ssh import SSHTransport
+from ascendprep.remote.ssh import SSHTransport
 
 from .conftest import Sshd, find_sshd, free_port, start_sshd
 

@@ -11,12 +11,12 @@ from typing import List
 
 import pytest
 
-from ascendprep import limits
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.fleet.transport import Transport
-from ascendprep.fleet.deadline import Deadline, command_deadline, default_timeout
+from ascendprep.base import limits
+from ascendprep.remote.access import HostAccess
+from ascendprep.run.fanout import Session
+from ascendprep.remote.local import LocalTransport
+from ascendprep.remote.transport import Transport
+from ascendprep.remote.deadline import Deadline, command_deadline, default_timeout
 
 
 class StuckTransport(LocalTransport):
@@ -97,10 +97,10 @@ def test_a_thread_that_never_wakes_does_not_keep_the_process_alive() -> None:
     """Workers are daemon threads: the process exits once the fan-out has given up on them."""
     code = textwrap.dedent("""
         import threading
-        from ascendprep.fleet.access import HostAccess
-        from ascendprep.fleet.fanout import Session
-        from ascendprep.fleet.local import LocalTransport
-        from ascendprep.fleet.deadline import Deadline
+        from ascendprep.remote.access import HostAccess
+        from ascendprep.run.fanout import Session
+        from ascendprep.remote.local import LocalTransport
+        from ascendprep.remote.deadline import Deadline
 
         class Deaf(LocalTransport):
             def run_script(self, script, timeout=None):

@@ -9,10 +9,10 @@ from typing import Iterator
 
 import pytest
 
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.errors import CommandTimeout
-from ascendprep.fleet.ssh import SSHTransport
-from ascendprep.fleet.fanout import Session
+from ascendprep.remote.access import HostAccess
+from ascendprep.remote.errors import CommandTimeout
+from ascendprep.remote.ssh import SSHTransport
+from ascendprep.run.fanout import Session
 
 from .fakeserver import FakeSSHServer
 

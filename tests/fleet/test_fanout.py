@@ -11,12 +11,12 @@ from typing import List
 import pytest
 from rich.console import Console
 
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.errors import UnreachableError
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.fleet.progress import Progress, progress_for_terminal
-from ascendprep.fleet.transport import Transport
+from ascendprep.remote.access import HostAccess
+from ascendprep.remote.errors import UnreachableError
+from ascendprep.run.fanout import Session
+from ascendprep.remote.local import LocalTransport
+from ascendprep.run.progress import Progress, progress_for_terminal
+from ascendprep.remote.transport import Transport
 
 from .conftest import Sshd, free_port
 

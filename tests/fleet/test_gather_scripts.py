@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 
-from ascendprep.desired import build_desired
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.hosts import fresh_nonce_scripts, gather_facts, host_accesses
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.inventory import inventory_from_text
-from ascendprep.probes import gather
-from ascendprep.probes.blockers import job_probes
-from ascendprep.probes.paths import SYSCTL_KEYS
+from ascendprep.desired.state import build_desired
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import fresh_nonce_scripts, gather_facts, host_accesses
+from ascendprep.remote.local import LocalTransport
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.facts import gather
+from ascendprep.facts.blockers import job_probes
+from ascendprep.base.paths import SYSCTL_KEYS
 
 from tests.fleet.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
 
@@ -66,7 +66,7 @@ def test_hosts_get_the_same_script_but_for_their_own_nonce(fake_tools, monkeypat
         renders.append(kwargs.get("nonce"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("ascendprep.fleet.hosts.render_gather_script", counting)
+    monkeypatch.setattr("ascendprep.run.hosts.render_gather_script", counting)
     with Session(host_accesses(inventory), forks=2, transport_factory=lambda access: Recording(access.name, 60)) as session:
         outcomes = gather_facts(session, inventory)
     assert all(outcome.ok and outcome.value.facts.hostname for outcome in outcomes.values())

@@ -8,9 +8,9 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.errors import HostKeyError
-from ascendprep.fleet.hostkeys import fingerprint, known_keys, record_host_key
+from ascendprep.remote.access import HostAccess
+from ascendprep.remote.errors import HostKeyError
+from ascendprep.remote.hostkeys import fingerprint, known_keys, record_host_key
 from labsupport import skip_or_fail
 
 if subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0:
@@ -104,7 +104,7 @@ def test_revoked_lines_are_read_apart_from_trusted_ones(tmp_path: Path, key_pair
     _, key = key_pair
     path = tmp_path / "known_hosts"
     path.write_text(_line("node1", key) + "@revoked * " + _line("", key).strip() + "\n")
-    from ascendprep.fleet.hostkeys import revoked_keys
+    from ascendprep.remote.hostkeys import revoked_keys
 
     assert [k.source for k in known_keys("node1", [str(path)])] == [f"{path}:1"]
     assert [(k.source, k.key) for k in revoked_keys("node1", [str(path)])] == [(f"{path}:2", key)]

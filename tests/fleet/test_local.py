@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.fleet.errors import RemoteError
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.fleet.result import TIMED_OUT_RC
-from ascendprep.fleet.ssh import SSHTransport
-from ascendprep.fleet.transport import Transport
+from ascendprep.remote.errors import RemoteError
+from ascendprep.remote.local import LocalTransport
+from ascendprep.remote.result import TIMED_OUT_RC
+from ascendprep.remote.ssh import SSHTransport
+from ascendprep.remote.transport import Transport
 
 from .conftest import Sshd, wait_until_gone
 
@@ -62,7 +62,7 @@ def test_local_put_and_exec_count(tmp_path: Path) -> None:
 
 
 def test_local_fetch_reads_the_bytes_and_keeps_no_more_than_the_cap(tmp_path: Path) -> None:
-    from ascendprep.fleet.errors import OutputTooLarge
+    from ascendprep.remote.errors import OutputTooLarge
 
     source = tmp_path / "log"
     source.write_bytes(bytes(range(256)) * 100)

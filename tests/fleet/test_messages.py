@@ -10,9 +10,9 @@ import paramiko
 import pytest
 from paramiko.ssh_exception import NoValidConnectionsError
 
-from ascendprep.fleet.access import HostAccess, known_hosts_files
-from ascendprep.fleet.diagnose import describe_connect_failure
-from ascendprep.fleet.sudo import SudoPassword, sudo_password_from_env
+from ascendprep.remote.access import HostAccess, known_hosts_files
+from ascendprep.remote.diagnose import describe_connect_failure
+from ascendprep.remote.sudo import SudoPassword, sudo_password_from_env
 
 ACCESS = HostAccess(name="node3", address="10.0.0.13", port=2222, user="ops", key_file="/keys/lab", connect_timeout=7)
 

@@ -13,9 +13,9 @@ from typing import Iterator
 
 import pytest
 
-from ascendprep.fleet.errors import RemoteError
-from ascendprep.fleet.ssh import SSHTransport
-from ascendprep.fleet.errors import OutputTooLarge
+from ascendprep.remote.errors import RemoteError
+from ascendprep.remote.ssh import SSHTransport
+from ascendprep.remote.errors import OutputTooLarge
 
 from .conftest import Sshd
 from .fakeserver import FakeSSHServer

@@ -13,10 +13,10 @@ from typing import Callable, Tuple, TypeVar
 
 import pytest
 
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.fleet.ssh import SSHTransport
-from ascendprep.fleet.errors import OutputTooLarge
-from ascendprep.fleet.fanout import Session
+from ascendprep.remote.local import LocalTransport
+from ascendprep.remote.ssh import SSHTransport
+from ascendprep.remote.errors import OutputTooLarge
+from ascendprep.run.fanout import Session
 
 from .conftest import Sshd
 
@@ -84,7 +84,7 @@ def test_a_flooding_host_does_not_affect_the_others(sshd: Sshd, known_hosts: Pat
 def test_the_cap_is_named_in_limits_hit_for_every_host_it_cut() -> None:
     """``--format json``'s ``limits_hit`` names the controller's cap and the hosts it cut; a step
     where nothing flooded adds no entry (the unlike case)."""
-    from ascendprep.fleet.access import HostAccess
+    from ascendprep.remote.access import HostAccess
 
     hosts = [HostAccess(name=name, address="127.0.0.1") for name in ("n1", "n2", "n3")]
     flood = "head -c 3000000 /dev/zero\n"
@@ -109,8 +109,8 @@ def test_local_timeout_still_kills_and_keeps_what_was_printed(tmp_path: Path) ->
 def test_a_cut_host_is_named_even_when_the_deadline_ends_the_step() -> None:
     """n1 floods and is cut at once; n2 is still at work when the deadline passes: both limits
     are listed, each with its own hosts."""
-    from ascendprep.fleet.access import HostAccess
-    from ascendprep.fleet.deadline import Deadline
+    from ascendprep.remote.access import HostAccess
+    from ascendprep.remote.deadline import Deadline
 
     hosts = [HostAccess(name=name, address="127.0.0.1") for name in ("n1", "n2")]
 

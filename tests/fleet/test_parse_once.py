@@ -9,11 +9,11 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from ascendprep.fleet import hostkeys, ssh
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.errors import AuthError
-from ascendprep.fleet.hostkeys import _name_matches, known_keys, revoked_keys
-from ascendprep.limits import PRIVATE_KEY_MAX_BYTES
+from ascendprep.remote import hostkeys, ssh
+from ascendprep.remote.access import HostAccess
+from ascendprep.remote.errors import AuthError
+from ascendprep.remote.hostkeys import _name_matches, known_keys, revoked_keys
+from ascendprep.base.limits import PRIVATE_KEY_MAX_BYTES
 from labsupport import skip_or_fail
 
 if subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0:

@@ -8,7 +8,7 @@ import json
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.fleet.progress import Progress, progress_for_terminal
+from ascendprep.run.progress import Progress, progress_for_terminal
 
 
 class _Tty(io.StringIO):

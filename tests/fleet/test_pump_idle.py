@@ -1,6 +1,6 @@
 """A script that runs a while without printing costs the controller few wake-ups, not 20 a second.
 
-Output, EOF and close wake :func:`ascendprep.fleet.ssh.pump_channel` at once, so its idle rounds
+Output, EOF and close wake :func:`ascendprep.remote.ssh.pump_channel` at once, so its idle rounds
 only space out waiting; at 4,096 hosts (64 at a time) every wasted round is controller CPU.
 """
 
@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ascendprep.fleet import ssh
-from ascendprep.fleet.ssh import SSHTransport
+from ascendprep.remote import ssh
+from ascendprep.remote.ssh import SSHTransport
 
 from .conftest import Sshd
 

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from ascendprep.probes import shell
-from ascendprep.probes.ping import render_ping_script
-from ascendprep.probes.sections import new_nonce
+from ascendprep.facts import shell
+from ascendprep.facts.ping import render_ping_script
+from ascendprep.facts.sections import new_nonce
 
 
 def test_a_preamble_is_its_own_rendering_for_every_nonce_and_setting() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.fleet import shell
+from ascendprep.remote import shell
 
 from .conftest import wait_until_gone
 

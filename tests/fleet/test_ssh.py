@@ -13,11 +13,11 @@ from typing import Iterator, List
 import paramiko
 import pytest
 
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.errors import AuthError, HostKeyError, RemoteError, UnreachableError
-from ascendprep.fleet.hostkeys import fingerprint
-from ascendprep.fleet.result import TIMED_OUT_RC
-from ascendprep.fleet.ssh import SSHTransport
+from ascendprep.remote.access import HostAccess
+from ascendprep.remote.errors import AuthError, HostKeyError, RemoteError, UnreachableError
+from ascendprep.remote.hostkeys import fingerprint
+from ascendprep.remote.result import TIMED_OUT_RC
+from ascendprep.remote.ssh import SSHTransport
 
 from .conftest import Sshd, free_port, keygen, wait_until_gone
 

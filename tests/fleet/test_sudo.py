@@ -19,10 +19,10 @@ from typing import Iterator, List
 
 import pytest
 
-from ascendprep.fleet.errors import SudoError
-from ascendprep.fleet.ssh import SSHTransport
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.sudo import SudoPassword
+from ascendprep.remote.errors import SudoError
+from ascendprep.remote.ssh import SSHTransport
+from ascendprep.run.fanout import Session
+from ascendprep.remote.sudo import SudoPassword
 
 from .conftest import Sshd, find_sshd, free_port, missing, start_sshd, wait_until_gone
 

@@ -8,8 +8,8 @@ from typing import List
 
 import pytest
 
-from ascendprep.fleet.errors import SudoError, UnreachableError
-from ascendprep.fleet.sudo import SudoGate, SudoPassword
+from ascendprep.remote.errors import SudoError, UnreachableError
+from ascendprep.remote.sudo import SudoGate, SudoPassword
 
 
 def test_a_rejected_password_is_sent_to_no_other_host() -> None:

@@ -11,13 +11,13 @@ from typing import List
 
 import yaml
 
-from ascendprep.desired import build_desired
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.evidence import collect
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.fleet.transport import Transport
-from ascendprep.inventory import inventory_from_text
+from ascendprep.desired.state import build_desired
+from ascendprep.remote.access import HostAccess
+from ascendprep.run.evidence import collect
+from ascendprep.run.fanout import Session
+from ascendprep.remote.local import LocalTransport
+from ascendprep.remote.transport import Transport
+from ascendprep.inventory.model import inventory_from_text
 
 FAKE_TOOLS = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "fake_tools"
 

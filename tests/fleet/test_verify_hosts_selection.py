@@ -11,15 +11,15 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.checks.runner import run_checks
+from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.verify import verify_command
-from ascendprep.desired import build_desired
-from ascendprep.fleet import fanout
-from ascendprep.fleet.evidence import collect
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.hosts import host_accesses
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.inventory import inventory_from_text
+from ascendprep.desired.state import build_desired
+from ascendprep.run import fanout
+from ascendprep.run.evidence import collect
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
+from ascendprep.remote.local import LocalTransport
+from ascendprep.inventory.model import inventory_from_text
 
 FAKE_HCCN_TOOL = """#!/bin/sh
 if [ "$3" = "-ping" ]; then

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.checks.counters import rates, sample_pair
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.shell import UnsafeValue
+from ascendprep.verify.checks.counters import rates, sample_pair
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.shell import UnsafeValue
 from nodescript import run_node_script
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"

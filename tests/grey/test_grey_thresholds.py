@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.checks import grey_thresholds
-from ascendprep.checks.grey_thresholds import GreyThresholdsError, effective, override_problem, parse_specs
-from ascendprep.inventory import inventory_from_text
-from ascendprep.yamlsource import InputError
+from ascendprep.inventory import thresholds as grey_thresholds
+from ascendprep.inventory.thresholds import GreyThresholdsError, effective, override_problem, parse_specs
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.base.yamlsource import InputError
 
 _INVENTORY = """name: r
 product: atlas-a2

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.checks import health_codes
-from ascendprep.checks.health_codes import HealthCodesError, decode, parse_table, severity_of, worst
-from ascendprep.findings import Severity
+from ascendprep.verify.checks import health_codes
+from ascendprep.verify.checks.health_codes import HealthCodesError, decode, parse_table, severity_of, worst
+from ascendprep.base.findings import Severity
 
 
 def test_the_packaged_table_covers_every_level_with_sourced_codes() -> None:
@@ -83,7 +83,7 @@ def test_a_malformed_table_is_refused(text: str, fragment: str) -> None:
 
 
 def test_a_code_with_an_unknown_level_is_refused() -> None:
-    text = health_codes.resources.files("ascendprep.checks").joinpath("data/health_codes.yaml").read_text()
+    text = health_codes.resources.files("ascendprep.verify.checks").joinpath("data/health_codes.yaml").read_text()
     with pytest.raises(HealthCodesError, match="codes.ABC: level"):
         parse_table(text + '  "ABC": {level: Reboot}\n')
     with pytest.raises(HealthCodesError, match="not upper-case hex"):

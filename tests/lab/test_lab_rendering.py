@@ -12,7 +12,7 @@ import pytest
 
 from labsupport import skip_or_fail
 
-from ascendprep.inventory import inventory_from_text
+from ascendprep.inventory.model import inventory_from_text
 from ascendprep.lab import nodefs, sshd
 from ascendprep.lab.hostpython import HostPython
 from ascendprep.lab.inventory_doc import render_inventory

@@ -11,7 +11,7 @@ import pytest
 
 from ascendprep.lab.sim import cann
 from ascendprep.lab.sim import jobenv as sim
-from ascendprep.probes.jobenv import parse_nnal_version
+from ascendprep.facts.jobenv import parse_nnal_version
 
 
 def _import(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess:

@@ -15,10 +15,10 @@ import pytest
 
 from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
-from ascendprep.fleet.bundle import read_bundle
+from ascendprep.run.bundle import read_bundle
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from ascendprep.probes.gather import parse_gather_output
+from ascendprep.facts.gather import parse_gather_output
 from labsupport import start_test_lab, verify_json
 
 pytestmark = pytest.mark.lab

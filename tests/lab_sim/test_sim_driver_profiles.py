@@ -11,7 +11,7 @@ import re
 import pytest
 
 from ascendprep.lab.sim import state
-from ascendprep.probes import hccn, npu_smi
+from ascendprep.facts import hccn, npu_smi
 
 ASCTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4}"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.checks.counters import counter_rate
-from ascendprep.checks.health_codes import decode
+from ascendprep.verify.checks.counters import counter_rate
+from ascendprep.verify.checks.health_codes import decode
 from ascendprep.lab.sim import counters, state
-from ascendprep.probes.npu_smi import parse_health
-from ascendprep.probes.port_stats import parse_stat
+from ascendprep.facts.npu_smi import parse_health
+from ascendprep.facts.port_stats import parse_stat
 
 T0 = 1_780_000_000.0
 

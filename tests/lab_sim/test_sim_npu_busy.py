@@ -8,7 +8,7 @@ import pytest
 from ascendprep.lab.sim import state
 from ascendprep.lab.sim.npu_procs import busy_pid
 from ascendprep.lab.sim.npu_smi import info_table
-from ascendprep.probes.npu_procs import parse_process_table
+from ascendprep.facts.npu_procs import parse_process_table
 
 
 def test_a_busy_chip_gets_a_process_row_the_parser_reads(lab):

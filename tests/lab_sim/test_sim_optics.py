@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from ascendprep.lab.sim import state
-from ascendprep.probes.optics import parse_optical_info
-from ascendprep.probes.port_state import parse_duplex, parse_fec
+from ascendprep.facts.optics import parse_optical_info
+from ascendprep.facts.port_state import parse_duplex, parse_fec
 
 
 def optical(lab, node: str, npu: int):

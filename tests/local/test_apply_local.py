@@ -9,7 +9,7 @@ import json
 import click
 import pytest
 
-from ascendprep import exitcodes
+from ascendprep.base import exitcodes
 from ascendprep.commands import apply as apply_command
 from ascendprep.commands import local as local_module
 from ascendprep.commands.local import MachineIdentity

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from ascendprep.commands.local import MachineIdentity, match_node, parse_ip_addresses
-from ascendprep.inventory import inventory_from_text
+from ascendprep.inventory.model import inventory_from_text
 
 INVENTORY = {
     "name": "t",

@@ -20,16 +20,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ascendprep.checks.registry import Selection
-from ascendprep.checks.runner import run_checks
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.local import local_ping_plan
 from ascendprep.commands.verify import verify_command
-from ascendprep.desired import build_desired
-from ascendprep.fleet.access import HostAccess
-from ascendprep.fleet.evidence import collect
-from ascendprep.fleet.fanout import Session
-from ascendprep.fleet.local import LocalTransport
-from ascendprep.inventory import inventory_from_text
+from ascendprep.desired.state import build_desired
+from ascendprep.remote.access import HostAccess
+from ascendprep.run.evidence import collect
+from ascendprep.run.fanout import Session
+from ascendprep.remote.local import LocalTransport
+from ascendprep.inventory.model import inventory_from_text
 
 FAKE_TOOLS = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "fake_tools"
 NODES = ("n1", "n2", "n3")

@@ -32,8 +32,8 @@ def test_wheel_carries_worker_and_data_and_plans_offline_from_a_fresh_venv(tmp_p
     _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(source)], tmp_path)
     (wheel,) = (tmp_path / "dist").glob("ascendprep-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "ascendprep/allreduce/worker.py" in names
-    assert "ascendprep/checks/data/compat.yaml" in names
+    assert "ascendprep/verify/allreduce/worker.py" in names
+    assert "ascendprep/data/compat.yaml" in names
     assert not any(name.startswith("tests/") for name in names)
 
     env_dir = tmp_path / "venv"

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from ascendprep import facts
+from ascendprep.facts import model as facts
 
 BUILT_BY_SLOT = (facts.LldpNeighbor, facts.LinkRecord, facts.LinkStat, facts.CounterSample, facts.TlsState, facts.OpticalLane,
                  facts.OpticalThresholds, facts.OpticalInfo, facts.NpuFacts, facts.NpuSmiDevice, facts.NpuHealth,

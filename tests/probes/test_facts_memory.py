@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep import blocker_facts, facts, jobenv_facts
-from ascendprep.probes.gather import parse_gather_output
+from ascendprep.facts import blocker_model as blocker_facts, model as facts, jobenv_model as jobenv_facts
+from ascendprep.facts.gather import parse_gather_output
 
 RECORDED = Path(__file__).resolve().parents[2] / "bench" / "scale_data" / "a2-converged.gather.txt"
 
@@ -88,7 +88,7 @@ def test_facts_of_a_host_stay_small(two_hosts) -> None:
 
 
 def test_counter_values_read_as_the_dict_they_replace() -> None:
-    from ascendprep.probes.port_stats import parse_stat, sample
+    from ascendprep.facts.port_stats import parse_stat, sample
 
     text = "packet statistics:\nmac_rx_fcs_err_pkt_num:12\nroce_rx_err_pkt_num:0\n"
     counters = sample(parse_stat(text), 1, "100").counters
@@ -114,7 +114,7 @@ def test_counter_values_share_their_names_and_survive_facts_json(two_hosts) -> N
 
 
 def test_hostile_counter_layouts_do_not_grow_the_shared_maps() -> None:
-    from ascendprep.limits import SHARED_COUNTER_LAYOUTS
+    from ascendprep.base.limits import SHARED_COUNTER_LAYOUTS
 
     for index in range(SHARED_COUNTER_LAYOUTS * 3):
         values = facts.CounterValues((f"hostile_{index}_a", f"hostile_{index}_b"), (1, 2))

@@ -8,13 +8,13 @@ import sys
 import pytest
 import yaml
 
-from ascendprep.desired import build_desired
-from ascendprep.inventory import inventory_from_text
-from ascendprep.plan import diff_host
-from ascendprep.probes.gather import parse_gather_output, render_gather_script, units_for_phase
-from ascendprep.probes.blockers import JobProbes
-from ascendprep.probes.ports import PortQuery
-from ascendprep.probes.sections import parse_transcript
+from ascendprep.desired.state import build_desired
+from ascendprep.inventory.model import inventory_from_text
+from ascendprep.plan.diff import diff_host
+from ascendprep.facts.gather import parse_gather_output, render_gather_script, units_for_phase
+from ascendprep.facts.blockers import JobProbes
+from ascendprep.facts.ports import PortQuery
+from ascendprep.facts.sections import parse_transcript
 from test_probes_gather import _fake_host, _run  # the fake-tool host of the gather tests
 
 JOBS = JobProbes(PortQuery(((60000, 60031), (29500, 29500))), "10.0.0.1")

@@ -12,13 +12,13 @@ from typing import List, Tuple
 
 import pytest
 
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.ping import parse_ping_output, render_ping_script
-from ascendprep.probes.sections import parse_transcript
-from ascendprep import limits
-from ascendprep.probes.shell import UnsafeValue, checked_output_cap_override
-from ascendprep.yamlsource import InputError
-from ascendprep.probes.unit import PLAN
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.ping import parse_ping_output, render_ping_script
+from ascendprep.facts.sections import parse_transcript
+from ascendprep.base import limits
+from ascendprep.facts.shell import UnsafeValue, checked_output_cap_override
+from ascendprep.base.yamlsource import InputError
+from ascendprep.facts.unit import PLAN
 from nodescript import run_node_script
 
 #: Seconds each hccn_tool call of the timed stand-in takes (a driver round trip).

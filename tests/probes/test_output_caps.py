@@ -14,14 +14,14 @@ import time
 
 import pytest
 
-from ascendprep import limits
-from ascendprep.facts import ProbeError
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.ping import parse_ping_output, parse_ping_summary
-from ascendprep.probes.sections import parse_transcript
-from ascendprep.probes.shell import UnsafeValue, remote_call_output_cap
-from ascendprep.probes.unit import NPU
-from ascendprep.probes.units import UNITS
+from ascendprep.base import limits
+from ascendprep.facts.model import ProbeError
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.ping import parse_ping_output, parse_ping_summary
+from ascendprep.facts.sections import parse_transcript
+from ascendprep.facts.shell import UnsafeValue, remote_call_output_cap
+from ascendprep.facts.unit import NPU
+from ascendprep.facts.units import UNITS
 
 from test_probes_gather import SHELLS, _fake_host, _run
 

@@ -17,10 +17,10 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from ascendprep.facts import OpticalInfo, OpticalThresholds
-from ascendprep.probes import optics, port_stats
-from ascendprep.probes.sections import parse_transcript
-from ascendprep.probes.text import UnexpectedOutput, content_lines, not_as_expected
+from ascendprep.facts.model import OpticalInfo, OpticalThresholds
+from ascendprep.facts import optics, port_stats
+from ascendprep.facts.sections import parse_transcript
+from ascendprep.facts.text import UnexpectedOutput, content_lines, not_as_expected
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "probes"
@@ -252,7 +252,7 @@ def _reference_os_release(text: str) -> Dict[str, str]:
 
 
 def test_os_release_one_word_values_read_as_shlex_reads_them() -> None:
-    from ascendprep.probes import system
+    from ascendprep.facts import system
 
     rng = random.Random(17)
     alphabet = ["a", "B", " ", '"', "'", "\\", "\t", "#", "(", "=", "\u00a0", "\x0b", "$", "é", "\n", "\r", "\u2028"]
@@ -266,7 +266,7 @@ def test_os_release_one_word_values_read_as_shlex_reads_them() -> None:
 def test_device_addresses_read_as_ipaddress_reads_them() -> None:
     import ipaddress
 
-    from ascendprep.probes import hccn
+    from ascendprep.facts import hccn
 
     def reference(value: str) -> Optional[str]:
         try:
@@ -297,7 +297,7 @@ def test_host_addresses_read_as_ipaddress_reads_them() -> None:
     it is (issue 12); every text reads as ipaddress.ip_interface / ip_address read it."""
     import ipaddress
 
-    from ascendprep.probes import netaddr
+    from ascendprep.facts import netaddr
 
     def reference(text: str):
         try:
@@ -343,7 +343,7 @@ def test_host_addresses_read_as_ipaddress_reads_them() -> None:
 
 def _reference_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
     """parse_ping_summary as it read before its bounded search: the pattern searched over the whole text."""
-    from ascendprep.probes.ping import _SUMMARY_RE
+    from ascendprep.facts.ping import _SUMMARY_RE
 
     match = _SUMMARY_RE.search(stdout)
     if not match:
@@ -352,7 +352,7 @@ def _reference_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
 
 
 def test_ping_summary_bounded_search_finds_the_first_summary() -> None:
-    from ascendprep.probes.ping import parse_ping_summary
+    from ascendprep.facts.ping import parse_ping_summary
 
     recorded = (ROOT / "bench" / "scale_data" / "a2-converged.ping.txt").read_text()
     pings = [section.stdout for section in parse_transcript(recorded, "ping").sections if section.name == "ping"]
@@ -383,7 +383,7 @@ def test_ping_summary_bounded_search_finds_the_first_summary() -> None:
 def test_a_ping_loss_that_is_no_number_is_no_summary() -> None:
     """``1.2.3%`` once matched the summary and then made float() raise, losing every pair of the
     transcript; now that line is no summary, and the pair says so."""
-    from ascendprep.probes.ping import parse_ping_output, parse_ping_summary
+    from ascendprep.facts.ping import parse_ping_output, parse_ping_summary
 
     assert parse_ping_summary("3 packets transmitted, 3 received, 1.2.3% packet loss\n") is None
     assert parse_ping_summary("3 packets transmitted, 3 received, 1.2.3% packet loss\n3 packets transmitted, 3 received, 0.00% packet loss\n") == (3, 3, 0.0)
@@ -413,7 +413,7 @@ def test_optical_thresholds_are_read_once_and_readings_every_time() -> None:
 
 
 def test_optical_thresholds_kept_are_bounded() -> None:
-    from ascendprep.limits import SHARED_OPTICAL_THRESHOLDS
+    from ascendprep.base.limits import SHARED_OPTICAL_THRESHOLDS
 
     base = "optical info:\npresent : present\nVcc High Thres : {} mV\n"
     for index in range(SHARED_OPTICAL_THRESHOLDS + 50):
@@ -425,8 +425,8 @@ def test_optical_thresholds_kept_are_bounded() -> None:
 def test_an_id_int_refuses_costs_the_section_not_the_host(npu: str) -> None:
     """``npu=²`` (a digit to str.isdigit(), not to int()) or a 5,000-digit id once raised out of
     the gather and the ping parse, losing every section or pair of the host."""
-    from ascendprep.probes.gather import parse_gather_output
-    from ascendprep.probes.ping import parse_ping_output
+    from ascendprep.facts.gather import parse_gather_output
+    from ascendprep.facts.ping import parse_ping_output
 
     facts = parse_gather_output(RECORDED.read_text().replace("begin hccn.ip npu=3", f"begin hccn.ip npu={npu}", 1))
     assert any(error.probe == "hccn.ip" and "without an NPU id" in error.message for error in facts.errors)

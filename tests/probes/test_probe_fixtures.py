@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from pydantic_core import to_jsonable_python
 
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.sections import Section
-from ascendprep.probes.unit import Where
-from ascendprep.probes.units import by_section
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.sections import Section
+from ascendprep.facts.unit import Where
+from ascendprep.facts.units import by_section
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"
 #: Directories under tests/fixtures/probes that hold raw tool output for other tests, not cases.

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.blockers import JobProbes
-from ascendprep.probes.ports import PortQuery
-from ascendprep.probes.unit import CHIP, NPU, VERIFY, VERIFY_ONLY, ProbeUnit, fixed, set_field, text_only, update_npu
-from ascendprep.probes.units import UNITS, by_section
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.blockers import JobProbes
+from ascendprep.facts.ports import PortQuery
+from ascendprep.facts.unit import CHIP, NPU, VERIFY, VERIFY_ONLY, ProbeUnit, fixed, set_field, text_only, update_npu
+from ascendprep.facts.units import UNITS, by_section
 
 
 def _sections_in(script: str):
@@ -115,8 +115,8 @@ def test_a_new_unit_fills_its_fact_and_reports_its_failures(transcript):
 
 def test_a_settle_for_failures_only_is_consulted_for_failed_commands_and_any_other_settle_always():
     """``on_failure`` (issue 12): the unit skips the settle for a section that exited 0."""
-    from ascendprep.probes.sections import Section
-    from ascendprep.probes.unit import Given, Where, on_failure
+    from ascendprep.facts.sections import Section
+    from ascendprep.facts.unit import Given, Where, on_failure
 
     seen = []
 

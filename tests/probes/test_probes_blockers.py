@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.blocker_facts import NpuProcess, SocketUse
-from ascendprep.probes import hostnic, npu_procs, ports
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.blockers import JobProbes
-from ascendprep.probes.ports import PortQuery
-from ascendprep.probes.text import UnexpectedOutput
+from ascendprep.facts.blocker_model import NpuProcess, SocketUse
+from ascendprep.facts import hostnic, npu_procs, ports
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.blockers import JobProbes
+from ascendprep.facts.ports import PortQuery
+from ascendprep.facts.text import UnexpectedOutput
 from nodescript import run_node_script
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "jobs"
@@ -145,9 +145,9 @@ def test_the_gather_finds_a_real_listener_with_ss_and_through_proc_without_it(li
 
 
 def test_no_ss_and_an_unreadable_proc_is_an_error_not_an_empty_answer():
-    from ascendprep.probes.blockers import PORTS_PROC
-    from ascendprep.probes.sections import Section
-    from ascendprep.probes.unit import Draft
+    from ascendprep.facts.blockers import PORTS_PROC
+    from ascendprep.facts.sections import Section
+    from ascendprep.facts.unit import Draft
 
     draft = Draft()
     PORTS_PROC.read(Section("ports.proc", {"ranges": "60000-60031"}, "", "cannot read /proc/net/tcp\n", rc=1), draft)

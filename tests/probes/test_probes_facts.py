@@ -6,28 +6,7 @@ import json
 
 import pytest
 
-from ascendprep.facts import (
-    FACTS_SCHEMA_VERSION,
-    FactsFormatError,
-    Firewall,
-    FirewallTool,
-    HccnConf,
-    HostFacts,
-    LinkRecord,
-    LinkStat,
-    LldpNeighbor,
-    ManagedFile,
-    NpuFacts,
-    NpuHealth,
-    NpuSmiDevice,
-    NpuSmiList,
-    ProbeError,
-    PythonEnv,
-    SysctlFile,
-    TlsState,
-    VersionFile,
-    Versions,
-)
+from ascendprep.facts.model import FACTS_SCHEMA_VERSION, FactsFormatError, Firewall, FirewallTool, HccnConf, HostFacts, LinkRecord, LinkStat, LldpNeighbor, ManagedFile, NpuFacts, NpuHealth, NpuSmiDevice, NpuSmiList, ProbeError, PythonEnv, SysctlFile, TlsState, VersionFile, Versions
 
 
 def _rich_facts() -> HostFacts:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.facts import VersionFile, Versions
-from ascendprep.probes.gather import parse_gather_output
+from ascendprep.facts.model import VersionFile, Versions
+from ascendprep.facts.gather import parse_gather_output
 
 
 

@@ -17,10 +17,10 @@ import pytest
 
 from labsupport import skip_or_fail
 
-from ascendprep.facts import TlsState
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.sections import parse_transcript
-from ascendprep.probes.shell import UnsafeValue
+from ascendprep.facts.model import TlsState
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.sections import parse_transcript
+from ascendprep.facts.shell import UnsafeValue
 from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.probes import hccn
-from ascendprep.probes.gather import parse_gather_output
-from ascendprep.probes.text import UnexpectedOutput
-from ascendprep.probes.unit import NPU
-from ascendprep.probes.superpod import VNIC
-from ascendprep.probes.units import UNITS
+from ascendprep.facts import hccn
+from ascendprep.facts.gather import parse_gather_output
+from ascendprep.facts.text import UnexpectedOutput
+from ascendprep.facts.unit import NPU
+from ascendprep.facts.superpod import VNIC
+from ascendprep.facts.units import UNITS
 
 
 def test_timeout_error_names_the_command_and_limit(transcript):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep import limits
-from ascendprep.facts import HostFacts
-from ascendprep.probes import jobenv
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.sections import Section
-from ascendprep.probes.unit import Draft
-from ascendprep.probes.units import by_section
+from ascendprep.base import limits
+from ascendprep.facts.model import HostFacts
+from ascendprep.facts import jobenv
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.sections import Section
+from ascendprep.facts.unit import Draft
+from ascendprep.facts.units import by_section
 from nodescript import run_node_script
 
 UNDEFINED = "ImportError: /usr/local/lib/python3.10/site-packages/torch_npu/lib/libtorch_npu.so: undefined symbol: _ZN3c104impl3cow11cow_deleterEPv"

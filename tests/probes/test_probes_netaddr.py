@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.facts import InterfaceAddress
-from ascendprep.probes.gather import parse_gather_output, render_gather_script
-from ascendprep.probes.netaddr import interface_holding, is_loopback, parse_ip_addr
+from ascendprep.facts.model import InterfaceAddress
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.netaddr import interface_holding, is_loopback, parse_ip_addr
 from nodescript import run_node_script
 
 IP_ADDR = """\

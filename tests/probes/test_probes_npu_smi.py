@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from ascendprep.probes import npu_smi
-from ascendprep.probes.gather import parse_gather_output
+from ascendprep.facts import npu_smi
+from ascendprep.facts.gather import parse_gather_output
 
 
 
@@ -45,7 +45,7 @@ def test_health_keeps_every_code_and_the_continued_error_information():
 def test_dcmi_line_search_is_linear_on_hostile_output():
     import time
 
-    from ascendprep.probes.failures import dcmi_failure
+    from ascendprep.facts.failures import dcmi_failure
 
     hostile = "dcmi x initialize fail" * 50_000  # one 1.1 MB line, no "ret is"
     started = time.monotonic()

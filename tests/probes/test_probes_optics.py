@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.probes.optics import flagged_lanes, parse_optical, parse_optical_info
-from ascendprep.probes.port_state import parse_board_firmware, parse_duplex, parse_fec
-from ascendprep.probes.text import UnexpectedOutput
+from ascendprep.facts.optics import flagged_lanes, parse_optical, parse_optical_info
+from ascendprep.facts.port_state import parse_board_firmware, parse_duplex, parse_fec
+from ascendprep.facts.text import UnexpectedOutput
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"
 
@@ -158,7 +158,7 @@ def test_board_firmware_version():
 def test_line_names_read_once_are_shared_and_capped(monkeypatch) -> None:
     """Names as printed (padding, case) are normalised once for all hosts (issue 12); a host
     printing thousands of other names still has each read, and the table stays bounded."""
-    from ascendprep.probes import optics
+    from ascendprep.facts import optics
 
     monkeypatch.setattr(optics, "_RAW_KEYS", {})
     monkeypatch.setattr(optics, "SHARED_OPTICAL_NAMES", 4)

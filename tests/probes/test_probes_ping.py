@@ -13,9 +13,9 @@ import pytest
 
 from labsupport import skip_or_fail
 
-from ascendprep.facts import PingResult
-from ascendprep.probes.ping import parse_ping_output, parse_ping_summary, render_ping_script
-from ascendprep.probes.shell import UnsafeValue
+from ascendprep.facts.model import PingResult
+from ascendprep.facts.ping import parse_ping_output, parse_ping_summary, render_ping_script
+from ascendprep.facts.shell import UnsafeValue
 from nodescript import run_node_script
 
 

@@ -38,11 +38,11 @@ def _import(*modules: str) -> set:
 
 
 def test_facts_imports_nothing_from_probes():
-    loaded = _import("ascendprep.facts")
-    assert not {m for m in loaded if m.startswith("ascendprep.probes")}, loaded
+    loaded = _import("ascendprep.facts.model")
+    assert not {m for m in loaded if m.startswith("ascendprep.facts.model")}, loaded
 
 
 def test_units_parsers_and_the_gather_parser_import_without_the_ssh_stack():
-    parsers = [f"ascendprep.probes.{p.stem}" for p in (ROOT / "ascendprep" / "probes").glob("*.py") if p.stem != "__init__"]
+    parsers = [f"ascendprep.facts.model.{p.stem}" for p in (ROOT / "ascendprep" / "probes").glob("*.py") if p.stem != "__init__"]
     loaded = _import(*parsers)
-    assert "ascendprep.probes.units" in loaded and "ascendprep.probes.gather" in loaded
+    assert "ascendprep.facts.units" in loaded and "ascendprep.facts.gather" in loaded

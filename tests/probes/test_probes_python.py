@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 
-from ascendprep.probes.python_pkgs import PROBE_CODE, parse_python_probe
+from ascendprep.facts.python_pkgs import PROBE_CODE, parse_python_probe
 
 
 def _installed(name):

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from ascendprep.probes.sections import parse_transcript
-from ascendprep.probes.shell import main_block, preamble
+from ascendprep.facts.sections import parse_transcript
+from ascendprep.facts.shell import main_block, preamble
 from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]

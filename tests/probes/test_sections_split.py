@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import pytest
 
-from ascendprep.probes.sections import Section, Transcript, parse_transcript
+from ascendprep.facts.sections import Section, Transcript, parse_transcript
 
 NONCE = "0123456789abcdef"
 _HEADER = re.compile(r"^@@ascendprep (?P<kind>[a-z]+) v(?P<version>\d+) (?P<nonce>[0-9a-f]{16})$")
@@ -117,7 +117,7 @@ def test_a_whole_section_round_trips() -> None:
 
 
 def test_begin_lines_read_once_are_shared_read_only_and_capped(monkeypatch) -> None:
-    from ascendprep.probes import sections
+    from ascendprep.facts import sections
 
     m = f"@@{NONCE} "
     text = f"@@ascendprep gather v2 {NONCE}\n{m}begin hccn.ip npu=3\nx\n{m}stderr\n\n{m}end rc=0 tries=1\n{m}done\n"
@@ -139,7 +139,7 @@ def test_begin_lines_read_once_are_shared_read_only_and_capped(monkeypatch) -> N
 def test_a_long_begin_line_is_read_but_not_kept(monkeypatch) -> None:
     """A host knows its script's nonce, so it can print begin lines of any length: those are
     read as usual, and not kept past the parse (the unlike case: a short one is kept)."""
-    from ascendprep.probes import sections
+    from ascendprep.facts import sections
 
     monkeypatch.setattr(sections, "_BEGIN_LINES", {})
     m = f"@@{NONCE} "
@@ -194,7 +194,7 @@ def _regular_transcript(rng: random.Random, version: int) -> str:
 def test_whole_sections_read_three_markers_at_a_time_as_marker_by_marker() -> None:
     """The regular reading (issue 12) gives what the marker-by-marker reading gives, for v1 and v2,
     and stands aside for any body it does not fit."""
-    from ascendprep.probes import sections
+    from ascendprep.facts import sections
 
     rng = random.Random(23)
     regular = 0
@@ -223,7 +223,7 @@ def test_an_end_line_with_a_huge_exit_status_leaves_the_section_open_rather_than
 
 
 def test_end_lines_read_once_are_shared_and_capped(monkeypatch) -> None:
-    from ascendprep.probes import sections
+    from ascendprep.facts import sections
 
     monkeypatch.setattr(sections, "_END_LINES", {})
     monkeypatch.setattr(sections, "SHARED_END_LINES", 3)
@@ -235,7 +235,7 @@ def test_end_lines_read_once_are_shared_and_capped(monkeypatch) -> None:
 
 
 def test_kept_begin_lines_with_the_same_attributes_share_one_map(monkeypatch) -> None:
-    from ascendprep.probes import sections
+    from ascendprep.facts import sections
 
     monkeypatch.setattr(sections, "_BEGIN_LINES", {})
     monkeypatch.setattr(sections, "_ATTR_MAPS", {})

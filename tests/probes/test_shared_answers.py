@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.limits import SHARED_ANSWER_MAX_CHARS, SHARED_ANSWERS_PER_UNIT
-from ascendprep.probes.gather import parse_gather_output
-from ascendprep.probes.unit import NPU, ProbeUnit, fixed, shared_reading, text_only, update_npu
-from ascendprep.probes.units import UNITS, by_section
+from ascendprep.base.limits import SHARED_ANSWER_MAX_CHARS, SHARED_ANSWERS_PER_UNIT
+from ascendprep.facts.gather import parse_gather_output
+from ascendprep.facts.unit import NPU, ProbeUnit, fixed, shared_reading, text_only, update_npu
+from ascendprep.facts.units import UNITS, by_section
 
 
 def _counting(parse):

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep import limits
-from ascendprep.probes.sections import FORMAT_VERSION, Section, parse_transcript
-from ascendprep.probes.shell import main_block, preamble
+from ascendprep.base import limits
+from ascendprep.facts.sections import FORMAT_VERSION, Section, parse_transcript
+from ascendprep.facts.shell import main_block, preamble
 from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from ascendprep import limits
+from ascendprep.base import limits
 from ascendprep.lab.cli_run import CliRun, run_cli
 from ascendprep.lab.lab import Lab
 from labsupport import start_test_lab

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from ascendprep.commands.apply import run_apply
 from ascendprep.commands.plan import run_plan
 from ascendprep.commands.verify import verify_command
-from ascendprep.desired import DesiredState, build_desired
-from ascendprep.inventory import load_inventory
+from ascendprep.desired.state import DesiredState, build_desired
+from ascendprep.inventory.model import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
 

@@ -1,6 +1,6 @@
 """Per-product facts the simulated hardware needs (chip names, port speed, dies, memory, PCI ids).
 
-Product ids match :mod:`ascendprep.products` (``atlas-800``, ``atlas-a2``, ``atlas-a3``); this
+Product ids match :mod:`ascendprep.inventory.products` (``atlas-800``, ``atlas-a2``, ``atlas-a3``); this
 table is separate because the simulator must start fast with stdlib imports only, and because it
 holds simulator-only details (bus ids, baseline power) that the planner has no use for.
 Sources: docs/ascend-reference.md §4 (npu-smi names, PCI device ids, HBM sizes), §1.3 (A3 devids
