@@ -28,6 +28,10 @@ INPUT_MAX_DEPTH = 64
 #: Characters of one sysctl key in the inventory (the longest real keys are under 60).
 SYSCTL_KEY_MAX_LEN = 128
 
+#: Variables a node's env.sh may export before plan calls its variables unreadable: the one
+#: ascendprep writes has the HCCL/log defaults and the inventory's ``env:`` (tens, not hundreds).
+ENV_SH_MAX_VARIABLES = 1024
+
 #: Characters of one sysctl value in the inventory (``ip_local_reserved_ports`` with a dozen
 #: ranges is under 100).
 SYSCTL_VALUE_MAX_LEN = 256
@@ -94,8 +98,9 @@ NPU_PROBE_JOBS = 8
 #: Environment variable that overrides :data:`NPU_PROBE_JOBS` (1 to 64; 1: the NPUs in turn).
 NPU_PROBE_JOBS_ENV = "ASCENDPREP_NPU_PROBE_JOBS"
 
-#: Digits one number in a tool's output may have; u64 is 20 digits. Longer means not a number
-#: the tool would print (and ``int()`` refuses more than 4300 digits with a ValueError).
+#: Digits one number in a tool's output, or an integer in JSON read back (plan file, bundle), may
+#: have; u64 is 20 digits. Longer means not a number the tool (or ascendprep) would write (and
+#: ``int()`` refuses more than 4300 digits with a ValueError).
 NUMBER_MAX_DIGITS = 24
 
 #: Digits a section attribute's number (``npu=``, ``chip=``, ``pass=``) or a ping script's
@@ -179,6 +184,12 @@ PLAN_FILE_MAX_BYTES = 64 * 1024 * 1024
 #: Bytes one file of an evidence bundle may have once decompressed (raw transcripts are cut at
 #: HOST_OUTPUT_CAP when gathered; this bounds what ``--from-bundle`` reads from a hostile one).
 BUNDLE_FILE_MAX_BYTES = 64 * 1024 * 1024
+
+#: Bytes ``--from-bundle`` decompresses in all from one bundle, and from all the node bundles of
+#: one merge together (every transcript, run.json, the inventory copy, allreduce.json); a 4,096-host
+#: run's transcripts are about a quarter of it. Without a total, a small bundle whose host records
+#: all name one highly compressed member would expand without bound.
+BUNDLE_READ_MAX_BYTES = 1024 * 1024 * 1024
 
 #: Verify runs kept under ``.ascendprep/runs/``; older ones are removed (``verify --keep-runs N``).
 KEEP_RUNS_DEFAULT = 20

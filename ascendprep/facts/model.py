@@ -577,6 +577,9 @@ class HostFacts:
     sysctl_file: Optional[SysctlFile] = None
     firewall: Firewall = field(default_factory=Firewall)
     managed_files: Dict[str, ManagedFile] = field(default_factory=dict)
+    #: The variables the node's env.sh exports (name → value as sh reads it), for the plan's words
+    #: about an env.sh change; None when the file is absent or was not read.
+    env_sh: Optional[Dict[str, str]] = None
     versions: Versions = field(default_factory=Versions)
     python: Optional[PythonEnv] = None
     #: Every address of every interface (``ip -o addr``), in the order the kernel lists them.

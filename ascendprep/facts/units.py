@@ -371,6 +371,19 @@ MANAGED = ProbeUnit(
 )
 
 
+ENV_FILE = ProbeUnit(
+    section="file.env",
+    command=lambda ctx: f"cat {q(paths.ENV_SH)}",
+    probe=fixed("env_sh"),
+    describe=fixed(f"cat {paths.ENV_SH}"),
+    parse=text_only(system.parse_env_sh),
+    settle=nothing_if_absent,
+    fill=set_field("env_sh"),
+    fact="env_sh",
+    comment="The variables env.sh exports, so that a plan says which of them it adds, changes or drops.",
+)
+
+
 # -- firewalls ----------------------------------------------------------------------------------
 
 
@@ -550,6 +563,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     SYSCTL,
     SYSCTL_FILE,
     MANAGED,
+    ENV_FILE,
     *FIREWALLS,
     *VERSIONS,
     PYTHON,

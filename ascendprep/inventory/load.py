@@ -23,6 +23,7 @@ from ascendprep.base.yamlsource import InputError, Located, YamlDocument, load_y
 from ascendprep.inventory import ranktable_rules
 from ascendprep.inventory import superpods as superpod_rules
 from ascendprep.inventory import sysctl as sysctl_rules
+from ascendprep.inventory.env import env_opt_in_problem, variable_problem
 from ascendprep.inventory.groups import FLAT, AddressGroup, form_of, resolve_groups
 from ascendprep.inventory.model import InventoryModel, Node
 from ascendprep.inventory.products import PRODUCTS, Product
@@ -250,6 +251,20 @@ def _sysctl_problems(doc: YamlDocument, model: InventoryModel) -> list[Located]:
     return problems
 
 
+def _env_problems(doc: YamlDocument, model: InventoryModel) -> list[Located]:
+    """Variables outside the allowed shapes without opt-in, and those never exported."""
+    problems = []
+    for name in model.env:
+        problem = variable_problem(name, model.env_opt_in)
+        if problem:
+            problems.append(doc.problem(("env", name), problem))
+    for index, name in enumerate(model.env_opt_in):
+        problem = env_opt_in_problem(name, model.env)
+        if problem:
+            problems.append(doc.problem(("env_opt_in", index), problem))
+    return problems
+
+
 def _threshold_problems(doc: YamlDocument, model: InventoryModel) -> list[Located]:
     """Threshold names the data file does not know and values out of their range (grey_thresholds.py)."""
     problems = []
@@ -293,6 +308,7 @@ def inventory_from_document(doc: YamlDocument, base_dir: Path) -> Inventory:
     if not problems:
         problems = ranktable_rules.inventory_problems(doc, model, nodes, product)
     problems += _sysctl_problems(doc, model)
+    problems += _env_problems(doc, model)
     problems += _threshold_problems(doc, model)
     if problems:
         raise InputError(problems)

@@ -282,6 +282,8 @@ class InventoryModel(_Strict):
     firewall: Literal["disable", "check", "leave"] = "check"
     software: Software = Field(default_factory=Software)
     env: Dict[str, str] = Field(default_factory=dict)
+    #: env variables outside the shapes HCCL, CANN and torch_npu read that the operator exports on purpose.
+    env_opt_in: List[str] = Field(default_factory=list)
     training: Training = Field(default_factory=Training)
     #: Grey-failure thresholds by name (data/grey_thresholds.yaml lists the names and defaults).
     thresholds: Dict[str, Any] = Field(default_factory=dict)

@@ -20,10 +20,12 @@ import ipaddress
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Mapping, Optional, Tuple
 
 from ascendprep.inventory import sysctl as sysctl_rules
+from ascendprep.base.limits import ENV_SH_MAX_VARIABLES
 from ascendprep.base.paths import ENV_SH, HCCN_CONF
+from ascendprep.base.text import visible
 
 #: hccn_tool set commands are quick; one that hangs is cut off so the rest of the host proceeds.
 HCCN_STEP_TIMEOUT = 60
@@ -33,6 +35,7 @@ OWN_DIR = ENV_SH.rsplit("/", 1)[0] + "/"
 SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/+-]+$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NPU_TARGET = re.compile(r"^npu (0|[1-9][0-9]{0,3})$")
+_VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ChangeError(ValueError):
@@ -41,6 +44,20 @@ class ChangeError(ValueError):
 
 def _q(value: object) -> str:
     return shlex.quote(str(value))
+
+
+def _variables(variables: "tuple[VariableChange, ...]") -> str:
+    """``changes A 1 → 2; adds B=x; drops C=y``: env.sh's variables a write changes, with their
+    values as env.sh quotes them and control characters spelled out (a host's file may hold any)."""
+
+    def shown(value: str) -> str:
+        return visible(shlex.quote(value))
+
+    changed = [f"{name} {shown(was)} → {shown(becomes)}" for name, was, becomes in variables if was is not None and becomes is not None]
+    added = [f"{name}={shown(becomes)}" for name, was, becomes in variables if was is None and becomes is not None]
+    dropped = [f"{name}={shown(was)}" for name, was, becomes in variables if was is not None and becomes is None]
+    parts = [f"{verb} {', '.join(items)}" for verb, items in (("changes", changed), ("adds", added), ("drops", dropped)) if items]
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -279,17 +296,33 @@ class SetSysctl(Change):
         return f"_ap_step {_q(self.key)} _ap_sysctl {_q(self.name)} {_q(self.value)} {_q(proc)}"
 
 
+#: One variable an env.sh write adds, changes or drops: (name, value before, value after), None
+#: for "not exported".
+VariableChange = Tuple[str, Optional[str], Optional[str]]
+
+
+def variable_changes(before: Mapping[str, str], after: Mapping[str, str]) -> Tuple[VariableChange, ...]:
+    """The variables that differ between two env.sh files: those added or changed, in ``after``'s
+    order, then those dropped."""
+    changed: list[VariableChange] = [(name, before.get(name), value) for name, value in after.items() if before.get(name) != value]
+    dropped: list[VariableChange] = [(name, value, None) for name, value in before.items() if name not in after]
+    return tuple(changed + dropped)
+
+
 @dataclass(frozen=True)
 class WriteFile(Change):
     """A managed file; ``before``/``after`` are sha256 digests (``before`` None: absent).
 
     The content travels only in a fresh diff, never through a plan file (one read back has
-    ``content`` None and renders no fragment)."""
+    ``content`` None and renders no fragment). ``variables`` (env.sh only): the variables the
+    write adds, changes or drops, so the plan can say so; None when the host's were not read.
+    They are words for people: what a saved plan is checked by is the digests."""
 
     path: str = ""
     sha256: str = ""
     content: Optional[str] = field(default=None, compare=False, repr=False)
     mode: int = field(default=0o644, compare=False)
+    variables: Optional[Tuple[VariableChange, ...]] = field(default=None, compare=False)
     kind: ClassVar[str] = "file"
     order: ClassVar[int] = 5
 
@@ -302,7 +335,16 @@ class WriteFile(Change):
         return self.sha256
 
     def describe(self) -> str:
-        return f"{self.path}: {'create' if self.before is None else 'update'}"
+        action = "create" if self.before is None else "update"
+        if self.variables is None:
+            return f"{self.path}: {action}"
+        return f"{self.path}: {action}: {_variables(self.variables)}" if self.variables else f"{self.path}: {action} (its variables stay as they are)"
+
+    def to_dict(self) -> dict[str, Any]:
+        record = super().to_dict()
+        if self.variables is not None:
+            record["variables"] = {name: [was, becomes] for name, was, becomes in self.variables}
+        return record
 
     def fragment(self, hccn_tool: Optional[str]) -> str:
         if not SAFE_PATH.match(self.path):
@@ -382,9 +424,29 @@ def _plain_value(value: Any, what: str) -> Any:
     raise ChangeError(f"{what} must be text, a number or an object of those")
 
 
-def from_saved(kind: Any, node: str, target: Any, before: Any, after: Any) -> Change:
+def _saved_variables(value: Any) -> Optional[Tuple[VariableChange, ...]]:
+    """An env.sh change's ``variables`` as a plan file holds them: ``{NAME: [before, after]}``,
+    each text or null (not both, and not equal); absent in plans of other files and older plans."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) > 2 * ENV_SH_MAX_VARIABLES:
+        raise ChangeError(f"variables must be an object of at most {2 * ENV_SH_MAX_VARIABLES} names")
+    found = []
+    for name, pair in value.items():
+        if not _VARIABLE_NAME.match(name) or not isinstance(pair, list) or len(pair) != 2:
+            raise ChangeError(f"variables.{str(name)[:64]} must be [value before, value after] of a variable name")
+        was, becomes = pair
+        if not all(v is None or isinstance(v, str) for v in pair) or was == becomes:
+            raise ChangeError(f"variables.{name}: before and after must differ, each text or null")
+        found.append((name, was, becomes))
+    return tuple(found)
+
+
+def from_saved(kind: Any, node: str, target: Any, before: Any, after: Any, variables: Any = None) -> Change:
     """The typed change a plan file records; anything no diff could have written is a ChangeError."""
     before = _plain_value(before, "before")
+    if variables is not None and (kind != WriteFile.kind or target != ENV_SH):
+        raise ChangeError(f"only a change of {ENV_SH} lists variables")
     if kind == SetNpuAddress.kind:
         if not isinstance(after, str) or after.count("/") != 1:
             raise ChangeError("after must be 'address/netmask'")
@@ -407,7 +469,7 @@ def from_saved(kind: Any, node: str, target: Any, before: Any, after: Any) -> Ch
             raise ChangeError("target must be an absolute path of plain characters")
         if not isinstance(after, str) or not _SHA256.match(after):
             raise ChangeError("after must be a sha256 digest")
-        return WriteFile(node, before, target, after)
+        return WriteFile(node, before, target, after, variables=_saved_variables(variables))
     if kind == DisableFirewall.kind:
         if target not in _FIREWALL_OFF or after is not False:
             raise ChangeError(f"a firewall change targets {' or '.join(_FIREWALL_OFF)} and sets false")

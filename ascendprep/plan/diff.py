@@ -15,11 +15,12 @@ from typing import Collection, Optional
 from ascendprep.plan import drift
 from ascendprep.plan.superpods import hardware_findings
 from ascendprep.inventory import sysctl as sysctl_rules
-from ascendprep.plan.changes import NPU_KINDS, Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile
+from ascendprep.plan.changes import NPU_KINDS, Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, VariableChange, WriteFile, variable_changes
 from ascendprep.desired.state import DesiredState, HccnSettings, NodeDesired
 from ascendprep.facts.model import HostFacts
 from ascendprep.base.findings import Finding
-from ascendprep.base.paths import SYSCTL_FILE
+from ascendprep.base.paths import ENV_SH, SYSCTL_FILE
+from ascendprep.facts.system import parse_env_sh
 
 
 @dataclass
@@ -92,6 +93,16 @@ def _sysctl_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list
     return changes
 
 
+def _env_variables(content: str, have: Optional[str], facts: HostFacts) -> Optional[tuple[VariableChange, ...]]:
+    """What a new env.sh adds, changes and drops among the host's variables (the plan shows them):
+    all of them when the file is new; None when it is there but its variables were not read."""
+    if have is None:
+        return variable_changes({}, parse_env_sh(content))
+    if facts.env_sh is None:
+        return None
+    return variable_changes(facts.env_sh, parse_env_sh(content))
+
+
 def _file_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[Change]:
     changes: list[Change] = []
     for wanted in node.files:
@@ -100,7 +111,8 @@ def _file_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[C
             plan.incomplete.append(f"{wanted.path} unknown ({item.unknown})")
             plan.unknown.add(item.key)
         elif item.drifted:
-            changes.append(WriteFile(node.node.name, item.have, wanted.path, item.want, wanted.content, wanted.mode))
+            variables = _env_variables(wanted.content, item.have, facts) if wanted.path == ENV_SH else None
+            changes.append(WriteFile(node.node.name, item.have, wanted.path, item.want, wanted.content, wanted.mode, variables))
     return changes
 
 

@@ -241,12 +241,14 @@ def _text(value: Any, name: str, optional: bool = False) -> Optional[str]:
 
 
 _CHANGE_FIELDS = ("kind", "node", "target", "before", "after", "text")
+#: Fields a change may have besides those (an env.sh change's variables; older plans lack them).
+_OPTIONAL_CHANGE_FIELDS = ("variables",)
 
 
 def _change(data: Any, where: str) -> Change:
     if not isinstance(data, dict):
         raise TypeError(f"{where} must be an object")
-    unknown = set(data) - set(_CHANGE_FIELDS)
+    unknown = set(data) - set(_CHANGE_FIELDS) - set(_OPTIONAL_CHANGE_FIELDS)
     if unknown:
         raise TypeError(f"{where} has unknown fields {sorted(unknown)}")
     missing = [name for name in _CHANGE_FIELDS if name not in data]
@@ -255,7 +257,7 @@ def _change(data: Any, where: str) -> Change:
     node = _text(data["node"], f"{where}.node")
     text = _text(data["text"], f"{where}.text")
     try:
-        change = from_saved(data["kind"], node, data["target"], data["before"], data["after"])
+        change = from_saved(data["kind"], node, data["target"], data["before"], data["after"], data.get("variables"))
     except ChangeError as exc:
         raise TypeError(f"{where}: {exc}") from None
     if text != change.describe():

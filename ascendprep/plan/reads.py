@@ -31,7 +31,7 @@ ALWAYS: Tuple[str, ...] = ("settings",)
 AREA_SECTIONS: Dict[str, Tuple[str, ...]] = {
     "npu": ("tool.npu_smi", "npu_smi.list", "npus", "tool.hccn_tool", "hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls", "file.hccn_conf"),
     "sysctl": ("sysctl", "file.sysctl"),
-    "files": ("managed",),
+    "files": ("managed", "file.env"),
     "firewall": ("firewall.ufw", "firewall.firewalld", "firewall.nftables"),
 }
 

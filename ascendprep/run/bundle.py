@@ -21,7 +21,8 @@ Every run writes ``.ascendprep/runs/<UTC timestamp>/``::
     allreduce.json       the all-reduce outcome, with --allreduce
 
 A *node bundle* (``verify --local``) has the same layout with one host; run.json names it
-(``"local_node"``) and its ping plan holds the pairs that node pinged from its end. Written with
+(``"local_node"``), ties it to the machine that wrote it (``"node_tie"``, :class:`NodeTie`) and
+its ping plan holds the pairs that node pinged from its end. Written with
 ``--bundle-dir DIR``, it goes to DIR itself (replacing that node's earlier bundle there, never
 anything else) and DIR's parent is left as it is (it may be a shared folder).
 
@@ -49,10 +50,14 @@ the newest :data:`~ascendprep.base.limits.KEEP_RUNS_DEFAULT` runs are kept (``ve
 
 A bundle handed to ``--from-bundle`` is hostile input: only the files named above are read, by
 names checked against the inventory's name rule, never through a symbolic link, never outside the
-folder, never a FIFO or device, a member only where it lies whole inside its file, and never more than
-:data:`~ascendprep.base.limits.BUNDLE_FILE_MAX_BYTES` (decompressed); its JSON has the inventory's
-depth limit (:mod:`ascendprep.base.jsoninput`). Bundles written before compression (plain
-``gather.out``) are still read.
+folder, never a FIFO or device, a member only where it lies whole inside its file and apart from
+every other host's (checked before anything is decompressed), never more than
+:data:`~ascendprep.base.limits.BUNDLE_FILE_MAX_BYTES` a file and
+:data:`~ascendprep.base.limits.BUNDLE_READ_MAX_BYTES` in all (decompressed; per bundle, and per merge
+of node bundles); its JSON has the inventory's depth limit and refuses numbers out of range
+(:mod:`ascendprep.base.jsoninput`), and every field is read for its shape (:class:`_Fields`), so a
+crafted value is an error naming the file and the JSON path. Bundles written before compression
+(plain ``gather.out``) are still read.
 """
 
 from __future__ import annotations
@@ -68,15 +73,15 @@ import zlib
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 from ascendprep import __version__
 from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.mesh import PingPlan
+from ascendprep.verify.mesh import MESHES, Endpoint, PingPair, PingPlan
 from ascendprep.verify.checks.model import CheckResult, Status
-from ascendprep.base.findings import Finding
+from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.jsoninput import parse_json
-from ascendprep.base.limits import BUNDLE_APPEND_BUFFER_BYTES, BUNDLE_FILE_MAX_BYTES, BUNDLE_SPACE_CHECK_BYTES, KEEP_RUNS_DEFAULT, RUNS_LOW_DISK_BYTES
+from ascendprep.base.limits import BUNDLE_APPEND_BUFFER_BYTES, BUNDLE_FILE_MAX_BYTES, BUNDLE_READ_MAX_BYTES, BUNDLE_SPACE_CHECK_BYTES, KEEP_RUNS_DEFAULT, RUNS_LOW_DISK_BYTES
 from ascendprep.base.outputfile import NewFiles, ensure_dir, make_dir
 from ascendprep.plan.planfile import STATE_DIR
 from ascendprep.facts.gather import parse_gather_output
@@ -117,6 +122,24 @@ class BundleError(ValueError):
     """A bundle that cannot be read; the message names the file and what is wrong."""
 
 
+@dataclass(frozen=True)
+class NodeTie:
+    """What ties a node bundle (``verify --local``) to the machine that wrote it, recorded in
+    run.json as ``node_tie``: the node it was run as, the machine's host name and a digest of its
+    ``/etc/machine-id`` (None where it has none), and the inventory's sha256.
+    :func:`ascendprep.run.bundlemerge.check_compatible` refuses a merge where one machine wrote
+    two nodes' bundles, or a node's bundle was written on another inventory node's machine. It is
+    a record, not a signature: whoever can edit a bundle can edit it too."""
+
+    node: str
+    hostname: str
+    machine_id: Optional[str]
+    inventory_sha256: str
+
+    def to_dict(self) -> Dict[str, Optional[str]]:
+        return {"node": self.node, "hostname": self.hostname, "machine_id": self.machine_id, "inventory_sha256": self.inventory_sha256}
+
+
 @dataclass
 class Bundle:
     """A verify run's evidence, as written or as read back."""
@@ -136,6 +159,8 @@ class Bundle:
     path: Optional[Path] = None
     #: A node bundle's node (``verify --local``); None for a whole run's bundle.
     local_node: Optional[str] = None
+    #: A node bundle's record of the machine that wrote it (None: a whole run's, or an older one).
+    node_tie: Optional[NodeTie] = None
     #: What bundle_size encoded, kept for write_bundle so nothing is encoded twice: per host whose
     #: facts.json is written its gzip'd text, and (id of the report, its length, its gzip'd text).
     _facts_gz: Dict[str, "tuple[int, bytes]"] = field(default_factory=dict, repr=False, compare=False)
@@ -506,6 +531,8 @@ def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], re
     }
     if bundle.local_node is not None:
         run["local_node"] = bundle.local_node
+    if bundle.node_tie is not None:
+        run["node_tie"] = bundle.node_tie.to_dict()
     files = writer.files
     files.write(partial / RUN_FILE, b"".join(jsondoc.json_lines(run)))  # one key per line, values compact
     files.write(partial / INVENTORY_COPY, bundle.inventory_text.encode("utf-8"))
@@ -670,8 +697,46 @@ def _confined(root: Path, relative: str) -> Path:
     return path
 
 
-def _read_bytes(path: Path, compressed: bool) -> bytes:
-    """At most BUNDLE_FILE_MAX_BYTES of a regular file (decompressed when ``compressed``)."""
+class ReadBudget:
+    """Decompressed bytes ``--from-bundle`` may still read: :data:`~ascendprep.base.limits.BUNDLE_READ_MAX_BYTES`
+    per bundle, and as many for all the node bundles of a merge together (``merge``: the merge's
+    own budget, which every bundle's draws on too). A file or member is decompressed only up to
+    what is left, so many small gzip bombs stop at the budget, not at the sum of their caps."""
+
+    def __init__(self, limit: int, merge: Optional["ReadBudget"] = None) -> None:
+        self.limit = limit
+        self.merge = merge
+        self.used = 0
+        #: Bundles drawing on this budget (a merge's: how many were read so far).
+        self.bundles = 0
+
+    @classmethod
+    def for_merge(cls) -> "ReadBudget":
+        """The budget all the bundles of one ``--from-bundle`` draw on together."""
+        return cls(BUNDLE_READ_MAX_BYTES)
+
+    def left(self) -> int:
+        own = self.limit - self.used
+        return own if self.merge is None else min(own, self.merge.left())
+
+    def take(self, count: int, folder: Path, what: Union[Path, str]) -> None:
+        """Count ``count`` decompressed bytes of ``what`` (in bundle ``folder``), or refuse them."""
+        if self.used + count > self.limit:
+            raise BundleError(f"{folder}: its files decompress to more than {self.limit:,} bytes in all ({what} passes that); refused")
+        merge = self.merge
+        if merge is not None and merge.used + count > merge.limit:
+            raise BundleError(
+                f"{folder}: the {merge.bundles} bundles read so far decompress to more than {merge.limit:,} bytes in all "
+                f"({what} passes that); refused: merge no more than that much evidence at once"
+            )
+        self.used += count
+        if merge is not None:
+            merge.used += count
+
+
+def _read_bytes(path: Path, compressed: bool, budget: Optional[ReadBudget] = None, folder: Optional[Path] = None) -> bytes:
+    """At most BUNDLE_FILE_MAX_BYTES of a regular file (decompressed when ``compressed``), and no
+    more than ``budget`` has left (taken from it; ``folder``: the bundle, for its message)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -681,21 +746,24 @@ def _read_bytes(path: Path, compressed: bool) -> bytes:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise BundleError(f"{path}: not a regular file; refused")
+        most = BUNDLE_FILE_MAX_BYTES if budget is None else min(BUNDLE_FILE_MAX_BYTES, budget.left())
         try:
-            data = gzip.GzipFile(fileobj=handle, mode="rb").read(BUNDLE_FILE_MAX_BYTES + 1) if compressed else handle.read(BUNDLE_FILE_MAX_BYTES + 1)
+            data = gzip.GzipFile(fileobj=handle, mode="rb").read(most + 1) if compressed else handle.read(most + 1)
         except (OSError, EOFError, zlib.error) as exc:
             raise BundleError(f"{path}: not a readable gzip file: {exc}") from None
     if len(data) > BUNDLE_FILE_MAX_BYTES:
         raise BundleError(f"{path}: more than {BUNDLE_FILE_MAX_BYTES:,} bytes; refused")
+    if budget is not None:
+        budget.take(len(data), folder or path.parent, path)
     return data
 
 
-def _read_text(root: Path, relative: str) -> str:
+def _read_text(root: Path, relative: str, budget: Optional[ReadBudget] = None) -> str:
     """A bundle file's text: ``relative.gz`` when present, else ``relative`` (older bundles)."""
     for name, compressed in ((relative + GZ, True), (relative, False)):
         path = _confined(root, name)
         try:
-            data = _read_bytes(path, compressed)
+            data = _read_bytes(path, compressed, budget, root)
         except FileNotFoundError:
             continue
         try:
@@ -705,27 +773,34 @@ def _read_text(root: Path, relative: str) -> str:
     raise BundleError(f"{root / relative}: missing from the bundle")
 
 
-def _read_json(root: Path, relative: str) -> Any:
+def _read_json(root: Path, relative: str, budget: Optional[ReadBudget] = None) -> Any:
     try:
-        return parse_json(_read_text(root, relative), str(root / relative))
+        return parse_json(_read_text(root, relative, budget), str(root / relative))
     except InputError as error:
         raise BundleError("; ".join(str(p) for p in error.problems)) from None
 
 
-def read_bundle(folder: Path) -> Bundle:
-    """Read a bundle written by :func:`write_bundle`; raise :class:`BundleError` naming what is wrong."""
+def read_bundle(folder: Path, merge: Optional[ReadBudget] = None) -> Bundle:
+    """Read a bundle written by :func:`write_bundle`; raise :class:`BundleError` naming what is wrong.
+
+    ``merge``: the budget all the folders of one ``--from-bundle`` draw on together
+    (:meth:`ReadBudget.for_merge`); the bundle has :data:`~ascendprep.base.limits.BUNDLE_READ_MAX_BYTES`
+    of its own either way."""
     if not folder.is_dir():
         raise BundleError(f"{folder}: not a directory (give a folder under {RUNS_DIR})")
     folder = folder.resolve()
+    budget = ReadBudget(BUNDLE_READ_MAX_BYTES, merge)
+    if merge is not None:
+        merge.bundles += 1
     run_path = folder / RUN_FILE
-    run = _read_json(folder, RUN_FILE)
+    run = _read_json(folder, RUN_FILE, budget)
     if not isinstance(run, dict) or run.get("kind") != BUNDLE_KIND:
         raise BundleError(f"{run_path}: not a verify evidence bundle")
-    if run.get("schema_version") not in READABLE_SCHEMA_VERSIONS:
+    if type(run.get("schema_version")) is not int or run["schema_version"] not in READABLE_SCHEMA_VERSIONS:
         raise BundleError(f"{run_path}: schema_version {run.get('schema_version')!r}; this ascendprep reads {', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
     try:
-        return _bundle_from(folder, run)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return _bundle_from(folder, run, budget)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         if isinstance(exc, BundleError):
             raise
         raise BundleError(f"{run_path}: malformed ({type(exc).__name__}: {exc})") from None
@@ -743,20 +818,62 @@ def _local_node(folder: Path, run: Dict[str, Any], hosts: Dict[str, HostEvidence
     return name
 
 
-def _read_host_file(folder: Path, name: str, stem: str, version: int, record: Optional[Dict[str, Any]] = None) -> str:
+def _read_host_file(folder: Path, name: str, stem: str, version: int, record: Optional[Dict[str, Any]] = None, budget: Optional[ReadBudget] = None) -> str:
     """A host file's text; an optional one (an empty stderr, version 2 on) may be missing: empty.
     Version 3: the host's gzip member of ``hosts/<stem>.gz`` that ``record["files"]`` locates."""
     if version >= 3:
-        return _read_member(folder, name, stem, (record or {}).get("files") or {})
+        return _read_member(folder, name, stem, (record or {}).get("files") or {}, budget)
     relative = _host_file(name, stem, version)
     if version > 1 and stem in OPTIONAL_HOST_FILES and not any(os.path.lexists(_confined(folder, relative + suffix)) for suffix in (GZ, "")):
         return ""
-    return _read_text(folder, relative)
+    return _read_text(folder, relative, budget)
 
 
-def _read_member(folder: Path, name: str, stem: str, members: Dict[str, Any]) -> str:
+def _member_place(folder: Path, name: str, stem: str, where: Any) -> "tuple[int, int]":
+    """[offset, length] of ``name``'s member of ``hosts/<stem>.gz`` as run.json gives it, checked."""
+    if not (isinstance(where, list) and len(where) == 2 and all(type(v) is int for v in where) and where[0] >= 0 and 0 < where[1] <= BUNDLE_FILE_MAX_BYTES):
+        raise BundleError(f"{folder / RUN_FILE}: hosts.{name}.files.{stem} must be [offset, length] of a member of hosts/{stem}{GZ}, not {str(where)[:80]}; refused")
+    return where[0], where[1]
+
+
+def _past_the_end(path: Path, name: str, stem: str, offset: int, length: int, size: int) -> BundleError:
+    return BundleError(f"{path}: {name}'s {stem} lies past its end ({offset:,}+{length:,} > {size:,} bytes); refused")
+
+
+def _check_members_apart(folder: Path, records: Dict[str, Any]) -> None:
+    """Refuse, before anything is decompressed, a member that lies past the end of its
+    ``hosts/<kind>.gz`` and two host records whose members overlap: the writer appends each host's
+    transcript as a member of its own, so overlapping (or shared) members only come from an
+    edited run.json, which could make every host decompress one gzip bomb."""
+    placed: Dict[str, List["tuple[int, int, str]"]] = {}
+    for name, record in records.items():
+        members = record.get("files") if isinstance(record, dict) else None
+        if not isinstance(members, dict):
+            continue  # refused when its transcripts are read
+        for stem, where in members.items():
+            if stem in STREAMS:
+                offset, length = _member_place(folder, str(name), stem, where)
+                placed.setdefault(stem, []).append((offset, length, str(name)))
+    for stem, members in placed.items():
+        members.sort()
+        path = _confined(folder, f"hosts/{stem}{GZ}")
+        info = os.lstat(path) if os.path.lexists(path) else None
+        if info is not None and stat.S_ISREG(info.st_mode):  # others are refused when read
+            for offset, length, name in members:
+                if offset + length > info.st_size:
+                    raise _past_the_end(path, name, stem, offset, length, info.st_size)
+        for (offset, length, name), (after, _, other) in zip(members, members[1:]):
+            if offset + length > after:
+                raise BundleError(
+                    f"{folder / RUN_FILE}: hosts.{name}.files.{stem} [{offset:,}, {length:,}] and hosts.{other}.files.{stem} "
+                    f"(at {after:,}) overlap in hosts/{stem}{GZ}; refused (each host's transcript is a gzip member of its own)"
+                )
+
+
+def _read_member(folder: Path, name: str, stem: str, members: Dict[str, Any], budget: Optional[ReadBudget] = None) -> str:
     """``name``'s ``stem`` transcript: one whole gzip member at [offset, length] of
-    ``hosts/<stem>.gz``, checked like any bundle file (no link, regular, the decompressed cap)."""
+    ``hosts/<stem>.gz``, checked like any bundle file (no link, regular, the decompressed cap,
+    what ``budget`` has left)."""
     if not isinstance(members, dict):
         raise BundleError(f"{folder / RUN_FILE}: hosts.{name}.files is not a map; refused")
     where = members.get(stem)
@@ -764,9 +881,7 @@ def _read_member(folder: Path, name: str, stem: str, members: Dict[str, Any]) ->
         if stem in OPTIONAL_HOST_FILES:
             return ""
         raise BundleError(f"{folder / RUN_FILE}: hosts.{name}.files has no {stem}: missing from the bundle")
-    if not (isinstance(where, list) and len(where) == 2 and all(type(v) is int for v in where) and where[0] >= 0 and 0 < where[1] <= BUNDLE_FILE_MAX_BYTES):
-        raise BundleError(f"{folder / RUN_FILE}: hosts.{name}.files.{stem} must be [offset, length] of a member of hosts/{stem}{GZ}, not {str(where)[:80]}; refused")
-    offset, length = where
+    offset, length = _member_place(folder, name, stem, where)
     path = _confined(folder, f"hosts/{stem}{GZ}")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -777,17 +892,20 @@ def _read_member(folder: Path, name: str, stem: str, members: Dict[str, Any]) ->
         if not stat.S_ISREG(info.st_mode):
             raise BundleError(f"{path}: not a regular file; refused")
         if offset + length > info.st_size:
-            raise BundleError(f"{path}: {name}'s {stem} lies past its end ({offset:,}+{length:,} > {info.st_size:,} bytes); refused")
+            raise _past_the_end(path, name, stem, offset, length, info.st_size)
         data = os.pread(fd, length, offset)
     finally:
         os.close(fd)
     unpacker = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    most = BUNDLE_FILE_MAX_BYTES if budget is None else min(BUNDLE_FILE_MAX_BYTES, budget.left())
     try:
-        text = unpacker.decompress(data, BUNDLE_FILE_MAX_BYTES + 1)
+        text = unpacker.decompress(data, most + 1)
     except zlib.error as exc:
         raise BundleError(f"{path}: {name}'s {stem} is not a readable gzip member: {exc}") from None
     if len(text) > BUNDLE_FILE_MAX_BYTES:
         raise BundleError(f"{path}: {name}'s {stem} is more than {BUNDLE_FILE_MAX_BYTES:,} bytes; refused")
+    if budget is not None:
+        budget.take(len(text), folder, f"{name}'s {stem}")
     if not unpacker.eof or unpacker.unused_data:
         raise BundleError(f"{path}: {name}'s {stem} at {offset:,} is not one whole gzip member; refused")
     try:
@@ -796,58 +914,219 @@ def _read_member(folder: Path, name: str, stem: str, members: Dict[str, Any]) ->
         raise BundleError(f"{path}: {name}'s {stem} is not UTF-8 text: {exc}") from None
 
 
-def _bundle_from(folder: Path, run: Dict[str, Any]) -> Bundle:
+class _Fields:
+    """Typed reads of one bundle JSON document: a value of the wrong shape (a list where an object
+    belongs, text where a count does, a negative time) is a :class:`BundleError` naming the file
+    and the JSON path (``run.json: hosts.node1.seconds: ...``), never a traceback later on.
+    Numbers out of any range (``1e400``, a 400-digit count) are refused earlier, by
+    :func:`~ascendprep.base.jsoninput.parse_json`."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+
+    def refuse(self, where: str, what: str) -> BundleError:
+        return BundleError(f"{self.file}: {where}: {what}; refused" if where else f"{self.file}: {what}; refused")
+
+    def _kind(self, value: Any) -> str:
+        return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(type(value), "a number")
+
+    def mapping(self, value: Any, where: str, optional: bool = False) -> Dict[str, Any]:
+        if value is None and optional:
+            return {}
+        if not isinstance(value, dict):
+            raise self.refuse(where, f"must be an object, not {self._kind(value)}")
+        return value
+
+    def sequence(self, value: Any, where: str) -> List[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.refuse(where, f"must be a list, not {self._kind(value)}")
+        return value
+
+    def text(self, value: Any, where: str, optional: bool = False) -> Optional[str]:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self.refuse(where, f"must be text, not {self._kind(value)}")
+        return value
+
+    def flag(self, value: Any, where: str, optional: bool = False) -> bool:
+        if value is None and optional:
+            return False
+        if not isinstance(value, bool):
+            raise self.refuse(where, f"must be true or false, not {self._kind(value)}")
+        return value
+
+    def count(self, value: Any, where: str, optional: bool = False) -> Optional[int]:
+        if value is None and optional:
+            return None
+        if type(value) is not int or value < 0:
+            raise self.refuse(where, f"must be a count (0, 1, 2, ...), not {self._kind(value) if type(value) is not int else value}")
+        return value
+
+    def number(self, value: Any, where: str, what: str = "a number") -> float:
+        if type(value) not in (int, float) or value < 0:
+            raise self.refuse(where, f"must be {what} (0 or more), not {self._kind(value) if type(value) not in (int, float) else value}")
+        return float(value)
+
+    def seconds(self, value: Any, where: str) -> float:
+        return 0.0 if value is None else self.number(value, where, "a number of seconds")
+
+    def texts(self, value: Any, where: str) -> List[str]:
+        return [self.text(item, f"{where}[{index}]") or "" for index, item in enumerate(self.sequence(value, where))]
+
+
+def _endpoint(fields: _Fields, value: Any, where: str) -> Endpoint:
+    data = fields.mapping(value, where)
+    return Endpoint(fields.text(data.get("node"), f"{where}.node") or "", fields.count(data.get("npu"), f"{where}.npu") or 0, fields.text(data.get("ip"), f"{where}.ip") or "")
+
+
+def _ping_plan(fields: _Fields, value: Any) -> Optional[PingPlan]:
+    """run.json's ``pings``, each pair's ends and source checked (see :meth:`PingPlan.from_dict`)."""
+    if not value:
+        return None
+    data = fields.mapping(value, "pings")
+    pairs = []
+    for index, item in enumerate(fields.sequence(data.get("pairs"), "pings.pairs")):
+        where = f"pings.pairs[{index}]"
+        pair = fields.mapping(item, where)
+        a, b = _endpoint(fields, pair.get("a"), f"{where}.a"), _endpoint(fields, pair.get("b"), f"{where}.b")
+        source = pair.get("source")
+        if source not in ("a", "b", None):
+            raise fields.refuse(f"{where}.source", "must be \"a\", \"b\" or null")
+        pairs.append(PingPair(a, b, {"a": a, "b": b, None: None}[source], fields.text(pair.get("blocked"), f"{where}.blocked", optional=True)))
+    return PingPlan(_mesh(fields, data.get("mesh"), "pings.mesh"), tuple(pairs))
+
+
+def _mesh(fields: _Fields, value: Any, where: str) -> str:
+    mesh = fields.text(value, where) or ""
+    if mesh not in MESHES:
+        raise fields.refuse(where, f"{mesh[:40]!r} is not one of {', '.join(MESHES)}")
+    return mesh
+
+
+def _findings(fields: _Fields, value: Any) -> List[Finding]:
+    """run.json's ``allreduce_findings``: each one as :meth:`Finding.to_dict` writes it."""
+    found = []
+    for index, item in enumerate(fields.sequence(value, "allreduce_findings")):
+        where = f"allreduce_findings[{index}]"
+        data = fields.mapping(item, where)
+        unknown = sorted(set(data) - {"id", "severity", "message", "fix", "node", "npu", "evidence"})
+        if unknown:
+            raise fields.refuse(where, f"has fields a finding does not have: {', '.join(unknown)[:120]}")
+        severity = data.get("severity")
+        if not isinstance(severity, str) or severity not in {s.value for s in Severity}:
+            raise fields.refuse(f"{where}.severity", f"must be one of {', '.join(s.value for s in Severity)}")
+        found.append(Finding(
+            id=fields.text(data.get("id"), f"{where}.id") or "",
+            severity=Severity(severity),
+            message=fields.text(data.get("message"), f"{where}.message") or "",
+            fix=fields.text(data.get("fix", ""), f"{where}.fix") or "",
+            node=fields.text(data.get("node"), f"{where}.node", optional=True),
+            npu=fields.count(data.get("npu"), f"{where}.npu", optional=True),
+            evidence=fields.mapping(data.get("evidence"), f"{where}.evidence", optional=True),
+        ))
+    return found
+
+
+def _check_allreduce_doc(fields: _Fields, value: Any) -> Dict[str, Any]:
+    """allreduce.json: an object, and the fields reports read from it of their types (the rest
+    goes to the JSON report as it is)."""
+    doc = fields.mapping(value, "")
+    fields.flag(doc.get("passed"), "passed", optional=True)
+    verdict = fields.mapping(doc.get("verdict"), "verdict", optional=True)
+    for index, row in enumerate(fields.sequence(verdict.get("sizes"), "verdict.sizes")):
+        size = fields.mapping(row, f"verdict.sizes[{index}]")
+        fields.count(size.get("bytes"), f"verdict.sizes[{index}].bytes", optional=True)
+        if size.get("busbw_GBps") is not None:
+            fields.number(size.get("busbw_GBps"), f"verdict.sizes[{index}].busbw_GBps")
+    fields.count(verdict.get("world_size"), "verdict.world_size", optional=True)
+    return doc
+
+
+def _node_tie(fields: _Fields, value: Any) -> Optional[NodeTie]:
+    """run.json's ``node_tie`` (absent in bundles of a whole run, and in older node bundles)."""
+    if value is None:
+        return None
+    data = fields.mapping(value, "node_tie")
+    return NodeTie(
+        node=fields.text(data.get("node"), "node_tie.node") or "",
+        hostname=fields.text(data.get("hostname"), "node_tie.hostname") or "",
+        machine_id=fields.text(data.get("machine_id"), "node_tie.machine_id", optional=True),
+        inventory_sha256=fields.text(data.get("inventory_sha256"), "node_tie.inventory_sha256") or "",
+    )
+
+
+def _bundle_from(folder: Path, run: Dict[str, Any], budget: Optional[ReadBudget] = None) -> Bundle:
+    fields = _Fields(folder / RUN_FILE)
     hosts: Dict[str, HostEvidence] = {}
     execs: Dict[str, int] = {}
     version = run["schema_version"]
-    for name, record in run["hosts"].items():
+    records = fields.mapping(run.get("hosts"), "hosts")
+    if version >= 3:
+        _check_members_apart(folder, records)
+    for name, value in records.items():
         if not isinstance(name, str) or not HOST_DIR_RE.match(name):
             raise BundleError(f"{folder / RUN_FILE}: host name {name!r} is not a node name; refused")
-        ping = record.get("ping") or {}
-        gather_out = _read_host_file(folder, name, "gather.out", version, record) if record["gathered"] else ""
-        ping_out = _read_host_file(folder, name, "ping.out", version, record) if ping.get("ran") else ""
-        hccs = record.get("hccs") or {}
-        hccs_out = _read_host_file(folder, name, "hccs.out", version, record) if hccs.get("ran") else ""
+        where = f"hosts.{name}"
+        record = fields.mapping(value, where)
+        gathered = fields.flag(record.get("gathered"), f"{where}.gathered")
+        ping = fields.mapping(record.get("ping"), f"{where}.ping", optional=True)
+        ping_ran = fields.flag(ping.get("ran"), f"{where}.ping.ran", optional=True)
+        hccs = fields.mapping(record.get("hccs"), f"{where}.hccs", optional=True)
+        hccs_ran = fields.flag(hccs.get("ran"), f"{where}.hccs.ran", optional=True)
+        gather_out = _read_host_file(folder, name, "gather.out", version, record, budget) if gathered else ""
+        ping_out = _read_host_file(folder, name, "ping.out", version, record, budget) if ping_ran else ""
+        hccs_out = _read_host_file(folder, name, "hccs.out", version, record, budget) if hccs_ran else ""
         hosts[name] = HostEvidence(
             node=name,
-            address=record["address"],
-            facts=parse_gather_output(gather_out) if record["gathered"] else None,
-            error=record.get("error"),
-            error_kind=record.get("error_kind"),
-            seconds=float(record.get("seconds") or 0.0),
+            address=fields.text(record.get("address"), f"{where}.address") or "",
+            facts=parse_gather_output(gather_out) if gathered else None,
+            error=fields.text(record.get("error"), f"{where}.error", optional=True),
+            error_kind=fields.text(record.get("error_kind"), f"{where}.error_kind", optional=True),
+            seconds=fields.seconds(record.get("seconds"), f"{where}.seconds"),
             gather_stdout=gather_out,
-            gather_stderr=_read_host_file(folder, name, "gather.err", version, record) if record["gathered"] else "",
-            pings=tuple(parse_ping_output(ping_out)) if ping.get("ran") else None,
-            ping_error=ping.get("error"),
+            gather_stderr=_read_host_file(folder, name, "gather.err", version, record, budget) if gathered else "",
+            pings=tuple(parse_ping_output(ping_out)) if ping_ran else None,
+            ping_error=fields.text(ping.get("error"), f"{where}.ping.error", optional=True),
             ping_stdout=ping_out,
-            ping_stderr=_read_host_file(folder, name, "ping.err", version, record) if ping.get("ran") else "",
-            ping_seconds=float(ping.get("seconds") or 0.0),
-            hccs_pings=tuple(parse_hccs_output(hccs_out)) if hccs.get("ran") else None,
-            hccs_error=hccs.get("error"),
+            ping_stderr=_read_host_file(folder, name, "ping.err", version, record, budget) if ping_ran else "",
+            ping_seconds=fields.seconds(ping.get("seconds"), f"{where}.ping.seconds"),
+            hccs_pings=tuple(parse_hccs_output(hccs_out)) if hccs_ran else None,
+            hccs_error=fields.text(hccs.get("error"), f"{where}.hccs.error", optional=True),
             hccs_stdout=hccs_out,
         )
-        if record.get("ssh_execs") is not None:
-            execs[name] = int(record["ssh_execs"])
-    inventory = run["inventory"]
+        ssh_execs = fields.count(record.get("ssh_execs"), f"{where}.ssh_execs", optional=True)
+        if ssh_execs is not None:
+            execs[name] = ssh_execs
+    inventory = fields.mapping(run.get("inventory"), "inventory")
     if inventory.get("copy", INVENTORY_COPY) != INVENTORY_COPY:
         raise BundleError(f"{folder / RUN_FILE}: the inventory copy must be {INVENTORY_COPY}, not {inventory.get('copy')!r}; refused")
-    text = _read_text(folder, INVENTORY_COPY)
+    text = _read_text(folder, INVENTORY_COPY, budget)
+    selection = fields.mapping(run.get("selection"), "selection", optional=True)
+    day = fields.text(run.get("date"), "date") or ""
+    try:
+        when = date.fromisoformat(day)
+    except ValueError:
+        raise fields.refuse("date", f"{day[:40]!r} is not a date such as 2026-01-31") from None
     bundle = Bundle(
-        inventory_path=str(inventory["path"]),
+        inventory_path=fields.text(inventory.get("path"), "inventory.path") or "",
         inventory_text=text,
         hosts=hosts,
-        pings=PingPlan.from_dict(run["pings"]) if run.get("pings") else None,
-        mesh=str(run.get("mesh", "ring")),
-        selection={k: list(v) for k, v in (run.get("selection") or {}).items()},
-        day=date.fromisoformat(run["date"]),
-        created=str(run.get("created", "")),
+        pings=_ping_plan(fields, run.get("pings")),
+        mesh=_mesh(fields, run.get("mesh", "ring"), "mesh"),
+        selection={key: fields.texts(values, f"selection.{key}") for key, values in selection.items()},
+        day=when,
+        created=fields.text(run.get("created", ""), "created") or "",
         ssh_execs=execs,
-        allreduce_findings=[Finding.from_dict(f) for f in run.get("allreduce_findings") or []],
+        allreduce_findings=_findings(fields, run.get("allreduce_findings")),
         path=folder,
         local_node=_local_node(folder, run, hosts),
+        node_tie=_node_tie(fields, run.get("node_tie")),
     )
     if any(os.path.lexists(folder / name) for name in (ALLREDUCE_FILE + GZ, ALLREDUCE_FILE)):
-        bundle.allreduce_doc = _read_json(folder, ALLREDUCE_FILE)
+        bundle.allreduce_doc = _check_allreduce_doc(_Fields(folder / ALLREDUCE_FILE), _read_json(folder, ALLREDUCE_FILE, budget))
     if bundle.inventory_sha256 != inventory.get("sha256"):
         raise BundleError(f"{folder / INVENTORY_COPY}: its sha256 is not the one recorded in {RUN_FILE} (edited?)")
     return bundle

@@ -23,6 +23,9 @@ With ``--exec-via`` the gather, the pings and the HCCS pings all run through the
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import re
 import socket
 import subprocess
 from contextlib import contextmanager
@@ -42,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState
     from ascendprep.facts.model import HostFacts
     from ascendprep.remote.deadline import Deadline
+    from ascendprep.run.bundle import NodeTie
     from ascendprep.run.fanout import Session
     from ascendprep.inventory.model import Node
     from ascendprep.inventory.load import Inventory
@@ -98,6 +102,33 @@ def machine_identity() -> MachineIdentity:
     except (OSError, subprocess.TimeoutExpired):
         addresses = frozenset()
     return MachineIdentity(frozenset(names), frozenset(a for a in addresses if not _link_local_or_loopback(a)))
+
+
+#: Where a machine keeps its id (machine-id(5)); D-Bus's copy on systems without systemd.
+MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
+#: What the machine id is hashed with, so a bundle never holds the id itself (machine-id(5) asks
+#: for an application-specific id: HMAC keyed by the id over the application's own string).
+MACHINE_ID_APP = b"ascendprep node bundle"
+
+
+def machine_id_digest(files: "tuple[str, ...]" = MACHINE_ID_FILES) -> Optional[str]:
+    """This machine's id as ascendprep records it (a hex HMAC-SHA256), or None when it has none."""
+    for path in files:
+        try:
+            with open(path, "rb") as handle:
+                found = handle.read(64).strip()
+        except OSError:
+            continue
+        if re.fullmatch(rb"[0-9a-f]{32}", found):
+            return hmac.new(found, MACHINE_ID_APP, hashlib.sha256).hexdigest()
+    return None
+
+
+def node_tie(node: str, inventory_text: str) -> "NodeTie":
+    """What ties this run's node bundle to this machine (fleet.bundle.NodeTie)."""
+    from ascendprep.run.bundle import NodeTie
+
+    return NodeTie(node, socket.gethostname(), machine_id_digest(), hashlib.sha256(inventory_text.encode()).hexdigest())
 
 
 def _link_local_or_loopback(address: str) -> bool:
@@ -273,4 +304,4 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
         execs = session.exec_counts()
     limits_hit = collect_limits_hit(session.limits_hit, {node.name: host.facts}, remote_call_output_cap())
     return VerifyRun(desired, str(path.resolve()), text, {node.name: host}, pings, mesh, selection, day, execs, [], None,
-                limits_hit=limits_hit, local_node=node.name)
+                limits_hit=limits_hit, local_node=node.name, node_tie=node_tie(node.name, text))

@@ -152,13 +152,14 @@ def _allreduce_within(allreduce: Any, deadline: Deadline) -> Any:
 
 def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[VerifyRun]:
     from ascendprep.verify.checks.registry import Selection
-    from ascendprep.run.bundle import BundleError, read_bundle
+    from ascendprep.run.bundle import BundleError, ReadBudget, read_bundle
     from ascendprep.inventory.load import inventory_from_text
 
     assert options.from_bundle is not None
-    bundle = read_bundle(options.from_bundle)
+    merge = ReadBudget.for_merge()  # what all the folders given may decompress to together
+    bundle = read_bundle(options.from_bundle, merge)
     if options.more_bundles or bundle.local_node is not None:
-        return _merged(options, selection, [bundle, *(read_bundle(p) for p in _more_paths(options))], err)
+        return _merged(options, selection, [bundle, *(read_bundle(p, merge) for p in _more_paths(options))], err)
     inventory = inventory_from_text(bundle.inventory_text, file=bundle.inventory_path, base_dir=Path(bundle.inventory_path).parent)
     desired = desired_state(inventory, err)
     if desired is None:
@@ -268,7 +269,7 @@ def _save_bundle(run: VerifyRun, target: Path, document: Dict[str, Any], keep_ru
     from ascendprep.report.verify import bundle_document
 
     recorded = {**run.selection.to_dict(), **({ONLY_HOSTS_KEY: run.only_hosts} if run.only_hosts is not None else {})}
-    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node)
+    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node, node_tie=run.node_tie)
     writer = run.bundle_writer
     if writer is None:  # --local: the bundle is written at the end, by a writer made here
         writer = BundleWriter(target, chosen_dir, run.local_node)

@@ -85,6 +85,8 @@ class VerifyRun:
     limits_hit: List[Dict[str, Any]] = field(default_factory=list)
     #: A --local run's node: only its evidence is kept, its checks judged (run/node_local.py).
     local_node: Optional[str] = None
+    #: A --local run's record of this machine, kept in its node bundle (run.bundle.NodeTie).
+    node_tie: Optional[Any] = None
     #: A merge of node bundles (fleet/bundlemerge.py): the header lines the text report starts with.
     merged: Optional[Any] = None
     #: The nodes a ``--hosts`` run read (None: every node); the bundle records them.

@@ -83,7 +83,7 @@ def test_plan_apply_converges_and_a_second_apply_changes_nothing(lab: Lab, tmp_p
     summaries = [c["text"] for c in node1["changes"]]
     assert any(s.startswith("npu 0: ip none → 10.20.0.") for s in summaries), summaries
     assert "sysctl net.core.somaxconn 4096 → 65535" in summaries
-    assert "/etc/ascendprep/env.sh: create" in summaries
+    assert any(s.startswith("/etc/ascendprep/env.sh: create: adds HCCL_WHITELIST_DISABLE=1, HCCL_CONNECT_TIMEOUT=") for s in summaries), summaries
 
     applied = run_cli("apply", cwd=tmp_path)
     assert applied.returncode == 0, applied.stdout + applied.stderr
@@ -186,10 +186,17 @@ def test_kill_during_apply_then_apply_again_converges(lab: Lab, tmp_path: Path) 
 def test_shell_metacharacters_are_rejected_at_load_or_arrive_quoted(lab: Lab, tmp_path: Path) -> None:
     marker = f"/tmp/ascendprep-pwned-{os.getpid()}"
     hostile = f"$(touch {marker}); `touch {marker}`; echo 'quoted' \"x\" \\"
-    path = inventory_copy(lab, tmp_path, env={"HOSTILE": hostile})
+    path = inventory_copy(lab, tmp_path, env={"HOSTILE": hostile}, env_opt_in=["HOSTILE"])  # not an HCCL name: opted in
     converge(path, tmp_path)
     seen = sh(lab, "node1", ". /etc/ascendprep/env.sh 2>/dev/null; printf '%s' \"$HOSTILE\"")
     assert seen == hostile
+    assert not Path(marker).exists() and lab.ssh("node1", f"test -e {marker}").returncode != 0
+    # the next plan reads the value back from the node's env.sh and shows what changes, exactly
+    changed = inventory_copy(lab, tmp_path, env={"HOSTILE": "plain"}, env_opt_in=["HOSTILE"])
+    plan = run_cli("plan", str(changed), "--format", "json", cwd=tmp_path)
+    [env_sh] = [c for h in json.loads(plan.stdout)["hosts"] if h["node"] == "node1" for c in h["changes"] if c["target"] == "/etc/ascendprep/env.sh"]
+    assert env_sh["variables"] == {"HOSTILE": [hostile, "plain"]}, env_sh
+    assert env_sh["text"].startswith("/etc/ascendprep/env.sh: update: changes HOSTILE '$(touch ") and env_sh["text"].endswith(" → plain")
     assert not Path(marker).exists() and lab.ssh("node1", f"test -e {marker}").returncode != 0
 
     bad = inventory_copy(lab, tmp_path, ssh={**yaml.safe_load(path.read_text())["ssh"], "user": "root;reboot"})

@@ -149,7 +149,9 @@ def test_a_member_past_the_end_or_not_whole_is_refused(saved):
     _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.out": [size - 5, 10]}))
     with pytest.raises(BundleError, match="lies past its end"):
         read_bundle(saved)
-    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.out": [0, size]}))  # every host's members at once
+    with open(saved / "hosts" / "gather.out.gz", "ab") as stream:  # two members where one belongs
+        stream.write(gzip.compress(b"one\n") + gzip.compress(b"two\n"))
+    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.out": [size, (saved / "hosts" / "gather.out.gz").stat().st_size - size]}))
     with pytest.raises(BundleError, match="is not one whole gzip member"):
         read_bundle(saved)
 
@@ -241,7 +243,7 @@ def test_deeply_nested_run_json_is_refused(saved):
 
 def test_run_json_of_the_wrong_shape_is_a_bundle_error(saved):
     _edit_run(saved, lambda run: run.update({"hosts": ["node1"]}))
-    with pytest.raises(BundleError, match="malformed"):
+    with pytest.raises(BundleError, match="run.json: hosts: must be an object, not a list; refused"):
         read_bundle(saved)
 
 

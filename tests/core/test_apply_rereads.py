@@ -39,7 +39,7 @@ def test_apply_re_reads_only_the_areas_of_the_planned_changes(planned, monkeypat
     assert apply_command.run_apply(plan_path, False, None) == exitcodes.OK
     assert hosts.gathered == ["n1"]  # n2 has nothing planned: not contacted
     sections = hosts.reread["n1"]
-    assert sections == ["settings", "sysctl", "file.sysctl", "managed"]
+    assert sections == ["settings", "sysctl", "file.sysctl", "managed", "file.env"]
     assert not [s for s in sections if s.startswith(("hccn.", "npu", "firewall.", "version."))]
 
 

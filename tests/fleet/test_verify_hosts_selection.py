@@ -115,8 +115,12 @@ def test_a_bundle_naming_odd_things_as_its_hosts_is_read_without_a_traceback(fak
     CliRunner().invoke(verify_command, [str(inventory), "--hosts", "node4", "--skip", "cluster"])
     (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
     record = json.loads((run / "run.json").read_text())
-    record["selection"]["hosts"] = [1, {"x": 1}, ["node1"], "node4", "nobody"]
+    record["selection"]["hosts"] = ["node4", 1, {"x": 1}, ["node1"]]  # not names: a located refusal
     (run / "run.json").write_text(json.dumps(record))
     again = CliRunner().invoke(verify_command, ["--from-bundle", str(run), "--format", "json"])
     assert "Traceback" not in again.output and again.exception is None or isinstance(again.exception, SystemExit), again.output
+    assert again.exit_code == 2 and "run.json: selection.hosts[1]: must be text, not a number; refused" in " ".join(again.output.split())
+    record["selection"]["hosts"] = ["node4", "nobody"]  # a name the inventory lacks is left out
+    (run / "run.json").write_text(json.dumps(record))
+    again = CliRunner().invoke(verify_command, ["--from-bundle", str(run), "--format", "json"])
     assert list(json.loads(again.stdout)["hosts"]) == ["node4"]

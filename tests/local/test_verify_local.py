@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import stat
 from pathlib import Path
 from typing import Any, Dict, List, Set, Tuple
+from unittest import mock
 
 import pytest
 import yaml
@@ -71,12 +73,16 @@ def verdicts(checks: List[Dict[str, Any]]) -> Verdicts:
     return {(c["check"], c.get("node"), c.get("npu"), c.get("subject"), c["status"]) for c in checks}
 
 
-def local_bundles(inventory: Path, tmp_path: Path, nodes=NODES) -> List[str]:
+def local_bundles(inventory: Path, tmp_path: Path, nodes=NODES, machines=None) -> List[str]:
+    """Each node's bundle of a --local run, written as if on a machine of its own (``machines``:
+    node -> the machine, by its id, that writes that node's bundle; default: one per node)."""
     folders = []
     for node in nodes:
         folder = tmp_path / "bundles" / node
         folder.parent.mkdir(exist_ok=True)
-        code, document, stderr = verify(str(inventory), "--local", "--node", node, "--bundle-dir", str(folder), "--sample-interval", "0")
+        machine = (machines or {}).get(node, f"machine-of-{node}")
+        with mock.patch("ascendprep.run.node_local.machine_id_digest", lambda machine=machine: machine):
+            code, document, stderr = verify(str(inventory), "--local", "--node", node, "--bundle-dir", str(folder), "--sample-interval", "0")
         assert code in (0, 1), stderr
         assert set(document["hosts"]) == {node} and document["local_node"] == node
         folders.append(str(folder))
@@ -265,3 +271,66 @@ def test_partial_bundles_left_by_killed_runs_are_removed_and_said(fake_node, tmp
     assert not stale.exists() and f"Removed {stale}: the partial bundle of a run that stopped" in stderr
     assert all(path.exists() for path in kept) and stderr.count("Removed") == 1
     assert json.loads((folder / "run.json").read_text())["local_node"] == "n1"
+
+
+# -- a node bundle is tied to the machine that wrote it ----------------------------------------
+
+
+def _edit_run(folder: Path, change) -> None:
+    run = json.loads((folder / "run.json").read_text())
+    change(run)
+    (folder / "run.json").write_text(json.dumps(run))
+
+
+def test_a_node_bundle_records_its_node_machine_and_inventory_but_not_the_machine_id(fake_node, tmp_path):
+    code, _, stderr = verify(str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(tmp_path / "b"), "--sample-interval", "0")
+    assert code in (0, 1), stderr
+    run = json.loads((tmp_path / "b" / "run.json").read_text())
+    tie = run["node_tie"]
+    assert tie["node"] == "n2" and tie["hostname"] == socket.gethostname() and tie["inventory_sha256"] == run["inventory"]["sha256"]
+    raw = Path("/etc/machine-id").read_text().strip() if Path("/etc/machine-id").exists() else None
+    assert tie["machine_id"] is None if raw is None else (len(tie["machine_id"]) == 64 and raw not in tie["machine_id"])
+
+
+def test_two_nodes_bundles_from_one_machine_are_refused_by_name(fake_node, tmp_path):
+    folders = local_bundles(fake_node, tmp_path, machines={"n3": "machine-of-n1"})  # n3's bundle made on n1
+    code, _, stderr = verify("--from-bundle", *folders)
+    assert code == 2 and "the bundles of n1" in stderr and "and n3 were written on one machine" in stderr, stderr
+    assert folders[2] in " ".join(stderr.split())
+
+
+def test_a_bundle_written_on_another_inventory_nodes_machine_is_refused(fake_node, tmp_path):
+    folders = local_bundles(fake_node, tmp_path, nodes=("n1",))
+    with mock.patch("ascendprep.run.node_local.socket.gethostname", lambda: "n1.example.com"), mock.patch("ascendprep.run.node_local.machine_id_digest", lambda: "elsewhere"):
+        code, _, stderr = verify(str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(tmp_path / "n2-on-n1"), "--sample-interval", "0")
+    assert code in (0, 1), stderr
+    code, _, stderr = verify("--from-bundle", folders[0], str(tmp_path / "n2-on-n1"))
+    assert code == 2 and "the bundle of n2 was written on the machine named n1.example.com, which is the inventory's node n1" in " ".join(stderr.split())
+
+
+def test_evidence_moved_to_another_nodes_name_is_refused(fake_node, tmp_path):
+    folders = local_bundles(fake_node, tmp_path, nodes=("n1", "n2"))
+    moved = tmp_path / "n2-as-n3"
+    shutil.copytree(folders[1], moved)
+
+    def as_n3(run):
+        run["hosts"]["n3"] = run["hosts"].pop("n2")
+        run["local_node"] = "n3"
+
+    _edit_run(moved, as_n3)
+    code, _, stderr = verify("--from-bundle", folders[0], str(moved))
+    assert code == 2 and "holds n3's evidence but was written as 'n2''s bundle; refused" in " ".join(stderr.split()), stderr
+
+    _edit_run(moved, lambda run: run["node_tie"].update(node="n3", inventory_sha256="0" * 64))  # the tie edited along
+    code, _, stderr = verify("--from-bundle", folders[0], str(moved))
+    assert code == 2 and "n3's bundle was written with another inventory than the copy it holds" in " ".join(stderr.split()), stderr
+
+
+def test_a_node_bundle_written_before_the_tie_is_refused_with_what_to_do(fake_node, tmp_path):
+    folders = local_bundles(fake_node, tmp_path, nodes=("n1", "n2"))
+    _edit_run(Path(folders[1]), lambda run: run.pop("node_tie"))
+    code, _, stderr = verify("--from-bundle", *folders)
+    text = " ".join(stderr.split())
+    assert code == 2 and "the bundle of n2 does not record the machine that wrote it" in text and "run verify --local on n2 again" in text, stderr
+    code, _, stderr = verify("--from-bundle", folders[1])  # alone too: a node bundle is judged by the merge's rules
+    assert code == 2 and "does not record the machine that wrote it" in stderr
