@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 
 from ascendprep.verify.checks.blockers import busy_npu_refusal
 from ascendprep.verify.checks.model import Status
@@ -17,14 +16,9 @@ from ascendprep.verify.checks.runner import run_checks
 from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import InterfaceAddress, ProbeError
 from ascendprep.facts.blocker_model import LinkState, NpuProcess, NpuProcessTable, PortSockets, RouteLookup, SocketUse
-from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts
+from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, judge
 
 IDS = ("npu.busy", "node.hccl_ports", "node.host_nic")
-
-
-@pytest.fixture(scope="module")
-def desired() -> DesiredState:
-    return desired_state()
 
 
 def _run(desired: DesiredState, **changes: object):
@@ -91,8 +85,7 @@ def test_a_listener_on_60000_fails_and_names_the_process_an_unrelated_port_does_
 def test_the_master_port_counts_on_the_master(desired):
     facts = replace(healthy_facts(desired, "node1"), port_sockets=PortSockets(
         "/proc/net/tcp", (SocketUse("LISTEN", "::", 29500),), owners_read=False, ranges=((60000, 60031), (29500, 29500))))
-    hosts, plan = cluster_evidence(desired, {"node1": facts})
-    result = next(r for r in run_checks(desired, hosts, plan, today=TODAY) if r.check == "node.hccl_ports" and r.node == "node1")
+    result = next(r for r in judge(desired, {"node1": facts}) if r.check == "node.hccl_ports" and r.node == "node1")
     assert result.failed and "the master port" in result.message and "cannot see" in result.message
 
 
@@ -117,19 +110,16 @@ def test_a_down_nic_and_a_route_through_another_nic_fail(desired):
     # Master on another network: the route decides.
     other = desired_state(INVENTORY.replace("host: 10.231.0.11", "host: 10.99.0.11"))
     facts = replace(healthy_facts(other, "node2"), route_to_master=RouteLookup("10.99.0.11", "eth1", "192.168.9.2"))
-    hosts, plan = cluster_evidence(other, {"node2": facts})
-    result = next(r for r in run_checks(other, hosts, plan, today=TODAY) if r.check == "node.host_nic" and r.node == "node2")
+    result = next(r for r in judge(other, {"node2": facts}) if r.check == "node.host_nic" and r.node == "node2")
     assert result.failed and "leaves through eth1" in result.message
 
 
 def test_socket_ifname_matching(desired):
     named = desired_state(INVENTORY.replace("firewall: check", "training: {socket_ifname: '=eth1'}\nfirewall: check"))
-    hosts, plan = cluster_evidence(named, {})
-    results = [r for r in run_checks(named, hosts, plan, today=TODAY) if r.check == "node.host_nic"]
+    results = [r for r in judge(named, {}) if r.check == "node.host_nic"]
     assert all(r.failed and "no interface of" in r.message and "matches HCCL_SOCKET_IFNAME==eth1" in r.message for r in results)
     prefix = desired_state(INVENTORY.replace("firewall: check", "training: {socket_ifname: 'eth'}\nfirewall: check"))
-    hosts, plan = cluster_evidence(prefix, {})
-    assert all(r.status is Status.PASSED for r in run_checks(prefix, hosts, plan, today=TODAY) if r.check == "node.host_nic")
+    assert all(r.status is Status.PASSED for r in judge(prefix, {}) if r.check == "node.host_nic")
 
 
 def test_allow_busy_npus_only_goes_with_allreduce(tmp_path):
@@ -150,8 +140,7 @@ def test_a_master_named_by_hostname_is_checked_by_what_it_resolves_to_on_the_nod
 
     def verdict(**changes):
         facts = replace(healthy_facts(named, "node2"), **changes)
-        hosts, plan = cluster_evidence(named, {"node2": facts})
-        return next(r for r in run_checks(named, hosts, plan, today=TODAY) if r.check == "node.host_nic" and r.node == "node2")
+        return next(r for r in judge(named, {"node2": facts}) if r.check == "node.host_nic" and r.node == "node2")
 
     same_network = verdict(master_addresses=("10.231.0.11",))
     assert same_network.status is Status.PASSED

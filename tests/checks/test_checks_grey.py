@@ -11,29 +11,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Optional
 
-import pytest
 
 from ascendprep.verify.checks.model import Status
 from ascendprep.verify.checks.optics import DEFAULT_MARGINS
-from ascendprep.verify.checks.runner import no_errors, run_checks
+from ascendprep.verify.checks.runner import no_errors
 from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import HostFacts
 from ascendprep.base.findings import Severity
 from ascendprep.facts.optics import parse_optical
-from verify_cluster_facts import HEALTHY_OPTICAL_TEXT, INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from verify_cluster_facts import HEALTHY_OPTICAL_TEXT, INVENTORY, desired_state, healthy_facts, judge, with_npu
 
 GREY = ("optics.", "ports.", "firmware.")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn"
 
 
-@pytest.fixture(scope="module")
-def desired() -> DesiredState:
-    return desired_state()
-
-
 def grey(desired: DesiredState, facts: Optional[Dict[str, HostFacts]] = None):
-    hosts, plan = cluster_evidence(desired, facts)
-    results = run_checks(desired, hosts, plan, today=TODAY)
+    results = judge(desired, facts)
     failed = [r for r in results if r.failed]
     return failed, results
 
@@ -213,19 +206,6 @@ def test_port_below_the_products_rate_is_named_once(desired):
     (finding,) = only(failed, "ports.speed")
     assert (finding.node, finding.npu, finding.severity) == ("node3", 7, Severity.ERROR)
     assert finding.message == "port trained at 100 Gb/s, below the product's 200 Gb/s"
-
-
-def test_port_above_the_fleets_rate_is_named_by_the_fleet_check(desired):
-    facts = {"node3": with_npu(healthy_facts(desired, "node3"), 7, speed_mbps=400000)}
-    failed, _ = grey(desired, facts)
-    (finding,) = only(failed, "ports.speed_fleet")
-    assert (finding.node, finding.npu, finding.severity) == ("node3", 7, Severity.WARNING)
-
-
-def test_half_duplex_is_an_error(desired):
-    failed, _ = grey(desired, {"node1": with_npu(healthy_facts(desired, "node1"), 2, duplex="half")})
-    (finding,) = only(failed, "ports.duplex")
-    assert (finding.node, finding.npu) == ("node1", 2)
 
 
 def test_one_port_with_another_fec_mode_is_named(desired):

@@ -5,23 +5,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 
 from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
-from ascendprep.verify.checks.runner import no_errors, run_checks
+from ascendprep.verify.checks.runner import no_errors
 from ascendprep.facts.model import LinkRecord, LinkStat, ProbeError
 from ascendprep.base.findings import Severity
-from verify_cluster_facts import NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
-
-
-@pytest.fixture(scope="module")
-def desired():
-    return desired_state()
+from verify_cluster_facts import NOW, healthy_facts, judge, with_npu
 
 
 def _results(desired, node2):
-    hosts, plan = cluster_evidence(desired, {"node2": node2})
-    return run_checks(desired, hosts, plan, today=TODAY)
+    return judge(desired, {"node2": node2})
 
 
 def _one(results, check, npu):

@@ -12,22 +12,15 @@ from typing import Optional, Tuple
 import pytest
 
 from ascendprep.verify.checks.model import Status
-from ascendprep.verify.checks.runner import run_checks
 from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import ProbeError
 from ascendprep.base.findings import Severity
-from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts
-
-
-@pytest.fixture(scope="module")
-def desired() -> DesiredState:
-    return desired_state()
+from verify_cluster_facts import INVENTORY, desired_state, healthy_facts, judge
 
 
 def _hostname_results(desired: DesiredState, resolves_to: Optional[Tuple[str, ...]], **changes: object):
     facts = replace(healthy_facts(desired, "node2"), hostname_addresses=resolves_to, **changes)
-    hosts, plan = cluster_evidence(desired, {"node2": facts})
-    results = run_checks(desired, hosts, plan, today=TODAY)
+    results = judge(desired, {"node2": facts})
     return {r.node: r for r in results if r.check == "node.hostname"}, results
 
 
@@ -60,8 +53,7 @@ def test_each_bad_mapping_is_named_on_its_node_only_with_the_fix(desired, resolv
 def test_a_node_named_by_hostname_is_an_error_since_nothing_binds_its_nic():
     desired = desired_state(INVENTORY.replace("host: 10.231.0.[12-14]", "host: node[2-4].example"))
     facts = replace(healthy_facts(desired, "node2"), hostname_addresses=("127.0.1.1",))
-    hosts, plan = cluster_evidence(desired, {"node2": facts})
-    result = next(r for r in run_checks(desired, hosts, plan, today=TODAY) if r.check == "node.hostname" and r.node == "node2")
+    result = next(r for r in judge(desired, {"node2": facts}) if r.check == "node.hostname" and r.node == "node2")
     assert result.failed and result.severity is Severity.ERROR
     assert "nothing binds this node's interface" in result.message
     assert "map 'node2' to the node's own cluster address" in result.fix

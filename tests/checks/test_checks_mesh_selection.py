@@ -11,7 +11,7 @@ from ascendprep.verify.mesh import PingPlan, mesh_pairs, plan_pings
 from ascendprep.verify.checks.registry import GROUPS, Selection, SelectionError
 from ascendprep.verify.checks.runner import run_checks
 from ascendprep.facts.model import ProbeError
-from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, judge, with_npu
 
 ATLAS_800 = """\
 name: old
@@ -26,8 +26,7 @@ def _keys(pairs):
     return {frozenset(((a.node, a.npu), (b.node, b.npu))) for a, b in pairs}
 
 
-def test_ring_pairs_next_node_and_master_once_each():
-    desired = desired_state()
+def test_ring_pairs_next_node_and_master_once_each(desired):
     pairs = mesh_pairs(desired, "ring")
     # 4 nodes: ring 1-2, 2-3, 3-4, 4-1 plus master (node1) pairs 1-3; per NPU index, 8 indexes.
     assert len(pairs) == 5 * 8
@@ -52,13 +51,11 @@ def test_single_node_has_nothing_to_ping():
     assert len(mesh_pairs(desired, "ring")) == 8
     single = desired_state(ATLAS_800.replace("server[0-2]", "server[0-0]").replace("10.0.0.[10-12]", "10.0.0.[10-10]"))
     assert mesh_pairs(single, "ring") == []
-    hosts, plan = cluster_evidence(single)
-    reach = [r for r in run_checks(single, hosts, plan, today=TODAY) if r.check == "cluster.reachability"]
+    reach = [r for r in judge(single) if r.check == "cluster.reachability"]
     assert [r.status.value for r in reach] == ["skipped"] and "single node" in reach[0].message
 
 
-def test_source_avoids_a_down_link():
-    desired = desired_state()
+def test_source_avoids_a_down_link(desired):
     facts = {name: healthy_facts(desired, name) for name in ("node1", "node2", "node3", "node4")}
     facts["node1"] = with_npu(facts["node1"], 0, link="DOWN")
     touching = [p for p in plan_pings(desired, facts, "ring").pairs if ("node1", 0) in ((p.a.node, p.a.npu), (p.b.node, p.b.npu))]
@@ -66,8 +63,7 @@ def test_source_avoids_a_down_link():
     assert all(p.source is not None and p.source.node != "node1" for p in touching)
 
 
-def test_a_node_where_hccn_tool_hung_sends_no_pings_but_is_still_pinged():
-    desired = desired_state()
+def test_a_node_where_hccn_tool_hung_sends_no_pings_but_is_still_pinged(desired):
     facts = {name: healthy_facts(desired, name) for name in ("node1", "node2", "node3", "node4")}
     facts["node3"] = replace(facts["node3"], errors=(ProbeError("hccn.ip", "timeout", "hccn_tool -i 5 -ip -g timed out", npu=5),))
     plan = plan_pings(desired, facts, "ring")
@@ -77,8 +73,7 @@ def test_a_node_where_hccn_tool_hung_sends_no_pings_but_is_still_pinged():
     assert "node3" not in plan.by_source()
 
 
-def test_pair_with_no_usable_end_is_could_not_check():
-    desired = desired_state()
+def test_pair_with_no_usable_end_is_could_not_check(desired):
     hosts, plan = cluster_evidence(desired, {"node1": None, "node2": None})
     blocked = [p for p in plan.pairs if p.source is None]
     assert {frozenset((p.a.node, p.b.node)) for p in blocked} == {frozenset(("node1", "node2"))}
@@ -86,8 +81,7 @@ def test_pair_with_no_usable_end_is_could_not_check():
     assert len(results) == 8 and all("could not check: no end of" in r.message for r in results)
 
 
-def test_ping_plan_round_trips_through_json():
-    desired = desired_state()
+def test_ping_plan_round_trips_through_json(desired):
     _, plan = cluster_evidence(desired, {"node2": None})
     assert PingPlan.from_dict(plan.to_dict()) == plan
 
@@ -121,10 +115,8 @@ def test_unknown_selector_is_refused_with_a_hint(name, hint):
     assert hint in str(info.value)
 
 
-def test_only_runs_what_was_asked(tmp_path):
-    desired = desired_state()
-    hosts, plan = cluster_evidence(desired)
-    results = run_checks(desired, hosts, plan, Selection.parse(["sysctl"]), today=TODAY)
+def test_only_runs_what_was_asked(desired):
+    results = judge(desired, selection=Selection.parse(["sysctl"]))
     assert {r.check for r in results} == {"node.reachable", "sysctl.minimum", "sysctl.reserved_ports", "sysctl.persisted"}
 
 

@@ -5,18 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 
 from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
-from ascendprep.verify.checks.runner import run_checks
 from ascendprep.facts.model import CounterSample, ProbeError
 from ascendprep.base.findings import Severity
-from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
-
-
-@pytest.fixture(scope="module")
-def desired():
-    return desired_state()
+from verify_cluster_facts import INVENTORY, desired_state, healthy_facts, judge, with_npu
 
 
 def _samples(first: dict, second: dict, seconds: float = 5.0):
@@ -25,8 +18,7 @@ def _samples(first: dict, second: dict, seconds: float = 5.0):
 
 def _counters(desired, samples, npu=3):
     facts = with_npu(healthy_facts(desired, "node2"), npu, stat_samples=samples)
-    hosts, plan = cluster_evidence(desired, {"node2": facts})
-    results = run_checks(desired, hosts, plan, today=TODAY)
+    results = judge(desired, {"node2": facts})
     return [r for r in results if r.check == "network.counters" and r.node == "node2" and r.npu == npu]
 
 
@@ -94,8 +86,7 @@ def test_one_read_only_is_skipped_with_the_counts_since_boot(desired):
 def test_a_failed_read_is_could_not_check(desired):
     facts = with_npu(healthy_facts(desired, "node2"), 3, stat_samples=())
     facts = replace(facts, errors=(ProbeError("hccn.stat", "timeout", "hccn_tool -i 3 -stat -g timed out after 10s and was killed", 3),))
-    hosts, plan = cluster_evidence(desired, {"node2": facts})
-    (result,) = [r for r in run_checks(desired, hosts, plan, today=TODAY) if r.check == "network.counters" and r.node == "node2" and r.npu == 3]
+    (result,) = [r for r in judge(desired, {"node2": facts}) if r.check == "network.counters" and r.node == "node2" and r.npu == 3]
     assert result.status is Status.FAILED and result.message.startswith(COULD_NOT_CHECK)
 
 
@@ -106,8 +97,7 @@ def _health(desired, health, code, npu=4):
     from ascendprep.facts.model import NpuHealth
 
     facts = replace(healthy_facts(desired, "node2"), npu_health=tuple(NpuHealth(i, 0, health if i == npu else "OK", code if i == npu else None, "node type=SOC" if i == npu else None) for i in range(8)))
-    hosts, plan = cluster_evidence(desired, {"node2": facts})
-    (result,) = [r for r in run_checks(desired, hosts, plan, today=TODAY) if r.check == "npu.health" and r.node == "node2" and r.npu == npu]
+    (result,) = [r for r in judge(desired, {"node2": facts}) if r.check == "npu.health" and r.node == "node2" and r.npu == npu]
     return result
 
 

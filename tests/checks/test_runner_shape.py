@@ -19,11 +19,10 @@ import pytest
 from ascendprep.plan import drift
 from ascendprep.verify.checks import optics, registry
 from ascendprep.verify.checks.model import Check, failed, passed
-from ascendprep.verify.checks.runner import run_checks
 from ascendprep.facts.model import HccnConf, OpticalInfo, OpticalLane, OpticalThresholds, ProbeError
 from ascendprep.base.findings import Severity
 
-from verify_cluster_facts import TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from verify_cluster_facts import healthy_facts, judge, with_npu
 
 
 def _with_checks(monkeypatch: pytest.MonkeyPatch, *extra: Check) -> None:
@@ -45,15 +44,13 @@ def _broken_generator(ctx, npu):
     yield passed("second")
 
 
-def test_a_check_that_raises_fails_as_could_not_check_on_that_npu_and_the_others_run(monkeypatch) -> None:
+def test_a_check_that_raises_fails_as_could_not_check_on_that_npu_and_the_others_run(monkeypatch, desired) -> None:
     _with_checks(
         monkeypatch,
         Check("network.broken", ("network",), "npu", Severity.ERROR, "raises on NPU 5", "", _broken, requires=("node.reachable",)),
         Check("network.broken_gen", ("network",), "npu", Severity.WARNING, "raises while listed on NPU 2", "", _broken_generator),
     )
-    desired = desired_state()
-    hosts, plan = cluster_evidence(desired)
-    results = run_checks(desired, hosts, plan, today=TODAY)
+    results = judge(desired)
     broken = [r for r in results if r.check == "network.broken" and r.node == "node1"]
     assert [(r.npu, r.status.value) for r in broken] == [(npu, "failed" if npu == 5 else "passed") for npu in range(8)]
     assert broken[5].message == "could not check: the check itself failed: KeyError: 'lane 9'"
@@ -67,12 +64,10 @@ def test_a_check_that_raises_fails_as_could_not_check_on_that_npu_and_the_others
     assert sum(1 for r in results if r.check == "network.ip" and r.status.value == "passed") == 32
 
 
-def test_a_failed_prerequisite_skips_each_npu_check_on_every_npu_of_that_node_only() -> None:
-    desired = desired_state()
+def test_a_failed_prerequisite_skips_each_npu_check_on_every_npu_of_that_node_only(desired) -> None:
     facts = {name: healthy_facts(desired, name) for name in ("node1", "node2", "node3", "node4")}
     facts["node2"] = replace(facts["node2"], hccn_tool=None)
-    hosts, plan = cluster_evidence(desired, facts)
-    results = run_checks(desired, hosts, plan, today=TODAY)
+    results = judge(desired, facts)
     ip = [r for r in results if r.check == "network.ip"]
     skipped_here = [(r.node, r.npu) for r in ip if r.status.value == "skipped"]
     assert skipped_here == [("node2", npu) for npu in range(8)]
@@ -82,13 +77,11 @@ def test_a_failed_prerequisite_skips_each_npu_check_on_every_npu_of_that_node_on
     assert all(r.status.value == "passed" for r in results if r.check == "npu.health" and r.node == "node2")
 
 
-def test_a_probe_error_on_one_npu_makes_only_that_npu_could_not_check() -> None:
-    desired = desired_state()
+def test_a_probe_error_on_one_npu_makes_only_that_npu_could_not_check(desired) -> None:
     facts = {name: healthy_facts(desired, name) for name in ("node1", "node2", "node3", "node4")}
     facts["node3"] = replace(with_npu(facts["node3"], 6, ip=None), errors=(ProbeError("hccn.ip", "timeout", "hccn_tool -i 6 -ip -g timed out", npu=6),
                                                                           ProbeError("hccn.tls", "unsupported", "no -tls on this driver", npu=1)))
-    hosts, plan = cluster_evidence(desired, facts)
-    results = run_checks(desired, hosts, plan, today=TODAY)
+    results = judge(desired, facts)
     on_node3 = {(r.check, r.npu): r for r in results if r.node == "node3"}
     assert on_node3[("network.ip", 6)].message == "could not check: hccn_tool -i 6 -ip -g timed out"
     assert on_node3[("network.ip", 6)].evidence == {"probe_errors": [{"probe": "hccn.ip", "kind": "timeout", "message": "hccn_tool -i 6 -ip -g timed out"}]}
@@ -106,8 +99,7 @@ def _stale_reference(facts, npu) -> List[str]:
     return [key for key, attribute in drift.HCCN_CONF_KEYS if in_file.get(key) != getattr(live, attribute)]
 
 
-def test_npu_port_finds_the_stale_keys_the_per_call_reading_found() -> None:
-    desired = desired_state()
+def test_npu_port_finds_the_stale_keys_the_per_call_reading_found(desired) -> None:
     rng = random.Random(3)
     values = ("10.20.0.1", "10.20.0.9", "255.255.255.0", "10.20.0.254", None)
     for _ in range(400):

@@ -10,10 +10,13 @@ import hashlib
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ascendprep.inventory import sysctl
 from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.model import CheckResult
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
 from ascendprep.verify.mesh import PingPlan, plan_pings
 from ascendprep.desired.state import DesiredState, build_desired
 from ascendprep.desired.envfiles import render_sysctl_conf
@@ -198,3 +201,23 @@ def with_npu(facts: HostFacts, npu: int, **changes: object) -> HostFacts:
     npus = dict(facts.npus)
     npus[npu] = replace(npus[npu], **changes)
     return replace(facts, npus=npus)
+
+
+def judge(desired: DesiredState, facts: Optional[Dict[str, Optional[HostFacts]]] = None, lost: Tuple[Tuple[str, int, str], ...] = (), selection: Optional[Selection] = None) -> List[CheckResult]:
+    """Every check's results on the cluster of :func:`cluster_evidence`, judged on :data:`TODAY`."""
+    hosts, plan = cluster_evidence(desired, facts, lost=lost)
+    return run_checks(desired, hosts, plan, selection or Selection(), today=TODAY)
+
+
+class VerifyCluster:
+    """The healthy 4-node cluster above, ready to judge: what the ``verify_cluster`` fixture
+    (tests/conftest.py) gives a test. ``desired`` is :data:`INVENTORY`'s desired state."""
+
+    def __init__(self) -> None:
+        self.desired = desired_state()
+
+    def healthy(self, node: str) -> HostFacts:
+        return healthy_facts(self.desired, node)
+
+    def judge(self, facts: Optional[Dict[str, Optional[HostFacts]]] = None, lost: Tuple[Tuple[str, int, str], ...] = (), selection: Optional[Selection] = None) -> List[CheckResult]:
+        return judge(self.desired, facts, lost, selection)

@@ -1,6 +1,7 @@
 """Golden files for what apply writes (env.sh, set_env.sh, the rank table), and shell syntax.
 
-Regenerate after an intended change with ``ASCENDPREP_UPDATE_GOLDEN=1 pytest tests/core``.
+Regenerate after an intended change with ``ASCENDPREP_UPDATE_GOLDEN=1 pytest tests/core`` (on a
+workstation: under ``CI=true`` the session refuses the switch, tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,12 @@ def test_gloo_follows_an_exact_hccl_socket_ifname(spec: str, gloo: str, tmp_path
     (tmp_path / "eth0").mkdir()
     assert _gloo_after_sourcing(spec, tmp_path) == gloo
     assert _gloo_after_sourcing(spec, tmp_path, before="GLOO_SOCKET_IFNAME=eth0\n") == "eth0"
+
+
+def test_ci_refuses_the_golden_update_switch() -> None:
+    """Under CI=true a session with ASCENDPREP_UPDATE_GOLDEN set stops before any test runs."""
+    env = {**os.environ, "CI": "true", "ASCENDPREP_UPDATE_GOLDEN": "1", "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", str(Path(__file__))]
+    refused = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert refused.returncode == pytest.ExitCode.USAGE_ERROR, refused.stdout + refused.stderr
+    assert "CI must never rewrite its own golden files" in refused.stderr
