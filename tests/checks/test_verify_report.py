@@ -175,7 +175,7 @@ def _saved_run(tmp_path: Path, monkeypatch, facts=None) -> Path:
     folder = tmp_path / "runs" / "20250601T000000Z"
     folder.mkdir(parents=True)
     bundle = Bundle("/x/inventory.yaml", INVENTORY, hosts, pings, "ring", Selection().to_dict(), TODAY, path=folder)
-    monkeypatch.setattr(bundle_module, "read_bundle", lambda path: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
+    monkeypatch.setattr(bundle_module, "read_bundle", lambda path, *budget: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
     return folder
 
 
