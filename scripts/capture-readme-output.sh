@@ -4,7 +4,7 @@
 # tests/packaging/test_docs.py holds the README's quoted blocks equal to these files, so after a
 # change to what the commands print: run this (as root: it brings a lab up), then copy the new
 # blocks into the README. Settings: PYTHON (default: .venv/bin/python of this checkout, else the
-# interpreter of the `ascendprep` on PATH), LAB (default readme).
+# interpreter of the `ascendprep` on PATH), LAB (default readme), OUT (default docs/output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -13,7 +13,7 @@ if [ ! -x "$PYTHON" ]; then
   PYTHON=$(head -n 1 "$(readlink -f "$(command -v ascendprep)")" | sed 's/^#! *//')
 fi
 LAB=${LAB:-readme}
-OUT=$REPO/docs/output
+OUT=${OUT:-$REPO/docs/output}
 # The checkout's package, whichever ascendprep is on PATH; tables as wide as a code host shows.
 ascendprep() { PYTHONPATH=$REPO "$PYTHON" -m ascendprep "$@"; }
 export COLUMNS=100 NO_COLOR=1
@@ -66,5 +66,4 @@ run() {  # run NAME COMMAND...: its output (stdout and stderr) and exit code int
 inventory=$labdir/cluster.yaml
 run plan plan "$inventory"
 run apply apply
-run plan-again plan "$inventory"
 run verify verify "$inventory"

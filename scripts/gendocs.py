@@ -75,6 +75,8 @@ def _option_row(param: click.Parameter, ctx: click.Context) -> str:
         shown = ""
     else:
         shown = f"`{default}`"
+    if isinstance(getattr(param, "show_default", None), str):
+        shown = _cell(param.show_default)
     help_text = getattr(param, "help", None) or ""
     if getattr(param, "envvar", None):
         help_text += f" (environment: `{param.envvar}`)"
@@ -112,7 +114,7 @@ def commands_page() -> str:
            "# Commands\n",
            "Every command and option, with the help the command line prints (`ascendprep COMMAND --help`).",
            "How the commands behave, step by step: [plan and apply](plan-apply.md), [verify](verify.md),",
-           "[the lab](lab.md); exit codes: [README](../README.md#exit-codes).\n"]
+           "[the lab](lab.md); exit codes: [README](../README.md#exit-codes-every-command).\n"]
     ctx = click.Context(main, info_name="ascendprep")
     out.append("## `ascendprep`\n")
     out.append("```\nascendprep [--version] [-h] COMMAND ...\n```\n")
