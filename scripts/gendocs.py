@@ -272,7 +272,7 @@ def inventory_page() -> str:
     stale = [key for key in KEY_MEANINGS if key not in keys]
     if missing or stale:
         raise SystemExit(f"scripts/gendocs.py KEY_MEANINGS: describe {missing}; remove {stale}")
-    out = [_header("the schema `ascendprep/inventory/model.py` and `ascendprep/data/grey_thresholds.yaml`"),
+    out = [_header("the schema `ascendprep/inventory/model.py`, `ascendprep/data/grey_thresholds.yaml` and `inventories/a2-64node.yaml`"),
            "# The inventory\n",
            "One YAML file per cluster. `inventories/` has examples: `atlas800-2node.yaml` (the two-server",
            "Atlas 800 case of the Ascend PyTorch guide), `a2-64node.yaml` (64 Atlas A2 servers on a routed",
@@ -292,7 +292,12 @@ def inventory_page() -> str:
            "|---|---|---|---|---|"]
     for key, kind, default, limits in rows:
         out.append(f"| `{key}` | {_cell(kind)} | {_cell(default)} | {_cell(limits)} | {_cell(KEY_MEANINGS[key])} |")
+    example = (REPO / "inventories" / "a2-64node.yaml").read_text(encoding="utf-8").rstrip("\n")
     out += ["",
+            "## An example\n",
+            "`inventories/a2-64node.yaml`: 64 Atlas A2 servers on a routed fabric, most keys set.\n",
+            "```yaml\n" + example + "\n```",
+            "",
             "## Thresholds\n",
             "The grey-failure checks ([verify](verify.md#grey-failures)) judge against named thresholds.",
             "Their defaults live in `ascendprep/data/grey_thresholds.yaml`; the inventory's `thresholds:`",
