@@ -210,9 +210,9 @@ def _type_text(annotation: Any) -> str:
         return " or ".join(_type_text(a) for a in args)
     if origin is typing.Literal:
         return ", ".join(f"`{a}`" for a in typing.get_args(annotation))
-    if origin in (list, list):
+    if origin is list:
         return f"list of {_type_text(args[0])}"
-    if origin in (dict, dict):
+    if origin is dict:
         return "map"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "map"
@@ -228,7 +228,7 @@ def _submodel(annotation: Any) -> Any:
     for arg in typing.get_args(annotation):
         found = _submodel(arg)
         if found[0] is not None:
-            return found[0], "[]" if typing.get_origin(annotation) in (list, list) else found[1]
+            return found[0], "[]" if typing.get_origin(annotation) is list else found[1]
     return None, ""
 
 
