@@ -34,7 +34,7 @@ import sys, yaml
 lab = yaml.safe_load(open(sys.argv[1]))
 node = lab["nodes"][0]
 sw = lab["software"]
-text = f"""name: {lab['name']}
+text = f"""name: a2-lab
 product: {lab['product']}
 device_network:
   subnet: {lab['device_network']['subnet']}   # where the NPUs' device IPs come from
