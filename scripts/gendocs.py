@@ -327,7 +327,7 @@ def _probe_command(section: str) -> str:
             except Exception:  # noqa: BLE001 - a unit that cannot describe itself offline
                 return f"`{section}`"
             text = re.sub(r" -i 0\b", " -i N", text).replace(" -c 0", " -c C")
-            return f"`{section}` ({_cell(text)})"
+            return f"`{section}` (`{_cell(text)}`)"
     return f"`{section}`"
 
 
@@ -341,7 +341,9 @@ def checks_page() -> str:
            "whenever it runs. Scope: `node` runs once per node, `npu` once per NPU, `cluster` once. A",
            "check whose probe failed fails as \"could not check\" at its own severity, never passes; an",
            "`error` that fails makes the exit code 1. What each family judges in detail, with the",
-           "findings' wording: [verify](verify.md).\n",
+           "findings' wording: [verify](verify.md). The fix shown here is the check's default; a",
+           "finding names a more specific one where the check knows it (`check the cable` for a link",
+           "that is down).\n",
            "| id | groups | scope | severity | passes when | reads | needs | fix |",
            "|---|---|---|---|---|---|---|---|"]
     for check in CHECKS:
