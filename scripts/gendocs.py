@@ -309,8 +309,12 @@ def inventory_page() -> str:
             "| threshold | default | range | what it judges |",
             "|---|---|---|---|"]
     for name, spec in thresholds.known().items():
-        out.append(f"| `{name}` | {spec.default:g} {spec.unit} | {spec.low:g} to {spec.high:g} | {_cell(spec.about)} |")
+        out.append(f"| `{name}` | {_number(spec.default)} {spec.unit} | {_number(spec.low)} to {_number(spec.high)} | {_cell(spec.about)} |")
     return "\n".join(out) + "\n"
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
 # --- checks -------------------------------------------------------------------------------------
