@@ -123,7 +123,7 @@ class _Pieces:
     A host's transcript is then one join, not a chain of regex substitutions over its 64 KB: those
     cost ~6 ms per host, more than the controller's own work, and although the benchmark subtracts
     the simulator's CPU, its regex work between two hosts' parses pushed the controller's code and
-    data out of the CPU caches (bench/README.md, "pa2"). A real SSH transport hands over bytes.
+    data out of the CPU caches (bench/HISTORY.md, "pa2"). A real SSH transport hands over bytes.
 
     The places are those the module doc lists: the recorded nonce, each recorded address of the
     node (its management address, device, detect and gateway addresses), the node's name as a

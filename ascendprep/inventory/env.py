@@ -17,7 +17,8 @@ from typing import Iterable, Mapping, Optional
 ENV_ALLOWED_PREFIXES = ("HCCL_", "ASCEND_", "TORCH_", "NPU_", "PYTORCH_NPU_")
 
 #: Variables outside those families that the reference names for Ascend training: the rendezvous
-#: (torchrun), the rank table and its companions (§6), ModelZoo's env_npu.sh (§5.2), and the host
+#: (torchrun), the rank table and its companions (docs/ascend-reference.md §6), ModelZoo's env_npu.sh
+#: (docs/ascend-reference.md §5.2), and the host
 #: NIC of gloo and NCCL (set_env.sh binds them).
 ENV_REFERENCED = frozenset({
     "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NNODES", "NODE_RANK",
@@ -25,7 +26,7 @@ ENV_REFERENCED = frozenset({
     "TASK_QUEUE_ENABLE", "COMBINED_ENABLE", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "OMP_NUM_THREADS",
 })
 
-#: Within the allowed families, where CANN loads its own code from (§5.1: CANN's set_env.sh, which
+#: Within the allowed families, where CANN loads its own code from (docs/ascend-reference.md §5.1: CANN's set_env.sh, which
 #: env.sh sources first, exports them). Another value makes every shell that sources env.sh, root's
 #: probes included, load operators and kernels from elsewhere: an opt-in, not a default.
 ENV_CODE_LOCATIONS = frozenset({"ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "ASCEND_CUSTOM_OPP_PATH"})

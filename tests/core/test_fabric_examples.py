@@ -1,6 +1,6 @@
 """The two fabric-shaped example inventories, proven by an independent rule check.
 
-The checker below is written from the rules (docs/ascend-reference.md §3 and the README's
+The checker below is written from the rules (docs/ascend-reference.md §3 and docs/rules.md,
 "Device address groups"), not from the planner: it reads the inventory YAML itself, works out
 each node's group, subnets and gateways with its own code, and judges the address table that
 ``ascendprep plan --offline --format csv`` prints, row by row. Nothing from ``ascendprep.inventory.addressing``,

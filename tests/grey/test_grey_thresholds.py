@@ -63,11 +63,3 @@ def test_override_problem_says_why(name: str, value: object, fragment: str) -> N
 def test_a_malformed_data_file_names_the_entry(text: str, fragment: str) -> None:
     with pytest.raises(GreyThresholdsError, match=fragment):
         parse_specs(text)
-
-
-def test_the_readme_documents_every_threshold_with_its_default() -> None:
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    for name, spec in grey_thresholds.known().items():
-        assert f"| `{name}` | {spec.default:g} {spec.unit} |" in readme, name

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Capture what README.md's walkthrough shows: a small inventory and the actual output of
+# `ascendprep plan`, `apply` and `verify` against a 2-node lab, written to docs/output/.
+# tests/packaging/test_docs.py holds the README's quoted blocks equal to these files, so after a
+# change to what the commands print: run this (as root: it brings a lab up), then copy the new
+# blocks into the README. Settings: PYTHON (default: .venv/bin/python of this checkout, else the
+# interpreter of the `ascendprep` on PATH), LAB (default readme), OUT (default docs/output).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+PYTHON=${PYTHON:-$REPO/.venv/bin/python}
+if [ ! -x "$PYTHON" ]; then
+  PYTHON=$(head -n 1 "$(readlink -f "$(command -v ascendprep)")" | sed 's/^#! *//')
+fi
+LAB=${LAB:-readme}
+OUT=${OUT:-$REPO/docs/output}
+# The checkout's package, whichever ascendprep is on PATH; tables as wide as a code host shows.
+ascendprep() { PYTHONPATH=$REPO "$PYTHON" -m ascendprep "$@"; }
+export COLUMNS=100 NO_COLOR=1
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "capture-readme-output: run as root (the lab needs network namespaces)" >&2
+  exit 2
+fi
+work=$(mktemp -d)
+cleanup() { status=$?; ascendprep lab down --name "$LAB" >/dev/null || status=1; rm -rf "$work"; exit "$status"; }
+trap cleanup EXIT
+
+lab_inventory=$(ascendprep lab up --name "$LAB" --nodes 2 --product atlas-a2 | tail -n 1)
+labdir=$(dirname "$lab_inventory")
+# A hand-written inventory, as for a real cluster: only what differs from the defaults.
+"$PYTHON" - "$lab_inventory" "$labdir/cluster.yaml" <<'EOF'
+import sys, yaml
+lab = yaml.safe_load(open(sys.argv[1]))
+node = lab["nodes"][0]
+sw = lab["software"]
+text = f"""name: a2-lab
+product: {lab['product']}
+device_network:
+  subnet: {lab['device_network']['subnet']}   # where the NPUs' device IPs come from
+ssh:
+  key: {lab['ssh']['key']}   # paths relative to this file
+  known_hosts: {lab['ssh']['known_hosts']}
+nodes:
+  - {{name: "{node['name']}", host: "{node['host']}"}}
+firewall: leave
+software:
+  cann: "{sw['cann']}"
+  driver: "{sw['driver']}"
+  torch: "{sw['torch']}"
+  torch_npu: "{sw['torch_npu']}"
+  python_path: {sw['python_path']}
+"""
+open(sys.argv[2], "w").write(text)
+EOF
+mkdir -p "$OUT"
+cp "$labdir/cluster.yaml" "$OUT/inventory.yaml"
+
+run() {  # run NAME COMMAND...: its output (stdout and stderr) and exit code into docs/output/NAME.txt
+  local name=$1; shift
+  local rc=0
+  (cd "$work" && ascendprep "$@") >"$work/$name.out" 2>&1 || rc=$?
+  { echo "\$ ascendprep $*"; cat "$work/$name.out"; echo "[exit $rc]"; } | sed "s#$labdir/##g; s#$work/##g" >"$OUT/$name.txt"
+  echo "== $name: exit $rc"
+}
+inventory=$labdir/cluster.yaml
+run plan plan "$inventory"
+run apply apply
+run verify verify "$inventory"
