@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import jinja2
+import markupsafe
 
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.hostrange import compressed
@@ -77,7 +78,7 @@ class HtmlInput:
 
 def _clean(value: Any) -> Any:
     """Jinja2's finalize: strings with control characters spelled out and cut; other values as they are."""
-    if isinstance(value, str):
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):  # Markup: the template's own macros
         return visible(value, VALUE_MAX_CHARS)
     return value
 

@@ -19,8 +19,9 @@ from ascendprep.verify.checks.runner import no_errors, run_checks  # noqa: E402
 
 #: What a hostile or broken host could print: markup, quotes, a terminal escape, a NUL.
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&\x1b]0;pwn\x07\x00"
-#: The faulty NPU and the lost pair's source.
+#: The NPU whose link is down, and the pair whose pings are lost (node1 NPU 5 to node2 NPU 5).
 FAULTY_NODE, FAULTY_NPU = "node2", 3
+LOST_PAIR = "node1:5<->node2:5"
 
 
 def allreduce_doc() -> Dict[str, Any]:
@@ -46,8 +47,8 @@ def faulty_input() -> HtmlInput:
     node2 = with_npu(healthy_facts(desired, FAULTY_NODE), FAULTY_NPU, link="DOWN")
     node3 = healthy_facts(desired, "node3")
     node3 = replace(node3, python=replace(node3.python or PythonEnv("python3"), packages={**(node3.python.packages if node3.python else {}), "torch": HOSTILE}))
-    target = desired.nodes["node3"].hccn[FAULTY_NPU].ip
-    hosts, plan = cluster_evidence(desired, {FAULTY_NODE: node2, "node3": node3, "node4": None}, lost=((FAULTY_NODE, FAULTY_NPU, target),))
+    target = desired.nodes["node2"].hccn[5].ip
+    hosts, plan = cluster_evidence(desired, {FAULTY_NODE: node2, "node3": node3, "node4": None}, lost=(("node1", 5, target),))
     hosts["node4"] = HostEvidence("node4", hosts["node4"].address, None, error=f"node4: {HOSTILE}", error_kind="unreachable")
     results = run_checks(desired, hosts, plan, today=TODAY)
     order = [n.name for n in desired.inventory.nodes]
