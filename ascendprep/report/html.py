@@ -13,7 +13,7 @@ control characters are spelled out first (:func:`ascendprep.base.text.visible`).
 
 A large fleet is folded, then listed: healthy nodes become host ranges, only nodes with findings
 get a grid row and an evidence block (at most :data:`NODES_LISTED_MAX`), and the reachability
-matrix groups nodes into at most :data:`MATRIX_COLUMNS_MAX` columns per plane.
+matrix groups nodes until it has at most :data:`MATRIX_CELLS_MAX` cells.
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ NODES_LISTED_MAX = 512
 FINDINGS_PER_NODE_MAX = 40
 #: Groups of blocking findings shown under the verdict.
 BLOCKERS_MAX = 25
-#: Nodes per plane drawn one column each; above, nodes are grouped into this many columns.
-MATRIX_COLUMNS_MAX = 256
+#: Rows (and columns) of the reachability matrix at most, all planes together; above, nodes are grouped.
+MATRIX_SIDE_MAX = 512
+#: Cells drawn at most (a full mesh fills whole bands): nodes are grouped further until it holds.
+MATRIX_CELLS_MAX = 6000
 #: Failed pairs listed under the matrix.
 PAIRS_LISTED_MAX = 200
 #: Optical lanes charted: those closest to their module's receive-power thresholds.
@@ -223,15 +225,13 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
         return None
     nodes = list(data.node_order)
     position = {name: i for i, name in enumerate(nodes)}
-    per_column = max(1, math.ceil(len(nodes) / MATRIX_COLUMNS_MAX))
-    columns = math.ceil(len(nodes) / per_column)
     planes = sorted({p.a.npu for p in data.pings.pairs} | {p.b.npu for p in data.pings.pairs})
     plane_index = {npu: i for i, npu in enumerate(planes)}
     answers: Dict[Tuple[str, int, str], Any] = {}
     for name, host in data.hosts.items():
         for ping in host.pings or ():
             answers[(name, ping.npu, ping.target)] = ping
-    cells: Dict[Tuple[int, int], Dict[str, Any]] = {}
+    judged: List[Tuple[int, int, int, int, int, str]] = []  # plane, node, peer plane, peer node, level, text
     bad: List[Dict[str, Any]] = []
     for pair in data.pings.pairs:
         if pair.a.node not in position or pair.b.node not in position:
@@ -248,20 +248,27 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
         level = 4 if loss is None else 3 if loss >= 100 else 2 if loss > 0 else 0
         if level:
             bad.append({"pair": pair.subject, "text": text, "cls": _LEVEL_CLASS[level]})
-        for x_end, y_end in ((pair.a, pair.b), (pair.b, pair.a)):
-            if x_end.npu != y_end.npu and x_end.npu not in plane_index:
-                continue
-            plane = plane_index[x_end.npu]
-            key = (plane * columns + position[x_end.node] // per_column, plane_index[y_end.npu] * columns + position[y_end.node] // per_column)
-            cell = cells.setdefault(key, {"level": 0, "pairs": 0, "bad": 0, "tip": ""})
-            cell["pairs"] += 1
-            if level:
-                cell["bad"] += 1
-            if level > cell["level"] or not cell["tip"]:
-                cell["level"] = max(cell["level"], level)
-                cell["tip"] = f"{pair.subject}: {text}"
+        tip = f"{pair.subject}: {text}"
+        judged.append((plane_index[pair.a.npu], position[pair.a.node], plane_index[pair.b.npu], position[pair.b.node], level, tip))
+    # Nodes are grouped until the picture fits: at most MATRIX_SIDE_MAX rows and MATRIX_CELLS_MAX cells.
+    per_column = max(1, math.ceil(len(nodes) * len(planes) / MATRIX_SIDE_MAX))
+    while True:
+        columns = math.ceil(len(nodes) / per_column)
+        cells: Dict[Tuple[int, int], Dict[str, Any]] = {}
+        for plane_a, node_a, plane_b, node_b, level, tip in judged:
+            a, b = plane_a * columns + node_a // per_column, plane_b * columns + node_b // per_column
+            for key in ((a, b), (b, a)):
+                cell = cells.setdefault(key, {"level": 0, "pairs": 0, "bad": 0, "tip": tip})
+                cell["pairs"] += 1
+                if level:
+                    cell["bad"] += 1
+                if level > cell["level"]:
+                    cell["level"], cell["tip"] = level, tip
+        if len(cells) <= MATRIX_CELLS_MAX or per_column >= len(nodes):
+            break
+        per_column *= 2
     size = columns * len(planes)
-    step = max(2.0, min(14.0, 720.0 / max(size, 1)))
+    step = max(1.5, min(14.0, 720.0 / max(size, 1)))
     rects = [
         {"x": round(x * step, 2), "y": round(y * step, 2), "cls": _LEVEL_CLASS[c["level"]],
          "marked": c["level"] > 0,
