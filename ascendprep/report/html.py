@@ -32,6 +32,7 @@ from ascendprep.base.hostrange import compressed
 from ascendprep.base.text import visible
 from ascendprep.desired.state import DesiredState
 from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.counters import JUDGED
 from ascendprep.verify.checks.model import CheckResult, Status
 from ascendprep.verify.mesh import PingPlan
 
@@ -60,6 +61,8 @@ _RANK = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
 #: Grid/matrix cell class per worst rank: ok, info, warning, error; ``x``: nothing gathered.
 _CLASS = {0: "ok", 1: "info", 2: "warn", 3: "err"}
 _COUNTERS_CHECK = "network.counters"
+#: A judged counter's metric name (as a passed result's evidence lists its rate) -> its threshold's name.
+_THRESHOLD_OF = {judged.metric: judged.threshold for judged in JUDGED}
 
 
 @dataclass
@@ -95,6 +98,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["gb"] = lambda v: "-" if v is None else f"{v:.4g}"
+    env.filters["size"] = _size_label
     return env
 
 
@@ -151,7 +155,7 @@ def _blockers(failed: Sequence[CheckResult], extra: Sequence[Finding]) -> Dict[s
         nodes = [w for w in where if " npu " not in w]
         npus = [w for w in where if " npu " in w]
         shown = ([compressed(nodes)] if nodes else []) + npus[:8]
-        group["where"] = ", ".join(shown) + (f" and {len(npus) - 8} more NPUs" if len(npus) > 8 else "")
+        group["where"] = (", ".join(shown) + (f" and {len(npus) - 8} more NPUs" if len(npus) > 8 else "")) or "cluster"
         group["count"] = len(where) or 1
     return {"shown": ordered[:BLOCKERS_MAX], "more": max(0, len(ordered) - BLOCKERS_MAX)}
 
@@ -422,10 +426,10 @@ def _counters(results: Sequence[CheckResult]) -> Optional[Dict[str, Any]]:
             rows.append((result.node, result.npu, evidence.get("counter") or result.subject, evidence["rate_per_s"], limit))
         elif result.status is Status.PASSED:
             thresholds = evidence.get("thresholds") or {}
-            limits = [t.get("value") for t in thresholds.values() if isinstance(t, dict)]
             for metric, rate in (evidence.get("rates_per_s") or {}).items():
-                if rate and limits:
-                    rows.append((result.node, result.npu, metric, rate, min(v for v in limits if v) if any(limits) else None))
+                shown = thresholds.get(_THRESHOLD_OF.get(metric, ""))
+                if rate and isinstance(shown, dict):
+                    rows.append((result.node, result.npu, metric, rate, shown.get("value")))
     if not rows:
         return None
     judged = [{"where": f"{node} npu {npu}", "counter": counter, "rate": rate, "limit": limit,
