@@ -555,7 +555,7 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
         try:
             write_file(options.html, render_html(page), mode=0o600)  # host evidence
         except OSError as exc:
-            err.print(f"[bold red]error:[/] --html {escape(str(options.html))}: {escape(str(exc.strerror or exc))}")
+            err.print(f"[bold red]error:[/] --html {escape(str(options.html))}: {escape(str(exc.strerror or exc))}", soft_wrap=True)
             code = exitcodes.FAILED
     chosen_dir = run.local_node is not None and options.bundle_dir is not None
     if run.from_bundle:
