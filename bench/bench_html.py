@@ -3,8 +3,9 @@
 For each size, ``verify --html`` runs over bench/scale_sim.py's simulated fleet (the real
 gather parsing, checks and reports), then ``verify --from-bundle RUN --html`` re-renders the
 saved bundle. ``render_html`` is timed where verify calls it. A converged fleet has no finding,
-so each page is also rendered once more with a failed error-severity result on NPU 0 of every
-node and one lost pair per node (the worst case for the page: every node listed).
+so each page is also rendered once more with every node failing (an error on every NPU, ten
+findings about the node, long evidence, every ping lost): the largest page the fleet can make.
+With Chromium on PATH, the seconds it takes to load each page are measured too.
 
     PYTHONPATH=. python3 bench/bench_html.py --sizes 1024,4096
 """
@@ -25,17 +26,53 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 
+def everything_failing(data):
+    """``data`` with every node failing: an error on every NPU and ten about the node, each with
+    long evidence, and every ping lost (the largest page this fleet can make)."""
+    from ascendprep.base.findings import Severity
+    from ascendprep.verify.checks.model import CheckResult, Status
+
+    evidence = {"reading": "x" * 500, "expected": "y" * 500}
+    failing = [CheckResult("network.link", Status.FAILED, Severity.ERROR, f"link status is DOWN on NPU {npu}", node, npu, fix="check the cable and the switch port", evidence=evidence)
+               for node in data.node_order for npu in range(8)]
+    failing += [CheckResult(f"node.fault{i}", Status.FAILED, Severity.WARNING, "a node-level finding " + "z" * 150, node, fix="fix it", evidence=evidence)
+                for node in data.node_order for i in range(10)]
+    hosts = {name: replace(host, pings=tuple(replace(p, ok=False, received=0, loss_percent=100.0, error="3 of 3 packets lost") for p in host.pings or ()))
+             for name, host in data.hosts.items()}
+    return replace(data, results=[*data.results, *failing], hosts=hosts, exit_code=1)
+
+
+def open_seconds(page: Path):
+    """Seconds headless Chromium takes to load ``page`` (None without Chromium)."""
+    sys.path[:0] = [str(BENCH.parent / "tests"), str(BENCH.parent / "tests" / "report")]
+    import cdp
+
+    binary = cdp.find_chromium()
+    if binary is None:
+        return None
+    browser = cdp.Browser(binary)
+    try:
+        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        browser.send("Page.enable", session=session)
+        started = time.perf_counter()
+        browser.send("Page.navigate", {"url": page.as_uri()}, session=session)
+        browser.wait_event("Page.loadEventFired", timeout=120)
+        cdp.evaluate(browser, session, "document.body.getBoundingClientRect().height")  # layout done
+        return round(time.perf_counter() - started, 2)
+    finally:
+        browser.close()
+
+
 def run(hosts: int, workdir: Path) -> dict:
     import scale_sim
 
-    from ascendprep.base.findings import Severity
     from ascendprep.commands.verify import run_verify
     from ascendprep.commands.verify_run import VerifyOptions
     from ascendprep.desired.state import build_desired
     from ascendprep.inventory.load import load_inventory
     from ascendprep.report import html
     from ascendprep.run import fanout
-    from ascendprep.verify.checks.model import CheckResult, Status
 
     inventory = scale_sim.write_scale_inventory(workdir, hosts)
     fleet = scale_sim.SimulatedFleet(build_desired(load_inventory(inventory)), scale_sim.CONVERGED)
@@ -49,10 +86,10 @@ def run(hosts: int, workdir: Path) -> dict:
         page = real_render(data)
         timings.append((time.process_time() - started, len(page.encode())))
         if not worst:
-            failing = [CheckResult("network.link", Status.FAILED, Severity.ERROR, "link status is DOWN", node, 0, fix="check the cable") for node in data.node_order]
             started = time.process_time()
-            text = real_render(replace(data, results=[*data.results, *failing], exit_code=1))
+            text = real_render(everything_failing(data))
             worst.update(seconds=time.process_time() - started, bytes=len(text.encode()))
+            (workdir / "worst.html").write_text(text)
         return page
 
     html.render_html = timed
@@ -66,7 +103,8 @@ def run(hosts: int, workdir: Path) -> dict:
                live_render_s=round(timings[0][0], 2), live_bytes=timings[0][1],
                bundle_render_s=round(timings[1][0], 2), bundle_bytes=timings[1][1],
                all_faulty_render_s=round(worst["seconds"], 2), all_faulty_bytes=worst["bytes"],
-               file_mode=oct((workdir / "live.html").stat().st_mode & 0o777))
+               file_mode=oct((workdir / "live.html").stat().st_mode & 0o777),
+               open_s=open_seconds(workdir / "live.html"), all_faulty_open_s=open_seconds(workdir / "worst.html"))
     return out
 
 

@@ -40,8 +40,13 @@ from ascendprep.verify.mesh import PingPlan
 GRID_ALL_NODES_MAX = 256
 #: Grid rows and evidence blocks listed at most (the rest are named as ranges).
 NODES_LISTED_MAX = 512
-#: Findings listed per node in its evidence block.
+#: Findings listed per node in its evidence block, while the page's budget lasts.
 FINDINGS_PER_NODE_MAX = 40
+#: Findings listed over all nodes; past it each node lists its worst few (the JSON has them all).
+FINDINGS_LISTED_MAX = 2000
+FINDINGS_PER_NODE_PAST_BUDGET = 2
+#: Characters of a finding's evidence shown.
+EVIDENCE_CHARS = 400
 #: Groups of blocking findings shown under the verdict.
 BLOCKERS_MAX = 25
 #: Rows (and columns) of the reachability matrix at most, all planes together; above, nodes are grouped.
@@ -168,6 +173,7 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
             by_node.setdefault(result.node, []).append(result)
     width = max((len(data.desired.nodes[n].hccn) for n in data.node_order if n in data.desired.nodes), default=0)
     rows, healthy = [], []
+    budget = FINDINGS_LISTED_MAX
     for index, name in enumerate(data.node_order):
         host = data.hosts.get(name)
         mine = by_node.get(name, [])
@@ -190,6 +196,8 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
             tip = "; ".join(f"{r.check}: {r.message}" for r in found[:3]) or ("not gathered" if not gathered else "no finding")
             cells.append({"npu": npu, "cls": cls, "tip": f"{name} npu {npu}: {tip}"})
         ordered = sorted(mine, key=lambda r: (-_rank(r), r.npu if r.npu is not None else -1, r.check))
+        listed = min(len(ordered), FINDINGS_PER_NODE_MAX if budget > 0 else FINDINGS_PER_NODE_PAST_BUDGET)
+        budget -= listed
         rows.append({
             "name": name,
             "anchor": f"node-{index}",
@@ -197,8 +205,8 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
             "error": None if gathered or host is None else host.error,
             "cells": cells,
             "pad": width - len(cells),
-            "findings": [_finding_row(r) for r in ordered[:FINDINGS_PER_NODE_MAX]],
-            "more_findings": max(0, len(ordered) - FINDINGS_PER_NODE_MAX),
+            "findings": [_finding_row(r) for r in ordered[:listed]] if len(rows) < NODES_LISTED_MAX else [],
+            "more_findings": len(ordered) - listed,
         })
     listed, folded = rows[:NODES_LISTED_MAX], [r["name"] for r in rows[NODES_LISTED_MAX:]]
     return {
@@ -212,14 +220,14 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
 
 
 def _finding_row(result: CheckResult) -> Dict[str, Any]:
-    evidence = ", ".join(f"{key}={_short(value)}" for key, value in list(result.evidence.items())[:8])
+    evidence = _short(", ".join(f"{key}={_short(value)}" for key, value in list(result.evidence.items())[:8]), EVIDENCE_CHARS)
     return {"check": result.check, "severity": result.severity.value, "cls": _CLASS[_rank(result)], "npu": result.npu,
             "subject": result.subject, "message": result.message, "fix": result.fix, "evidence": evidence}
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, limit: int = 200) -> str:
     text = str(value)
-    return text if len(text) <= 200 else text[:199] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
