@@ -172,7 +172,8 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
         if result.node is not None:
             by_node.setdefault(result.node, []).append(result)
     width = max((len(data.desired.nodes[n].hccn) for n in data.node_order if n in data.desired.nodes), default=0)
-    rows, healthy = [], []
+    rows: List[Dict[str, Any]] = []
+    healthy: List[str] = []
     budget = FINDINGS_LISTED_MAX
     for index, name in enumerate(data.node_order):
         host = data.hosts.get(name)
@@ -208,10 +209,10 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
             "findings": [_finding_row(r) for r in ordered[:listed]] if len(rows) < NODES_LISTED_MAX else [],
             "more_findings": len(ordered) - listed,
         })
-    listed, folded = rows[:NODES_LISTED_MAX], [r["name"] for r in rows[NODES_LISTED_MAX:]]
+    shown, folded = rows[:NODES_LISTED_MAX], [r["name"] for r in rows[NODES_LISTED_MAX:]]
     return {
         "width": width,
-        "rows": listed,
+        "rows": shown,
         "healthy": compressed(healthy) if healthy else "",
         "healthy_count": len(healthy),
         "not_listed": compressed(folded) if folded else "",
@@ -388,7 +389,7 @@ def _dbm(mw: Optional[float]) -> Optional[float]:
 
 def _optics(data: HtmlInput) -> Optional[Dict[str, Any]]:
     """Receive power of every lane against its module's own low/high thresholds, closest first."""
-    lanes = []
+    lanes: List[Dict[str, Any]] = []
     for name in data.node_order:
         host = data.hosts.get(name)
         if host is None or host.facts is None:
@@ -398,12 +399,12 @@ def _optics(data: HtmlInput) -> Optional[Dict[str, Any]]:
             if info is None or not info.lanes:
                 continue
             low, high = _dbm(info.thresholds.rx_power_low_mw), _dbm(info.thresholds.rx_power_high_mw)
-            for lane in info.lanes:
-                power = _dbm(lane.rx_power_mw)
+            for reading in info.lanes:
+                power = _dbm(reading.rx_power_mw)
                 if power is None or low is None:
                     continue
                 margin = power - low
-                lanes.append({"where": f"{name} npu {npu} lane {lane.lane if lane.lane is not None else 0}", "dbm": power, "low": low, "high": high, "margin": margin})
+                lanes.append({"where": f"{name} npu {npu} lane {reading.lane if reading.lane is not None else 0}", "dbm": power, "low": low, "high": high, "margin": margin})
     if not lanes:
         return None
     lanes.sort(key=lambda lane: lane["margin"])
