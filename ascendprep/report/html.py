@@ -43,10 +43,10 @@ NODES_LISTED_MAX = 512
 #: Findings listed per node in its evidence block, while the page's budget lasts.
 FINDINGS_PER_NODE_MAX = 40
 #: Findings listed over all nodes; past it each node lists its worst few (the JSON has them all).
-FINDINGS_LISTED_MAX = 2000
+FINDINGS_LISTED_MAX = 1000
 FINDINGS_PER_NODE_PAST_BUDGET = 2
 #: Characters of a finding's evidence shown.
-EVIDENCE_CHARS = 400
+EVIDENCE_CHARS = 300
 #: Groups of blocking findings shown under the verdict.
 BLOCKERS_MAX = 25
 #: Rows (and columns) of the reachability matrix at most, all planes together; above, nodes are grouped.
