@@ -68,6 +68,7 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "prometheus"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version; prometheus: node_exporter textfile metrics).")
 @click.option("--prometheus-file", "prometheus_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the results as Prometheus metrics to this file, atomically (for node_exporter's textfile collector: name it *.prom).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here, atomically and 0600 (a testsuite per node and one for the cluster).")
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE", help="Also write the report as one self-contained HTML page here (0600: it holds host evidence): verdict, NPU grid, reachability heat map, all-reduce and optics charts.")
 @click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
 @click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host; with more folders after it (--from-bundle DIR DIR...), merge the node bundles of verify --local runs into one cluster report.")
 @click.option("--local", "local", is_flag=True, help="Check only this machine, without SSH (run by Slurm, Kubernetes or Ansible on each node); --node names it, --bundle-dir keeps its node bundle for --from-bundle.")
@@ -97,6 +98,7 @@ def verify_command(
     output_format: str,
     prometheus_file: Optional[Path],
     junit: Optional[Path],
+    html: Optional[Path],
     mesh: Optional[str],
     from_bundle: Optional[Path],
     keep_runs: int,
@@ -188,6 +190,7 @@ def verify_command(
         output_format=output_format,
         prometheus_file=prometheus_file,
         junit=junit,
+        html=html,
         mesh=mesh,
         from_bundle=from_bundle,
         keep_runs=keep_runs,

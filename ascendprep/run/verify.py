@@ -340,6 +340,15 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
             code = exitcodes.FAILED
     if options.prometheus_file is not None and not _write_metrics(options.prometheus_file, _metrics(results, shown, node_order, code, run.allreduce_doc), err):
         code = exitcodes.FAILED
+    if options.html is not None:
+        from ascendprep.report.html import HtmlInput, render_html
+
+        page = HtmlInput(run.desired, results, shown.hosts, node_order, run.pings, code, run.allreduce_doc, shown.allreduce_findings, run.from_bundle or run.inventory_path)
+        try:
+            write_file(options.html, render_html(page), mode=0o600)  # host evidence
+        except OSError as exc:
+            err.print(f"[bold red]error:[/] --html {escape(str(options.html))}: {escape(str(exc.strerror or exc))}", soft_wrap=True)
+            code = exitcodes.FAILED
     chosen_dir = run.local_node is not None and options.bundle_dir is not None
     if run.from_bundle:
         target = None

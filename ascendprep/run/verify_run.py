@@ -61,6 +61,8 @@ class VerifyOptions:
     bundle_dir: Optional[Path] = None
     #: ``--prometheus-file``: where the metrics are also written (atomically).
     prometheus_file: Optional[Path] = None
+    #: ``--html``: where the report is also written as one self-contained HTML page.
+    html: Optional[Path] = None
     #: ``--launcher``: how the all-reduce reaches the nodes (ssh, or slurm: srun in the allocation).
     launcher: str = "ssh"
 

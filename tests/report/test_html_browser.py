@@ -1,0 +1,75 @@
+"""verify --html in a real browser: headless Chromium (Debian's package, installed by .ci/run
+through scripts/setup.sh) opens a page rendered from evidence with faults; the DOM must show the
+faulty pair marked, the faulty NPU red and the chart's points, and the page must raise no console
+error. The screenshot is kept in $ASCENDPREP_ARTIFACTS (CI's artefacts) when set.
+
+Without Chromium the test is skipped, except under CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import pytest
+
+import cdp
+from html_evidence import FAULTY_NODE, FAULTY_NPU, LOST_PAIR, faulty_input
+
+from ascendprep.base.outputfile import write_file
+from ascendprep.report.html import render_html
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory):
+    binary = cdp.find_chromium()
+    if binary is None:
+        message = "no chromium on PATH (apt-get install chromium; scripts/setup.sh installs it)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    path = tmp_path_factory.mktemp("html") / "report.html"
+    write_file(path, render_html(faulty_input()))
+    browser = cdp.Browser(binary)
+    try:
+        session = cdp.open_page(browser, path.as_uri())
+        yield browser, session
+        shot = base64.b64decode(browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)["data"])
+        folder = Path(os.environ.get("ASCENDPREP_ARTIFACTS") or path.parent)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "verify-html.png").write_bytes(shot)
+    finally:
+        browser.close()
+
+
+def js(page, expression: str):
+    browser, session = page
+    return cdp.evaluate(browser, session, expression)
+
+
+def test_faulty_pair_is_marked_in_the_matrix(page) -> None:
+    titles = js(page, "[...document.querySelectorAll('#matrix rect.mcell.bad')].map(r => r.textContent)")
+    assert any(LOST_PAIR in title for title in titles)
+    assert js(page, "getComputedStyle(document.querySelector('#matrix rect.mcell.err.bad')).fill") == "rgb(214, 40, 40)"
+
+
+def test_faulty_npu_is_red_in_the_grid(page) -> None:
+    cell = f"document.querySelector('#grid a.c[data-node=\"{FAULTY_NODE}\"][data-npu=\"{FAULTY_NPU}\"]')"
+    assert js(page, f"getComputedStyle({cell}).backgroundColor") == "rgb(214, 40, 40)"
+    assert js(page, "getComputedStyle(document.querySelector('#grid a.c[data-node=\"node1\"][data-npu=\"0\"]')).backgroundColor") == "rgb(82, 183, 136)"
+    assert js(page, f"{cell}.getAttribute('href')") == js(page, "'#' + document.querySelector('.node-ev h3').parentElement.id")
+
+
+def test_chart_has_its_points(page) -> None:
+    assert js(page, "document.querySelectorAll('#busbw-chart circle.busbw.point').length") == 6
+    assert js(page, "document.querySelectorAll('#busbw-chart circle.algbw.point').length") == 6
+    assert js(page, "document.querySelector('#busbw-chart .gate') !== null && document.querySelector('#busbw-chart .line-rate') !== null")
+
+
+def test_hostile_text_made_no_element_and_no_console_error(page) -> None:
+    assert js(page, "document.scripts.length") == 0
+    assert js(page, "document.images.length") == 0
+    assert "<script>alert(1)</script>" in js(page, "document.querySelector('#versions').textContent")
+    browser, _ = page
+    assert cdp.console_errors(browser) == []
