@@ -24,8 +24,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-import orjson
-
 from ascendprep.inventory import superpods as superpod_rules
 
 if TYPE_CHECKING:
@@ -149,33 +147,6 @@ def build_rank_table(inventory: "Inventory", plan: "IpPlan", identities: Optiona
 
 
 def render_rank_table(table: dict[str, Any]) -> str:
-    """The file apply writes: ``json.dumps(table, indent=2)`` and a newline, byte for byte (every
-    host's copy is compared by its sha256, so the text must never change with the encoder).
-
-    The stdlib's encoder writes an indented document in pure Python, once per plan and verify,
-    and the table grows with the node count. orjson writes the same layout, and is used when the
-    two cannot differ: every value a string (numbers may be spelled otherwise, ``1e16`` for
-    ``1e+16``; build_rank_table writes only strings, as HCCL requires) and the text plain ASCII
-    (``ensure_ascii`` escapes the rest as ``\\uXXXX``, DEL included, where orjson writes it as is).
-    Anything else takes the stdlib's encoder.
-    """
-    if _texts_only(table):
-        try:
-            text = orjson.dumps(table, option=orjson.OPT_INDENT_2).decode()
-        except TypeError:  # orjson.JSONEncodeError: a key it does not take; the stdlib decides
-            text = ""
-        if text and text.isascii() and "\x7f" not in text:
-            return text + "\n"
+    """The file apply writes: ``json.dumps(table, indent=2)`` and a newline. Every host's copy is
+    compared by its sha256, so this text must not change between releases."""
     return json.dumps(table, indent=2) + "\n"
-
-
-def _texts_only(value: Any) -> bool:
-    """Whether ``value`` is strings in dicts (with string keys) and lists, nothing else."""
-    kind = type(value)
-    if kind is str:
-        return True
-    if kind is dict:
-        return all(type(key) is str for key in value) and all(map(_texts_only, value.values()))
-    if kind is list:
-        return all(map(_texts_only, value))
-    return False

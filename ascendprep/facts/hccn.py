@@ -54,16 +54,8 @@ _NOT_CONFIGURED: Dict[str, Tuple[Tuple[str, Fields], ...]] = {
 }
 
 
-#: A dotted quad as :class:`ipaddress.IPv4Address` accepts it (ASCII digits, 0-255, no leading
-#: zero), which is then already the address's own spelling: no object needs building
-#: (``CANONICAL_IPV4.fullmatch``; the ping script's targets are checked the same way).
-_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-CANONICAL_IPV4 = re.compile(rf"{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}")
-
-
 def _ipv4(value: str, what: str) -> str:
-    if CANONICAL_IPV4.fullmatch(value) is not None:
-        return value
+    """``value`` in IPv4Address's own spelling; UnexpectedOutput naming ``what`` when it is no IPv4 address."""
     try:
         return str(ipaddress.IPv4Address(value))
     except ValueError:

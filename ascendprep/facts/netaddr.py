@@ -17,7 +17,6 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ascendprep.facts.model import InterfaceAddress
 from ascendprep.base.limits import MAX_HOST_ADDRESSES
-from ascendprep.facts.hccn import CANONICAL_IPV4
 from ascendprep.facts.text import UnexpectedOutput, content_lines, first_line, shared
 
 #: An interface name as the kernel allows it (IFNAMSIZ 16 with the NUL) and a shell can carry.
@@ -52,22 +51,7 @@ def parse_ip_addr(text: str) -> Tuple[InterfaceAddress, ...]:
 
 
 def _address_prefix(text: str, ifname: str) -> Tuple[str, int]:
-    """``10.0.0.11/24`` → ("10.0.0.11", 24), as :func:`ipaddress.ip_interface` reads it.
-
-    An IPv4 address already in its own spelling with a decimal prefix length (what ``ip`` prints)
-    is taken as it is. An IPv6 address with a decimal prefix length is read by IPv6Address alone:
-    ip_interface would try IPv4 first and build the network too, for every address (every host
-    lists at least two). A scope (``%eth0``), a netmask or odd spellings go through
-    ip_interface."""
-    address, slash, prefix = text.partition("/")
-    if prefix.isascii() and prefix.isdigit():
-        if CANONICAL_IPV4.fullmatch(address) is not None and int(prefix) <= 32:
-            return address, int(prefix)
-        if ":" in address and "%" not in address and int(prefix) <= 128:
-            try:
-                return str(ipaddress.IPv6Address(address)), int(prefix)
-            except ValueError:
-                raise UnexpectedOutput(f"{text[:60]!r} is not an address/prefix ({ifname})") from None
+    """``10.0.0.11/24`` → ("10.0.0.11", 24), as :func:`ipaddress.ip_interface` reads it."""
     try:
         network = ipaddress.ip_interface(text)
     except ValueError:
@@ -81,7 +65,7 @@ def parse_getent_ahosts(text: str) -> Tuple[str, ...]:
     for line in content_lines(text):
         word = line.split()[0]
         try:
-            address = word if CANONICAL_IPV4.fullmatch(word) is not None else str(ipaddress.ip_address(word))
+            address = str(ipaddress.ip_address(word))
         except ValueError:
             raise UnexpectedOutput(f"not a 'getent ahosts' line: {first_line(line)[:120]!r}") from None
         if address not in addresses:

@@ -18,7 +18,6 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ascendprep.facts.model import PingResult
 from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
-from ascendprep.facts.hccn import CANONICAL_IPV4
 from ascendprep.base.paths import DEFAULT_ASCEND_HOME
 from ascendprep.facts.sections import Section, id_number, new_nonce, parse_transcript, render_attrs
 from ascendprep.facts.shell import UnsafeValue, check_devid, main_block, preamble
@@ -51,8 +50,6 @@ ap_ping() {
 def _check_target(target: object) -> str:
     if not isinstance(target, str):
         raise UnsafeValue(f"ping target must be an IPv4 address string, not {target!r}")
-    if CANONICAL_IPV4.fullmatch(target) is not None:  # already IPv4Address's own spelling
-        return target
     try:
         return str(ipaddress.IPv4Address(target))
     except ValueError:
@@ -153,18 +150,8 @@ def parse_pair_transcript(text: str, kind: str, section_name: str, result: Calla
 
 
 def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
-    """(sent, received, loss %) from the device's summary line, or None when there is none.
-
-    The first match of :data:`_SUMMARY_RE`, searched from the last ``=`` before the text's first
-    ``%`` rather than from its start: the pattern tries every position (it has no literal to skip
-    to), and the ``recv seq=N,time=...`` lines before the summary are most of the text. That start
-    is exact: a match holds exactly one ``%``, and neither ``%`` nor ``=`` can occur between its
-    start and its ``%``, so no match starts before the last ``=`` ahead of the first ``%`` (nor,
-    without a ``%``, anywhere)."""
-    percent = stdout.find("%")
-    if percent < 0:
-        return None
-    match = _SUMMARY_RE.search(stdout, stdout.rfind("=", 0, percent) + 1)
+    """(sent, received, loss %) from the device's summary line, or None when there is none."""
+    match = _SUMMARY_RE.search(stdout)
     if not match:
         return None
     sent, received, loss = match.groups()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional
 
 from ascendprep.facts.model import CounterSample, CounterValues
 from ascendprep.facts.text import UnexpectedOutput, content_lines, not_as_expected
@@ -39,12 +39,6 @@ MAX_COUNTERS = 512
 
 _HEADER = "packet statistics:"
 _LINE_RE = re.compile(r"^([a-z][a-z0-9_]{0,63})\s*:\s*(\d{1,20})$")
-#: The driver's exact form: the header, then at least one ``name:value`` line, every line ended by
-#: a newline but perhaps the last, no value of 20 digits (those may be over 64 bits: the line
-#: reading refuses them).
-_EXACT_HEADER = _HEADER + "\n"
-#: (Not possessive: ``++`` and ``{m,n}+`` need Python 3.11, and ascendprep runs from 3.10.)
-_EXACT_RE = re.compile(r"packet statistics:\n(?:[a-z][a-z0-9_]{0,63}:\d{1,19}(?:\n|\Z))+")
 
 
 def parse_stat(stdout: str) -> Dict[str, int]:
@@ -53,48 +47,14 @@ def parse_stat(stdout: str) -> Dict[str, int]:
     Refused (UnexpectedOutput): no ``packet statistics:`` header, no counter, a line that is not
     ``name:number``, a number over 64 bits, a counter listed twice, more than MAX_COUNTERS.
     """
-    return dict(read_counters(stdout))
-
-
-def read_counters(stdout: str) -> CounterValues:
-    """:func:`parse_stat`'s counters as the fact keeps them (names shared per layout, values a tuple).
-
-    The driver's own form (header, then ``name:value`` lines, nothing else) is read with one
-    regex over the text, straight into the names and values; anything else (spaces, CRs, blank
-    lines, a counter listed twice, a refusal to word) by the line-by-line reading below, which
-    gives the same counters for the same text.
-    """
-    names_values = _driver_form(stdout)
-    if names_values is not None:
-        return CounterValues(*names_values)
-    return CounterValues.of(_parse_stat_lines(stdout))
-
-
-def _driver_form(stdout: str) -> Optional[Tuple[Tuple[str, ...], Tuple[int, ...]]]:
-    """(names, values) of a text in the driver's exact form; None for any other text.
-
-    Once :data:`_EXACT_RE` holds, every line is ``name:digits`` with one colon, so turning the
-    colons into newlines and splitting gives names and values by turns (no Python step per line)."""
-    if _EXACT_RE.fullmatch(stdout) is None:
-        return None
-    body = stdout[len(_EXACT_HEADER):]
-    items = (body[:-1] if body.endswith("\n") else body).replace(":", "\n").split("\n")
-    names = tuple(items[0::2])
-    if len(names) > MAX_COUNTERS or len(set(names)) != len(names):
-        return None  # too many, or a counter listed twice: the line reading refuses it, in its words
-    return names, tuple(map(int, items[1::2]))
-
-
-def _parse_stat_lines(stdout: str) -> Dict[str, int]:
-    """parse_stat line by line: every form content_lines accepts, and the words of each refusal."""
     lines = list(content_lines(stdout))
-    if not lines or lines[0].strip().lower() != _HEADER:
+    if not lines or lines[0].lower() != _HEADER:
         raise not_as_expected(f"'{_HEADER}' then 'counter:value' lines", stdout)
     counters: Dict[str, int] = {}
     for line in lines[1:]:
-        match = _LINE_RE.match(line.strip())
+        match = _LINE_RE.match(line)
         if match is None:
-            raise UnexpectedOutput(f"unrecognised -stat line {line.strip()[:80]!r} (expected counter:value)")
+            raise UnexpectedOutput(f"unrecognised -stat line {line[:80]!r} (expected counter:value)")
         name, value = sys.intern(match.group(1)), int(match.group(2))  # one copy of each name for all hosts
         if value > COUNTER_MAX:
             raise UnexpectedOutput(f"{name} {value} is larger than a 64-bit counter")
@@ -106,6 +66,11 @@ def _parse_stat_lines(stdout: str) -> Dict[str, int]:
     if not counters:
         raise not_as_expected("at least one 'counter:value' line", stdout)
     return counters
+
+
+def read_counters(stdout: str) -> CounterValues:
+    """:func:`parse_stat`'s counters as the fact keeps them (names shared per layout, values a tuple)."""
+    return CounterValues.of(parse_stat(stdout))
 
 
 def sample_time(text: str) -> Optional[float]:

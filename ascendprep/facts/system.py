@@ -12,10 +12,6 @@ from ascendprep.facts.text import UnexpectedOutput, first_line, shared
 _OS_RELEASE_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _EXPORT_RE = re.compile(r"^export ([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _SHA256_RE = re.compile(r"^([0-9a-f]{64})\s")
-#: An os-release value that shlex would read as one word without changing it: ``"in double
-#: quotes"`` (no quote or backslash inside), ``'in single quotes'``, or a bare word without
-#: quotes, backslashes or spaces. Others are read by shlex (os-release(5) allows shell quoting).
-_SIMPLE_VALUE = re.compile(r'"([^"\\]*)"|\'([^\']*)\'|[^\s"\'\\]+')
 
 
 def parse_word(stdout: str, what: str) -> str:
@@ -35,11 +31,6 @@ def parse_os_release(text: str) -> Dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not _OS_RELEASE_KEY.match(key):
-            continue
-        simple = _SIMPLE_VALUE.fullmatch(value)
-        if simple is not None:  # one word, plain or in quotes without escapes: what shlex would give
-            word = simple.group(1) if simple.group(1) is not None else simple.group(2) if simple.group(2) is not None else value
-            values[shared(key)] = shared(word)
             continue
         try:
             words = shlex.split(value)

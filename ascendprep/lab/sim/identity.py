@@ -9,9 +9,8 @@ temporary tree written by :func:`ascendprep.lab.sim.cann.install_cann_tree`.
 
 from __future__ import annotations
 
+import json
 import os
-
-from . import jsonfile
 
 NODE_FILE_ENV = "ASCENDPREP_LAB_NODE_FILE"
 ROOT_ENV = "ASCENDPREP_LAB_ROOT"
@@ -50,7 +49,7 @@ def load_identity() -> NodeIdentity:
     path = node_file_path()
     try:
         with open(path, encoding="utf-8") as handle:
-            data = jsonfile.load(handle)
+            data = json.load(handle)
     except FileNotFoundError:
         raise LabSetupError(f"{path}: not found (is this a lab node? set {NODE_FILE_ENV})") from None
     except (OSError, ValueError) as exc:

@@ -17,17 +17,17 @@ of a node in parallel. Writers take an exclusive ``flock`` on ``devices/<node>.l
 file, because documents are replaced by rename) and write through a temp file + ``os.replace``,
 so readers never lock and never see half a document.
 
-Only stdlib imports, and not :mod:`json` (see :mod:`.jsonfile`): this module is on the start-up
-path of every simulated tool call.
+Only stdlib imports: this module is on the start-up path of every simulated tool call.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import time
 
-from . import counters, jsonfile
+from . import counters
 from .driver_profiles import DEFAULT_DRIVER_PROFILE, check_profile
 from .profiles import check_chip, profile
 from .superpod import A3_FAULTS
@@ -234,7 +234,7 @@ def node_path(state_dir: str | os.PathLike, node: str) -> str:
 def _write_json_atomic(path: str, data: dict) -> None:
     temp = f"{path}.{os.getpid()}.tmp"
     with open(temp, "w", encoding="utf-8") as handle:
-        handle.write(jsonfile.dump_text(data, indent=1, sort_keys=True))
+        handle.write(json.dumps(data, indent=1, sort_keys=True))
         handle.write("\n")
     os.replace(temp, path)
 
@@ -244,7 +244,7 @@ def load_lab(state_dir: str | os.PathLike) -> dict:
     path = os.path.join(os.fspath(state_dir), LAB_FILE)
     try:
         with open(path, encoding="utf-8") as handle:
-            return jsonfile.load(handle)
+            return json.load(handle)
     except FileNotFoundError:
         raise LabStateError(f"{path}: not found (was the lab state initialised?)") from None
     except ValueError as exc:
@@ -256,7 +256,7 @@ def read_node(state_dir: str | os.PathLike, node: str) -> dict:
     path = node_path(state_dir, node)
     try:
         with open(path, encoding="utf-8") as handle:
-            doc = jsonfile.load(handle)
+            doc = json.load(handle)
     except FileNotFoundError:
         raise LabStateError(f"{path}: no simulated devices for node {node!r}") from None
     except ValueError as exc:

@@ -3,9 +3,9 @@
 The wrappers are tiny POSIX sh scripts that exec the host interpreter on the simulator modules.
 They run hundreds of times during a lab run, so they start Python with ``-S`` (no ``site``: the
 editable-install finder and ``.pth`` files would load at every call) and put the package directory on
-``PYTHONPATH`` themselves; the simulator modules import only the standard library, and not
-:mod:`json` (:mod:`.jsonfile`). The module's ``main`` is called from ``-c``, not run with ``-m``,
-which would import ``runpy`` and ``importlib.util`` first, at every call.
+``PYTHONPATH`` themselves; the simulator modules import only the standard library. The module's
+``main`` is called from ``-c``, not run with ``-m``, which would import ``runpy`` and
+``importlib.util`` first, at every call.
 """
 
 from __future__ import annotations

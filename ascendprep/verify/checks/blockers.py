@@ -176,9 +176,8 @@ def _matches(spec: str, ifname: str) -> bool:
 
 def _in_subnet(address: str, holder: InterfaceAddress) -> bool:
     """Whether ``address`` (an IPv4 literal: MASTER_ADDR as ``ip_literal`` gives it) is on the
-    network of ``holder`` (an ``inet`` address, whatever text the host printed for it).
-    Read as IPv4 alone: ``ip_interface`` of the text tries IPv4 and then IPv6 and formats and
-    parses the prefix, once per host; anything not IPv4 is on no such network."""
+    network of ``holder`` (an ``inet`` address, whatever text the host printed for it). Both are
+    IPv4; text that is not an IPv4 address or prefix length is on no such network."""
     try:
         return ipaddress.IPv4Address(address) in ipaddress.IPv4Network((holder.address, holder.prefixlen), strict=False)
     except ValueError:

@@ -140,40 +140,16 @@ def _lane_name(lane: OpticalLane) -> str:
     return f"lane {lane.lane}" if lane.lane is not None else "the module (no lane number printed)"
 
 
-def _all_within(lowest: float, highest: float, low: Optional[float], high: Optional[float], margin_db: float) -> bool:
-    """True when every reading from ``lowest`` to ``highest`` is lit, inside the module's alarms
-    and outside their margins: each of the per-lane tests is monotonic in the reading, so then
-    none of them names a lane and they need not run (the usual module). A NaN answers False."""
-    return (
-        lowest > 0
-        and (low is None or (lowest >= low and (low <= 0 or _db(lowest / low) >= margin_db)))
-        and (high is None or (highest <= high and (high <= 0 or _db(high / highest) >= margin_db)))
-    )
-
-
 def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -> List[Verdict]:
-    """Tx or Rx power of every lane against the module's thresholds and against its siblings.
-    A lane within them costs no evidence: it is built only for a lane that is named."""
+    """Tx or Rx power of every lane against the module's thresholds and against its siblings."""
     attr = f"{direction}_power_mw"
     low = getattr(info.thresholds, f"{direction}_power_low_mw")
     high = getattr(info.thresholds, f"{direction}_power_high_mw")
     word = direction.capitalize()
     read = [(lane, value) for lane in info.lanes if (value := getattr(lane, attr)) is not None]
     verdicts: List[Verdict] = []
-    if not read:
-        return verdicts
     margin_db = margins.power_margin_db
-    values = [value for _, value in read]
-    lowest, highest = min(values), max(values)
-    # The usual module: every lane lit, far from both alarms and within the spread of the
-    # brightest, told from its dimmest and brightest lane alone, before any list of positive
-    # siblings is made (a NaN first makes min() NaN, which _all_within refuses; a NaN later
-    # is never the min or the max, nor a positive sibling).
-    all_within = _all_within(lowest, highest, low, high, margin_db)
-    if all_within and (len(values) < 3 or _db(highest / lowest) < margins.lane_spread_db - 1e-9):
-        return verdicts
-    to_judge = [] if all_within else read
-    for lane, value in to_judge:
+    for lane, value in read:
         severity: Optional[Severity] = None
         if value <= 0:
             what = "the lane is dark"
@@ -193,19 +169,12 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
             evidence["margin_db"] = margin_db
         message = f"{word} power of {where} is {value:.4f} mW" + (": " if value <= 0 else ", ") + what
         verdicts.append(failed(message, evidence, fix=_FIX_POWER, severity=severity, subject=f"{where} {direction}"))
-    positive = [value for _, value in read if value > 0]
-    # a lane is judged against the median of at least two positive siblings: three lanes lit
-    if len(positive) < 3:
-        return verdicts
-    top = max(positive)
-    if _db(top / min(positive)) < margins.lane_spread_db - 1e-9:
-        return verdicts  # even the dimmest lane is within the spread of the brightest: every lane is
+    # A lit lane is judged against the median of at least two lit siblings; a lane already named
+    # above is not named twice.
     flagged = {v.subject for v in verdicts}
     for lane, value in read:
-        if value <= 0 or _db(top / value) < margins.lane_spread_db - 1e-9:
-            continue  # even the brightest sibling is within the spread: the median is too
         siblings = [other for peer, other in read if peer is not lane and other > 0]
-        if len(siblings) < 2 or f"{_lane_name(lane)} {direction}" in flagged:
+        if value <= 0 or len(siblings) < 2 or f"{_lane_name(lane)} {direction}" in flagged:
             continue
         reference = median(siblings)
         below = _db(reference / value)
@@ -339,11 +308,6 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
 def _bias_findings(lanes: Sequence[OpticalLane], margins: OpticsMargins) -> List[Verdict]:
     biased: List[Tuple[OpticalLane, float]] = [(lane, lane.tx_bias_ma) for lane in lanes if lane.tx_bias_ma is not None]
     verdicts: List[Verdict] = []
-    values = [value for _, value in biased]
-    positive = [value for value in values if value > 0]
-    if not positive or min(values) >= max(positive) * margins.bias_spread_ratio:
-        # no median of positive siblings exceeds the largest positive bias: no lane is under it
-        return verdicts
     for lane, value in biased:
         siblings = [other for peer, other in biased if peer is not lane and other > 0]
         if len(siblings) < 2:
