@@ -16,14 +16,13 @@ to the registry's.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 import click
 
-from ascendprep.run.verify import ALLREDUCE_MODULE, run_verify
+from ascendprep.run.verify import run_verify
 
 from ascendprep.run.verify_run import VerifyOptions
 from ascendprep.commands.common import hosts_option, accept_new_host_keys_option, ask_sudo_password_option, forks_option, prompt_sudo_password, timeout_option
@@ -51,8 +50,6 @@ def _allreduce_options(enabled: bool, given: Dict[str, Any]) -> Optional[Any]:
         if used:
             raise click.UsageError(f"{', '.join(used)} only apply with --allreduce")
         return None
-    if importlib.util.find_spec(ALLREDUCE_MODULE) is None:
-        raise click.UsageError(f"--allreduce: this installation has no all-reduce launcher ({ALLREDUCE_MODULE})")
     from ascendprep.verify.allreduce.options import AllreduceOptions
 
     return AllreduceOptions(**given)

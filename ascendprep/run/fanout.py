@@ -25,7 +25,6 @@ from ascendprep.remote.access import HostAccess
 from ascendprep.remote.deadline import LIMIT_NAME, Deadline
 from ascendprep.remote.errors import CommandTimeout, OutputTooLarge, RemoteError
 from ascendprep.run.progress import Progress
-from ascendprep.remote.ssh import JumpHosts, SSHTransport
 from ascendprep.remote.sudo import SudoGate, SudoPassword
 from ascendprep.remote.transport import Transport
 
@@ -78,7 +77,8 @@ class Session:
             raise ValueError(f"host names must be unique; repeated: {', '.join(duplicates)}")
         self.hosts: List[HostAccess] = list(hosts)
         self.forks = forks
-        self._jumps = JumpHosts()
+        #: Jump-host connections shared by the hosts behind them (made with the first SSH host).
+        self._jumps: Optional[Any] = None
         #: A prompted sudo password (``--ask-sudo-password``); None: the environment's, if any.
         # One gate for every host: the password is checked on one host before the others get it.
         self._sudo_password = SudoGate(sudo_password)
@@ -101,6 +101,13 @@ class Session:
         self.close()
 
     def _connect_ssh(self, access: HostAccess) -> Transport:
+        # paramiko and fabric load with the first host contacted over SSH, not with the session:
+        # plan --offline, verify --from-bundle, --local runs and --help never load them.
+        from ascendprep.remote.ssh import JumpHosts, SSHTransport
+
+        with self._lock:
+            if self._jumps is None:
+                self._jumps = JumpHosts()
         return SSHTransport(access, jumps=self._jumps, sudo_password=self._sudo_password).open()
 
     def transport(self, access: HostAccess) -> Transport:
@@ -310,7 +317,8 @@ class Session:
             self._closed = True
         for transport in transports:
             transport.close()
-        self._jumps.close()
+        if self._jumps is not None:
+            self._jumps.close()
 
 
 def _repeated(names: Iterable[str]) -> List[str]:

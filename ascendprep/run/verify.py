@@ -35,7 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover
 from ascendprep.run.verify_run import VERIFY_PHASES, VerifyOptions, VerifyRun, desired_state
 
 
-ALLREDUCE_MODULE = "ascendprep.run.allreduce"
 
 
 #: The bundle's ``selection`` entry listing the nodes a ``--hosts`` run read.
