@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from typing import Iterable, Optional
+import fnmatch
 
 _GROUP = re.compile(r"\[([^\[\]]*)\]")
 _SPAN = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -163,7 +164,6 @@ def select(pattern: str, names: Iterable[str]) -> list[str]:
     ``*`` or ``?`` is a glob, matched with :func:`fnmatch.fnmatchcase`).
 
     Raises HostRangeError for a malformed range; an empty result is the caller's to report."""
-    import fnmatch
 
     pieces = _top_level_pieces(pattern)
     if not pieces:

@@ -36,6 +36,7 @@ from ascendprep.run.apply import run_apply
 from ascendprep.commands.common import hosts_option, accept_new_host_keys_option, ask_sudo_password_option, forks_option, prompt_sudo_password, timeout_option
 from ascendprep.run.common import fail_input
 from ascendprep.base.yamlsource import InputError
+from ascendprep.run.node_local import refuse_remote_options
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -64,7 +65,6 @@ def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], acce
     if node is not None and not local:
         raise click.UsageError("--node only applies with --local")
     if local:
-        from ascendprep.run.node_local import refuse_remote_options
 
         refuse_remote_options("apply", {"--accept-new-host-keys": accept_new_host_keys, "--forks": forks, "--ask-sudo-password": ask_sudo_password, "--hosts": hosts_pattern})
     try:

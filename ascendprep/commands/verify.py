@@ -28,6 +28,9 @@ from ascendprep.run.verify_run import VerifyOptions
 from ascendprep.commands.common import hosts_option, accept_new_host_keys_option, ask_sudo_password_option, forks_option, prompt_sudo_password, timeout_option
 from ascendprep.base.limits import KEEP_RUNS_DEFAULT
 from ascendprep.base.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
+from ascendprep.verify.allreduce.options import AllreduceOptions
+from ascendprep.run.node_local import refuse_remote_options
+from ascendprep.run.execvia import ExecViaError, parse_exec_via
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -50,7 +53,6 @@ def _allreduce_options(enabled: bool, given: Dict[str, Any]) -> Optional[Any]:
         if used:
             raise click.UsageError(f"{', '.join(used)} only apply with --allreduce")
         return None
-    from ascendprep.verify.allreduce.options import AllreduceOptions
 
     return AllreduceOptions(**given)
 
@@ -154,7 +156,6 @@ def verify_command(
     if not local and (node is not None or bundle_dir is not None):
         raise click.UsageError("--node and --bundle-dir only apply with --local")
     if local:
-        from ascendprep.run.node_local import refuse_remote_options
 
         refuse_remote_options("verify", {"--from-bundle": from_bundle, "--allreduce": allreduce, "--accept-new-host-keys": accept_new_host_keys, "--forks": forks, "--ask-sudo-password": ask_sudo_password, "--hosts": hosts_pattern})
     if from_bundle is not None and (allreduce or mesh or accept_new_host_keys or forks or timeout):
@@ -167,7 +168,6 @@ def verify_command(
         raise click.UsageError("--launcher only applies with --allreduce")
     via = None
     if exec_via is not None:
-        from ascendprep.run.execvia import ExecViaError, parse_exec_via
 
         try:
             via = parse_exec_via(exec_via)

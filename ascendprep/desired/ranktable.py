@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from ascendprep.inventory import superpods as superpod_rules
+from ascendprep.inventory.hccl_env import op_retry_levels
 
 if TYPE_CHECKING:
     from ascendprep.facts.model import SuperPodDie
@@ -89,7 +90,6 @@ def server_ids(nodes: Sequence["Node"]) -> dict[str, str]:
 
 def op_retry_enabled(env: Mapping[str, str]) -> bool:
     """Whether ``HCCL_OP_RETRY_ENABLE`` turns retry on at any level ("L1:1,L2:0")."""
-    from ascendprep.inventory.hccl_env import op_retry_levels
 
     try:
         levels = op_retry_levels(env.get("HCCL_OP_RETRY_ENABLE"))

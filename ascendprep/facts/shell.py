@@ -28,6 +28,7 @@ from typing import Optional, Tuple
 from ascendprep.base import limits
 from ascendprep.base.paths import HCCN_TOOL_IN_HOME
 from ascendprep.facts.sections import header_line, new_nonce
+from ascendprep.base.yamlsource import InputError, Located
 
 #: hccn_tool takes the physical device id as 1-2 decimal digits (docs/ascend-reference.md §1.1).
 MAX_DEVID = 99
@@ -49,7 +50,6 @@ def checked_output_cap_override() -> int:
     The other override of the node scripts, :func:`npu_probe_jobs`, is checked here too, so a
     bad value stops the command before any host is contacted.
     """
-    from ascendprep.base.yamlsource import InputError, Located
 
     for name, read in ((limits.NPU_PROBE_JOBS_ENV, npu_probe_jobs), (limits.REMOTE_CALL_OUTPUT_CAP_ENV, remote_call_output_cap)):
         try:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ascendprep.inventory.products import Product
 from ascendprep.base.yamlsource import Located, YamlDocument
+from ascendprep.inventory.hccl_env import hccl_env_problems, op_retry_levels
 
 if TYPE_CHECKING:
     from ascendprep.inventory.model import InventoryModel, Node
@@ -312,7 +313,6 @@ def _superpod_rules(table: dict, servers: list) -> list[Violation]:
 def inventory_problems(doc: YamlDocument, model: "InventoryModel", nodes: list["Node"], product: Product) -> list[Located]:
     """Located refusals for inventories whose rank table HCCL would not load, and for A3 HCCL
     settings that contradict it (:func:`ascendprep.inventory.hccl_env.hccl_env_problems`)."""
-    from ascendprep.inventory.hccl_env import hccl_env_problems, op_retry_levels
 
     problems: list[Located] = []
     if product.same_devices_per_server and len({node.npus for node in nodes}) > 1:

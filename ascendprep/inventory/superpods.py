@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from ascendprep.inventory.products import A3_SUPERPOD_MAX_SERVERS, Product, reserved_device_ranges
 from ascendprep.base.yamlsource import Located, YamlDocument
+from ascendprep.inventory.groups import EXPLICIT, RULE, form_of
 
 if TYPE_CHECKING:
 
@@ -177,7 +178,6 @@ def reserved_range_problems(doc: YamlDocument, model: "InventoryModel", groups: 
 
 def _subnet_path(net, group: "AddressGroup", rail: int) -> tuple:
     """Where the inventory writes this group's subnet ``rail``."""
-    from ascendprep.inventory.groups import EXPLICIT, RULE, form_of
 
     form = form_of(net)
     if form == RULE:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Collection, Dict, FrozenSet, Iterable, Optiona
 
 from ascendprep.facts.unit import ProbeUnit
 from ascendprep.facts.units import UNITS
+from ascendprep.plan.diff import area_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.plan.changes import Change
@@ -82,7 +83,6 @@ def units_for_changes(changes: Sequence["Change"], npus: Optional[int] = None, u
     """What apply re-reads on a host before making ``changes``: their areas, within the NPU area
     only the queries of :func:`npu_kinds_for`, and no npu-smi list when ``npus`` (the
     inventory's count for the node) says which device ids there are."""
-    from ascendprep.plan.diff import area_of
 
     chosen = _without_npu_queries(units_for_areas({area_of(change) for change in changes}, units), npu_kinds_for(changes))
     return _without_device_listing(chosen, npus)

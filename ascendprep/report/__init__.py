@@ -1,4 +1,5 @@
 """Output for people (rich tables) and machines (JSON with a schema_version, JUnit XML)."""
+import sys
 
 SCHEMA_VERSION = 1
 
@@ -6,7 +7,6 @@ SCHEMA_VERSION = 1
 def console(stderr: bool = False):
     """A rich Console for command output; 120 columns when not a terminal (CI logs, pipes),
     where rich would otherwise wrap tables at 80."""
-    import sys
 
     from rich.console import Console
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Hashable, Iterable, Optional, Sequence, TypeVar
 
 from ascendprep.base.hostrange import compressed, number_spans
+from ascendprep.base.hostrange import HostRangeError, compress, expand
 
 K = TypeVar("K", bound=Hashable)
 
@@ -165,7 +166,6 @@ def merge_host_steps(groups: list[Grouped], order: Sequence[str]) -> list[Groupe
 
 def _expands_in_order(hosts: tuple[str, ...]) -> bool:
     """The hosts' range (``node[0001-0024]``) expands back to exactly these hosts in this order."""
-    from ascendprep.base.hostrange import HostRangeError, compress, expand
 
     try:
         return [name for part in compress(hosts) for name in expand(part)] == list(hosts)

@@ -17,6 +17,7 @@ from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
 from ascendprep.base.text import cell, markup_safe
 from ascendprep.inventory.sysctl import format_port_ranges
+from ascendprep.report.jsondoc import json_chunks
 
 
 @functools.lru_cache(maxsize=64)
@@ -75,7 +76,6 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
 
 
 def render_json(desired: DesiredState) -> str:
-    from ascendprep.report.jsondoc import json_chunks
 
     return "".join(json_chunks(desired_document(desired)))  # compact: the indenting encoder is pure Python
 

@@ -23,6 +23,7 @@ from ascendprep.base.hostrange import compressed
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
 from ascendprep.base.text import markup_safe
+from ascendprep.report.jsondoc import Entries
 
 CLUSTER = "cluster"
 ALLREDUCE = "all-reduce"
@@ -137,7 +138,6 @@ def verify_document(
     failed = Status.FAILED
     findings = [r.finding() for r in results if r.status is failed]
     if lazy_checks:
-        from ascendprep.report.jsondoc import Entries
 
         checks: Any = Entries(results, CheckResult.to_dict)
     else:
@@ -208,7 +208,6 @@ def bundle_document(document: Dict[str, Any], results: Sequence[CheckResult]) ->
     ~70 KB of JSON per host to encode and gzip that nobody asked for in
     text mode, and that ``verify --from-bundle DIR --format json`` gives back exactly. Passed
     results are never made into dicts here; the others are made while json_chunks writes them."""
-    from ascendprep.report.jsondoc import Entries
 
     passed = Status.PASSED
     verdict: Dict[str, Any] = {}

@@ -23,6 +23,21 @@ from ascendprep.facts.shell import checked_output_cap_override
 from ascendprep.report import console as report_console
 from ascendprep.base.text import markup_safe
 from ascendprep.base.yamlsource import InputError, Located
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.plan.planfile import NotTrusted, read_inventory_bytes
+from ascendprep.apply.journal import ApplyJournal
+from ascendprep.plan.planfile import DEFAULT_PLAN, read_plan
+from ascendprep.desired.state import build_desired
+from ascendprep.run.hosts import apply_changes, gather_facts
+from ascendprep.run.progress import progress_for_terminal
+from ascendprep.plan.diff import area_of, diff_host, managed_keys, reconcile
+from ascendprep.plan.reads import npu_kinds_for, units_for_changes
+from ascendprep.facts.unit import PLAN
+from ascendprep.run.node_local import machine_identity, match_node
+from ascendprep.run.node_local import local_session
+from ascendprep.apply.journal import public_change
+from ascendprep.plan.planfile import write_plan
+from ascendprep.report.changes import apply_table
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.apply.journal import ApplyJournal
     from ascendprep.desired.state import DesiredState
@@ -72,8 +87,6 @@ class Refused(Exception):
 
 def _load_inventory(path: Path, saved: "PlanFile", given: Optional[Path]) -> "Inventory":
     """The inventory from ``--inventory`` or from the plan; its hash must be the plan's."""
-    from ascendprep.inventory.load import inventory_from_text
-    from ascendprep.plan.planfile import NotTrusted, read_inventory_bytes
 
     source = given if given is not None else Path(saved.inventory_path)
     if given is None and not source.is_absolute():
@@ -121,8 +134,6 @@ APPLY_PHASES = 2
 
 
 def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None, local: bool = False, node: Optional[str] = None) -> int:
-    from ascendprep.apply.journal import ApplyJournal
-    from ascendprep.plan.planfile import DEFAULT_PLAN, read_plan
 
     out = report_console()
     err = report_console(stderr=True)
@@ -162,12 +173,6 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
 
 
 def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float], hosts_pattern: Optional[str] = None, local: bool = False, node: Optional[str] = None) -> int:
-    from ascendprep.desired.state import build_desired
-    from ascendprep.run.hosts import apply_changes, gather_facts
-    from ascendprep.run.progress import progress_for_terminal
-    from ascendprep.plan.diff import area_of, diff_host, managed_keys, reconcile
-    from ascendprep.plan.reads import npu_kinds_for, units_for_changes
-    from ascendprep.facts.unit import PLAN
 
     inventory = _load_inventory(path, saved, inventory_path)
     if inventory_path is None:
@@ -245,7 +250,6 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
 
 def _local_node(inventory: "Inventory", wanted: Optional[str]) -> "Node":
     """``--local``: the inventory node this machine is (``--node``, or matched; else exit 2)."""
-    from ascendprep.run.node_local import machine_identity, match_node
 
     return match_node(inventory, machine_identity(), wanted)
 
@@ -254,14 +258,12 @@ def _session(inventory: "Inventory", this: Optional["Node"], accept_new_host_key
     """The hosts' session: SSH to ``nodes``, or with --local this machine alone (no SSH)."""
     if this is None:
         return open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, nodes)
-    from ascendprep.run.node_local import local_session
 
     return local_session(inventory, this, deadline)
 
 
 def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], outcomes: dict[str, HostOutcome[AppliedHost]]) -> tuple[list[tuple[str, Change, Optional[int], str]], bool]:
     """Each change's result, as table rows, written into the journal (before any printing)."""
-    from ascendprep.apply.journal import public_change
 
     rows: list[tuple[str, Change, Optional[int], str]] = []
     failed = False
@@ -296,8 +298,6 @@ def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], ou
 
 
 def _report(out: Console, path: Path, saved: PlanFile, rows: list[tuple[str, Change, Optional[int], str]], failed: bool, journal_path: Path) -> int:
-    from ascendprep.plan.planfile import write_plan
-    from ascendprep.report.changes import apply_table
 
     out.print(apply_table(rows))
     ok_steps = sum(1 for r in rows if r[2] == 0)

@@ -30,6 +30,7 @@ from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.verify.mesh import PingPlan, plan_pings
 from ascendprep.desired.state import DesiredState
 from ascendprep.run.bundle import Bundle, BundleError, NodeTie
+from ascendprep.base.hostrange import compressed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.inventory.load import Inventory
@@ -163,7 +164,6 @@ def describe(merged: MergedBundles) -> List[str]:
     when = oldest.isoformat() if oldest == newest else f"between {oldest.isoformat()} and {newest.isoformat()}"
     lines = [f"Merged {len(merged.sources)} node bundles (gathered {when}); no host was contacted."]
     if merged.missing:
-        from ascendprep.base.hostrange import compressed
 
         lines.append(f"No bundle for {compressed(list(merged.missing))}: not checked, reported as not read.")
     return lines

@@ -14,6 +14,12 @@ from ascendprep.remote.sudo import SudoPassword
 from ascendprep.report import console as report_console
 from ascendprep.base.text import markup_safe
 from ascendprep.base.yamlsource import InputError
+from ascendprep.base.hostrange import HostRangeError, compressed, select
+from ascendprep.base.text import visible
+from ascendprep.base.findings import Severity
+from ascendprep.report.findings import findings_table
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState
     from ascendprep.run.fanout import Session
@@ -26,7 +32,6 @@ def select_nodes(inventory: "Inventory", pattern: Optional[str]) -> list["Node"]
 
     A malformed pattern or one that names no node is a usage error (exit 2), saying which nodes
     there are, so a typo never turns into a run over nothing."""
-    from ascendprep.base.hostrange import HostRangeError, compressed, select
 
     if pattern is None:
         return list(inventory.nodes)
@@ -42,7 +47,6 @@ def select_nodes(inventory: "Inventory", pattern: Optional[str]) -> list["Node"]
 
 def markup_free(value: str) -> str:
     """A user's pattern in an error message: quoted, control characters spelled out."""
-    from ascendprep.base.text import visible
 
     return repr(visible(value))
 
@@ -65,8 +69,6 @@ def fail_input(error: InputError) -> NoReturn:
 
 def print_invalid_inventory(desired: "DesiredState", console: Console) -> int:
     """The device-IP and rank-table rules the inventory breaks, as one table; the exit code for bad input."""
-    from ascendprep.base.findings import Severity
-    from ascendprep.report.findings import findings_table
 
     console.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP or rank-table rules"))
     return exitcodes.INVALID
@@ -91,8 +93,6 @@ def open_session(
 ) -> Iterator["Session"]:
     """One connection per host (``nodes``, default every node) for the whole command, closed at
     the end; ``forks`` defaults to the inventory's ``ssh.forks``."""
-    from ascendprep.run.fanout import Session
-    from ascendprep.run.hosts import host_accesses
 
     accesses = host_accesses(inventory, accept_new_host_keys, list(nodes) if nodes is not None else None)
     with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password, deadline=deadline) as session:

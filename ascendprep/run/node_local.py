@@ -36,6 +36,29 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional
 import click
 
 from ascendprep.base.limits import LOCAL_ADDRESSES_SHOWN, LOCAL_IDENTITY_TIMEOUT_S
+from ascendprep.run.bundle import NodeTie
+import ipaddress
+from ascendprep.base.hostrange import compressed
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
+from ascendprep.remote.local import LocalTransport
+from ascendprep.verify.mesh import PingPlan, plan_pings
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.runner import run_checks
+from datetime import datetime, timezone
+from ascendprep.verify.checks.hccs import A3, plan_local
+from ascendprep.run.verify_run import VERIFY_PHASES, VerifyRun, desired_state
+from ascendprep.run.evidence import PingRun, _ping_problem, run_pings
+from ascendprep.run.hccs import run_hccs
+from ascendprep.run.hosts import gather_facts
+from ascendprep.run.progress import progress_for_terminal
+from ascendprep.run.common import hosts_deadline
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.facts.shell import checked_output_cap_override
+from ascendprep.report.limits_hit import collect_limits_hit
+from ascendprep.facts.shell import remote_call_output_cap
+from ascendprep.base.yamlsource import read_input_text
+from ascendprep.run.bundle import check_bundle_target
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.verify.checks.context import HostEvidence
@@ -126,14 +149,12 @@ def machine_id_digest(files: "tuple[str, ...]" = MACHINE_ID_FILES) -> Optional[s
 
 def node_tie(node: str, inventory_text: str) -> "NodeTie":
     """What ties this run's node bundle to this machine (fleet.bundle.NodeTie)."""
-    from ascendprep.run.bundle import NodeTie
 
     return NodeTie(node, socket.gethostname(), machine_id_digest(), hashlib.sha256(inventory_text.encode()).hexdigest())
 
 
 def _link_local_or_loopback(address: str) -> bool:
     """Addresses no inventory names a server by (every machine has them)."""
-    import ipaddress
 
     try:
         parsed = ipaddress.ip_address(address)
@@ -148,7 +169,6 @@ def match_node(inventory: "Inventory", identity: MachineIdentity, wanted: Option
     Raises click.BadParameter (exit 2) for an unknown name, and when no node or several match
     this machine, naming what was compared, so a wrong guess never reads or changes a node.
     """
-    from ascendprep.base.hostrange import compressed
 
     names = [node.name for node in inventory.nodes]
     if wanted is not None:
@@ -181,9 +201,6 @@ def refuse_remote_options(command: str, given: Dict[str, object]) -> None:
 @contextmanager
 def local_session(inventory: "Inventory", node: "Node", deadline: Optional["Deadline"]) -> Iterator["Session"]:
     """A one-host Session whose transport is this machine (ssh.command_timeout still bounds each script)."""
-    from ascendprep.run.fanout import Session
-    from ascendprep.run.hosts import host_accesses
-    from ascendprep.remote.local import LocalTransport
 
     access = host_accesses(inventory, nodes=[node])[0]
 
@@ -201,7 +218,6 @@ def local_ping_plan(desired: "DesiredState", node: str, facts: Optional["HostFac
     picks this node's end whenever its NPU can ping at all; a pair with both ends here is chosen
     as in an SSH run. A pair this node cannot ping from says its peer pings it in its own run.
     """
-    from ascendprep.verify.mesh import PingPlan, plan_pings
 
     full = plan_pings(desired, {node: facts}, mesh)
     pairs = []
@@ -218,7 +234,6 @@ def local_ping_plan(desired: "DesiredState", node: str, facts: Optional["HostFac
 
 def others_unread(desired: "DesiredState", host: "HostEvidence") -> Dict[str, "HostEvidence"]:
     """Every inventory node's evidence for the checks: ``host``, and placeholders for the rest."""
-    from ascendprep.verify.checks.context import HostEvidence
 
     return {
         node.name: host if node.name == host.node else HostEvidence(node.name, node.host, None, error=NOT_THIS_NODE.format(node=host.node), error_kind="error")
@@ -230,7 +245,6 @@ def node_results(desired: "DesiredState", host: "HostEvidence", pings: Optional[
     """The checks of one node's own evidence: its node and NPU checks, and the cluster checks
     over what it alone saw (its versions and stack, TLS and device IPs among its own NPUs, its
     pings). Cluster checks leave unread nodes out, so the placeholders never fail them."""
-    from ascendprep.verify.checks.runner import run_checks
 
     results = run_checks(desired, others_unread(desired, host), pings, selection, day, local_node=host.node)
     return [r for r in results if r.node is None or r.node == host.node]
@@ -242,21 +256,7 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
     Returns verify's run record (``commands.verify_run.VerifyRun``) holding only this node's evidence, or
     None when the inventory breaks its rules (already printed).
     """
-    from datetime import datetime, timezone
 
-    from ascendprep.verify.checks.context import HostEvidence
-    from ascendprep.verify.checks.hccs import A3, plan_local
-    from ascendprep.run.verify_run import VERIFY_PHASES, VerifyRun, desired_state
-    from ascendprep.run.evidence import PingRun, _ping_problem, run_pings
-    from ascendprep.run.hccs import run_hccs
-    from ascendprep.run.hosts import gather_facts
-    from ascendprep.run.progress import progress_for_terminal
-    from ascendprep.run.common import hosts_deadline
-    from ascendprep.inventory.load import inventory_from_text
-    from ascendprep.facts.shell import checked_output_cap_override
-    from ascendprep.report.limits_hit import collect_limits_hit
-    from ascendprep.facts.shell import remote_call_output_cap
-    from ascendprep.base.yamlsource import read_input_text
 
     path = options.inventory
     checked_output_cap_override()
@@ -264,7 +264,6 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
     node = match_node(inventory, machine_identity(), options.node)
     if options.bundle_dir is not None:
-        from ascendprep.run.bundle import check_bundle_target
 
         check_bundle_target(options.bundle_dir, node.name)  # refused before anything is read
     desired = desired_state(inventory, err)

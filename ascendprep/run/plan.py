@@ -26,6 +26,19 @@ from ascendprep.report import console as report_console
 from ascendprep.report.findings import findings_table
 from ascendprep.base.text import markup_safe
 from ascendprep.base.yamlsource import InputError
+from ascendprep.desired.state import build_desired
+from ascendprep.inventory.load import load_inventory
+from ascendprep.report.plan import print_plan, render_json
+from ascendprep.report.addresses import write_address_csv
+from ascendprep.run.hosts import gather_facts
+from ascendprep.plan.reads import units_for_plan
+from ascendprep.run.progress import progress_for_terminal
+from ascendprep.plan.diff import diff_host, unreachable_host
+from ascendprep.facts.unit import PLAN
+from ascendprep.report.limits_hit import collect_limits_hit
+from ascendprep.plan.planfile import DEFAULT_PLAN, from_host_plans, write_plan
+from ascendprep.report.changes import changes_table, plan_document
+from ascendprep.report.jsondoc import write_json
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState
     from ascendprep.inventory.model import Node
@@ -44,9 +57,6 @@ def _positive_int(text: str, option: str) -> int:
 
 def plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
     """Print the desired state of ``inventory``; exit 2 when it breaks a rule, 1 on error findings."""
-    from ascendprep.desired.state import build_desired
-    from ascendprep.inventory.load import load_inventory
-    from ascendprep.report.plan import print_plan, render_json
 
     limit: Optional[int] = None if node_limit == "all" else _positive_int(node_limit, "--nodes")
     try:
@@ -68,7 +78,6 @@ def plan_offline(inventory: Path, output_format: str, node_limit: str) -> None:
 
 def _write_csv(desired: "DesiredState") -> None:
     """The address table on stdout, findings on stderr; no table when an addressing rule broke."""
-    from ascendprep.report.addresses import write_address_csv
 
     if desired.findings:
         stderr_console().print(findings_table(desired.findings))
@@ -93,12 +102,6 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
 
     ``limits_hit``: when given, the limits the run hit are appended to it (see report.limits_hit).
     """
-    from ascendprep.run.hosts import gather_facts
-    from ascendprep.plan.reads import units_for_plan
-    from ascendprep.run.progress import progress_for_terminal
-    from ascendprep.plan.diff import diff_host, unreachable_host
-    from ascendprep.facts.unit import PLAN
-    from ascendprep.report.limits_hit import collect_limits_hit
 
     inventory = desired.inventory
     chosen = list(inventory.nodes) if nodes is None else list(nodes)
@@ -120,10 +123,6 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
 
 def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None) -> int:
     """The live ``plan``: returns the exit code; raises InputError for a bad inventory."""
-    from ascendprep.desired.state import build_desired
-    from ascendprep.inventory.load import load_inventory
-    from ascendprep.plan.planfile import DEFAULT_PLAN, from_host_plans, write_plan
-    from ascendprep.report.changes import changes_table, plan_document
 
     err = report_console(stderr=True)
     checked_output_cap_override()
@@ -144,7 +143,6 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
         document = plan_document(plans, str(path), SCHEMA_VERSION)
         document["findings"] = [f.to_dict() for f in findings]
         document["limits_hit"] = limits_hit
-        from ascendprep.report.jsondoc import write_json
 
         write_json(document, sys.stdout)  # compact, in slices: 4,096 hosts in seconds, not minutes
     else:

@@ -33,6 +33,40 @@ if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.verify.checks.registry import Selection
     from ascendprep.inventory.load import Inventory
 from ascendprep.run.verify_run import VERIFY_PHASES, VerifyOptions, VerifyRun, desired_state
+from ascendprep.verify.checks.blockers import busy_npu_refusal
+from ascendprep.run.evidence import collect
+from ascendprep.run.progress import progress_for_terminal
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.report.limits_hit import collect_limits_hit
+from ascendprep.verify.allreduce.jobs import option_problems
+from ascendprep.run.allreduce import run_allreduce
+from ascendprep.run.bundle import RUNS_DIR, BundleWriter, new_bundle_dir
+import os
+from ascendprep.run.slurm import SlurmError, prepare_slurm
+from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S
+from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S, MIN_TIMEOUT_S
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.run.bundle import BundleError, ReadBudget, read_bundle
+from ascendprep.run.bundlemerge import bundle_paths
+from ascendprep.run.bundlemerge import check_compatible, merge_bundles
+from ascendprep.verify.checks.registry import Selection, SelectionError
+from ascendprep.run.bundle import BundleError
+from ascendprep.run.node_local import verify_local
+from ascendprep.run.bundle import Bundle, BundleWriter, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
+from ascendprep.report.verify import bundle_document
+from ascendprep.verify.checks.runner import no_errors, run_checks
+from ascendprep.run.bundle import RUNS_DIR, new_bundle_dir
+from ascendprep.base.outputfile import write_file
+from ascendprep.report.junit import render_junit
+from ascendprep.report.verify import print_verify, verify_document
+from ascendprep.run.node_local import node_results
+from ascendprep.report.html import HtmlInput, render_html
+from ascendprep.report.jsondoc import write_json
+from ascendprep.run.bundlemerge import describe
+import time
+from ascendprep import __version__
+from ascendprep.report.prometheus import verify_metrics
+from ascendprep.report.prometheus import write_metrics_file
 
 
 
@@ -42,11 +76,6 @@ ONLY_HOSTS_KEY = "hosts"
 
 
 def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optional[VerifyRun]:
-    from ascendprep.verify.checks.blockers import busy_npu_refusal
-    from ascendprep.run.evidence import collect
-    from ascendprep.run.progress import progress_for_terminal
-    from ascendprep.inventory.load import inventory_from_text
-    from ascendprep.report.limits_hit import collect_limits_hit
 
     assert options.inventory is not None
     checked_output_cap_override()
@@ -59,7 +88,6 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     if desired is None:
         return None
     if options.allreduce is not None:
-        from ascendprep.verify.allreduce.jobs import option_problems
 
         problems = option_problems(inventory, options.allreduce)
         if problems:
@@ -82,7 +110,6 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
             if refusal is not None:
                 allreduce_findings = [refusal]  # an all-reduce on NPUs another job holds fails with EJ0001
             elif options.allreduce is not None:
-                from ascendprep.run.allreduce import run_allreduce  # written separately; loaded only when asked for
 
                 shown = err if options.output_format != "text" else Console(highlight=False)
                 if launcher is not None:  # srun steps in the allocation instead of the SSH connections
@@ -106,7 +133,6 @@ def _bundle_writer(options: VerifyOptions) -> Any:
     """The run's bundle, opened before any host is read so that each host's transcripts go to
     disk as soon as its phase is done (fleet.bundle.BundleWriter); a folder that cannot be made
     means no bundle and a warning at the end, never a failed run."""
-    from ascendprep.run.bundle import RUNS_DIR, BundleWriter, new_bundle_dir
 
     writer = BundleWriter(new_bundle_dir(options.runs_dir or RUNS_DIR))
     try:
@@ -118,9 +144,7 @@ def _bundle_writer(options: VerifyOptions) -> Any:
 
 def _slurm_launcher(inventory: Inventory) -> Any:
     """``--launcher slurm``: the allocation checked before any host is read (exit 2 outside one)."""
-    import os
 
-    from ascendprep.run.slurm import SlurmError, prepare_slurm
 
     try:
         return prepare_slurm([(n.name, n.host) for n in inventory.nodes], os.environ)
@@ -135,7 +159,6 @@ def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
         waves = -(-len(inventory.nodes) // (options.forks or inventory.model.ssh.forks))
         deadline.seconds += options.sample_interval * waves  # each wave's gather waits up to the interval
     if options.timeout is None and options.allreduce is not None:
-        from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S
 
         deadline.seconds += DEFAULT_TIMEOUT_S
     return deadline
@@ -143,16 +166,12 @@ def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
 
 def _allreduce_within(allreduce: Any, deadline: Deadline) -> Any:
     """The all-reduce's options with its overall limit cut to what is left of the command's."""
-    from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S, MIN_TIMEOUT_S
 
     wanted = allreduce.timeout if allreduce.timeout is not None else DEFAULT_TIMEOUT_S
     return replace(allreduce, timeout=max(MIN_TIMEOUT_S, min(wanted, deadline.remaining())))
 
 
 def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Console) -> Optional[VerifyRun]:
-    from ascendprep.verify.checks.registry import Selection
-    from ascendprep.run.bundle import BundleError, ReadBudget, read_bundle
-    from ascendprep.inventory.load import inventory_from_text
 
     assert options.from_bundle is not None
     merge = ReadBudget.for_merge()  # what all the folders given may decompress to together
@@ -174,7 +193,6 @@ def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Co
 
 
 def _more_paths(options: VerifyOptions) -> List[Path]:
-    from ascendprep.run.bundlemerge import bundle_paths
 
     assert options.from_bundle is not None
     return bundle_paths(options.from_bundle, options.more_bundles)[1:]
@@ -182,9 +200,6 @@ def _more_paths(options: VerifyOptions) -> List[Path]:
 
 def _merged(options: VerifyOptions, selection: Optional[Selection], bundles: List[Any], err: Console) -> Optional[VerifyRun]:
     """``--from-bundle DIR DIR...``: node bundles of verify --local runs, judged as one cluster."""
-    from ascendprep.verify.checks.registry import Selection
-    from ascendprep.run.bundlemerge import check_compatible, merge_bundles
-    from ascendprep.inventory.load import inventory_from_text
 
     check_compatible(bundles, explicit_selection=selection is not None)
     first = bundles[0]
@@ -224,8 +239,6 @@ def run_verify(options: VerifyOptions) -> int:
 
 
 def _run_verify(options: VerifyOptions) -> int:
-    from ascendprep.verify.checks.registry import Selection, SelectionError
-    from ascendprep.run.bundle import BundleError
 
     err = Console(stderr=True, highlight=False)
     try:
@@ -234,7 +247,6 @@ def _run_verify(options: VerifyOptions) -> int:
         if options.from_bundle is not None:
             run = _from_bundle(options, selection, err)
         elif options.local:
-            from ascendprep.run.node_local import verify_local
 
             assert selection is not None
             run = verify_local(options, selection, err)
@@ -264,8 +276,6 @@ def _save_bundle(run: VerifyRun, target: Path, document: Dict[str, Any], keep_ru
     The bundle is evidence, not the verdict: any failure here is a warning, and the document then
     says ``"bundle": null``. Returns where it was saved, or None.
     """
-    from ascendprep.run.bundle import Bundle, BundleWriter, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
-    from ascendprep.report.verify import bundle_document
 
     recorded = {**run.selection.to_dict(), **({ONLY_HOSTS_KEY: run.only_hosts} if run.only_hosts is not None else {})}
     bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node, node_tie=run.node_tie)
@@ -312,14 +322,8 @@ def _only_hosts(run: VerifyRun, results: List[CheckResult], chosen: set) -> Tupl
 
 
 def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
-    from ascendprep.verify.checks.runner import no_errors, run_checks
-    from ascendprep.run.bundle import RUNS_DIR, new_bundle_dir
-    from ascendprep.base.outputfile import write_file
-    from ascendprep.report.junit import render_junit
-    from ascendprep.report.verify import print_verify, verify_document
 
     if run.local_node is not None:
-        from ascendprep.run.node_local import node_results
 
         results: List[CheckResult] = node_results(run.desired, run.hosts[run.local_node], run.pings, run.selection, run.day)
     else:
@@ -340,7 +344,6 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
     if options.prometheus_file is not None and not _write_metrics(options.prometheus_file, _metrics(results, shown, node_order, code, run.allreduce_doc), err):
         code = exitcodes.FAILED
     if options.html is not None:
-        from ascendprep.report.html import HtmlInput, render_html
 
         page = HtmlInput(run.desired, results, shown.hosts, node_order, run.pings, code, run.allreduce_doc, shown.allreduce_findings, run.from_bundle or run.inventory_path)
         try:
@@ -381,13 +384,11 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
     if options.output_format == "prometheus":
         sys.stdout.write(_metrics(results, shown, node_order, code, run.allreduce_doc))
     elif options.output_format == "json":
-        from ascendprep.report.jsondoc import write_json
 
         write_json(document, sys.stdout)  # every result; compact, in slices: 4,096 hosts in seconds, not minutes
     else:
         out = Console(highlight=False)
         if run.merged is not None:
-            from ascendprep.run.bundlemerge import describe
 
             for line in describe(run.merged):
                 out.print(escape(line), soft_wrap=True)
@@ -407,17 +408,13 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
 
 def _metrics(results: List[CheckResult], shown: VerifyRun, node_order: List[str], code: int, allreduce_doc: Optional[Dict[str, Any]]) -> str:
     """The Prometheus textfile of this run (``--format prometheus`` / ``--prometheus-file``)."""
-    import time
 
-    from ascendprep import __version__
-    from ascendprep.report.prometheus import verify_metrics
 
     return verify_metrics(results, shown.hosts, node_order, code, time.time(), allreduce_doc, __version__)
 
 
 def _write_metrics(path: Path, metrics: str, err: Console) -> bool:
     """``--prometheus-file``: write atomically; a failure is said with the path (and exits 1)."""
-    from ascendprep.report.prometheus import write_metrics_file
 
     try:
         write_metrics_file(path, metrics)

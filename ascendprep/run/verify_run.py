@@ -14,6 +14,7 @@ from ascendprep.base.findings import Finding
 from ascendprep.base.limits import KEEP_RUNS_DEFAULT
 from ascendprep.run.common import print_invalid_inventory
 from ascendprep.remote.sudo import SudoPassword
+from ascendprep.desired.state import build_desired
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState
@@ -98,7 +99,6 @@ class VerifyRun:
 
 
 def desired_state(inventory: Inventory, console: Console) -> Optional[DesiredState]:
-    from ascendprep.desired.state import build_desired
 
     desired = build_desired(inventory)
     if desired.invalid:

@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from ascendprep.run import verify as verify_flow
 from ascendprep.verify.checks.registry import Selection
 from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.verify import verify_command
 from ascendprep.facts.model import LinkRecord, LinkStat
-from ascendprep.run import bundle as bundle_module
 from ascendprep.run.bundle import Bundle
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.report.findings import findings_table
@@ -175,7 +175,7 @@ def _saved_run(tmp_path: Path, monkeypatch, facts=None) -> Path:
     folder = tmp_path / "runs" / "20250601T000000Z"
     folder.mkdir(parents=True)
     bundle = Bundle("/x/inventory.yaml", INVENTORY, hosts, pings, "ring", Selection().to_dict(), TODAY, path=folder)
-    monkeypatch.setattr(bundle_module, "read_bundle", lambda path, *budget: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
+    monkeypatch.setattr(verify_flow, "read_bundle", lambda path, *budget: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
     return folder
 
 

@@ -20,11 +20,11 @@ prometheus_parser = pytest.importorskip("prometheus_client.parser", reason="prom
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, with_npu  # noqa: E402
 
+from ascendprep.run import verify as verify_flow
 from ascendprep.verify.checks.registry import Selection  # noqa: E402
 from ascendprep.verify.checks.runner import run_checks  # noqa: E402
 from ascendprep.commands.verify import verify_command  # noqa: E402
 from ascendprep.facts.model import VersionFile  # noqa: E402
-from ascendprep.run import bundle as bundle_module  # noqa: E402
 from ascendprep.run.bundle import Bundle  # noqa: E402
 from ascendprep.base.limits import PROMETHEUS_LABEL_VALUE_CAP  # noqa: E402
 from ascendprep.report.prometheus import label_value, verify_metrics, write_metrics_file  # noqa: E402
@@ -145,7 +145,7 @@ def _saved(desired, tmp_path, monkeypatch, facts=None) -> Path:
     folder = tmp_path / "runs" / "20250601T000000Z"
     folder.mkdir(parents=True)
     bundle = Bundle("/x/inventory.yaml", INVENTORY, hosts, pings, "ring", Selection().to_dict(), TODAY, path=folder)
-    monkeypatch.setattr(bundle_module, "read_bundle", lambda path, merge=None: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
+    monkeypatch.setattr(verify_flow, "read_bundle", lambda path, merge=None: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
     return folder
 
 

@@ -21,14 +21,12 @@ from ascendprep.apply.script import StepResult
 from ascendprep.commands.apply import apply_command as apply_cli
 from ascendprep.run import apply as apply_command
 from ascendprep.desired.state import build_desired
-from ascendprep.run import hosts as fleet_hosts
 from ascendprep.run.hosts import AppliedHost, Gathered
 from ascendprep.inventory.load import load_inventory
 from ascendprep.plan.changes import Change, SetSysctl, WriteFile
 from ascendprep.facts.model import ManagedFile
 from ascendprep.plan.diff import diff_host
 from ascendprep.plan.planfile import from_host_plans, read_plan, write_plan
-from ascendprep.report import changes as report_changes
 from ascendprep.run.fanout import HostOutcome
 
 from tests.core.test_plan_diff import INVENTORY, converged_facts
@@ -63,8 +61,8 @@ class FakeHosts:
             return self.on_apply(self.applied)
 
         monkeypatch.setattr(apply_command, "open_session", session)
-        monkeypatch.setattr(fleet_hosts, "gather_facts", gather)
-        monkeypatch.setattr(fleet_hosts, "apply_changes", apply)
+        monkeypatch.setattr(apply_command, "gather_facts", gather)
+        monkeypatch.setattr(apply_command, "apply_changes", apply)
 
 
 def all_ok(changes_by_host: dict[str, list[Change]]) -> dict[str, HostOutcome[AppliedHost]]:
@@ -205,7 +203,7 @@ def test_a_crash_in_the_report_does_not_lose_the_journal(planned, monkeypatch):
     def broken_table(rows):
         raise RuntimeError("report bug")
 
-    monkeypatch.setattr(report_changes, "apply_table", broken_table)
+    monkeypatch.setattr(apply_command, "apply_table", broken_table)
     with pytest.raises(RuntimeError):
         apply_command.run_apply(plan_path, False, None)
     journal = journals(plan_path)[-1]

@@ -18,7 +18,7 @@ from clirun import python_in_worktree, run_cli, top_level_packages
 #: The SSH stack: paramiko, and fabric with its invoke.
 SSH_PACKAGES = ("paramiko", "fabric", "invoke")
 #: The pure core: what plan and verify decide with, readable without any SSH library.
-PURE_PACKAGES = ("ascendprep.base", "ascendprep.inventory.model", "ascendprep.compat", "ascendprep.facts.model", "ascendprep.desired.state", "ascendprep.plan.diff", "ascendprep.apply", "ascendprep.verify")
+PURE_PACKAGES = ("ascendprep.base", "ascendprep.inventory", "ascendprep.compat", "ascendprep.facts", "ascendprep.desired", "ascendprep.plan", "ascendprep.apply", "ascendprep.verify")
 PURE_MODULES = ("ascendprep.plan.diff", "ascendprep.desired.state", "ascendprep.inventory.addressing", "ascendprep.facts.model", "ascendprep.plan.drift", "ascendprep.plan.changes", "ascendprep.apply.script", "ascendprep.verify.allreduce.jobs")
 
 BLOCK_SSH = textwrap.dedent(

@@ -12,7 +12,6 @@ import pytest
 from ascendprep.base import exitcodes
 from ascendprep.commands.apply import apply_command as apply_cli
 from ascendprep.run import apply as apply_command
-from ascendprep.run import node_local as local_module
 from ascendprep.run.node_local import MachineIdentity
 from tests.core.test_apply_command import FakeHosts, all_ok, journals, planned  # noqa: F401  (planned: a fixture)
 
@@ -57,11 +56,11 @@ def test_local_apply_refuses_a_stale_plan_like_apply(planned, monkeypatch, no_ss
 def test_local_apply_finds_its_node_by_host_name_and_refuses_to_guess(planned, monkeypatch, no_ssh):  # noqa: F811
     plan_path, _, facts = planned
     hosts = FakeHosts(monkeypatch, facts, all_ok)
-    monkeypatch.setattr(local_module, "machine_identity", lambda: MachineIdentity(frozenset({"n1"}), frozenset()))
+    monkeypatch.setattr(apply_command, "machine_identity", lambda: MachineIdentity(frozenset({"n1"}), frozenset()))
     assert apply_command.run_apply(plan_path, False, None, local=True) == exitcodes.OK
     assert set(hosts.applied) == {"n1"}
 
-    monkeypatch.setattr(local_module, "machine_identity", lambda: MachineIdentity(frozenset({"gpu7"}), frozenset({"192.0.2.50"})))
+    monkeypatch.setattr(apply_command, "machine_identity", lambda: MachineIdentity(frozenset({"gpu7"}), frozenset({"192.0.2.50"})))
     with pytest.raises(click.BadParameter, match="no node of .* is this machine .*gpu7.*192.0.2.50"):
         apply_command.run_apply(plan_path, False, None, local=True)
     assert journals(plan_path)[-1]["status"] == "refused"
