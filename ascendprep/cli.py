@@ -1,40 +1,59 @@
-"""The ``ascendprep`` command line: the group, assembled from the commands.
+"""The ``ascendprep`` command line: the group, with every command loaded when it is named.
 
-Each command lives in :mod:`ascendprep.commands` (``plan``, ``apply``, ``verify``: the click
-command and its flow; ``common``: what they share) and the lab's in :mod:`ascendprep.lab.cli`.
-Importing them loads only click and the commands' options: the core, the probes and SSH are
-imported when a command runs, so ``ascendprep --help`` stays quick and loads no paramiko. The
-lab's commands (namespaces, the simulated tools: a large part of the CLI's own import time) are
-imported only when ``lab`` is named or listed, not for ``plan``, ``apply`` or ``verify``.
+Each command lives in :mod:`ascendprep.commands` (``plan``, ``apply``, ``verify``) and the lab's in
+:mod:`ascendprep.lab.cli`. The group knows them by name and one-line summary only
+(:data:`COMMANDS`), so ``ascendprep --help`` imports click and this module and nothing else; naming
+a command imports its module, which imports what that command needs at its top.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import click
 
 from ascendprep import __version__
-from ascendprep.commands.apply import apply_command
-from ascendprep.commands.plan import plan_command
-from ascendprep.commands.verify import verify_command
 
-#: Commands imported on first use: name -> (module, attribute).
-LAZY_COMMANDS = {"lab": ("ascendprep.lab.cli", "lab_group")}
+
+class LazyCommand(NamedTuple):
+    """Where a command is defined, and its summary for the group's ``--help``."""
+
+    module: str
+    attribute: str
+    summary: str
+
+
+#: Every command: name -> where it is defined and its summary (a test holds each summary equal to
+#: the first paragraph of the command's own help).
+COMMANDS = {
+    "plan": LazyCommand("ascendprep.commands.plan", "plan_command", "Show what must change so that every host matches INVENTORY, and save that plan."),
+    "apply": LazyCommand("ascendprep.commands.apply", "apply_command", "Carry out the saved plan (default .ascendprep/plan.json)."),
+    "verify": LazyCommand("ascendprep.commands.verify", "verify_command", "Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL."),
+    "lab": LazyCommand("ascendprep.lab.cli", "lab_group", "A virtual Ascend cluster on this machine (network namespaces, sshd, simulated tools)."),
+}
 
 
 class _Group(click.Group):
-    """The top-level group: the commands of :data:`LAZY_COMMANDS` load when named or listed."""
+    """The top-level group: a command's module is imported when the command is named."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
-        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
-            module, attribute = LAZY_COMMANDS[cmd_name]
-            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
-        return super().get_command(ctx, cmd_name)
+        lazy = COMMANDS.get(cmd_name)
+        if lazy is None:
+            return None
+        command = getattr(importlib.import_module(lazy.module), lazy.attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from :data:`COMMANDS`, without importing any command."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, click.utils.make_default_short_help(COMMANDS[name].summary, limit)) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,8 +68,3 @@ def main() -> None:
       2  invalid input (inventory, plan file) or usage
       3  plan --detailed-exitcode: changes pending
     """
-
-
-main.add_command(plan_command)
-main.add_command(apply_command)
-main.add_command(verify_command)

@@ -60,3 +60,22 @@ def test_the_lab_command_is_still_listed_and_loads_when_named(tmp_path: Path) ->
     named = _cli(tmp_path, "lab", "status", "--help")
     assert named["code"] == 0 and "ascendprep.lab.cli" in named["lab"]
     assert "Nodes, whether their sshd answers" in named["stdout"]
+
+
+def test_the_groups_summaries_are_the_commands_own() -> None:
+    """``ascendprep --help`` lists each command from ``cli.COMMANDS`` without importing it; its
+    summary must say what the command's own help says first."""
+    import importlib
+
+    from ascendprep.cli import COMMANDS
+
+    for name, lazy in COMMANDS.items():
+        command = getattr(importlib.import_module(lazy.module), lazy.attribute)
+        first = " ".join((command.help or "").split("\n\n")[0].split())
+        assert lazy.summary == first, name
+
+
+def test_help_imports_no_command_module(tmp_path: Path) -> None:
+    listed = run_cli(tmp_path, "--help")
+    assert listed["code"] == 0 and {"plan ", "apply ", "verify ", "lab "} <= {w + " " for w in listed["stdout"].split()}
+    assert not [m for m in listed["modules"] if m.startswith(("ascendprep.commands.", "ascendprep.run", "ascendprep.lab"))]

@@ -69,8 +69,8 @@ def test_the_pure_core_imports_with_paramiko_and_fabric_blocked() -> None:
 
 
 def test_a_module_that_needs_ssh_fails_under_the_blocker() -> None:
-    """The unlike case: the same blocker stops the session (so the test above can fail)."""
-    done = python_in_worktree(BLOCK_SSH + "import ascendprep.run.fanout\n")
+    """The unlike case: the same blocker stops the SSH transport (so the test above can fail)."""
+    done = python_in_worktree(BLOCK_SSH + "import ascendprep.remote.ssh\n")
     assert done.returncode != 0
     assert "is blocked: this module must not need SSH" in done.stderr
 
