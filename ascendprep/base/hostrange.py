@@ -102,7 +102,7 @@ def compress(names: Iterable[str]) -> list[str]:
     parsed: list[tuple[str, Optional[tuple[str, str, str]]]] = []
     for name in dict.fromkeys(names):
         match = None if any(c in name for c in "[],") else _LAST_NUMBER.match(name)
-        parts = match.groups() if match else None
+        parts: Optional[tuple[str, str, str]] = (match.group(1), match.group(2), match.group(3)) if match else None
         parsed.append((name, parts))
         if parts and parts[1].startswith("0") and len(parts[1]) > 1:
             padded_widths.setdefault((parts[0], parts[2]), set()).add(len(parts[1]))

@@ -374,7 +374,7 @@ def plan_device_ips(inventory: Inventory) -> IpPlan:
             for npu in range(node.npus):
                 if (node.index, npu) not in chosen:
                     needed[plane_for(node, npu).index] += 1
-        short = set()
+        short: set[int] = set()
         for node in inventory.nodes:
             for npu in range(node.npus):
                 if (node.index, npu) in chosen:
@@ -382,14 +382,14 @@ def plan_device_ips(inventory: Inventory) -> IpPlan:
                 plane_index = plane_for(node, npu).index
                 if plane_index in short:
                     continue
-                value = allocators[plane_index].take()
-                if value is None:
+                free = allocators[plane_index].take()
+                if free is None:
                     short.add(plane_index)
                     message, fix = _capacity_message(inventory, planes[plane_index], groups, needed[plane_index])
                     findings.append(_error("ipplan.capacity", message, fix))
                     continue
-                chosen[(node.index, npu)] = (value, "dense")
-                owner[value] = (node.name, npu)
+                chosen[(node.index, npu)] = (free, "dense")
+                owner[free] = (node.name, npu)
 
     by_node = _assemble(inventory, groups, group_of, planes, count, chosen, detect_policy, findings)
     group_by_node = {node.name: group_of[node.index] for node in inventory.nodes}

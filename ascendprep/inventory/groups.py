@@ -76,6 +76,7 @@ def resolve_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Nod
             problems.append(doc.problem(base + ("rule",), "give either groups or rule, not both"))
     if problems:
         return (), problems
+    groups: tuple[AddressGroup, ...]
     if form == FLAT:
         groups = (flat_group(net, nodes),)
     elif form == EXPLICIT:
@@ -228,10 +229,10 @@ def _rule_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"
         problems.append(doc.problem(where + ("supernet",), f"{rule.supernet} holds {available} /{rule.prefix} subnets but {len(members)} groups ('{rule.by}' values) x {rails} {'planes' if product.planes else 'rails'} need {needed}: use a /{fits} (or larger) supernet, or a longer prefix"))
         return (), problems
     size = 1 << (32 - rule.prefix)
-    first = int(rule.supernet.network_address)
+    supernet_start = int(rule.supernet.network_address)
     groups = []
     for g, (value, indexes) in enumerate(members.items()):
-        subnets = tuple(ipaddress.IPv4Network((first + (g * rails + r) * size, rule.prefix)) for r in range(rails))
+        subnets = tuple(ipaddress.IPv4Network((supernet_start + (g * rails + r) * size, rule.prefix)) for r in range(rails))
         gateways = tuple(_rule_gateway(s, rule.gateway) for s in subnets)
         groups.append(AddressGroup(g, f"{rule.by}={value}", "rule", subnets, gateways, tuple(indexes)))
     return tuple(groups), problems

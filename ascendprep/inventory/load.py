@@ -14,7 +14,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union, get_args, get_origin
+from typing import Any, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -145,7 +145,7 @@ def _expand_nodes(doc: YamlDocument, model: InventoryModel, default_npus: int, p
         if npus not in product.allowed_npus:
             path = where + ("npus",) if entry.npus else ("npus_per_node",)
             problems.append(doc.problem(path, f"{product.title} takes {_allowed(product)} NPUs per node, not {npus}"))
-        per_node = {"device_ips": entry.device_ips, "detect_ips": entry.detect_ips, "cabling": entry.cabling}
+        per_node: dict[str, Mapping[int, object]] = {"device_ips": entry.device_ips, "detect_ips": entry.detect_ips, "cabling": entry.cabling}
         for key, mapping in per_node.items():
             if mapping and len(hosts) > 1:
                 problems.append(doc.problem(where + (key,), f"per-NPU {key} need an entry of its own (this one expands to {len(hosts)} nodes)"))

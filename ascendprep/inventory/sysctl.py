@@ -10,7 +10,7 @@ ephemeral connection takes them. A host may already reserve ports for something 
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Union
+from typing import Iterable, Mapping, Optional, Union
 
 from ascendprep.base.limits import SYSCTL_KEY_MAX_LEN, SYSCTL_VALUE_MAX_LEN
 
@@ -138,7 +138,7 @@ def value_problem(key: str, value: object) -> Optional[str]:
     return None
 
 
-def opt_in_problem(key: str, settings: dict[str, object]) -> Optional[str]:
+def opt_in_problem(key: str, settings: Mapping[str, object]) -> Optional[str]:
     """An opt-in entry must name a key the inventory sets, outside the allow-list."""
     if key not in settings:
         return f"{key} is opted in but not set under sysctl"

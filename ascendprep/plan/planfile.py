@@ -232,12 +232,14 @@ def read_inventory_bytes(path: Path, owned: bool = False) -> tuple[bytes, str]:
     return data, hashlib.sha256(data).hexdigest()
 
 
-def _text(value: Any, name: str, optional: bool = False) -> Optional[str]:
-    if value is None and optional:
-        return None
+def _text(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be text, not {type(value).__name__}")
     return value
+
+
+def _optional_text(value: Any, name: str) -> Optional[str]:
+    return None if value is None else _text(value, name)
 
 
 _CHANGE_FIELDS = ("kind", "node", "target", "before", "after", "text")
@@ -281,7 +283,7 @@ def _host(data: Any, where: str) -> SavedHost:
         data["reachable"],
         [_change(c, f"{where}.changes[{i}]") for i, c in enumerate(changes)],
         [_text(r, f"{where}.incomplete[{i}]") for i, r in enumerate(incomplete)],
-        _text(data.get("error"), f"{where}.error", optional=True),
+        _optional_text(data.get("error"), f"{where}.error"),
     )
 
 
@@ -326,7 +328,7 @@ def read_plan(path: Path, owned: bool = True) -> PlanFile:
             _text(data["cluster"], "cluster"),
             _text(data["created_at"], "created_at"),
             saved,
-            _text(data.get("applied_at"), "applied_at", optional=True),
+            _optional_text(data.get("applied_at"), "applied_at"),
         )
     except KeyError as exc:
         raise bad(f"plan file is missing {exc}") from None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import List, Pattern, Tuple, TypeVar
+from typing import List, Optional, Pattern, Protocol, Tuple, TypeVar
 
 
 @dataclass(frozen=True)
@@ -107,14 +107,24 @@ def cause_sentence(known: KnownError) -> str:
     return f"{known.key}: {known.cause} (ascendprep verify checks this before a run: {', '.join(known.checks)})"
 
 
-P = TypeVar("P")
+class _Explained(Protocol):
+    """A problem that says what went wrong and what to do (frozen dataclasses such as NodeProblem)."""
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def fix(self) -> str: ...
 
 
-def with_named_cause(problem: P, text: str) -> P:
+P = TypeVar("P", bound=_Explained)
+
+
+def with_named_cause(problem: Optional[P], text: str) -> Optional[P]:
     """``problem`` (anything with ``message`` and ``fix``) with the first known error in
     ``text`` named in its message and its fix replaced by that error's; unchanged when none."""
     causes = named_causes(text)
     if problem is None or not causes:
         return problem
     first = causes[0]
-    return replace(problem, message=f"{problem.message} -- {cause_sentence(first)}", fix=first.fix)  # type: ignore[type-var]
+    return replace(problem, message=f"{problem.message} -- {cause_sentence(first)}", fix=first.fix)  # type: ignore[type-var]  # dataclasses.replace of a protocol-bound TypeVar

@@ -163,7 +163,7 @@ def rank_table_gate(backend: Optional[str],
         reasons.append(f"torch_npu dropped the rank table and built the communicator without it "
                        f"('switch to original interface' at {', '.join(dropped_at[:4])})")
     unchecked = sorted(rank for rank, _, check in using if check.warning)
-    warnings = ()
+    warnings: Tuple[str, ...] = ()
     if unchecked:
         first = next(check.warning for _, _, check in sorted(using) if check.warning)
         warnings = (f"ranks {compress_ranks(unchecked)}: {first}",)

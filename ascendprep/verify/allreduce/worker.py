@@ -466,7 +466,7 @@ class Runtime:
         import torch
 
         if self.device_type == "npu":
-            torch.npu.synchronize()
+            torch.npu.synchronize()  # type: ignore[attr-defined]  # torch_npu adds torch.npu
         elif self.device_type == "cuda":
             torch.cuda.synchronize()
 
@@ -482,7 +482,7 @@ def probe_npu() -> "tuple[bool, Optional[str], bool]":
     except Exception as exc:  # torch_npu raises many kinds when CANN is missing or mismatched
         return False, (f"torch_npu is installed but failed to import ({describe_exception(exc)}); "
                        "is CANN's set_env.sh sourced?"), True
-    if not torch.npu.is_available() or torch.npu.device_count() == 0:
+    if not torch.npu.is_available() or torch.npu.device_count() == 0:  # type: ignore[attr-defined]  # torch_npu adds torch.npu
         return False, ("torch_npu imported but no NPU is visible "
                        "(check npu-smi info and ASCEND_RT_VISIBLE_DEVICES)"), True
     return True, None, True
@@ -499,10 +499,10 @@ def choose_runtime(requested: str, local_rank: int) -> Runtime:
     if requested in ("auto", "hccl"):
         usable, why_not, installed = probe_npu()
         if usable:
-            count = torch.npu.device_count()
+            count = torch.npu.device_count()  # type: ignore[attr-defined]
             if local_rank >= count:
                 raise PhaseFailed(f"LOCAL_RANK {local_rank} but only {count} NPUs are visible")
-            torch.npu.set_device(local_rank)
+            torch.npu.set_device(local_rank)  # type: ignore[attr-defined]  # torch_npu adds torch.npu
             return Runtime("hccl", f"npu:{local_rank}", "npu")
         if requested == "hccl" or installed:
             hint = "" if requested == "hccl" else \

@@ -237,12 +237,13 @@ def host_nic(ctx: NodeContext) -> Verdict:
         holder = next(a for a in v4 if a.ifname == ifname)
     else:
         setting = f"HCCL_IF_IP={if_ip}"
-        holder = next((a for a in v4 if a.address == if_ip), None)
+        found = next((a for a in v4 if a.address == if_ip), None)
         evidence = {"setting": setting}
-        if holder is None:
+        if found is None:
             on = ", ".join(f"{a.ifname} {a.address}/{a.prefixlen}" for a in v4 if a.ifname != "lo") or "none"
             return failed(f"no interface of {ctx.name} holds {setting} (its IPv4 addresses: {on})", evidence,
                           fix=f"on {ctx.name}, put {if_ip} back on its NIC (ip addr add {if_ip}/<prefix> dev <nic>), or correct the node's host in the inventory")
+        holder = found
         ifname = holder.ifname
         link = links.get(ifname)
         if link is None or not link.up:

@@ -73,8 +73,8 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     evidence: Dict[str, Any] = {"file": _same(file_values, planned), "device": _same(live_values, planned), "planned": planned}
     problems = []
     for key in port.stale:
-        in_file, on_device = file_values[key], live_values[key]
-        shown = f"{key}_{npu}={in_file}" if in_file is not None else f"no {key}_{npu}"
+        file_value, on_device = file_values[key], live_values[key]
+        shown = f"{key}_{npu}={file_value}" if file_value is not None else f"no {key}_{npu}"
         problems.append(f"{shown} but the device has {on_device or 'none'} (plan: {planned[key] or 'none'})")
     doubled = [key for key in conf.duplicates if key.endswith(f"_{npu}")] if conf.duplicates else []
     if doubled:
@@ -250,7 +250,7 @@ def link_flaps(ctx: NodeContext, npu: int) -> Verdict:
             fix=fix,
         )
     unrecorded = _unrecorded_downs(stat)
-    if unrecorded:
+    if unrecorded and stat.down_count is not None:
         evidence["unrecorded_downs"] = unrecorded
         return failed(
             f"link down count is {stat.down_count} but only {stat.down_count - unrecorded} of those downs are in the "

@@ -242,7 +242,7 @@ def signal(ctx: NodeContext, npu: int) -> List[Verdict]:
             where = f"lane{'s' if len(lanes) > 1 else ''} {', '.join(str(bit) for bit in lanes)}"
         else:
             lanes, where = [], "the module (the tool prints no lane numbers)"
-        evidence = {"flag": name, "mask": f"{mask:#x}", "lanes": lanes, "rx_power_mw": {str(l.lane): l.rx_power_mw for l in info.lanes}}
+        evidence: Dict[str, Any] = {"flag": name, "mask": f"{mask:#x}", "lanes": lanes, "rx_power_mw": {str(l.lane): l.rx_power_mw for l in info.lanes}}
         if not info.present_line:
             # The presence bit and the flags come from the same status read, which here says
             # "not present" beside live readings: a warning to look, not a verdict on the lane.
