@@ -15,7 +15,6 @@ are unknown even without an error of their own.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -158,7 +157,7 @@ def _counter_layout(names: Tuple[str, ...]) -> Dict[str, int]:
     """The name → position map of ``names``: the shared one when this layout was seen before."""
     positions = _COUNTER_LAYOUTS.get(names)
     if positions is None:
-        positions = {sys.intern(name): index for index, name in enumerate(names)}  # one copy of each name for all hosts
+        positions = {name: index for index, name in enumerate(names)}
         if len(_COUNTER_LAYOUTS) < SHARED_COUNTER_LAYOUTS and len(positions) == len(names):
             _COUNTER_LAYOUTS[names] = positions
     return positions

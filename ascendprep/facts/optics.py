@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ascendprep.facts.model import OpticalInfo, OpticalLane, OpticalThresholds
 from ascendprep.base.limits import SHARED_OPTICAL_NAMES, SHARED_OPTICAL_THRESHOLDS
-from ascendprep.facts.text import UnexpectedOutput, not_as_expected, shared
+from ascendprep.facts.text import UnexpectedOutput, not_as_expected
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
 #: is refused as output this parser does not know.
@@ -207,8 +207,8 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
         elif what is _FLAG:
             mask = _DRIVER_MASKS.get(value)
             flags[name] = mask if mask is not None else _flag(key, value)
-        elif what is _TEXT:  # vendor, part number and module type repeat across a fleet; serials do not
-            values[name] = (value if name == "serial_number" else shared(value)) or None
+        elif what is _TEXT:
+            values[name] = value or None
         elif what is _PRESENT_LINE:
             if value.lower() not in _PRESENT:
                 raise UnexpectedOutput(f"optical present value {value!r}")

@@ -20,7 +20,6 @@ latency enters it.
 from __future__ import annotations
 
 import re
-import sys
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from ascendprep.facts.model import CounterSample, CounterValues
@@ -96,7 +95,7 @@ def _parse_stat_lines(stdout: str) -> Dict[str, int]:
         match = _LINE_RE.match(line.strip())
         if match is None:
             raise UnexpectedOutput(f"unrecognised -stat line {line.strip()[:80]!r} (expected counter:value)")
-        name, value = sys.intern(match.group(1)), int(match.group(2))  # one copy of each name for all hosts
+        name, value = match.group(1), int(match.group(2))
         if value > COUNTER_MAX:
             raise UnexpectedOutput(f"{name} {value} is larger than a 64-bit counter")
         if name in counters:

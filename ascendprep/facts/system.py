@@ -6,7 +6,7 @@ import re
 import shlex
 from typing import Dict
 
-from ascendprep.facts.text import UnexpectedOutput, first_line, shared
+from ascendprep.facts.text import UnexpectedOutput, first_line
 
 _OS_RELEASE_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _SHA256_RE = re.compile(r"^([0-9a-f]{64})\s")
@@ -37,13 +37,13 @@ def parse_os_release(text: str) -> Dict[str, str]:
         simple = _SIMPLE_VALUE.fullmatch(value)
         if simple is not None:  # one word, plain or in quotes without escapes: what shlex would give
             word = simple.group(1) if simple.group(1) is not None else simple.group(2) if simple.group(2) is not None else value
-            values[shared(key)] = shared(word)
+            values[key] = word
             continue
         try:
             words = shlex.split(value)
         except ValueError:
             continue
-        values[shared(key)] = shared(" ".join(words))
+        values[key] = " ".join(words)
     return values
 
 

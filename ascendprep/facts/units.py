@@ -41,7 +41,6 @@ from ascendprep.base import paths
 from ascendprep.facts.failures import dcmi_failure
 from ascendprep.facts.blockers import JOB_UNITS
 from ascendprep.facts.sections import Section
-from ascendprep.facts.text import shared
 from ascendprep.facts.unit import BOTH, CHIP, NPU, VERIFY_ONLY, Draft, Given, ProbeUnit, RenderContext, Where, fixed, nothing_if_absent, on_failure, file_absent, set_field, shared_reading, text_only, update_npu
 
 q = shlex.quote
@@ -167,7 +166,7 @@ _health_words = shared_reading(npu_smi.parse_health)
 
 def _parse_health(stdout: str, where: Where) -> NpuHealth:
     health, code, info = _health_words(stdout)
-    return NpuHealth(npu_id=where.npu, chip=where.chip, health=shared(health), error_code=code, error_info=info)  # type: ignore[arg-type]
+    return NpuHealth(npu_id=where.npu, chip=where.chip, health=health, error_code=code, error_info=info)  # type: ignore[arg-type]
 
 
 def _fill_health(draft: Draft, where: Where, health: NpuHealth) -> None:
@@ -321,7 +320,7 @@ HCCN_CONF = ProbeUnit(
 
 
 def _fill_sysctl(draft: Draft, where: Where, value: str) -> None:
-    draft.sysctl[shared(where.attrs.get("key", "?"))] = shared(value)  # the same keys and values on most hosts
+    draft.sysctl[where.attrs.get("key", "?")] = value
 
 
 SYSCTL = ProbeUnit(
@@ -354,7 +353,7 @@ def _managed_settle(section: Section) -> Optional[Given]:
 
 
 def _fill_managed(draft: Draft, where: Where, managed: ManagedFile) -> None:
-    draft.managed_files[shared(managed.path)] = managed
+    draft.managed_files[managed.path] = managed
 
 
 MANAGED = ProbeUnit(
