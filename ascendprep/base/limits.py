@@ -224,24 +224,7 @@ PRIVATE_KEY_MAX_BYTES = 1024 * 1024
 #: one per driver version; a host printing other names still parses, with a map of its own.
 SHARED_COUNTER_LAYOUTS = 64
 
-# -- verify at 4,096 hosts: reading the gather transcripts (issue 12, p1) ------------------------
-
-#: Distinct section begin lines (``begin hccn.ip npu=3``) whose reading is kept and shared by
-#: every transcript that prints them (probes/sections.py). A fleet's gather scripts print a few
-#: hundred (more with many NPUs or ping targets); a host printing others still parses them.
-SHARED_BEGIN_LINES = 4096
-
-#: Characters of a begin line at most for its reading to be kept (:data:`SHARED_BEGIN_LINES`):
-#: the rendered scripts' lines are under 200; a host that prints longer ones (it knows its
-#: script's nonce) has them read each time, so that no host's output outlives its parse.
-SHARED_BEGIN_LINE_MAX_CHARS = 512
-
 # -- verify at 4,096 hosts: reading the gather transcripts (issue 12, pa) ------------------------
-
-#: Distinct section end lines (``end rc=0 tries=1``) whose reading is kept and shared by every
-#: transcript that prints them (probes/sections.py). A fleet's hosts print a handful (exit
-#: statuses and busy retries); a host printing others still has them read.
-SHARED_END_LINES = 1024
 
 #: Distinct names of ``-optical -g`` lines as printed (``Tx Power0            ``, padding and
 #: case included) whose reading is kept and shared by every host's parse (probes/optics.py). A
