@@ -238,17 +238,6 @@ SHARED_OPTICAL_NAMES = 512
 #: the bundle never writes more than the last check found free, without a statvfs per host.
 BUNDLE_SPACE_CHECK_BYTES = 64 * 1024 * 1024
 
-# -- verify at 4,096 hosts: reading the gather transcripts (issue 12, pa2) -----------------------
-
-#: Distinct answers a probe unit that declares ``shared_answers`` keeps with their parsed value
-#: (probes/unit.py: ``-speed -g``, ``-fec -g``, npu-smi's health words ..., the same words on most
-#: hosts of a fleet); a host printing others still has them parsed.
-SHARED_ANSWERS_PER_UNIT = 128
-
-#: Characters of such an answer at most for it to be kept (the kept answers are under 1 KB; a
-#: longer one is parsed each time, so that no host's output outlives its parse).
-SHARED_ANSWER_MAX_CHARS = 2048
-
 # -- verify at 4,096 hosts: reading the gather transcripts (issue 12, pa3) -----------------------
 
 #: Distinct ``-optical -g`` threshold values as printed (``3465.00 mV``) kept per unit with their

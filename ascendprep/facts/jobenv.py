@@ -282,7 +282,6 @@ JOBENV_UNITS: Tuple[ProbeUnit, ...] = (
         fill=_fill_part("visible"),
         fact="job.visible",
         phases=VERIFY_ONLY,
-        shared_answers=True,  # which devices, tools and files are there: the same on a fleet's hosts (a frozen Visibility)
     ),
     ProbeUnit(
         section="job.host_visible",

@@ -20,8 +20,6 @@ How a section becomes a fact (:meth:`ProbeUnit.read`, the same for every unit):
 
 Steps 1-3 are :meth:`ProbeUnit.evaluate` (pure: section in, :class:`Outcome` out), which the
 data-driven fixtures in ``tests/fixtures/probes/<section>/*.json`` exercise.
-A unit whose answers read alike across a fleet (``shared_answers``) parses each distinct answer
-once; the value is the one a parse would give, shared by the hosts that printed the same text.
 
 Scopes: a ``host`` unit's command runs once (or once per item of ``items``, each its own
 section with an attribute such as ``key=`` or ``path=``); an ``npu`` unit's runs once per hccn
@@ -39,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ascendprep.facts.model import ProbeError
-from ascendprep.base.limits import SHARED_ANSWER_MAX_CHARS, SHARED_ANSWERS_PER_UNIT
 from ascendprep.base import paths
 from ascendprep.facts.failures import classify_failure
 from ascendprep.facts.sections import NO_ATTRS, Section, id_number, render_attrs
@@ -211,13 +208,6 @@ class ProbeUnit:
     #: Seconds the command's own limit allows when it is not the script's per-command one
     #: (timeout messages name it); None: the script's.
     timeout_s: Optional[int] = None
-    #: The answer is the same text on most hosts of a fleet (a tool's words about a port's state or
-    #: the OS; never a host's own values such as addresses, serial numbers, certificates, readings,
-    #: counters or times, nor an answer some products add those to): its parser reads each
-    #: distinct answer once, and every host that printed it shares the value
-    #: (:func:`shared_reading`). Only for a text-only parser whose value is never changed after
-    #: the fill (frozen facts, or fields the fill copies into the NPU's or the host's own).
-    shared_answers: bool = False
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -227,10 +217,6 @@ class ProbeUnit:
         # A text-only parser (:func:`text_only`) is called as it is, not through its wrapper: one
         # call fewer for most of a host's ~150 sections.
         object.__setattr__(self, "_text_parse", getattr(self.parse, "text_parser", None))
-        if self.shared_answers:
-            if self._text_parse is None:
-                raise ValueError(f"probe unit {self.section}: shared_answers needs a text-only parser (its value must follow from the text alone)")
-            object.__setattr__(self, "_text_parse", shared_reading(self._text_parse))
         # Whether sections must carry npu=/chip= ids: npu and chip units, and units that say so
         # themselves (a per-NPU read rendered as a host unit); a plain host unit skips the call.
         object.__setattr__(self, "_checks_ids", self.scope != HOST or type(self)._missing_attrs is not ProbeUnit._missing_attrs)
@@ -389,31 +375,6 @@ def text_only(parse: Callable[[str], Any]) -> Parser:
     unit_parse.__name__ = getattr(parse, "__name__", "parse")
     unit_parse.text_parser = parse  # type: ignore[attr-defined]  # what ProbeUnit calls directly
     return unit_parse
-
-
-#: No answer kept yet (a parser may give None).
-_UNREAD = object()
-
-
-def shared_reading(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``parse`` reading each distinct text once (see :attr:`ProbeUnit.shared_answers`).
-
-    Keeps at most :data:`~ascendprep.base.limits.SHARED_ANSWERS_PER_UNIT` texts of at most
-    :data:`~ascendprep.base.limits.SHARED_ANSWER_MAX_CHARS` with their values; any other text is
-    parsed each time. A refusal is never kept: it is raised (and worded) anew for each host."""
-    answers: Dict[str, Any] = {}
-
-    def read(text: str) -> Any:
-        value = answers.get(text, _UNREAD)
-        if value is _UNREAD:
-            value = parse(text)
-            if len(answers) < SHARED_ANSWERS_PER_UNIT and len(text) <= SHARED_ANSWER_MAX_CHARS:
-                answers[text] = value
-        return value
-
-    read.__doc__ = parse.__doc__
-    read.answers = answers  # type: ignore[attr-defined]  # for tests: what is kept
-    return read
 
 
 def fixed(text: str) -> Callable[[Where], str]:
