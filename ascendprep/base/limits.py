@@ -224,26 +224,12 @@ PRIVATE_KEY_MAX_BYTES = 1024 * 1024
 #: one per driver version; a host printing other names still parses, with a map of its own.
 SHARED_COUNTER_LAYOUTS = 64
 
-# -- verify at 4,096 hosts: reading the gather transcripts (issue 12, pa) ------------------------
-
-#: Distinct names of ``-optical -g`` lines as printed (``Tx Power0            ``, padding and
-#: case included) whose reading is kept and shared by every host's parse (probes/optics.py). A
-#: driver prints ~40; a host printing others still has them read.
-SHARED_OPTICAL_NAMES = 512
-
 # -- verify at 4,096 hosts: the bundle's host files (issue 12, bu) --------------------------------
 
 #: Bytes of host files a live verify writes after one free-space check before it checks again
 #: (fleet/bundle.py BundleWriter): each check proves this much room beyond the host at hand, so
 #: the bundle never writes more than the last check found free, without a statvfs per host.
 BUNDLE_SPACE_CHECK_BYTES = 64 * 1024 * 1024
-
-# -- verify at 4,096 hosts: reading the gather transcripts (issue 12, pa3) -----------------------
-
-#: Distinct ``-optical -g`` threshold values as printed (``3465.00 mV``) kept per unit with their
-#: reading (probes/optics.py): a module model's own alarm thresholds, alike on a fleet's modules
-#: of that model (a few dozen); a host printing others still has them read.
-SHARED_OPTICAL_THRESHOLDS = 256
 
 #: Digits a section attribute's number (``npu=``, ``chip=``, ``pass=``) or a ping script's
 #: ``timeout=`` may have: a longer run is no id (and int() refuses 4,300 digits).

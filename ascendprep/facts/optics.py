@@ -26,7 +26,6 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ascendprep.facts.model import OpticalInfo, OpticalLane, OpticalThresholds
-from ascendprep.base.limits import SHARED_OPTICAL_NAMES, SHARED_OPTICAL_THRESHOLDS
 from ascendprep.facts.text import UnexpectedOutput, not_as_expected
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
@@ -75,14 +74,6 @@ _TEXT_KEYS = {
     "xsfp identifier": "identifier",
 }
 
-#: A module's alarm thresholds as printed (``3465.00 mV``) → their value, per unit. The thresholds
-#: are the module model's own (programmed by its vendor), so a fleet's modules print the same few
-#: dozen; each is converted once. Readings (powers, bias, temperature) are each port's own and are
-#: converted every time. At most :data:`~ascendprep.base.limits.SHARED_OPTICAL_THRESHOLDS` per unit of
-#: at most :data:`_THRESHOLD_TEXT_MAX_CHARS` are kept; ``NA`` and refusals are never kept.
-_THRESHOLD_VALUES: Dict[str, Dict[str, float]] = {unit: {} for unit in ("mw", "ma", "c", "mv")}
-_THRESHOLD_TEXT_MAX_CHARS = 32
-
 # What a (normalised, lower-case) key means: (what, name, detail), one dict lookup per line.
 _SKIP, _PRESENT_LINE, _TEMPERATURE, _VCC, _HIGH_POWER, _WAVE_LENGTH = "skip", "present", "temperature", "vcc", "high_power", "wave"
 _TEXT, _THRESHOLD, _FLAG, _LANE = "text", "threshold", "flag", "lane"
@@ -94,18 +85,10 @@ _KEY_ACTIONS: Dict[str, tuple] = {
     "high power enable reg": (_HIGH_POWER, None, None),
     "xsfp wave length": (_WAVE_LENGTH, None, None),
     **{key: (_TEXT, name, None) for key, name in _TEXT_KEYS.items()},
-    **{key: (_THRESHOLD, name, (unit, _IN_UNIT[unit], _THRESHOLD_VALUES[unit])) for key, (name, unit) in _THRESHOLD_KEYS.items()},
+    **{key: (_THRESHOLD, name, (unit, _IN_UNIT[unit])) for key, (name, unit) in _THRESHOLD_KEYS.items()},
     **{key: (_FLAG, name, None) for key, name in _FLAG_KEYS.items()},
     **{key: (_LANE, index, _LANE_DETAILS[kind]) for key, (kind, index) in _LANE_KEYS.items()},
 }
-
-
-#: What a name as printed before its colon (``"Tx Power0            "``, padding and case as they
-#: came) means: (the name normalised, its action). A driver prints the same few dozen names on
-#: every host, so each is normalised once; at most :data:`~ascendprep.base.limits.SHARED_OPTICAL_NAMES`
-#: of at most 64 characters are kept, any other is read anew.
-_RAW_KEYS: Dict[str, Tuple[str, tuple]] = {}
-_RAW_KEY_MAX_CHARS = 64
 
 
 def _read_key(raw_key: str) -> Tuple[str, tuple]:
@@ -125,10 +108,7 @@ def _read_key(raw_key: str) -> Tuple[str, tuple]:
         else:
             kind, index_text = lane_key.groups()
             action = (_LANE, int(index_text) if index_text else None, _LANE_DETAILS[kind])
-    read = (key, action)
-    if len(_RAW_KEYS) < SHARED_OPTICAL_NAMES and len(raw_key) <= _RAW_KEY_MAX_CHARS:
-        _RAW_KEYS[raw_key] = read
-    return read
+    return key, action
 
 
 def _reading(key: str, value: str, unit: str) -> Optional[float]:
@@ -182,7 +162,7 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             if not line or line.lower() in ("optical info", "..."):
                 continue
             raise UnexpectedOutput(f"unrecognised optical line {line!r}")
-        key, (what, name, detail) = _RAW_KEYS.get(raw_key) or _read_key(raw_key)
+        key, (what, name, detail) = _read_key(raw_key)
         if what is _SKIP:
             continue
         value = value.strip()
@@ -195,15 +175,10 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
             field_name, unit, in_unit = detail
             number = in_unit.fullmatch(value)  # a number in its unit read here, all else by _reading (~20 per module)
             readings[field_name] = float(number[1]) if number is not None else _reading(key, value, unit)
-        elif what is _THRESHOLD:  # detail: (unit, pattern, the values read so far)
-            unit, in_unit, known = detail
-            threshold = known.get(value)
-            if threshold is None:
-                number = in_unit.fullmatch(value)
-                threshold = float(number[1]) if number is not None else _reading(key, value, unit)
-                if threshold is not None and len(known) < SHARED_OPTICAL_THRESHOLDS and len(value) <= _THRESHOLD_TEXT_MAX_CHARS:
-                    known[value] = threshold
-            thresholds[name] = threshold
+        elif what is _THRESHOLD:  # detail: (unit, pattern)
+            unit, in_unit = detail
+            number = in_unit.fullmatch(value)
+            thresholds[name] = float(number[1]) if number is not None else _reading(key, value, unit)
         elif what is _FLAG:
             mask = _DRIVER_MASKS.get(value)
             flags[name] = mask if mask is not None else _flag(key, value)

@@ -387,34 +387,6 @@ def test_a_ping_loss_that_is_no_number_is_no_summary() -> None:
     assert not results[0].ok and "no ping summary" in (results[0].error or "")
 
 
-def test_optical_thresholds_are_read_once_and_readings_every_time() -> None:
-    """A module model's alarm thresholds are kept by value (alike across a fleet); a port's own
-    readings never are, and a refusal is worded anew each time."""
-    recorded = parse_transcript(RECORDED.read_text(), "gather")
-    text = next(section.stdout for section in recorded.sections if section.name == "hccn.optical")
-    for known in optics._THRESHOLD_VALUES.values():
-        known.clear()
-    first, second = optics.parse_optical_info(text), optics.parse_optical_info(text)
-    assert first == second == reference_parse_optical_info(text)
-    kept = {value for known in optics._THRESHOLD_VALUES.values() for value in known}
-    assert "3465.00 mV" in kept and "3.5481 mW" in kept
-    assert not kept & {"0.8912 mW", "7.5000 mA", "45 C", "3262.90 mV"}  # readings of this port
-    bad = text.replace("Vcc High Thres       : 3465.00 mV", "Vcc High Thres       : 3465.00 mA")
-    for _ in range(2):
-        with pytest.raises(UnexpectedOutput, match="3465.00 mA"):
-            optics.parse_optical_info(bad)
-    assert "3465.00 mA" not in kept | {value for known in optics._THRESHOLD_VALUES.values() for value in known}
-
-
-def test_optical_thresholds_kept_are_bounded() -> None:
-    from ascendprep.base.limits import SHARED_OPTICAL_THRESHOLDS
-
-    base = "optical info:\npresent : present\nVcc High Thres : {} mV\n"
-    for index in range(SHARED_OPTICAL_THRESHOLDS + 50):
-        assert optics.parse_optical_info(base.format(f"1{index}.5")).thresholds.vcc_high_mv == float(f"1{index}.5")
-    assert len(optics._THRESHOLD_VALUES["mv"]) <= SHARED_OPTICAL_THRESHOLDS
-
-
 @pytest.mark.parametrize("npu", ["²", "9" * 5000])
 def test_an_id_int_refuses_costs_the_section_not_the_host(npu: str) -> None:
     """``npu=²`` (a digit to str.isdigit(), not to int()) or a 5,000-digit id once raised out of

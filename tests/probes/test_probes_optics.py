@@ -155,19 +155,12 @@ def test_board_firmware_version():
         parse_board_firmware("Health Status : OK\n")
 
 
-def test_line_names_read_once_are_shared_and_capped(monkeypatch) -> None:
-    """Names as printed (padding, case) are normalised once for all hosts (issue 12); a host
-    printing thousands of other names still has each read, and the table stays bounded."""
+def test_line_names_are_read_whatever_their_padding_case_and_inner_spaces() -> None:
     from ascendprep.facts import optics
 
-    monkeypatch.setattr(optics, "_RAW_KEYS", {})
-    monkeypatch.setattr(optics, "SHARED_OPTICAL_NAMES", 4)
-    text = "optical info:\npresent              : present\nTX  power0 : 1.5 mW\n" + "".join(f"vendor note {i} : x\n" for i in range(20))
-    for _ in range(2):
-        info = optics.parse_optical_info(text)
-        assert info.present_line is True and [lane.tx_power_mw for lane in info.lanes] == [1.5]
-    assert list(optics._RAW_KEYS) == ["optical info", "present              ", "TX  power0 ", "vendor note 0 "]
-    long_name = "x" * 100
-    optics._RAW_KEYS.clear()
-    optics.parse_optical_info(f"present : present\n{long_name} : 1\n")
-    assert long_name not in optics._RAW_KEYS
+    text = "optical info:\npresent              : present\nTX  power0 : 1.5 mW\nrx\tPOWER 0   : 0.5 mW\nVcc High Thres : 3465.00 mV\n"
+    text += "".join(f"vendor note {i} : x\n" for i in range(200))  # names not judged are skipped
+    info = optics.parse_optical_info(text)
+    assert info.present_line is True
+    assert [(lane.lane, lane.tx_power_mw, lane.rx_power_mw) for lane in info.lanes] == [(0, 1.5, 0.5)]
+    assert info.thresholds.vcc_high_mv == 3465.0
