@@ -39,7 +39,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Op
 from ascendprep.facts.model import ProbeError
 from ascendprep.base import paths
 from ascendprep.facts.failures import classify_failure
-from ascendprep.facts.sections import NO_ATTRS, Section, id_number, render_attrs
+from ascendprep.facts.sections import Section, id_number, render_attrs
 
 HOST = "host"
 NPU = "npu"
@@ -68,37 +68,24 @@ class RenderContext:
     sample_interval: int = 0
 
 
+@dataclass(frozen=True)
 class Where:
     """What a parser may know besides the text: the section's attributes and the script's settings.
 
-    Read-only by contract: nothing assigns to a Where after it is made, and ``attrs`` (the
-    section's own map, shared between hosts) is read, never changed. A plain class with
-    ``__slots__`` rather than a frozen dataclass: one is made per section, ~150 per host of a
-    4,096-host verify, and a frozen dataclass's ``__init__`` costs several times this one's.
-    """
+    ``attrs`` is read, never changed (a gather's Where holds its section's attribute map)."""
 
-    __slots__ = ("attrs", "ascend_home", "python_path", "npu", "chip")
+    attrs: Mapping[str, str] = field(default_factory=dict)
+    ascend_home: Optional[str] = None
+    python_path: str = ""
 
-    def __init__(self, attrs: Mapping[str, str] = NO_ATTRS, ascend_home: Optional[str] = None, python_path: str = "") -> None:
-        self.attrs = attrs
-        self.ascend_home = ascend_home
-        self.python_path = python_path
-        # The ``npu=`` and ``chip=`` ids, read once: the gather's loop, the unit and its parser
-        # each ask for them.
-        # (A section without attributes, a fifth of a host's, has neither.)
-        npu, chip = (attrs.get("npu", ""), attrs.get("chip", "")) if attrs else ("", "")
-        self.npu: Optional[int] = id_number(npu)
-        self.chip: Optional[int] = id_number(chip)
+    #: The ``npu=`` and ``chip=`` ids, read once: the gather's loop, the unit and its parser each
+    #: ask for them.
+    npu: Optional[int] = field(init=False, repr=False, compare=False)
+    chip: Optional[int] = field(init=False, repr=False, compare=False)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Where):
-            return NotImplemented
-        return (self.attrs, self.ascend_home, self.python_path) == (other.attrs, other.ascend_home, other.python_path)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Where(attrs={dict(self.attrs)!r}, ascend_home={self.ascend_home!r}, python_path={self.python_path!r})"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "npu", id_number(self.attrs.get("npu", "")))
+        object.__setattr__(self, "chip", id_number(self.attrs.get("chip", "")))
 
     def int_attr(self, key: str) -> Optional[int]:
         return id_number(self.attrs.get(key, ""))

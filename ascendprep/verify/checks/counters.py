@@ -66,12 +66,9 @@ FIXES: Dict[str, str] = {
 }
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True)
 class CounterRate:
-    """One counter over the sample: both reads, and its growth per second or why it is unknown.
-
-    Not frozen: made ~50 times per sampled NPU (every counter in both reads) and read at once
-    by the check; a frozen dataclass's ``__init__`` costs ~2x (``object.__setattr__`` per field)."""
+    """One counter over the sample: both reads, and its growth per second or why it is unknown."""
 
     counter: str
     first: int
