@@ -235,37 +235,9 @@ PROMETHEUS_LABEL_VALUE_CAP = 256
 #: second; more only makes the lab useless.
 TOOL_LATENCY_MAX_MS = 5000
 
-# --- shared parser readings: kept once, shared by every host that prints the same text ----------
-# (a host printing anything else, or anything longer, still parses: read on its own, not kept)
+# --- the port counters' shared layout -------------------------------------------------------------
 
-#: Distinct port-counter layouts (``-stat -g`` names in order) whose name → position map is shared
-#: (facts/model.py CounterValues): a fleet has one per driver version.
+#: Distinct port-counter layouts (``-stat -g`` names in order) whose name → position map every
+#: host with that layout shares (facts/model.py CounterValues): a fleet has one per driver version,
+#: and without the sharing a 4,096-host verify's facts pass 1 GB.
 SHARED_COUNTER_LAYOUTS = 64
-
-#: Distinct section begin lines (``begin hccn.ip npu=3``) kept with their reading
-#: (facts/sections.py): a fleet's scripts print a few hundred, more with many NPUs or ping targets.
-SHARED_BEGIN_LINES = 4096
-
-#: Characters of a begin line at most for it to be kept: the scripts' lines are under 200, and a
-#: host's longer ones (it knows its script's nonce) must not outlive its parse.
-SHARED_BEGIN_LINE_MAX_CHARS = 512
-
-#: Distinct section end lines (``end rc=0 tries=1``) kept with their reading (facts/sections.py): a
-#: fleet's hosts print a handful (exit statuses and busy retries).
-SHARED_END_LINES = 1024
-
-#: Distinct ``-optical -g`` line names as printed, padding and case included, kept with their
-#: reading (facts/optics.py): a driver prints ~40.
-SHARED_OPTICAL_NAMES = 512
-
-#: Distinct ``-optical -g`` threshold values as printed (``3465.00 mV``) kept with their reading
-#: (facts/optics.py): a module model's alarm thresholds, a few dozen on a fleet.
-SHARED_OPTICAL_THRESHOLDS = 256
-
-#: Distinct answers a ``shared_answers`` probe unit keeps with their parsed value (facts/unit.py:
-#: ``-speed -g``, ``-fec -g``, npu-smi's health words: the same words on most hosts of a fleet).
-SHARED_ANSWERS_PER_UNIT = 128
-
-#: Characters of such an answer at most for it to be kept (real ones are under 1 KB), so that no
-#: host's longer output outlives its parse.
-SHARED_ANSWER_MAX_CHARS = 2048

@@ -33,7 +33,7 @@ from ascendprep.base import paths
 from ascendprep.facts.failures import over_cap_error
 from ascendprep.facts.sections import new_nonce, parse_transcript
 from ascendprep.facts.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
-from ascendprep.facts.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext, Where
+from ascendprep.facts.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext
 from ascendprep.facts.units import UNITS, by_section
 
 KIND = "gather"
@@ -236,16 +236,12 @@ def parse_gather_output(text: str, units: Sequence[ProbeUnit] = UNITS) -> HostFa
     draft = Draft()
     if transcript.problem:
         draft.error("gather", "error", transcript.problem)
-    where: Optional[Where] = None
     for section in transcript.sections:
         unit = table.get(section.name)
         if unit is None:
             draft.error(section.name, "error", f"unknown section {section.name!r} in the gather output")
             continue
-        # draft.where(section), without the call, and made anew only when the attributes or the
-        # settings differ from the last section's (an NPU's dozen sections share one map of them).
-        if where is None or where.attrs is not section.attrs or where.ascend_home is not draft.ascend_home or where.python_path is not draft.python_path:
-            where = Where(section.attrs, draft.ascend_home, draft.python_path)
+        where = draft.where(section)
         if "over" in section.attrs:  # a cut output is never parsed
             cut = over_cap_error(section, unit.probe_name(where), unit.describe(where), unit.npu_of(where))
             if cut is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Dict, List
 
 from ascendprep.facts.model import HccnConf
-from ascendprep.facts.text import shared
 
 
 def parse_hccn_conf(text: str) -> HccnConf:
@@ -30,5 +29,5 @@ def parse_hccn_conf(text: str) -> HccnConf:
         settings = devices.setdefault(int(devid), {})
         if key in settings and name not in duplicates:
             duplicates.append(name)
-        settings[shared(key)] = value
+        settings[key] = value
     return HccnConf(raw=text, devices=devices, duplicates=tuple(duplicates), other_lines=tuple(other))

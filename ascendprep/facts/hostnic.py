@@ -15,7 +15,7 @@ from typing import List, Tuple
 from ascendprep.facts.blocker_model import LinkState, RouteLookup
 from ascendprep.base.limits import MAX_HOST_LINKS
 from ascendprep.facts.netaddr import IFNAME_RE
-from ascendprep.facts.text import UnexpectedOutput, content_lines, first_line, shared
+from ascendprep.facts.text import UnexpectedOutput, content_lines, first_line
 
 
 def parse_ip_link(text: str) -> Tuple[LinkState, ...]:
@@ -33,7 +33,7 @@ def parse_ip_link(text: str) -> Tuple[LinkState, ...]:
             raise UnexpectedOutput(f"interface name {ifname[:40]!r} has characters an interface name cannot have")
         flags = tuple(flag for flag in words[2].strip("<>").split(",") if flag)
         state = words[words.index("state") + 1] if "state" in words[:-1] else "UNKNOWN"
-        links.append(LinkState(shared(ifname), tuple(map(shared, flags)), shared(state)))  # the same words on every host
+        links.append(LinkState(ifname, tuple(flags), state))
         if len(links) > MAX_HOST_LINKS:
             raise UnexpectedOutput(f"more than {MAX_HOST_LINKS} interfaces")
     return tuple(links)

@@ -31,7 +31,7 @@ from ascendprep.base import limits
 from ascendprep.base import paths
 from ascendprep.facts.jobenv_model import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from ascendprep.facts.sections import Section
-from ascendprep.facts.text import first_line, shared
+from ascendprep.facts.text import first_line
 from ascendprep.facts.unit import VERIFY_ONLY, Draft, Given, ProbeUnit, Where, fixed, nothing_if_absent, text_only
 
 #: Variables read from the login shell: the job checks judge the first two, checks/a3env.py the
@@ -181,7 +181,7 @@ def parse_visibility(text: str) -> Visibility:
         parts = line.split(" ", 2)
         if len(parts) != 3 or parts[0] not in ("dev", "tool", "file", "lib"):
             continue
-        item = shared(f"{parts[0]}:{parts[2]}")  # the same paths on every host
+        item = f"{parts[0]}:{parts[2]}"
         (present if parts[1] == "present" else absent).append(item)
     if not present and not absent:
         raise ValueError("no item lines")
@@ -282,7 +282,6 @@ JOBENV_UNITS: Tuple[ProbeUnit, ...] = (
         fill=_fill_part("visible"),
         fact="job.visible",
         phases=VERIFY_ONLY,
-        shared_answers=True,  # which devices, tools and files are there: the same on a fleet's hosts (a frozen Visibility)
     ),
     ProbeUnit(
         section="job.host_visible",

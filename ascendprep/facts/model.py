@@ -15,9 +15,8 @@ are unknown even without an error of their own.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from pydantic import TypeAdapter, ValidationError
@@ -158,7 +157,7 @@ def _counter_layout(names: Tuple[str, ...]) -> Dict[str, int]:
     """The name → position map of ``names``: the shared one when this layout was seen before."""
     positions = _COUNTER_LAYOUTS.get(names)
     if positions is None:
-        positions = {sys.intern(name): index for index, name in enumerate(names)}  # one copy of each name for all hosts
+        positions = {name: index for index, name in enumerate(names)}
         if len(_COUNTER_LAYOUTS) < SHARED_COUNTER_LAYOUTS and len(positions) == len(names):
             _COUNTER_LAYOUTS[names] = positions
     return positions
@@ -649,54 +648,3 @@ def _host_facts_adapter() -> "TypeAdapter[HostFacts]":
     verify whose hosts all pass writes no facts.json and reads none."""
     return TypeAdapter(HostFacts)
 
-
-# -- construction by slot of the facts a host holds by the dozen ---------------------------------
-
-#: The default of a field with a ``default_factory`` in :func:`_init_by_slot`'s ``__init__``.
-_FROM_FACTORY = object()
-
-
-def _init_by_slot(cls: type) -> type:
-    """``cls`` (a frozen dataclass with ``__slots__``) with an ``__init__`` that stores each field
-    through its slot's own descriptor instead of ``object.__setattr__(self, name, value)``.
-
-    Why: a frozen dataclass's ``__init__`` cannot assign its fields, so it calls
-    ``object.__setattr__`` by name for each, which costs more than a slot descriptor's ``__set__``.
-    A verify builds ~100 of these facts per host (a lane per optical lane, a link record, the
-    NPU's facts ...) and one per ping pair. The ``__init__`` takes the same arguments (names,
-    order, defaults, default factories called per instance) and makes the same object; like
-    the dataclass's own, it is written as source and compiled once (tests/probes/test_facts_init.py
-    holds it to the dataclass's)."""
-    if "__slots__" not in cls.__dict__ or not cls.__dataclass_params__.frozen or hasattr(cls, "__post_init__"):  # type: ignore[attr-defined]
-        raise TypeError(f"{cls.__name__}: only a frozen slots dataclass without __post_init__ is built by slot")
-    namespace: Dict[str, Any] = {"_FROM_FACTORY": _FROM_FACTORY}
-    parameters, body = [], []
-    for item in fields(cls):
-        if not item.init or item.kw_only:
-            raise TypeError(f"{cls.__name__}.{item.name}: only plain init fields are built by slot")
-        name = item.name
-        namespace[f"_set_{name}"] = cls.__dict__[name].__set__
-        if item.default is not MISSING:
-            namespace[f"_default_{name}"] = item.default
-            parameters.append(f"{name}=_default_{name}")
-        elif item.default_factory is not MISSING:
-            namespace[f"_factory_{name}"] = item.default_factory
-            parameters.append(f"{name}=_FROM_FACTORY")
-            body.append(f"    if {name} is _FROM_FACTORY: {name} = _factory_{name}()")
-        else:
-            parameters.append(name)
-        body.append(f"    _set_{name}(self, {name})")
-    source = f"def __init__(self, {', '.join(parameters)}):\n" + "\n".join(body) + "\n"
-    exec(source, namespace)  # (only field names, checked identifiers, reach the source)
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    init.__doc__ = cls.__init__.__doc__
-    cls.__init__ = init  # type: ignore[misc]
-    return cls
-
-
-for _cls in (LldpNeighbor, LinkRecord, LinkStat, CounterSample, TlsState, OpticalLane, OpticalThresholds, OpticalInfo,
-             NpuFacts, NpuSmiDevice, NpuHealth, InterfaceAddress, PingResult, HccsPingResult):
-    _init_by_slot(_cls)
-del _cls

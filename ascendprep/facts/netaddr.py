@@ -17,7 +17,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ascendprep.facts.model import InterfaceAddress
 from ascendprep.base.limits import MAX_HOST_ADDRESSES
-from ascendprep.facts.text import UnexpectedOutput, content_lines, first_line, shared
+from ascendprep.facts.text import UnexpectedOutput, content_lines, first_line
 
 #: An interface name as the kernel allows it (IFNAMSIZ 16 with the NUL) and a shell can carry.
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
@@ -44,7 +44,7 @@ def parse_ip_addr(text: str) -> Tuple[InterfaceAddress, ...]:
         if not IFNAME_RE.match(ifname):
             raise UnexpectedOutput(f"interface name {ifname[:40]!r} has characters an interface name cannot have")
         address, prefixlen = _address_prefix(words[3], ifname)
-        found.append(InterfaceAddress(shared(ifname), shared(family), address, prefixlen))
+        found.append(InterfaceAddress(ifname, family, address, prefixlen))
         if len(found) > MAX_HOST_ADDRESSES:
             raise UnexpectedOutput(f"more than {MAX_HOST_ADDRESSES} interface addresses")
     return tuple(found)

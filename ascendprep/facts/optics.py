@@ -26,7 +26,7 @@ import re
 from typing import Dict, List, Optional
 
 from ascendprep.facts.model import OpticalInfo, OpticalLane, OpticalThresholds
-from ascendprep.facts.text import UnexpectedOutput, content_lines, not_as_expected, shared
+from ascendprep.facts.text import UnexpectedOutput, content_lines, not_as_expected
 
 #: How many lanes a module may report (QSFP-DD / OSFP modules have 8); a lane index beyond it
 #: is refused as output this parser does not know.
@@ -124,7 +124,7 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
         elif key in _TEXT_KEYS:
             name = _TEXT_KEYS[key]
             # vendor, part number and module type repeat across a fleet; serial numbers do not
-            values[name] = (value if name == "serial_number" else shared(value)) or None
+            values[name] = value or None
         elif key in _THRESHOLD_KEYS:
             name, unit = _THRESHOLD_KEYS[key]
             thresholds[name] = _reading(key, value, unit)

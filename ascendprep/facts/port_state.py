@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
-from ascendprep.facts.text import UnexpectedOutput, content_lines, not_as_expected, shared, split_colon
+from ascendprep.facts.text import UnexpectedOutput, content_lines, not_as_expected, split_colon
 
 _DUPLEX_RE = re.compile(r"^Duplex:\s*(Full|Half|Unknown!?)\s*$", re.IGNORECASE)
 _FEC_RE = re.compile(r"^fec mode:\s*([A-Za-z0-9_-]+) FEC mode\s*$", re.IGNORECASE)
@@ -32,7 +32,7 @@ def parse_duplex(stdout: str) -> Dict[str, Optional[str]]:
         match = _DUPLEX_RE.match(line)
         if match:
             word = match.group(1).rstrip("!").lower()
-            return {"duplex": None if word == "unknown" else shared(word)}
+            return {"duplex": None if word == "unknown" else word}
     raise not_as_expected("'Duplex: Full|Half|Unknown!'", stdout)
 
 
@@ -42,7 +42,7 @@ def parse_fec(stdout: str) -> Dict[str, Optional[str]]:
     for line in content_lines(stdout):
         match = _FEC_RE.match(line)
         if match:
-            return {"fec": shared(match.group(1).lower())}
+            return {"fec": match.group(1).lower()}
     raise not_as_expected("'fec mode: rs|no|auto FEC mode'", stdout)
 
 
@@ -59,5 +59,5 @@ def parse_board_firmware(stdout: str) -> Optional[str]:
                 return None
             if not _FIRMWARE_VERSION_RE.fullmatch(value):
                 raise UnexpectedOutput(f"firmware version {value!r} is not a version")
-            return shared(value)
+            return value
     raise not_as_expected("'Firmware Version : <version>'", stdout)

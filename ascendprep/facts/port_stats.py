@@ -20,7 +20,6 @@ latency enters it.
 from __future__ import annotations
 
 import re
-import sys
 from typing import Dict, List, Mapping, Optional
 
 from ascendprep.facts.model import CounterSample, CounterValues
@@ -54,8 +53,8 @@ def parse_stat(stdout: str) -> Dict[str, int]:
     for line in lines[1:]:
         match = _LINE_RE.match(line)
         if match is None:
-            raise UnexpectedOutput(f"unrecognised -stat line {line[:80]!r} (expected counter:value)")
-        name, value = sys.intern(match.group(1)), int(match.group(2))  # one copy of each name for all hosts
+            raise UnexpectedOutput(f"unrecognised -stat line {line.strip()[:80]!r} (expected counter:value)")
+        name, value = match.group(1), int(match.group(2))
         if value > COUNTER_MAX:
             raise UnexpectedOutput(f"{name} {value} is larger than a 64-bit counter")
         if name in counters:

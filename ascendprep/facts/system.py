@@ -7,7 +7,7 @@ import shlex
 from typing import Dict, List, Optional
 
 from ascendprep.base.limits import ENV_SH_MAX_VARIABLES
-from ascendprep.facts.text import UnexpectedOutput, first_line, shared
+from ascendprep.facts.text import UnexpectedOutput, first_line
 
 _OS_RELEASE_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _EXPORT_RE = re.compile(r"^export ([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -36,7 +36,7 @@ def parse_os_release(text: str) -> Dict[str, str]:
             words = shlex.split(value)
         except ValueError:
             continue
-        values[shared(key)] = shared(" ".join(words))
+        values[key] = " ".join(words)
     return values
 
 

@@ -6,16 +6,7 @@ gather step records as a ``ProbeError`` for that probe instead of guessing a val
 
 from __future__ import annotations
 
-import sys
 from typing import Dict, Iterator, Optional, Tuple
-
-#: One copy of a string for every host that prints it: a 4,096-host verify keeps every host's
-#: facts until its report, and words such as ``UP``, ``rs``, a driver's version keys and values,
-#: a switch's name or an os-release line are the same on most hosts. For values a fleet shares
-#: (never for per-host ones such as addresses or serial numbers, where it would only cost a
-#: lookup). Interned strings are freed with their last reference, so hostile output cannot make
-#: the table grow beyond what the facts themselves hold.
-shared = sys.intern
 
 
 class UnexpectedOutput(ValueError):
@@ -50,7 +41,7 @@ def key_value_file(text: str) -> Dict[str, str]:
         key, sep, value = line.partition("=")
         key = key.strip()
         if sep and key and key not in values:
-            values[shared(key)] = shared(value.strip())
+            values[key] = value.strip()
     return values
 
 

@@ -20,8 +20,6 @@ How a section becomes a fact (:meth:`ProbeUnit.read`, the same for every unit):
 
 Steps 1-3 are :meth:`ProbeUnit.evaluate` (pure: section in, :class:`Outcome` out), which the
 data-driven fixtures in ``tests/fixtures/probes/<section>/*.json`` exercise.
-A unit whose answers read alike across a fleet (``shared_answers``) parses each distinct answer
-once; the value is the one a parse would give, shared by the hosts that printed the same text.
 
 Scopes: a ``host`` unit's command runs once (or once per item of ``items``, each its own
 section with an attribute such as ``key=`` or ``path=``); an ``npu`` unit's runs once per hccn
@@ -39,10 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ascendprep.facts.model import ProbeError
-from ascendprep.base.limits import SHARED_ANSWER_MAX_CHARS, SHARED_ANSWERS_PER_UNIT
 from ascendprep.base import paths
 from ascendprep.facts.failures import classify_failure
-from ascendprep.facts.sections import NO_ATTRS, Section, id_number, render_attrs
+from ascendprep.facts.sections import Section, id_number, render_attrs
 
 HOST = "host"
 NPU = "npu"
@@ -71,37 +68,24 @@ class RenderContext:
     sample_interval: int = 0
 
 
+@dataclass(frozen=True)
 class Where:
     """What a parser may know besides the text: the section's attributes and the script's settings.
 
-    Read-only by contract: nothing assigns to a Where after it is made, and ``attrs`` (the
-    section's own map, shared between hosts) is read, never changed. A plain class with
-    ``__slots__`` rather than a frozen dataclass: one is made per section, ~150 per host of a
-    4,096-host verify, and a frozen dataclass's ``__init__`` costs several times this one's.
-    """
+    ``attrs`` is read, never changed (a gather's Where holds its section's attribute map)."""
 
-    __slots__ = ("attrs", "ascend_home", "python_path", "npu", "chip")
+    attrs: Mapping[str, str] = field(default_factory=dict)
+    ascend_home: Optional[str] = None
+    python_path: str = ""
 
-    def __init__(self, attrs: Mapping[str, str] = NO_ATTRS, ascend_home: Optional[str] = None, python_path: str = "") -> None:
-        self.attrs = attrs
-        self.ascend_home = ascend_home
-        self.python_path = python_path
-        # The ``npu=`` and ``chip=`` ids, read once: the gather's loop, the unit and its parser
-        # each ask for them.
-        # (A section without attributes, a fifth of a host's, has neither.)
-        npu, chip = (attrs.get("npu", ""), attrs.get("chip", "")) if attrs else ("", "")
-        self.npu: Optional[int] = id_number(npu)
-        self.chip: Optional[int] = id_number(chip)
+    #: The ``npu=`` and ``chip=`` ids, read once: the gather's loop, the unit and its parser each
+    #: ask for them.
+    npu: Optional[int] = field(init=False, repr=False, compare=False)
+    chip: Optional[int] = field(init=False, repr=False, compare=False)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Where):
-            return NotImplemented
-        return (self.attrs, self.ascend_home, self.python_path) == (other.attrs, other.ascend_home, other.python_path)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Where(attrs={dict(self.attrs)!r}, ascend_home={self.ascend_home!r}, python_path={self.python_path!r})"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "npu", id_number(self.attrs.get("npu", "")))
+        object.__setattr__(self, "chip", id_number(self.attrs.get("chip", "")))
 
     def int_attr(self, key: str) -> Optional[int]:
         return id_number(self.attrs.get(key, ""))
@@ -211,13 +195,6 @@ class ProbeUnit:
     #: Seconds the command's own limit allows when it is not the script's per-command one
     #: (timeout messages name it); None: the script's.
     timeout_s: Optional[int] = None
-    #: The answer is the same text on most hosts of a fleet (a tool's words about a port's state or
-    #: the OS; never a host's own values such as addresses, serial numbers, certificates, readings,
-    #: counters or times, nor an answer some products add those to): its parser reads each
-    #: distinct answer once, and every host that printed it shares the value
-    #: (:func:`shared_reading`). Only for a text-only parser whose value is never changed after
-    #: the fill (frozen facts, or fields the fill copies into the NPU's or the host's own).
-    shared_answers: bool = False
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -227,10 +204,6 @@ class ProbeUnit:
         # A text-only parser (:func:`text_only`) is called as it is, not through its wrapper: one
         # call fewer for most of a host's ~150 sections.
         object.__setattr__(self, "_text_parse", getattr(self.parse, "text_parser", None))
-        if self.shared_answers:
-            if self._text_parse is None:
-                raise ValueError(f"probe unit {self.section}: shared_answers needs a text-only parser (its value must follow from the text alone)")
-            object.__setattr__(self, "_text_parse", shared_reading(self._text_parse))
         # Whether sections must carry npu=/chip= ids: npu and chip units, and units that say so
         # themselves (a per-NPU read rendered as a host unit); a plain host unit skips the call.
         object.__setattr__(self, "_checks_ids", self.scope != HOST or type(self)._missing_attrs is not ProbeUnit._missing_attrs)
@@ -389,31 +362,6 @@ def text_only(parse: Callable[[str], Any]) -> Parser:
     unit_parse.__name__ = getattr(parse, "__name__", "parse")
     unit_parse.text_parser = parse  # type: ignore[attr-defined]  # what ProbeUnit calls directly
     return unit_parse
-
-
-#: No answer kept yet (a parser may give None).
-_UNREAD = object()
-
-
-def shared_reading(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``parse`` reading each distinct text once (see :attr:`ProbeUnit.shared_answers`).
-
-    Keeps at most :data:`~ascendprep.base.limits.SHARED_ANSWERS_PER_UNIT` texts of at most
-    :data:`~ascendprep.base.limits.SHARED_ANSWER_MAX_CHARS` with their values; any other text is
-    parsed each time. A refusal is never kept: it is raised (and worded) anew for each host."""
-    answers: Dict[str, Any] = {}
-
-    def read(text: str) -> Any:
-        value = answers.get(text, _UNREAD)
-        if value is _UNREAD:
-            value = parse(text)
-            if len(answers) < SHARED_ANSWERS_PER_UNIT and len(text) <= SHARED_ANSWER_MAX_CHARS:
-                answers[text] = value
-        return value
-
-    read.__doc__ = parse.__doc__
-    read.answers = answers  # type: ignore[attr-defined]  # for tests: what is kept
-    return read
 
 
 def fixed(text: str) -> Callable[[Where], str]:

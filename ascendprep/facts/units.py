@@ -41,8 +41,7 @@ from ascendprep.base import paths
 from ascendprep.facts.failures import dcmi_failure
 from ascendprep.facts.blockers import JOB_UNITS
 from ascendprep.facts.sections import Section
-from ascendprep.facts.text import shared
-from ascendprep.facts.unit import BOTH, CHIP, NPU, VERIFY_ONLY, Draft, Given, ProbeUnit, RenderContext, Where, fixed, nothing_if_absent, on_failure, file_absent, set_field, shared_reading, text_only, update_npu
+from ascendprep.facts.unit import BOTH, CHIP, NPU, VERIFY_ONLY, Draft, Given, ProbeUnit, RenderContext, Where, fixed, nothing_if_absent, on_failure, file_absent, set_field, text_only, update_npu
 
 q = shlex.quote
 
@@ -106,20 +105,15 @@ ARCH = ProbeUnit(
 )
 
 
-def _fill_os_release(draft: Draft, where: Where, values: Dict[str, str]) -> None:
-    draft.fields["os_release"] = dict(values)  # a host's own dict: the parsed one is shared (below)
-
-
 OS_RELEASE = ProbeUnit(
     section="os_release",
     lenient=True,
     command=lambda ctx: "ap_os_release",
     describe=fixed(f"cat {paths.OS_RELEASE}"),
     parse=text_only(system.parse_os_release),
-    fill=_fill_os_release,
+    fill=set_field("os_release"),
     fact="os_release",
     phases=VERIFY_ONLY,
-    shared_answers=True,  # the distribution's words, the same on a fleet's hosts
 )
 
 
@@ -160,14 +154,9 @@ NPU_SMI_LIST = ProbeUnit(
 )
 
 
-#: npu-smi's health words, read once per distinct answer (``OK`` / ``NA`` / ``NA`` on most chips of
-#: a fleet; see ProbeUnit.shared_answers): the fact then names the chip, so only the words are shared.
-_health_words = shared_reading(npu_smi.parse_health)
-
-
 def _parse_health(stdout: str, where: Where) -> NpuHealth:
-    health, code, info = _health_words(stdout)
-    return NpuHealth(npu_id=where.npu, chip=where.chip, health=shared(health), error_code=code, error_info=info)  # type: ignore[arg-type]
+    health, code, info = npu_smi.parse_health(stdout)
+    return NpuHealth(npu_id=where.npu, chip=where.chip, health=health, error_code=code, error_info=info)  # type: ignore[arg-type]
 
 
 def _fill_health(draft: Draft, where: Where, health: NpuHealth) -> None:
@@ -263,11 +252,9 @@ def _hccn_settle(name: str):
 
 
 def hccn_query(
-    name: str, args: Tuple[str, ...], parse: Any, fact: str, phases: frozenset = BOTH, shared_answers: bool = False
+    name: str, args: Tuple[str, ...], parse: Any, fact: str, phases: frozenset = BOTH
 ) -> ProbeUnit:
-    """A per-NPU ``hccn_tool -i <devid> <args>`` query whose parser returns NpuFacts fields
-    (``shared_answers``: see :class:`~ascendprep.facts.unit.ProbeUnit`; the fields are copied
-    into the NPU's by :func:`~ascendprep.facts.unit.update_npu`)."""
+    """A per-NPU ``hccn_tool -i <devid> <args>`` query whose parser returns NpuFacts fields."""
     words = " ".join(args)
     return ProbeUnit(
         section=name,
@@ -279,28 +266,25 @@ def hccn_query(
         fill=update_npu,
         fact=fact,
         phases=phases,
-        shared_answers=shared_answers,
     )
 
 
 #: The per-NPU queries, in the order they run: twelve calls per NPU, each a few hundred ms on a
 #: real driver; add one only for a fact a check needs. ``plan`` runs only the four it diffs
-#: (ip, gateway, netdetect, tls); the rest are verify's. The port's state words (link, health,
-#: speed, duplex, FEC) read the same on most ports of a fleet: each distinct answer is parsed
-#: once (``shared_answers``); addresses, certificates, neighbours, readings and counters are not.
+#: (ip, gateway, netdetect, tls); the rest are verify's.
 HCCN_QUERIES = (
     hccn_query("hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask"),
     hccn_query("hccn.gateway", ("-gateway", "-g"), hccn.parse_gateway, "npus[devid].gateway, .gateway_iface"),
     hccn_query("hccn.netdetect", ("-netdetect", "-g"), hccn.parse_netdetect, "npus[devid].netdetect"),
-    hccn_query("hccn.link", ("-link", "-g"), hccn.parse_link, "npus[devid].link", VERIFY_ONLY, shared_answers=True),
-    hccn_query("hccn.net_health", ("-net_health", "-g"), hccn.parse_net_health, "npus[devid].net_health", VERIFY_ONLY, shared_answers=True),
+    hccn_query("hccn.link", ("-link", "-g"), hccn.parse_link, "npus[devid].link", VERIFY_ONLY),
+    hccn_query("hccn.net_health", ("-net_health", "-g"), hccn.parse_net_health, "npus[devid].net_health", VERIFY_ONLY),
     hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
     hccn_query("hccn.tls", ("-tls", "-g"), hccn.parse_tls, "npus[devid].tls"),
     hccn_query("hccn.link_stat", ("-link_stat", "-g"), hccn.parse_link_stat, "npus[devid].link_stat", VERIFY_ONLY),
     hccn_query("hccn.optical", ("-optical", "-g"), optics.parse_optical, "npus[devid].optical_present, .optics", VERIFY_ONLY),
-    hccn_query("hccn.speed", ("-speed", "-g"), hccn.parse_speed, "npus[devid].speed_mbps", VERIFY_ONLY, shared_answers=True),
-    hccn_query("hccn.duplex", ("-duplex", "-g"), port_state.parse_duplex, "npus[devid].duplex", VERIFY_ONLY, shared_answers=True),
-    hccn_query("hccn.fec", ("-fec", "-g"), port_state.parse_fec, "npus[devid].fec", VERIFY_ONLY, shared_answers=True),
+    hccn_query("hccn.speed", ("-speed", "-g"), hccn.parse_speed, "npus[devid].speed_mbps", VERIFY_ONLY),
+    hccn_query("hccn.duplex", ("-duplex", "-g"), port_state.parse_duplex, "npus[devid].duplex", VERIFY_ONLY),
+    hccn_query("hccn.fec", ("-fec", "-g"), port_state.parse_fec, "npus[devid].fec", VERIFY_ONLY),
 )
 
 
@@ -321,7 +305,7 @@ HCCN_CONF = ProbeUnit(
 
 
 def _fill_sysctl(draft: Draft, where: Where, value: str) -> None:
-    draft.sysctl[shared(where.attrs.get("key", "?"))] = shared(value)  # the same keys and values on most hosts
+    draft.sysctl[where.attrs.get("key", "?")] = value
 
 
 SYSCTL = ProbeUnit(
@@ -354,7 +338,7 @@ def _managed_settle(section: Section) -> Optional[Given]:
 
 
 def _fill_managed(draft: Draft, where: Where, managed: ManagedFile) -> None:
-    draft.managed_files[shared(managed.path)] = managed
+    draft.managed_files[managed.path] = managed
 
 
 MANAGED = ProbeUnit(

@@ -91,7 +91,7 @@ def test_ctrl_c_during_the_pings_leaves_no_bundle_and_no_partial_folder(fake_too
     inventory = _local(monkeypatch, tmp_path)
     seen = []
 
-    def interrupted(session, plan, progress=None):
+    def interrupted(session, plan, progress=None, **options):
         seen.extend((tmp_path / ".ascendprep" / "runs").iterdir())  # the gather's files are written by now
         raise KeyboardInterrupt
 

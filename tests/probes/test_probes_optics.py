@@ -154,3 +154,13 @@ def test_board_firmware_version():
     with pytest.raises(UnexpectedOutput):
         parse_board_firmware("Health Status : OK\n")
 
+
+def test_line_names_are_read_whatever_their_padding_case_and_inner_spaces() -> None:
+    from ascendprep.facts import optics
+
+    text = "optical info:\npresent              : present\nTX  power0 : 1.5 mW\nrx\tPOWER 0   : 0.5 mW\nVcc High Thres : 3465.00 mV\n"
+    text += "".join(f"vendor note {i} : x\n" for i in range(200))  # names not judged are skipped
+    info = optics.parse_optical_info(text)
+    assert info.present_line is True
+    assert [(lane.lane, lane.tx_power_mw, lane.rx_power_mw) for lane in info.lanes] == [(0, 1.5, 0.5)]
+    assert info.thresholds.vcc_high_mv == 3465.0
