@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import shlex
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
 from ascendprep.facts.model import PingResult
 from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
@@ -22,7 +22,17 @@ from ascendprep.base.paths import DEFAULT_ASCEND_HOME
 from ascendprep.facts.sections import Section, id_number, new_nonce, parse_transcript, render_attrs
 from ascendprep.facts.shell import UnsafeValue, check_devid, main_block, preamble
 
-R = TypeVar("R")
+class _Pair(Protocol):
+    """A pair's result: which NPU pinged which target (PingResult, HccsPingResult)."""
+
+    @property
+    def npu(self) -> int: ...
+
+    @property
+    def target(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Pair)
 
 KIND = "ping"
 
@@ -143,10 +153,10 @@ def parse_pair_transcript(text: str, kind: str, section_name: str, result: Calla
         if (npu, target) not in done:
             results.append(not_run(npu, target, transcript.problem))
     # The script runs the pairs NPU by NPU, side by side; the results keep the order they were asked for.
-    asked: Dict[Tuple[int, str], int] = {}
+    order: Dict[Tuple[int, str], int] = {}
     for index, pair in enumerate(requested):
-        asked.setdefault(pair, index)
-    return sorted(results, key=lambda item: asked.get((item.npu, item.target), len(asked)))  # type: ignore[attr-defined]
+        order.setdefault(pair, index)
+    return sorted(results, key=lambda item: order.get((item.npu, item.target), len(order)))
 
 
 def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:

@@ -201,14 +201,6 @@ class ProbeUnit:
             raise ValueError(f"probe unit {self.section}: scope must be one of {SCOPES}, not {self.scope!r}")
         if not self.phases <= BOTH or not self.phases:
             raise ValueError(f"probe unit {self.section}: phases must be a non-empty subset of {sorted(BOTH)}")
-        # A text-only parser (:func:`text_only`) is called as it is, not through its wrapper: one
-        # call fewer for most of a host's ~150 sections.
-        object.__setattr__(self, "_text_parse", getattr(self.parse, "text_parser", None))
-        # Whether sections must carry npu=/chip= ids: npu and chip units, and units that say so
-        # themselves (a per-NPU read rendered as a host unit); a plain host unit skips the call.
-        object.__setattr__(self, "_checks_ids", self.scope != HOST or type(self)._missing_attrs is not ProbeUnit._missing_attrs)
-        # A settle marked :func:`on_failure` is not called for a section that exited 0 (most are).
-        object.__setattr__(self, "_settles_rc0", self.settle is not _no_settle and not getattr(self.settle, "failures_only", False))
 
     # -- the script side -----------------------------------------------------------------
 
@@ -269,14 +261,12 @@ class ProbeUnit:
         """:meth:`evaluate` as a plain (value, has_value, error) tuple, which :meth:`read` takes
         apart at once (a named tuple costs a Python-level call to make, per section of every host)."""
         # The probe's name and description are worded only for an error: most sections have none.
-        # (_missing_attrs is asked only when an id is absent: most sections carry theirs.)
-        if self._checks_ids and (where.npu is None or (where.chip is None and self.scope == CHIP)):
+        if where.npu is None or (where.chip is None and self.scope == CHIP):
             missing = self._missing_attrs(where)
             if missing:
                 return None, False, ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}")
-        # The default settle and answered are tested here rather than called, and a settle for
-        # failures only is not called for exit 0: calls saved for most of a host's ~150 sections.
-        settles = self.settle is not _no_settle and (self._settles_rc0 or section.rc != 0)
+        # A settle for failures only (:func:`on_failure`) is not asked about a section that exited 0.
+        settles = section.rc != 0 or not getattr(self.settle, "failures_only", False)
         given = self.settle(section) if settles else None
         if given is NOTHING:
             return None, False, None
@@ -285,11 +275,10 @@ class ProbeUnit:
         if not (section.rc == 0 if self.answered is _rc_zero else self.answered(section)):
             failure = classify_failure(section, self.probe_name(where), self.describe(where), npu=self.npu_of(where), timeout_s=self.timeout_s or timeout_s)
             return self._unknown(where, failure)
-        text_parse = self._text_parse
         if self.lenient:
-            return (text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)), True, None
+            return self.parse(section.stdout, where), True, None
         try:
-            value = text_parse(section.stdout) if text_parse is not None else self.parse(section.stdout, where)
+            value = self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
             error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
             return self._unknown(where, error)
@@ -360,7 +349,6 @@ def text_only(parse: Callable[[str], Any]) -> Parser:
 
     unit_parse.__doc__ = parse.__doc__
     unit_parse.__name__ = getattr(parse, "__name__", "parse")
-    unit_parse.text_parser = parse  # type: ignore[attr-defined]  # what ProbeUnit calls directly
     return unit_parse
 
 
