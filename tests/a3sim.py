@@ -1,5 +1,5 @@
 """A simulated A3 lab without root: state dir, identity files, and the tools run as subprocesses
-(``python -S -m ascendprep.lab.sim.<tool>``), as tests/lab_sim/conftest.py does for other products,
+(``python -S -m ascendprep.lab.sim.<tool>``), as tests/lab/conftest.py does for other products,
 with each node's ``super_pod`` record as ``lab up --pod-servers`` writes it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Optional
 from ascendprep.lab.sim import cann, state
 from ascendprep.lab.spec import LabSpec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 class A3Lab:

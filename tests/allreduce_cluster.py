@@ -2,6 +2,9 @@
 
 Apply writes /etc/ascendprep/set_env.sh on every node, which the launch sources. Tests that
 break a node put it right again before they end, so the lab stays shared within the module.
+
+Imported by name (``from allreduce_cluster import Cluster``); the ``cluster`` fixture reaches
+the tests of tests/e2e through its conftest.py.
 """
 
 from __future__ import annotations

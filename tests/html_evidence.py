@@ -4,12 +4,9 @@ text in what it reported, and an all-reduce with a straggler on node3."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Dict
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 from verify_cluster_facts import TODAY, cluster_evidence, desired_state, healthy_facts, with_npu  # noqa: E402
 
 from ascendprep.facts.model import PythonEnv  # noqa: E402

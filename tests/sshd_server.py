@@ -4,6 +4,9 @@ It runs from a temp dir with its own host key and an authorized client key, as t
 (root in CI), and logs to a file so tests can count logins. Without an sshd binary the tests
 are skipped on a developer machine and FAIL in CI (``CI=true``), where a silent skip would hide
 that the transport was never exercised.
+
+Helpers import by name (``from sshd_server import Sshd, free_port``); the ``sshd`` and
+``known_hosts`` fixtures reach every test through tests/conftest.py.
 """
 
 from __future__ import annotations

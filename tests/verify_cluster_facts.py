@@ -27,7 +27,7 @@ from ascendprep.facts.blocker_model import LinkState, NpuProcessTable, PortSocke
 from ascendprep.facts.optics import OpticalInfo, parse_optical_info
 
 #: A healthy module's ``-optical -g`` (driver format, the MindCluster capture's thresholds).
-HEALTHY_OPTICAL_TEXT = (Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn" / "optical_get_thresholds.out").read_text()
+HEALTHY_OPTICAL_TEXT = (Path(__file__).resolve().parent / "fixtures" / "probes" / "hccn" / "optical_get_thresholds.out").read_text()
 
 
 def healthy_optics() -> OpticalInfo:

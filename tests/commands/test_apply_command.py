@@ -1,6 +1,6 @@
 """``run_apply`` with the hosts replaced by recorded facts: what is refused before anything runs,
 and the journal's life (written first, intent before the scripts, finished on Ctrl-C and SIGTERM,
-kept when the report crashes). The same paths against real hosts: tests/apply."""
+kept when the report crashes). The same paths against real hosts: tests/e2e."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from ascendprep.plan.diff import diff_host
 from ascendprep.plan.planfile import from_host_plans, read_plan, write_plan
 from ascendprep.run.fanout import HostOutcome
 
-from tests.core.test_plan_diff import INVENTORY, converged_facts
+from tests.plan.test_plan_diff import INVENTORY, converged_facts
 
 MANAGED = ["file:/etc/ascendprep/env.sh", "file:/etc/ascendprep/set_env.sh", "file:/etc/ascendprep/rank_table.json"]
 LOW_SYSCTL = {"net.core.somaxconn": "4096", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031"}

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from ascendprep.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 EXAMPLES = ["a2-pod512.yaml", "atlas800-300node.yaml"]
 VNIC = ipaddress.ip_network("192.168.1.0/24")
 PLANES = {"atlas-800": 4, "atlas-a3": 2}

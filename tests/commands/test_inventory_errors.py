@@ -1,4 +1,4 @@
-"""Every broken inventory in tests/core/broken fails with its expected file:line and message."""
+"""Every broken inventory in tests/fixtures/broken fails with its expected file:line and message."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from ascendprep.cli import main
 from ascendprep.base import exitcodes
 
-BROKEN = sorted((Path(__file__).parent / "broken").glob("*.yaml"))
+BROKEN = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "broken").glob("*.yaml"))
 
 
 def _expectation(path: Path) -> tuple[int, str]:

@@ -1,6 +1,6 @@
 """Golden files for what apply writes (env.sh, set_env.sh, the rank table), and shell syntax.
 
-Regenerate after an intended change with ``ASCENDPREP_UPDATE_GOLDEN=1 pytest tests/core`` (on a
+Regenerate after an intended change with ``ASCENDPREP_UPDATE_GOLDEN=1 pytest tests/desired tests/commands`` (on a
 workstation: under ``CI=true`` the session refuses the switch, tests/conftest.py).
 """
 
@@ -20,7 +20,7 @@ from ascendprep.inventory.load import load_inventory
 from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 
 
 def _files(inventory: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
 from ascendprep.base.paths import SET_ENV_SH
 
-from .conftest import Cluster, applied_cluster, cli, processes_of
+from allreduce_cluster import Cluster, applied_cluster, cli, processes_of
 
 pytestmark = pytest.mark.lab
 

@@ -22,7 +22,7 @@ import pytest
 from ascendprep.base.findings import Severity
 from ascendprep.lab.testing import fault_injected
 
-from .conftest import Cluster, inventory_copy, processes_of, run_dirs_left
+from allreduce_cluster import Cluster, inventory_copy, processes_of, run_dirs_left
 
 pytestmark = pytest.mark.lab
 

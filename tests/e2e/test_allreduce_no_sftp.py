@@ -17,7 +17,7 @@ from ascendprep.run.hosts import host_accesses
 from ascendprep.inventory.load import load_inventory
 from ascendprep.remote.ssh import SSHTransport
 
-from .conftest import Cluster, applied_cluster, run_dirs_left
+from allreduce_cluster import Cluster, applied_cluster, run_dirs_left
 
 pytestmark = pytest.mark.lab
 

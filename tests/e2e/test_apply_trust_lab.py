@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from labsupport import own_lab  # noqa: F401  (this module's own "lab" fixture: plan/apply change it)
 
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-
-from tests.apply.test_plan_apply_lab import converge, inventory_copy, run_cli, sh
+from tests.e2e.test_plan_apply_lab import converge, inventory_copy, run_cli, sh
 
 pytestmark = pytest.mark.lab
 

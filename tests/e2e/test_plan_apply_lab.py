@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from labsupport import own_lab  # noqa: F401  (this module's own "lab" fixture: plan/apply change it)
 
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected

@@ -14,11 +14,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from labsupport import own_lab  # noqa: F401  (this module's own "lab" fixture: plan/apply change it)
+from test_plan_apply_lab import run_cli
 
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.sim.tools import HCCN_TOOL_PATH, NPU_SMI_PATH
-
-from test_plan_apply_lab import run_cli
 
 pytestmark = pytest.mark.lab
 

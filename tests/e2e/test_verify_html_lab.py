@@ -6,7 +6,6 @@ marked, and the page raised no console error. The screenshot goes to $ASCENDPREP
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,7 @@ from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-import cdp  # noqa: E402
+import cdp
 
 pytestmark = pytest.mark.lab
 

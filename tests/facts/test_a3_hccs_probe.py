@@ -52,7 +52,7 @@ def test_targets_are_validated_before_any_script_runs():
 
 
 def _transcript(kind, sections, nonce="0123456789abcdef"):
-    """The text a probe script prints (framing as in tests/probes/conftest.py), ending cleanly."""
+    """The text a probe script prints (framing as in tests/facts/conftest.py), ending cleanly."""
     out = [f"@@ascendprep {kind} v1 {nonce}\n"]
     for section in sections:
         attrs = "".join(f" {key}={value}" for key, value in section.get("attrs", {}).items())

@@ -27,8 +27,8 @@ from ascendprep.facts.system import parse_env_sh
 from ascendprep.report.changes import changes_table
 from ascendprep.base.yamlsource import InputError
 
-from tests.core.test_plan_diff import INVENTORY, converged_facts
-from tests.probes.conftest import build_transcript
+from tests.plan.test_plan_diff import INVENTORY, converged_facts
+from tests.facts.conftest import build_transcript
 
 
 def _inventory(**changes) -> str:

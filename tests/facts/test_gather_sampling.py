@@ -1,5 +1,5 @@
 """The gather reads -stat -g near its start and again at its end, sleeping only for what is left
-of the sample interval (run locally against the fake tools, like tests/probes/test_probes_gather.py)."""
+of the sample interval (run locally against the fake tools, like tests/facts/test_probes_gather.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from ascendprep.plan.diff import diff_host
 from ascendprep.desired.ranktable import build_rank_table, identities_from_facts
 from ascendprep.inventory.superpods import sdid
 from ascendprep.plan.superpods import IDENTITY_MISMATCH, NOT_DECLARED, NOT_READ, hardware_findings
-from tests.checks.verify_cluster_facts import healthy_facts
+from verify_cluster_facts import healthy_facts
 
 
 def inventory(pods: bool = True, **entry):

@@ -16,7 +16,7 @@ from ascendprep.base.paths import SYSCTL_FILE
 from ascendprep.plan.reads import AREA_SECTIONS, units_for_areas
 from ascendprep.facts.units import by_section
 
-from tests.core.test_apply_command import FakeHosts, all_ok, planned  # noqa: F401 (fixture)
+from tests.commands.test_apply_command import FakeHosts, all_ok, planned  # noqa: F401 (fixture)
 
 
 def test_every_change_kind_has_an_area_and_every_area_names_real_units():

@@ -20,8 +20,8 @@ from ascendprep.facts.gather import render_gather_script
 from ascendprep.plan.reads import npu_kinds_for, units_for_changes, units_for_plan
 from ascendprep.facts.unit import PLAN
 
-from tests.core.test_apply_command import FakeHosts, all_ok
-from tests.core.test_plan_diff import INVENTORY, converged_facts
+from tests.commands.test_apply_command import FakeHosts, all_ok
+from tests.plan.test_plan_diff import INVENTORY, converged_facts
 
 
 def _desired(**device_network):

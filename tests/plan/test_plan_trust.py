@@ -19,7 +19,7 @@ from ascendprep.plan.diff import diff_host, managed_keys, reconcile
 from ascendprep.plan.planfile import PlanFile, SavedHost, read_plan, write_plan
 from ascendprep.base.yamlsource import InputError
 
-from tests.core.test_plan_diff import INVENTORY, converged_facts, desired
+from tests.plan.test_plan_diff import INVENTORY, converged_facts, desired
 
 
 def _somaxconn_change(state, node="n1"):

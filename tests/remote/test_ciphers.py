@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ascendprep.remote.ssh import SSHTransport
 
-from .conftest import Sshd, find_sshd, free_port, start_sshd
+from sshd_server import Sshd, find_sshd, free_port, start_sshd
 
 
 def _ciphers(host: SSHTransport) -> tuple:

@@ -14,7 +14,7 @@ from ascendprep.remote.errors import CommandTimeout
 from ascendprep.remote.ssh import SSHTransport
 from ascendprep.run.fanout import Session
 
-from .fakeserver import FakeSSHServer
+from fakeserver import FakeSSHServer
 
 
 def _quick(transport: SSHTransport) -> SSHTransport:

@@ -14,7 +14,7 @@ from ascendprep.remote.result import TIMED_OUT_RC
 from ascendprep.remote.ssh import SSHTransport
 from ascendprep.remote.transport import Transport
 
-from .conftest import Sshd, wait_until_gone
+from sshd_server import Sshd, wait_until_gone
 
 SCRIPTS = [
     "echo out; echo err >&2; exit 5",

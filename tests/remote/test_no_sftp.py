@@ -17,8 +17,8 @@ from ascendprep.remote.errors import RemoteError
 from ascendprep.remote.ssh import SSHTransport
 from ascendprep.remote.errors import OutputTooLarge
 
-from .conftest import Sshd
-from .fakeserver import FakeSSHServer
+from sshd_server import Sshd
+from fakeserver import FakeSSHServer
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from ascendprep.remote.ssh import SSHTransport
 from ascendprep.remote.errors import OutputTooLarge
 from ascendprep.run.fanout import Session
 
-from .conftest import Sshd
+from sshd_server import Sshd
 
 T = TypeVar("T")
 CAP = 1024 * 1024

@@ -17,7 +17,7 @@ import pytest
 from ascendprep.remote import ssh
 from ascendprep.remote.ssh import SSHTransport
 
-from .conftest import Sshd
+from sshd_server import Sshd
 
 
 def _counting_select(monkeypatch: pytest.MonkeyPatch) -> list:

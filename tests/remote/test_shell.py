@@ -12,7 +12,7 @@ import pytest
 
 from ascendprep.remote import shell
 
-from .conftest import wait_until_gone
+from sshd_server import wait_until_gone
 
 SHELLS = [s for s in ("dash", "bash", "sh") if shutil.which(s)]
 

@@ -19,7 +19,7 @@ from ascendprep.remote.hostkeys import fingerprint
 from ascendprep.remote.result import TIMED_OUT_RC
 from ascendprep.remote.ssh import SSHTransport
 
-from .conftest import Sshd, free_port, keygen, wait_until_gone
+from sshd_server import Sshd, free_port, keygen, wait_until_gone
 
 
 

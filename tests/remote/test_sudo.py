@@ -24,7 +24,7 @@ from ascendprep.remote.ssh import SSHTransport
 from ascendprep.run.fanout import Session
 from ascendprep.remote.sudo import SudoPassword
 
-from .conftest import Sshd, find_sshd, free_port, missing, start_sshd, wait_until_gone
+from sshd_server import Sshd, find_sshd, free_port, missing, start_sshd, wait_until_gone
 
 PASSWORD = "Correct-Horse-" + secrets.token_hex(4)
 

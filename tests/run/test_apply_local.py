@@ -1,6 +1,6 @@
 """apply --local: only this machine's changes of the plan, with the same stale checks and journal,
-and never an SSH session. The hosts are recorded facts (tests/core/test_apply_command's FakeHosts);
-the real scripts on real nodes run in tests/local/test_local_lab.py."""
+and never an SSH session. The hosts are recorded facts (tests/commands/test_apply_command's FakeHosts);
+the real scripts on real nodes run in tests/e2e/test_local_lab.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ascendprep.base import exitcodes
 from ascendprep.commands.apply import apply_command as apply_cli
 from ascendprep.run import apply as apply_command
 from ascendprep.run.node_local import MachineIdentity
-from tests.core.test_apply_command import FakeHosts, all_ok, journals, planned  # noqa: F401  (planned: a fixture)
+from tests.commands.test_apply_command import FakeHosts, all_ok, journals, planned  # noqa: F401  (planned: a fixture)
 
 
 @pytest.fixture

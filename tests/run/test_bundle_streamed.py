@@ -29,7 +29,7 @@ from ascendprep.run.hosts import host_accesses
 from ascendprep.remote.local import LocalTransport
 from ascendprep.inventory.load import inventory_from_text
 
-from tests.fleet.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
+from tests.run.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
 
 
 def _local(monkeypatch, tmp_path):

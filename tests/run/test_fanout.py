@@ -18,7 +18,7 @@ from ascendprep.remote.local import LocalTransport
 from ascendprep.run.progress import Progress, progress_for_terminal
 from ascendprep.remote.transport import Transport
 
-from .conftest import Sshd, free_port
+from sshd_server import Sshd, free_port
 
 
 def run_on_hosts(hosts, job, forks, progress=None, transport_factory=None):  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from ascendprep.facts import gather
 from ascendprep.facts.blockers import job_probes
 from ascendprep.base.paths import SYSCTL_KEYS
 
-from tests.fleet.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
+from tests.run.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
 
 NONCE = re.compile(r"@@ascendprep gather v\d+ ([0-9a-f]{16})")
 

@@ -122,10 +122,6 @@ def test_the_hccs_phase_runs_for_cluster_hccs_alone():
 def test_a3_servers_outside_any_pod_have_no_hccs_plane(tmp_path):
     """The driver's rule: server index 48 or more is "in no super-pod" (the lab's --pod-servers 0
     prints 65535); such servers are not paired, not SDID-checked, and their vNIC is not judged."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
     from a3sim import A3Lab
     from ascendprep.facts.superpod import parse_spod_info
 

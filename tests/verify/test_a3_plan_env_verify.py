@@ -14,7 +14,7 @@ from ascendprep.verify.checks.model import Status
 from ascendprep.verify.checks.registry import Selection
 from ascendprep.verify.checks.runner import run_checks
 from ascendprep.facts.jobenv_model import ShellEnv
-from tests.checks.verify_cluster_facts import TODAY, cluster_evidence, desired_state, healthy_facts
+from verify_cluster_facts import TODAY, cluster_evidence, desired_state, healthy_facts
 
 A3_INVENTORY = yaml.safe_dump({
     "name": "a3", "product": "atlas-a3",

@@ -23,7 +23,7 @@ from ascendprep.facts.model import FirewallTool, HccnConf, HostFacts, ManagedFil
 from ascendprep.base.findings import Severity
 from ascendprep.plan.diff import diff_host
 
-from tests.checks.verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
 NODE = "node2"
 ENV = "/etc/ascendprep/env.sh"
