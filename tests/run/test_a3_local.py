@@ -123,7 +123,7 @@ def test_exec_via_runs_the_hccs_pings_where_the_tools_are(a3, tmp_path: Path) ->
 
 
 def test_a_local_plan_places_only_the_peers_the_inventory_puts_in_its_pod() -> None:
-    from test_a3_checks import _facts
+    from tests.verify.test_a3_checks import _facts
 
     declared = build_desired(inventory_from_text(yaml.safe_dump(INVENTORY)))
     pairs = plan_local(declared, "node2", _facts(0, 1, DIES))
