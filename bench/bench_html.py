@@ -44,7 +44,7 @@ def everything_failing(data):
 
 def open_seconds(page: Path):
     """Seconds headless Chromium takes to load ``page`` (None without Chromium)."""
-    sys.path[:0] = [str(BENCH.parent / "tests"), str(BENCH.parent / "tests" / "report")]
+    sys.path[:0] = [str(BENCH.parent / "tests")]
     import cdp
 
     binary = cdp.find_chromium()

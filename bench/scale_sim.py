@@ -13,7 +13,7 @@ host the transport answers each script with the recorded text, changed where hos
 
 The recorded gather text is cut once into literal text and these places (``_Pieces``), so a
 host's transcript is one join rather than a chain of regex substitutions over 64 KB per host;
-tests/bench/test_scale_sim.py holds every join equal to those substitutions.
+bench/tests/test_scale_sim.py holds every join equal to those substitutions.
 
 Everything after the transport is the real code: parse_gather_output, the diff, the checks,
 the reports, the plan file and the verify bundle.
@@ -129,7 +129,7 @@ class _Pieces:
     node (its management address, device, detect and gateway addresses), the node's name as a
     word, each ``sha256sum`` line's hash, and ``net.route``'s destination and answer. What is
     alike on every host of the fleet (the management prefix, env.sh's HCCL_CONNECT_TIMEOUT) is
-    written into the literal text here. tests/bench/test_scale_sim.py holds the joins to the
+    written into the literal text here. bench/tests/test_scale_sim.py holds the joins to the
     substitutions they stand for, host by host.
     """
 

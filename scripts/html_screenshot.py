@@ -1,5 +1,5 @@
 """The README's picture of ``verify --html``: the page rendered from the test evidence with faults
-(tests/report/html_evidence.py: a link down, a lost pair, an unreachable node, a straggler, a
+(tests/html_evidence.py: a link down, a lost pair, an unreachable node, a straggler, a
 hostile version string), opened in headless Chromium, its top captured to docs/verify-html.png.
 
     PYTHONPATH=. python3 scripts/html_screenshot.py [OUT.png]
@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "report")]
+sys.path[:0] = [str(ROOT / "tests")]
 
 import cdp  # noqa: E402
 from html_evidence import faulty_input  # noqa: E402

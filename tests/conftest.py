@@ -1,6 +1,8 @@
 """Shared by every test folder: puts this folder on sys.path, so that the pytest helpers kept
 out of the wheel (``labsupport``) import by name from any test file or conftest; gives the
-``verify_cluster`` fixture; and refuses the golden-update switch under ``CI=true``."""
+``verify_cluster`` fixture and the ``desired`` state of that cluster; gives the test sshd
+(``sshd``, ``known_hosts``: tests/sshd_server.py) to the transport and fan-out tests; and
+refuses the golden-update switch under ``CI=true``."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)
 
-#: Rewrites the expected files under tests/core/golden/ instead of comparing with them.
+from sshd_server import known_hosts, sshd  # noqa: F401  (pytest fixtures)
+
+#: Rewrites the expected files under tests/fixtures/golden/ instead of comparing with them.
 UPDATE_GOLDEN = "ASCENDPREP_UPDATE_GOLDEN"
 
 
@@ -30,9 +34,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def verify_cluster():
-    """The healthy 4-node atlas-a2 cluster every check passes on (tests/checks/verify_cluster_facts.py):
+    """The healthy 4-node atlas-a2 cluster every check passes on (tests/verify_cluster_facts.py):
     ``.desired``, ``.healthy(node)`` facts, and ``.judge(facts, lost, selection)``, every check's
     results with some nodes' facts replaced (None: unreachable)."""
-    from tests.checks.verify_cluster_facts import VerifyCluster
+    from verify_cluster_facts import VerifyCluster
 
     return VerifyCluster()
+
+
+@pytest.fixture(scope="session")
+def desired(verify_cluster):
+    """The desired state of verify_cluster_facts.INVENTORY (4 atlas-a2 nodes of 8 NPUs)."""
+    return verify_cluster.desired

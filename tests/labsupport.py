@@ -55,6 +55,18 @@ def lab() -> Iterator[Lab]:
         started.down()
 
 
+@pytest.fixture(scope="module", name="lab")
+def own_lab() -> Iterator[Lab]:
+    """A 3-node lab of a module's own, named ``lab`` where a module imports it
+    (``from labsupport import own_lab``): for the plan/apply tests, which change the nodes, so
+    it is not the session's shared ``lab``."""
+    started = start_test_lab(nodes=3, suffix="apply")
+    try:
+        yield started
+    finally:
+        started.down()
+
+
 @pytest.fixture
 def lab_fault(lab: Lab) -> Iterator[Callable[..., dict[str, Any]]]:
     """``lab_fault("node2", "slow", rate="8mbit")``: injected now, healed when the test ends."""

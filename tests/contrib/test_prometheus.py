@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Tuple
@@ -17,7 +16,6 @@ from click.testing import CliRunner
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client is in the test extra")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, with_npu  # noqa: E402
 
 from ascendprep.run import verify as verify_flow
@@ -139,7 +137,7 @@ def test_two_results_on_one_label_set_are_one_series_failing_if_either_failed(de
 
 
 def _saved(desired, tmp_path, monkeypatch, facts=None) -> Path:
-    """A saved run of this evidence; the bundle reader (tested in tests/checks) is replaced by one
+    """A saved run of this evidence; the bundle reader (tested in tests/run) is replaced by one
     handing it back, since real bundles re-parse raw transcripts."""
     hosts, pings = cluster_evidence(desired, facts)
     folder = tmp_path / "runs" / "20250601T000000Z"

@@ -17,7 +17,7 @@ import pytest
 
 import subprocess
 
-from allreduce_lab.conftest import applied_cluster
+from allreduce_cluster import applied_cluster
 from labsupport import skip_or_fail
 from slurmlab import SlurmOnLab, missing_tools
 from test_slurm_nodecheck import FAKE_ASCENDPREP, NODECHECK

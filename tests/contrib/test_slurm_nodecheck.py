@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -189,7 +188,6 @@ def _npd_script(tmp_path: Path) -> Path:
 
 
 def _metrics(passed: bool) -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
     from verify_cluster_facts import TODAY, cluster_evidence, desired_state, with_npu
 
     from ascendprep.verify.checks.registry import Selection

@@ -1,6 +1,6 @@
 """``lab up --no-sftp``: nodes whose sshd has no sftp subsystem, as on hardened servers.
 
-The lab tests that use both variants are in tests/allreduce_lab/test_allreduce_no_sftp.py.
+The lab tests that use both variants are in tests/e2e/test_allreduce_no_sftp.py.
 """
 
 from __future__ import annotations

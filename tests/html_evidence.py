@@ -1,0 +1,52 @@
+"""A verify run with faults, built as evidence without the lab, for the HTML report's tests:
+node2's NPU 3 link is down and its pings lost, node4 cannot be reached, node3 carries hostile
+text in what it reported, and an all-reduce with a straggler on node3."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Dict
+
+from verify_cluster_facts import TODAY, cluster_evidence, desired_state, healthy_facts, with_npu  # noqa: E402
+
+from ascendprep.facts.model import PythonEnv  # noqa: E402
+from ascendprep.report.html import HtmlInput  # noqa: E402
+from ascendprep.verify.checks.context import HostEvidence  # noqa: E402
+from ascendprep.verify.checks.runner import no_errors, run_checks  # noqa: E402
+
+#: What a hostile or broken host could print: markup, quotes, a terminal escape, a NUL.
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&\x1b]0;pwn\x07\x00"
+#: The NPU whose link is down, and the pair whose pings are lost (node1 NPU 5 to node2 NPU 5).
+FAULTY_NODE, FAULTY_NPU = "node2", 3
+LOST_PAIR = "node1:5<->node2:5"
+
+
+def allreduce_doc() -> Dict[str, Any]:
+    sizes = []
+    for step, size in enumerate([1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26, 1 << 28]):
+        busbw = min(20.0, 0.002 * (4 ** step) * 10)
+        time_us = 30.0 * (2 ** step)
+        sizes.append({"bytes": size, "time_us": time_us * (2.0 if step == 5 else 1.0), "algbw_GBps": busbw / 1.75, "busbw_GBps": busbw,
+                      "wrong_elements": 0, "ranks_reporting": 32, "median_us": time_us, "slowest_rank": 17, "slowest_node": "node3"})
+    return {
+        "run_id": "20250601T000000Z", "passed": False, "problems": [], "stage": "done",
+        "verdict": {
+            "passed": False, "reasons": ["rank 17 on node3 is a straggler"], "world_size": 32, "backend": "hccl", "sizes": sizes,
+            "stragglers": [{"rank": 17, "node": "node3", "sizes": [1 << 28], "worst_ratio": 2.0}],
+            "straggler_rule": {"ratio": 1.5, "floor_us": 100.0, "min_ranks": 3},
+            "busbw_floor": {"min_busbw_GBps": 15.0, "passed": True, "reason": "", "measured_busbw_GBps": 20.0, "at_bytes": 1 << 28},
+        },
+    }
+
+
+def faulty_input() -> HtmlInput:
+    desired = desired_state()
+    node2 = with_npu(healthy_facts(desired, FAULTY_NODE), FAULTY_NPU, link="DOWN")
+    node3 = healthy_facts(desired, "node3")
+    node3 = replace(node3, python=replace(node3.python or PythonEnv("python3"), packages={**(node3.python.packages if node3.python else {}), "torch": HOSTILE}))
+    target = desired.nodes["node2"].hccn[5].ip
+    hosts, plan = cluster_evidence(desired, {FAULTY_NODE: node2, "node3": node3, "node4": None}, lost=(("node1", 5, target),))
+    hosts["node4"] = HostEvidence("node4", hosts["node4"].address, None, error=f"node4: {HOSTILE}", error_kind="unreachable")
+    results = run_checks(desired, hosts, plan, today=TODAY)
+    order = [n.name for n in desired.inventory.nodes]
+    return HtmlInput(desired, results, hosts, order, plan, 0 if no_errors(results) else 1, allreduce_doc(), (), source="unit test")
