@@ -27,10 +27,24 @@ class LazyCommand(NamedTuple):
 #: Every command: name -> where it is defined and its summary (a test holds each summary equal to
 #: the first paragraph of the command's own help).
 COMMANDS = {
-    "plan": LazyCommand("ascendprep.commands.plan", "plan_command", "Show what must change so that every host matches INVENTORY, and save that plan."),
-    "apply": LazyCommand("ascendprep.commands.apply", "apply_command", "Carry out the saved plan (default .ascendprep/plan.json)."),
-    "verify": LazyCommand("ascendprep.commands.verify", "verify_command", "Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL."),
-    "lab": LazyCommand("ascendprep.lab.cli", "lab_group", "A virtual Ascend cluster on this machine (network namespaces, sshd, simulated tools)."),
+    "plan": LazyCommand(
+        "ascendprep.commands.plan",
+        "plan_command",
+        "Show what must change so that every host matches INVENTORY, and save that plan.",
+    ),
+    "apply": LazyCommand(
+        "ascendprep.commands.apply", "apply_command", "Carry out the saved plan (default .ascendprep/plan.json)."
+    ),
+    "verify": LazyCommand(
+        "ascendprep.commands.verify",
+        "verify_command",
+        "Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.",
+    ),
+    "lab": LazyCommand(
+        "ascendprep.lab.cli",
+        "lab_group",
+        "A virtual Ascend cluster on this machine (network namespaces, sshd, simulated tools).",
+    ),
 }
 
 

@@ -38,7 +38,7 @@ def inventory_text(pods: int, servers: int) -> str:
     return (
         "name: a3-bench\nproduct: atlas-a3\nnpus_per_node: 16\n"
         "device_network:\n  subnets: [29.0.0.0/16, 29.1.0.0/16]\n  gateways: [29.0.0.1, 29.1.0.1]\n  detect: gateway\n"
-        "env:\n  HCCL_OP_RETRY_ENABLE: \"L1:1,L2:1\"\n  HCCL_OP_EXPANSION_MODE: AI_CPU\n"
+        'env:\n  HCCL_OP_RETRY_ENABLE: "L1:1,L2:1"\n  HCCL_OP_EXPANSION_MODE: AI_CPU\n'
         "training:\n  rank_table: true\n"
         'software:\n  cann: "8.1.RC1"\n'
         "nodes:\n" + entries
@@ -53,13 +53,15 @@ def check_table(table: dict, pods: int, servers: int) -> None:
     assert all(len(p["server_list"]) == servers for p in table["super_pod_list"])
     ranks = [int(d["rank_id"]) for s in table["server_list"] for d in s["device"]]
     assert ranks == list(range(pods * servers * 16))
-    assert all(len(s["device"]) == 16 and all("backup_device_ip" in d for d in s["device"]) for s in table["server_list"])
+    assert all(
+        len(s["device"]) == 16 and all("backup_device_ip" in d for d in s["device"]) for s in table["server_list"]
+    )
 
 
 def run_once(path: Path) -> dict:
+    from ascendprep.base.paths import RANK_TABLE
     from ascendprep.desired.state import build_desired
     from ascendprep.inventory.load import load_inventory
-    from ascendprep.base.paths import RANK_TABLE
     from ascendprep.report.plan import render_json
 
     timings = {}
@@ -106,8 +108,12 @@ def main() -> None:
     compact = len(json.dumps(table, separators=(",", ":")))
     t = best["timings"]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"pods={args.pods} servers/pod={args.servers} dies={dies} errors={len(errors)} rank table 1.2: {len(best['table_text']) / 1e6:.2f} MB indented, {compact / 1e6:.2f} MB compact; plan JSON {best['json_bytes'] / 1e6:.1f} MB")
-    print(f"CPU best of {args.repeat}: load {t['load']:.3f}s  plan {t['plan']:.3f}s  render(json) {t['render']:.3f}s  total {t['total']:.3f}s (wall {t['wall']:.3f}s)  imports {imports:.3f}s")
+    print(
+        f"pods={args.pods} servers/pod={args.servers} dies={dies} errors={len(errors)} rank table 1.2: {len(best['table_text']) / 1e6:.2f} MB indented, {compact / 1e6:.2f} MB compact; plan JSON {best['json_bytes'] / 1e6:.1f} MB"
+    )
+    print(
+        f"CPU best of {args.repeat}: load {t['load']:.3f}s  plan {t['plan']:.3f}s  render(json) {t['render']:.3f}s  total {t['total']:.3f}s (wall {t['wall']:.3f}s)  imports {imports:.3f}s"
+    )
     print(f"peak RSS {peak_mb:.0f} MB  load average {os.getloadavg()[0]:.1f}")
 
 

@@ -59,15 +59,15 @@ from typing import Any, Dict, List
 import yaml
 from rich.console import Console
 
-from ascendprep.run.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
-from ascendprep.verify.allreduce.sizes import format_size, parse_size
-from ascendprep.verify.allreduce.worker import bus_bandwidth_factor
-from ascendprep.run.hosts import host_accesses
 from ascendprep.inventory.load import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.testing import free_test_subnet
+from ascendprep.run.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
 from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
+from ascendprep.verify.allreduce.sizes import format_size, parse_size
+from ascendprep.verify.allreduce.worker import bus_bandwidth_factor
 
 BASELINE = """\
 import sys, time
@@ -93,8 +93,13 @@ BASELINE_PATH = "/tmp/ascendprep-bench-baseline.py"
 
 
 def cli(args: List[str], cwd: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "ascendprep", *args], cwd=cwd, capture_output=True, text=True,
-                          env={"HOME": str(cwd), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "COLUMNS": "200"})
+    done = subprocess.run(
+        [sys.executable, "-m", "ascendprep", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"HOME": str(cwd), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "COLUMNS": "200"},
+    )
     if done.returncode != 0:
         raise SystemExit(f"ascendprep {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
 
@@ -124,18 +129,28 @@ def baseline(lab: Lab, nodes: int, nproc: int, nbytes: int, warmup: int, iters: 
     python = lab.python.executable
     chosen = lab.nodes[:nodes]
     for node in chosen:
-        put = subprocess.run(lab.ssh_argv(node.name, f"cat > {BASELINE_PATH}"), input=BASELINE, text=True,
-                             capture_output=True, timeout=30)
+        put = subprocess.run(
+            lab.ssh_argv(node.name, f"cat > {BASELINE_PATH}"),
+            input=BASELINE,
+            text=True,
+            capture_output=True,
+            timeout=30,
+        )
         if put.returncode != 0:
             raise SystemExit(f"{node.name}: cannot upload the baseline: {put.stderr}")
     port = random.randint(30000, 32000)
     procs = []
     for rank, node in enumerate(chosen):
-        command = (f". /etc/ascendprep/set_env.sh && cd /tmp && {shlex.quote(python)} -m torch.distributed.run "
-                   f"--nnodes={nodes} --node_rank={rank} --nproc_per_node={nproc} --master_addr={chosen[0].mgmt_ip} "
-                   f"--master_port={port} {BASELINE_PATH} {nbytes} {warmup} {iters}")
-        procs.append(subprocess.Popen(lab.ssh_argv(node.name, command), stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
+        command = (
+            f". /etc/ascendprep/set_env.sh && cd /tmp && {shlex.quote(python)} -m torch.distributed.run "
+            f"--nnodes={nodes} --node_rank={rank} --nproc_per_node={nproc} --master_addr={chosen[0].mgmt_ip} "
+            f"--master_port={port} {BASELINE_PATH} {nbytes} {warmup} {iters}"
+        )
+        procs.append(
+            subprocess.Popen(
+                lab.ssh_argv(node.name, command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        )
     outputs = [p.communicate(timeout=300)[0] for p in procs]
     for line in outputs[0].splitlines():
         if line.startswith("BASELINE_US"):
@@ -155,10 +170,17 @@ def compare_busbw(lab: Lab, inventory: Path, size: str, repeat: int, iters: int,
         time_us = baseline(lab, 4, 2, nbytes, warmup, iters)
         theirs.append(nbytes / time_us / 1e3 * factor)
     ours_median, theirs_median = statistics.median(ours), statistics.median(theirs)
-    return {"size": size, "world_size": world, "iters": iters, "warmup": warmup,
-            "harness_busbw_GBps": ours, "baseline_busbw_GBps": theirs,
-            "harness_median": ours_median, "baseline_median": theirs_median,
-            "difference_pct": (ours_median - theirs_median) / theirs_median * 100}
+    return {
+        "size": size,
+        "world_size": world,
+        "iters": iters,
+        "warmup": warmup,
+        "harness_busbw_GBps": ours,
+        "baseline_busbw_GBps": theirs,
+        "harness_median": ours_median,
+        "baseline_median": theirs_median,
+        "difference_pct": (ours_median - theirs_median) / theirs_median * 100,
+    }
 
 
 def launch_times(lab: Lab, folder: Path, sizes: List[int]) -> List[Dict[str, Any]]:
@@ -169,11 +191,18 @@ def launch_times(lab: Lab, folder: Path, sizes: List[int]) -> List[Dict[str, Any
         outcome = harness(inventory, nproc_per_node=1, sizes="1K", warmup=0, iters=1, timeout=300)
         wall = time.monotonic() - started
         slowest = outcome.phase_seconds
-        rows.append({"nodes": nodes, "ranks": sum(n.nproc for n in outcome.nodes), "wall_s": wall,
-                     "preflight_upload_s": wall - (outcome.launch_seconds or 0.0),
-                     "launch_stage_s": outcome.launch_seconds or 0.0,
-                     "rank_setup_s": slowest.get("setup", 0.0), "rank_init_s": slowest.get("init", 0.0),
-                     "rank_first_collective_s": slowest.get("connectivity", 0.0)})
+        rows.append(
+            {
+                "nodes": nodes,
+                "ranks": sum(n.nproc for n in outcome.nodes),
+                "wall_s": wall,
+                "preflight_upload_s": wall - (outcome.launch_seconds or 0.0),
+                "launch_stage_s": outcome.launch_seconds or 0.0,
+                "rank_setup_s": slowest.get("setup", 0.0),
+                "rank_init_s": slowest.get("init", 0.0),
+                "rank_first_collective_s": slowest.get("connectivity", 0.0),
+            }
+        )
     return rows
 
 
@@ -202,15 +231,23 @@ def main() -> None:
     finally:
         lab.down()
     print(f"busbw at {comparison['size']} on 4 nodes x 2 ranks ({comparison['iters']} iters, median of {args.repeat}):")
-    print(f"  harness  {comparison['harness_median']:.4f} GB/s   runs {['%.4f' % v for v in comparison['harness_busbw_GBps']]}")
-    print(f"  baseline {comparison['baseline_median']:.4f} GB/s   runs {['%.4f' % v for v in comparison['baseline_busbw_GBps']]}")
+    print(
+        f"  harness  {comparison['harness_median']:.4f} GB/s   runs {['%.4f' % v for v in comparison['harness_busbw_GBps']]}"
+    )
+    print(
+        f"  baseline {comparison['baseline_median']:.4f} GB/s   runs {['%.4f' % v for v in comparison['baseline_busbw_GBps']]}"
+    )
     print(f"  difference {comparison['difference_pct']:+.1f}% (target: within 5%)")
     print("launch times (1 rank per node, one 1K all-reduce):")
-    print(f"  {'nodes':>5} {'wall s':>7} {'preflight+upload s':>19} {'launch stage s':>15} "
-          f"{'rank setup s':>13} {'rank init s':>12} {'1st collective s':>17}")
+    print(
+        f"  {'nodes':>5} {'wall s':>7} {'preflight+upload s':>19} {'launch stage s':>15} "
+        f"{'rank setup s':>13} {'rank init s':>12} {'1st collective s':>17}"
+    )
     for row in scaling_rows:
-        print(f"  {row['nodes']:>5} {row['wall_s']:>7.2f} {row['preflight_upload_s']:>19.2f} {row['launch_stage_s']:>15.2f} "
-              f"{row['rank_setup_s']:>13.2f} {row['rank_init_s']:>12.2f} {row['rank_first_collective_s']:>17.2f}")
+        print(
+            f"  {row['nodes']:>5} {row['wall_s']:>7.2f} {row['preflight_upload_s']:>19.2f} {row['launch_stage_s']:>15.2f} "
+            f"{row['rank_setup_s']:>13.2f} {row['rank_init_s']:>12.2f} {row['rank_first_collective_s']:>17.2f}"
+        )
     if args.json:
         args.json.write_text(json.dumps({"busbw": comparison, "launch": scaling_rows}, indent=1) + "\n")
 

@@ -39,13 +39,26 @@ def _outcome(command: str, document: Dict[str, Any]) -> str:
         hosts = {h["node"]: h for h in document["hosts"]}
         sick = sorted(name for name, h in hosts.items() if h["incomplete"] or not h["reachable"])
         return f"incomplete: {', '.join(sick) or 'none'}"
-    failed = sorted({c["node"] for c in document["checks"] if c["node"] and c["status"] == "failed" and "could not check" in c["message"]})
+    failed = sorted(
+        {
+            c["node"]
+            for c in document["checks"]
+            if c["node"] and c["status"] == "failed" and "could not check" in c["message"]
+        }
+    )
     return f"could not check on: {', '.join(failed) or 'none'}; bundle {'written' if document.get('bundle') else 'missing'}"
 
 
 def bench_size(nodes: int, flood: str, npus: int) -> List[Dict[str, Any]]:
-    lab = Lab.up(LabSpec(name=f"bench-bounded-{nodes}", nodes=nodes, product="atlas-a2", npus=npus,
-                         subnet=free_test_subnet(offset=nodes)))
+    lab = Lab.up(
+        LabSpec(
+            name=f"bench-bounded-{nodes}",
+            nodes=nodes,
+            product="atlas-a2",
+            npus=npus,
+            subnet=free_test_subnet(offset=nodes),
+        )
+    )
     rows = []
     try:
         for command, faults in SCENARIOS:
@@ -65,11 +78,22 @@ def bench_size(nodes: int, flood: str, npus: int) -> List[Dict[str, Any]]:
                 hits = sorted({hit["limit"] for hit in document.get("limits_hit", [])})
             except (ValueError, KeyError) as exc:
                 said, hits = f"no JSON ({exc}); stderr: {run.stderr[-300:]!r}", []
-            row = {"nodes": nodes, "command": command, "faults": "+".join(faults), "wall_s": round(run.wall_s, 1),
-                   "max_rss_mb": round(run.max_rss_mb), "exit": run.returncode, "killed": run.killed,
-                   "outcome": said, "limits_hit": hits}
-            print(f"{nodes:>5} {command:<7} {row['faults']:<11} {row['wall_s']:>7} {row['max_rss_mb']:>7} "
-                  f"{run.returncode:>4}  {said}; limits_hit={hits}", flush=True)
+            row = {
+                "nodes": nodes,
+                "command": command,
+                "faults": "+".join(faults),
+                "wall_s": round(run.wall_s, 1),
+                "max_rss_mb": round(run.max_rss_mb),
+                "exit": run.returncode,
+                "killed": run.killed,
+                "outcome": said,
+                "limits_hit": hits,
+            }
+            print(
+                f"{nodes:>5} {command:<7} {row['faults']:<11} {row['wall_s']:>7} {row['max_rss_mb']:>7} "
+                f"{run.returncode:>4}  {said}; limits_hit={hits}",
+                flush=True,
+            )
             rows.append(row)
     finally:
         lab.heal()

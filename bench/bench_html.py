@@ -33,12 +33,43 @@ def everything_failing(data):
     from ascendprep.verify.checks.model import CheckResult, Status
 
     evidence = {"reading": "x" * 500, "expected": "y" * 500}
-    failing = [CheckResult("network.link", Status.FAILED, Severity.ERROR, f"link status is DOWN on NPU {npu}", node, npu, fix="check the cable and the switch port", evidence=evidence)
-               for node in data.node_order for npu in range(8)]
-    failing += [CheckResult(f"node.fault{i}", Status.FAILED, Severity.WARNING, "a node-level finding " + "z" * 150, node, fix="fix it", evidence=evidence)
-                for node in data.node_order for i in range(10)]
-    hosts = {name: replace(host, pings=tuple(replace(p, ok=False, received=0, loss_percent=100.0, error="3 of 3 packets lost") for p in host.pings or ()))
-             for name, host in data.hosts.items()}
+    failing = [
+        CheckResult(
+            "network.link",
+            Status.FAILED,
+            Severity.ERROR,
+            f"link status is DOWN on NPU {npu}",
+            node,
+            npu,
+            fix="check the cable and the switch port",
+            evidence=evidence,
+        )
+        for node in data.node_order
+        for npu in range(8)
+    ]
+    failing += [
+        CheckResult(
+            f"node.fault{i}",
+            Status.FAILED,
+            Severity.WARNING,
+            "a node-level finding " + "z" * 150,
+            node,
+            fix="fix it",
+            evidence=evidence,
+        )
+        for node in data.node_order
+        for i in range(10)
+    ]
+    hosts = {
+        name: replace(
+            host,
+            pings=tuple(
+                replace(p, ok=False, received=0, loss_percent=100.0, error="3 of 3 packets lost")
+                for p in host.pings or ()
+            ),
+        )
+        for name, host in data.hosts.items()
+    }
     return replace(data, results=[*data.results, *failing], hosts=hosts, exit_code=1)
 
 
@@ -96,15 +127,24 @@ def run(hosts: int, workdir: Path) -> dict:
     os.chdir(workdir)
     out = {"hosts": hosts}
     with open(workdir / "report.out", "w") as sink, contextlib.redirect_stdout(sink):
-        code = run_verify(VerifyOptions(inventory=inventory, forks=256, runs_dir=workdir / "runs", html=workdir / "live.html"))
+        code = run_verify(
+            VerifyOptions(inventory=inventory, forks=256, runs_dir=workdir / "runs", html=workdir / "live.html")
+        )
         bundle = next((workdir / "runs").iterdir())
         code2 = run_verify(VerifyOptions(inventory=None, from_bundle=bundle, html=workdir / "bundle.html"))
-    out.update(exit=code, exit_from_bundle=code2,
-               live_render_s=round(timings[0][0], 2), live_bytes=timings[0][1],
-               bundle_render_s=round(timings[1][0], 2), bundle_bytes=timings[1][1],
-               all_faulty_render_s=round(worst["seconds"], 2), all_faulty_bytes=worst["bytes"],
-               file_mode=oct((workdir / "live.html").stat().st_mode & 0o777),
-               open_s=open_seconds(workdir / "live.html"), all_faulty_open_s=open_seconds(workdir / "worst.html"))
+    out.update(
+        exit=code,
+        exit_from_bundle=code2,
+        live_render_s=round(timings[0][0], 2),
+        live_bytes=timings[0][1],
+        bundle_render_s=round(timings[1][0], 2),
+        bundle_bytes=timings[1][1],
+        all_faulty_render_s=round(worst["seconds"], 2),
+        all_faulty_bytes=worst["bytes"],
+        file_mode=oct((workdir / "live.html").stat().st_mode & 0o777),
+        open_s=open_seconds(workdir / "live.html"),
+        all_faulty_open_s=open_seconds(workdir / "worst.html"),
+    )
     return out
 
 

@@ -40,21 +40,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Iterator, Optional
-from contextlib import contextmanager
 
 from ascendprep.base import limits
+from ascendprep.facts.gather import render_gather_script
+from ascendprep.facts.ping import render_ping_script
+from ascendprep.facts.unit import PLAN, VERIFY
 from ascendprep.lab import lifecycle
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.paths import LabPaths
 from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.system import missing_requirements
 from ascendprep.lab.testing import free_test_subnet
-from ascendprep.facts.gather import render_gather_script
-from ascendprep.facts.ping import render_ping_script
-from ascendprep.facts.unit import PLAN, VERIFY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_plan_apply import Measured, run_on_lab, tail  # noqa: E402  (bench/ is not a package)
@@ -73,7 +73,10 @@ def latency_lab(nodes: int, latency_ms: int) -> Iterator[Lab]:
     paths = LabPaths(name)
     lifecycle.tear_down(paths)  # left by an earlier bench that was killed
     try:
-        lab = Lab.up(LabSpec(name=name, nodes=nodes, subnet=free_test_subnet(offset=nodes), tool_latency_ms=latency_ms), paths=paths)
+        lab = Lab.up(
+            LabSpec(name=name, nodes=nodes, subnet=free_test_subnet(offset=nodes), tool_latency_ms=latency_ms),
+            paths=paths,
+        )
     except BaseException:
         lifecycle.tear_down(paths)
         raise
@@ -105,7 +108,12 @@ def bench(lab: Lab, folder: Path, jobs: list[int], repeat: int) -> dict[str, dic
         for setting in jobs:
             run_env = {**env, limits.NPU_PROBE_JOBS_ENV: str(setting)}
             for name, words, expected in STEPS:
-                argv = [sys.executable, "-m", "ascendprep", *(word.format(inventory=lab.inventory_path) for word in words)]
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "ascendprep",
+                    *(word.format(inventory=lab.inventory_path) for word in words),
+                ]
                 log = folder / f"{name}-jobs{setting}-{attempt}.log"
                 measured = run_on_lab(lab, argv, folder, run_env, log)
                 if measured.rc not in expected:
@@ -113,7 +121,11 @@ def bench(lab: Lab, folder: Path, jobs: list[int], repeat: int) -> dict[str, dic
                 best = results[name].get(setting)
                 if best is None or measured.wall < best.wall:
                     results[name][setting] = measured
-                print(f"[{name} jobs={setting} #{attempt + 1}: {measured.wall:.1f} s, load {os.getloadavg()[0]:.1f}]", file=sys.stderr, flush=True)
+                print(
+                    f"[{name} jobs={setting} #{attempt + 1}: {measured.wall:.1f} s, load {os.getloadavg()[0]:.1f}]",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return results
 
 
@@ -164,7 +176,9 @@ def slow_host(folder: Path, latency_ms: int) -> dict[str, str]:
 def run_script(script: str, env: dict[str, str]) -> tuple[float, float]:
     """Wall s and CPU s (the shell and everything it ran) of one ``sh -s`` run."""
     started = time.perf_counter()
-    child = subprocess.Popen(["sh", "-s"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    child = subprocess.Popen(
+        ["sh", "-s"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     assert child.stdin is not None
     child.stdin.write(script.encode())
     child.stdin.close()
@@ -178,9 +192,21 @@ def bench_scripts(latency_ms: int, jobs: list[int], repeat: int) -> list[tuple[s
     """(script, jobs, best wall s, its CPU s) for each node script shape and jobs setting."""
     pings = [(npu, "10.0.0.2") for npu in range(8) for _ in range(2)]
     shapes = (
-        ("gather plan, A2 (8 ids)", lambda n: render_gather_script(8, "python3", 10, ascend_home="/nonexistent", phase=PLAN, parallel=n), {}),
-        ("gather verify, A2 (8 ids)", lambda n: render_gather_script(8, "python3", 10, ascend_home="/nonexistent", phase=VERIFY, parallel=n), {}),
-        ("gather verify, A3 (16 ids)", lambda n: render_gather_script(None, "python3", 10, ascend_home="/nonexistent", phase=VERIFY, parallel=n), {"FAKE_NPU_LIST": "list_a3_8npu.out"}),
+        (
+            "gather plan, A2 (8 ids)",
+            lambda n: render_gather_script(8, "python3", 10, ascend_home="/nonexistent", phase=PLAN, parallel=n),
+            {},
+        ),
+        (
+            "gather verify, A2 (8 ids)",
+            lambda n: render_gather_script(8, "python3", 10, ascend_home="/nonexistent", phase=VERIFY, parallel=n),
+            {},
+        ),
+        (
+            "gather verify, A3 (16 ids)",
+            lambda n: render_gather_script(None, "python3", 10, ascend_home="/nonexistent", phase=VERIFY, parallel=n),
+            {"FAKE_NPU_LIST": "list_a3_8npu.out"},
+        ),
         ("ping, 16 pairs", lambda n: render_ping_script(pings, 10, parallel=n), {}),
     )
     rows = []
@@ -191,7 +217,11 @@ def bench_scripts(latency_ms: int, jobs: list[int], repeat: int) -> list[tuple[s
                 runs = [run_script(render(setting), {**env, **extra}) for _ in range(max(1, repeat))]
                 wall, cpu = min(runs)
                 rows.append((label, setting, wall, cpu))
-                print(f"[{label} jobs={setting}: {wall:.1f} s, load {os.getloadavg()[0]:.1f}]", file=sys.stderr, flush=True)
+                print(
+                    f"[{label} jobs={setting}: {wall:.1f} s, load {os.getloadavg()[0]:.1f}]",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return rows
 
 
@@ -237,7 +267,9 @@ def main() -> int:
             print(f"[done in {time.perf_counter() - started:.0f} s]", file=sys.stderr)
             if args.json is not None:
                 raw = {name: {str(k): asdict(v) for k, v in by_jobs.items()} for name, by_jobs in results.items()}
-                args.json.write_text(json.dumps({"nodes": args.nodes, "latency_ms": args.latency_ms, "results": raw}, indent=1) + "\n")
+                args.json.write_text(
+                    json.dumps({"nodes": args.nodes, "latency_ms": args.latency_ms, "results": raw}, indent=1) + "\n"
+                )
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
     return 0

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from ascendprep.desired.state import build_desired
-from ascendprep.run.hosts import apply_changes, gather_facts, host_accesses
+from ascendprep.facts.gather import render_gather_script
 from ascendprep.inventory.load import load_inventory
 from ascendprep.lab import lifecycle
 from ascendprep.lab.lab import Lab
@@ -60,8 +60,8 @@ from ascendprep.lab.spec import LabSpec
 from ascendprep.lab.system import missing_requirements
 from ascendprep.lab.testing import free_test_subnet
 from ascendprep.plan.diff import diff_host
-from ascendprep.facts.gather import render_gather_script
 from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import apply_changes, gather_facts, host_accesses
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "ansible"))
 from render_project import PLAYBOOK, write_project  # noqa: E402  (bench/ansible is not a package)
@@ -253,7 +253,9 @@ def count_execs(lab: Lab) -> ExecCounts:
             raise SystemExit(f"apply failed on {name}: {done.error}")
         failed = [key for key, step in done.value.steps.items() if not step.ok]
         if failed or len(done.value.steps) != len(changes[name]):
-            raise SystemExit(f"apply on {name}: {len(done.value.steps)} of {len(changes[name])} steps ran, failed: {failed}")
+            raise SystemExit(
+                f"apply on {name}: {len(done.value.steps)} of {len(changes[name])} steps ran, failed: {failed}"
+            )
     gather = [after_gather.get(n.name, 0) for n in inventory.nodes]
     apply = [after_apply.get(n.name, 0) - after_gather.get(n.name, 0) for n in inventory.nodes]
     return ExecCounts((min(gather), max(gather)), (min(apply), max(apply)))
@@ -317,7 +319,9 @@ def calls_per_host(log: Path, addresses: Sequence[str]) -> tuple[int, int]:
 def stop_control_masters(control_dir: Path) -> None:
     """Close the ssh ControlPersist masters Ansible left (the lab is about to go)."""
     for socket in control_dir.glob("*"):
-        subprocess.run(["ssh", "-o", f"ControlPath={socket}", "-O", "exit", "bench"], capture_output=True, timeout=15, check=False)
+        subprocess.run(
+            ["ssh", "-o", f"ControlPath={socket}", "-O", "exit", "bench"], capture_output=True, timeout=15, check=False
+        )
 
 
 def bench_ansible(lab: Lab, folder: Path, playbook_bin: str) -> AnsibleRun:
@@ -340,7 +344,9 @@ def bench_ansible(lab: Lab, folder: Path, playbook_bin: str) -> AnsibleRun:
         cwd=folder, env={**os.environ, "HOME": str(folder), "COLUMNS": "200"}, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if check.returncode != 0:
-        raise SystemExit(f"after Ansible, ascendprep plan still finds changes (exit {check.returncode}):\n{check.stdout[-3000:]}")
+        raise SystemExit(
+            f"after Ansible, ascendprep plan still finds changes (exit {check.returncode}):\n{check.stdout[-3000:]}"
+        )
     return AnsibleRun(measured, calls_per_host(log, [n.mgmt_ip for n in lab.nodes]))
 
 
@@ -355,10 +361,18 @@ def bench_floor(lab: Lab, folder: Path) -> Measured:
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HOME": str(folder), "COLUMNS": "200"}
     targets = folder / "targets.json"  # worked out before the clock starts: a floor knows its answers
-    saved = subprocess.run([sys.executable, str(FLOOR_CLIENT), str(lab.inventory_path), "--save-targets", str(targets)], env=env, capture_output=True, text=True, check=False)
+    saved = subprocess.run(
+        [sys.executable, str(FLOOR_CLIENT), str(lab.inventory_path), "--save-targets", str(targets)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if saved.returncode != 0:
         raise SystemExit(f"the floor client could not work out its targets:\n{saved.stderr[-3000:]}")
-    measured = run_on_lab(lab, [sys.executable, str(FLOOR_CLIENT), "--targets", str(targets)], folder, env, folder / "floor.log")
+    measured = run_on_lab(
+        lab, [sys.executable, str(FLOOR_CLIENT), "--targets", str(targets)], folder, env, folder / "floor.log"
+    )
     if measured.rc != 0:
         raise SystemExit(f"the floor client exited {measured.rc}:\n{tail(folder / 'floor.log')}")
     check = subprocess.run(
@@ -366,7 +380,9 @@ def bench_floor(lab: Lab, folder: Path) -> Measured:
         cwd=folder, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if check.returncode != 0:
-        raise SystemExit(f"after the floor client, ascendprep plan still finds changes (exit {check.returncode}):\n{check.stdout[-3000:]}")
+        raise SystemExit(
+            f"after the floor client, ascendprep plan still finds changes (exit {check.returncode}):\n{check.stdout[-3000:]}"
+        )
     return measured
 
 
@@ -377,7 +393,9 @@ def fastest(runs: Sequence[Measured]) -> Measured:
     return min(runs, key=lambda m: m.wall)
 
 
-def bench_size(nodes: int, workdir: Path, playbook_bin: Optional[str], repeat: int, want_cost: bool) -> tuple[SizeResult, Optional[LabCost]]:
+def bench_size(
+    nodes: int, workdir: Path, playbook_bin: Optional[str], repeat: int, want_cost: bool
+) -> tuple[SizeResult, Optional[LabCost]]:
     """Every measurement for one lab size; CLI and Ansible runs ``repeat`` times, fastest kept."""
     result = SizeResult(nodes)
     cli_runs: list[dict[str, Measured]] = []
@@ -422,7 +440,9 @@ def cli_table(results: list[SizeResult]) -> list[str]:
             for m in (r.cli["plan"], r.cli["apply"], r.cli["replan"])
         ]
         execs = (span(r.execs.gather), span(r.execs.apply)) if r.execs else ("n/a", "n/a")
-        lines.append(f"{r.nodes:>5} | {cells[0]:>26} | {cells[1]:>26} | {cells[2]:>26} | {execs[0]:>12} | {execs[1]:>11}")
+        lines.append(
+            f"{r.nodes:>5} | {cells[0]:>26} | {cells[1]:>26} | {cells[2]:>26} | {execs[0]:>12} | {execs[1]:>11}"
+        )
     return lines
 
 
@@ -466,7 +486,9 @@ def ratio_table(results: list[SizeResult]) -> list[str]:
             a = r.ansible.run
             theirs = f"{a.wall / both_wall:.2f} / {total_cpu(a) / both_cpu:.2f}"
         again = f"{replan.wall / floor.wall:.2f} / {total_cpu(replan) / total_cpu(floor):.2f}"
-        lines.append(f"{r.nodes:>5} | {floor.wall:>9.2f} / {total_cpu(floor):>8.1f} | {ours:>18} | {theirs:>22} | {again:>14}")
+        lines.append(
+            f"{r.nodes:>5} | {floor.wall:>9.2f} / {total_cpu(floor):>8.1f} | {ours:>18} | {theirs:>22} | {again:>14}"
+        )
     return lines
 
 
@@ -487,7 +509,10 @@ def cost_lines(cost: LabCost, results: list[SizeResult]) -> list[str]:
 
 
 def report(results: list[SizeResult], cost: Optional[LabCost]) -> str:
-    lines = [f"machine: {CORES} CPUs, {os.uname().sysname} {os.uname().release}, load average now {os.getloadavg()[0]:.2f}", ""]
+    lines = [
+        f"machine: {CORES} CPUs, {os.uname().sysname} {os.uname().release}, load average now {os.getloadavg()[0]:.2f}",
+        "",
+    ]
     lines += cli_table(results)
     if any(r.ansible for r in results):
         lines += [""] + ansible_table(results)
@@ -508,9 +533,16 @@ def find_playbook_bin(given: Optional[str]) -> Optional[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,8,16,32", help="comma-separated node counts")
-    parser.add_argument("--repeat", type=int, default=1, help="CLI and Ansible runs per size, each on a fresh lab (the fastest is shown)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="CLI and Ansible runs per size, each on a fresh lab (the fastest is shown)",
+    )
     parser.add_argument("--no-ansible", action="store_true", help="skip the Ansible comparison")
-    parser.add_argument("--ansible-playbook", help="ansible-playbook to run (default: PATH, then /tmp/ansible-venv/bin)")
+    parser.add_argument(
+        "--ansible-playbook", help="ansible-playbook to run (default: PATH, then /tmp/ansible-venv/bin)"
+    )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     parser.add_argument("--keep", type=Path, help="keep logs and the Ansible projects in this folder")
     args = parser.parse_args()
@@ -540,7 +572,11 @@ def main() -> int:
             result, measured_cost = bench_size(nodes, workdir, playbook_bin, max(1, args.repeat), want_cost=index == 0)
             cost = cost or measured_cost
             results.append(result)
-            print(f"[{nodes} nodes done in {time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.2f}]", file=sys.stderr, flush=True)
+            print(
+                f"[{nodes} nodes done in {time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.2f}]",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         if results:
             print(report(results, cost), flush=True)

@@ -35,7 +35,7 @@ def inventory_text(nodes: int, npus: int, leaves: int = 0) -> str:
         "name: bench\nproduct: atlas-a2\n"
         f"npus_per_node: {npus}\n"
         + network
-        + "software:\n  cann: \"8.0.RC3\"\n  driver: \"24.1.rc2\"\n  torch: \"2.1.0\"\n  torch_npu: \"2.1.0.post17\"\n  torchvision: \"0.16.0\"\n  python: \"3.10\"\n"
+        + 'software:\n  cann: "8.0.RC3"\n  driver: "24.1.rc2"\n  torch: "2.1.0"\n  torch_npu: "2.1.0.post17"\n  torchvision: "0.16.0"\n  python: "3.10"\n'
         "nodes:\n" + "".join(entries)
     )
 
@@ -44,7 +44,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, default=4096)
     parser.add_argument("--npus", type=int, default=8)
-    parser.add_argument("--leaves", type=int, default=0, help="address groups: one /24 per leaf per rail (0: one flat subnet)")
+    parser.add_argument(
+        "--leaves", type=int, default=0, help="address groups: one /24 per leaf per rail (0: one flat subnet)"
+    )
     args = parser.parse_args()
 
     t0 = time.perf_counter()
@@ -70,7 +72,9 @@ def main() -> None:
     ips = sum(len(n.hccn) for n in desired.nodes.values())
     errors = [f for f in desired.findings if f.severity.value == "error"]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"nodes={args.nodes} npus/node={args.npus} device_ips={ips} errors={len(errors)} json={len(document) / 1e6:.1f} MB")
+    print(
+        f"nodes={args.nodes} npus/node={args.npus} device_ips={ips} errors={len(errors)} json={len(document) / 1e6:.1f} MB"
+    )
     print(f"import {t_import - t0:.3f}s  load {t2 - t1:.3f}s  plan {t3 - t2:.3f}s  render(json) {t4 - t3:.3f}s")
     print(f"total (load+plan+render) {t4 - t1:.3f}s  with imports {t4 - t0:.3f}s  peak RSS {peak_mb:.0f} MB")
     print(f"address table (csv, {len(table.getvalue()) / 1e6:.1f} MB) {t5 - t4:.3f}s")

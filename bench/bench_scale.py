@@ -67,11 +67,13 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
     import scale_sim
 
     from ascendprep.desired.state import build_desired
-    from ascendprep.run import fanout
     from ascendprep.inventory.load import load_inventory
+    from ascendprep.run import fanout
 
     inventory = scale_sim.write_scale_inventory(workdir, hosts)
-    fleet = scale_sim.SimulatedFleet(build_desired(load_inventory(inventory)), scale_sim.FRESH if command == "plan" else scale_sim.CONVERGED)
+    fleet = scale_sim.SimulatedFleet(
+        build_desired(load_inventory(inventory)), scale_sim.FRESH if command == "plan" else scale_sim.CONVERGED
+    )
     fleet_cpu_setup = time.process_time()
     fanout.Session._connect_ssh = lambda self, access: fleet.transport_for(access)  # type: ignore[method-assign]
 
@@ -97,7 +99,9 @@ def run_one(command: str, hosts: int, forks: int, output_format: str, workdir: P
         if command == "plan":
             code = run_plan(inventory, workdir / "plan.json", output_format, True, False, forks)
         else:
-            code = run_verify(VerifyOptions(inventory=inventory, output_format=output_format, forks=forks, runs_dir=workdir / "runs"))
+            code = run_verify(
+                VerifyOptions(inventory=inventory, output_format=output_format, forks=forks, runs_dir=workdir / "runs")
+            )
         if profiler:
             profiler.disable()
     out.close()
@@ -130,9 +134,13 @@ def main() -> None:
     parser.add_argument("--forks", default="64,256")
     parser.add_argument("--formats", default="text,json")
     parser.add_argument("--commands", default="plan,verify")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds of the whole set; then each configuration's median")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of the whole set; then each configuration's median"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
-    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # child: command,hosts,forks,format,workdir[,profile]
+    parser.add_argument(
+        "--one", default=None, help=argparse.SUPPRESS
+    )  # child: command,hosts,forks,format,workdir[,profile]
     args = parser.parse_args()
     if args.one:
         command, hosts, forks, fmt, workdir, *profile = args.one.split(",")
@@ -156,22 +164,31 @@ def main() -> None:
         for command, hosts, forks, fmt in configurations:
             with tempfile.TemporaryDirectory(prefix="ap-scale-") as tmp:
                 spec = f"{command},{hosts},{forks},{fmt},{tmp}"
-                done = subprocess.run([sys.executable, __file__, "--one", spec], env=env, capture_output=True, text=True)
+                done = subprocess.run(
+                    [sys.executable, __file__, "--one", spec], env=env, capture_output=True, text=True
+                )
             if done.returncode != 0:
                 print(f"{command} {hosts} {forks} {fmt}: failed\n{done.stderr[-3000:]}", file=sys.stderr)
                 continue
             row = json.loads(done.stdout.strip().splitlines()[-1])
             row["load1"] = round(os.getloadavg()[0], 1)
             rows.append(row)
-            print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {row['exit']:>4} {row['wall_s']:>7} {row['controller_cpu_s']:>9} {row['controller_ms_per_host']:>8} {row['max_rss_mb']:>9} {row['load1']:>5} {row['reference_ms']:>6}", flush=True)
+            print(
+                f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {row['exit']:>4} {row['wall_s']:>7} {row['controller_cpu_s']:>9} {row['controller_ms_per_host']:>8} {row['max_rss_mb']:>9} {row['load1']:>5} {row['reference_ms']:>6}",
+                flush=True,
+            )
     if args.repeat > 1:
         print(f"\nmedian of {args.repeat} rounds: ms/host (max RSS MB)")
         for command, hosts, forks, fmt in configurations:
-            runs = [r for r in rows if (r["command"], r["hosts"], r["forks"], r["format"]) == (command, hosts, forks, fmt)]
+            runs = [
+                r for r in rows if (r["command"], r["hosts"], r["forks"], r["format"]) == (command, hosts, forks, fmt)
+            ]
             if runs:
                 spread = ", ".join(f"{r['controller_ms_per_host']}" for r in runs)
-                print(f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {statistics.median(r['controller_ms_per_host'] for r in runs):>8.2f} "
-                      f"({statistics.median(r['max_rss_mb'] for r in runs):.0f})   runs: {spread}   ref ms: {statistics.median(r['reference_ms'] for r in runs)}")
+                print(
+                    f"{command:8} {hosts:>6} {forks:>5} {fmt:6} {statistics.median(r['controller_ms_per_host'] for r in runs):>8.2f} "
+                    f"({statistics.median(r['max_rss_mb'] for r in runs):.0f})   runs: {spread}   ref ms: {statistics.median(r['reference_ms'] for r in runs)}"
+                )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
 

@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 from typing import Any, Dict
 
+from ascendprep.lab.lab import Lab
+from ascendprep.lab.spec import LabSpec
+from ascendprep.lab.testing import free_test_subnet
 from ascendprep.run.apply import run_apply
 from ascendprep.run.plan import run_plan
 from ascendprep.run.verify import run_verify
 from ascendprep.run.verify_run import VerifyOptions
-from ascendprep.lab.lab import Lab
-from ascendprep.lab.spec import LabSpec
-from ascendprep.lab.testing import free_test_subnet
 
 
 def verify_once(lab: Lab, workdir: Path, mesh: str, sample_interval: int = 5) -> Dict[str, Any]:
@@ -36,7 +36,11 @@ def verify_once(lab: Lab, workdir: Path, mesh: str, sample_interval: int = 5) ->
     started = time.monotonic()
     try:
         with contextlib.redirect_stdout(out):
-            code = run_verify(VerifyOptions(inventory=lab.inventory_path, output_format="json", mesh=mesh, sample_interval=sample_interval))
+            code = run_verify(
+                VerifyOptions(
+                    inventory=lab.inventory_path, output_format="json", mesh=mesh, sample_interval=sample_interval
+                )
+            )
     finally:
         os.chdir(cwd)
     wall = time.monotonic() - started
@@ -59,10 +63,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1,8,16,32", help="comma list of node counts")
     parser.add_argument("--mesh", default="ring", choices=["ring", "full"])
-    parser.add_argument("--sample-intervals", default="5", help="comma list of verify --sample-interval values, each run on the same lab")
+    parser.add_argument(
+        "--sample-intervals",
+        default="5",
+        help="comma list of verify --sample-interval values, each run on the same lab",
+    )
     args = parser.parse_args()
     intervals = [int(s) for s in args.sample_intervals.split(",")]
-    print(f"{'nodes':>5} {'sample':>6} {'wall s':>7} {'gather s':>8} {'ping s':>7} {'pings':>6} {'execs/host':>10} {'checks':>7} {'errors':>6} exit")
+    print(
+        f"{'nodes':>5} {'sample':>6} {'wall s':>7} {'gather s':>8} {'ping s':>7} {'pings':>6} {'execs/host':>10} {'checks':>7} {'errors':>6} exit"
+    )
     for size in (int(s) for s in args.sizes.split(",")):
         spec = LabSpec(name=f"bench-verify-{size}", nodes=size, subnet=free_test_subnet(offset=size))
         lab = Lab.up(spec)

@@ -41,8 +41,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Optional
-
+from typing import Optional
 
 #: hccn_tool where the driver installs it (the lab installs it there too).
 DEFAULT_HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
@@ -98,9 +97,9 @@ class Targets:
 
 def load_targets(inventory_path: Path) -> Targets:
     """Every node's changes from ``ascendprep plan --offline --format json``, and its SSH access."""
+    from ascendprep.base.paths import SYSCTL_FILE
     from ascendprep.desired.envfiles import render_sysctl_conf
     from ascendprep.inventory.load import load_inventory
-    from ascendprep.base.paths import SYSCTL_FILE
 
     sys.path.insert(0, str(Path(__file__).resolve().parent / "ansible"))
     from render_project import offline_plan, sysctl_values  # bench/ansible is not a package
@@ -115,14 +114,25 @@ def load_targets(inventory_path: Path) -> Targets:
         npus = []
         for npu in node["npu"]:
             if npu.get("gateway") is not None or npu.get("tls") is not None:
-                raise SystemExit(f"{node['name']} npu {npu['npu']}: the floor sets no gateway or TLS; use an inventory without them")
+                raise SystemExit(
+                    f"{node['name']} npu {npu['npu']}: the floor sets no gateway or TLS; use an inventory without them"
+                )
             npus.append(NpuTarget(int(npu["npu"]), npu["ip"], npu["netmask"], npu.get("detect")))
         own_files = [(f["path"], f["content"]) for f in node["files"] if "content" in f]
         files = [(SYSCTL_FILE, render_sysctl_conf(values)), *cluster_files, *own_files]
         entry = access[node["name"]]
-        targets.append(HostTarget(node["name"], entry.host, entry.port, entry.user, tuple(npus), tuple(values.items()), tuple(files)))
+        targets.append(
+            HostTarget(
+                node["name"], entry.host, entry.port, entry.user, tuple(npus), tuple(values.items()), tuple(files)
+            )
+        )
     key = str(inventory.key_file) if inventory.key_file else None
-    return Targets(tuple(targets), key, tuple(str(path) for path in inventory.known_hosts), float(inventory.model.ssh.connect_timeout))
+    return Targets(
+        tuple(targets),
+        key,
+        tuple(str(path) for path in inventory.known_hosts),
+        float(inventory.model.ssh.connect_timeout),
+    )
 
 
 def render_floor_script(target: HostTarget, hccn_tool: str = DEFAULT_HCCN_TOOL) -> str:
@@ -131,7 +141,9 @@ def render_floor_script(target: HostTarget, hccn_tool: str = DEFAULT_HCCN_TOOL) 
     tool = q(hccn_tool)
     lines = ["set -u", "fail=0"]
     for npu in target.npus:
-        lines.append(f"{tool} -i {npu.npu} -ip -s address {q(npu.ip)} netmask {q(npu.netmask)} >/dev/null || fail=$((fail+1))")
+        lines.append(
+            f"{tool} -i {npu.npu} -ip -s address {q(npu.ip)} netmask {q(npu.netmask)} >/dev/null || fail=$((fail+1))"
+        )
     for npu in target.npus:
         if npu.detect is not None:
             lines.append(f"{tool} -i {npu.npu} -netdetect -s address {q(npu.detect)} >/dev/null || fail=$((fail+1))")
@@ -161,7 +173,11 @@ def readback_problems(target: HostTarget, stdout: str) -> list[str]:
         found = _IPADDR.match(line)
         if found and current is not None:
             seen[current] = found.group(1)
-    return [f"npu {npu.npu}: reads back {seen.get(npu.npu)!r}, expected {npu.ip}" for npu in target.npus if seen.get(npu.npu) != npu.ip]
+    return [
+        f"npu {npu.npu}: reads back {seen.get(npu.npu)!r}, expected {npu.ip}"
+        for npu in target.npus
+        if seen.get(npu.npu) != npu.ip
+    ]
 
 
 @dataclass(frozen=True)
@@ -172,7 +188,9 @@ class HostRun:
     seconds: float
 
 
-def run_host(target: HostTarget, key_file: Optional[str], known_hosts: list[str], hccn_tool: str, connect_timeout: float) -> HostRun:
+def run_host(
+    target: HostTarget, key_file: Optional[str], known_hosts: list[str], hccn_tool: str, connect_timeout: float
+) -> HostRun:
     """Connect (host keys checked), run the script once, check the read-backs."""
     import paramiko
 
@@ -182,7 +200,15 @@ def run_host(target: HostTarget, key_file: Optional[str], known_hosts: list[str]
         client.load_host_keys(path)
     client.set_missing_host_key_policy(paramiko.RejectPolicy())
     try:
-        client.connect(target.host, port=target.port, username=target.user, key_filename=key_file, timeout=connect_timeout, allow_agent=False, look_for_keys=False)
+        client.connect(
+            target.host,
+            port=target.port,
+            username=target.user,
+            key_filename=key_file,
+            timeout=connect_timeout,
+            allow_agent=False,
+            look_for_keys=False,
+        )
         stdin, stdout, stderr = client.exec_command("sh -s", timeout=SCRIPT_TIMEOUT)
         stdin.write(render_floor_script(target, hccn_tool))
         stdin.channel.shutdown_write()

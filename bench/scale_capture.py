@@ -23,8 +23,8 @@ from typing import Dict, List
 
 import yaml
 
-from ascendprep.run import fanout
 from ascendprep.remote.result import ExecResult
+from ascendprep.run import fanout
 
 DATA = Path(__file__).resolve().parent / "scale_data"
 #: The recorded node and the device subnet the benchmark inventories use.
@@ -44,7 +44,13 @@ class _Recorder:
     def run_script(self, script: str, timeout=None) -> ExecResult:
         result = self._inner.run_script(script, timeout)
         if self.name == NODE:
-            kind = "ping" if "@@ascendprep ping" in result.stdout else "gather" if "@@ascendprep gather" in result.stdout else "other"
+            kind = (
+                "ping"
+                if "@@ascendprep ping" in result.stdout
+                else "gather"
+                if "@@ascendprep gather" in result.stdout
+                else "other"
+            )
             self._log.append({"kind": kind, "stdout": result.stdout})
         return result
 
@@ -70,12 +76,20 @@ def main() -> None:
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink):
         # the fresh node's full gather (every probe, as verify reads it); plan reads only a subset
-        print("verify (fresh)", run_verify(VerifyOptions(inventory=inventory, output_format="json", runs_dir=work / "runs")), file=sys.stderr)
+        print(
+            "verify (fresh)",
+            run_verify(VerifyOptions(inventory=inventory, output_format="json", runs_dir=work / "runs")),
+            file=sys.stderr,
+        )
         fresh = [e for e in log if e["kind"] == "gather"][-1]
         print("plan", run_plan(inventory, work / "plan.json", "text", True, False, None), file=sys.stderr)
         print("apply", run_apply(work / "plan.json", False, None), file=sys.stderr)
         log.clear()
-        print("verify", run_verify(VerifyOptions(inventory=inventory, output_format="json", runs_dir=work / "runs")), file=sys.stderr)
+        print(
+            "verify",
+            run_verify(VerifyOptions(inventory=inventory, output_format="json", runs_dir=work / "runs")),
+            file=sys.stderr,
+        )
     converged = [e for e in log if e["kind"] == "gather"][-1]
     ping = [e for e in log if e["kind"] == "ping"][-1]
     DATA.mkdir(exist_ok=True)

@@ -57,7 +57,9 @@ def scale_inventory_doc(hosts: int) -> dict:
     for start in range(0, hosts, per_group):
         count = min(per_group, hosts - start)
         group = start // per_group
-        nodes.append({"name": f"node[{start + 1:04d}-{start + count:04d}]", "host": f"10.64.{group}.[10-{10 + count - 1}]"})
+        nodes.append(
+            {"name": f"node[{start + 1:04d}-{start + count:04d}]", "host": f"10.64.{group}.[10-{10 + count - 1}]"}
+        )
     doc["nodes"] = nodes
     return doc
 
@@ -133,7 +135,9 @@ class _Pieces:
     substitutions they stand for, host by host.
     """
 
-    def __init__(self, template: _Template, node: str, addresses: "set[str]", host_prefix: int, connect_timeout: str) -> None:
+    def __init__(
+        self, template: _Template, node: str, addresses: "set[str]", host_prefix: int, connect_timeout: str
+    ) -> None:
         self.template = template
         nonce = template.nonce
         self._place = re.compile(
@@ -143,7 +147,8 @@ class _Pieces:
         )
         self._addresses = addresses
         self._fleet_wide = lambda text: _CONNECT_TIMEOUT.sub(
-            lambda m: m.group(1) + connect_timeout, text.replace("/24 scope global eth0", f"/{host_prefix} scope global eth0")
+            lambda m: m.group(1) + connect_timeout,
+            text.replace("/24 scope global eth0", f"/{host_prefix} scope global eth0"),
         )
         #: Every place any section holds (each host's values are looked up for all of them).
         self.places: "set[tuple]" = {_NONCE, _NODE, _ROUTE}
@@ -152,7 +157,10 @@ class _Pieces:
         routes = [name for name, _ in template.sections if name == "net.route"]
         if len(routes) > 1:
             raise ValueError("recorded transcript has more than one net.route section")
-        self.sections = [(name, self._cut_route(text) if name == "net.route" else self._cut(text)) for name, text in template.sections]
+        self.sections = [
+            (name, self._cut_route(text) if name == "net.route" else self._cut(text))
+            for name, text in template.sections
+        ]
         self._asked: Dict[str, list] = {}
 
     def _cut(self, text: str) -> list:
@@ -171,7 +179,7 @@ class _Pieces:
                 place = ("ip", match.group(0))
             else:
                 continue  # an address the recorded node does not own: the same on every host
-            pieces += [text[start:match.start()], place]
+            pieces += [text[start : match.start()], place]
             start = match.end()
             self.places.add(place)
         pieces.append(text[start:])
@@ -193,11 +201,12 @@ class _Pieces:
         pieces = self._asked.get(key)
         if pieces is None:
             names = set(_SCRIPT_SECTION.findall(script))
-            pieces = self.head + [piece for name, section in self.sections if name in names for piece in section] + self.tail
+            pieces = (
+                self.head + [piece for name, section in self.sections if name in names for piece in section] + self.tail
+            )
             if len(self._asked) < _ASKED_KEPT:
                 self._asked[key] = pieces
         return pieces
-
 
 
 def _host_values(desired, name: str) -> Tuple[Dict[str, str], Dict[str, str]]:
@@ -218,10 +227,10 @@ class SimulatedFleet:
     """Answers for every host of ``desired`` (the benchmark inventory's desired state)."""
 
     def __init__(self, desired, state: str = CONVERGED, host_prefix: int = HOST_PREFIX) -> None:
+        import yaml
+
         from ascendprep.desired.state import build_desired
         from ascendprep.inventory.load import inventory_from_text
-
-        import yaml
 
         capture = json.loads((DATA / "capture.json").read_text())
         recorded = build_desired(inventory_from_text(yaml.safe_dump(capture["inventory"]), base_dir=DATA))
@@ -239,7 +248,9 @@ class SimulatedFleet:
         #: env.sh scales HCCL_CONNECT_TIMEOUT with the node count: the value a login shell of this
         #: fleet's hosts sees once applied (the recording is of a 2-node lab's).
         self.connect_timeout = str(connect_timeout_for(len(desired.nodes)))
-        self.gather_pieces = _Pieces(self.gather, self.recorded_node, set(recorded_addresses.values()), host_prefix, self.connect_timeout)
+        self.gather_pieces = _Pieces(
+            self.gather, self.recorded_node, set(recorded_addresses.values()), host_prefix, self.connect_timeout
+        )
         #: CPU seconds (thread time) spent inside the simulated transports: not the controller's.
         self.simulation_cpu = 0.0
         self._lock = threading.Lock()
@@ -258,7 +269,9 @@ class SimulatedFleet:
         """The recorded gather text as host ``name`` prints it for ``script`` (see the module doc):
         one join of the recorded text's pieces with this host's values in their places."""
         values = self._gather_values(name, nonce)
-        return "".join([piece if piece.__class__ is str else values[piece] for piece in self.gather_pieces.asked(script, nonce)])
+        return "".join(
+            [piece if piece.__class__ is str else values[piece] for piece in self.gather_pieces.asked(script, nonce)]
+        )
 
     def _gather_values(self, name: str, nonce: str) -> Dict[tuple, str]:
         """What goes in each place of the recorded gather text where host ``name`` differs."""
@@ -276,7 +289,11 @@ class SimulatedFleet:
         """``net.route``'s destination and answer: the recorded node was the master (its route is
         ``local``); others reach it on eth0."""
         master = self.desired.inventory.master.host
-        route = f"local {own} dev lo src {own} uid 0 \n    cache <local> \n" if master == own else f"{master} dev eth0 src {own} uid 0 \n    cache \n"
+        route = (
+            f"local {own} dev lo src {own} uid 0 \n    cache <local> \n"
+            if master == own
+            else f"{master} dev eth0 src {own} uid 0 \n    cache \n"
+        )
         route += "\n" if self.gather.version >= 2 else ""  # the script's own newline after the stream
         return f"{master}\n{route}"
 
@@ -295,7 +312,10 @@ class SimulatedFleet:
         out += section("pairs", [f"{npu} {target}" for npu, target in pairs])
         out += section("tool.hccn_tool", ["/usr/local/bin/hccn_tool"])
         for npu, target in pairs:
-            out += section(f"ping npu={npu} target={target}", [line.replace("{npu}", npu).replace("{target}", target) for line in self.ping_reply])
+            out += section(
+                f"ping npu={npu} target={target}",
+                [line.replace("{npu}", npu).replace("{target}", target) for line in self.ping_reply],
+            )
         out.append(f"{m}done")
         return "\n".join(out) + "\n"
 
@@ -310,7 +330,7 @@ def _ping_reply(template: _Template) -> List[str]:
     start = next(i for i, line in enumerate(lines) if line.startswith(marker + "begin ping "))
     attrs = dict(pair.split("=", 1) for pair in lines[start].split(" ")[3:])
     body = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith(marker):
             break
         body.append(line.replace(attrs["target"], "{target}").replace(f"device {attrs['npu']} ", "device {npu} "))

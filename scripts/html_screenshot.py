@@ -33,8 +33,16 @@ def main() -> None:
         browser = cdp.Browser(binary)
         try:
             session = cdp.open_page(browser, page.as_uri())
-            browser.send("Emulation.setDeviceMetricsOverride", {"width": 1100, "height": 1700, "deviceScaleFactor": 1, "mobile": False}, session=session)
-            shot = browser.send("Page.captureScreenshot", {"format": "png", "clip": {"x": 0, "y": 0, "width": 1100, "height": 1700, "scale": 0.75}}, session=session)
+            browser.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": 1100, "height": 1700, "deviceScaleFactor": 1, "mobile": False},
+                session=session,
+            )
+            shot = browser.send(
+                "Page.captureScreenshot",
+                {"format": "png", "clip": {"x": 0, "y": 0, "width": 1100, "height": 1700, "scale": 0.75}},
+                session=session,
+            )
         finally:
             browser.close()
     out.write_bytes(base64.b64decode(shot["data"]))

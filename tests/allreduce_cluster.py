@@ -19,23 +19,29 @@ from typing import Any, Iterator, List
 
 import pytest
 import yaml
+from labsupport import start_test_lab
 from rich.console import Console
 
-from ascendprep.run.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
-from ascendprep.run.hosts import host_accesses
 from ascendprep.inventory.load import load_inventory
 from ascendprep.lab.lab import Lab
-from ascendprep.run.fanout import Session
 from ascendprep.lab.testing import processes_naming
-from labsupport import start_test_lab
+from ascendprep.run.allreduce import AllreduceOptions, AllreduceOutcome, run_allreduce
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
 
 RUN_DIR_GLOB = "/tmp/ascendprep-allreduce-*"
 
 
 def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "HOME": str(cwd), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "ascendprep", *args], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ascendprep", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def inventory_copy(lab: Lab, folder: Path, **software: str) -> Path:
@@ -76,7 +82,9 @@ class Run:
         return [f.id for f in self.outcome.findings if node is None or f.node == node]
 
 
-def applied_cluster(tmp_path_factory: pytest.TempPathFactory, suffix: str, nodes: int, **options: Any) -> Iterator[Cluster]:
+def applied_cluster(
+    tmp_path_factory: pytest.TempPathFactory, suffix: str, nodes: int, **options: Any
+) -> Iterator[Cluster]:
     """A test lab, planned and applied as a user would (CLI), yielded as a Cluster; then down."""
     lab = start_test_lab(nodes=nodes, suffix=suffix, **options)
     try:

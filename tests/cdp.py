@@ -12,8 +12,16 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--remote-debugging-pipe")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--remote-debugging-pipe",
+)
 
 
 def find_chromium() -> Optional[str]:
@@ -38,7 +46,9 @@ class Browser:
         self._from_child, from_child_w = os.pipe()
         self.proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-            pass_fds=(3, 4), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(3, 4),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             preexec_fn=lambda: _onto_3_and_4(to_child_r, from_child_w),
         )
         os.close(to_child_r)
@@ -58,7 +68,9 @@ class Browser:
         message, _, self._buffer = self._buffer.partition(b"\0")
         return json.loads(message)
 
-    def send(self, method: str, params: Optional[Dict[str, Any]] = None, session: Optional[str] = None, timeout: float = 30.0) -> Dict[str, Any]:
+    def send(
+        self, method: str, params: Optional[Dict[str, Any]] = None, session: Optional[str] = None, timeout: float = 30.0
+    ) -> Dict[str, Any]:
         self._next += 1
         ident = self._next
         message: Dict[str, Any] = {"id": ident, "method": method, "params": params or {}}

@@ -36,7 +36,9 @@ _RUN_CLI = textwrap.dedent(
 def python_in_worktree(code: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """``python -c CODE ARGS`` with this worktree's package first on the path."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-c", code, *args], check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def run_cli(tmp_path: Path, *args: str) -> dict:

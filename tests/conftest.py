@@ -16,7 +16,7 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)
 
-from sshd_server import known_hosts, sshd  # noqa: F401  (pytest fixtures)
+from sshd_server import known_hosts, sshd  # noqa: E402, F401  (pytest fixtures)
 
 #: Rewrites the expected files under tests/fixtures/golden/ instead of comparing with them.
 UPDATE_GOLDEN = "ASCENDPREP_UPDATE_GOLDEN"

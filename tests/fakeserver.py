@@ -73,7 +73,9 @@ class _StalledSFTP(paramiko.SFTPServerInterface):
 
 def _run_command(channel: paramiko.Channel, command: str) -> None:
     """Run ``command`` like sshd does without a pty and relay its streams over ``channel``."""
-    process = subprocess.Popen(["sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        ["sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
     def feed() -> None:
         assert process.stdin is not None
@@ -128,7 +130,9 @@ class FakeSSHServer:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self.known_hosts = directory / "known_hosts"
-        self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {self.host_key.get_name()} {self.host_key.get_base64()}\n")
+        self.known_hosts.write_text(
+            f"[127.0.0.1]:{self.port} {self.host_key.get_name()} {self.host_key.get_base64()}\n"
+        )
         self._acceptor: Optional[threading.Thread] = None
 
     def __enter__(self) -> "FakeSSHServer":

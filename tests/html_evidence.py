@@ -24,17 +24,41 @@ LOST_PAIR = "node1:5<->node2:5"
 def allreduce_doc() -> Dict[str, Any]:
     sizes = []
     for step, size in enumerate([1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26, 1 << 28]):
-        busbw = min(20.0, 0.002 * (4 ** step) * 10)
-        time_us = 30.0 * (2 ** step)
-        sizes.append({"bytes": size, "time_us": time_us * (2.0 if step == 5 else 1.0), "algbw_GBps": busbw / 1.75, "busbw_GBps": busbw,
-                      "wrong_elements": 0, "ranks_reporting": 32, "median_us": time_us, "slowest_rank": 17, "slowest_node": "node3"})
+        busbw = min(20.0, 0.002 * (4**step) * 10)
+        time_us = 30.0 * (2**step)
+        sizes.append(
+            {
+                "bytes": size,
+                "time_us": time_us * (2.0 if step == 5 else 1.0),
+                "algbw_GBps": busbw / 1.75,
+                "busbw_GBps": busbw,
+                "wrong_elements": 0,
+                "ranks_reporting": 32,
+                "median_us": time_us,
+                "slowest_rank": 17,
+                "slowest_node": "node3",
+            }
+        )
     return {
-        "run_id": "20250601T000000Z", "passed": False, "problems": [], "stage": "done",
+        "run_id": "20250601T000000Z",
+        "passed": False,
+        "problems": [],
+        "stage": "done",
         "verdict": {
-            "passed": False, "reasons": ["rank 17 on node3 is a straggler"], "world_size": 32, "backend": "hccl", "sizes": sizes,
+            "passed": False,
+            "reasons": ["rank 17 on node3 is a straggler"],
+            "world_size": 32,
+            "backend": "hccl",
+            "sizes": sizes,
             "stragglers": [{"rank": 17, "node": "node3", "sizes": [1 << 28], "worst_ratio": 2.0}],
             "straggler_rule": {"ratio": 1.5, "floor_us": 100.0, "min_ranks": 3},
-            "busbw_floor": {"min_busbw_GBps": 15.0, "passed": True, "reason": "", "measured_busbw_GBps": 20.0, "at_bytes": 1 << 28},
+            "busbw_floor": {
+                "min_busbw_GBps": 15.0,
+                "passed": True,
+                "reason": "",
+                "measured_busbw_GBps": 20.0,
+                "at_bytes": 1 << 28,
+            },
         },
     }
 
@@ -43,10 +67,22 @@ def faulty_input() -> HtmlInput:
     desired = desired_state()
     node2 = with_npu(healthy_facts(desired, FAULTY_NODE), FAULTY_NPU, link="DOWN")
     node3 = healthy_facts(desired, "node3")
-    node3 = replace(node3, python=replace(node3.python or PythonEnv("python3"), packages={**(node3.python.packages if node3.python else {}), "torch": HOSTILE}))
+    node3 = replace(
+        node3,
+        python=replace(
+            node3.python or PythonEnv("python3"),
+            packages={**(node3.python.packages if node3.python else {}), "torch": HOSTILE},
+        ),
+    )
     target = desired.nodes["node2"].hccn[5].ip
-    hosts, plan = cluster_evidence(desired, {FAULTY_NODE: node2, "node3": node3, "node4": None}, lost=(("node1", 5, target),))
-    hosts["node4"] = HostEvidence("node4", hosts["node4"].address, None, error=f"node4: {HOSTILE}", error_kind="unreachable")
+    hosts, plan = cluster_evidence(
+        desired, {FAULTY_NODE: node2, "node3": node3, "node4": None}, lost=(("node1", 5, target),)
+    )
+    hosts["node4"] = HostEvidence(
+        "node4", hosts["node4"].address, None, error=f"node4: {HOSTILE}", error_kind="unreachable"
+    )
     results = run_checks(desired, hosts, plan, today=TODAY)
     order = [n.name for n in desired.inventory.nodes]
-    return HtmlInput(desired, results, hosts, order, plan, 0 if no_errors(results) else 1, allreduce_doc(), (), source="unit test")
+    return HtmlInput(
+        desired, results, hosts, order, plan, 0 if no_errors(results) else 1, allreduce_doc(), (), source="unit test"
+    )

@@ -22,14 +22,23 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def run_node_script(args: Sequence[str], *, input: Any = None, env: Optional[Mapping[str, str]] = None,
-                    cwd: Any = None, capture_output: bool = True, text: bool = False,
-                    timeout: Optional[float] = None, check: bool = False) -> subprocess.CompletedProcess:
+def run_node_script(
+    args: Sequence[str],
+    *,
+    input: Any = None,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Any = None,
+    capture_output: bool = True,
+    text: bool = False,
+    timeout: Optional[float] = None,
+    check: bool = False,
+) -> subprocess.CompletedProcess:
     """``subprocess.run(args, ...)`` for a script: the same result, but a timeout (raised as
     ``subprocess.TimeoutExpired``) kills everything the script started, not only its shell."""
     pipe = subprocess.PIPE if capture_output else None
-    process = subprocess.Popen(list(args), stdin=subprocess.PIPE, stdout=pipe, stderr=pipe, env=env, cwd=cwd,
-                               text=text, start_new_session=True)
+    process = subprocess.Popen(
+        list(args), stdin=subprocess.PIPE, stdout=pipe, stderr=pipe, env=env, cwd=cwd, text=text, start_new_session=True
+    )
     try:
         stdout, stderr = process.communicate(input, timeout=timeout)
     except BaseException:

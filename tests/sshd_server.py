@@ -139,7 +139,9 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         process.wait(timeout=10)
 
 
-def start_sshd(binary: str, directory: Path, port: int, wrapper: Sequence[str] = (), name: str = "sshd", extra: str = "") -> "tuple[subprocess.Popen[bytes], Path]":
+def start_sshd(
+    binary: str, directory: Path, port: int, wrapper: Sequence[str] = (), name: str = "sshd", extra: str = ""
+) -> "tuple[subprocess.Popen[bytes], Path]":
     """Start sshd on ``port`` with the keys in ``directory`` (``wrapper``: a command to exec it
     through; ``extra``: more sshd_config lines)."""
     config = directory / f"{name}_config"

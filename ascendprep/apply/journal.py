@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
+from ascendprep.base.yamlsource import InputError, Located
 from ascendprep.plan.changes import Change
 from ascendprep.plan.planfile import TRUST_RULE, compact_json, trust_problem, write_private
-from ascendprep.base.yamlsource import InputError, Located
 
 SCHEMA_VERSION = 2  # 2: typed changes (kind, target, before, after, text), as in plan files
 KIND = "apply-journal"
@@ -67,7 +67,9 @@ class ApplyJournal:
         self.write()
 
     def write(self) -> None:
-        write_private(self.path, compact_json(self.record) + "\n")  # rewritten 3 times per apply: compact, by the C encoder
+        write_private(
+            self.path, compact_json(self.record) + "\n"
+        )  # rewritten 3 times per apply: compact, by the C encoder
 
     def intend(self, to_apply: dict[str, list[Change]], done: dict[str, list[Change]]) -> None:
         """Record every host's changes as "pending", before any script runs."""
@@ -98,6 +100,8 @@ class ApplyJournal:
         for host in self._by_node.values():
             if host["status"] == "pending" and status != "finished":
                 host["status"] = "unknown"
-                host["error"] = f"apply was {status} while this host's script may have been running; run 'ascendprep plan' to see where it stands"
+                host["error"] = (
+                    f"apply was {status} while this host's script may have been running; run 'ascendprep plan' to see where it stands"
+                )
         self.record.update(status=status, detail=detail, finished_at=_now())
         self.write()

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ascendprep.base import limits
-from ascendprep.plan.changes import HCCN_STEP_TIMEOUT, SAFE_PATH, Change, ChangeError, ordered
-from ascendprep.desired.envfiles import MANAGED_HEADER
 from ascendprep.base.limits import APPLY_HCCN_BUSY_RETRIES
+from ascendprep.desired.envfiles import MANAGED_HEADER
 from ascendprep.facts.failures import BUSY_TEXT
+from ascendprep.plan.changes import HCCN_STEP_TIMEOUT, SAFE_PATH, Change, ChangeError, ordered
 
 #: Root's own folder for the apply lock (created 0700; /run is a tmpfs, so it goes at reboot).
 LOCK_DIR = "/run/ascendprep"
@@ -200,14 +200,26 @@ def _q(value: object) -> str:
     return shlex.quote(str(value))
 
 
-def render_apply_script(changes: list[Change], hccn_tool: Optional[str], lock_dir: str = LOCK_DIR, busy_retries: int = APPLY_HCCN_BUSY_RETRIES) -> str:
+def render_apply_script(
+    changes: list[Change],
+    hccn_tool: Optional[str],
+    lock_dir: str = LOCK_DIR,
+    busy_retries: int = APPLY_HCCN_BUSY_RETRIES,
+) -> str:
     """The host's script; ``lock_dir``/``busy_retries`` are for tests that run it unprivileged."""
     if not SAFE_PATH.match(lock_dir):
         raise ChangeError(f"unsafe lock folder {lock_dir!r}")
     prelude = _PRELUDE.format(
-        lock_dir=_q(lock_dir), lock_name=LOCK_NAME, locked_rc=LOCKED_RC, end=_END,
-        busy_retries=int(busy_retries), busy_text=_q(BUSY_TEXT), header=_q(MANAGED_HEADER),
-        keep=_STEP_OUTPUT_KEEP, keep_kb=_STEP_OUTPUT_KEEP_KB, hccn_timeout=HCCN_STEP_TIMEOUT,
+        lock_dir=_q(lock_dir),
+        lock_name=LOCK_NAME,
+        locked_rc=LOCKED_RC,
+        end=_END,
+        busy_retries=int(busy_retries),
+        busy_text=_q(BUSY_TEXT),
+        header=_q(MANAGED_HEADER),
+        keep=_STEP_OUTPUT_KEEP,
+        keep_kb=_STEP_OUTPUT_KEEP_KB,
+        hccn_timeout=HCCN_STEP_TIMEOUT,
     )
     body = "\n".join(change.fragment(hccn_tool) for change in ordered(changes))
     return f"{prelude}\n{body}\nexit 0\n"

@@ -8,10 +8,10 @@ rightmost group varying fastest, so ``r[1-2]n[1-2]`` is ``r1n1 r1n2 r2n1 r2n2``.
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import re
 from typing import Iterable, Optional
-import fnmatch
 
 _GROUP = re.compile(r"\[([^\[\]]*)\]")
 _SPAN = re.compile(r"^(\d+)(?:-(\d+))?$")

@@ -90,7 +90,9 @@ def parse_json(text: str, file: str, max_depth: int = INPUT_MAX_DEPTH) -> Any:
         literal = refused[0] if len(refused[0]) <= 40 else f"{refused[0][:20]}… ({len(refused[0])} characters)"
         integer = refused[0].lstrip("-").isdigit()
         what = f"more than {NUMBER_MAX_DIGITS} digits" if integer else "beyond a double's range (it reads as infinity)"
-        raise InputError([Located(file, None, _path_of(data, _out_of_range) or "", f"the number {literal} is {what}; refused")])
+        raise InputError(
+            [Located(file, None, _path_of(data, _out_of_range) or "", f"the number {literal} is {what}; refused")]
+        )
     return data
 
 

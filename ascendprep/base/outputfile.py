@@ -56,7 +56,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _temp_name(name: str) -> str:
@@ -115,7 +115,9 @@ def write_file(path: PathLike, data: bytes | str, mode: int = FILE_MODE) -> None
 def _no_link(exc: OSError, path: PathLike) -> OSError:
     """ELOOP from ``O_NOFOLLOW`` said as what it is; other errors as they are."""
     if exc.errno == errno.ELOOP:
-        return OSError(errno.ELOOP, "a symbolic link lies there (ascendprep writes no file through a link)", os.fspath(path))
+        return OSError(
+            errno.ELOOP, "a symbolic link lies there (ascendprep writes no file through a link)", os.fspath(path)
+        )
     return exc
 
 
@@ -196,7 +198,9 @@ def _own_dir(path: PathLike, mode: int) -> None:
     try:
         owner = os.fstat(fd).st_uid
         if owner != os.geteuid():
-            raise PermissionError(errno.EPERM, f"the folder there is owned by uid {owner}, not by this user; not used", os.fspath(path))
+            raise PermissionError(
+                errno.EPERM, f"the folder there is owned by uid {owner}, not by this user; not used", os.fspath(path)
+            )
         os.fchmod(fd, mode)
     finally:
         os.close(fd)

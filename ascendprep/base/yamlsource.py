@@ -131,13 +131,19 @@ def _bounded(text: str, file: str, max_nodes: int, max_depth: int) -> None:
         for frame in open_collections:
             frame[1] += count
         if total > max_nodes:
-            raise located(event, f"the document expands to more than {max_nodes:,} YAML nodes (aliases counted as what they repeat); refused")
+            raise located(
+                event,
+                f"the document expands to more than {max_nodes:,} YAML nodes (aliases counted as what they repeat); refused",
+            )
 
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
             if event.anchor not in sizes:
                 if any(frame[0] == event.anchor for frame in open_collections):
-                    raise located(event, f"alias *{event.anchor} refers to a collection that contains it (recursive alias); refused")
+                    raise located(
+                        event,
+                        f"alias *{event.anchor} refers to a collection that contains it (recursive alias); refused",
+                    )
                 continue  # an undefined alias: the composer reports it with its line
             add(sizes[event.anchor], event)
         elif isinstance(event, yaml.ScalarEvent):
@@ -162,7 +168,13 @@ def parse_yaml(text: str, file: str, max_nodes: int = YAML_MAX_NODES, max_depth:
     """Parse ``text``; raise :class:`InputError` with the line of any syntax error or duplicate key,
     and of anything past the size, node-count and depth limits (see the module's docstring)."""
     if len(text) > INVENTORY_MAX_BYTES:
-        raise InputError([Located(file, None, "", f"{len(text):,} characters; an inventory may have at most {INVENTORY_MAX_BYTES:,}")])
+        raise InputError(
+            [
+                Located(
+                    file, None, "", f"{len(text):,} characters; an inventory may have at most {INVENTORY_MAX_BYTES:,}"
+                )
+            ]
+        )
     lines: dict[FieldPath, int] = {}
     problems: list[Located] = []
     try:
@@ -211,4 +223,3 @@ def read_input_text(path: Path, max_bytes: int = INVENTORY_MAX_BYTES) -> str:
 def load_yaml_file(path: Path) -> YamlDocument:
     """Read and parse a YAML file; a missing, unreadable or too large file is an :class:`InputError`."""
     return parse_yaml(read_input_text(path), str(path))
-

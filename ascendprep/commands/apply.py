@@ -31,11 +31,17 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
-from ascendprep.run.apply import run_apply
-
-from ascendprep.commands.common import hosts_option, accept_new_host_keys_option, ask_sudo_password_option, forks_option, prompt_sudo_password, timeout_option
-from ascendprep.run.common import fail_input
 from ascendprep.base.yamlsource import InputError
+from ascendprep.commands.common import (
+    accept_new_host_keys_option,
+    ask_sudo_password_option,
+    forks_option,
+    hosts_option,
+    prompt_sudo_password,
+    timeout_option,
+)
+from ascendprep.run.apply import run_apply
+from ascendprep.run.common import fail_input
 from ascendprep.run.node_local import refuse_remote_options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,15 +50,42 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @click.command("apply")
 @click.argument("planfile", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--inventory", "inventory_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="The inventory to apply (must be the one the plan was made from; default: the one the plan names).")
+@click.option(
+    "--inventory",
+    "inventory_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The inventory to apply (must be the one the plan was made from; default: the one the plan names).",
+)
 @accept_new_host_keys_option
 @forks_option
 @timeout_option()
 @ask_sudo_password_option
 @hosts_option
-@click.option("--local", "local", is_flag=True, help="Apply only this machine's changes, here, without SSH (one node at a time, driven by Ansible, Slurm or another engine); --node names it.")
-@click.option("--node", "node", default=None, metavar="NAME", help="--local: the plan's node this machine is (default: the node whose name or host is this machine's host name or address).")
-def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool, hosts_pattern: Optional[str], local: bool, node: Optional[str]) -> None:
+@click.option(
+    "--local",
+    "local",
+    is_flag=True,
+    help="Apply only this machine's changes, here, without SSH (one node at a time, driven by Ansible, Slurm or another engine); --node names it.",
+)
+@click.option(
+    "--node",
+    "node",
+    default=None,
+    metavar="NAME",
+    help="--local: the plan's node this machine is (default: the node whose name or host is this machine's host name or address).",
+)
+def apply_command(
+    planfile: Optional[Path],
+    inventory_path: Optional[Path],
+    accept_new_host_keys: bool,
+    forks: Optional[int],
+    timeout: Optional[float],
+    ask_sudo_password: bool,
+    hosts_pattern: Optional[str],
+    local: bool,
+    node: Optional[str],
+) -> None:
     """Carry out the saved plan (default .ascendprep/plan.json).
 
     Every host is read again first and diffed against the inventory: what runs is that fresh
@@ -65,12 +98,27 @@ def apply_command(planfile: Optional[Path], inventory_path: Optional[Path], acce
     if node is not None and not local:
         raise click.UsageError("--node only applies with --local")
     if local:
-
-        refuse_remote_options("apply", {"--accept-new-host-keys": accept_new_host_keys, "--forks": forks, "--ask-sudo-password": ask_sudo_password, "--hosts": hosts_pattern})
+        refuse_remote_options(
+            "apply",
+            {
+                "--accept-new-host-keys": accept_new_host_keys,
+                "--forks": forks,
+                "--ask-sudo-password": ask_sudo_password,
+                "--hosts": hosts_pattern,
+            },
+        )
     try:
-        code = run_apply(planfile, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), inventory_path, timeout, hosts_pattern, local=local, node=node)
+        code = run_apply(
+            planfile,
+            accept_new_host_keys,
+            forks,
+            prompt_sudo_password(ask_sudo_password),
+            inventory_path,
+            timeout,
+            hosts_pattern,
+            local=local,
+            node=node,
+        )
     except InputError as error:
         fail_input(error)
     sys.exit(code)
-
-

@@ -19,15 +19,24 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
-from ascendprep.remote.sudo import SudoPassword
 from ascendprep.base.limits import COMMAND_DEADLINE_MIN_S
+from ascendprep.remote.sudo import SudoPassword
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
 
-accept_new_host_keys_option = click.option("--accept-new-host-keys", is_flag=True, help="Trust and record host keys not yet in known_hosts (a changed key is always refused).")
-forks_option = click.option("--forks", type=click.IntRange(1, 1024), default=None, help="Hosts worked on at once (default: the inventory's ssh.forks).")
+accept_new_host_keys_option = click.option(
+    "--accept-new-host-keys",
+    is_flag=True,
+    help="Trust and record host keys not yet in known_hosts (a changed key is always refused).",
+)
+forks_option = click.option(
+    "--forks",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Hosts worked on at once (default: the inventory's ssh.forks).",
+)
 ask_sudo_password_option = click.option(
     "--ask-sudo-password",
     is_flag=True,
@@ -52,7 +61,9 @@ TIMEOUT_HELP = (
 
 def timeout_option(help_text: str = TIMEOUT_HELP):  # type: ignore[no-untyped-def]
     """``--timeout SECONDS``: the whole command's deadline (see :mod:`ascendprep.remote.deadline`)."""
-    return click.option("--timeout", type=click.FloatRange(min=COMMAND_DEADLINE_MIN_S), default=None, metavar="SECONDS", help=help_text)
+    return click.option(
+        "--timeout", type=click.FloatRange(min=COMMAND_DEADLINE_MIN_S), default=None, metavar="SECONDS", help=help_text
+    )
 
 
 def prompt_sudo_password(ask: bool) -> Optional[SudoPassword]:
@@ -74,5 +85,3 @@ def prompt_sudo_password(ask: bool) -> Optional[SudoPassword]:
 
 
 # -- the hosts: the command's deadline and its one session ----------------------------------------
-
-

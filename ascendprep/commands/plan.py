@@ -16,11 +16,17 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
-from ascendprep.run.plan import plan_offline, run_plan
-
-from ascendprep.commands.common import hosts_option, accept_new_host_keys_option, ask_sudo_password_option, forks_option, prompt_sudo_password, timeout_option
-from ascendprep.run.common import fail_input
 from ascendprep.base.yamlsource import InputError
+from ascendprep.commands.common import (
+    accept_new_host_keys_option,
+    ask_sudo_password_option,
+    forks_option,
+    hosts_option,
+    prompt_sudo_password,
+    timeout_option,
+)
+from ascendprep.run.common import fail_input
+from ascendprep.run.plan import plan_offline, run_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -29,16 +35,53 @@ if TYPE_CHECKING:  # pragma: no cover
 @click.command("plan")
 @click.argument("inventory", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--offline", is_flag=True, help="Compute the desired state only; contact no host.")
-@click.option("-o", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Where to save the plan (default .ascendprep/plan.json).")
-@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when nothing would change, 3 when changes are pending, 1 on errors.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version); with --offline also csv: the per-NPU address table (node,host,npu,ip,netmask,gateway,detect).")
-@click.option("--nodes", "node_limit", default="8", show_default=True, metavar="N|all", help="--offline text output: per-node tables to show.")
+@click.option(
+    "-o",
+    "--out",
+    "output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to save the plan (default .ascendprep/plan.json).",
+)
+@click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 0 when nothing would change, 3 when changes are pending, 1 on errors.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "csv"]),
+    default="text",
+    show_default=True,
+    help="Output for people (text) or machines (json, with schema_version); with --offline also csv: the per-NPU address table (node,host,npu,ip,netmask,gateway,detect).",
+)
+@click.option(
+    "--nodes",
+    "node_limit",
+    default="8",
+    show_default=True,
+    metavar="N|all",
+    help="--offline text output: per-node tables to show.",
+)
 @accept_new_host_keys_option
 @forks_option
 @timeout_option()
 @ask_sudo_password_option
 @hosts_option
-def plan_command(inventory: Path, offline: bool, output: Optional[Path], detailed_exitcode: bool, output_format: str, node_limit: str, accept_new_host_keys: bool, forks: Optional[int], timeout: Optional[float], ask_sudo_password: bool, hosts_pattern: Optional[str]) -> None:
+def plan_command(
+    inventory: Path,
+    offline: bool,
+    output: Optional[Path],
+    detailed_exitcode: bool,
+    output_format: str,
+    node_limit: str,
+    accept_new_host_keys: bool,
+    forks: Optional[int],
+    timeout: Optional[float],
+    ask_sudo_password: bool,
+    hosts_pattern: Optional[str],
+) -> None:
     """Show what must change so that every host matches INVENTORY, and save that plan.
 
     Reads every host (one SSH connection and one script each), diffs per host and NPU — device
@@ -62,7 +105,17 @@ def plan_command(inventory: Path, offline: bool, output: Optional[Path], detaile
         plan_offline(inventory, output_format, node_limit)
         return
     try:
-        code = run_plan(inventory, output, output_format, detailed_exitcode, accept_new_host_keys, forks, prompt_sudo_password(ask_sudo_password), timeout, hosts_pattern)
+        code = run_plan(
+            inventory,
+            output,
+            output_format,
+            detailed_exitcode,
+            accept_new_host_keys,
+            forks,
+            prompt_sudo_password(ask_sudo_password),
+            timeout,
+            hosts_pattern,
+        )
     except InputError as error:
         fail_input(error)
     sys.exit(code)
@@ -72,5 +125,3 @@ def plan_command(inventory: Path, offline: bool, output: Optional[Path], detaile
 
 
 # -- the live plan: gather, diff, save ---------------------------------------------------------------
-
-

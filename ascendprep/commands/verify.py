@@ -22,21 +22,40 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 import click
 
-from ascendprep.run.verify import run_verify
-
-from ascendprep.run.verify_run import VerifyOptions
-from ascendprep.commands.common import hosts_option, accept_new_host_keys_option, ask_sudo_password_option, forks_option, prompt_sudo_password, timeout_option
-from ascendprep.base.limits import KEEP_RUNS_DEFAULT
-from ascendprep.base.limits import SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
-from ascendprep.verify.allreduce.options import AllreduceOptions
-from ascendprep.run.node_local import refuse_remote_options
+from ascendprep.base.limits import KEEP_RUNS_DEFAULT, SAMPLE_INTERVAL_DEFAULT_S, SAMPLE_INTERVAL_MAX_S
+from ascendprep.commands.common import (
+    accept_new_host_keys_option,
+    ask_sudo_password_option,
+    forks_option,
+    hosts_option,
+    prompt_sudo_password,
+    timeout_option,
+)
 from ascendprep.run.execvia import ExecViaError, parse_exec_via
+from ascendprep.run.node_local import refuse_remote_options
+from ascendprep.run.verify import run_verify
+from ascendprep.run.verify_run import VerifyOptions
+from ascendprep.verify.allreduce.options import AllreduceOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
 #: ``ascendprep.verify.checks.registry.GROUPS`` and ``ascendprep.verify.mesh.MESHES``.
-GROUPS = ("node", "npu", "network", "optics", "ports", "sysctl", "firewall", "files", "software", "job", "cluster", "firmware", "superpod")
+GROUPS = (
+    "node",
+    "npu",
+    "network",
+    "optics",
+    "ports",
+    "sysctl",
+    "firewall",
+    "files",
+    "software",
+    "job",
+    "cluster",
+    "firmware",
+    "superpod",
+)
 MESHES = ("ring", "full")
 #: verify's ``--timeout`` also bounds the all-reduce, and the report and bundle are still written.
 VERIFY_TIMEOUT_HELP = (
@@ -64,30 +83,128 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
 @click.argument("inventory", nargs=-1, metavar="[INVENTORY | BUNDLE_DIR...]", type=click.Path(path_type=Path))
 @click.option("--only", multiple=True, metavar="IDS", help="Run only these checks. " + _SELECT_HELP)
 @click.option("--skip", multiple=True, metavar="IDS", help="Leave these checks out. " + _SELECT_HELP)
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "prometheus"]), default="text", show_default=True, help="Output for people (text) or machines (json, with schema_version; prometheus: node_exporter textfile metrics).")
-@click.option("--prometheus-file", "prometheus_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the results as Prometheus metrics to this file, atomically (for node_exporter's textfile collector: name it *.prom).")
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write JUnit XML here, atomically and 0600 (a testsuite per node and one for the cluster).")
-@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE", help="Also write the report as one self-contained HTML page here (0600: it holds host evidence): verdict, NPU grid, reachability heat map, all-reduce and optics charts.")
-@click.option("--mesh", type=click.Choice(list(MESHES)), default=None, help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).")
-@click.option("--from-bundle", "from_bundle", type=click.Path(file_okay=False, path_type=Path), default=None, help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host; with more folders after it (--from-bundle DIR DIR...), merge the node bundles of verify --local runs into one cluster report.")
-@click.option("--local", "local", is_flag=True, help="Check only this machine, without SSH (run by Slurm, Kubernetes or Ansible on each node); --node names it, --bundle-dir keeps its node bundle for --from-bundle.")
-@click.option("--node", "node", default=None, metavar="NAME", help="--local: the inventory node this machine is (default: the node whose name or host is this machine's host name or address).")
-@click.option("--bundle-dir", "bundle_dir", type=click.Path(path_type=Path), default=None, metavar="DIR", help="--local: write the node bundle to DIR (a new or empty folder, or this node's earlier bundle, replaced) instead of under .ascendprep/runs/.")
-@click.option("--keep-runs", "keep_runs", type=click.IntRange(1, 100_000), default=KEEP_RUNS_DEFAULT, show_default=True, help="Evidence bundles kept under .ascendprep/runs/; older ones are removed after each run.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "prometheus"]),
+    default="text",
+    show_default=True,
+    help="Output for people (text) or machines (json, with schema_version; prometheus: node_exporter textfile metrics).",
+)
+@click.option(
+    "--prometheus-file",
+    "prometheus_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the results as Prometheus metrics to this file, atomically (for node_exporter's textfile collector: name it *.prom).",
+)
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write JUnit XML here, atomically and 0600 (a testsuite per node and one for the cluster).",
+)
+@click.option(
+    "--html",
+    "html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write the report as one self-contained HTML page here (0600: it holds host evidence): verdict, NPU grid, reachability heat map, all-reduce and optics charts.",
+)
+@click.option(
+    "--mesh",
+    type=click.Choice(list(MESHES)),
+    default=None,
+    help="NPU pairs to ping: ring (same NPU on the next node and on the master; default) or full (every pair of a plane).",
+)
+@click.option(
+    "--from-bundle",
+    "from_bundle",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Re-check a saved run (.ascendprep/runs/<id>) without contacting any host; with more folders after it (--from-bundle DIR DIR...), merge the node bundles of verify --local runs into one cluster report.",
+)
+@click.option(
+    "--local",
+    "local",
+    is_flag=True,
+    help="Check only this machine, without SSH (run by Slurm, Kubernetes or Ansible on each node); --node names it, --bundle-dir keeps its node bundle for --from-bundle.",
+)
+@click.option(
+    "--node",
+    "node",
+    default=None,
+    metavar="NAME",
+    help="--local: the inventory node this machine is (default: the node whose name or host is this machine's host name or address).",
+)
+@click.option(
+    "--bundle-dir",
+    "bundle_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="--local: write the node bundle to DIR (a new or empty folder, or this node's earlier bundle, replaced) instead of under .ascendprep/runs/.",
+)
+@click.option(
+    "--keep-runs",
+    "keep_runs",
+    type=click.IntRange(1, 100_000),
+    default=KEEP_RUNS_DEFAULT,
+    show_default=True,
+    help="Evidence bundles kept under .ascendprep/runs/; older ones are removed after each run.",
+)
 @accept_new_host_keys_option
 @forks_option
 @ask_sudo_password_option
-@click.option("--exec-via", "exec_via", default=None, metavar="PREFIX", help="Run the node checks, the pings and the --allreduce steps through this command prefix, e.g. 'docker exec trainer' or 'kubectl exec -n ml pod-0 --' (words only: no shell syntax); job.container names what it does not see of the host's devices, tools and files.")
+@click.option(
+    "--exec-via",
+    "exec_via",
+    default=None,
+    metavar="PREFIX",
+    help="Run the node checks, the pings and the --allreduce steps through this command prefix, e.g. 'docker exec trainer' or 'kubectl exec -n ml pod-0 --' (words only: no shell syntax); job.container names what it does not see of the host's devices, tools and files.",
+)
 @click.option("--allreduce", is_flag=True, help="Also run an all-reduce across every node with torchrun.")
 @click.option("--sizes", default=None, help="--allreduce: message sizes, e.g. 1K:256M (x4 steps).")
-@click.option("--min-busbw", type=click.FloatRange(min=0, min_open=True), default=None, help="--allreduce: fail below this bus bandwidth (GB/s) for large messages.")
-@click.option("--backend", type=click.Choice(["auto", "hccl", "nccl", "gloo"]), default=None, help="--allreduce: torch.distributed backend (default auto: hccl on NPUs, else nccl/gloo).")
-@click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="--allreduce: ranks per node (default: the node's NPUs).")
+@click.option(
+    "--min-busbw",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="--allreduce: fail below this bus bandwidth (GB/s) for large messages.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "hccl", "nccl", "gloo"]),
+    default=None,
+    help="--allreduce: torch.distributed backend (default auto: hccl on NPUs, else nccl/gloo).",
+)
+@click.option(
+    "--nproc-per-node",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="--allreduce: ranks per node (default: the node's NPUs).",
+)
 @click.option("--train", is_flag=True, help="--allreduce: also run a short DDP/FSDP/HSDP training check.")
 @click.option("--bisect", is_flag=True, help="--allreduce: on failure, narrow it down to the nodes at fault.")
-@click.option("--launcher", type=click.Choice(["ssh", "slurm"]), default=None, help="--allreduce: start the worker over SSH (default) or with srun inside the current Slurm allocation (sbatch/salloc holding every inventory node).")
-@click.option("--allow-busy-npus", is_flag=True, help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).")
-@click.option("--sample-interval", "sample_interval", type=click.IntRange(0, SAMPLE_INTERVAL_MAX_S), default=None, metavar="SECONDS", help=f"Seconds between the two reads of every NPU port's error and pause counters (hccn_tool -stat -g), whose growth per second is judged; sampled while the other probes run, so verify takes at most this much longer. 0: read once, no rates.  [default: {SAMPLE_INTERVAL_DEFAULT_S}]")
+@click.option(
+    "--launcher",
+    type=click.Choice(["ssh", "slurm"]),
+    default=None,
+    help="--allreduce: start the worker over SSH (default) or with srun inside the current Slurm allocation (sbatch/salloc holding every inventory node).",
+)
+@click.option(
+    "--allow-busy-npus",
+    is_flag=True,
+    help="--allreduce: run even where npu-smi shows processes on the NPUs (refused by default: npu.busy).",
+)
+@click.option(
+    "--sample-interval",
+    "sample_interval",
+    type=click.IntRange(0, SAMPLE_INTERVAL_MAX_S),
+    default=None,
+    metavar="SECONDS",
+    help=f"Seconds between the two reads of every NPU port's error and pause counters (hccn_tool -stat -g), whose growth per second is judged; sampled while the other probes run, so verify takes at most this much longer. 0: read once, no rates.  [default: {SAMPLE_INTERVAL_DEFAULT_S}]",
+)
 @timeout_option(VERIFY_TIMEOUT_HELP)
 @hosts_option
 def verify_command(
@@ -143,23 +260,38 @@ def verify_command(
     if from_bundle is not None:
         not_folders = [str(path) for path in inventory if not path.is_dir()]
         if not_folders:
-            raise click.UsageError(f"give either INVENTORY or --from-bundle DIR..., not both ({', '.join(not_folders)} is not a bundle folder)")
+            raise click.UsageError(
+                f"give either INVENTORY or --from-bundle DIR..., not both ({', '.join(not_folders)} is not a bundle folder)"
+            )
         more_bundles, inventory_path = tuple(inventory), None
     elif not inventory:
         raise click.UsageError("missing INVENTORY (or --from-bundle DIR)")
     elif len(inventory) > 1:
         raise click.UsageError("give one INVENTORY (more folders only follow --from-bundle DIR)")
     elif inventory[0].is_dir():
-        raise click.UsageError(f"INVENTORY {inventory[0]} is a directory; to re-check bundles give --from-bundle {inventory[0]}")
+        raise click.UsageError(
+            f"INVENTORY {inventory[0]} is a directory; to re-check bundles give --from-bundle {inventory[0]}"
+        )
     else:
         inventory_path = inventory[0]
     if not local and (node is not None or bundle_dir is not None):
         raise click.UsageError("--node and --bundle-dir only apply with --local")
     if local:
-
-        refuse_remote_options("verify", {"--from-bundle": from_bundle, "--allreduce": allreduce, "--accept-new-host-keys": accept_new_host_keys, "--forks": forks, "--ask-sudo-password": ask_sudo_password, "--hosts": hosts_pattern})
+        refuse_remote_options(
+            "verify",
+            {
+                "--from-bundle": from_bundle,
+                "--allreduce": allreduce,
+                "--accept-new-host-keys": accept_new_host_keys,
+                "--forks": forks,
+                "--ask-sudo-password": ask_sudo_password,
+                "--hosts": hosts_pattern,
+            },
+        )
     if from_bundle is not None and (allreduce or mesh or accept_new_host_keys or forks or timeout):
-        raise click.UsageError("--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply")
+        raise click.UsageError(
+            "--from-bundle contacts no host: --allreduce, --mesh, --accept-new-host-keys, --forks and --timeout do not apply"
+        )
     if from_bundle is not None and sample_interval is not None:
         raise click.UsageError("--from-bundle contacts no host: --sample-interval does not apply")
     if from_bundle is not None and exec_via is not None:
@@ -168,15 +300,21 @@ def verify_command(
         raise click.UsageError("--launcher only applies with --allreduce")
     via = None
     if exec_via is not None:
-
         try:
             via = parse_exec_via(exec_via)
         except ExecViaError as exc:
             raise click.UsageError(str(exc)) from None
     allreduce_options = _allreduce_options(
         allreduce,
-        {"sizes": sizes, "min_busbw": min_busbw, "backend": backend, "nproc_per_node": nproc_per_node, "train": train, "bisect": bisect,
-         "allow_busy_npus": allow_busy_npus},
+        {
+            "sizes": sizes,
+            "min_busbw": min_busbw,
+            "backend": backend,
+            "nproc_per_node": nproc_per_node,
+            "train": train,
+            "bisect": bisect,
+            "allow_busy_npus": allow_busy_npus,
+        },
     )
     if allreduce_options is not None and timeout is not None:
         allreduce_options = type(allreduce_options)(**{**vars(allreduce_options), "timeout": timeout})
@@ -211,5 +349,3 @@ def verify_command(
         click.echo("verify: interrupted; the all-reduce's remote processes were stopped.", err=True)
         code = 130
     sys.exit(code)
-
-

@@ -15,10 +15,10 @@ The pieces live in submodules with one job each: ``versions`` (+ ``ascend_scheme
 ``torch_checks`` and ``hdk_checks``, ``firmware``, ``hccl``, ``thresholds``.
 """
 
+from ascendprep.compat.context import CompatIssue
 from ascendprep.compat.data import CompatData, CompatDataError, load_compat_data, parse_compat_text
 from ascendprep.compat.firmware import check_driver_firmware
 from ascendprep.compat.hccl import hccl_port_count, hccl_port_range
-from ascendprep.compat.context import CompatIssue
 from ascendprep.compat.stack import STACK_KEYS, check_stack, find_release, has_errors
 from ascendprep.compat.thresholds import ThresholdsError, min_busbw_gbps
 from ascendprep.compat.versions import KINDS, Version, VersionError, base_release, parse_version

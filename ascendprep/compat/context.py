@@ -128,7 +128,8 @@ class StackContext:
     def maintained_line_fix(self) -> str:
         """Point at the newest maintained long-term-support line, else the newest maintained one."""
         maintained = [
-            p for p in self.data.pytorch_line_policy
+            p
+            for p in self.data.pytorch_line_policy
             if p.status != "eol" and (p.no_maintenance_from is None or self.today < p.no_maintenance_from)
         ]
         if not maintained:

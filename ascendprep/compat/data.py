@@ -297,8 +297,10 @@ class _Reader:
         by_torch = self.mapping(top.get("python_by_torch"), "python_by_torch")
         table = self.mapping(by_torch.get("table"), "python_by_torch.table")
         python_by_torch = tuple(
-            (self.version("torch", torch, f"python_by_torch.table.{torch}"),
-             self.python_minors(table, torch, "python_by_torch.table"))
+            (
+                self.version("torch", torch, f"python_by_torch.table.{torch}"),
+                self.python_minors(table, torch, "python_by_torch.table"),
+            )
             for torch in table
         )
 
@@ -314,20 +316,22 @@ class _Reader:
         )
 
         hdk_rows = tuple(
-            self.hdk_row(row, f"cann_hdk[{i}]")
-            for i, row in enumerate(self.sequence(top.get("cann_hdk"), "cann_hdk"))
+            self.hdk_row(row, f"cann_hdk[{i}]") for i, row in enumerate(self.sequence(top.get("cann_hdk"), "cann_hdk"))
         )
 
         rules = self.mapping(top.get("torch_build_rules"), "torch_build_rules")
         build_rules = TorchBuildRules(
             accelerator_local_prefixes=tuple(
                 self.string(p, f"torch_build_rules.accelerator_local_prefixes[{i}]")
-                for i, p in enumerate(self.sequence(rules.get("accelerator_local_prefixes"),
-                                                    "torch_build_rules.accelerator_local_prefixes"))
+                for i, p in enumerate(
+                    self.sequence(
+                        rules.get("accelerator_local_prefixes"), "torch_build_rules.accelerator_local_prefixes"
+                    )
+                )
             ),
             accelerator_refused_from_torch=self.version(
-                "torch", rules.get("accelerator_refused_from_torch"),
-                "torch_build_rules.accelerator_refused_from_torch"),
+                "torch", rules.get("accelerator_refused_from_torch"), "torch_build_rules.accelerator_refused_from_torch"
+            ),
             sources=self.source_list(rules, "source", "torch_build_rules"),
         )
 
@@ -372,8 +376,10 @@ class _Reader:
         torch_minor = self.version("torch", str(row.get("torch")), f"{where}.torch")
         vision_minor = self.version("torchvision", str(row.get("torchvision")), f"{where}.torchvision")
         pins = tuple(
-            (self.version("torch", torch, f"{where}.pin.{torch}"),
-             self.version("torchvision", vision, f"{where}.pin.{torch}"))
+            (
+                self.version("torch", torch, f"{where}.pin.{torch}"),
+                self.version("torchvision", vision, f"{where}.pin.{torch}"),
+            )
             for torch, vision in self.mapping(row.get("pin", {}), f"{where}.pin").items()
         )
         return TorchvisionLine(
@@ -416,11 +422,16 @@ class _Reader:
         for chip, entry in self.mapping(row.get("docs_install_page", {}), f"{where}.docs_install_page").items():
             chip_where = f"{where}.docs_install_page.{chip}"
             entry = self.mapping(entry, chip_where)
-            pages.append((chip, DriverFirmware(
-                driver=self.optional_version("driver", entry, "driver", chip_where),
-                firmware=self.optional_version("firmware", entry, "firmware", chip_where),
-                hdk_dir=self.optional_string(entry, "hdk_dir", chip_where),
-            )))
+            pages.append(
+                (
+                    chip,
+                    DriverFirmware(
+                        driver=self.optional_version("driver", entry, "driver", chip_where),
+                        firmware=self.optional_version("firmware", entry, "firmware", chip_where),
+                        hdk_dir=self.optional_string(entry, "hdk_dir", chip_where),
+                    ),
+                )
+            )
         return CannHdkRow(
             cann=self.version("cann", row.get("cann"), f"{where}.cann"),
             hdk=self.versions("driver", row, "hdk", where),

@@ -87,12 +87,22 @@ def check_driver_firmware(
     issues: List[CompatIssue] = []
     if firmware and compatible_version_fw:
         issues += _one_direction(
-            "firmware", firmware, "driver", driver, compatible_version_fw, "compatible_version_fw",
+            "firmware",
+            firmware,
+            "driver",
+            driver,
+            compatible_version_fw,
+            "compatible_version_fw",
             firmware_in_driver_ranges_text,
         )
     if driver and compatible_version_drv:
         issues += _one_direction(
-            "driver", driver, "firmware", firmware, compatible_version_drv, "compatible_version_drv",
+            "driver",
+            driver,
+            "firmware",
+            firmware,
+            compatible_version_drv,
+            "compatible_version_drv",
             driver_in_firmware_ranges_text,
         )
     return issues
@@ -119,17 +129,23 @@ def _one_direction(
     try:
         inside = contains(subject, ranges)
     except (ValueError, VersionError) as exc:
-        return [CompatIssue(
-            id="compat.driver_firmware", severity=WARNING,
-            message=f"cannot check {subject_kind} {subject} against {owner_label}'s {field}={ranges}: {exc}",
-            fix=f"read {field} in /usr/local/Ascend/{owner_kind}/version.info and compare by hand",
-            sources=_SOURCES,
-        )]
+        return [
+            CompatIssue(
+                id="compat.driver_firmware",
+                severity=WARNING,
+                message=f"cannot check {subject_kind} {subject} against {owner_label}'s {field}={ranges}: {exc}",
+                fix=f"read {field} in /usr/local/Ascend/{owner_kind}/version.info and compare by hand",
+                sources=_SOURCES,
+            )
+        ]
     if inside:
         return []
-    return [CompatIssue(
-        id="compat.driver_firmware", severity=ERROR,
-        message=f"{subject_kind} {subject} is outside {owner_label}'s {field}={ranges}",
-        fix=f"install the {subject_kind} from the same Ascend HDK release as the {owner_kind}",
-        sources=_SOURCES,
-    )]
+    return [
+        CompatIssue(
+            id="compat.driver_firmware",
+            severity=ERROR,
+            message=f"{subject_kind} {subject} is outside {owner_label}'s {field}={ranges}",
+            fix=f"install the {subject_kind} from the same Ascend HDK release as the {owner_kind}",
+            sources=_SOURCES,
+        )
+    ]

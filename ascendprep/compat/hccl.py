@@ -52,9 +52,7 @@ def hccl_port_count(cann_version: Union[str, Version, None]) -> int:
     return NARROW_PORT_COUNT if cann.line < WIDE_FROM_LINE else WIDE_PORT_COUNT
 
 
-def hccl_port_range(
-    cann_version: Union[str, Version, None], base_port: Optional[int] = None
-) -> Tuple[int, int]:
+def hccl_port_range(cann_version: Union[str, Version, None], base_port: Optional[int] = None) -> Tuple[int, int]:
     """Inclusive (lo, hi) host port range HCCL uses: (60000, 60015) or (60000, 60031).
 
     ``base_port`` is HCCL_IF_BASE_PORT when set (1024..65520). With the 32-port block a base
@@ -62,7 +60,9 @@ def hccl_port_range(
     """
     base = DEFAULT_BASE_PORT if base_port is None else base_port
     if isinstance(base, bool) or not isinstance(base, int) or not BASE_PORT_MIN <= base <= BASE_PORT_MAX:
-        raise ValueError(f"HCCL_IF_BASE_PORT must be an integer in [{BASE_PORT_MIN}, {BASE_PORT_MAX}], got {base_port!r}")
+        raise ValueError(
+            f"HCCL_IF_BASE_PORT must be an integer in [{BASE_PORT_MIN}, {BASE_PORT_MAX}], got {base_port!r}"
+        )
     count = hccl_port_count(cann_version)
     high = base + count - 1
     if high > _PORT_MAX:

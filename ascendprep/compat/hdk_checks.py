@@ -22,12 +22,15 @@ def cann_driver(ctx: StackContext) -> List[CompatIssue]:
     cann, driver = ctx.stack["cann"], ctx.stack["driver"]
     row = ctx.hdk_row(cann)
     if row is None:
-        return [CompatIssue(
-            id="compat.cann_driver", severity=WARNING,
-            message=f"the data has no NPU driver (Ascend HDK) pairing for CANN {cann}; driver {driver} is unverified",
-            fix=f"check the CANN {cann} release notes for its Ascend HDK version",
-            sources=(),
-        )]
+        return [
+            CompatIssue(
+                id="compat.cann_driver",
+                severity=WARNING,
+                message=f"the data has no NPU driver (Ascend HDK) pairing for CANN {cann}; driver {driver} is unverified",
+                fix=f"check the CANN {cann} release notes for its Ascend HDK version",
+                sources=(),
+            )
+        ]
     named: List[Version] = list(row.hdk) + [v for _, v in row.hdk_by_product]
     if row.deployer_required_npu is not None:
         named.append(row.deployer_required_npu)
@@ -39,23 +42,34 @@ def cann_driver(ctx: StackContext) -> List[CompatIssue]:
 
     official = bool(row.hdk) and bool(set(row.sources) & set(ctx.data.cann_hdk_official_sources))
     newest = max(row.hdk) if row.hdk else (max(named) if named else None)
-    fix = (f"install Ascend HDK {newest} (driver and firmware) for CANN {row.cann}" if newest is not None
-           else f"check the CANN {row.cann} release notes for its Ascend HDK version")
+    fix = (
+        f"install Ascend HDK {newest} (driver and firmware) for CANN {row.cann}"
+        if newest is not None
+        else f"check the CANN {row.cann} release notes for its Ascend HDK version"
+    )
     if official and all(older_than(driver, entry) for entry in row.hdk):
-        return [CompatIssue(
-            id="compat.cann_driver", severity=ERROR,
-            message=f"NPU driver {driver} is older than every Ascend HDK listed for CANN {row.cann} ({listing(row.hdk)})",
+        return [
+            CompatIssue(
+                id="compat.cann_driver",
+                severity=ERROR,
+                message=f"NPU driver {driver} is older than every Ascend HDK listed for CANN {row.cann} ({listing(row.hdk)})",
+                fix=fix,
+                sources=row.sources,
+            )
+        ]
+    strength = "the release table" if official else "the data (not a full compatibility table)"
+    return [
+        CompatIssue(
+            id="compat.cann_driver",
+            severity=WARNING,
+            message=(
+                f"NPU driver {driver} is not among the drivers {strength} names for CANN {row.cann} "
+                f"({listing(named) if named else 'none'}); compatibility is unknown"
+            ),
             fix=fix,
             sources=row.sources,
-        )]
-    strength = "the release table" if official else "the data (not a full compatibility table)"
-    return [CompatIssue(
-        id="compat.cann_driver", severity=WARNING,
-        message=(f"NPU driver {driver} is not among the drivers {strength} names for CANN {row.cann} "
-                 f"({listing(named) if named else 'none'}); compatibility is unknown"),
-        fix=fix,
-        sources=row.sources,
-    )]
+        )
+    ]
 
 
 def cann_firmware(ctx: StackContext) -> List[CompatIssue]:
@@ -67,19 +81,27 @@ def cann_firmware(ctx: StackContext) -> List[CompatIssue]:
     pages = [(chip, page) for chip, page in ctx.pages(row) if page.firmware is not None] if row else []
     if row is None or not pages:
         chip_note = f" and chip {ctx.chip}" if ctx.chip else ""
-        return [CompatIssue(
-            id="compat.cann_firmware", severity=WARNING,
-            message=f"the data names no NPU firmware for CANN {cann}{chip_note}; firmware {firmware} is unverified",
-            fix="check that the firmware lies in compatible_version_fw of /usr/local/Ascend/driver/version.info",
-            sources=row.sources if row else (),
-        )]
+        return [
+            CompatIssue(
+                id="compat.cann_firmware",
+                severity=WARNING,
+                message=f"the data names no NPU firmware for CANN {cann}{chip_note}; firmware {firmware} is unverified",
+                fix="check that the firmware lies in compatible_version_fw of /usr/local/Ascend/driver/version.info",
+                sources=row.sources if row else (),
+            )
+        ]
     if any(page.firmware == firmware for _, page in pages):
         return []
     named = listing(f"{page.firmware} ({chip})" for chip, page in pages)
-    return [CompatIssue(
-        id="compat.cann_firmware", severity=WARNING,
-        message=(f"NPU firmware {firmware} is not the firmware the Ascend docs name for CANN {row.cann} "
-                 f"({named}); the docs give one version, not a range, so compatibility is unknown"),
-        fix=f"install firmware {pages[0][1].firmware}, or confirm {firmware} is in the driver's compatible_version_fw",
-        sources=row.sources,
-    )]
+    return [
+        CompatIssue(
+            id="compat.cann_firmware",
+            severity=WARNING,
+            message=(
+                f"NPU firmware {firmware} is not the firmware the Ascend docs name for CANN {row.cann} "
+                f"({named}); the docs give one version, not a range, so compatibility is unknown"
+            ),
+            fix=f"install firmware {pages[0][1].firmware}, or confirm {firmware} is in the driver's compatible_version_fw",
+            sources=row.sources,
+        )
+    ]

@@ -87,13 +87,15 @@ def check_stack(
         try:
             stack[key] = parse_version(key, value)
         except VersionError as exc:
-            issues.append(CompatIssue(
-                id="compat.version_unreadable",
-                severity=ERROR,
-                message=f"cannot read the installed {key} version: {exc}",
-                fix=f"check how {key} is installed; its version string should look like the documented ones",
-                sources=(),
-            ))
+            issues.append(
+                CompatIssue(
+                    id="compat.version_unreadable",
+                    severity=ERROR,
+                    message=f"cannot read the installed {key} version: {exc}",
+                    fix=f"check how {key} is installed; its version string should look like the documented ones",
+                    sources=(),
+                )
+            )
 
     release = find_release(data, stack["torch_npu"]) if "torch_npu" in stack else None
     context = StackContext(data, stack, release, chip, today)

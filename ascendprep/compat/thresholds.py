@@ -39,7 +39,9 @@ def parse_thresholds(text: str, origin: str = DATA_PATH) -> Dict[str, Optional[f
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             result[product] = float(value)
         else:
-            raise ThresholdsError(f"{origin}: min_busbw_gbps.{product}: expected a positive number or null, got {value!r}")
+            raise ThresholdsError(
+                f"{origin}: min_busbw_gbps.{product}: expected a positive number or null, got {value!r}"
+            )
     return result
 
 

@@ -101,7 +101,11 @@ def render_set_env_sh(rendezvous: Mapping[str, Union[str, int]], bind_address: O
     interface that holds it (:func:`render_interface_binding`).
     """
     binding = render_interface_binding(bind_address) if bind_address is not None else ""
-    gloo = render_gloo_from_hccl_ifname(str(rendezvous["HCCL_SOCKET_IFNAME"])) if "HCCL_SOCKET_IFNAME" in rendezvous else ""
+    gloo = (
+        render_gloo_from_hccl_ifname(str(rendezvous["HCCL_SOCKET_IFNAME"]))
+        if "HCCL_SOCKET_IFNAME" in rendezvous
+        else ""
+    )
     return (
         f"{MANAGED_HEADER}\n# This node's part of the training job; source it before torchrun.\n\n"
         f". {shlex.quote(ENV_SH)}\n{_exports(rendezvous)}{gloo}{binding}"
@@ -154,7 +158,7 @@ def render_interface_binding(address: str) -> str:
     return (
         f"# Host NIC for gloo and NCCL: the one holding this node's address {address}, whatever the\n"
         "# hostname resolves to (127.0.1.1 or nothing would make the ranks miss each other).\n"
-        f"ascendprep_ifname=$(PATH=\"$PATH:/usr/sbin:/sbin\" ip -o addr show 2>/dev/null | awk -v a={q(address)} "
+        f'ascendprep_ifname=$(PATH="$PATH:/usr/sbin:/sbin" ip -o addr show 2>/dev/null | awk -v a={q(address)} '
         f"{q(_IFNAME_OF_ADDRESS_AWK)})\n"
         'if [ -n "$ascendprep_ifname" ]; then\n'
         '  export GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-$ascendprep_ifname}"\n'
@@ -166,7 +170,18 @@ def render_interface_binding(address: str) -> str:
     )
 
 
-def rendezvous_values(*, master_addr: str, master_port: int, nnodes: int, node_rank: int, nproc_per_node: int, if_ip: str | None, socket_ifname: str | None, rank_table: bool = False, logic_superpod: str | None = None) -> dict[str, Union[str, int]]:
+def rendezvous_values(
+    *,
+    master_addr: str,
+    master_port: int,
+    nnodes: int,
+    node_rank: int,
+    nproc_per_node: int,
+    if_ip: str | None,
+    socket_ifname: str | None,
+    rank_table: bool = False,
+    logic_superpod: str | None = None,
+) -> dict[str, Union[str, int]]:
     """The variables of ``set_env.sh`` in the order they are written.
 
     ``RANK_TABLE_FILE`` only with ``rank_table`` (the inventory's ``training.rank_table``): when

@@ -29,9 +29,9 @@ from ascendprep.inventory.hccl_env import op_retry_levels
 
 if TYPE_CHECKING:
     from ascendprep.facts.model import SuperPodDie
-    from ascendprep.inventory.model import Node
-    from ascendprep.inventory.load import Inventory
     from ascendprep.inventory.addressing import IpPlan
+    from ascendprep.inventory.load import Inventory
+    from ascendprep.inventory.model import Node
 
 #: The longest ``server_id`` HCCL accepts (docs/ranktable-rules.md R6).
 SERVER_ID_MAX_CHARS = 64
@@ -65,7 +65,9 @@ def identities_from_facts(node: "Node", superpod: Mapping[int, "SuperPodDie"]) -
     """The dies' identities as ``npu-smi info -t spod-info`` reported them (``HostFacts.superpod``),
     in the rank table's terms: the pod is the node's logical pod when it has one."""
     return tuple(
-        DieIdentity(devid, die.sdid, node.logical_super_pod if node.logical_super_pod is not None else str(die.super_pod_id))
+        DieIdentity(
+            devid, die.sdid, node.logical_super_pod if node.logical_super_pod is not None else str(die.super_pod_id)
+        )
         for devid, die in sorted(superpod.items())
         if devid < node.npus
     )
@@ -98,7 +100,9 @@ def op_retry_enabled(env: Mapping[str, str]) -> bool:
     return any(levels.values())
 
 
-def build_rank_table(inventory: "Inventory", plan: "IpPlan", identities: Optional[Mapping[str, Sequence[DieIdentity]]] = None) -> dict[str, Any]:
+def build_rank_table(
+    inventory: "Inventory", plan: "IpPlan", identities: Optional[Mapping[str, Sequence[DieIdentity]]] = None
+) -> dict[str, Any]:
     """The rank table for ``inventory`` with ``plan``'s device IPs.
 
     ``identities``: per node name, its dies' super-pod identities as read from the server; by
@@ -114,7 +118,9 @@ def build_rank_table(inventory: "Inventory", plan: "IpPlan", identities: Optiona
     pods: dict[str, list[dict[str, str]]] = {}
     for node in inventory.nodes:
         addresses = {address.npu: address.ip for address in plan.by_node.get(node.name, [])}
-        dies = {d.die: d for d in (identities.get(node.name, ()) if identities is not None else planned_identities(node))}
+        dies = {
+            d.die: d for d in (identities.get(node.name, ()) if identities is not None else planned_identities(node))
+        }
         devices = []
         for npu in sorted(addresses):
             device: dict[str, str] = {"device_id": str(npu)}

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from ascendprep import compat
-from ascendprep.desired import envfiles
-from ascendprep.inventory import sysctl
 from ascendprep.base.findings import Finding, Severity
-from ascendprep.inventory.model import Node
-from ascendprep.inventory.load import Inventory
-from ascendprep.inventory.addressing import IpPlan, plan_device_ips
 from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
+from ascendprep.desired import envfiles
 from ascendprep.desired.ranktable import build_rank_table, render_rank_table
+from ascendprep.inventory import sysctl
+from ascendprep.inventory.addressing import IpPlan, plan_device_ips
+from ascendprep.inventory.load import Inventory
+from ascendprep.inventory.model import Node
 from ascendprep.inventory.ranktable_rules import RANK_TABLE_MAX_BYTES, check_path, check_rank_table
 
 SOFTWARE_KEYS = ("cann", "driver", "firmware", "python", "torch", "torch_npu", "torchvision")
@@ -88,12 +88,26 @@ def _if_ip(node: Node) -> Optional[str]:
         return None
 
 
-def torchrun_command(python_path: str, nnodes: int, node_rank: int, nproc: int, master_addr: str, master_port: int, script: str = "train.py") -> str:
+def torchrun_command(
+    python_path: str,
+    nnodes: int,
+    node_rank: int,
+    nproc: int,
+    master_addr: str,
+    master_port: int,
+    script: str = "train.py",
+) -> str:
     """The exact launch line for one node (``python -m torch.distributed.run`` is torchrun)."""
     argv = [
-        python_path, "-m", "torch.distributed.run",
-        f"--nnodes={nnodes}", f"--node_rank={node_rank}", f"--nproc_per_node={nproc}",
-        f"--master_addr={master_addr}", f"--master_port={master_port}", script,
+        python_path,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--node_rank={node_rank}",
+        f"--nproc_per_node={nproc}",
+        f"--master_addr={master_addr}",
+        f"--master_port={master_port}",
+        script,
     ]
     return f". {shlex.quote(SET_ENV_SH)} && " + " ".join(shlex.quote(a) for a in argv)
 
@@ -116,7 +130,9 @@ def _software_findings(versions: dict[str, Optional[str]], chip: Optional[str]) 
     findings = []
     for issue in compat.check_stack(versions, chip=chip):
         severity = Severity(issue.severity)
-        findings.append(Finding(issue.id, severity, issue.message, issue.fix, evidence={"sources": list(issue.sources)}))
+        findings.append(
+            Finding(issue.id, severity, issue.message, issue.fix, evidence={"sources": list(issue.sources)})
+        )
     return findings
 
 
@@ -127,7 +143,13 @@ def rank_table_findings(table: dict, inventory: Inventory, rendered_bytes: Optio
     compact = rendered_bytes if rendered_bytes is not None and rendered_bytes <= RANK_TABLE_MAX_BYTES else None
     violations = check_path(RANK_TABLE) + check_rank_table(table, inventory.product, compact_bytes=compact)
     return [
-        Finding(f"ranktable.{v.rule}", Severity.ERROR, f"the rank table HCCL would load breaks rule {v}", "see docs/ranktable-rules.md; change the inventory so the table passes", evidence={"rule": v.rule})
+        Finding(
+            f"ranktable.{v.rule}",
+            Severity.ERROR,
+            f"the rank table HCCL would load breaks rule {v}",
+            "see docs/ranktable-rules.md; change the inventory so the table passes",
+            evidence={"rule": v.rule},
+        )
         for v in violations
     ]
 
@@ -145,7 +167,11 @@ def build_desired(inventory: Inventory) -> DesiredState:
     table = build_rank_table(inventory, plan)
     rank_table = render_rank_table(table)
     # Address rule errors are reported once, by the IP plan (a duplicate address would repeat as R11).
-    table_findings = [] if any(f.severity is Severity.ERROR for f in plan.findings) else rank_table_findings(table, inventory, len(rank_table))
+    table_findings = (
+        []
+        if any(f.severity is Severity.ERROR for f in plan.findings)
+        else rank_table_findings(table, inventory, len(rank_table))
+    )
     python_path = model.software.python_path
 
     nodes: dict[str, NodeDesired] = {}
@@ -178,7 +204,9 @@ def build_desired(inventory: Inventory) -> DesiredState:
             sysctl_minimums=minimums,
             reserved_ports=ports,
             files=files,
-            torchrun=torchrun_command(python_path, nnodes, node.index, node.npus, master.host, model.training.master_port),
+            torchrun=torchrun_command(
+                python_path, nnodes, node.index, node.npus, master.host, model.training.master_port
+            ),
         )
         rank += node.npus
 
@@ -186,6 +214,13 @@ def build_desired(inventory: Inventory) -> DesiredState:
     findings = list(plan.findings) + table_findings + _software_findings(software, inventory.product.compat_chip)
     for node in inventory.nodes:
         if if_ips[node.name] is None and model.training.socket_ifname is None:
-            findings.append(Finding("plan.hccl_if", Severity.WARNING, f"{node.name}: host '{node.host}' is a name, so HCCL_IF_IP cannot be set; HCCL will pick a NIC by its own order", "set training.socket_ifname (HCCL_SOCKET_IFNAME) or give the node's IP as host", node=node.name))
+            findings.append(
+                Finding(
+                    "plan.hccl_if",
+                    Severity.WARNING,
+                    f"{node.name}: host '{node.host}' is a name, so HCCL_IF_IP cannot be set; HCCL will pick a NIC by its own order",
+                    "set training.socket_ifname (HCCL_SOCKET_IFNAME) or give the node's IP as host",
+                    node=node.name,
+                )
+            )
     return DesiredState(inventory, plan, nodes, software, model.firewall, hccl_ports(inventory), findings)
-

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep.compat.hccl import BASE_PORT_MAX, BASE_PORT_MIN, DEFAULT_BASE_PORT, WIDE_PORT_COUNT
-from ascendprep.facts.blocker_model import RouteLookup
 from ascendprep.facts import hostnic, netaddr, npu_procs, ports
+from ascendprep.facts.blocker_model import RouteLookup
 from ascendprep.facts.failures import dcmi_failure
 from ascendprep.facts.netaddr import ip_literal
 from ascendprep.facts.ports import PortQuery
@@ -94,7 +94,9 @@ def _query(attrs: Dict[str, str]) -> PortQuery:
 
 
 #: Without an inventory: HCCL's default block (wide, the check narrows it) and port 29500.
-DEFAULT_JOB_PROBES = JobProbes(PortQuery(((DEFAULT_BASE_PORT, DEFAULT_BASE_PORT + WIDE_PORT_COUNT - 1), (29500, 29500))))
+DEFAULT_JOB_PROBES = JobProbes(
+    PortQuery(((DEFAULT_BASE_PORT, DEFAULT_BASE_PORT + WIDE_PORT_COUNT - 1), (29500, 29500)))
+)
 
 
 def _jobs(ctx: RenderContext) -> JobProbes:

@@ -72,7 +72,9 @@ def over_cap_error(section: Section, probe: str, what: str, npu: Optional[int] =
     cap = section.int_attr("cap")
     limit = size_text(cap) if cap else "the cap"
     where = "" if streams == "stdout" else f" ({streams.replace('+', ' and ')})"
-    return ProbeError(probe=probe, kind=OVER_CAP_KIND, message=f"could not read {what}: output over {limit}{where}", npu=npu)
+    return ProbeError(
+        probe=probe, kind=OVER_CAP_KIND, message=f"could not read {what}: output over {limit}{where}", npu=npu
+    )
 
 
 def classify_failure(

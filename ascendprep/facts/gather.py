@@ -26,11 +26,11 @@ import re
 import shlex
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ascendprep.facts.model import Firewall, HostFacts, NpuFacts, Versions
+from ascendprep.base import paths
 from ascendprep.base.limits import SAMPLE_INTERVAL_MAX_S
 from ascendprep.facts import jobenv, port_stats
-from ascendprep.base import paths
 from ascendprep.facts.failures import over_cap_error
+from ascendprep.facts.model import Firewall, HostFacts, NpuFacts, Versions
 from ascendprep.facts.sections import new_nonce, parse_transcript
 from ascendprep.facts.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
 from ascendprep.facts.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext
@@ -93,7 +93,13 @@ def render_gather_script(
     if npus is not None:
         check_int("npus", npus, 0, MAX_DEVID + 1)
     python_path = check_command("python_path", python_path)
-    ctx = RenderContext(npus=npus, python_path=python_path, sysctl_keys=tuple(sysctl_keys), job_probes=job_probes, sample_interval=sample_interval)
+    ctx = RenderContext(
+        npus=npus,
+        python_path=python_path,
+        sysctl_keys=tuple(sysctl_keys),
+        job_probes=job_probes,
+        sample_interval=sample_interval,
+    )
     if nonce is None:
         nonce = new_nonce()
     elif not _NONCE.match(nonce):
@@ -180,7 +186,10 @@ def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]
     after the other, the output in device-id order); a slow driver round trip then costs the
     host twelve of them in verify, not twelve per NPU.
     """
-    lines = ["# ap_npu_probes: the per-NPU queries of device $ap_dev (ap_each_npu runs it per NPU).", "ap_npu_probes() {"]
+    lines = [
+        "# ap_npu_probes: the per-NPU queries of device $ap_dev (ap_each_npu runs it per NPU).",
+        "ap_npu_probes() {",
+    ]
     for unit in npu_units:
         lines += ["\t" + line for line in unit.script_lines(ctx)]
     if not npu_units:
@@ -223,8 +232,6 @@ ap_resolve_self() {
 """
 
 
-
-
 #: The registered units by section, built once (a verify parses every host with them).
 _UNITS_BY_SECTION: Dict[str, ProbeUnit] = by_section(UNITS)
 
@@ -253,7 +260,12 @@ def parse_gather_output(text: str, units: Sequence[ProbeUnit] = UNITS) -> HostFa
             # One odd output (a 5,000-digit number int() refuses) costs that probe, not the host.
             # (Named only here: most sections have no error, and the words cost per section.)
             what = unit.describe(where)
-            draft.error(unit.probe_name(where), "error", f"{what}: unreadable output ({type(exc).__name__}: {str(exc)[:200]})", unit.npu_of(where))
+            draft.error(
+                unit.probe_name(where),
+                "error",
+                f"{what}: unreadable output ({type(exc).__name__}: {str(exc)[:200]})",
+                unit.npu_of(where),
+            )
     return HostFacts(
         ascend_home=draft.ascend_home,
         npus={devid: NpuFacts(devid=devid, **values) for devid, values in sorted(draft.npus.items())},

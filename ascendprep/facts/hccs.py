@@ -16,9 +16,9 @@ import re
 import shlex
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ascendprep.facts.model import HccsPingResult
-from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.base.paths import DEFAULT_ASCEND_HOME
+from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
+from ascendprep.facts.model import HccsPingResult
 from ascendprep.facts.ping import parse_pair_transcript, parse_ping_summary
 from ascendprep.facts.sections import Section, new_nonce, render_attrs
 from ascendprep.facts.shell import UnsafeValue, check_devid, main_block, preamble
@@ -68,7 +68,11 @@ def render_hccs_script(
     for die, target in checked:
         lines.append(f"ap_run hccs {q(render_attrs(npu=die, target=target))} ap_hccs {die} {q(target)}")
     return "\n".join(
-        [preamble(KIND, new_nonce(), per_command_timeout, busy_retries, ascend_home), _HCCS_FUNCTION, main_block("\n".join(lines) + "\n")]
+        [
+            preamble(KIND, new_nonce(), per_command_timeout, busy_retries, ascend_home),
+            _HCCS_FUNCTION,
+            main_block("\n".join(lines) + "\n"),
+        ]
     )
 
 
@@ -80,8 +84,13 @@ def parse_hccs_times(stdout: str) -> Dict[str, float]:
 def parse_hccs_output(text: str) -> List[HccsPingResult]:
     """One result per requested pair, in order; pairs the script never reached say so."""
     return parse_pair_transcript(
-        text, KIND, "hccs", _result,
-        lambda die, target, reason: HccsPingResult(npu=die, target=target, ok=False, error=f"not run: {reason or 'the script did not run this HCCS ping'}"),
+        text,
+        KIND,
+        "hccs",
+        _result,
+        lambda die, target, reason: HccsPingResult(
+            npu=die, target=target, ok=False, error=f"not run: {reason or 'the script did not run this HCCS ping'}"
+        ),
     )
 
 
@@ -97,12 +106,23 @@ def _result(section: Section, die: int, target: str, timeout_s: Optional[int]) -
     error = None
     if not ok:
         if summary is not None and not section.timed_out and BUSY_TEXT not in section.text:
-            error = "no packets sent" if sent == 0 else f"{(sent or 0) - (received or 0)} of {sent} packets lost ({loss:g}% loss)"
+            error = (
+                "no packets sent"
+                if sent == 0
+                else f"{(sent or 0) - (received or 0)} of {sent} packets lost ({loss:g}% loss)"
+            )
         elif section.rc == 0:
             error = f"{what}: no summary line in the output"
         else:
             error = classify_failure(section, "hccs", what, npu=die, timeout_s=timeout_s).message
     return HccsPingResult(
-        npu=die, target=target, ok=ok, sent=sent, received=received, loss_percent=loss,
-        average_us=times.get("average") if ok or received else None, max_us=times.get("max") if ok or received else None, error=error,
+        npu=die,
+        target=target,
+        ok=ok,
+        sent=sent,
+        received=received,
+        loss_percent=loss,
+        average_us=times.get("average") if ok or received else None,
+        max_us=times.get("max") if ok or received else None,
+        error=error,
     )

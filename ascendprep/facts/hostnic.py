@@ -12,8 +12,8 @@ from __future__ import annotations
 import ipaddress
 from typing import List, Tuple
 
-from ascendprep.facts.blocker_model import LinkState, RouteLookup
 from ascendprep.base.limits import MAX_HOST_LINKS
+from ascendprep.facts.blocker_model import LinkState, RouteLookup
 from ascendprep.facts.netaddr import IFNAME_RE
 from ascendprep.facts.text import UnexpectedOutput, content_lines, first_line
 

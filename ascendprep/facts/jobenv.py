@@ -27,8 +27,7 @@ import shlex
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from ascendprep.base import limits
-from ascendprep.base import paths
+from ascendprep.base import limits, paths
 from ascendprep.facts.jobenv_model import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from ascendprep.facts.sections import Section
 from ascendprep.facts.text import first_line
@@ -37,8 +36,13 @@ from ascendprep.facts.unit import VERIFY_ONLY, Draft, Given, ProbeUnit, Where, f
 #: Variables read from the login shell: the job checks judge the first two, checks/a3env.py the
 #: A3 HCCL settings (docs/a3-superpod.md §3).
 JOB_VARIABLES = (
-    "HCCL_CONNECT_TIMEOUT", "RANK_TABLE_FILE",
-    "HCCL_INTER_HCCS_DISABLE", "HCCL_LOGIC_SUPERPOD_ID", "HCCL_OP_RETRY_ENABLE", "HCCL_OP_EXPANSION_MODE", "HCCL_INTRA_PCIE_ENABLE",
+    "HCCL_CONNECT_TIMEOUT",
+    "RANK_TABLE_FILE",
+    "HCCL_INTER_HCCS_DISABLE",
+    "HCCL_LOGIC_SUPERPOD_ID",
+    "HCCL_OP_RETRY_ENABLE",
+    "HCCL_OP_EXPANSION_MODE",
+    "HCCL_INTRA_PCIE_ENABLE",
 )
 #: Where ascendprep writes its rank table; stray tables are looked for here.
 RANK_TABLE_DIR = paths.RANK_TABLE.rsplit("/", 1)[0]
@@ -70,7 +74,7 @@ _PRINT_ENV = (
     'if [ -n "$1" ] && [ -f "$1" ]; then . "$1" >/dev/null 2>&1; fi\n'
     f"for v in {' '.join(JOB_VARIABLES)}; do\n"
     '\teval "s=\\${$v+1} x=\\${$v-}"\n'
-    f"\tprintf '{_ENV_MARK}\\t%s\\t%s\\t%s\\n' \"$v\" \"${{s:-0}}\" \"$x\"\n"
+    f'\tprintf \'{_ENV_MARK}\\t%s\\t%s\\t%s\\n\' "$v" "${{s:-0}}" "$x"\n'
     "done\n"
     'if [ -n "${RANK_TABLE_FILE-}" ] && [ -f "$RANK_TABLE_FILE" ]; then '
     f"printf '{_ENV_MARK}\\trank_table_exists\\t1\\t\\n'; fi\n"
@@ -92,21 +96,21 @@ def visibility_function() -> str:
         "ap_job_visible() {\n"
         "\tset +f\n"
         "\tfor ap_p in /dev/davinci[0-9]*; do\n"
-        "\t\tif [ -e \"$ap_p\" ]; then printf 'dev present %s\\n' \"$ap_p\"; fi\n"
+        '\t\tif [ -e "$ap_p" ]; then printf \'dev present %s\\n\' "$ap_p"; fi\n'
         "\tdone\n"
         "\tset -f\n"
         f"\tfor ap_p in {devices}; do\n"
-        "\t\tif [ -e \"$ap_p\" ]; then printf 'dev present %s\\n' \"$ap_p\"; else printf 'dev absent %s\\n' \"$ap_p\"; fi\n"
+        '\t\tif [ -e "$ap_p" ]; then printf \'dev present %s\\n\' "$ap_p"; else printf \'dev absent %s\\n\' "$ap_p"; fi\n'
         "\tdone\n"
-        f"\tif command -v hccn_tool >/dev/null 2>&1 || [ -x \"$1/{paths.HCCN_TOOL_IN_HOME}\" ]; then\n"
+        f'\tif command -v hccn_tool >/dev/null 2>&1 || [ -x "$1/{paths.HCCN_TOOL_IN_HOME}" ]; then\n'
         "\t\techo 'tool present hccn_tool'\n"
         "\telse\n"
         "\t\techo 'tool absent hccn_tool'\n"
         "\tfi\n"
         f"\tfor ap_p in {files}; do\n"
-        "\t\tif [ -f \"$ap_p\" ]; then printf 'file present %s\\n' \"$ap_p\"; else printf 'file absent %s\\n' \"$ap_p\"; fi\n"
+        '\t\tif [ -f "$ap_p" ]; then printf \'file present %s\\n\' "$ap_p"; else printf \'file absent %s\\n\' "$ap_p"; fi\n'
         "\tdone\n"
-        f"\tif [ -d \"$1/{DRIVER_LIB_DIR}\" ]; then printf 'lib present %s\\n' \"$1/{DRIVER_LIB_DIR}\"; "
+        f'\tif [ -d "$1/{DRIVER_LIB_DIR}" ]; then printf \'lib present %s\\n\' "$1/{DRIVER_LIB_DIR}"; '
         f"else printf 'lib absent %s\\n' \"$1/{DRIVER_LIB_DIR}\"; fi\n"
         "}\n"
     )
@@ -125,12 +129,12 @@ def shell_functions() -> str:
         "# ap_job_env SOURCE: the job variables in a login shell (after sourcing SOURCE when given).\n"
         "ap_job_env() {\n"
         "\tap_job_sh\n"
-        f"\ttimeout -k 2 {int(limits.JOB_LOGIN_TIMEOUT_S)} \"$ap_sh\" -lc {q(_PRINT_ENV)} ascendprep-job \"$1\"\n"
+        f'\ttimeout -k 2 {int(limits.JOB_LOGIN_TIMEOUT_S)} "$ap_sh" -lc {q(_PRINT_ENV)} ascendprep-job "$1"\n'
         "}\n\n"
         "# ap_job_import SOURCE PYTHON: import torch_npu in PYTHON under the job's environment.\n"
         "ap_job_import() {\n"
         "\tap_job_sh\n"
-        f"\ttimeout -k 2 {int(limits.JOB_IMPORT_TIMEOUT_S)} \"$ap_sh\" -lc {q(_IMPORT)} ascendprep-job \"$1\" \"$2\" {q(IMPORT_CODE)}\n"
+        f'\ttimeout -k 2 {int(limits.JOB_IMPORT_TIMEOUT_S)} "$ap_sh" -lc {q(_IMPORT)} ascendprep-job "$1" "$2" {q(IMPORT_CODE)}\n'
         "}\n\n"
         f"# ap_job_rank_tables: rank-table files in {RANK_TABLE_DIR} ({', '.join(RANK_TABLE_PATTERNS)}).\n"
         "ap_job_rank_tables() {\n"

@@ -23,9 +23,8 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaSerializer, core_schema
 
 from ascendprep.base.limits import SHARED_COUNTER_LAYOUTS
-
-from ascendprep.facts.jobenv_model import JobEnv
 from ascendprep.facts.blocker_model import LinkState, NpuProcessTable, PortSockets, RouteLookup
+from ascendprep.facts.jobenv_model import JobEnv
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
 FACTS_SCHEMA_VERSION = 1
@@ -255,7 +254,9 @@ class OpticalInfo:
     @property
     def has_readings(self) -> bool:
         """Any power, Vcc or temperature reading: a module answered."""
-        return self.vcc_mv is not None or self.temperature_c is not None or any(lane.has_readings for lane in self.lanes)
+        return (
+            self.vcc_mv is not None or self.temperature_c is not None or any(lane.has_readings for lane in self.lanes)
+        )
 
     @property
     def present(self) -> bool:
@@ -647,4 +648,3 @@ def _host_facts_adapter() -> "TypeAdapter[HostFacts]":
     """pydantic's reader and writer of HostFacts, built on first use rather than at import: a
     verify whose hosts all pass writes no facts.json and reads none."""
     return TypeAdapter(HostFacts)
-

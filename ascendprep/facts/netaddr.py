@@ -15,8 +15,8 @@ import ipaddress
 import re
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from ascendprep.facts.model import InterfaceAddress
 from ascendprep.base.limits import MAX_HOST_ADDRESSES
+from ascendprep.facts.model import InterfaceAddress
 from ascendprep.facts.text import UnexpectedOutput, content_lines, first_line
 
 #: An interface name as the kernel allows it (IFNAMSIZ 16 with the NUL) and a shell can carry.
@@ -90,8 +90,12 @@ def is_hostname(name: str) -> bool:
     """An RFC 1123 host name (what the inventory accepts as a node's host), not an IPv4 address:
     safe as a script argument and a section attribute (no leading ``-``, no spaces or quotes)."""
     labels = name[:-1].split(".") if name.endswith(".") else name.split(".")
-    return (len(name) <= 253 and ip_literal(name) is None and not name.replace(".", "").isdigit()
-            and all(_HOSTNAME_LABEL.fullmatch(label) for label in labels))
+    return (
+        len(name) <= 253
+        and ip_literal(name) is None
+        and not name.replace(".", "").isdigit()
+        and all(_HOSTNAME_LABEL.fullmatch(label) for label in labels)
+    )
 
 
 def ip_literal(host: str) -> Optional[str]:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from ascendprep.facts.blocker_model import NpuProcess, NpuProcessTable
 from ascendprep.base.limits import MAX_NPU_PROCESS_ROWS
+from ascendprep.facts.blocker_model import NpuProcess, NpuProcessTable
 from ascendprep.facts.text import UnexpectedOutput, not_as_expected
 
 _IDLE_RE = re.compile(r"^No running processes found in NPU\s+(\d{1,4})$")
@@ -47,12 +47,14 @@ def parse_process_table(stdout: str) -> NpuProcessTable:
     lines = stdout.splitlines()
     start = next((i for i, line in enumerate(lines) if "Process id" in line and "Process name" in line), None)
     if start is None:
-        raise not_as_expected("the process table of 'npu-smi info' ('| NPU  Chip | Process id | Process name | ...')", stdout)
+        raise not_as_expected(
+            "the process table of 'npu-smi info' ('| NPU  Chip | Process id | Process name | ...')", stdout
+        )
     columns = len(_cells(lines[start]))
     processes: List[NpuProcess] = []
     idle: List[int] = []
     odd: List[str] = []
-    for raw in lines[start + 1:]:
+    for raw in lines[start + 1 :]:
         line = raw.strip()
         if not line or line.startswith("+"):
             continue
@@ -83,8 +85,10 @@ def _process_row(cells: List[str], columns: int) -> Optional[NpuProcess]:
     pid = cells[1]
     if where is None or not pid.isdigit() or len(pid) > 10:
         return None
-    name = "|".join(cells[2:3 + extra]).strip()
+    name = "|".join(cells[2 : 3 + extra]).strip()
     memory = cells[3 + extra]
     if not (memory.isdigit() or memory.upper() in ("NA", "N/A", "-")):
         return None
-    return NpuProcess(npu_id=int(where.group(1)), chip=int(where.group(2)), pid=int(pid), name=name, memory_mb=_memory(memory))
+    return NpuProcess(
+        npu_id=int(where.group(1)), chip=int(where.group(2)), pid=int(pid), name=name, memory_mb=_memory(memory)
+    )

@@ -89,7 +89,9 @@ def _flag(key: str, value: str) -> Optional[int]:
 def parse_optical_info(stdout: str) -> OpticalInfo:
     """:class:`OpticalInfo` from ``-optical -g``; UnexpectedOutput for any other text."""
     if "digital diagnostic monitoring" in stdout.lower():
-        raise UnexpectedOutput("the 'v2' table form of -optical -g (powers in dBm) is not supported; expected 'name : value' lines")
+        raise UnexpectedOutput(
+            "the 'v2' table form of -optical -g (powers in dBm) is not supported; expected 'name : value' lines"
+        )
     present: Optional[bool] = None
     values: Dict[str, object] = {}
     thresholds: Dict[str, Optional[float]] = {}
@@ -150,7 +152,10 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
     masks = [flags.get(name) for name in _LANE_FLAGS]
     return OpticalInfo(
         present_line=present,
-        lanes=tuple(_lane(index, lanes[index], masks) for index in sorted(lanes, key=lambda index: -1 if index is None else index)),
+        lanes=tuple(
+            _lane(index, lanes[index], masks)
+            for index in sorted(lanes, key=lambda index: -1 if index is None else index)
+        ),
         indexed=None not in lanes,
         thresholds=OpticalThresholds(**thresholds),
         flags=flags,

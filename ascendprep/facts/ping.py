@@ -16,11 +16,12 @@ import re
 import shlex
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
-from ascendprep.facts.model import PingResult
-from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.base.paths import DEFAULT_ASCEND_HOME
+from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
+from ascendprep.facts.model import PingResult
 from ascendprep.facts.sections import Section, id_number, new_nonce, parse_transcript, render_attrs
 from ascendprep.facts.shell import UnsafeValue, check_devid, main_block, preamble
+
 
 class _Pair(Protocol):
     """A pair's result: which NPU pinged which target (PingResult, HccsPingResult)."""
@@ -110,13 +111,23 @@ def render_ping_script(
 def parse_ping_output(text: str) -> List[PingResult]:
     """One PingResult per requested pair, in order; pairs the script never reached say so."""
     return parse_pair_transcript(
-        text, KIND, "ping", _result,
-        lambda npu, target, reason: PingResult(npu=npu, target=target, ok=False, error=f"not run: {reason or 'the script did not run this ping'}"),
+        text,
+        KIND,
+        "ping",
+        _result,
+        lambda npu, target, reason: PingResult(
+            npu=npu, target=target, ok=False, error=f"not run: {reason or 'the script did not run this ping'}"
+        ),
     )
 
 
-def parse_pair_transcript(text: str, kind: str, section_name: str, result: Callable[[Section, int, str, Optional[int]], R],
-                          not_run: Callable[[int, str, Optional[str]], R]) -> List[R]:
+def parse_pair_transcript(
+    text: str,
+    kind: str,
+    section_name: str,
+    result: Callable[[Section, int, str, Optional[int]], R],
+    not_run: Callable[[int, str, Optional[str]], R],
+) -> List[R]:
     """The results of a pair script (the RoCE pings here, the HCCS pings in probes/hccs.py): a
     ``settings`` section, a ``pairs`` section listing what was asked, then one ``section_name``
     section per pair. One result per requested pair, in the order asked: ``result(section, npu,

@@ -81,7 +81,9 @@ def sample_time(text: str) -> Optional[float]:
 
 def sample(counters: Mapping[str, int], pass_number: Optional[int], t_attr: str) -> CounterSample:
     """The fact of one read: its pass, the node's time of the call (None when unstamped), the counters."""
-    return CounterSample(pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=CounterValues.of(counters))
+    return CounterSample(
+        pass_number=pass_number or FIRST, at_s=sample_time(t_attr), counters=CounterValues.of(counters)
+    )
 
 
 # -- the script side: two probe units --------------------------------------------------------
@@ -172,6 +174,7 @@ FIRST_READ = ProbeUnit(
     fact="npus[devid].stat_samples[0] (pass 1)",
     phases=VERIFY_ONLY,
 )
+
 
 class _LateNpuRead(ProbeUnit):
     """A per-NPU read rendered as a host unit, i.e. after every other probe (the units' per-NPU loop

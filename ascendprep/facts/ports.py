@@ -20,15 +20,24 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ascendprep.facts.blocker_model import PortSockets, SocketUse
 from ascendprep.base.limits import MAX_PORT_SOCKETS
+from ascendprep.facts.blocker_model import PortSockets, SocketUse
 from ascendprep.facts.shell import check_int
 from ascendprep.facts.text import UnexpectedOutput, content_lines, first_line
 
 #: ``/proc/net/tcp`` state codes (include/net/tcp_states.h) as ss names them.
 TCP_STATES = {
-    "01": "ESTAB", "02": "SYN-SENT", "03": "SYN-RECV", "04": "FIN-WAIT-1", "05": "FIN-WAIT-2",
-    "06": "TIME-WAIT", "07": "UNCONN", "08": "CLOSE-WAIT", "09": "LAST-ACK", "0A": "LISTEN", "0B": "CLOSING",
+    "01": "ESTAB",
+    "02": "SYN-SENT",
+    "03": "SYN-RECV",
+    "04": "FIN-WAIT-1",
+    "05": "FIN-WAIT-2",
+    "06": "TIME-WAIT",
+    "07": "UNCONN",
+    "08": "CLOSE-WAIT",
+    "09": "LAST-ACK",
+    "0A": "LISTEN",
+    "0B": "CLOSING",
 }
 _SS_STATES = frozenset(TCP_STATES.values()) | {"CLOSE", "ESTABLISHED", "SYN-RECV", "TIME_WAIT", "UNCONN"}
 #: ``users:(("python3",pid=4242,fd=3))``; iproute2 before 4.x printed ``("sshd",1234,3)``.
@@ -60,7 +69,10 @@ class PortQuery:
 
     def ss_filter(self) -> str:
         """The ss expression: ``( sport >= :60000 and sport <= :60031 ) or ( sport = :29500 )``."""
-        parts = [f"( sport = :{low} )" if low == high else f"( sport >= :{low} and sport <= :{high} )" for low, high in self.ranges]
+        parts = [
+            f"( sport = :{low} )" if low == high else f"( sport >= :{low} and sport <= :{high} )"
+            for low, high in self.ranges
+        ]
         return " or ".join(parts)
 
 
@@ -165,7 +177,7 @@ def _proc_address(hex_address: str) -> str:
     if len(raw) == 4:
         return str(ipaddress.IPv4Address(raw[::-1]))
     if len(raw) == 16:
-        return str(ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))))
+        return str(ipaddress.IPv6Address(b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))))
     raise ValueError(f"{hex_address!r} is neither 8 nor 32 hex digits")
 
 

@@ -141,7 +141,7 @@ def parse_transcript(text: str, kind: str) -> Transcript:
     version = header.group("version")
     if len(version) > 4 or int(version) not in READABLE_VERSIONS:  # (int() refuses 5,000 digits)
         return Transcript(kind, problem=f"output format v{version[:20]} is not v{FORMAT_VERSION}")
-    body = text[header.end():]  # led by the header line's own newline
+    body = text[header.end() :]  # led by the header line's own newline
     if body.endswith("\n"):
         body = body[:-1]  # the newline that ends the last line starts no line of its own
     pieces = body.split(f"\n@@{header.group('nonce')} ")[1:]
@@ -201,7 +201,7 @@ def _ended(text: str) -> str:
 
 def _begin(command: str) -> Tuple[str, Mapping[str, str]]:
     """(name, attributes) of a ``begin name key=value ...`` command; a bad name reads "invalid"."""
-    name, *pairs = command[len("begin "):].split(" ")
+    name, *pairs = command[len("begin ") :].split(" ")
     attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
     return (name if _NAME_RE.match(name) else "invalid"), attrs
 

@@ -27,8 +27,8 @@ from typing import Optional, Tuple
 
 from ascendprep.base import limits
 from ascendprep.base.paths import HCCN_TOOL_IN_HOME
-from ascendprep.facts.sections import header_line, new_nonce
 from ascendprep.base.yamlsource import InputError, Located
+from ascendprep.facts.sections import header_line, new_nonce
 
 #: hccn_tool takes the physical device id as 1-2 decimal digits (docs/ascend-reference.md §1.1).
 MAX_DEVID = 99
@@ -51,7 +51,10 @@ def checked_output_cap_override() -> int:
     bad value stops the command before any host is contacted.
     """
 
-    for name, read in ((limits.NPU_PROBE_JOBS_ENV, npu_probe_jobs), (limits.REMOTE_CALL_OUTPUT_CAP_ENV, remote_call_output_cap)):
+    for name, read in (
+        (limits.NPU_PROBE_JOBS_ENV, npu_probe_jobs),
+        (limits.REMOTE_CALL_OUTPUT_CAP_ENV, remote_call_output_cap),
+    ):
         try:
             value = read()
         except UnsafeValue as exc:
@@ -66,7 +69,9 @@ def npu_probe_jobs() -> int:
     if text is None or not text.strip():
         return limits.NPU_PROBE_JOBS
     if not text.strip().isdigit() or not 1 <= int(text) <= MAX_PARALLEL:
-        raise UnsafeValue(f"{limits.NPU_PROBE_JOBS_ENV} must be a number of jobs from 1 to {MAX_PARALLEL}, not {text!r}")
+        raise UnsafeValue(
+            f"{limits.NPU_PROBE_JOBS_ENV} must be a number of jobs from 1 to {MAX_PARALLEL}, not {text!r}"
+        )
     return int(text)
 
 
@@ -76,7 +81,9 @@ def remote_call_output_cap() -> int:
     if text is None or not text.strip():
         return limits.REMOTE_CALL_OUTPUT_CAP
     if not text.strip().isdigit() or not 1 <= int(text) <= MAX_OUTPUT_CAP:
-        raise UnsafeValue(f"{limits.REMOTE_CALL_OUTPUT_CAP_ENV} must be a number of bytes from 1 to {MAX_OUTPUT_CAP}, not {text!r}")
+        raise UnsafeValue(
+            f"{limits.REMOTE_CALL_OUTPUT_CAP_ENV} must be a number of bytes from 1 to {MAX_OUTPUT_CAP}, not {text!r}"
+        )
     return int(text)
 
 
@@ -167,7 +174,9 @@ _HEX_NONCE = re.compile(r"[0-9a-f]{16}")
 
 
 @functools.lru_cache(maxsize=16)
-def _preamble_template(kind: str, timeout_s: int, busy_retries: int, ascend_home: str, cap: int, parallel: int) -> Optional[Tuple[str, str]]:
+def _preamble_template(
+    kind: str, timeout_s: int, busy_retries: int, ascend_home: str, cap: int, parallel: int
+) -> Optional[Tuple[str, str]]:
     """The preamble of these settings rendered once, with the nonce that stands for any other.
 
     A ping script is rendered per host (its pairs are the host's own), and the ~10 KB preamble
@@ -179,12 +188,16 @@ def _preamble_template(kind: str, timeout_s: int, busy_retries: int, ascend_home
     while second == first:
         second = new_nonce()
     text = _render_preamble(kind, first, timeout_s, busy_retries, ascend_home, cap, parallel)
-    if text.replace(first, second) != _render_preamble(kind, second, timeout_s, busy_retries, ascend_home, cap, parallel):
+    if text.replace(first, second) != _render_preamble(
+        kind, second, timeout_s, busy_retries, ascend_home, cap, parallel
+    ):
         return None
     return text, first
 
 
-def _render_preamble(kind: str, nonce: str, timeout_s: int, busy_retries: int, ascend_home: str, cap: int, parallel: int) -> str:
+def _render_preamble(
+    kind: str, nonce: str, timeout_s: int, busy_retries: int, ascend_home: str, cap: int, parallel: int
+) -> str:
     return _PREAMBLE.format(
         kind=kind,
         nonce=nonce,

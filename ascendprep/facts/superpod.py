@@ -16,13 +16,18 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Dict
 
-from ascendprep.facts.model import SuperPodDie
 from ascendprep.facts.failures import dcmi_failure
+from ascendprep.facts.model import SuperPodDie
 from ascendprep.facts.text import UnexpectedOutput, content_lines, not_as_expected, split_colon
 from ascendprep.facts.unit import BOTH, CHIP, NPU, VERIFY_ONLY, Draft, ProbeUnit, Where, update_npu
 
 #: spod-info key (lower case) → SuperPodDie field.
-_SPOD_KEYS = {"sdid": "sdid", "super pod id": "super_pod_id", "server index": "server_index", "super pod size": "pod_size"}
+_SPOD_KEYS = {
+    "sdid": "sdid",
+    "super pod id": "super_pod_id",
+    "server index": "server_index",
+    "super pod size": "pod_size",
+}
 #: The largest value any of them can hold: the SDID packs a 10-bit server index above bit 22 (32 bits).
 _SPOD_MAX = 2**32 - 1
 
@@ -92,7 +97,11 @@ VNIC = ProbeUnit(
     section="hccn.vnic",
     scope=NPU,
     command=lambda ctx: 'ap_hccn -i "$ap_dev" -vnic -g',
-    render=lambda ctx: ['if [ -n "$AP_SPOD" ]; then', '\tap_run hccn.vnic " npu=$ap_dev" ap_hccn -i "$ap_dev" -vnic -g', "fi"],
+    render=lambda ctx: [
+        'if [ -n "$AP_SPOD" ]; then',
+        '\tap_run hccn.vnic " npu=$ap_dev" ap_hccn -i "$ap_dev" -vnic -g',
+        "fi",
+    ],
     describe=lambda where: f"hccn_tool -i {where.npu} -vnic -g",
     parse=lambda stdout, where: parse_vnic(stdout),
     fill=update_npu,

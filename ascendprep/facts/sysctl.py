@@ -11,10 +11,10 @@ import re
 import unicodedata
 from typing import Dict
 
-from ascendprep.inventory import sysctl as sysctl_rules
-from ascendprep.facts.model import SysctlFile
 from ascendprep.base.limits import NUMBER_MAX_DIGITS, SYSCTL_VALUE_MAX_CHARS
+from ascendprep.facts.model import SysctlFile
 from ascendprep.facts.text import UnexpectedOutput
+from ascendprep.inventory import sysctl as sysctl_rules
 
 _DIGIT_RUN = re.compile(r"\d+")
 

@@ -36,9 +36,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from ascendprep.facts.model import ProbeError
 from ascendprep.base import paths
 from ascendprep.facts.failures import classify_failure
+from ascendprep.facts.model import ProbeError
 from ascendprep.facts.sections import Section, id_number, render_attrs
 
 HOST = "host"
@@ -243,7 +243,9 @@ class ProbeUnit:
             where = draft.where(section)
         value, has_value, error = self._evaluate(section, where, draft.timeout_s)
         if self.scope == NPU and where.npu is not None:
-            draft.npus.setdefault(where.npu, {})  # draft.npu(): an NPU whose query failed is still one of the host's NPUs
+            draft.npus.setdefault(
+                where.npu, {}
+            )  # draft.npu(): an NPU whose query failed is still one of the host's NPUs
         if error is not None:
             draft.errors.append(error)
         if has_value:
@@ -257,14 +259,22 @@ class ProbeUnit:
         """
         return Outcome(*self._evaluate(section, where, timeout_s))
 
-    def _evaluate(self, section: Section, where: Where, timeout_s: Optional[int]) -> Tuple[Any, bool, Optional[ProbeError]]:
+    def _evaluate(
+        self, section: Section, where: Where, timeout_s: Optional[int]
+    ) -> Tuple[Any, bool, Optional[ProbeError]]:
         """:meth:`evaluate` as a plain (value, has_value, error) tuple, which :meth:`read` takes
         apart at once (a named tuple costs a Python-level call to make, per section of every host)."""
         # The probe's name and description are worded only for an error: most sections have none.
         if where.npu is None or (where.chip is None and self.scope == CHIP):
             missing = self._missing_attrs(where)
             if missing:
-                return None, False, ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}")
+                return (
+                    None,
+                    False,
+                    ProbeError(
+                        probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {missing}"
+                    ),
+                )
         # A settle for failures only (:func:`on_failure`) is not asked about a section that exited 0.
         settles = section.rc != 0 or not getattr(self.settle, "failures_only", False)
         given = self.settle(section) if settles else None
@@ -273,14 +283,25 @@ class ProbeUnit:
         if given is not None:
             return given.value, True, None
         if not (section.rc == 0 if self.answered is _rc_zero else self.answered(section)):
-            failure = classify_failure(section, self.probe_name(where), self.describe(where), npu=self.npu_of(where), timeout_s=self.timeout_s or timeout_s)
+            failure = classify_failure(
+                section,
+                self.probe_name(where),
+                self.describe(where),
+                npu=self.npu_of(where),
+                timeout_s=self.timeout_s or timeout_s,
+            )
             return self._unknown(where, failure)
         if self.lenient:
             return self.parse(section.stdout, where), True, None
         try:
             value = self.parse(section.stdout, where)
         except ValueError as exc:  # UnexpectedOutput, or int() of a number Python refuses to read
-            error = ProbeError(probe=self.probe_name(where), kind="error", message=f"{self.describe(where)}: {exc}", npu=self.npu_of(where))
+            error = ProbeError(
+                probe=self.probe_name(where),
+                kind="error",
+                message=f"{self.describe(where)}: {exc}",
+                npu=self.npu_of(where),
+            )
             return self._unknown(where, error)
         return value, True, None
 

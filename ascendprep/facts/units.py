@@ -35,13 +35,45 @@ from __future__ import annotations
 import shlex
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from ascendprep.facts.model import FirewallTool, ManagedFile, NpuHealth, VersionFile
-from ascendprep.facts import firewall, hccn, hccn_conf, jobenv, netaddr, npu_smi, optics, port_state, port_stats, python_pkgs, superpod, sysctl, system, versions
 from ascendprep.base import paths
-from ascendprep.facts.failures import dcmi_failure
+from ascendprep.facts import (
+    firewall,
+    hccn,
+    hccn_conf,
+    jobenv,
+    netaddr,
+    npu_smi,
+    optics,
+    port_state,
+    port_stats,
+    python_pkgs,
+    superpod,
+    sysctl,
+    system,
+    versions,
+)
 from ascendprep.facts.blockers import JOB_UNITS
+from ascendprep.facts.failures import dcmi_failure
+from ascendprep.facts.model import FirewallTool, ManagedFile, NpuHealth, VersionFile
 from ascendprep.facts.sections import Section
-from ascendprep.facts.unit import BOTH, CHIP, NPU, VERIFY_ONLY, Draft, Given, ProbeUnit, RenderContext, Where, fixed, nothing_if_absent, on_failure, file_absent, set_field, text_only, update_npu
+from ascendprep.facts.unit import (
+    BOTH,
+    CHIP,
+    NPU,
+    VERIFY_ONLY,
+    Draft,
+    Given,
+    ProbeUnit,
+    RenderContext,
+    Where,
+    file_absent,
+    fixed,
+    nothing_if_absent,
+    on_failure,
+    set_field,
+    text_only,
+    update_npu,
+)
 
 q = shlex.quote
 
@@ -66,8 +98,10 @@ def _fill_settings(draft: Draft, where: Where, values: Dict[str, str]) -> None:
 SETTINGS = ProbeUnit(
     section="settings",
     lenient=True,
-    command=lambda ctx: "printf 'timeout=%s\\nbusy_retries=%s\\nascend_home=%s\\npython=%s\\n' "
-    f'"$AP_T" "$AP_RETRIES" "$AP_HOME" {q(ctx.python_path)}',
+    command=lambda ctx: (
+        "printf 'timeout=%s\\nbusy_retries=%s\\nascend_home=%s\\npython=%s\\n' "
+        f'"$AP_T" "$AP_RETRIES" "$AP_HOME" {q(ctx.python_path)}'
+    ),
     describe=fixed("settings"),
     parse=_parse_settings,
     fill=_fill_settings,
@@ -175,7 +209,6 @@ NPU_SMI_HEALTH = ProbeUnit(
 )
 
 
-
 def _fill_board_firmware(draft: Draft, where: Where, version: Optional[str]) -> None:
     draft.fields.setdefault("npu_firmware", {})[where.npu] = version
 
@@ -251,9 +284,7 @@ def _hccn_settle(name: str):
     return settle
 
 
-def hccn_query(
-    name: str, args: Tuple[str, ...], parse: Any, fact: str, phases: frozenset = BOTH
-) -> ProbeUnit:
+def hccn_query(name: str, args: Tuple[str, ...], parse: Any, fact: str, phases: frozenset = BOTH) -> ProbeUnit:
     """A per-NPU ``hccn_tool -i <devid> <args>`` query whose parser returns NpuFacts fields."""
     words = " ".join(args)
     return ProbeUnit(
@@ -281,7 +312,9 @@ HCCN_QUERIES = (
     hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
     hccn_query("hccn.tls", ("-tls", "-g"), hccn.parse_tls, "npus[devid].tls"),
     hccn_query("hccn.link_stat", ("-link_stat", "-g"), hccn.parse_link_stat, "npus[devid].link_stat", VERIFY_ONLY),
-    hccn_query("hccn.optical", ("-optical", "-g"), optics.parse_optical, "npus[devid].optical_present, .optics", VERIFY_ONLY),
+    hccn_query(
+        "hccn.optical", ("-optical", "-g"), optics.parse_optical, "npus[devid].optical_present, .optics", VERIFY_ONLY
+    ),
     hccn_query("hccn.speed", ("-speed", "-g"), hccn.parse_speed, "npus[devid].speed_mbps", VERIFY_ONLY),
     hccn_query("hccn.duplex", ("-duplex", "-g"), port_state.parse_duplex, "npus[devid].duplex", VERIFY_ONLY),
     hccn_query("hccn.fec", ("-fec", "-g"), port_state.parse_fec, "npus[devid].fec", VERIFY_ONLY),
@@ -348,7 +381,9 @@ MANAGED = ProbeUnit(
     command=lambda ctx, path: f"sha256sum {q(path)}",
     probe=lambda where: f"file:{where.attrs.get('path', '?')}",
     describe=lambda where: f"sha256sum {where.attrs.get('path', '?')}",
-    parse=lambda stdout, where: ManagedFile(path=where.attrs.get("path", "?"), exists=True, sha256=system.parse_sha256sum(stdout)),
+    parse=lambda stdout, where: ManagedFile(
+        path=where.attrs.get("path", "?"), exists=True, sha256=system.parse_sha256sum(stdout)
+    ),
     settle=_managed_settle,
     fill=_fill_managed,
     fact="managed_files[path]",

@@ -36,10 +36,10 @@ import socket
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
-from ascendprep.inventory.groups import FLAT, AddressGroup, flat_group, form_of
 from ascendprep.base.findings import Finding, Severity
-from ascendprep.inventory.model import Node
+from ascendprep.inventory.groups import FLAT, AddressGroup, flat_group, form_of
 from ascendprep.inventory.load import Inventory
+from ascendprep.inventory.model import Node
 from ascendprep.inventory.products import RESERVED_VNIC_SUBNET, SubnetRule
 
 _VNIC = ipaddress.IPv4Network(RESERVED_VNIC_SUBNET)
@@ -146,7 +146,7 @@ def planes_of(inventory: Inventory) -> list[Plane]:
 
 
 def _where(plane: Plane, groups: Sequence[AddressGroup]) -> str:
-    """" (group leaf=l03)" for a grouped inventory, nothing for the flat form."""
+    """ " (group leaf=l03)" for a grouped inventory, nothing for the flat form."""
     return f" (group {groups[plane.group].name})" if len(groups) > 1 else ""
 
 
@@ -155,12 +155,24 @@ def _plane_findings(planes: list[Plane], groups: Sequence[AddressGroup], invento
     for plane in planes:
         where = _where(plane, groups)
         if plane.network.overlaps(_VNIC):
-            findings.append(_error("ipplan.vnic_subnet", f"device subnet {plane.network}{where} overlaps {RESERVED_VNIC_SUBNET}, which is reserved for the device vNIC; hccn_tool refuses these addresses", "choose device subnets outside 192.168.1.0/24"))
+            findings.append(
+                _error(
+                    "ipplan.vnic_subnet",
+                    f"device subnet {plane.network}{where} overlaps {RESERVED_VNIC_SUBNET}, which is reserved for the device vNIC; hccn_tool refuses these addresses",
+                    "choose device subnets outside 192.168.1.0/24",
+                )
+            )
         if plane.gateway is not None:
             gw = int(plane.gateway)
             low, high = plane.usable()
             if not low <= gw <= high:
-                findings.append(_error("ipplan.gateway_subnet", f"gateway {plane.gateway} is not a host address of device subnet {plane.network}{where}", f"use a gateway inside {plane.network} (hccn_tool rejects it: 'segment of configured gateway doesn't match')"))
+                findings.append(
+                    _error(
+                        "ipplan.gateway_subnet",
+                        f"gateway {plane.gateway} is not a host address of device subnet {plane.network}{where}",
+                        f"use a gateway inside {plane.network} (hccn_tool rejects it: 'segment of configured gateway doesn't match')",
+                    )
+                )
     spans = sorted(planes, key=lambda p: (p.first, p.last))
     starts = [p.first for p in spans]
     reach: list[int] = []
@@ -174,12 +186,25 @@ def _plane_findings(planes: list[Plane], groups: Sequence[AddressGroup], invento
         while i >= 0 and reach[i] >= mgmt:
             plane = spans[i]
             if plane.last >= mgmt:
-                findings.append(_error("ipplan.mgmt_overlap", f"device subnet {plane.network}{_where(plane, groups)} contains {node.name}'s management address {node.host}", "keep the NPU fabric and the management network in separate subnets", node=node.name))
+                findings.append(
+                    _error(
+                        "ipplan.mgmt_overlap",
+                        f"device subnet {plane.network}{_where(plane, groups)} contains {node.name}'s management address {node.host}",
+                        "keep the NPU fabric and the management network in separate subnets",
+                        node=node.name,
+                    )
+                )
             i -= 1
     furthest: Optional[Plane] = None
     for plane in spans:
         if furthest is not None and plane.first <= furthest.last:
-            findings.append(_error("ipplan.planes_overlap", f"device subnets {furthest.network}{_where(furthest, groups)} and {plane.network}{_where(plane, groups)} overlap; each plane needs its own subnet", "give every plane a distinct subnet"))
+            findings.append(
+                _error(
+                    "ipplan.planes_overlap",
+                    f"device subnets {furthest.network}{_where(furthest, groups)} and {plane.network}{_where(plane, groups)} overlap; each plane needs its own subnet",
+                    "give every plane a distinct subnet",
+                )
+            )
         if furthest is None or plane.last > furthest.last:
             furthest = plane
     return findings
@@ -263,7 +288,9 @@ def _split_hint(inventory: Inventory, nodes: Sequence[Node], limit: int) -> str:
     )
 
 
-def _capacity_message(inventory: Inventory, plane: Plane, groups: Sequence[AddressGroup], needed: int) -> tuple[str, str]:
+def _capacity_message(
+    inventory: Inventory, plane: Plane, groups: Sequence[AddressGroup], needed: int
+) -> tuple[str, str]:
     product_rule = inventory.product.subnet_rule
     low, high = plane.usable()
     reserved = 1 if plane.gateway is not None else 0
@@ -280,12 +307,18 @@ def _capacity_message(inventory: Inventory, plane: Plane, groups: Sequence[Addre
         limit = servers_per_910_plane(max(n.npus for n in members), plane.gateway is not None)
         rule = f"Atlas 800 addresses in one plane must differ in the last 8 bits, so a plane holds at most 254 NPUs ({limit} servers of {max(n.npus for n in members)} NPUs)"
         if grouped:
-            return message, f"{rule}: split group {group.name} ({len(members)} servers) into groups of at most {limit} servers"
+            return (
+                message,
+                f"{rule}: split group {group.name} ({len(members)} servers) into groups of at most {limit} servers",
+            )
         return message, f"{rule}: {_split_hint(inventory, members, limit)}"
     if not grouped:
         return message, f"use a /{prefix} (or larger) for this plane"
     if group.where == "rule":
-        return message, f"set device_network.rule.prefix to {prefix} or less (a /{prefix} per group and rail), or split the group"
+        return (
+            message,
+            f"set device_network.rule.prefix to {prefix} or less (a /{prefix} per group and rail), or split the group",
+        )
     return message, f"give {group.where} a /{prefix} (or larger) for this subnet, or split the group"
 
 
@@ -293,7 +326,9 @@ def _conventional_offsets(node_position: int, npu: int) -> int:
     return (101 if npu < 4 else 100) + 10 * node_position
 
 
-def _conventional_fits(inventory: Inventory, groups: Sequence[AddressGroup], planes: list[Plane], count: int, reserved: set[int]) -> bool:
+def _conventional_fits(
+    inventory: Inventory, groups: Sequence[AddressGroup], planes: list[Plane], count: int, reserved: set[int]
+) -> bool:
     product = inventory.product
     for group in groups:
         for position, index in enumerate(group.nodes):
@@ -339,7 +374,15 @@ def plan_device_ips(inventory: Inventory) -> IpPlan:
             rule_broken = _override_problem(value, plane, count, product.subnet_rule, reserved, mgmt_addresses, owner)
             if rule_broken:
                 rule, message, fix = rule_broken
-                findings.append(_error(rule, f"{node.name} NPU {npu}: device_ips override {address} {message}", fix, node=node.name, npu=npu))
+                findings.append(
+                    _error(
+                        rule,
+                        f"{node.name} NPU {npu}: device_ips override {address} {message}",
+                        fix,
+                        node=node.name,
+                        npu=npu,
+                    )
+                )
             owner.setdefault(value, (node.name, npu))
             chosen[(node.index, npu)] = (value, "explicit")
 
@@ -349,7 +392,13 @@ def plan_device_ips(inventory: Inventory) -> IpPlan:
         if _conventional_fits(inventory, groups, planes, count, taken):
             layout = "conventional"
         elif layout == "conventional":
-            findings.append(_error("ipplan.layout", "the conventional layout (.101/.100 + 10 per server) does not fit these subnets or collides with reserved addresses", "set device_network.layout: dense or auto"))
+            findings.append(
+                _error(
+                    "ipplan.layout",
+                    "the conventional layout (.101/.100 + 10 per server) does not fit these subnets or collides with reserved addresses",
+                    "set device_network.layout: dense or auto",
+                )
+            )
             layout = "dense"
         else:
             layout = "dense"
@@ -393,20 +442,53 @@ def plan_device_ips(inventory: Inventory) -> IpPlan:
 
     by_node = _assemble(inventory, groups, group_of, planes, count, chosen, detect_policy, findings)
     group_by_node = {node.name: group_of[node.index] for node in inventory.nodes}
-    return IpPlan(planes=planes, layout=layout, detect_policy=detect_policy, by_node=by_node, findings=findings, groups=list(groups), plane_count=count, group_by_node=group_by_node)
+    return IpPlan(
+        planes=planes,
+        layout=layout,
+        detect_policy=detect_policy,
+        by_node=by_node,
+        findings=findings,
+        groups=list(groups),
+        plane_count=count,
+        group_by_node=group_by_node,
+    )
 
 
-def _override_problem(value: int, plane: Plane, count: int, rule: SubnetRule, reserved: set[int], mgmt: set[int], owner: dict[int, tuple[str, int]]) -> Optional[tuple[str, str, str]]:
+def _override_problem(
+    value: int,
+    plane: Plane,
+    count: int,
+    rule: SubnetRule,
+    reserved: set[int],
+    mgmt: set[int],
+    owner: dict[int, tuple[str, int]],
+) -> Optional[tuple[str, str, str]]:
     if _VNIC_LO <= value <= _VNIC_HI:
-        return "ipplan.vnic_subnet", f"is inside {RESERVED_VNIC_SUBNET} (reserved for the device vNIC)", "choose an address outside 192.168.1.0/24"
+        return (
+            "ipplan.vnic_subnet",
+            f"is inside {RESERVED_VNIC_SUBNET} (reserved for the device vNIC)",
+            "choose an address outside 192.168.1.0/24",
+        )
     if not plane.first <= value <= plane.last:
         where = "the same-index plane" if rule is not SubnetRule.POOL or count > 1 else "the device subnet"
-        return "ipplan.wrong_plane", f"is not in {plane.network}, {where} for this NPU", f"use an address inside {plane.network}"
+        return (
+            "ipplan.wrong_plane",
+            f"is not in {plane.network}, {where} for this NPU",
+            f"use an address inside {plane.network}",
+        )
     low, high = plane.usable()
     if not low <= value <= high:
-        return "ipplan.reserved_address", f"is the network or broadcast address of {plane.network}", "use a host address"
+        return (
+            "ipplan.reserved_address",
+            f"is the network or broadcast address of {plane.network}",
+            "use a host address",
+        )
     if value in mgmt:
-        return "ipplan.mgmt_overlap", "is a node's management address", "use an address of the device subnet that no host uses"
+        return (
+            "ipplan.mgmt_overlap",
+            "is a node's management address",
+            "use an address of the device subnet that no host uses",
+        )
     if value in reserved:
         return "ipplan.gateway_conflict", "is the gateway address", "use another address"
     if value in owner:
@@ -416,11 +498,17 @@ def _override_problem(value: int, plane: Plane, count: int, rule: SubnetRule, re
         octet = value & 0xFF
         for other, (node, npu) in owner.items():
             if plane.first <= other <= plane.last and other & 0xFF == octet:
-                return "ipplan.last_octet", f"has the same last 8 bits as {node} NPU {npu}'s address in the same subnet", "make addresses in one subnet differ in the last octet"
+                return (
+                    "ipplan.last_octet",
+                    f"has the same last 8 bits as {node} NPU {npu}'s address in the same subnet",
+                    "make addresses in one subnet differ in the last octet",
+                )
     return None
 
 
-def _peer_candidates(inventory: Inventory, group: AddressGroup, position: int, node: Node, npu: int, count: int) -> Iterator[tuple[Node, int]]:
+def _peer_candidates(
+    inventory: Inventory, group: AddressGroup, position: int, node: Node, npu: int, count: int
+) -> Iterator[tuple[Node, int]]:
     """Same index on the following nodes of the group (wrapping), then same-plane NPUs on this
     node (lazily): a peer in another group's subnet is not reachable without a gateway."""
     members = group.nodes
@@ -437,7 +525,16 @@ def _peer_candidates(inventory: Inventory, group: AddressGroup, position: int, n
             yield node, candidate
 
 
-def _assemble(inventory: Inventory, groups: Sequence[AddressGroup], group_of: Sequence[int], planes: list[Plane], count: int, chosen: dict[tuple[int, int], tuple[int, str]], detect_policy: str, findings: list[Finding]) -> dict[str, list[NpuAddress]]:
+def _assemble(
+    inventory: Inventory,
+    groups: Sequence[AddressGroup],
+    group_of: Sequence[int],
+    planes: list[Plane],
+    count: int,
+    chosen: dict[tuple[int, int], tuple[int, str]],
+    detect_policy: str,
+    findings: list[Finding],
+) -> dict[str, list[NpuAddress]]:
     product = inventory.product
     by_node: dict[str, list[NpuAddress]] = {}
     ip_text: dict[tuple[int, int], str] = {key: _ip(value) for key, (value, _) in chosen.items()}
@@ -459,19 +556,63 @@ def _assemble(inventory: Inventory, groups: Sequence[AddressGroup], group_of: Se
             if detect_policy == "gateway" and gateway is not None:
                 detect: Optional[str] = gateway
             else:
-                detect = _detect_for(inventory, groups[group_of[node.index]], position_in_group[node.index], node, npu, plane, count, gateway, detect_policy, ip_text, findings)
-            entries.append(NpuAddress(node.name, npu, ip_text[key], netmask_text[plane.index], plane.network.prefixlen, gateway, detect, chosen[key][1]))
+                detect = _detect_for(
+                    inventory,
+                    groups[group_of[node.index]],
+                    position_in_group[node.index],
+                    node,
+                    npu,
+                    plane,
+                    count,
+                    gateway,
+                    detect_policy,
+                    ip_text,
+                    findings,
+                )
+            entries.append(
+                NpuAddress(
+                    node.name,
+                    npu,
+                    ip_text[key],
+                    netmask_text[plane.index],
+                    plane.network.prefixlen,
+                    gateway,
+                    detect,
+                    chosen[key][1],
+                )
+            )
         by_node[node.name] = entries
     return by_node
 
 
-def _detect_for(inventory: Inventory, group: AddressGroup, position: int, node: Node, npu: int, plane: Plane, count: int, gateway: Optional[str], policy: str, ip_text: dict[tuple[int, int], str], findings: list[Finding]) -> Optional[str]:
+def _detect_for(
+    inventory: Inventory,
+    group: AddressGroup,
+    position: int,
+    node: Node,
+    npu: int,
+    plane: Plane,
+    count: int,
+    gateway: Optional[str],
+    policy: str,
+    ip_text: dict[tuple[int, int], str],
+    findings: list[Finding],
+) -> Optional[str]:
     if policy == "explicit":
         address = node.detect_ips.get(npu)
         if address is None:
             return None
         if not plane.first <= int(address) <= plane.last and gateway is None:
-            findings.append(Finding("ipplan.detect_unreachable", Severity.ERROR, f"{node.name} NPU {npu}: detect IP {address} is outside {plane.network} and there is no gateway to reach it", "use a detect IP inside the NPU's subnet or configure a gateway", node=node.name, npu=npu))
+            findings.append(
+                Finding(
+                    "ipplan.detect_unreachable",
+                    Severity.ERROR,
+                    f"{node.name} NPU {npu}: detect IP {address} is outside {plane.network} and there is no gateway to reach it",
+                    "use a detect IP inside the NPU's subnet or configure a gateway",
+                    node=node.name,
+                    npu=npu,
+                )
+            )
         return str(address)
     if policy == "gateway" and gateway is not None:
         return gateway
@@ -479,5 +620,14 @@ def _detect_for(inventory: Inventory, group: AddressGroup, position: int, node: 
         text = ip_text.get((peer_node.index, peer_npu))
         if text is not None:
             return text
-    findings.append(Finding("ipplan.no_peer", Severity.WARNING, f"{node.name} NPU {npu} has no peer NPU in its subnet to use as detect IP; net_health will stay 'Init'", "add a gateway (detect: gateway) or a node with a same-plane NPU", node=node.name, npu=npu))
+    findings.append(
+        Finding(
+            "ipplan.no_peer",
+            Severity.WARNING,
+            f"{node.name} NPU {npu} has no peer NPU in its subnet to use as detect IP; net_health will stay 'Init'",
+            "add a gateway (detect: gateway) or a node with a same-plane NPU",
+            node=node.name,
+            npu=npu,
+        )
+    )
     return None

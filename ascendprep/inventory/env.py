@@ -20,16 +20,36 @@ ENV_ALLOWED_PREFIXES = ("HCCL_", "ASCEND_", "TORCH_", "NPU_", "PYTORCH_NPU_")
 #: (torchrun), the rank table and its companions (docs/ascend-reference.md §6), ModelZoo's env_npu.sh
 #: (docs/ascend-reference.md §5.2), and the host
 #: NIC of gloo and NCCL (set_env.sh binds them).
-ENV_REFERENCED = frozenset({
-    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NNODES", "NODE_RANK",
-    "NPROC_PER_NODE", "RANK_TABLE_FILE", "RANK_ID", "RANK_SIZE", "DEVICE_ID", "MINDSPORE_HCCL_CONFIG_PATH",
-    "TASK_QUEUE_ENABLE", "COMBINED_ENABLE", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "OMP_NUM_THREADS",
-})
+ENV_REFERENCED = frozenset(
+    {
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "NNODES",
+        "NODE_RANK",
+        "NPROC_PER_NODE",
+        "RANK_TABLE_FILE",
+        "RANK_ID",
+        "RANK_SIZE",
+        "DEVICE_ID",
+        "MINDSPORE_HCCL_CONFIG_PATH",
+        "TASK_QUEUE_ENABLE",
+        "COMBINED_ENABLE",
+        "GLOO_SOCKET_IFNAME",
+        "NCCL_SOCKET_IFNAME",
+        "OMP_NUM_THREADS",
+    }
+)
 
 #: Within the allowed families, where CANN loads its own code from (docs/ascend-reference.md §5.1: CANN's set_env.sh, which
 #: env.sh sources first, exports them). Another value makes every shell that sources env.sh, root's
 #: probes included, load operators and kernels from elsewhere: an opt-in, not a default.
-ENV_CODE_LOCATIONS = frozenset({"ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "ASCEND_CUSTOM_OPP_PATH"})
+ENV_CODE_LOCATIONS = frozenset(
+    {"ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "ASCEND_CUSTOM_OPP_PATH"}
+)
 
 _LOADER = "makes the dynamic loader load other code into every program started after env.sh (root's probes included)"
 _SHELL = "makes the shell that sources env.sh run other code or other programs"
@@ -47,12 +67,47 @@ ENV_DENIED_PREFIXES: dict[str, str] = {
 #: glibc's list of variables it ignores in set-uid programs because they load code or files
 #: (``UNSECURE_ENVVARS``), and interpreters' and libraries' module paths.
 ENV_DENIED: dict[str, str] = {
-    **{name: _SHELL for name in ("PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH", "GLOBIGNORE")},
+    **{
+        name: _SHELL
+        for name in (
+            "PATH",
+            "BASH_ENV",
+            "ENV",
+            "SHELLOPTS",
+            "BASHOPTS",
+            "PS4",
+            "PROMPT_COMMAND",
+            "IFS",
+            "CDPATH",
+            "GLOBIGNORE",
+        )
+    },
     "HOME": "moves the home of the user verify's probes run as (root by default): its profile and Python's user site-packages, whose code they import",
-    **{name: _GLIBC for name in ("GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH",
-                                  "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR")},
-    **{name: "makes OpenSSL load other engines and providers (code)" for name in ("OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES")},
-    **{name: "makes another interpreter load other code" for name in ("PERL5LIB", "PERLLIB", "PERL5OPT", "RUBYLIB", "RUBYOPT", "NODE_OPTIONS", "LESSOPEN", "LESSCLOSE")},
+    **{
+        name: _GLIBC
+        for name in (
+            "GCONV_PATH",
+            "GETCONF_DIR",
+            "HOSTALIASES",
+            "LOCALDOMAIN",
+            "LOCPATH",
+            "MALLOC_TRACE",
+            "NIS_PATH",
+            "NLSPATH",
+            "RESOLV_HOST_CONF",
+            "RES_OPTIONS",
+            "TMPDIR",
+            "TZDIR",
+        )
+    },
+    **{
+        name: "makes OpenSSL load other engines and providers (code)"
+        for name in ("OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES")
+    },
+    **{
+        name: "makes another interpreter load other code"
+        for name in ("PERL5LIB", "PERLLIB", "PERL5OPT", "RUBYLIB", "RUBYOPT", "NODE_OPTIONS", "LESSOPEN", "LESSCLOSE")
+    },
 }
 
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ascendprep.base import hostrange
-from ascendprep.inventory.products import CONVENTIONAL_910_SUBNETS, RESERVED_VNIC_SUBNET, Product
 from ascendprep.base.yamlsource import FieldPath, Located, YamlDocument
+from ascendprep.inventory.products import CONVENTIONAL_910_SUBNETS, RESERVED_VNIC_SUBNET, Product
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; inventory imports this module
     from ascendprep.inventory.model import DeviceGroup, DeviceNetwork, Node
@@ -63,7 +63,9 @@ def form_of(net: "DeviceNetwork") -> str:
     return FLAT
 
 
-def resolve_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"], product: Product) -> tuple[tuple[AddressGroup, ...], list[Located]]:
+def resolve_groups(
+    doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"], product: Product
+) -> tuple[tuple[AddressGroup, ...], list[Located]]:
     """The address groups of the inventory, or the located problems that prevent them."""
     form = form_of(net)
     problems: list[Located] = []
@@ -71,7 +73,12 @@ def resolve_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Nod
     if form != FLAT:
         for key in ("subnet", "subnets", "gateway", "gateways"):
             if getattr(net, key) is not None:
-                problems.append(doc.problem(base + (key,), f"with device_network.{form}, subnets and gateways are given there: remove {key} here"))
+                problems.append(
+                    doc.problem(
+                        base + (key,),
+                        f"with device_network.{form}, subnets and gateways are given there: remove {key} here",
+                    )
+                )
         if net.rule is not None and net.groups is not None:
             problems.append(doc.problem(base + ("rule",), "give either groups or rule, not both"))
     if problems:
@@ -99,13 +106,19 @@ def flat_group(net: "DeviceNetwork", nodes: Sequence["Node"]) -> AddressGroup:
     else:
         subnets = tuple(ipaddress.IPv4Network(s) for s in CONVENTIONAL_910_SUBNETS)
     if net.gateways is not None:
-        gateways: tuple[Optional[ipaddress.IPv4Address], ...] = tuple(net.gateways) + (None,) * max(0, len(subnets) - len(net.gateways))
+        gateways: tuple[Optional[ipaddress.IPv4Address], ...] = tuple(net.gateways) + (None,) * max(
+            0, len(subnets) - len(net.gateways)
+        )
     else:
         gateways = (net.gateway,) * len(subnets)
-    return AddressGroup(0, "all nodes", "device_network", subnets, gateways[: len(subnets)], tuple(n.index for n in nodes))
+    return AddressGroup(
+        0, "all nodes", "device_network", subnets, gateways[: len(subnets)], tuple(n.index for n in nodes)
+    )
 
 
-def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"], product: Product) -> tuple[tuple[AddressGroup, ...], list[Located]]:
+def _explicit_groups(
+    doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"], product: Product
+) -> tuple[tuple[AddressGroup, ...], list[Located]]:
     problems: list[Located] = []
     by_name = {node.name: node for node in nodes}
     owner: dict[int, int] = {}
@@ -119,10 +132,17 @@ def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["N
         label = f"device_network.groups[{g}]"
         if entry.name is not None:
             if entry.name in names_seen:
-                problems.append(doc.problem(where + ("name",), f"group name '{entry.name}' is used twice (also groups[{names_seen[entry.name]}])"))
+                problems.append(
+                    doc.problem(
+                        where + ("name",),
+                        f"group name '{entry.name}' is used twice (also groups[{names_seen[entry.name]}])",
+                    )
+                )
             names_seen.setdefault(entry.name, g)
         if (entry.nodes is None) == (entry.match is None):
-            problems.append(doc.problem(where, "choose the group's nodes with either nodes (a name range) or match (labels)"))
+            problems.append(
+                doc.problem(where, "choose the group's nodes with either nodes (a name range) or match (labels)")
+            )
             continue
         members: list[int] = []
         if entry.nodes is not None:
@@ -137,7 +157,9 @@ def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["N
                         members.append(node.index)
             if missing:
                 more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-                problems.append(doc.problem(where + ("nodes",), f"'{missing[0]}'{more} is not a node of this inventory"))
+                problems.append(
+                    doc.problem(where + ("nodes",), f"'{missing[0]}'{more} is not a node of this inventory")
+                )
         else:
             assert entry.match is not None
             wanted = entry.match
@@ -153,7 +175,12 @@ def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["N
                 problems.append(doc.problem(where + ("match",), f"no node has the labels {{{shown}}}"))
         for index in members:
             if index in owner:
-                problems.append(doc.problem(where, f"node {nodes[index].name} is already in groups[{owner[index]}]; a node belongs to one group"))
+                problems.append(
+                    doc.problem(
+                        where,
+                        f"node {nodes[index].name} is already in groups[{owner[index]}]; a node belongs to one group",
+                    )
+                )
                 break
             owner[index] = g
         subnets, gateways, count_problems = _subnets_and_gateways(doc, where, entry, product)
@@ -163,12 +190,22 @@ def _explicit_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["N
         if counts is None:
             counts = (g, len(subnets))
         elif counts[1] != len(subnets):
-            problems.append(doc.problem(where + ("subnets",), f"{len(subnets)} subnets here but groups[{counts[0]}] has {counts[1]}: every group needs the same rails, so NPU i is on rail i everywhere"))
+            problems.append(
+                doc.problem(
+                    where + ("subnets",),
+                    f"{len(subnets)} subnets here but groups[{counts[0]}] has {counts[1]}: every group needs the same rails, so NPU i is on rail i everywhere",
+                )
+            )
         name = entry.name or f"groups[{g}]"
         groups.append(AddressGroup(g, name, label, subnets, gateways, tuple(sorted(set(members)))))
     for node in nodes:
         if node.index not in owner and not problems:
-            problems.append(doc.problem(("nodes", node.entry), f"node {node.name} is in no device_network group (every node needs its group's subnets)"))
+            problems.append(
+                doc.problem(
+                    ("nodes", node.entry),
+                    f"node {node.name} is in no device_network group (every node needs its group's subnets)",
+                )
+            )
             break
     return tuple(groups), problems
 
@@ -182,7 +219,9 @@ def _label_index(nodes: Sequence["Node"]) -> dict[tuple[str, str], set[int]]:
     return index
 
 
-def _subnets_and_gateways(doc: YamlDocument, where: FieldPath, entry: "DeviceGroup", product: Product) -> tuple[tuple[ipaddress.IPv4Network, ...], tuple[Optional[ipaddress.IPv4Address], ...], list[Located]]:
+def _subnets_and_gateways(
+    doc: YamlDocument, where: FieldPath, entry: "DeviceGroup", product: Product
+) -> tuple[tuple[ipaddress.IPv4Network, ...], tuple[Optional[ipaddress.IPv4Address], ...], list[Located]]:
     problems: list[Located] = []
     subnet, subnet_list, gateway, gateway_list = entry.subnet, entry.subnets, entry.gateway, entry.gateways
     if subnet is not None and subnet_list is not None:
@@ -193,31 +232,60 @@ def _subnets_and_gateways(doc: YamlDocument, where: FieldPath, entry: "DeviceGro
     if not subnets:
         problems.append(doc.problem(where, "a group needs subnet (or subnets, one per rail/plane)"))
     elif product.planes and len(subnets) != product.planes:
-        problems.append(doc.problem(where + ("subnets",), f"{product.title} needs exactly {product.planes} subnets per group (one per plane), got {len(subnets)}"))
+        problems.append(
+            doc.problem(
+                where + ("subnets",),
+                f"{product.title} needs exactly {product.planes} subnets per group (one per plane), got {len(subnets)}",
+            )
+        )
     if gateway_list is not None and len(gateway_list) != len(subnets):
-        problems.append(doc.problem(where + ("gateways",), f"one gateway per subnet: {len(subnets)} subnets but {len(gateway_list)} gateways"))
+        problems.append(
+            doc.problem(
+                where + ("gateways",),
+                f"one gateway per subnet: {len(subnets)} subnets but {len(gateway_list)} gateways",
+            )
+        )
     gateways = tuple(gateway_list) if gateway_list is not None else (gateway,) * len(subnets)
     return subnets, gateways, problems
 
 
-def _rule_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"], product: Product) -> tuple[tuple[AddressGroup, ...], list[Located]]:
+def _rule_groups(
+    doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"], product: Product
+) -> tuple[tuple[AddressGroup, ...], list[Located]]:
     rule = net.rule
     assert rule is not None
     where: FieldPath = ("device_network", "rule")
     problems: list[Located] = []
     if product.planes and rule.rails is not None:
-        problems.append(doc.problem(where + ("rails",), f"{product.title} has {product.planes} planes per group by rule; rails is for atlas-a2"))
+        problems.append(
+            doc.problem(
+                where + ("rails",),
+                f"{product.title} has {product.planes} planes per group by rule; rails is for atlas-a2",
+            )
+        )
     rails = product.planes or rule.rails or 1
     if rule.prefix < rule.supernet.prefixlen:
-        problems.append(doc.problem(where + ("prefix",), f"a /{rule.prefix} per group is larger than the supernet {rule.supernet}"))
+        problems.append(
+            doc.problem(where + ("prefix",), f"a /{rule.prefix} per group is larger than the supernet {rule.supernet}")
+        )
     if rule.supernet.overlaps(_VNIC):
-        problems.append(doc.problem(where + ("supernet",), f"{rule.supernet} overlaps {RESERVED_VNIC_SUBNET}, which is reserved for the device vNIC; choose a supernet outside it"))
+        problems.append(
+            doc.problem(
+                where + ("supernet",),
+                f"{rule.supernet} overlaps {RESERVED_VNIC_SUBNET}, which is reserved for the device vNIC; choose a supernet outside it",
+            )
+        )
     members: dict[str, list[int]] = {}
     unlabelled = [node for node in nodes if rule.by not in node.labels]
     if unlabelled:
         first = unlabelled[0]
         more = f" (and {len(unlabelled) - 1} more nodes)" if len(unlabelled) > 1 else ""
-        problems.append(doc.problem(("nodes", first.entry, "labels"), f"node {first.name}{more} has no label '{rule.by}', which device_network.rule.by groups nodes by"))
+        problems.append(
+            doc.problem(
+                ("nodes", first.entry, "labels"),
+                f"node {first.name}{more} has no label '{rule.by}', which device_network.rule.by groups nodes by",
+            )
+        )
     if problems:
         return (), problems
     for node in nodes:
@@ -226,13 +294,20 @@ def _rule_groups(doc: YamlDocument, net: "DeviceNetwork", nodes: Sequence["Node"
     available = 1 << (rule.prefix - rule.supernet.prefixlen)
     if needed > available:
         fits = 32 - max(needed - 1, 1).bit_length() - (32 - rule.prefix)
-        problems.append(doc.problem(where + ("supernet",), f"{rule.supernet} holds {available} /{rule.prefix} subnets but {len(members)} groups ('{rule.by}' values) x {rails} {'planes' if product.planes else 'rails'} need {needed}: use a /{fits} (or larger) supernet, or a longer prefix"))
+        problems.append(
+            doc.problem(
+                where + ("supernet",),
+                f"{rule.supernet} holds {available} /{rule.prefix} subnets but {len(members)} groups ('{rule.by}' values) x {rails} {'planes' if product.planes else 'rails'} need {needed}: use a /{fits} (or larger) supernet, or a longer prefix",
+            )
+        )
         return (), problems
     size = 1 << (32 - rule.prefix)
     supernet_start = int(rule.supernet.network_address)
     groups = []
     for g, (value, indexes) in enumerate(members.items()):
-        subnets = tuple(ipaddress.IPv4Network((supernet_start + (g * rails + r) * size, rule.prefix)) for r in range(rails))
+        subnets = tuple(
+            ipaddress.IPv4Network((supernet_start + (g * rails + r) * size, rule.prefix)) for r in range(rails)
+        )
         gateways = tuple(_rule_gateway(s, rule.gateway) for s in subnets)
         groups.append(AddressGroup(g, f"{rule.by}={value}", "rule", subnets, gateways, tuple(indexes)))
     return tuple(groups), problems
@@ -262,13 +337,27 @@ def _group_rules(doc: YamlDocument, net: "DeviceNetwork", groups: Sequence[Addre
     for group in groups:
         for r, (subnet, gateway) in enumerate(zip(group.subnets, group.gateways)):
             if subnet.overlaps(_VNIC):
-                problems.append(doc.problem(at(group, "subnet", r), f"{subnet} overlaps {RESERVED_VNIC_SUBNET}, which is reserved for the device vNIC; hccn_tool refuses these addresses"))
+                problems.append(
+                    doc.problem(
+                        at(group, "subnet", r),
+                        f"{subnet} overlaps {RESERVED_VNIC_SUBNET}, which is reserved for the device vNIC; hccn_tool refuses these addresses",
+                    )
+                )
             if gateway is not None:
                 low, high = _usable(subnet)
                 if not low <= int(gateway) <= high:
-                    problems.append(doc.problem(at(group, "gateway", r), f"gateway {gateway} is not a host address of {subnet} (group {group.name}); hccn_tool rejects it"))
+                    problems.append(
+                        doc.problem(
+                            at(group, "gateway", r),
+                            f"gateway {gateway} is not a host address of {subnet} (group {group.name}); hccn_tool rejects it",
+                        )
+                    )
             elif net.detect == "gateway":
-                problems.append(doc.problem(at(group, "gateway", r), f"detect: gateway needs a gateway for {subnet} (group {group.name})"))
+                problems.append(
+                    doc.problem(
+                        at(group, "gateway", r), f"detect: gateway needs a gateway for {subnet} (group {group.name})"
+                    )
+                )
     problems.extend(_overlaps(doc, groups, at))
     return problems
 
@@ -278,11 +367,12 @@ def _usable(subnet: ipaddress.IPv4Network) -> tuple[int, int]:
     return (first, last) if subnet.prefixlen >= 31 else (first + 1, last - 1)
 
 
-def _overlaps(doc: YamlDocument, groups: Sequence[AddressGroup], at: Callable[[AddressGroup, str, int], FieldPath]) -> list[Located]:
+def _overlaps(
+    doc: YamlDocument, groups: Sequence[AddressGroup], at: Callable[[AddressGroup, str, int], FieldPath]
+) -> list[Located]:
     """Every pair of overlapping subnets, found by sorting (thousands of subnets stay fast)."""
     spans = sorted(
-        (int(s.network_address), int(s.broadcast_address), g.index, r)
-        for g in groups for r, s in enumerate(g.subnets)
+        (int(s.network_address), int(s.broadcast_address), g.index, r) for g in groups for r, s in enumerate(g.subnets)
     )
     problems: list[Located] = []
     reach_end = -1
@@ -293,7 +383,12 @@ def _overlaps(doc: YamlDocument, groups: Sequence[AddressGroup], at: Callable[[A
             here, there = groups[g], groups[og]
             mine = here.subnets[r]
             other = there.subnets[orr]
-            problems.append(doc.problem(at(here, "subnet", r), f"{mine} (group {here.name}) overlaps {other} (group {there.name}); every group and rail needs its own subnet"))
+            problems.append(
+                doc.problem(
+                    at(here, "subnet", r),
+                    f"{mine} (group {here.name}) overlaps {other} (group {there.name}); every group and rail needs its own subnet",
+                )
+            )
         if last > reach_end:
             reach_end, reach_owner = last, (g, r)
     return problems

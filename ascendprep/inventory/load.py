@@ -112,7 +112,9 @@ def _pydantic_problems(doc: YamlDocument, exc: ValidationError) -> list[Located]
             known = list(owner.model_fields) if owner else []
             key = str(loc[-1])
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            hint = f" (did you mean '{close[0]}'?)" if close else (f" (known keys: {', '.join(known)})" if known else "")
+            hint = (
+                f" (did you mean '{close[0]}'?)" if close else (f" (known keys: {', '.join(known)})" if known else "")
+            )
             message = f"unknown key '{key}'{hint}"
         elif kind == "missing":
             message = "required key is missing"
@@ -131,27 +133,46 @@ def _resolve(base: Path, text: str) -> Path:
     return path if path.is_absolute() else (base / path)
 
 
-def _expand_nodes(doc: YamlDocument, model: InventoryModel, default_npus: int, product: Product) -> tuple[list[Node], list[Located]]:
+def _expand_nodes(
+    doc: YamlDocument, model: InventoryModel, default_npus: int, product: Product
+) -> tuple[list[Node], list[Located]]:
     nodes: list[Node] = []
     problems: list[Located] = []
     for entry_index, entry in enumerate(model.nodes):
         where = ("nodes", entry_index)
         hosts = hostrange.expand(entry.host)
-        names = hostrange.expand(entry.name) if entry.name else [h.split(".")[0] if not re.fullmatch(r"[0-9.]+", h) else h for h in hosts]
+        names = (
+            hostrange.expand(entry.name)
+            if entry.name
+            else [h.split(".")[0] if not re.fullmatch(r"[0-9.]+", h) else h for h in hosts]
+        )
         if len(names) != len(hosts):
-            problems.append(doc.problem(where + ("name",), f"expands to {len(names)} names but host expands to {len(hosts)} hosts"))
+            problems.append(
+                doc.problem(where + ("name",), f"expands to {len(names)} names but host expands to {len(hosts)} hosts")
+            )
             continue
         npus = entry.npus or default_npus
         if npus not in product.allowed_npus:
             path = where + ("npus",) if entry.npus else ("npus_per_node",)
             problems.append(doc.problem(path, f"{product.title} takes {_allowed(product)} NPUs per node, not {npus}"))
-        per_node: dict[str, Mapping[int, object]] = {"device_ips": entry.device_ips, "detect_ips": entry.detect_ips, "cabling": entry.cabling}
+        per_node: dict[str, Mapping[int, object]] = {
+            "device_ips": entry.device_ips,
+            "detect_ips": entry.detect_ips,
+            "cabling": entry.cabling,
+        }
         for key, mapping in per_node.items():
             if mapping and len(hosts) > 1:
-                problems.append(doc.problem(where + (key,), f"per-NPU {key} need an entry of its own (this one expands to {len(hosts)} nodes)"))
+                problems.append(
+                    doc.problem(
+                        where + (key,),
+                        f"per-NPU {key} need an entry of its own (this one expands to {len(hosts)} nodes)",
+                    )
+                )
             for npu in mapping:
                 if not 0 <= npu < npus:
-                    problems.append(doc.problem(where + (key, str(npu)), f"NPU {npu} does not exist on a node with {npus} NPUs"))
+                    problems.append(
+                        doc.problem(where + (key, str(npu)), f"NPU {npu} does not exist on a node with {npus} NPUs")
+                    )
         for offset, (name, host) in enumerate(zip(names, hosts)):
             nodes.append(
                 Node(
@@ -187,11 +208,21 @@ def _cross_checks(doc: YamlDocument, model: InventoryModel, nodes: list[Node], p
     seen_hosts: dict[tuple[str, int], Node] = {}
     for node in nodes:
         if node.name in seen_names:
-            problems.append(doc.problem(("nodes", node.entry, "name"), f"node name '{node.name}' is used twice (also nodes[{seen_names[node.name].entry}])"))
+            problems.append(
+                doc.problem(
+                    ("nodes", node.entry, "name"),
+                    f"node name '{node.name}' is used twice (also nodes[{seen_names[node.name].entry}])",
+                )
+            )
         seen_names.setdefault(node.name, node)
         key = (node.host, node.port)
         if key in seen_hosts:
-            problems.append(doc.problem(("nodes", node.entry, "host"), f"host '{node.host}' is listed twice (also nodes[{seen_hosts[key].entry}])"))
+            problems.append(
+                doc.problem(
+                    ("nodes", node.entry, "host"),
+                    f"host '{node.host}' is listed twice (also nodes[{seen_hosts[key].entry}])",
+                )
+            )
         seen_hosts.setdefault(key, node)
     master = model.training.master
     if master is not None and master not in seen_names:
@@ -211,13 +242,30 @@ def _cross_checks(doc: YamlDocument, model: InventoryModel, nodes: list[Node], p
         problems.append(doc.problem(("device_network", "gateways"), "give either gateway or gateways, not both"))
     subnet_count = len(net.subnets) if net.subnets else (1 if net.subnet else 0)
     if product.planes and subnet_count not in (0, product.planes):
-        problems.append(doc.problem(("device_network", "subnets"), f"{product.title} needs exactly {product.planes} subnets (one per plane), got {subnet_count}"))
+        problems.append(
+            doc.problem(
+                ("device_network", "subnets"),
+                f"{product.title} needs exactly {product.planes} subnets (one per plane), got {subnet_count}",
+            )
+        )
     if product.id != "atlas-800" and subnet_count == 0:
-        problems.append(doc.problem(("device_network",), f"{product.title} needs device_network.subnet (or subnets): there is no conventional default"))
+        problems.append(
+            doc.problem(
+                ("device_network",),
+                f"{product.title} needs device_network.subnet (or subnets): there is no conventional default",
+            )
+        )
     if net.gateways is not None and subnet_count and len(net.gateways) != subnet_count:
-        problems.append(doc.problem(("device_network", "gateways"), f"one gateway per subnet: {subnet_count} subnets but {len(net.gateways)} gateways"))
+        problems.append(
+            doc.problem(
+                ("device_network", "gateways"),
+                f"one gateway per subnet: {subnet_count} subnets but {len(net.gateways)} gateways",
+            )
+        )
     if net.detect == "gateway" and net.gateway is None and net.gateways is None:
-        problems.append(doc.problem(("device_network", "detect"), "detect: gateway needs device_network.gateway (or gateways)"))
+        problems.append(
+            doc.problem(("device_network", "detect"), "detect: gateway needs device_network.gateway (or gateways)")
+        )
     if net.detect == "explicit":
         problems.extend(_explicit_detect_problems(doc, nodes))
     return problems
@@ -228,7 +276,12 @@ def _explicit_detect_problems(doc: YamlDocument, nodes: list[Node]) -> list[Loca
     for node in nodes:
         missing = [npu for npu in range(node.npus) if npu not in node.detect_ips]
         if missing:
-            problems.append(doc.problem(("nodes", node.entry, "detect_ips"), f"detect: explicit needs a detect IP for every NPU; {node.name} lacks NPU {', '.join(map(str, missing))}"))
+            problems.append(
+                doc.problem(
+                    ("nodes", node.entry, "detect_ips"),
+                    f"detect: explicit needs a detect IP for every NPU; {node.name} lacks NPU {', '.join(map(str, missing))}",
+                )
+            )
     return problems
 
 
@@ -288,7 +341,9 @@ def inventory_from_text(text: str, file: str = "inventory.yaml", base_dir: Optio
 
 def inventory_from_document(doc: YamlDocument, base_dir: Path) -> Inventory:
     if not isinstance(doc.data, dict):
-        raise InputError([Located(doc.file, 1, "", "the inventory must be a mapping of keys (name, product, nodes, …)")])
+        raise InputError(
+            [Located(doc.file, 1, "", "the inventory must be a mapping of keys (name, product, nodes, …)")]
+        )
     try:
         model = InventoryModel.model_validate(doc.data)
     except ValidationError as exc:
@@ -330,5 +385,3 @@ def inventory_from_document(doc: YamlDocument, base_dir: Path) -> Inventory:
         address_groups=groups,
         group_of=tuple(group_of),
     )
-
-

@@ -191,7 +191,9 @@ class NodeEntry(_Strict):
     @classmethod
     def _logical(cls, value: Optional[str]) -> Optional[str]:
         if value is not None and not NAME_RE.match(value):
-            raise ValueError(f"'{value}' is not a valid logical super-pod name (letters, digits, '.', '_', '-'; up to 64)")
+            raise ValueError(
+                f"'{value}' is not a valid logical super-pod name (letters, digits, '.', '_', '-'; up to 64)"
+            )
         return value
 
     @field_validator("host")
@@ -237,7 +239,7 @@ class Software(_Strict):
         if value is None:
             return None
         if isinstance(value, (int, float)):
-            raise ValueError(f"{value!r} must be quoted: YAML reads it as a number (write \"{value}\")")
+            raise ValueError(f'{value!r} must be quoted: YAML reads it as a number (write "{value}")')
         if not isinstance(value, str) or not VERSION_TEXT_RE.match(value):
             raise ValueError(f"{value!r} is not a version")
         return value

@@ -118,7 +118,17 @@ def reserved_device_ranges(product: Product, in_superpod: bool) -> tuple[tuple[s
     ranges = [(RESERVED_VNIC_SUBNET, "reserved for the device vNIC; hccn_tool refuses these addresses")]
     if product.dies_per_npu > 1:
         if in_superpod:
-            ranges.append((A3_RESERVED_IN_SUPERPOD, "reserved for the HCCS virtual NICs inside an A3 super-pod; the A3 driver refuses RoCE addresses there ('conflicted')"))
+            ranges.append(
+                (
+                    A3_RESERVED_IN_SUPERPOD,
+                    "reserved for the HCCS virtual NICs inside an A3 super-pod; the A3 driver refuses RoCE addresses there ('conflicted')",
+                )
+            )
         else:
-            ranges.append((A3_RESERVED_OUTSIDE_SUPERPOD, "reserved for the HCCS virtual NICs on A3; the A3 driver refuses RoCE addresses there ('conflicted')"))
+            ranges.append(
+                (
+                    A3_RESERVED_OUTSIDE_SUPERPOD,
+                    "reserved for the HCCS virtual NICs on A3; the A3 driver refuses RoCE addresses there ('conflicted')",
+                )
+            )
     return tuple(ranges)

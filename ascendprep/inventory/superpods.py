@@ -18,12 +18,11 @@ import ipaddress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from ascendprep.inventory.products import A3_SUPERPOD_MAX_SERVERS, Product, reserved_device_ranges
 from ascendprep.base.yamlsource import Located, YamlDocument
 from ascendprep.inventory.groups import EXPLICIT, RULE, form_of
+from ascendprep.inventory.products import A3_SUPERPOD_MAX_SERVERS, Product, reserved_device_ranges
 
 if TYPE_CHECKING:
-
     from ascendprep.inventory.groups import AddressGroup
     from ascendprep.inventory.model import InventoryModel, Node
 
@@ -54,7 +53,9 @@ def _first_key(entry: int, model: "InventoryModel") -> tuple:
     return ("nodes", entry)
 
 
-def resolve(doc: YamlDocument, model: "InventoryModel", nodes: list["Node"], product: Product) -> tuple[list["Node"], list[Located]]:
+def resolve(
+    doc: YamlDocument, model: "InventoryModel", nodes: list["Node"], product: Product
+) -> tuple[list["Node"], list[Located]]:
     """Check the super-pod options and fill in default server indexes (position in the pod)."""
     problems: list[Located] = []
     members = [node for node in nodes if node.super_pod is not None]
@@ -62,15 +63,29 @@ def resolve(doc: YamlDocument, model: "InventoryModel", nodes: list["Node"], pro
         raw = model.nodes[node.entry]
         if raw.super_pod is None and (raw.server_index is not None or raw.logical_super_pod is not None):
             key = "server_index" if raw.server_index is not None else "logical_super_pod"
-            problems.append(doc.problem(("nodes", node.entry, key), f"{key} needs super_pod (the physical Super Pod ID) on the same entry"))
+            problems.append(
+                doc.problem(
+                    ("nodes", node.entry, key), f"{key} needs super_pod (the physical Super Pod ID) on the same entry"
+                )
+            )
     if problems or not members:
         return nodes, _dedupe(problems)
     if product.dies_per_npu == 1:
         first = members[0]
-        return nodes, [doc.problem(("nodes", first.entry, "super_pod"), f"super-pods exist only on atlas-a3 ({product.title} has no HCCS super-pod)")]
+        return nodes, [
+            doc.problem(
+                ("nodes", first.entry, "super_pod"),
+                f"super-pods exist only on atlas-a3 ({product.title} has no HCCS super-pod)",
+            )
+        ]
     if len(members) != len(nodes):
         outside = next(node for node in nodes if node.super_pod is None)
-        return nodes, [doc.problem(("nodes", outside.entry), f"{outside.name} has no super_pod while other servers have one: a 1.2 rank table gives every rank a pod (HCCL rejects a rank without one); give every node its super_pod, or none")]
+        return nodes, [
+            doc.problem(
+                ("nodes", outside.entry),
+                f"{outside.name} has no super_pod while other servers have one: a 1.2 rank table gives every rank a pod (HCCL rejects a rank without one); give every node its super_pod, or none",
+            )
+        ]
 
     resolved = _fill_server_indexes(nodes)
     problems += _index_problems(doc, model, resolved)
@@ -100,17 +115,32 @@ def _index_problems(doc: YamlDocument, model: "InventoryModel", nodes: list["Nod
         where = _first_key(node.entry, model)
         count[node.super_pod] = count.get(node.super_pod, 0) + 1
         if node.server_index >= A3_SUPERPOD_MAX_SERVERS:
-            problems.append(doc.problem(("nodes", node.entry, "server_index"), f"{node.name} gets server index {node.server_index}; a super-pod's servers are numbered 0-{A3_SUPERPOD_MAX_SERVERS - 1}"))
+            problems.append(
+                doc.problem(
+                    ("nodes", node.entry, "server_index"),
+                    f"{node.name} gets server index {node.server_index}; a super-pod's servers are numbered 0-{A3_SUPERPOD_MAX_SERVERS - 1}",
+                )
+            )
             continue
         key = (node.super_pod, node.server_index)
         if key in seen:
             other = seen[key]
-            problems.append(doc.problem(where, f"{node.name} and {other.name} are both server {node.server_index} of super-pod {node.super_pod}: their dies get the same SDIDs, which HCCL refuses (EI0014 'devices have same superDeviceId'); give each server its own server_index"))
+            problems.append(
+                doc.problem(
+                    where,
+                    f"{node.name} and {other.name} are both server {node.server_index} of super-pod {node.super_pod}: their dies get the same SDIDs, which HCCL refuses (EI0014 'devices have same superDeviceId'); give each server its own server_index",
+                )
+            )
         seen.setdefault(key, node)
     for pod, total in count.items():
         if total > A3_SUPERPOD_MAX_SERVERS:
             first = next(node for node in nodes if node.super_pod == pod)
-            problems.append(doc.problem(("nodes", first.entry, "super_pod"), f"super-pod {pod} has {total} servers; an A3 super-pod holds at most {A3_SUPERPOD_MAX_SERVERS}"))
+            problems.append(
+                doc.problem(
+                    ("nodes", first.entry, "super_pod"),
+                    f"super-pod {pod} has {total} servers; an A3 super-pod holds at most {A3_SUPERPOD_MAX_SERVERS}",
+                )
+            )
     return problems
 
 
@@ -123,7 +153,12 @@ def _contiguity_problems(doc: YamlDocument, model: "InventoryModel", nodes: list
         assert key is not None
         if key != current:
             if key in finished:
-                problems.append(doc.problem(_first_key(node.entry, model), f"{node.name} is in super-pod {key}, whose servers are listed earlier: list a pod's servers together (HCCL wants them contiguous in the rank table, and torchrun's node ranks follow this file's order)"))
+                problems.append(
+                    doc.problem(
+                        _first_key(node.entry, model),
+                        f"{node.name} is in super-pod {key}, whose servers are listed earlier: list a pod's servers together (HCCL wants them contiguous in the rank table, and torchrun's node ranks follow this file's order)",
+                    )
+                )
             if current is not None:
                 finished.add(current)
             current = key
@@ -138,11 +173,21 @@ def _logical_problems(doc: YamlDocument, model: "InventoryModel", nodes: list["N
             continue
         first = physical_of.setdefault(node.logical_super_pod, node)
         if first.super_pod != node.super_pod:
-            problems.append(doc.problem(("nodes", node.entry, "logical_super_pod"), f"logical super-pod '{node.logical_super_pod}' would join physical super-pods {first.super_pod} ({first.name}) and {node.super_pod} ({node.name}): a logical pod only splits one physical pod (HCCL would pick the HCCS vNIC link between them and both ends time out)"))
+            problems.append(
+                doc.problem(
+                    ("nodes", node.entry, "logical_super_pod"),
+                    f"logical super-pod '{node.logical_super_pod}' would join physical super-pods {first.super_pod} ({first.name}) and {node.super_pod} ({node.name}): a logical pod only splits one physical pod (HCCL would pick the HCCS vNIC link between them and both ends time out)",
+                )
+            )
     names = {str(node.super_pod) for node in nodes if node.logical_super_pod is None}
     for node in nodes:
         if node.logical_super_pod is not None and node.logical_super_pod in names:
-            problems.append(doc.problem(("nodes", node.entry, "logical_super_pod"), f"logical super-pod '{node.logical_super_pod}' has the name of physical super-pod {node.logical_super_pod}, used by other servers: the rank table's super_pod_id must be unique per pod"))
+            problems.append(
+                doc.problem(
+                    ("nodes", node.entry, "logical_super_pod"),
+                    f"logical super-pod '{node.logical_super_pod}' has the name of physical super-pod {node.logical_super_pod}, used by other servers: the rank table's super_pod_id must be unique per pod",
+                )
+            )
     return problems
 
 
@@ -158,7 +203,13 @@ def _dedupe(problems: list[Located]) -> list[Located]:
     return out
 
 
-def reserved_range_problems(doc: YamlDocument, model: "InventoryModel", groups: Sequence["AddressGroup"], nodes: Sequence["Node"], product: Product) -> list[Located]:
+def reserved_range_problems(
+    doc: YamlDocument,
+    model: "InventoryModel",
+    groups: Sequence["AddressGroup"],
+    nodes: Sequence["Node"],
+    product: Product,
+) -> list[Located]:
     """Device subnets inside ranges the driver reserves (A3: the HCCS vNIC ranges), located at the
     subnet that the inventory writes, naming the range and why."""
     if product.dies_per_npu == 1:
@@ -172,7 +223,12 @@ def reserved_range_problems(doc: YamlDocument, model: "InventoryModel", groups: 
             for reserved, why in ranges:
                 if subnet.overlaps(reserved):
                     path = _subnet_path(net, group, rail)
-                    problems.append(doc.problem(path, f"device subnet {subnet} lies in {reserved}, {why}; choose device subnets outside {reserved}"))
+                    problems.append(
+                        doc.problem(
+                            path,
+                            f"device subnet {subnet} lies in {reserved}, {why}; choose device subnets outside {reserved}",
+                        )
+                    )
     return _dedupe(problems)
 
 
@@ -184,7 +240,11 @@ def _subnet_path(net, group: "AddressGroup", rail: int) -> tuple:
         return ("device_network", "rule", "supernet")
     if form == EXPLICIT:
         entry = net.groups[group.index]
-        return ("device_network", "groups", group.index, "subnets", rail) if entry.subnets else ("device_network", "groups", group.index, "subnet")
+        return (
+            ("device_network", "groups", group.index, "subnets", rail)
+            if entry.subnets
+            else ("device_network", "groups", group.index, "subnet")
+        )
     if net.subnets:
         return ("device_network", "subnets", rail)
     return ("device_network", "subnet") if net.subnet is not None else ("device_network",)

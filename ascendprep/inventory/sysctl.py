@@ -94,10 +94,17 @@ REFERENCED_KEYS: frozenset[str] = frozenset()
 
 #: Keys that make the kernel run a program (or load one) as root: never, not even with opt-in.
 #: With ``kernel.modprobe: /tmp/evil`` the next module request runs /tmp/evil as root.
-DENIED_KEYS = frozenset({
-    "kernel.modprobe", "kernel.core_pattern", "kernel.hotplug", "kernel.poweroff_cmd",
-    "kernel.usermodehelper.bset", "kernel.usermodehelper.inheritable", "fs.binfmt_misc.register",
-})
+DENIED_KEYS = frozenset(
+    {
+        "kernel.modprobe",
+        "kernel.core_pattern",
+        "kernel.hotplug",
+        "kernel.poweroff_cmd",
+        "kernel.usermodehelper.bset",
+        "kernel.usermodehelper.inheritable",
+        "fs.binfmt_misc.register",
+    }
+)
 
 _KEY = re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)+")
 _VALUE = re.compile(r"[A-Za-z0-9 ,._:/-]*")
@@ -117,8 +124,10 @@ def key_problem(key: str, opt_in: Iterable[str]) -> Optional[str]:
     if key in DENIED_KEYS:
         return f"{key} makes the kernel run a program as root; ascendprep never sets it"
     if not is_allowed_key(key) and key not in set(opt_in):
-        return (f"{key} is outside what HCCL needs ({', '.join(p + '*' for p in ALLOWED_PREFIXES)}); "
-                f"to set it anyway, list it under sysctl_opt_in")
+        return (
+            f"{key} is outside what HCCL needs ({', '.join(p + '*' for p in ALLOWED_PREFIXES)}); "
+            f"to set it anyway, list it under sysctl_opt_in"
+        )
     return None
 
 

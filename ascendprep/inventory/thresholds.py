@@ -58,7 +58,9 @@ def parse_specs(text: str, origin: str = DATA_PATH) -> Dict[str, ThresholdSpec]:
         raise GreyThresholdsError(f"{origin}: expected a mapping with schema_version: 1")
     table = raw.get("thresholds")
     if not isinstance(table, dict) or not table:
-        raise GreyThresholdsError(f"{origin}: thresholds: expected a mapping of name -> {{default, unit, min, max, about}}")
+        raise GreyThresholdsError(
+            f"{origin}: thresholds: expected a mapping of name -> {{default, unit, min, max, about}}"
+        )
     specs: Dict[str, ThresholdSpec] = {}
     for name, entry in table.items():
         where = f"{origin}: thresholds.{name}"

@@ -58,7 +58,9 @@ def start_listener(lab: "RunningLab", record: dict[str, Any], **_: Any) -> None:
     deadline = time.monotonic() + LISTEN_TIMEOUT_S
     while "listening" not in log.read_text(errors="replace"):
         if not is_running(ref):
-            raise LabError(f"{node}: the listener on port {port} did not start: {log.read_text(errors='replace').strip()[-300:]}")
+            raise LabError(
+                f"{node}: the listener on port {port} did not start: {log.read_text(errors='replace').strip()[-300:]}"
+            )
         if time.monotonic() > deadline:
             stop_processes([ref])
             raise LabError(f"{node}: the listener on port {port} was not listening after {LISTEN_TIMEOUT_S:g}s")

@@ -14,6 +14,9 @@ from typing import Any, Callable, Optional, TypeVar
 import click
 
 from ascendprep.base import exitcodes
+from ascendprep.base.limits import TOOL_LATENCY_MAX_MS
+from ascendprep.base.text import visible
+from ascendprep.inventory.products import PRODUCTS
 from ascendprep.lab.faults import FAULT_KINDS
 from ascendprep.lab.lab import Lab, LabNotUp, not_up_status
 from ascendprep.lab.paths import LabPaths
@@ -31,9 +34,6 @@ from ascendprep.lab.spec import (
     default_torch_npu,
 )
 from ascendprep.lab.system import LabError
-from ascendprep.inventory.products import PRODUCTS
-from ascendprep.base.limits import TOOL_LATENCY_MAX_MS
-from ascendprep.base.text import visible
 
 T = TypeVar("T")
 
@@ -90,17 +90,34 @@ def lab_group() -> None:
 )
 @click.option("--chip", default=None, help="Chip name npu-smi shows, e.g. 910B4 or 910B2C  [default: the product's]")
 @click.option(
-    "--sftp/--no-sftp", default=True, show_default=True,
+    "--sftp/--no-sftp",
+    default=True,
+    show_default=True,
     help="Whether the nodes' sshd offers the sftp subsystem (--no-sftp: like a hardened host without it).",
 )
-@click.option("--hostnames", type=click.Choice(HOSTNAME_MAPPINGS), default="resolve", show_default=True,
-              help="How each node's /etc/hosts maps its own name: resolve (to its address), "
-                   "loopback (Debian's 127.0.1.1 line) or missing (not listed).")
-@click.option("--tool-latency-ms", "tool_latency_ms", type=click.IntRange(0, TOOL_LATENCY_MAX_MS), default=0, show_default=True,
-              help="Milliseconds every simulated hccn_tool/npu-smi call sleeps first, like a real driver's round trip "
-                   "(e.g. 200: timings then show tool calls and their concurrency, not the lab's CPU).")
-@click.option("--pod-servers", type=int, default=None,
-              help="atlas-a3: servers per super-pod, in node order (0: no super-pod)  [default: 2]")
+@click.option(
+    "--hostnames",
+    type=click.Choice(HOSTNAME_MAPPINGS),
+    default="resolve",
+    show_default=True,
+    help="How each node's /etc/hosts maps its own name: resolve (to its address), "
+    "loopback (Debian's 127.0.1.1 line) or missing (not listed).",
+)
+@click.option(
+    "--tool-latency-ms",
+    "tool_latency_ms",
+    type=click.IntRange(0, TOOL_LATENCY_MAX_MS),
+    default=0,
+    show_default=True,
+    help="Milliseconds every simulated hccn_tool/npu-smi call sleeps first, like a real driver's round trip "
+    "(e.g. 200: timings then show tool calls and their concurrency, not the lab's CPU).",
+)
+@click.option(
+    "--pod-servers",
+    type=int,
+    default=None,
+    help="atlas-a3: servers per super-pod, in node order (0: no super-pod)  [default: 2]",
+)
 def up_command(
     name: str,
     nodes: int,
@@ -123,9 +140,19 @@ def up_command(
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
     pairs = _guarded(lambda: _node_profiles(node_driver_profiles))
     spec = LabSpec(
-        name=name, nodes=nodes, product=product, npus=npus, subnet=subnet, versions=versions,
-        driver_profile=driver_profile, node_driver_profiles=pairs, chip=chip, sftp=sftp,
-        hostnames=hostnames, tool_latency_ms=tool_latency_ms, pod_servers=pod_servers,
+        name=name,
+        nodes=nodes,
+        product=product,
+        npus=npus,
+        subnet=subnet,
+        versions=versions,
+        driver_profile=driver_profile,
+        node_driver_profiles=pairs,
+        chip=chip,
+        sftp=sftp,
+        hostnames=hostnames,
+        tool_latency_ms=tool_latency_ms,
+        pod_servers=pod_servers,
     )
     lab = _guarded(lambda: Lab.up(spec, progress=click.echo))
     click.echo(visible(lab.inventory_path))
@@ -175,11 +202,26 @@ def status_command(name: str, output: str) -> None:
 @click.option("--npu", type=int, default=None, help="One NPU (device id); default every NPU of the node.")
 @click.option("--rate", default=None, help="slow: the link rate, e.g. 8mbit (the default).")
 @click.option("--version", "version", default=None, help="cann-drift / torch-npu-drift: the version to drift to.")
-@click.option("--size", default=None, help="hccn-flood: what each hccn_tool call prints, e.g. 512K or 30M (the default).")
-@click.option("--port", type=int, default=None, help="port-listener: the TCP port a process listens on (60000, the default).")
-def fault_command(node: str, kind: str, name: str, npu: Optional[int], rate: Optional[str], version: Optional[str], size: Optional[str], port: Optional[int]) -> None:
+@click.option(
+    "--size", default=None, help="hccn-flood: what each hccn_tool call prints, e.g. 512K or 30M (the default)."
+)
+@click.option(
+    "--port", type=int, default=None, help="port-listener: the TCP port a process listens on (60000, the default)."
+)
+def fault_command(
+    node: str,
+    kind: str,
+    name: str,
+    npu: Optional[int],
+    rate: Optional[str],
+    version: Optional[str],
+    size: Optional[str],
+    port: Optional[int],
+) -> None:
     """Inject fault KIND on NODE."""
-    record = _guarded(lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version, size=size, port=port))
+    record = _guarded(
+        lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version, size=size, port=port)
+    )
     click.echo(f"fault in force: {_describe(record)}")
 
 

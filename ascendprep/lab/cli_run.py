@@ -60,7 +60,12 @@ def run_cli(args: Sequence[str], cwd: Path, timeout: float, env: Optional[Mappin
         started = time.monotonic()
         wrapper = subprocess.Popen(
             [sys.executable, "-I", "-c", _MEASURE, str(report), *argv],
-            cwd=cwd, env=child_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+            cwd=cwd,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
         )
         killed = False
         try:
@@ -75,5 +80,12 @@ def run_cli(args: Sequence[str], cwd: Path, timeout: float, env: Optional[Mappin
             returncode, max_rss_kb = (int(field) for field in report.read_text().split())
         out.seek(0)
         err.seek(0)
-        return CliRun(argv, returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                      wall, max_rss_kb / 1024.0, killed)
+        return CliRun(
+            argv,
+            returncode,
+            out.read().decode("utf-8", "replace"),
+            err.read().decode("utf-8", "replace"),
+            wall,
+            max_rss_kb / 1024.0,
+            killed,
+        )

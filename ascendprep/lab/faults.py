@@ -27,8 +27,17 @@ if TYPE_CHECKING:
 
 #: Faults that live in the simulated devices (the simulator defines and applies them).
 DEVICE_FAULTS = sim_state.FAULT_KINDS
-NODE_FAULTS = ("stale-hccn-conf", "cann-drift", "torch-npu-drift", "sshd-down", "slow", "hostname-loopback",
-               "hostname-missing", "port-listener", "nic-no-address") + jobenvfaults.JOBENV_FAULTS
+NODE_FAULTS = (
+    "stale-hccn-conf",
+    "cann-drift",
+    "torch-npu-drift",
+    "sshd-down",
+    "slow",
+    "hostname-loopback",
+    "hostname-missing",
+    "port-listener",
+    "nic-no-address",
+) + jobenvfaults.JOBENV_FAULTS
 FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
 DEFAULT_SLOW_RATE = "8mbit"
 HOSTS_FILE = "/etc/hosts"
@@ -128,7 +137,13 @@ def _device_faults(lab: "RunningLab") -> list[dict[str, Any]]:
     from ascendprep.lab.sim import state
 
     return [
-        {"node": f["node"], "kind": f["kind"], "npu": f.get("npu"), "level": "device", **({"size": f["size"]} if "size" in f else {})}
+        {
+            "node": f["node"],
+            "kind": f["kind"],
+            "npu": f.get("npu"),
+            "level": "device",
+            **({"size": f["size"]} if "size" in f else {}),
+        }
         for f in state.list_faults(lab.state_dir)
     ]
 
@@ -231,7 +246,9 @@ def _heal_slow(lab: "RunningLab", record: dict[str, Any]) -> None:
     network.remove_root_qdisc("eth0", netns=node.netns)
 
 
-def _hostname_mapping(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]) -> None:
+def _hostname_mapping(
+    lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], version: Optional[str]
+) -> None:
     """The node's /etc/hosts maps its own name as real hosts do (lab/hostsfile.py)."""
     from ascendprep.lab.hostsfile import render_node_hosts
 

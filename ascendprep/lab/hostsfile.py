@@ -44,8 +44,8 @@ def render_node_hosts(nodes: Iterable[NodeSpec], own: str, mapping: str = "resol
     if mapping not in HOSTNAME_MAPPINGS:
         raise ValueError(f"hostname mapping {mapping!r}: choose one of {', '.join(HOSTNAME_MAPPINGS)}")
     lines = [
-        "# managed by ascendprep lab" + (" (Debian's default hostname line)" if mapping == "loopback" else
-                                         " (the hostname is not listed)"),
+        "# managed by ascendprep lab"
+        + (" (Debian's default hostname line)" if mapping == "loopback" else " (the hostname is not listed)"),
         "127.0.0.1\tlocalhost",
     ]
     if mapping == "loopback":

@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
+from ascendprep.inventory.products import CONVENTIONAL_910_SUBNETS
 from ascendprep.lab.hostpython import HostPython
 from ascendprep.lab.spec import FIRST_NODE_HOST, LabSpec, device_pool, host_range
-from ascendprep.inventory.products import CONVENTIONAL_910_SUBNETS
 
 
 def inventory_data(spec: LabSpec, python: HostPython, *, key: str, known_hosts: str) -> dict[str, Any]:
@@ -27,7 +27,10 @@ def inventory_data(spec: LabSpec, python: HostPython, *, key: str, known_hosts: 
         # the two dies of an NPU in different subnets (die planes), both outside the HCCS-reserved
         # 192.0.0.0/8 the driver refuses inside a super-pod (docs/a3-superpod.md §2)
         half = (npus + 1) // 2
-        device_network = {"subnets": [device_pool(len(nodes), half, "10.20.0.0"), device_pool(len(nodes), half, "10.21.0.0")], "detect": "peer"}
+        device_network = {
+            "subnets": [device_pool(len(nodes), half, "10.20.0.0"), device_pool(len(nodes), half, "10.21.0.0")],
+            "detect": "peer",
+        }
     else:
         device_network = {"subnet": device_pool(len(nodes), npus), "gateway": None, "detect": "peer"}
     software: dict[str, Any] = {
@@ -67,12 +70,20 @@ def _node_entries(spec: LabSpec, count: int, host_prefix: str, first_host: int) 
     (server indexes count up from 0 within the entry, as the simulator numbers them)."""
     pods = [spec.super_pod_of(index) for index in range(1, count + 1)]
     if not pods or pods[0] is None:
-        return [{"name": host_range("node", 1, count), "host": host_range(host_prefix, first_host + 1, first_host + count)}]
+        return [
+            {"name": host_range("node", 1, count), "host": host_range(host_prefix, first_host + 1, first_host + count)}
+        ]
     entries = []
     start = 0
     for stop in range(1, count + 1):
         if stop == count or pods[stop]["id"] != pods[start]["id"]:
-            entries.append({"name": host_range("node", start + 1, stop), "host": host_range(host_prefix, first_host + start + 1, first_host + stop), "super_pod": pods[start]["id"]})
+            entries.append(
+                {
+                    "name": host_range("node", start + 1, stop),
+                    "host": host_range(host_prefix, first_host + start + 1, first_host + stop),
+                    "super_pod": pods[start]["id"],
+                }
+            )
             start = stop
     return entries
 

@@ -26,13 +26,19 @@ JOBENV_FAULTS = ("stray-rank-table", "short-connect-timeout", "torch-npu-import"
 def _files(kind: str) -> list[tuple[str, str, int]]:
     """(path, text, mode) a fault writes."""
     if kind == "stray-rank-table":
-        return [(sim.STRAY_RANK_TABLE, sim.stray_rank_table(), 0o644), (sim.STRAY_RANK_TABLE_PROFILE, sim.stray_rank_table_profile(), 0o644)]
+        return [
+            (sim.STRAY_RANK_TABLE, sim.stray_rank_table(), 0o644),
+            (sim.STRAY_RANK_TABLE_PROFILE, sim.stray_rank_table_profile(), 0o644),
+        ]
     if kind == "short-connect-timeout":
         return [(sim.SHORT_TIMEOUT_PROFILE, sim.short_timeout_profile(), 0o644)]
     if kind == "torch-npu-import":
         return [(sim.STANDIN_INIT, sim.standin_module(broken=True), 0o644)]
     if kind == "container-hides":
-        return [(sim.CONTAINER, sim.container_wrapper(hiding=False), 0o755), (sim.CONTAINER_HIDING, sim.container_wrapper(hiding=True), 0o755)]
+        return [
+            (sim.CONTAINER, sim.container_wrapper(hiding=False), 0o755),
+            (sim.CONTAINER_HIDING, sim.container_wrapper(hiding=True), 0o755),
+        ]
     raise ValueError(kind)
 
 

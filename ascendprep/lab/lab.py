@@ -1,10 +1,10 @@
 """``Lab``: the Python handle on a virtual Ascend cluster (what the CLI and the tests use).
 
-    lab = Lab.up(LabSpec(nodes=4, product="atlas-a2"))
-    subprocess.run(lab.ssh_argv("node1", ["hccn_tool", "-i", "0", "-ip", "-g"]))
-    lab.fault("node2", "link-down", npu=3)
-    lab.heal()
-    lab.down()
+lab = Lab.up(LabSpec(nodes=4, product="atlas-a2"))
+subprocess.run(lab.ssh_argv("node1", ["hccn_tool", "-i", "0", "-ip", "-g"]))
+lab.fault("node2", "link-down", npu=3)
+lab.heal()
+lab.down()
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ class Lab(RunningLab):
 
     @classmethod
     def up(
-        cls, spec: LabSpec = LabSpec(), *, paths: Optional[LabPaths] = None, progress: Callable[[str], None] = lifecycle.quiet
+        cls,
+        spec: LabSpec = LabSpec(),
+        *,
+        paths: Optional[LabPaths] = None,
+        progress: Callable[[str], None] = lifecycle.quiet,
     ) -> "Lab":
         """Bring the lab up (idempotent: an identical lab that is already up is reused)."""
         spec = spec.validated()

@@ -136,9 +136,7 @@ def _build(spec: LabSpec, paths: LabPaths, progress: Progress) -> None:
 
     host_keys = [(n.mgmt_ip, sshd.public_key(paths.host_key(n.name))) for n in nodes]
     paths.known_hosts.write_text(sshd.render_known_hosts(host_keys))
-    paths.inventory.write_text(
-        render_inventory(spec, python, key=paths.key.name, known_hosts=paths.known_hosts.name)
-    )
+    paths.inventory.write_text(render_inventory(spec, python, key=paths.key.name, known_hosts=paths.known_hosts.name))
     paths.up_marker.write_text(json.dumps(spec.to_dict(), indent=2) + "\n")
     progress(f"lab '{spec.name}' is up: {len(nodes)} {spec.product} nodes in {time.monotonic() - started:.1f}s")
 

@@ -113,7 +113,10 @@ def private_dir_commands(*, runtime_dirs: Sequence[Path], stash: Path, mount: st
     kept = kept_dirs(runtime_dirs, [path for path, _, _ in private])
     lines: list[str] = []
     for index, path in enumerate(kept):
-        lines += [f"mkdir -p {q(str(stash / str(index)))}", f"{q(mount)} --bind {q(str(path))} {q(str(stash / str(index)))}"]
+        lines += [
+            f"mkdir -p {q(str(stash / str(index)))}",
+            f"{q(mount)} --bind {q(str(path))} {q(str(stash / str(index)))}",
+        ]
     for path, mode, size in private:
         lines.append(f"{q(mount)} -t tmpfs -o mode={mode},size={size} ascendprep-lab {q(str(path))}")
     for index, path in enumerate(kept):
@@ -161,9 +164,7 @@ def holder_script(
     # Private dirs first: an overlay lower dir may lie inside a kept (bound back) directory.
     lines += private_dir_commands(runtime_dirs=runtime_dirs, stash=stash, mount=mount)
     for overlay in overlays:
-        lines.append(
-            f"{q(mount)} -t overlay ascendprep-lab -o {q(overlay.mount_options())} {q(str(overlay.target))}"
-        )
+        lines.append(f"{q(mount)} -t overlay ascendprep-lab -o {q(overlay.mount_options())} {q(str(overlay.target))}")
     # apply's lock folder (root's, 0700): a tmpfs of the node's own, as on any real server (a
     # shared one would serialise applies across the whole lab). The empty mount point in the
     # shared /run is all the host sees.

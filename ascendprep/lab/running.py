@@ -76,9 +76,13 @@ class RunningLab:
         """``ssh`` argv for ``node`` with the lab key and strict host-key checking."""
         return ssh_argv(self.node(node).mgmt_ip, key=self.key_path, known_hosts=self.known_hosts_path, command=command)
 
-    def ssh(self, node: str, command: Union[str, Sequence[str]], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def ssh(
+        self, node: str, command: Union[str, Sequence[str]], timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``command`` on ``node`` over real SSH; never raises on a non-zero exit."""
-        return subprocess.run(self.ssh_argv(node, command), capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            self.ssh_argv(node, command), capture_output=True, text=True, timeout=timeout, check=False
+        )
 
     def holder(self, node: str) -> ProcessRef:
         ref = nodeproc.load_process(self.paths, self.node(node).name, nodeproc.HOLDER)
@@ -94,7 +98,9 @@ class RunningLab:
 
     def node_op(self, node: str, request: dict[str, Any]) -> dict[str, Any]:
         """One :mod:`ascendprep.lab.nodeops` operation inside ``node``."""
-        bootstrap = "import sys; sys.path.insert(0, sys.argv[1]); from ascendprep.lab.nodeops import main; sys.exit(main())"
+        bootstrap = (
+            "import sys; sys.path.insert(0, sys.argv[1]); from ascendprep.lab.nodeops import main; sys.exit(main())"
+        )
         result = self.run_in_node(
             node,
             [self.python.executable, "-c", bootstrap, str(self.python.package_root)],

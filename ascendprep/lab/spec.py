@@ -13,10 +13,10 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
-from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
 from ascendprep.base.limits import TOOL_LATENCY_MAX_MS
-from ascendprep.lab.sim.profiles import check_chip
 from ascendprep.inventory.products import PRODUCTS
+from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
+from ascendprep.lab.sim.profiles import check_chip
 
 LAB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$")
@@ -135,8 +135,14 @@ class LabSpec:
             if not VERSION_RE.match(value):
                 raise LabSpecError(f"--{option.replace('_', '-')} {value!r} is not a version")
         self._check_driver_profiles()
-        if isinstance(self.tool_latency_ms, bool) or not isinstance(self.tool_latency_ms, int) or not 0 <= self.tool_latency_ms <= TOOL_LATENCY_MAX_MS:
-            raise LabSpecError(f"--tool-latency-ms {self.tool_latency_ms!r}: use 0 to {TOOL_LATENCY_MAX_MS} milliseconds")
+        if (
+            isinstance(self.tool_latency_ms, bool)
+            or not isinstance(self.tool_latency_ms, int)
+            or not 0 <= self.tool_latency_ms <= TOOL_LATENCY_MAX_MS
+        ):
+            raise LabSpecError(
+                f"--tool-latency-ms {self.tool_latency_ms!r}: use 0 to {TOOL_LATENCY_MAX_MS} milliseconds"
+            )
         if self.chip is not None:
             try:
                 check_chip(product.id, self.chip, f"--chip {self.chip}")

@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 #: Where to look for admin tools even when the caller's PATH lacks the sbin directories.
-SEARCH_PATH = os.pathsep.join(
-    [os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"]
-)
+SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"])
 
 
 class LabError(Exception):
@@ -43,9 +41,7 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """Run a command to completion; with ``check`` a non-zero exit raises :class:`LabError`."""
     try:
-        result = subprocess.run(
-            list(argv), input=input, capture_output=True, text=True, timeout=timeout, check=False
-        )
+        result = subprocess.run(list(argv), input=input, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise LabError(f"'{' '.join(argv)}' did not finish within {timeout:g}s") from None
     except OSError as exc:

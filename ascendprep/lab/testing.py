@@ -53,7 +53,9 @@ def remove_abandoned_test_labs() -> list[str]:
     for root in (LAB_ROOT, RUN_ROOT):
         if root.is_dir():
             names |= {entry.name for entry in root.iterdir()}
-    names |= {n.split("-node")[0].removeprefix("ascendprep-") for n in existing_netns() if n.startswith("ascendprep-pytest-")}
+    names |= {
+        n.split("-node")[0].removeprefix("ascendprep-") for n in existing_netns() if n.startswith("ascendprep-pytest-")
+    }
     removed = []
     for name in sorted(names):
         match = SESSION_LAB_RE.match(name)
@@ -128,7 +130,9 @@ class HostSnapshot:
         pattern = netns_pattern(lab)
         leftovers = [f"netns {n}" for n in sorted(self.netns - before.netns) if pattern.match(n)]
         leftovers += [
-            f"link {n}" for n in sorted(self.links - before.links) if n == f"apb{digest}" or n.startswith(f"apv{digest}")
+            f"link {n}"
+            for n in sorted(self.links - before.links)
+            if n == f"apb{digest}" or n.startswith(f"apv{digest}")
         ]
         leftovers += [
             f"mount {m}"

@@ -22,10 +22,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Optional, Tuple
 
-from ascendprep.inventory import sysctl as sysctl_rules
 from ascendprep.base.limits import ENV_SH_MAX_VARIABLES
 from ascendprep.base.paths import ENV_SH, HCCN_CONF
 from ascendprep.base.text import visible
+from ascendprep.inventory import sysctl as sysctl_rules
 
 #: hccn_tool set commands are quick; one that hangs is cut off so the rest of the host proceeds.
 HCCN_STEP_TIMEOUT = 60
@@ -53,10 +53,18 @@ def _variables(variables: "tuple[VariableChange, ...]") -> str:
     def shown(value: str) -> str:
         return visible(shlex.quote(value))
 
-    changed = [f"{name} {shown(was)} → {shown(becomes)}" for name, was, becomes in variables if was is not None and becomes is not None]
+    changed = [
+        f"{name} {shown(was)} → {shown(becomes)}"
+        for name, was, becomes in variables
+        if was is not None and becomes is not None
+    ]
     added = [f"{name}={shown(becomes)}" for name, was, becomes in variables if was is None and becomes is not None]
     dropped = [f"{name}={shown(was)}" for name, was, becomes in variables if was is not None and becomes is None]
-    parts = [f"{verb} {', '.join(items)}" for verb, items in (("changes", changed), ("adds", added), ("drops", dropped)) if items]
+    parts = [
+        f"{verb} {', '.join(items)}"
+        for verb, items in (("changes", changed), ("adds", added), ("drops", dropped))
+        if items
+    ]
     return "; ".join(parts)
 
 
@@ -143,10 +151,12 @@ class _NpuChange(Change):
         command = self._command(hccn_tool, npu)
         key = _q(self.key)
         guard = f"_ap_fail_{npu}"
-        return "\n".join([
-            f'if [ -n "${{{guard}:-}}" ]; then _ap_skip {key} "skipped: an earlier step of npu {npu} failed";',
-            f"else _ap_hccn {key} {command} || {guard}=1; fi",
-        ])
+        return "\n".join(
+            [
+                f'if [ -n "${{{guard}:-}}" ]; then _ap_skip {key} "skipped: an earlier step of npu {npu} failed";',
+                f"else _ap_hccn {key} {command} || {guard}=1; fi",
+            ]
+        )
 
 
 @dataclass(frozen=True)
@@ -209,7 +219,9 @@ class SetNpuGateway(_NpuChange):
             return f"npu {self.npu}: gateway {device or 'none'} → {self.after}"
         file = _seen(self.before, "file")
         if device is None:
-            return f"npu {self.npu}: gateway none ({HCCN_CONF} says {file}) → none: the line is taken out of {HCCN_CONF}"
+            return (
+                f"npu {self.npu}: gateway none ({HCCN_CONF} says {file}) → none: the line is taken out of {HCCN_CONF}"
+            )
         kept = "the device keeps it until its driver restarts (hccn_tool cannot remove a gateway)"
         if file is None:
             return f"npu {self.npu}: gateway {device} (not in {HCCN_CONF}) → none: {kept}"
@@ -304,7 +316,9 @@ VariableChange = Tuple[str, Optional[str], Optional[str]]
 def variable_changes(before: Mapping[str, str], after: Mapping[str, str]) -> Tuple[VariableChange, ...]:
     """The variables that differ between two env.sh files: those added or changed, in ``after``'s
     order, then those dropped."""
-    changed: list[VariableChange] = [(name, before.get(name), value) for name, value in after.items() if before.get(name) != value]
+    changed: list[VariableChange] = [
+        (name, before.get(name), value) for name, value in after.items() if before.get(name) != value
+    ]
     dropped: list[VariableChange] = [(name, value, None) for name, value in before.items() if name not in after]
     return tuple(changed + dropped)
 
@@ -338,7 +352,11 @@ class WriteFile(Change):
         action = "create" if self.before is None else "update"
         if self.variables is None:
             return f"{self.path}: {action}"
-        return f"{self.path}: {action}: {_variables(self.variables)}" if self.variables else f"{self.path}: {action} (its variables stay as they are)"
+        return (
+            f"{self.path}: {action}: {_variables(self.variables)}"
+            if self.variables
+            else f"{self.path}: {action} (its variables stay as they are)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         record = super().to_dict()
@@ -350,7 +368,9 @@ class WriteFile(Change):
         if not SAFE_PATH.match(self.path):
             raise ChangeError(f"{self.node}: refusing to write {self.path!r}")
         if self.content is None:
-            raise ChangeError(f"{self.node}: {self.path}: no content to write (a change read from a plan file is never run)")
+            raise ChangeError(
+                f"{self.node}: {self.path}: no content to write (a change read from a plan file is never run)"
+            )
         ours = 1 if self.path.startswith(OWN_DIR) else 0
         return f"_ap_step {_q(self.key)} _ap_write {_q(self.path)} {int(self.mode):o} {_q(self.content)} {ours}"
 
@@ -385,9 +405,14 @@ class DisableFirewall(Change):
         return f"_ap_step {_q(self.key)} {command}"
 
 
-KINDS: dict[str, type[Change]] = {cls.kind: cls for cls in (SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile, DisableFirewall)}
+KINDS: dict[str, type[Change]] = {
+    cls.kind: cls
+    for cls in (SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, WriteFile, DisableFirewall)
+}
 #: The NPU kinds in the order apply sets them (a later one may see an earlier one's doing).
-NPU_KINDS = tuple(kind for kind, cls in sorted(KINDS.items(), key=lambda item: item[1].order) if issubclass(cls, _NpuChange))
+NPU_KINDS = tuple(
+    kind for kind, cls in sorted(KINDS.items(), key=lambda item: item[1].order) if issubclass(cls, _NpuChange)
+)
 
 
 def ordered(changes: list[Change]) -> list[Change]:
@@ -419,7 +444,9 @@ def _plain_value(value: Any, what: str) -> Any:
     """A machine value: text, a number, true/false, null, or an object of those (one level)."""
     if value is None or isinstance(value, (str, int, bool)):
         return value
-    if isinstance(value, dict) and all(isinstance(k, str) and (v is None or isinstance(v, (str, int, bool))) for k, v in value.items()):
+    if isinstance(value, dict) and all(
+        isinstance(k, str) and (v is None or isinstance(v, (str, int, bool))) for k, v in value.items()
+    ):
         return dict(value)
     raise ChangeError(f"{what} must be text, a number or an object of those")
 
@@ -451,7 +478,9 @@ def from_saved(kind: Any, node: str, target: Any, before: Any, after: Any, varia
         if not isinstance(after, str) or after.count("/") != 1:
             raise ChangeError("after must be 'address/netmask'")
         address, netmask = after.split("/")
-        return SetNpuAddress(node, before, _npu(target), _ipv4(address, "after's address"), _ipv4(netmask, "after's netmask"))
+        return SetNpuAddress(
+            node, before, _npu(target), _ipv4(address, "after's address"), _ipv4(netmask, "after's netmask")
+        )
     if kind == SetNpuGateway.kind:
         return SetNpuGateway(node, before, _npu(target), None if after is None else _ipv4(after, "after"))
     if kind == SetNpuNetdetect.kind:

@@ -12,15 +12,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Collection, Optional
 
-from ascendprep.plan import drift
-from ascendprep.plan.superpods import hardware_findings
-from ascendprep.inventory import sysctl as sysctl_rules
-from ascendprep.plan.changes import NPU_KINDS, Change, DisableFirewall, SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetNpuTls, SetSysctl, VariableChange, WriteFile, variable_changes
-from ascendprep.desired.state import DesiredState, HccnSettings, NodeDesired
-from ascendprep.facts.model import HostFacts
 from ascendprep.base.findings import Finding
 from ascendprep.base.paths import ENV_SH, SYSCTL_FILE
+from ascendprep.desired.state import DesiredState, HccnSettings, NodeDesired
+from ascendprep.facts.model import HostFacts
 from ascendprep.facts.system import parse_env_sh
+from ascendprep.inventory import sysctl as sysctl_rules
+from ascendprep.plan import drift
+from ascendprep.plan.changes import (
+    NPU_KINDS,
+    Change,
+    DisableFirewall,
+    SetNpuAddress,
+    SetNpuGateway,
+    SetNpuNetdetect,
+    SetNpuTls,
+    SetSysctl,
+    VariableChange,
+    WriteFile,
+    variable_changes,
+)
+from ascendprep.plan.superpods import hardware_findings
 
 
 @dataclass
@@ -51,7 +63,9 @@ def _npu_change(name: str, item: drift.Drift, settings: HccnSettings) -> Change:
     return SetNpuTls(name, item.have, settings.npu, item.set_to)
 
 
-def _hccn_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan, kinds: Optional[Collection[str]] = None) -> list[Change]:
+def _hccn_changes(
+    node: NodeDesired, facts: HostFacts, plan: HostPlan, kinds: Optional[Collection[str]] = None
+) -> list[Change]:
     """``kinds``: judge only these NPU kinds (None: all); an unread value is not "unknown"."""
     name = node.node.name
     judged = set(NPU_KINDS if kinds is None else kinds)
@@ -66,7 +80,9 @@ def _hccn_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan, kinds: Op
             continue
         for item in drifts:
             if item.unknown is not None:
-                plan.incomplete.append(f"npu {want.npu}: {item.key.split(':')[0].removeprefix('hccn.')} unknown ({item.unknown})")
+                plan.incomplete.append(
+                    f"npu {want.npu}: {item.key.split(':')[0].removeprefix('hccn.')} unknown ({item.unknown})"
+                )
                 plan.unknown.add(item.key)
             elif item.drifted:
                 changes.append(_npu_change(name, item, want))
@@ -80,7 +96,9 @@ def _sysctl_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list
     if unknown:
         keys = [d.key.split(":", 1)[1] for d in unknown]
         unreadable = [d.unknown for d in unknown if d.unknown and "cannot be read" in d.unknown]
-        plan.incomplete.append(f"sysctl {', '.join(keys)} could not be read" + (f" ({'; '.join(unreadable)})" if unreadable else ""))
+        plan.incomplete.append(
+            f"sysctl {', '.join(keys)} could not be read" + (f" ({'; '.join(unreadable)})" if unreadable else "")
+        )
         plan.unknown |= {d.key for d in unknown} | {f"file:{SYSCTL_FILE}"}
         return []
     changes: list[Change] = [SetSysctl(name, d.have, d.key.split(":", 1)[1], d.set_to) for d in values if d.drifted]
@@ -112,7 +130,9 @@ def _file_changes(node: NodeDesired, facts: HostFacts, plan: HostPlan) -> list[C
             plan.unknown.add(item.key)
         elif item.drifted:
             variables = _env_variables(wanted.content, item.have, facts) if wanted.path == ENV_SH else None
-            changes.append(WriteFile(node.node.name, item.have, wanted.path, item.want, wanted.content, wanted.mode, variables))
+            changes.append(
+                WriteFile(node.node.name, item.have, wanted.path, item.want, wanted.content, wanted.mode, variables)
+            )
     return changes
 
 
@@ -130,13 +150,29 @@ def _firewall_changes(node: NodeDesired, facts: HostFacts, desired: DesiredState
                 plan.incomplete.append(f"firewall {tool} unknown ({item.unknown})")
                 plan.unknown.add(item.key)
             else:
-                plan.findings.append(Finding("firewall.active", drift.firewall_severity(policy, tool), f"{name}: could not check {tool}: {item.unknown}", drift.firewall_fix(desired, tool), node=name))
+                plan.findings.append(
+                    Finding(
+                        "firewall.active",
+                        drift.firewall_severity(policy, tool),
+                        f"{name}: could not check {tool}: {item.unknown}",
+                        drift.firewall_fix(desired, tool),
+                        node=name,
+                    )
+                )
         elif item.drifted:
             if disables:
                 changes.append(DisableFirewall(name, item.have, tool))
             else:
                 detail = getattr(facts.firewall, tool).detail
-                plan.findings.append(Finding("firewall.active", drift.firewall_severity(policy, tool), f"{name}: {drift.firewall_problem(tool, detail)}", drift.firewall_fix(desired, tool), node=name))
+                plan.findings.append(
+                    Finding(
+                        "firewall.active",
+                        drift.firewall_severity(policy, tool),
+                        f"{name}: {drift.firewall_problem(tool, detail)}",
+                        drift.firewall_fix(desired, tool),
+                        node=name,
+                    )
+                )
     return changes
 
 
@@ -158,7 +194,13 @@ def area_of(change: Change) -> str:
     raise ValueError(f"no area for change kind {change.kind!r}")
 
 
-def diff_host(desired: DesiredState, node_name: str, facts: HostFacts, areas: Optional[Collection[str]] = None, npu_kinds: Optional[Collection[str]] = None) -> HostPlan:
+def diff_host(
+    desired: DesiredState,
+    node_name: str,
+    facts: HostFacts,
+    areas: Optional[Collection[str]] = None,
+    npu_kinds: Optional[Collection[str]] = None,
+) -> HostPlan:
     """All changes that would bring ``node_name`` from ``facts`` to the desired state.
 
     ``areas``: judge only these (:data:`AREAS`); apply re-reads only the areas of its planned
@@ -232,7 +274,11 @@ def reconcile(planned: list[Change], current: list[Change], managed: Optional[se
     ``managed``: the keys the host may have at all (see :func:`managed_keys`); a saved key
     outside it is tampered too.
     """
-    tampered = [f"{_shown(c.key)}: not something ascendprep manages on this host" for c in planned if managed is not None and c.key not in managed]
+    tampered = [
+        f"{_shown(c.key)}: not something ascendprep manages on this host"
+        for c in planned
+        if managed is not None and c.key not in managed
+    ]
     by_key: dict[str, Change] = {}
     for change in planned:
         if change.key in by_key:
@@ -244,7 +290,9 @@ def reconcile(planned: list[Change], current: list[Change], managed: Optional[se
         if saved is None:
             stale.append(f"{change.describe()} (not in the plan)")
         elif saved.after != change.after:
-            stale.append(f"{change.key}: the plan sets {_shown(saved.after)}, the inventory now wants {_shown(change.after)}")
+            stale.append(
+                f"{change.key}: the plan sets {_shown(saved.after)}, the inventory now wants {_shown(change.after)}"
+            )
         elif saved.before != change.before and not _explained_by_plan(saved, planned):
             stale.append(f"{change.key}: was {_shown(saved.before)} at planning, is now {_shown(change.before)}")
         elif saved.node != change.node:

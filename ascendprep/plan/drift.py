@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ascendprep.inventory import sysctl as sysctl_rules
-from ascendprep.desired.state import DesiredState, FileToWrite, HccnSettings, NodeDesired
-from ascendprep.desired.envfiles import render_sysctl_conf
-from ascendprep.facts.model import HostFacts, NpuFacts, ProbeError
 from ascendprep.base.findings import Severity
 from ascendprep.base.paths import SYSCTL_FILE
+from ascendprep.desired.envfiles import render_sysctl_conf
+from ascendprep.desired.state import DesiredState, FileToWrite, HccnSettings, NodeDesired
+from ascendprep.facts.model import HostFacts, NpuFacts, ProbeError
+from ascendprep.inventory import sysctl as sysctl_rules
 
 #: The firewall front ends apply can switch off; an nftables ruleset may be Docker's or the
 #: site's, so it is only ever reported.
@@ -163,13 +163,18 @@ def npu_address(want: HccnSettings, facts: HostFacts, port: Optional[NpuPort] = 
         port = npu_port(facts, npu)
     live, in_file = port.live, port.in_file
     wanted = _cidr(want.ip, want.netmask)
-    have = {"device": _cidr(live.ip, live.netmask), "file": _cidr(in_file.get("address"), in_file.get("netmask")) if facts.hccn_conf else None}
+    have = {
+        "device": _cidr(live.ip, live.netmask),
+        "file": _cidr(in_file.get("address"), in_file.get("netmask")) if facts.hccn_conf else None,
+    }
     unknown, _ = _npu_unknown(facts, npu, ("hccn.ip", "hccn_conf"))
     stale = "address" in port.stale or "netmask" in port.stale
     return Drift(f"hccn.ip:{npu}", wanted, have, have["device"] == wanted and not stale, wanted, unknown, npu=npu)
 
 
-def _device_and_file(kind: str, want: Optional[str], facts: HostFacts, npu: int, conf_key: str, attribute: str, port: Optional[NpuPort]) -> Drift:
+def _device_and_file(
+    kind: str, want: Optional[str], facts: HostFacts, npu: int, conf_key: str, attribute: str, port: Optional[NpuPort]
+) -> Drift:
     if port is None:
         port = npu_port(facts, npu)
     have = {"device": getattr(port.live, attribute), "file": port.in_file.get(conf_key) if facts.hccn_conf else None}
@@ -265,7 +270,14 @@ def sysctl_value(key: str, want: Union[int, str], facts: HostFacts) -> Drift:
     set_to = want
     if isinstance(want, int) and have.isdigit():
         set_to = max(want, int(have))
-    return Drift(f"sysctl:{key}", want, have if unknown is None else None, unknown is None and at_least(have, want), str(set_to), unknown)
+    return Drift(
+        f"sysctl:{key}",
+        want,
+        have if unknown is None else None,
+        unknown is None and at_least(have, want),
+        str(set_to),
+        unknown,
+    )
 
 
 def reserved_ports(node: NodeDesired, facts: HostFacts) -> Drift:
@@ -286,7 +298,10 @@ def reserved_ports(node: NodeDesired, facts: HostFacts) -> Drift:
 
 def sysctl_drifts(node: NodeDesired, facts: HostFacts) -> list[Drift]:
     """Every kernel setting of the node: the "at least" ones, then the reserved ports."""
-    return [*(sysctl_value(key, want, facts) for key, want in node.sysctl_minimums.items()), reserved_ports(node, facts)]
+    return [
+        *(sysctl_value(key, want, facts) for key, want in node.sysctl_minimums.items()),
+        reserved_ports(node, facts),
+    ]
 
 
 def sysctl_target(drifts: Sequence[Drift]) -> dict[str, str]:
@@ -395,6 +410,7 @@ def firewall_fix(desired: DesiredState, tool: str) -> str:
 
 
 def firewall_problem(tool: str, detail: Optional[str]) -> str:
-    what = f"an nftables ruleset is loaded ({detail or 'tables present'})" if tool == "nftables" else f"{tool} is active"
+    what = (
+        f"an nftables ruleset is loaded ({detail or 'tables present'})" if tool == "nftables" else f"{tool} is active"
+    )
     return f"{what} and may block HCCL's ports"
-

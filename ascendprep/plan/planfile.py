@@ -27,12 +27,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
-from ascendprep.plan.changes import Change, ChangeError, from_saved
+from ascendprep.base.jsoninput import parse_json
 from ascendprep.base.limits import INVENTORY_MAX_BYTES, PLAN_FILE_MAX_BYTES
 from ascendprep.base.outputfile import ensure_dir, write_file
-from ascendprep.plan.diff import HostPlan
 from ascendprep.base.yamlsource import InputError, Located
-from ascendprep.base.jsoninput import parse_json
+from ascendprep.plan.changes import Change, ChangeError, from_saved
+from ascendprep.plan.diff import HostPlan
 
 PLAN_SCHEMA_VERSION = 2
 #: What a plan file of an older schema gets told (a plan is cheap to make again; apply reads it
@@ -127,9 +127,11 @@ def compact_json(document: Any) -> str:
 
 #: The rule a plan, the inventory it names and the journal folder beside it are held to: whoever
 #: can write or replace them chooses what apply, often run as root, does on the fleet.
-TRUST_RULE = ("apply takes a plan, the inventory it names and the journal folder beside it only when "
-              "they are owned by you or root and lie in folders that only you or root can change "
-              "(writable by group or others only with the sticky bit)")
+TRUST_RULE = (
+    "apply takes a plan, the inventory it names and the journal folder beside it only when "
+    "they are owned by you or root and lie in folders that only you or root can change "
+    "(writable by group or others only with the sticky bit)"
+)
 
 
 class NotTrusted(OSError):
@@ -214,7 +216,9 @@ def read_bounded(path: Path, limit: int, private: bool = False, owned: bool = Fa
         if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{path} is not a regular file")
         if private and info.st_mode & 0o022:
-            raise OSError(f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}); run 'chmod go-w {path}' if you trust its content")
+            raise OSError(
+                f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}); run 'chmod go-w {path}' if you trust its content"
+            )
         if owned:
             problem = _unsafe(info) or _folders_problem(Path(real))
             if problem is not None:
@@ -297,16 +301,21 @@ def read_plan(path: Path, owned: bool = True) -> PlanFile:
     group and others cannot write: it then only selects hosts and confirms changes that a fresh
     diff of the caller's inventory produces.
     """
+
     def bad(message: str) -> InputError:
         return InputError([Located(str(path), None, "", message)])
 
     try:
-        raw = read_bounded(path, PLAN_FILE_MAX_BYTES, private=True, owned=owned)  # size; a FIFO or a plan others can write is refused
+        raw = read_bounded(
+            path, PLAN_FILE_MAX_BYTES, private=True, owned=owned
+        )  # size; a FIFO or a plan others can write is refused
         data = parse_json(raw.decode("utf-8"), str(path))  # depth, strict JSON (ascendprep.base.jsoninput)
     except FileNotFoundError:
         raise bad("no such plan file (run 'ascendprep plan INVENTORY' first)") from None
     except NotTrusted as exc:
-        raise bad(f"{exc}; with --inventory FILE you name the inventory yourself, and the plan then need not be yours") from None
+        raise bad(
+            f"{exc}; with --inventory FILE you name the inventory yourself, and the plan then need not be yours"
+        ) from None
     except (OSError, ValueError, RecursionError) as exc:
         raise bad(f"not a readable plan file: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") != PLAN_KIND:
@@ -315,7 +324,9 @@ def read_plan(path: Path, owned: bool = True) -> PlanFile:
     if isinstance(version, int) and not isinstance(version, bool) and version < PLAN_SCHEMA_VERSION:
         raise bad(f"schema_version {version}: {OLDER_PLAN}")
     if version != PLAN_SCHEMA_VERSION:
-        raise bad(f"plan schema_version {version!r} is not {PLAN_SCHEMA_VERSION}: plan again with this version of ascendprep")
+        raise bad(
+            f"plan schema_version {version!r} is not {PLAN_SCHEMA_VERSION}: plan again with this version of ascendprep"
+        )
     try:
         inventory = data["inventory"]
         hosts = data["hosts"]

@@ -19,8 +19,8 @@ from ascendprep.facts.units import UNITS
 from ascendprep.plan.diff import area_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ascendprep.plan.changes import Change
     from ascendprep.desired.state import DesiredState, NodeDesired
+    from ascendprep.plan.changes import Change
 
 #: Units every re-read runs: the script's own settings (time limit, Ascend home) that later
 #: sections are read with.
@@ -30,7 +30,17 @@ ALWAYS: Tuple[str, ...] = ("settings",)
 #: device ids (npu-smi's list when the inventory gives no count), hccn_tool's path (the apply
 #: script runs it), the four values plan diffs and /etc/hccn.conf.
 AREA_SECTIONS: Dict[str, Tuple[str, ...]] = {
-    "npu": ("tool.npu_smi", "npu_smi.list", "npus", "tool.hccn_tool", "hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls", "file.hccn_conf"),
+    "npu": (
+        "tool.npu_smi",
+        "npu_smi.list",
+        "npus",
+        "tool.hccn_tool",
+        "hccn.ip",
+        "hccn.gateway",
+        "hccn.netdetect",
+        "hccn.tls",
+        "file.hccn_conf",
+    ),
     "sysctl": ("sysctl", "file.sysctl"),
     "files": ("managed", "file.env"),
     "firewall": ("firewall.ufw", "firewall.firewalld", "firewall.nftables"),
@@ -79,12 +89,16 @@ def _without_device_listing(units: Sequence[ProbeUnit], npus: Optional[int]) -> 
     return tuple(unit for unit in units if unit.section not in DEVICE_LISTING)
 
 
-def units_for_changes(changes: Sequence["Change"], npus: Optional[int] = None, units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
+def units_for_changes(
+    changes: Sequence["Change"], npus: Optional[int] = None, units: Sequence[ProbeUnit] = UNITS
+) -> Tuple[ProbeUnit, ...]:
     """What apply re-reads on a host before making ``changes``: their areas, within the NPU area
     only the queries of :func:`npu_kinds_for`, and no npu-smi list when ``npus`` (the
     inventory's count for the node) says which device ids there are."""
 
-    chosen = _without_npu_queries(units_for_areas({area_of(change) for change in changes}, units), npu_kinds_for(changes))
+    chosen = _without_npu_queries(
+        units_for_areas({area_of(change) for change in changes}, units), npu_kinds_for(changes)
+    )
     return _without_device_listing(chosen, npus)
 
 
@@ -101,7 +115,9 @@ def planned_npu_kinds(node: "NodeDesired") -> FrozenSet[str]:
     return frozenset(kinds)
 
 
-def units_for_plan(desired: "DesiredState", node_name: str, units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
+def units_for_plan(
+    desired: "DesiredState", node_name: str, units: Sequence[ProbeUnit] = UNITS
+) -> Tuple[ProbeUnit, ...]:
     """What plan reads on ``node_name`` (on top of the plan phase's choice): no ``-tls -g`` where
     the inventory plans no TLS switch, no npu-smi list where it gives
     the NPU count (except on two-die products, whose spod-info needs npu-smi's chips), and no

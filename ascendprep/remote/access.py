@@ -73,7 +73,9 @@ class HostAccess:
         return self.address if self.port == 22 else f"[{self.address}]:{self.port}"
 
 
-def known_hosts_files(inventory_files: Iterable[os.PathLike[str] | str] = (), include_user_file: bool = True) -> Tuple[str, ...]:
+def known_hosts_files(
+    inventory_files: Iterable[os.PathLike[str] | str] = (), include_user_file: bool = True
+) -> Tuple[str, ...]:
     """The known_hosts list for HostAccess: the inventory's files first, then ``~/.ssh/known_hosts``.
 
     The order matters: accepted keys are recorded in the first file, so the inventory's own file

@@ -58,7 +58,9 @@ def default_timeout(hosts: int, forks: int, connect_timeout: float, command_time
     return phases * waves * (connect_timeout + command_timeout) + limits.COMMAND_DEADLINE_SLACK_S
 
 
-def command_deadline(timeout: Optional[float], hosts: int, forks: int, connect_timeout: float, command_timeout: float, phases: int) -> Deadline:
+def command_deadline(
+    timeout: Optional[float], hosts: int, forks: int, connect_timeout: float, command_timeout: float, phases: int
+) -> Deadline:
     """The deadline from ``--timeout`` when given, else :func:`default_timeout`."""
     if timeout is not None:
         return Deadline(float(timeout), "--timeout")

@@ -31,9 +31,7 @@ def _errno_of(exc: BaseException) -> Optional[int]:
     return getattr(exc, "errno", None)
 
 
-def describe_connect_failure(
-    exc: BaseException, access: HostAccess, known: Sequence[KnownKey] = ()
-) -> RemoteError:
+def describe_connect_failure(exc: BaseException, access: HostAccess, known: Sequence[KnownKey] = ()) -> RemoteError:
     """The RemoteError for a failed connection to ``access`` (``known``: keys on file)."""
     if isinstance(exc, RemoteError):
         return exc
@@ -72,7 +70,10 @@ def describe_connect_failure(
         # paramiko's start_client gives up at its timeout without saying so; the login then
         # finds no session. The server sent a greeting but never finished the key exchange.
         return step_timeout(
-            name, "key exchange", access.connect_timeout, f"{where} sent its SSH greeting but did not complete the handshake"
+            name,
+            "key exchange",
+            access.connect_timeout,
+            f"{where} sent its SSH greeting but did not complete the handshake",
         )
     if isinstance(exc, (paramiko.SSHException, EOFError, ConnectionError)):
         return UnreachableError(name, f"{name}: SSH session setup with {where} failed: {exc or type(exc).__name__}")

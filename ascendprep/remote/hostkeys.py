@@ -28,9 +28,9 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import paramiko
 from paramiko.hostkeys import HostKeyEntry, HostKeys, InvalidHostKey
 
+from ascendprep.base.outputfile import append_file
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import HostKeyError
-from ascendprep.base.outputfile import append_file
 
 log = logging.getLogger(__name__)
 
@@ -283,9 +283,10 @@ def changed_key_message(access: HostAccess, offered: paramiko.PKey, on_file: Seq
     revoked = [k for k in on_file if k.revoked]
     if _is_revoked(offered, revoked):
         return revoked_key_message(access, offered, next(k for k in revoked if _is_revoked(offered, [k])))
-    recorded = ", ".join(
-        f"{k.key.get_name()} {fingerprint(k.key)} at {k.source}" for k in on_file if not k.revoked
-    ) or "a different key"
+    recorded = (
+        ", ".join(f"{k.key.get_name()} {fingerprint(k.key)} at {k.source}" for k in on_file if not k.revoked)
+        or "a different key"
+    )
     return (
         f"HOST KEY CHANGED for {access.name} ({access.known_hosts_name}): it offers {offered.get_name()} "
         f"{fingerprint(offered)} but known_hosts has {recorded}. Someone may be intercepting the "
@@ -298,7 +299,9 @@ def record_host_key(access: HostAccess, hostname: str, key: paramiko.PKey) -> No
     """Append ``hostname key`` to the first known_hosts file (created 0600 if missing; a link
     there is refused rather than written through)."""
     if not access.known_hosts:
-        raise HostKeyError(access.name, f"cannot record the host key of {access.name}: no known_hosts file is configured")
+        raise HostKeyError(
+            access.name, f"cannot record the host key of {access.name}: no known_hosts file is configured"
+        )
     path = os.path.expanduser(os.fspath(access.known_hosts[0]))
     line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
     with _append_lock:

@@ -17,11 +17,11 @@ import time
 from typing import Optional
 
 from ascendprep.base.limits import HOST_OUTPUT_CAP
+from ascendprep.base.outputfile import new_temp_file, write_file
 from ascendprep.remote.capture import CappedOutput
 from ascendprep.remote.errors import RemoteError
 from ascendprep.remote.sudo import without_secrets
 from ascendprep.remote.transport import RawExec, ScriptTransport
-from ascendprep.base.outputfile import new_temp_file, write_file
 
 #: Between SIGTERM and SIGKILL for a timed-out script, as the SSH kill script does.
 TERM_GRACE_SECONDS = 2.0
@@ -63,8 +63,13 @@ class LocalTransport(ScriptTransport):
             self._kill_session(process, output)
         else:
             process.wait()
-        return RawExec(-1 if timed_out else process.returncode, bytes(output.stdout), bytes(output.stderr),
-                       timed_out, output.dropped)
+        return RawExec(
+            -1 if timed_out else process.returncode,
+            bytes(output.stdout),
+            bytes(output.stderr),
+            timed_out,
+            output.dropped,
+        )
 
     def _kill_session(self, process: "subprocess.Popen[bytes]", output: CappedOutput) -> None:
         """SIGTERM the script's whole session, SIGKILL what is left; keep reading what it prints."""
@@ -97,8 +102,9 @@ class LocalTransport(ScriptTransport):
         return new_temp_file(data, "ascendprep-upload")
 
 
-def _pump_pipes(process: "subprocess.Popen[bytes]", stdin: bytes, output: CappedOutput,
-                deadline: Optional[float]) -> bool:
+def _pump_pipes(
+    process: "subprocess.Popen[bytes]", stdin: bytes, output: CappedOutput, deadline: Optional[float]
+) -> bool:
     """Write ``stdin`` and read stdout/stderr in chunks until both close; False at the deadline.
 
     Unlike ``communicate()`` this keeps at most the cap of ``output``: a script printing 50 MB

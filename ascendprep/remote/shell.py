@@ -22,10 +22,7 @@ _STARTED_LINE = re.compile(rb"^" + STARTED_TAG.encode() + rb" (\d+)\n", re.MULTI
 
 # Field 5 of /proc/PID/stat is the process group. ${p:-$$} falls back to our own pid, which is
 # also the group on hosts where sshd made the shell a session leader (OpenSSH always does).
-LAUNCHER = (
-    "p=; read -r _ _ _ _ p _ </proc/$$/stat 2>/dev/null; "
-    f'echo "{STARTED_TAG} ${{p:-$$}}" >&2; exec sh -s'
-)
+LAUNCHER = f'p=; read -r _ _ _ _ p _ </proc/$$/stat 2>/dev/null; echo "{STARTED_TAG} ${{p:-$$}}" >&2; exec sh -s'
 
 # sudo modes: how the launcher is wrapped.
 NO_SUDO = "none"
@@ -69,7 +66,7 @@ def split_started_marker(stderr: bytes) -> Tuple[Optional[int], bytes]:
     match = _STARTED_LINE.search(stderr)
     if match is None:
         return None, stderr
-    return int(match.group(1)), stderr[: match.start()] + stderr[match.end():]
+    return int(match.group(1)), stderr[: match.start()] + stderr[match.end() :]
 
 
 def split_sudo_pid(stderr: bytes) -> Tuple[Optional[int], bytes]:
@@ -77,7 +74,7 @@ def split_sudo_pid(stderr: bytes) -> Tuple[Optional[int], bytes]:
     match = _SUDO_PID_LINE.search(stderr)
     if match is None:
         return None, stderr
-    return int(match.group(1)), stderr[: match.start()] + stderr[match.end():]
+    return int(match.group(1)), stderr[: match.start()] + stderr[match.end() :]
 
 
 def sudo_rejected(stderr: bytes) -> bool:
@@ -128,7 +125,7 @@ def install_file_script(source: str, destination: str, mode: int) -> str:
         f"s={shlex.quote(source)}\n"
         "t=\n"
         # Whatever happens, the upload does not stay in /tmp and no temp file stays next to dst.
-        "trap 'rm -f -- \"$s\" ${t:+\"$t\"}' EXIT\n"
+        'trap \'rm -f -- "$s" ${t:+"$t"}\' EXIT\n'
         f"t=$(mktemp {template})\n"
         'cat -- "$s" >"$t"\n'
         f'chmod {mode:o} "$t"\n'
@@ -141,7 +138,9 @@ def install_file_script(source: str, destination: str, mode: int) -> str:
 _PRINTF_CHUNK = 4096
 #: Bytes that may stand for themselves inside a single-quoted printf format. Everything else
 #: (quote, backslash, %, '-', newline, any byte >= 0x80) is written as a 3-digit octal escape.
-_PRINTF_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _./,:=+@#()[]{}<>;*?!~^&|$`\"") - frozenset(b"\\")
+_PRINTF_SAFE = frozenset(
+    b'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _./,:=+@#()[]{}<>;*?!~^&|$`"'
+) - frozenset(b"\\")
 
 
 def printf_escape(data: bytes) -> str:

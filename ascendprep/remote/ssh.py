@@ -28,14 +28,19 @@ import socket
 import threading
 import time
 import uuid
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 import paramiko
 from fabric import Config, Connection
 
-from dataclasses import dataclass, replace
-
-from ascendprep.base.limits import HOST_OUTPUT_CAP, PRIVATE_KEY_MAX_BYTES, SFTP_OPERATION_TIMEOUT, SSH_REQUEST_TIMEOUT, SUDO_AUTH_TIMEOUT
+from ascendprep.base.limits import (
+    HOST_OUTPUT_CAP,
+    PRIVATE_KEY_MAX_BYTES,
+    SFTP_OPERATION_TIMEOUT,
+    SSH_REQUEST_TIMEOUT,
+    SUDO_AUTH_TIMEOUT,
+)
 from ascendprep.remote import shell
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.capture import CappedOutput
@@ -90,9 +95,14 @@ def load_private_key(access: HostAccess) -> Tuple[Optional[paramiko.PKey], bool]
         with open(path, "rb") as handle:
             data = handle.read(PRIVATE_KEY_MAX_BYTES + 1)
     except OSError as exc:
-        raise AuthError(access.name, f"{access.name}: cannot read SSH key file {access.key_file}: {exc.strerror}") from None
+        raise AuthError(
+            access.name, f"{access.name}: cannot read SSH key file {access.key_file}: {exc.strerror}"
+        ) from None
     if len(data) > PRIVATE_KEY_MAX_BYTES:
-        raise AuthError(access.name, f"{access.name}: {access.key_file} is not a private key paramiko can read (larger than {PRIVATE_KEY_MAX_BYTES // 1024} KiB)")
+        raise AuthError(
+            access.name,
+            f"{access.name}: {access.key_file} is not a private key paramiko can read (larger than {PRIVATE_KEY_MAX_BYTES // 1024} KiB)",
+        )
     slot = (path, hashlib.sha256(data).digest())
     with _keys_lock:
         known = _keys.get(slot)
@@ -120,7 +130,9 @@ def _parse_private_key(access: HostAccess, data: bytes) -> Tuple[Optional[parami
             ) from None
         except (paramiko.SSHException, ValueError) as exc:
             problems.append(str(exc))
-    raise AuthError(access.name, f"{access.name}: {access.key_file} is not a private key paramiko can read ({problems[-1]})")
+    raise AuthError(
+        access.name, f"{access.name}: {access.key_file} is not a private key paramiko can read ({problems[-1]})"
+    )
 
 
 #: Ciphers asked for first: AES-GCM, where the server offers it. It authenticates each packet as
@@ -135,7 +147,9 @@ def _transport_preferring_gcm(sock: object, **kwargs: object) -> paramiko.Transp
     transport = paramiko.Transport(sock, **kwargs)  # type: ignore[arg-type]
     options = transport.get_security_options()
     offered = tuple(options.ciphers)
-    options.ciphers = tuple(c for c in PREFERRED_CIPHERS if c in offered) + tuple(c for c in offered if c not in PREFERRED_CIPHERS)
+    options.ciphers = tuple(c for c in PREFERRED_CIPHERS if c in offered) + tuple(
+        c for c in offered if c not in PREFERRED_CIPHERS
+    )
     return transport
 
 
@@ -289,23 +303,30 @@ class SSHTransport(ScriptTransport):
         channel = self._open_channel()
         transport = channel.get_transport()
         try:
-            send_request(channel, lambda: channel.exec_command(command), self.name, "exec request", self.request_timeout)
+            send_request(
+                channel, lambda: channel.exec_command(command), self.name, "exec request", self.request_timeout
+            )
             raw = pump_channel(channel, stdin, timeout, cap)
             if raw.rc == -1 and not raw.timed_out and (transport is None or not transport.is_active()):
                 raise EOFError("the connection closed")
             return raw
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise UnreachableError(self.name, f"{self.name}: lost the SSH connection while running a script: {exc}") from exc
+            raise UnreachableError(
+                self.name, f"{self.name}: lost the SSH connection while running a script: {exc}"
+            ) from exc
         finally:
             channel.close()
 
-    def _exec_password(self, command: str, password_line: bytes, body: bytes, timeout: Optional[float],
-                       cap: int) -> RawExec:
+    def _exec_password(
+        self, command: str, password_line: bytes, body: bytes, timeout: Optional[float], cap: int
+    ) -> RawExec:
         channel = self._open_channel()
         transport = channel.get_transport()
         gate = StdinGate(shell.STARTED_TAG.encode() + b" ", body, shell.sudo_rejected, SUDO_AUTH_TIMEOUT)
         try:
-            send_request(channel, lambda: channel.exec_command(command), self.name, "exec request", self.request_timeout)
+            send_request(
+                channel, lambda: channel.exec_command(command), self.name, "exec request", self.request_timeout
+            )
             raw = pump_channel(channel, password_line, timeout, cap, gate)
             pid, stderr = shell.split_sudo_pid(raw.stderr)
             if raw.held and pid is not None:
@@ -315,7 +336,9 @@ class SSHTransport(ScriptTransport):
                 raise EOFError("the connection closed")
             return replace(raw, stderr=stderr)
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise UnreachableError(self.name, f"{self.name}: lost the SSH connection while running a script: {exc}") from exc
+            raise UnreachableError(
+                self.name, f"{self.name}: lost the SSH connection while running a script: {exc}"
+            ) from exc
         finally:
             channel.close()
 
@@ -337,7 +360,10 @@ class SSHTransport(ScriptTransport):
         except paramiko.SSHException as exc:
             if "timeout" in str(exc).lower():
                 raise step_timeout(
-                    self.name, "channel open", self.access.connect_timeout, "the SSH server did not answer the session request"
+                    self.name,
+                    "channel open",
+                    self.access.connect_timeout,
+                    "the SSH server did not answer the session request",
                 ) from exc
             raise UnreachableError(self.name, f"{self.name}: cannot open an SSH session: {exc}") from exc
         except (OSError, EOFError) as exc:
@@ -367,8 +393,13 @@ class SSHTransport(ScriptTransport):
             return self._sftp_client
         channel = self._open_channel()
         try:
-            send_request(channel, lambda: channel.invoke_subsystem("sftp"), self.name, "sftp subsystem request",
-                         self.request_timeout)
+            send_request(
+                channel,
+                lambda: channel.invoke_subsystem("sftp"),
+                self.name,
+                "sftp subsystem request",
+                self.request_timeout,
+            )
             channel.settimeout(self.sftp_timeout)
             self._sftp_client = paramiko.SFTPClient(channel)
         except (paramiko.SSHException, EOFError) as exc:
@@ -444,8 +475,7 @@ class SSHTransport(ScriptTransport):
             log.debug("%s: temp file %s not removed: %s", self.name, path, exc)
 
 
-def send_request(channel: paramiko.Channel, request: Callable[[], None], host: str, step: str,
-                 timeout: float) -> None:
+def send_request(channel: paramiko.Channel, request: Callable[[], None], host: str, step: str, timeout: float) -> None:
     """Send a channel request (exec, subsystem) and wait for its answer at most ``timeout``.
 
     paramiko waits for the reply without a deadline; an sshd that accepts the channel and never
@@ -489,8 +519,13 @@ class StdinGate:
     wait: float
 
 
-def pump_channel(channel: paramiko.Channel, stdin: bytes, timeout: Optional[float],
-                 cap: int = HOST_OUTPUT_CAP, gate: Optional[StdinGate] = None) -> RawExec:
+def pump_channel(
+    channel: paramiko.Channel,
+    stdin: bytes,
+    timeout: Optional[float],
+    cap: int = HOST_OUTPUT_CAP,
+    gate: Optional[StdinGate] = None,
+) -> RawExec:
     """Feed ``stdin`` and collect stdout/stderr until the command ends or ``timeout`` passes.
 
     Writing and reading are interleaved so that neither side can block the other on a full

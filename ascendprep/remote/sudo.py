@@ -82,7 +82,9 @@ class SudoGate:
         self._rejected_on: Optional[str] = None
 
     def __repr__(self) -> str:
-        state = "accepted" if self._accepted else f"rejected on {self._rejected_on}" if self._rejected_on else "unchecked"
+        state = (
+            "accepted" if self._accepted else f"rejected on {self._rejected_on}" if self._rejected_on else "unchecked"
+        )
         return f"SudoGate({state})"
 
     def password(self) -> Optional[SudoPassword]:

@@ -64,8 +64,7 @@ class Transport(Protocol):
         """
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -129,8 +128,9 @@ class ScriptTransport(ABC):
         At most ``cap`` bytes of output are kept; the rest is read, counted and dropped.
         """
 
-    def _exec_password(self, command: str, password_line: bytes, body: bytes, timeout: Optional[float],
-                       cap: int) -> RawExec:
+    def _exec_password(
+        self, command: str, password_line: bytes, body: bytes, timeout: Optional[float], cap: int
+    ) -> RawExec:
         """Password-mode sudo: send only ``password_line``, then ``body`` once the script started.
 
         On a rejection (or no answer within SUDO_AUTH_TIMEOUT) sudo is killed before it can read
@@ -197,7 +197,9 @@ class ScriptTransport(ABC):
             )
         if raw.rc != 0:
             reason = stderr.decode("utf-8", errors="replace").strip().splitlines()
-            raise RemoteError(self.name, f"{self.name}: cannot read {remote_path}: {reason[-1] if reason else f'rc {raw.rc}'}")
+            raise RemoteError(
+                self.name, f"{self.name}: cannot read {remote_path}: {reason[-1] if reason else f'rc {raw.rc}'}"
+            )
         return raw.stdout
 
     def _run_raw(self, body: bytes, timeout: Optional[float], cap: int) -> Tuple[RawExec, bytes]:

@@ -1,4 +1,5 @@
 """Output for people (rich tables) and machines (JSON with a schema_version, JUnit XML)."""
+
 import sys
 
 SCHEMA_VERSION = 1

@@ -29,8 +29,7 @@ def write_address_csv(desired: DesiredState, stream: TextIO) -> int:
     for nd in desired.nodes.values():
         node = nd.node
         writer.writerows(
-            (node.name, node.host, h.npu, h.ip, h.netmask, h.gateway or "", h.netdetect or "")
-            for h in nd.hccn
+            (node.name, node.host, h.npu, h.ip, h.netmask, h.gateway or "", h.netdetect or "") for h in nd.hccn
         )
         rows += len(nd.hccn)
     return rows

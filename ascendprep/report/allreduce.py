@@ -13,11 +13,12 @@ from typing import Tuple
 from rich.console import Console
 from rich.table import Table
 
-from ascendprep.verify.allreduce.outcome import AllreduceOutcome
+from ascendprep.base.text import markup_safe as escape
+from ascendprep.base.text import visible
 from ascendprep.verify.allreduce.gates import BUSBW, RANK_TABLE, WRONG_ELEMENTS, complete_rows
+from ascendprep.verify.allreduce.outcome import AllreduceOutcome
 from ascendprep.verify.allreduce.results import AllreduceVerdict
 from ascendprep.verify.allreduce.sizes import format_size
-from ascendprep.base.text import markup_safe as escape, visible
 
 
 def sizes_table(verdict: AllreduceVerdict, title: str = "") -> Table:
@@ -32,9 +33,15 @@ def sizes_table(verdict: AllreduceVerdict, title: str = "") -> Table:
     table.add_column("slowest rank")
     for row in verdict.sizes:
         wrong = f"[bold red]{row.wrong_elements}[/]" if row.wrong_elements else "0"
-        table.add_row(format_size(row.bytes), f"{row.time_us:.1f}", f"{row.algbw_GBps:.4g}",
-                      f"{row.busbw_GBps:.4g}", wrong, str(row.ranks_reporting),
-                      f"{row.slowest_rank} ({row.slowest_node})")
+        table.add_row(
+            format_size(row.bytes),
+            f"{row.time_us:.1f}",
+            f"{row.algbw_GBps:.4g}",
+            f"{row.busbw_GBps:.4g}",
+            wrong,
+            str(row.ranks_reporting),
+            f"{row.slowest_rank} ({row.slowest_node})",
+        )
     return table
 
 
@@ -44,8 +51,10 @@ def print_allreduce(console: Console, outcome: AllreduceOutcome) -> None:
     settings = outcome.settings
     if settings is not None and verdict is not None:
         nodes = len(settings.nproc_by_node)
-        title = (f"All-reduce: {verdict.world_size} ranks on {nodes} node{'s' if nodes != 1 else ''}, "
-                 f"backend {verdict.backend or '?'} (run {outcome.run_id})")
+        title = (
+            f"All-reduce: {verdict.world_size} ranks on {nodes} node{'s' if nodes != 1 else ''}, "
+            f"backend {verdict.backend or '?'} (run {outcome.run_id})"
+        )
         if verdict.sizes:
             console.print(sizes_table(verdict, title))
         else:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from rich.table import Table
 from rich.text import Text
 
+from ascendprep.base.text import cell
 from ascendprep.plan.changes import Change
 from ascendprep.report.grouping import collapse_npu_lines, group_hosts, merge_host_steps
-from ascendprep.base.text import cell
 
 if TYPE_CHECKING:
     from ascendprep.plan.diff import HostPlan
@@ -23,7 +23,7 @@ def _without_npu(change: Change) -> str:
     """:meth:`Change.describe` less its ``npu N: `` lead, so equal changes on several NPUs can merge."""
     text = change.describe()
     lead = f"npu {change.npu}: "
-    return text[len(lead):] if change.npu is not None and text.startswith(lead) else text
+    return text[len(lead) :] if change.npu is not None and text.startswith(lead) else text
 
 
 def _host_lines(plan: "HostPlan") -> list[tuple[str, str]]:
@@ -31,7 +31,10 @@ def _host_lines(plan: "HostPlan") -> list[tuple[str, str]]:
     addresses that follow the plan in step with the NPU one ``npu[0-7]: ip none → 10.20.0.[1-8]``."""
     if not plan.reachable:
         return [("red", f"not planned: {plan.error}")]
-    lines = [("", f"{label}: {rest}" if label else rest) for label, rest in collapse_npu_lines((c.npu, _without_npu(c)) for c in plan.changes)]
+    lines = [
+        ("", f"{label}: {rest}" if label else rest)
+        for label, rest in collapse_npu_lines((c.npu, _without_npu(c)) for c in plan.changes)
+    ]
     lines.extend(("yellow", f"incomplete: {reason}") for reason in plan.incomplete)
     if not plan.changes and not plan.incomplete:
         lines.append(("green", "no changes"))
@@ -112,5 +115,11 @@ def apply_table(rows: list[tuple[str, Change, Optional[int], str]]) -> Table:
     table.add_column("message", overflow="fold")
     for group in merge_host_steps(group_hosts(pairs), list(by_host)):
         (rc, message), text = group.key  # type: ignore[misc]
-        table.add_row(cell(group.where), str(len(group.hosts)), cell(text), outcome_label(rc) if rc is not None else cell("did not run", "red"), cell(message))
+        table.add_row(
+            cell(group.where),
+            str(len(group.hosts)),
+            cell(text),
+            outcome_label(rc) if rc is not None else cell("did not run", "red"),
+            cell(message),
+        )
     return table

@@ -13,8 +13,8 @@ from typing import Iterable
 from rich.table import Table
 
 from ascendprep.base.findings import Finding, Severity
-from ascendprep.report.grouping import collapse_npus, group_hosts
 from ascendprep.base.text import cell
+from ascendprep.report.grouping import collapse_npus, group_hosts
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -32,7 +32,9 @@ def grouped_rows(findings: Iterable[Finding]) -> list[tuple[Severity, str, str, 
         by_node.setdefault(finding.node or CLUSTER, []).append(finding)
     pairs = []
     for node, found in by_node.items():
-        for npus, (severity, fid, message, fix) in collapse_npus((f.npu, (f.severity, f.id, f.message, f.fix)) for f in found):
+        for npus, (severity, fid, message, fix) in collapse_npus(
+            (f.npu, (f.severity, f.id, f.message, f.fix)) for f in found
+        ):
             pairs.append((node, (severity, fid, npus, message, fix)))
     rows = []
     for group in group_hosts(pairs):

@@ -13,8 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Optional, Sequence, TypeVar
 
-from ascendprep.base.hostrange import compressed, number_spans
-from ascendprep.base.hostrange import HostRangeError, compress, expand
+from ascendprep.base.hostrange import HostRangeError, compress, compressed, expand, number_spans
 
 K = TypeVar("K", bound=Hashable)
 
@@ -80,12 +79,14 @@ def _lockstep(entries: list[tuple[int, str]]) -> Optional[str]:
         return None
     values = [int(t) for t in tokens]
     npus = [npu for npu, _ in entries]
-    steps_ok = all(b - a == 1 for a, b in zip(npus, npus[1:])) and all(v - n == values[0] - npus[0] for v, n in zip(values, npus))
+    steps_ok = all(b - a == 1 for a, b in zip(npus, npus[1:])) and all(
+        v - n == values[0] - npus[0] for v, n in zip(values, npus)
+    )
     if not steps_ok:
         return None
     match = list(_NUMBER.finditer(entries[0][1]))[index]
     line = entries[0][1]
-    return f"{line[: match.start()]}[{values[0]}-{values[-1]}]{line[match.end():]}"
+    return f"{line[: match.start()]}[{values[0]}-{values[-1]}]{line[match.end() :]}"
 
 
 def collapse_npu_lines(lines: Iterable[tuple[Optional[int], str]]) -> list[tuple[Optional[str], str]]:
@@ -146,7 +147,9 @@ def merge_host_steps(groups: list[Grouped], order: Sequence[str]) -> list[Groupe
         npu_low, npu_high, low, high = (int(match.group(i)) for i in (2, 3, 4, 5))
         if high - low != npu_high - npu_low:
             continue
-        candidates.setdefault((style, match.group(1), match.group(6)), []).append((position[group.hosts[0]], low, high, index))
+        candidates.setdefault((style, match.group(1), match.group(6)), []).append(
+            (position[group.hosts[0]], low, high, index)
+        )
     replaced: dict[int, Grouped] = {}
     dropped: set[int] = set()
     for (style, head, tail), entries in candidates.items():

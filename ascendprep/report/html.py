@@ -127,7 +127,11 @@ def page_model(data: HtmlInput) -> Dict[str, Any]:
         "passed": data.exit_code == 0,
         "exit_code": data.exit_code,
         "nodes": len(data.node_order),
-        "counts": {"passed": counts.get("passed", 0), "failed": counts.get("failed", 0), "skipped": counts.get("skipped", 0)},
+        "counts": {
+            "passed": counts.get("passed", 0),
+            "failed": counts.get("failed", 0),
+            "skipped": counts.get("skipped", 0),
+        },
         "blockers": _blockers(failed, data.allreduce_findings),
         "grid": _grid(data, failed),
         "matrix": _matrix(data),
@@ -150,9 +154,17 @@ def _blockers(failed: Sequence[CheckResult], extra: Sequence[Finding]) -> Dict[s
         *((f.id, f.severity, f.message, f.fix, f.node, f.npu) for f in extra),
     ]
     for check, severity, message, fix, node, npu in rows:
-        group = groups.setdefault((check, severity.value, message), {
-            "check": check, "severity": severity.value, "rank": _RANK.get(severity, 1), "message": message, "fix": fix, "where": [],
-        })
+        group = groups.setdefault(
+            (check, severity.value, message),
+            {
+                "check": check,
+                "severity": severity.value,
+                "rank": _RANK.get(severity, 1),
+                "message": message,
+                "fix": fix,
+                "where": [],
+            },
+        )
         group["where"].append(node if npu is None else f"{node} npu {npu}" if node else f"npu {npu}")
     ordered = sorted(groups.values(), key=lambda g: (-g["rank"], -len(g["where"]), g["check"]))
     for group in ordered:
@@ -194,21 +206,25 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
         for npu in npus:
             found = [r for r in mine if r.npu == npu]
             cls = "x" if not gathered else _CLASS[max(worst_npu.get(npu, 0), 0)]
-            tip = "; ".join(f"{r.check}: {r.message}" for r in found[:3]) or ("not gathered" if not gathered else "no finding")
+            tip = "; ".join(f"{r.check}: {r.message}" for r in found[:3]) or (
+                "not gathered" if not gathered else "no finding"
+            )
             cells.append({"npu": npu, "cls": cls, "tip": f"{name} npu {npu}: {tip}"})
         ordered = sorted(mine, key=lambda r: (-_rank(r), r.npu if r.npu is not None else -1, r.check))
         listed = min(len(ordered), FINDINGS_PER_NODE_MAX if budget > 0 else FINDINGS_PER_NODE_PAST_BUDGET)
         budget -= listed
-        rows.append({
-            "name": name,
-            "anchor": f"node-{index}",
-            "cls": "x" if not gathered else _CLASS[node_worst],
-            "error": None if gathered or host is None else host.error,
-            "cells": cells,
-            "pad": width - len(cells),
-            "findings": [_finding_row(r) for r in ordered[:listed]] if len(rows) < NODES_LISTED_MAX else [],
-            "more_findings": len(ordered) - listed,
-        })
+        rows.append(
+            {
+                "name": name,
+                "anchor": f"node-{index}",
+                "cls": "x" if not gathered else _CLASS[node_worst],
+                "error": None if gathered or host is None else host.error,
+                "cells": cells,
+                "pad": width - len(cells),
+                "findings": [_finding_row(r) for r in ordered[:listed]] if len(rows) < NODES_LISTED_MAX else [],
+                "more_findings": len(ordered) - listed,
+            }
+        )
     shown, folded = rows[:NODES_LISTED_MAX], [r["name"] for r in rows[NODES_LISTED_MAX:]]
     return {
         "width": width,
@@ -221,9 +237,19 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
 
 
 def _finding_row(result: CheckResult) -> Dict[str, Any]:
-    evidence = _short(", ".join(f"{key}={_short(value)}" for key, value in list(result.evidence.items())[:8]), EVIDENCE_CHARS)
-    return {"check": result.check, "severity": result.severity.value, "cls": _CLASS[_rank(result)], "npu": result.npu,
-            "subject": result.subject, "message": result.message, "fix": result.fix, "evidence": evidence}
+    evidence = _short(
+        ", ".join(f"{key}={_short(value)}" for key, value in list(result.evidence.items())[:8]), EVIDENCE_CHARS
+    )
+    return {
+        "check": result.check,
+        "severity": result.severity.value,
+        "cls": _CLASS[_rank(result)],
+        "npu": result.npu,
+        "subject": result.subject,
+        "message": result.message,
+        "fix": result.fix,
+        "evidence": evidence,
+    }
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -262,7 +288,9 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
         if level:
             bad.append({"pair": pair.subject, "text": text, "cls": _LEVEL_CLASS[level]})
         tip = f"{pair.subject}: {text}"
-        judged.append((plane_index[pair.a.npu], position[pair.a.node], plane_index[pair.b.npu], position[pair.b.node], level, tip))
+        judged.append(
+            (plane_index[pair.a.npu], position[pair.a.node], plane_index[pair.b.npu], position[pair.b.node], level, tip)
+        )
     # Nodes are grouped until the picture fits: at most MATRIX_SIDE_MAX rows and MATRIX_CELLS_MAX cells.
     per_column = max(1, math.ceil(len(nodes) * len(planes) / MATRIX_SIDE_MAX))
     while True:
@@ -283,12 +311,19 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
     size = columns * len(planes)
     step = max(1.5, min(14.0, 720.0 / max(size, 1)))
     rects = [
-        {"x": round(x * step, 2), "y": round(y * step, 2), "cls": _LEVEL_CLASS[c["level"]],
-         "marked": c["level"] > 0,
-         "tip": c["tip"] if c["pairs"] == 1 else f"{c['pairs']} pairs, {c['bad']} failing; e.g. {c['tip']}"}
+        {
+            "x": round(x * step, 2),
+            "y": round(y * step, 2),
+            "cls": _LEVEL_CLASS[c["level"]],
+            "marked": c["level"] > 0,
+            "tip": c["tip"] if c["pairs"] == 1 else f"{c['pairs']} pairs, {c['bad']} failing; e.g. {c['tip']}",
+        }
         for (x, y), c in sorted(cells.items())
     ]
-    bands = [{"npu": npu, "at": round(i * columns * step, 2), "mid": round((i + 0.5) * columns * step, 2)} for i, npu in enumerate(planes)]
+    bands = [
+        {"npu": npu, "at": round(i * columns * step, 2), "mid": round((i + 0.5) * columns * step, 2)}
+        for i, npu in enumerate(planes)
+    ]
     return {
         "mesh": data.pings.mesh,
         "step": round(step, 2),
@@ -318,7 +353,7 @@ def _log_axis(low: float, high: float, width: float) -> Tuple[Any, List[Dict[str
     exponent = math.ceil(lo)
     while exponent <= hi:
         if exponent % 2 == 0:
-            ticks.append({"x": x(2 ** exponent), "label": _size_label(2 ** exponent)})
+            ticks.append({"x": x(2**exponent), "label": _size_label(2**exponent)})
         exponent += 1
     return x, ticks
 
@@ -344,29 +379,55 @@ def _allreduce(data: HtmlInput) -> Optional[Dict[str, Any]]:
     width, height = 640.0, 260.0
     if sizes:
         x, ticks = _log_axis(min(r["bytes"] for r in sizes), max(r["bytes"] for r in sizes), width)
-        top = max([r["busbw_GBps"] for r in sizes] + [r["algbw_GBps"] for r in sizes] + [line_GBps or 0, gate or 0]) * 1.1 or 1.0
+        top = (
+            max([r["busbw_GBps"] for r in sizes] + [r["algbw_GBps"] for r in sizes] + [line_GBps or 0, gate or 0]) * 1.1
+            or 1.0
+        )
 
         def y(value: float) -> float:
             return round(height - value / top * height, 2)
 
         def series(key: str) -> List[Dict[str, Any]]:
-            return [{"x": x(r["bytes"]), "y": y(r[key]), "tip": f"{_size_label(r['bytes'])}: {r[key]:.4g} GB/s"} for r in sizes]
+            return [
+                {"x": x(r["bytes"]), "y": y(r[key]), "tip": f"{_size_label(r['bytes'])}: {r[key]:.4g} GB/s"}
+                for r in sizes
+            ]
 
         chart = {
-            "width": width, "height": height, "ticks": ticks,
+            "width": width,
+            "height": height,
+            "ticks": ticks,
             "yticks": [{"y": y(top * i / 4), "label": f"{top * i / 4:.3g}"} for i in range(5)],
-            "busbw": series("busbw_GBps"), "algbw": series("algbw_GBps"),
+            "busbw": series("busbw_GBps"),
+            "algbw": series("algbw_GBps"),
             "line": None if line_GBps is None else {"y": y(line_GBps), "label": f"line rate {line_GBps:g} GB/s"},
             "gate": None if gate is None else {"y": y(gate), "label": f"--min-busbw {gate:g} GB/s"},
         }
-    ratios = [{"size": _size_label(r["bytes"]), "slowest": r.get("slowest_rank"), "node": r.get("slowest_node"),
-               "ratio": (r["time_us"] / r["median_us"]) if r.get("median_us") else None, "time_us": r["time_us"], "median_us": r.get("median_us")}
-              for r in sizes]
+    ratios = [
+        {
+            "size": _size_label(r["bytes"]),
+            "slowest": r.get("slowest_rank"),
+            "node": r.get("slowest_node"),
+            "ratio": (r["time_us"] / r["median_us"]) if r.get("median_us") else None,
+            "time_us": r["time_us"],
+            "median_us": r.get("median_us"),
+        }
+        for r in sizes
+    ]
     rule = verdict.get("straggler_rule") or {}
     top_ratio = max([r["ratio"] for r in ratios if r["ratio"]] + [float(rule.get("ratio", 1.5)) * 1.2, 1.0])
-    bars = [{**r, "w": round((r["ratio"] or 0) / top_ratio * 400, 1),
-             "straggler": bool(r["ratio"] and r["ratio"] >= float(rule.get("ratio", 1.5)) and (r["time_us"] or 0) >= float(rule.get("floor_us", 0)))}
-            for r in ratios]
+    bars = [
+        {
+            **r,
+            "w": round((r["ratio"] or 0) / top_ratio * 400, 1),
+            "straggler": bool(
+                r["ratio"]
+                and r["ratio"] >= float(rule.get("ratio", 1.5))
+                and (r["time_us"] or 0) >= float(rule.get("floor_us", 0))
+            ),
+        }
+        for r in ratios
+    ]
     return {
         "passed": bool(doc.get("passed")),
         "run_id": doc.get("run_id"),
@@ -404,22 +465,46 @@ def _optics(data: HtmlInput) -> Optional[Dict[str, Any]]:
                 if power is None or low is None:
                     continue
                 margin = power - low
-                lanes.append({"where": f"{name} npu {npu} lane {reading.lane if reading.lane is not None else 0}", "dbm": power, "low": low, "high": high, "margin": margin})
+                lanes.append(
+                    {
+                        "where": f"{name} npu {npu} lane {reading.lane if reading.lane is not None else 0}",
+                        "dbm": power,
+                        "low": low,
+                        "high": high,
+                        "margin": margin,
+                    }
+                )
     if not lanes:
         return None
     lanes.sort(key=lambda lane: lane["margin"])
     shown = lanes[:LANES_CHARTED]
     lo = min(min(lane["low"] for lane in shown), min(lane["dbm"] for lane in shown)) - 1
-    hi = max(max((lane["high"] if lane["high"] is not None else lane["dbm"]) for lane in shown), max(lane["dbm"] for lane in shown)) + 1
+    hi = (
+        max(
+            max((lane["high"] if lane["high"] is not None else lane["dbm"]) for lane in shown),
+            max(lane["dbm"] for lane in shown),
+        )
+        + 1
+    )
     width = 400.0
 
     def x(value: float) -> float:
         return round((value - lo) / (hi - lo) * width, 1)
 
     for lane in shown:
-        lane.update(x=x(lane["dbm"]), xlow=x(lane["low"]), xhigh=None if lane["high"] is None else x(lane["high"]),
-                    cls="err" if lane["margin"] < 0 or (lane["high"] is not None and lane["dbm"] > lane["high"]) else "warn" if lane["margin"] < 2 else "ok",
-                    text=f"{lane['dbm']:.2f} dBm (low {lane['low']:.2f}" + ("" if lane["high"] is None else f", high {lane['high']:.2f}") + ")")
+        lane.update(
+            x=x(lane["dbm"]),
+            xlow=x(lane["low"]),
+            xhigh=None if lane["high"] is None else x(lane["high"]),
+            cls="err"
+            if lane["margin"] < 0 or (lane["high"] is not None and lane["dbm"] > lane["high"])
+            else "warn"
+            if lane["margin"] < 2
+            else "ok",
+            text=f"{lane['dbm']:.2f} dBm (low {lane['low']:.2f}"
+            + ("" if lane["high"] is None else f", high {lane['high']:.2f}")
+            + ")",
+        )
     return {"lanes": shown, "total": len(lanes), "width": width, "lo": round(lo, 1), "hi": round(hi, 1)}
 
 
@@ -432,7 +517,9 @@ def _counters(results: Sequence[CheckResult]) -> Optional[Dict[str, Any]]:
         evidence = result.evidence
         if result.status is Status.FAILED and "rate_per_s" in evidence:
             limit = (evidence.get("threshold") or {}).get("value")
-            rows.append((result.node, result.npu, evidence.get("counter") or result.subject, evidence["rate_per_s"], limit))
+            rows.append(
+                (result.node, result.npu, evidence.get("counter") or result.subject, evidence["rate_per_s"], limit)
+            )
         elif result.status is Status.PASSED:
             thresholds = evidence.get("thresholds") or {}
             for metric, rate in (evidence.get("rates_per_s") or {}).items():
@@ -441,13 +528,24 @@ def _counters(results: Sequence[CheckResult]) -> Optional[Dict[str, Any]]:
                     rows.append((result.node, result.npu, metric, rate, shown.get("value")))
     if not rows:
         return None
-    judged = [{"where": f"{node} npu {npu}", "counter": counter, "rate": rate, "limit": limit,
-               "ratio": (rate / limit) if limit else 0.0} for node, npu, counter, rate, limit in rows]
+    judged = [
+        {
+            "where": f"{node} npu {npu}",
+            "counter": counter,
+            "rate": rate,
+            "limit": limit,
+            "ratio": (rate / limit) if limit else 0.0,
+        }
+        for node, npu, counter, rate, limit in rows
+    ]
     judged.sort(key=lambda r: -r["ratio"])
     shown = judged[:COUNTERS_CHARTED]
     top = max([r["ratio"] for r in shown] + [1.25])
     for row in shown:
-        row.update(w=round(min(row["ratio"], top) / top * 400, 1), cls="err" if row["ratio"] > 1 else "warn" if row["ratio"] > 0.5 else "ok")
+        row.update(
+            w=round(min(row["ratio"], top) / top * 400, 1),
+            cls="err" if row["ratio"] > 1 else "warn" if row["ratio"] > 0.5 else "ok",
+        )
     return {"rows": shown, "total": len(judged), "limit_x": round(400 / top, 1)}
 
 
@@ -460,14 +558,22 @@ def _versions(data: HtmlInput) -> Dict[str, Any]:
         if facts is None:
             continue
         packages = facts.python.packages if facts.python is not None else {}
-        key = (facts.versions.driver_version, facts.versions.firmware_version, facts.versions.cann_version,
-               facts.python.python_version if facts.python is not None else None,
-               packages.get("torch"), packages.get("torch_npu"))
+        key = (
+            facts.versions.driver_version,
+            facts.versions.firmware_version,
+            facts.versions.cann_version,
+            facts.python.python_version if facts.python is not None else None,
+            packages.get("torch"),
+            packages.get("torch_npu"),
+        )
         stacks.setdefault(key, []).append(name)
     rows = sorted(stacks.items(), key=lambda item: -len(item[1]))
     wanted = data.desired.software
     return {
         "columns": ["driver", "firmware", "CANN", "python", "torch", "torch_npu"],
         "wanted": [wanted.get(k) for k in ("driver", "firmware", "cann", "python", "torch", "torch_npu")],
-        "rows": [{"stack": list(key), "count": len(names), "nodes": compressed(names), "odd": i > 0} for i, (key, names) in enumerate(rows)],
+        "rows": [
+            {"stack": list(key), "count": len(names), "nodes": compressed(names), "odd": i > 0}
+            for i, (key, names) in enumerate(rows)
+        ],
     }

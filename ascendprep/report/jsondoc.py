@@ -61,7 +61,7 @@ class Entries:
 
     def slices(self) -> Iterator[List[Any]]:
         for start in range(0, len(self.items), SLICE_ITEMS):
-            yield [self.convert(item) for item in self.items[start:start + SLICE_ITEMS]]
+            yield [self.convert(item) for item in self.items[start : start + SLICE_ITEMS]]
 
 
 def json_chunks(document: Any, default: Optional[Callable[[Any], Any]] = None) -> Iterator[str]:
@@ -139,7 +139,7 @@ def _chunks(value: Any, dumps: Callable[[Any], bytes]) -> Iterator[bytes]:
         for start in range(0, len(items), SLICE_ITEMS):
             if start:
                 yield b","
-            part = items[start:start + SLICE_ITEMS]
+            part = items[start : start + SLICE_ITEMS]
             if any(_large(v) for _, v in part):
                 for index, (key, item) in enumerate(part):
                     yield (b"," if index else b"") + _key(key, dumps) + b":"
@@ -155,7 +155,7 @@ def _chunks(value: Any, dumps: Callable[[Any], bytes]) -> Iterator[bytes]:
     elif isinstance(value, (list, tuple)) and len(value) > SPLIT_OVER:
         yield b"["
         for start in range(0, len(value), SLICE_ITEMS):
-            yield (b"," if start else b"") + dumps(list(value[start:start + SLICE_ITEMS]))[1:-1]
+            yield (b"," if start else b"") + dumps(list(value[start : start + SLICE_ITEMS]))[1:-1]
         yield b"]"
     else:
         yield dumps(value)
@@ -163,7 +163,7 @@ def _chunks(value: Any, dumps: Callable[[Any], bytes]) -> Iterator[bytes]:
 
 def _key(key: Any, dumps: Callable[[Any], bytes]) -> bytes:
     """A map key as JSON writes it (ints, floats, bools and None become strings)."""
-    return dumps({key: None})[1:-len(b":null}")]
+    return dumps({key: None})[1 : -len(b":null}")]
 
 
 def _large(value: Any) -> bool:
@@ -173,5 +173,7 @@ def _large(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return len(value) > SPLIT_OVER
     if isinstance(value, dict):
-        return len(value) > SPLIT_OVER or any(isinstance(v, (dict, list, tuple, Entries)) and _large(v) for v in value.values())
+        return len(value) > SPLIT_OVER or any(
+            isinstance(v, (dict, list, tuple, Entries)) and _large(v) for v in value.values()
+        )
     return False

@@ -21,9 +21,9 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional, Sequence
 
-from ascendprep.verify.checks.model import CheckResult, Status
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.text import visible
+from ascendprep.verify.checks.model import CheckResult, Status
 
 CLUSTER_SUITE = "cluster"
 #: The evidence in a failure's text is kept whole (it is JSON, already bounded by the run).
@@ -52,7 +52,16 @@ def _details(fix: str, evidence: Dict[str, object]) -> str:
     return "\n".join(lines)
 
 
-def _testcase(suite: ET.Element, classname: str, name: str, status: Status, severity: Severity, message: str, fix: str, evidence: Dict[str, object]) -> None:
+def _testcase(
+    suite: ET.Element,
+    classname: str,
+    name: str,
+    status: Status,
+    severity: Severity,
+    message: str,
+    fix: str,
+    evidence: Dict[str, object],
+) -> None:
     # XML 1.0 cannot hold most control characters (a CI's parser rejects the whole file), and CI
     # pages show this text to people: host and tool text is spelled out as in the terminal.
     name, message, fix = visible(name), visible(message), visible(fix)
@@ -90,7 +99,16 @@ def render_junit(
     for result in results:
         suite_name = CLUSTER_SUITE if result.check.startswith("cluster.") or result.node not in suites else result.node
         assert suite_name is not None
-        _testcase(suites[suite_name], f"ascendprep.verify.{suite_name}", result.label, result.status, result.severity, result.message, result.fix, result.evidence)
+        _testcase(
+            suites[suite_name],
+            f"ascendprep.verify.{suite_name}",
+            result.label,
+            result.status,
+            result.severity,
+            result.message,
+            result.fix,
+            result.evidence,
+        )
     if allreduce is not None:
         suite = ET.SubElement(root, "testsuite", name=ALLREDUCE_SUITE)
         suites[ALLREDUCE_SUITE] = suite
@@ -99,7 +117,16 @@ def render_junit(
         for finding in allreduce:
             where = [part for part in (finding.node, None if finding.npu is None else f"npu {finding.npu}") if part]
             name = f"{finding.id}[{', '.join(where)}]" if where else finding.id
-            _testcase(suite, "ascendprep.verify.allreduce", name, Status.FAILED, finding.severity, finding.message, finding.fix, finding.evidence)
+            _testcase(
+                suite,
+                "ascendprep.verify.allreduce",
+                name,
+                Status.FAILED,
+                finding.severity,
+                finding.message,
+                finding.fix,
+                finding.evidence,
+            )
     totals: List[int] = [0, 0, 0]
     for suite in suites.values():
         _suite_attrs(suite)

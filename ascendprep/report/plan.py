@@ -9,14 +9,14 @@ from typing import Any, Optional
 from rich.console import Console, Group
 from rich.table import Table
 
-from ascendprep.desired.state import DesiredState
-from ascendprep.inventory.groups import FLAT, form_of
 from ascendprep.base.findings import Severity
 from ascendprep.base.paths import SYSCTL_FILE
+from ascendprep.base.text import cell, markup_safe
+from ascendprep.desired.state import DesiredState
+from ascendprep.inventory.groups import FLAT, form_of
+from ascendprep.inventory.sysctl import format_port_ranges
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
-from ascendprep.base.text import cell, markup_safe
-from ascendprep.inventory.sysctl import format_port_ranges
 from ascendprep.report.jsondoc import json_chunks
 
 
@@ -47,12 +47,22 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
             "master": inventory.master.name,
             "layout": plan.layout,
             "detect_policy": plan.detect_policy,
-            "planes": [{"subnet": str(p.network), "gateway": str(p.gateway) if p.gateway else None, "group": plan.groups[p.group].name if _grouped(desired) else None, "rail": p.rail} for p in plan.planes],
+            "planes": [
+                {
+                    "subnet": str(p.network),
+                    "gateway": str(p.gateway) if p.gateway else None,
+                    "group": plan.groups[p.group].name if _grouped(desired) else None,
+                    "rail": p.rail,
+                }
+                for p in plan.planes
+            ],
             "firewall": desired.firewall,
         },
         "software": desired.software,
         "sysctl": {"minimums": first.sysctl_minimums, "reserved_ports": format_port_ranges(first.reserved_ports)},
-        "cluster_files": [{"path": f.path, "sha256": _sha256(f.content), "content": f.content} for f in cluster_files.values()],
+        "cluster_files": [
+            {"path": f.path, "sha256": _sha256(f.content), "content": f.content} for f in cluster_files.values()
+        ],
         "nodes": [
             {
                 "name": nd.node.name,
@@ -63,10 +73,24 @@ def desired_document(desired: DesiredState, mode: str = "offline") -> dict[str, 
                 "group": _group_name(desired, nd.node.name),
                 "torchrun": nd.torchrun,
                 "npu": [
-                    {"npu": h.npu, "ip": h.ip, "netmask": h.netmask, "gateway": h.gateway, "detect": h.netdetect, "tls": h.tls}
+                    {
+                        "npu": h.npu,
+                        "ip": h.ip,
+                        "netmask": h.netmask,
+                        "gateway": h.gateway,
+                        "detect": h.netdetect,
+                        "tls": h.tls,
+                    }
                     for h in nd.hccn
                 ],
-                "files": [{"path": f.path, "sha256": _sha256(f.content), **({"content": f.content} if f.scope == "node" else {})} for f in nd.files],
+                "files": [
+                    {
+                        "path": f.path,
+                        "sha256": _sha256(f.content),
+                        **({"content": f.content} if f.scope == "node" else {}),
+                    }
+                    for f in nd.files
+                ],
             }
             for nd in desired.nodes.values()
         ],
@@ -89,17 +113,26 @@ def _summary(desired: DesiredState) -> Table:
     table.add_column("value")
     table.add_row("product", cell(inventory.product.title))
     table.add_row("nodes / NPUs", f"{len(inventory.nodes)} / {sum(n.npus for n in inventory.nodes)}")
-    table.add_row("master", cell(f"{inventory.master.name} ({inventory.master.host}:{inventory.model.training.master_port})"))
+    table.add_row(
+        "master", cell(f"{inventory.master.name} ({inventory.master.host}:{inventory.model.training.master_port})")
+    )
     if _grouped(desired):
         kind = "planes" if inventory.product.planes else "rails"
-        table.add_row("device groups", cell(f"{len(plan.groups)} groups ({plan.groups[0].name} … {plan.groups[-1].name}), {plan.plane_count} {kind} each: {len(plan.planes)} subnets (table below)"))
+        table.add_row(
+            "device groups",
+            cell(
+                f"{len(plan.groups)} groups ({plan.groups[0].name} … {plan.groups[-1].name}), {plan.plane_count} {kind} each: {len(plan.planes)} subnets (table below)"
+            ),
+        )
     else:
         planes = ", ".join(f"{p.network}" + (f" via {p.gateway}" if p.gateway else "") for p in plan.planes)
         table.add_row("device subnets", cell(planes))
     table.add_row("layout / detect", cell(f"{plan.layout} / {plan.detect_policy}"))
     for key, value in first.sysctl_minimums.items():
         table.add_row(cell(f"sysctl {key}"), cell(f">= {value}"))
-    table.add_row("sysctl net.ipv4.ip_local_reserved_ports", cell(f"host's ranges + {format_port_ranges(first.reserved_ports)}"))
+    table.add_row(
+        "sysctl net.ipv4.ip_local_reserved_ports", cell(f"host's ranges + {format_port_ranges(first.reserved_ports)}")
+    )
     table.add_row("firewall", cell(desired.firewall))
     versions = ", ".join(f"{k} {v}" for k, v in desired.software.items() if v) or "none given"
     table.add_row("expected software", cell(versions))
@@ -126,7 +159,9 @@ def _groups_table(desired: DesiredState) -> Table:
     table.add_column("nodes", justify="right")
     table.add_column(f"subnet via gateway, per {kind} 0-{plan.plane_count - 1}")
     for group in plan.groups:
-        subnets = ", ".join(f"{s}" + (f" via {g}" if g is not None else "") for s, g in zip(group.subnets, group.gateways))
+        subnets = ", ".join(
+            f"{s}" + (f" via {g}" if g is not None else "") for s, g in zip(group.subnets, group.gateways)
+        )
         table.add_row(cell(group.name), str(len(group.nodes)), subnets)
     return table
 
@@ -135,11 +170,19 @@ def _node_table(desired: DesiredState, name: str) -> Table:
     nd = desired.nodes[name]
     group = _group_name(desired, name)
     in_group = f" group {group}" if group else ""
-    table = Table(title=markup_safe(f"{name} ({nd.node.host}){in_group} ranks {nd.rank}-{nd.rank + nd.nproc - 1}"), title_justify="left")
+    table = Table(
+        title=markup_safe(f"{name} ({nd.node.host}){in_group} ranks {nd.rank}-{nd.rank + nd.nproc - 1}"),
+        title_justify="left",
+    )
     for column in ("npu", "device ip", "netmask", "gateway", "detect ip", "tls"):
         table.add_column(column)
     for h in nd.hccn:
-        table.add_row(*(cell(v) for v in (h.npu, h.ip, h.netmask, h.gateway or "-", h.netdetect or "-", "-" if h.tls is None else h.tls)))
+        table.add_row(
+            *(
+                cell(v)
+                for v in (h.npu, h.ip, h.netmask, h.gateway or "-", h.netdetect or "-", "-" if h.tls is None else h.tls)
+            )
+        )
     table.caption = cell(f"torchrun: {nd.torchrun}")
     table.caption_justify = "left"
     return table
@@ -152,7 +195,9 @@ def _files_table(desired: DesiredState) -> Table:
     table.add_column("scope")
     table.add_column("sha256 (first node)")
     for f in first.files:
-        table.add_row(cell(f.path), "identical on every node" if f.scope == "cluster" else "per node", _sha256(f.content)[:16])
+        table.add_row(
+            cell(f.path), "identical on every node" if f.scope == "cluster" else "per node", _sha256(f.content)[:16]
+        )
     table.add_row(SYSCTL_FILE, "per node (merged with the host's reserved ports)", "-")
     return table
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.checks.model import CheckResult, Status
 from ascendprep.base.limits import PROMETHEUS_LABEL_VALUE_CAP
 from ascendprep.base.outputfile import write_file
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.model import CheckResult, Status
 
 PREFIX = "ascendprep_"
 #: Mode of the written file: node_exporter runs as its own user and must read it; it holds check
@@ -139,7 +139,9 @@ def verify_metrics(
     ascendprep_version: str = "",
 ) -> str:
     """The whole textfile: every family, each series once, ending in a newline."""
-    checks = _Family("check_passed", "gauge", "1 when the ascendprep verify check passed on this node/NPU, 0 when it failed.")
+    checks = _Family(
+        "check_passed", "gauge", "1 when the ascendprep verify check passed on this node/NPU, 0 when it failed."
+    )
     for result in results:
         if result.status is Status.SKIPPED:
             continue
@@ -147,7 +149,9 @@ def verify_metrics(
 
     failed = _Family("checks_failed", "gauge", "Failed ascendprep verify checks, by severity.")
     for severity in ("error", "warning"):
-        failed.set((("severity", severity),), float(sum(1 for r in results if r.failed and r.severity.value == severity)))
+        failed.set(
+            (("severity", severity),), float(sum(1 for r in results if r.failed and r.severity.value == severity))
+        )
 
     reachable = _Family("node_reachable", "gauge", "1 when ascendprep could read the node's facts.")
     versions = _Family("version_info", "gauge", "Software versions a node reported (always 1).")
@@ -185,8 +189,11 @@ def _allreduce_families(allreduce: Optional[Dict[str, Any]]) -> List[_Family]:
     passed.set((), 1.0 if allreduce.get("passed") else 0.0)
     families = [passed]
     verdict = allreduce.get("verdict") or {}
-    busbw = _Family("allreduce_busbw_bytes_per_second", "gauge",
-                    "All-reduce bus bandwidth per message size (nccl-tests' busbw), bytes per second.")
+    busbw = _Family(
+        "allreduce_busbw_bytes_per_second",
+        "gauge",
+        "All-reduce bus bandwidth per message size (nccl-tests' busbw), bytes per second.",
+    )
     for row in verdict.get("sizes") or ():
         size, value = row.get("bytes"), row.get("busbw_GBps")
         if isinstance(size, int) and isinstance(value, (int, float)):

@@ -16,14 +16,14 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from rich.console import Console
 
-from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.checks.model import CheckResult, Status
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.hostrange import compressed
+from ascendprep.base.text import markup_safe
 from ascendprep.report import SCHEMA_VERSION
 from ascendprep.report.findings import findings_table
-from ascendprep.base.text import markup_safe
 from ascendprep.report.jsondoc import Entries
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.model import CheckResult, Status
 
 CLUSTER = "cluster"
 ALLREDUCE = "all-reduce"
@@ -53,14 +53,23 @@ def _plural(count: int, word: str) -> str:
 def summary_line(counts: Dict[str, int]) -> str:
     parts = [f"{_plural(counts['passed'], 'check')} passed"]
     if counts["failed"]:
-        detail = ", ".join(p for p in (_plural(counts["errors"], "error") if counts["errors"] else "", _plural(counts["warnings"], "warning") if counts["warnings"] else "") if p)
+        detail = ", ".join(
+            p
+            for p in (
+                _plural(counts["errors"], "error") if counts["errors"] else "",
+                _plural(counts["warnings"], "warning") if counts["warnings"] else "",
+            )
+            if p
+        )
         parts.append(f"{counts['failed']} failed ({detail})" if detail else f"{counts['failed']} failed")
     if counts["skipped"]:
         parts.append(f"{counts['skipped']} skipped")
     return " · ".join(parts)
 
 
-def grouped_findings(results: Sequence[CheckResult], node_order: Sequence[str], extra: Sequence[Finding] = ()) -> Dict[str, List[Finding]]:
+def grouped_findings(
+    results: Sequence[CheckResult], node_order: Sequence[str], extra: Sequence[Finding] = ()
+) -> Dict[str, List[Finding]]:
     """Failed results as findings, per node in inventory order, then cluster, then all-reduce."""
     groups: Dict[str, List[Finding]] = {name: [] for name in node_order}
     groups[CLUSTER] = []
@@ -105,7 +114,9 @@ def print_verify(
     console.print(summary_line(counts))
     if bundle:
         shown_path = markup_safe(bundle)
-        console.print(f"Evidence saved in {shown_path} (re-check it offline with: ascendprep verify --from-bundle {shown_path})")
+        console.print(
+            f"Evidence saved in {shown_path} (re-check it offline with: ascendprep verify --from-bundle {shown_path})"
+        )
     if counts["errors"]:
         console.print(f"[bold red]verify failed: {_plural(counts['errors'], 'error')}[/]")
     elif counts["warnings"]:
@@ -138,7 +149,6 @@ def verify_document(
     failed = Status.FAILED
     findings = [r.finding() for r in results if r.status is failed]
     if lazy_checks:
-
         checks: Any = Entries(results, CheckResult.to_dict)
     else:
         checks = [r.to_dict() for r in results]
@@ -218,5 +228,7 @@ def bundle_document(document: Dict[str, Any], results: Sequence[CheckResult]) ->
         verdict["checks"] = Entries([r for r in results if r.status is not passed], CheckResult.to_dict)
         verdict["passed"] = passed_by_check(results)
         where = document.get("bundle")
-        verdict[FULL_KEY] = f"ascendprep verify --from-bundle {shlex.quote(where) if where else '<bundle folder>'} --format json"
+        verdict[FULL_KEY] = (
+            f"ascendprep verify --from-bundle {shlex.quote(where) if where else '<bundle folder>'} --format json"
+        )
     return verdict

@@ -39,20 +39,51 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from rich.console import Console
 
-from ascendprep.verify.allreduce import worker_source
-from ascendprep.verify.allreduce.bisection import BisectReport, GroupResult, judge, plan_rounds
-from ascendprep.verify.allreduce.diagnosis import LaunchResult, NodeProblem, log_tail, preflight_problems, suspects, without_node_prefix
-from ascendprep.verify.allreduce.jobs import Job, JobNode, JobResult, binding_of, cluster_job, group_result, join_problems, judge_job, new_run_id, node_reports, product_busbw_floor, slowest_phases, worth_bisecting
-from ascendprep.verify.allreduce.options import AllreduceOptions, RunSettings, resolve_settings
-from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings, option_findings
-from ascendprep.verify.allreduce.scripts import WORKER_NAME, LaunchOutput, parse_preflight, parse_script_output, remove_dir_script, render_cleanup_script, render_launch_script, render_preflight_script, torchrun_arguments
-from ascendprep.report.allreduce import print_allreduce
-from ascendprep.run.execvia import ExecVia, wrap_step
 from ascendprep.inventory.load import Inventory
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import OutputTooLarge, RemoteError
-from ascendprep.run.fanout import Session
 from ascendprep.remote.shell import write_file_script
+from ascendprep.report.allreduce import print_allreduce
+from ascendprep.run.execvia import ExecVia, wrap_step
+from ascendprep.run.fanout import Session
+from ascendprep.verify.allreduce import worker_source
+from ascendprep.verify.allreduce.bisection import BisectReport, GroupResult, judge, plan_rounds
+from ascendprep.verify.allreduce.diagnosis import (
+    LaunchResult,
+    NodeProblem,
+    log_tail,
+    preflight_problems,
+    suspects,
+    without_node_prefix,
+)
+from ascendprep.verify.allreduce.jobs import (
+    Job,
+    JobNode,
+    JobResult,
+    binding_of,
+    cluster_job,
+    group_result,
+    join_problems,
+    judge_job,
+    new_run_id,
+    node_reports,
+    product_busbw_floor,
+    slowest_phases,
+    worth_bisecting,
+)
+from ascendprep.verify.allreduce.options import AllreduceOptions, RunSettings, resolve_settings
+from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings, option_findings
+from ascendprep.verify.allreduce.scripts import (
+    WORKER_NAME,
+    LaunchOutput,
+    parse_preflight,
+    parse_script_output,
+    remove_dir_script,
+    render_cleanup_script,
+    render_launch_script,
+    render_preflight_script,
+    torchrun_arguments,
+)
 
 __all__ = ["AllreduceOptions", "AllreduceOutcome", "print_allreduce", "run_allreduce"]
 
@@ -66,8 +97,13 @@ POLL_S = 0.25
 T = TypeVar("T")
 
 
-def run_allreduce(inventory: Inventory, session: Session, options: Any,
-                  console: Optional[Console] = None, exec_via: Optional[ExecVia] = None) -> AllreduceOutcome:
+def run_allreduce(
+    inventory: Inventory,
+    session: Session,
+    options: Any,
+    console: Optional[Console] = None,
+    exec_via: Optional[ExecVia] = None,
+) -> AllreduceOutcome:
     """Run the all-reduce check on every inventory node; print the table; return the outcome.
 
     ``options`` is an :class:`AllreduceOptions` or any object with its attribute names.
@@ -78,39 +114,65 @@ def run_allreduce(inventory: Inventory, session: Session, options: Any,
     started = time.monotonic()
     run_id = new_run_id()
     product_floor, floor_problem = product_busbw_floor(inventory)
-    settings, problems = resolve_settings(AllreduceOptions.coerce(options),
-                                          [(n.name, n.npus) for n in inventory.nodes], product_floor)
+    settings, problems = resolve_settings(
+        AllreduceOptions.coerce(options), [(n.name, n.npus) for n in inventory.nodes], product_floor
+    )
     problems += [floor_problem] if floor_problem else []
     accesses = {a.name: a for a in session.hosts}
     absent = [n.name for n in inventory.nodes if n.name not in accesses]
     if absent:
         problems.append(f"no SSH access prepared for nodes {', '.join(absent)}")
     if settings is None or problems:
-        outcome = AllreduceOutcome(run_id, "options", settings, findings=option_findings(problems),
-                                   problems=problems, seconds=time.monotonic() - started)
+        outcome = AllreduceOutcome(
+            run_id,
+            "options",
+            settings,
+            findings=option_findings(problems),
+            problems=problems,
+            seconds=time.monotonic() - started,
+        )
         print_allreduce(console, outcome)
         return outcome
     python_path = inventory.model.software.python_path
     job = cluster_job(inventory, settings, run_id)
-    console.print(f"all-reduce: {job.world_size} ranks on {len(job.nodes)} nodes, master {job.master.name} "
-                  f"(run {run_id}, timeout {settings.timeouts.overall:g}s)", soft_wrap=True, markup=False)
+    console.print(
+        f"all-reduce: {job.world_size} ranks on {len(job.nodes)} nodes, master {job.master.name} "
+        f"(run {run_id}, timeout {settings.timeouts.overall:g}s)",
+        soft_wrap=True,
+        markup=False,
+    )
     result = run_jobs(session, [job], settings, python_path, console, exec_via)[0]
     node_problems = dict(result.problems)
     if result.verdict is not None and result.collected is not None and not node_problems:
         for node, why in suspects(result.collected, [n.name for n in job.nodes]).items():
-            node_problems[node] = NodeProblem(node, "suspect", why, "look at this node first: its log lines are below",
-                                              log_tail(result.launches[node].output.log if node in result.launches else ""))
+            node_problems[node] = NodeProblem(
+                node,
+                "suspect",
+                why,
+                "look at this node first: its log lines are below",
+                log_tail(result.launches[node].output.log if node in result.launches else ""),
+            )
     bisect_report = None
     if settings.bisect and worth_bisecting(result, node_problems):
         bisect_report = run_bisect(session, inventory, settings, python_path, run_id, console, exec_via)
-    findings = build_findings(verdict=result.verdict, problems=node_problems,
-                              nodes=[n.name for n in inventory.nodes], bisect=bisect_report)
+    findings = build_findings(
+        verdict=result.verdict, problems=node_problems, nodes=[n.name for n in inventory.nodes], bisect=bisect_report
+    )
     stage = "done" if result.verdict is not None else "preflight"
     outcome = AllreduceOutcome(
-        run_id, stage, settings, nodes=node_reports(result, node_problems, inventory),
-        verdict=result.verdict, findings=findings, master=job.master.name, master_port=result.master_port,
-        seconds=time.monotonic() - started, launch_seconds=result.launch_seconds, bisect=bisect_report,
-        phase_seconds=slowest_phases(result.collected))
+        run_id,
+        stage,
+        settings,
+        nodes=node_reports(result, node_problems, inventory),
+        verdict=result.verdict,
+        findings=findings,
+        master=job.master.name,
+        master_port=result.master_port,
+        seconds=time.monotonic() - started,
+        launch_seconds=result.launch_seconds,
+        bisect=bisect_report,
+        phase_seconds=slowest_phases(result.collected),
+    )
     print_allreduce(console, outcome)
     return outcome
 
@@ -118,8 +180,14 @@ def run_allreduce(inventory: Inventory, session: Session, options: Any,
 # --- running jobs -------------------------------------------------------------------------------
 
 
-def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, python_path: str,
-             console: Console, exec_via: Optional[ExecVia] = None) -> List[JobResult]:
+def run_jobs(
+    session: Session,
+    jobs: Sequence[Job],
+    settings: RunSettings,
+    python_path: str,
+    console: Console,
+    exec_via: Optional[ExecVia] = None,
+) -> List[JobResult]:
     """Preflight, launch and judge ``jobs`` at the same time (their nodes must be disjoint);
     every node step through ``exec_via`` when given."""
     results = [JobResult(job) for job in jobs]
@@ -129,9 +197,13 @@ def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, pytho
     pool = ThreadPoolExecutor(max_workers=max(1, len(all_nodes)), thread_name_prefix="ascendprep-allreduce")
     interrupted = False
     try:
-        preflights = _map(pool, lambda item: _preflight(session, accesses[item[1].name], item[1],
-                                                        item[1] is item[0].job.master, python_path, worker, exec_via),
-                          all_nodes)
+        preflights = _map(
+            pool,
+            lambda item: _preflight(
+                session, accesses[item[1].name], item[1], item[1] is item[0].job.master, python_path, worker, exec_via
+            ),
+            all_nodes,
+        )
         for (result, node), (problems, port, binding) in zip(all_nodes, preflights):
             if problems:
                 result.problems[node.name] = join_problems(problems)
@@ -144,8 +216,11 @@ def run_jobs(session: Session, jobs: Sequence[Job], settings: RunSettings, pytho
         launchable = [r for r in results if not r.problems]
         for result in launchable:
             for name, why in result.unbound.items():
-                console.print(f"all-reduce: {name}: {why}; its ranks pick an address by the hostname",
-                              soft_wrap=True, markup=False)
+                console.print(
+                    f"all-reduce: {name}: {why}; its ranks pick an address by the hostname",
+                    soft_wrap=True,
+                    markup=False,
+                )
         for result in results:
             if result.problems:
                 _map(pool, lambda n: _remove_dir(session, accesses[n.name], n, exec_via), list(result.job.nodes))
@@ -179,22 +254,47 @@ def _note_cap(session: Session, access: HostAccess, exc: RemoteError, step: str)
         session.note_output_cap(access.name, exc, step)
 
 
-def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: bool, python_path: str,
-               worker: bytes, exec_via: Optional[ExecVia] = None) -> Tuple[List[NodeProblem], Optional[int], Union[Tuple[str, str], str, None]]:
+def _preflight(
+    session: Session,
+    access: HostAccess,
+    node: JobNode,
+    is_master: bool,
+    python_path: str,
+    worker: bytes,
+    exec_via: Optional[ExecVia] = None,
+) -> Tuple[List[NodeProblem], Optional[int], Union[Tuple[str, str], str, None]]:
     """Check one node and upload the worker; (problems, free port when master, its binding or why none)."""
     try:
         transport = session.transport(access)
-        script = wrap_step(render_preflight_script(node.directory, python_path, is_master), exec_via, node.name, "all-reduce preflight")
+        script = wrap_step(
+            render_preflight_script(node.directory, python_path, is_master), exec_via, node.name, "all-reduce preflight"
+        )
         result = transport.run_script(script, timeout=PREFLIGHT_TIMEOUT_S)
         if result.timed_out:
-            return [NodeProblem(node.name, "python_broken",
-                                f"the preflight did not finish within {PREFLIGHT_TIMEOUT_S:g}s "
-                                f"(is {python_path} hanging on start?)", "run the interpreter by hand on the node")], None, None
+            return (
+                [
+                    NodeProblem(
+                        node.name,
+                        "python_broken",
+                        f"the preflight did not finish within {PREFLIGHT_TIMEOUT_S:g}s "
+                        f"(is {python_path} hanging on start?)",
+                        "run the interpreter by hand on the node",
+                    )
+                ],
+                None,
+                None,
+            )
         pre = parse_preflight(result.stdout)
         problems = preflight_problems(node.name, python_path, pre)
         if is_master and not problems and pre.port is None:
-            problems.append(NodeProblem(node.name, "python_broken", "no free TCP port for torchrun's rendezvous",
-                                        "free some ports on the master node"))
+            problems.append(
+                NodeProblem(
+                    node.name,
+                    "python_broken",
+                    "no free TCP port for torchrun's rendezvous",
+                    "free some ports on the master node",
+                )
+            )
         if not problems and exec_via is None:
             transport.put(worker, f"{node.directory}/{WORKER_NAME}", 0o644)
         elif not problems:  # written from inside the container: its /tmp is not the host's
@@ -204,8 +304,18 @@ def _preflight(session: Session, access: HostAccess, node: JobNode, is_master: b
         return problems, pre.port, binding_of(node, pre)
     except RemoteError as exc:
         _note_cap(session, access, exc, "the all-reduce preflight")
-        return [NodeProblem(node.name, "ssh" if exc.kind != "error" else "upload_failed", without_node_prefix(str(exc), node.name),
-                            "check SSH access to the node" if exc.kind != "error" else "check /tmp on the node")], None, None
+        return (
+            [
+                NodeProblem(
+                    node.name,
+                    "ssh" if exc.kind != "error" else "upload_failed",
+                    without_node_prefix(str(exc), node.name),
+                    "check SSH access to the node" if exc.kind != "error" else "check /tmp on the node",
+                )
+            ],
+            None,
+            None,
+        )
 
 
 def _remove_dir(session: Session, access: HostAccess, node: JobNode, exec_via: Optional[ExecVia] = None) -> None:
@@ -218,8 +328,9 @@ def _remove_dir(session: Session, access: HostAccess, node: JobNode, exec_via: O
         return  # the node is unreachable: its problem is already reported, nothing was started there
 
 
-def _cleanup(session: Session, access: HostAccess, node: JobNode,
-             exec_via: Optional[ExecVia] = None) -> Tuple[LaunchOutput, Optional[str]]:
+def _cleanup(
+    session: Session, access: HostAccess, node: JobNode, exec_via: Optional[ExecVia] = None
+) -> Tuple[LaunchOutput, Optional[str]]:
     """Kill the node's processes of this run, fetch its log, remove its directory."""
     try:
         script = wrap_step(render_cleanup_script(node.directory), exec_via, node.name, "all-reduce cleanup")
@@ -259,8 +370,16 @@ class _Running:
     future: "Future[_Exec]"
 
 
-def _launch(pool: ThreadPoolExecutor, session: Session, accesses: Dict[str, HostAccess], jobs: List[JobResult],
-            settings: RunSettings, python_path: str, console: Console, exec_via: Optional[ExecVia] = None) -> None:
+def _launch(
+    pool: ThreadPoolExecutor,
+    session: Session,
+    accesses: Dict[str, HostAccess],
+    jobs: List[JobResult],
+    settings: RunSettings,
+    python_path: str,
+    console: Console,
+    exec_via: Optional[ExecVia] = None,
+) -> None:
     """Start every node of every job at once; stop a failed job's other nodes after the grace.
 
     Cleanups run in a pool of their own: the launch pool's threads are all busy waiting for the
@@ -274,31 +393,56 @@ def _launch(pool: ThreadPoolExecutor, session: Session, accesses: Dict[str, Host
         assert result.master_port is not None
         for node in job.nodes:
             script = render_launch_script(
-                node.directory, python_path,
-                torchrun_arguments(nnodes=len(job.nodes), node_rank=node.node_rank, nproc=node.nproc,
-                                   master_addr=result.master_addr, master_port=result.master_port,
-                                   rendezvous_timeout=settings.timeouts.rendezvous),
-                settings.worker_arguments(node.name), bind=result.bindings.get(node.name))
-            running.append(_Running(result, node, pool.submit(_run_launch, session, accesses[node.name], script, overall, exec_via)))
+                node.directory,
+                python_path,
+                torchrun_arguments(
+                    nnodes=len(job.nodes),
+                    node_rank=node.node_rank,
+                    nproc=node.nproc,
+                    master_addr=result.master_addr,
+                    master_port=result.master_port,
+                    rendezvous_timeout=settings.timeouts.rendezvous,
+                ),
+                settings.worker_arguments(node.name),
+                bind=result.bindings.get(node.name),
+            )
+            running.append(
+                _Running(
+                    result, node, pool.submit(_run_launch, session, accesses[node.name], script, overall, exec_via)
+                )
+            )
     stop_at: Dict[int, float] = {}
     stopped: Dict[str, Tuple[LaunchOutput, Optional[str]]] = {}
     with ThreadPoolExecutor(max_workers=len(running), thread_name_prefix="ascendprep-allreduce-stop") as stopper:
+
         def stop(items: List[_Running]) -> None:
-            for item, output in zip(items, _map(stopper, lambda r: _cleanup(session, accesses[r.node.name], r.node, exec_via), items)):
+            for item, output in zip(
+                items, _map(stopper, lambda r: _cleanup(session, accesses[r.node.name], r.node, exec_via), items)
+            ):
                 stopped[item.node.name] = output
 
         while True:
             for item in running:
                 if item.future.done() and id(item.result) not in stop_at and item.future.result().failed:
                     stop_at[id(item.result)] = time.monotonic() + settings.timeouts.grace
-                    console.print(f"all-reduce: {item.node.name} failed; stopping the rest of its job in "
-                                  f"{settings.timeouts.grace:g}s unless it ends first", soft_wrap=True, markup=False)
+                    console.print(
+                        f"all-reduce: {item.node.name} failed; stopping the rest of its job in "
+                        f"{settings.timeouts.grace:g}s unless it ends first",
+                        soft_wrap=True,
+                        markup=False,
+                    )
             pending = [r for r in running if not r.future.done()]
             if not pending:
                 break
             now = time.monotonic()
-            stop([r for r in pending if r.node.name not in stopped and (
-                now >= stop_at.get(id(r.result), float("inf")) or now - started > overall + CLEANUP_TIMEOUT_S)])
+            stop(
+                [
+                    r
+                    for r in pending
+                    if r.node.name not in stopped
+                    and (now >= stop_at.get(id(r.result), float("inf")) or now - started > overall + CLEANUP_TIMEOUT_S)
+                ]
+            )
             wait([r.future for r in pending], timeout=POLL_S, return_when=FIRST_COMPLETED)
         launch_seconds = time.monotonic() - started
         stop([r for r in running if r.node.name not in stopped and not r.future.result().finished])
@@ -311,16 +455,26 @@ def _launch(pool: ThreadPoolExecutor, session: Session, accesses: Dict[str, Host
         killed = (ended.output.killed or 0) + ((cleanup_out.killed or 0) if cleanup_out else 0)
         merged = replace(ended.output, log=max(copies, key=len) if copies else None, killed=killed)
         item.result.launches[item.node.name] = LaunchResult(
-            item.node.name, merged, timed_out=ended.timed_out, remote_error=ended.error or cleanup_error,
-            remote_kind=ended.error_kind, cleaned_up=cleanup_out is not None, killed=killed, seconds=ended.seconds)
+            item.node.name,
+            merged,
+            timed_out=ended.timed_out,
+            remote_error=ended.error or cleanup_error,
+            remote_kind=ended.error_kind,
+            cleaned_up=cleanup_out is not None,
+            killed=killed,
+            seconds=ended.seconds,
+        )
         item.result.launch_seconds = launch_seconds
 
 
-def _run_launch(session: Session, access: HostAccess, script: str, overall: float,
-                exec_via: Optional[ExecVia] = None) -> _Exec:
+def _run_launch(
+    session: Session, access: HostAccess, script: str, overall: float, exec_via: Optional[ExecVia] = None
+) -> _Exec:
     started = time.monotonic()
     try:
-        result = session.transport(access).run_script(wrap_step(script, exec_via, access.name, "all-reduce launch"), timeout=overall)
+        result = session.transport(access).run_script(
+            wrap_step(script, exec_via, access.name, "all-reduce launch"), timeout=overall
+        )
     except RemoteError as exc:
         _note_cap(session, access, exc, "the all-reduce launch")
         return _Exec(LaunchOutput(), error=str(exc), error_kind=exc.kind, seconds=time.monotonic() - started)
@@ -330,18 +484,25 @@ def _run_launch(session: Session, access: HostAccess, script: str, overall: floa
 # --- bisect -------------------------------------------------------------------------------------
 
 
-def run_bisect(session: Session, inventory: Inventory, settings: RunSettings, python_path: str, run_id: str,
-               console: Console, exec_via: Optional[ExecVia] = None) -> BisectReport:
+def run_bisect(
+    session: Session,
+    inventory: Inventory,
+    settings: RunSettings,
+    python_path: str,
+    run_id: str,
+    console: Console,
+    exec_via: Optional[ExecVia] = None,
+) -> BisectReport:
     """Run the rounds of :func:`ascendprep.verify.allreduce.bisection.plan_rounds`, each round's groups at the same time."""
     names = [n.name for n in inventory.nodes]
     rounds: List[List[GroupResult]] = []
     group_settings = replace(settings, inject_wrong=None, inject_stall=None)
     for index, groups in enumerate(plan_rounds(names), start=1):
         console.print(f"bisect round {index}: " + ", ".join("+".join(g) for g in groups), soft_wrap=True, markup=False)
-        jobs = [cluster_job(inventory, group_settings, f"{run_id}-b{index}g{number}", names=group)
-                for number, group in enumerate(groups, start=1)]
+        jobs = [
+            cluster_job(inventory, group_settings, f"{run_id}-b{index}g{number}", names=group)
+            for number, group in enumerate(groups, start=1)
+        ]
         results = run_jobs(session, jobs, group_settings, python_path, console, exec_via)
         rounds.append([group_result(tuple(group), result) for group, result in zip(groups, results)])
     return judge(rounds)
-
-

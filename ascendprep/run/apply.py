@@ -9,44 +9,43 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
+
 import click
 from rich.console import Console
+
+from ascendprep.apply.journal import ApplyJournal, public_change
 from ascendprep.base import exitcodes
-from ascendprep.run.common import (
-    select_nodes,
-    hosts_deadline,
-    open_session,
-)
-from ascendprep.remote.sudo import SudoPassword
 from ascendprep.base.hostrange import compressed
-from ascendprep.facts.shell import checked_output_cap_override
-from ascendprep.report import console as report_console
 from ascendprep.base.text import markup_safe
 from ascendprep.base.yamlsource import InputError, Located
-from ascendprep.inventory.load import inventory_from_text
-from ascendprep.plan.planfile import NotTrusted, read_inventory_bytes
-from ascendprep.apply.journal import ApplyJournal
-from ascendprep.plan.planfile import DEFAULT_PLAN, read_plan
 from ascendprep.desired.state import build_desired
-from ascendprep.run.hosts import apply_changes, gather_facts
-from ascendprep.run.progress import progress_for_terminal
-from ascendprep.plan.diff import area_of, diff_host, managed_keys, reconcile
-from ascendprep.plan.reads import npu_kinds_for, units_for_changes
+from ascendprep.facts.shell import checked_output_cap_override
 from ascendprep.facts.unit import PLAN
-from ascendprep.run.node_local import machine_identity, match_node
-from ascendprep.run.node_local import local_session
-from ascendprep.apply.journal import public_change
-from ascendprep.plan.planfile import write_plan
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.plan.diff import area_of, diff_host, managed_keys, reconcile
+from ascendprep.plan.planfile import DEFAULT_PLAN, NotTrusted, read_inventory_bytes, read_plan, write_plan
+from ascendprep.plan.reads import npu_kinds_for, units_for_changes
+from ascendprep.remote.sudo import SudoPassword
+from ascendprep.report import console as report_console
 from ascendprep.report.changes import apply_table
+from ascendprep.run.common import (
+    hosts_deadline,
+    open_session,
+    select_nodes,
+)
+from ascendprep.run.hosts import apply_changes, gather_facts
+from ascendprep.run.node_local import local_session, machine_identity, match_node
+from ascendprep.run.progress import progress_for_terminal
+
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.apply.journal import ApplyJournal
     from ascendprep.desired.state import DesiredState
-    from ascendprep.run.fanout import HostOutcome
-    from ascendprep.run.hosts import AppliedHost
-    from ascendprep.inventory.model import Node
     from ascendprep.inventory.load import Inventory
+    from ascendprep.inventory.model import Node
     from ascendprep.plan.diff import Change
     from ascendprep.plan.planfile import PlanFile
+    from ascendprep.run.fanout import HostOutcome
+    from ascendprep.run.hosts import AppliedHost
 
 
 #: Exit status after SIGTERM (128 + 15), as a shell reports it.
@@ -90,20 +89,43 @@ def _load_inventory(path: Path, saved: "PlanFile", given: Optional[Path]) -> "In
 
     source = given if given is not None else Path(saved.inventory_path)
     if given is None and not source.is_absolute():
-        raise InputError([Located(str(path), None, "inventory.path", f"'{saved.inventory_path}' is not an absolute path (plan files record the resolved path)")])
+        raise InputError(
+            [
+                Located(
+                    str(path),
+                    None,
+                    "inventory.path",
+                    f"'{saved.inventory_path}' is not an absolute path (plan files record the resolved path)",
+                )
+            ]
+        )
     try:
         data, digest = read_inventory_bytes(source, owned=given is None)  # the plan's: held to the plan's rule
     except FileNotFoundError:
-        where = Located(str(path), None, "inventory.path", f"the plan's inventory {source} no longer exists") if given is None else Located(str(source), None, "", "no such file")
+        where = (
+            Located(str(path), None, "inventory.path", f"the plan's inventory {source} no longer exists")
+            if given is None
+            else Located(str(source), None, "", "no such file")
+        )
         raise InputError([where]) from None
     except NotTrusted as exc:
-        raise InputError([Located(str(source), None, "", f"{exc}; with --inventory FILE you name the inventory yourself")]) from None
+        raise InputError(
+            [Located(str(source), None, "", f"{exc}; with --inventory FILE you name the inventory yourself")]
+        ) from None
     except OSError as exc:
         raise InputError([Located(str(source), None, "", f"cannot read: {exc}")]) from None
     if digest != saved.inventory_sha256:
         if given is None:
-            raise Refused(f"The inventory {source} changed since this plan was made; nothing was changed.", [], "Run 'ascendprep plan' again, review, then apply the new plan.")
-        raise Refused(f"{source} is not the inventory this plan was made from ({saved.inventory_path}, sha256 {saved.inventory_sha256[:12]}…); nothing was changed.", [], "Apply a plan made from this inventory ('ascendprep plan INVENTORY').")
+            raise Refused(
+                f"The inventory {source} changed since this plan was made; nothing was changed.",
+                [],
+                "Run 'ascendprep plan' again, review, then apply the new plan.",
+            )
+        raise Refused(
+            f"{source} is not the inventory this plan was made from ({saved.inventory_path}, sha256 {saved.inventory_sha256[:12]}…); nothing was changed.",
+            [],
+            "Apply a plan made from this inventory ('ascendprep plan INVENTORY').",
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -133,7 +155,17 @@ def _check_hosts(saved: PlanFile, desired: DesiredState) -> list[str]:
 APPLY_PHASES = 2
 
 
-def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, inventory_path: Optional[Path] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None, local: bool = False, node: Optional[str] = None) -> int:
+def run_apply(
+    plan_path: Optional[Path],
+    accept_new_host_keys: bool,
+    forks: Optional[int],
+    sudo_password: Optional[SudoPassword] = None,
+    inventory_path: Optional[Path] = None,
+    timeout: Optional[float] = None,
+    hosts_pattern: Optional[str] = None,
+    local: bool = False,
+    node: Optional[str] = None,
+) -> int:
 
     out = report_console()
     err = report_console(stderr=True)
@@ -143,7 +175,21 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
     journal = ApplyJournal(path, saved.cluster)  # its folder is held to the plan's rule in any case
     try:
         with _sigterm_unwinds():
-            return _apply(out, err, path, saved, journal, accept_new_host_keys, forks, sudo_password, inventory_path, timeout, hosts_pattern, local, node)
+            return _apply(
+                out,
+                err,
+                path,
+                saved,
+                journal,
+                accept_new_host_keys,
+                forks,
+                sudo_password,
+                inventory_path,
+                timeout,
+                hosts_pattern,
+                local,
+                node,
+            )
     except Refused as refused:
         journal.finish("refused", "\n".join([refused.heading, *refused.lines]))
         err.print(f"[red]{markup_safe(refused.heading)}[/]", soft_wrap=True)
@@ -172,30 +218,59 @@ def run_apply(plan_path: Optional[Path], accept_new_host_keys: bool, forks: Opti
         journal.finish("finished")
 
 
-def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: ApplyJournal, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], inventory_path: Optional[Path], timeout: Optional[float], hosts_pattern: Optional[str] = None, local: bool = False, node: Optional[str] = None) -> int:
+def _apply(
+    out: Console,
+    err: Console,
+    path: Path,
+    saved: PlanFile,
+    journal: ApplyJournal,
+    accept_new_host_keys: bool,
+    forks: Optional[int],
+    sudo_password: Optional[SudoPassword],
+    inventory_path: Optional[Path],
+    timeout: Optional[float],
+    hosts_pattern: Optional[str] = None,
+    local: bool = False,
+    node: Optional[str] = None,
+) -> int:
 
     inventory = _load_inventory(path, saved, inventory_path)
     if inventory_path is None:
-        err.print(f"Inventory: {inventory.source} (named by the plan; --inventory names it yourself)", markup=False, soft_wrap=True)
+        err.print(
+            f"Inventory: {inventory.source} (named by the plan; --inventory names it yourself)",
+            markup=False,
+            soft_wrap=True,
+        )
     desired = build_desired(inventory)
     journal.record["inventory"] = {"path": inventory.source, "sha256": saved.inventory_sha256}
     foreign = _check_hosts(saved, desired)
     if foreign:
-        raise Refused("The plan names hosts that are not this inventory's nodes; nothing was changed:", foreign, "Run 'ascendprep plan' again, review, then apply the new plan.")
+        raise Refused(
+            "The plan names hosts that are not this inventory's nodes; nothing was changed:",
+            foreign,
+            "Run 'ascendprep plan' again, review, then apply the new plan.",
+        )
     this = _local_node(inventory, node) if local else None
     chosen = {this.name} if this is not None else {n.name for n in select_nodes(inventory, hosts_pattern)}
     left_out = [h.node for h in saved.hosts if h.node not in chosen]
     if this is not None:
         journal.record["local_node"] = this.name
-        err.print(f"--local: only {markup_safe(this.name)} (this machine) is read and changed, without SSH.", soft_wrap=True)
+        err.print(
+            f"--local: only {markup_safe(this.name)} (this machine) is read and changed, without SSH.", soft_wrap=True
+        )
     elif left_out:
-        err.print(f"--hosts: {markup_safe(compressed(left_out))} of the plan left out; nothing will be done there.", soft_wrap=True)
+        err.print(
+            f"--hosts: {markup_safe(compressed(left_out))} of the plan left out; nothing will be done there.",
+            soft_wrap=True,
+        )
     skipped = [h for h in saved.hosts if not h.reachable and h.node in chosen]
     planned = {h.node: h.changes for h in saved.hosts if h.reachable and h.changes and h.node in chosen}
     if not planned:
         journal.finish("finished", "no changes in the plan")
         for host in skipped:
-            err.print(f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing will be done there.[/]")
+            err.print(
+                f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing will be done there.[/]"
+            )
         out.print("No changes in this plan. Nothing to do.")
         return exitcodes.FAILED if skipped else exitcodes.OK
 
@@ -210,7 +285,9 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
         npu_kinds = {name: npu_kinds_for(changes) for name, changes in planned.items()}
         npus_of = {node.name: node.npus for node in nodes}
         units = {name: units_for_changes(changes, npus_of.get(name)) for name, changes in planned.items()}
-        gathered = gather_facts(session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned), phase=PLAN, units=units)
+        gathered = gather_facts(
+            session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned), phase=PLAN, units=units
+        )
         to_apply: dict[str, list[Change]] = {}
         stale: list[str] = []
         tampered: list[str] = []
@@ -228,13 +305,23 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
             to_apply[name] = result.to_apply
             done[name] = result.already_done
         if tampered:
-            raise Refused("The plan file holds changes that this inventory does not produce (was it edited?); nothing was changed:", tampered, "Run 'ascendprep plan' again, review, then apply the new plan.")
+            raise Refused(
+                "The plan file holds changes that this inventory does not produce (was it edited?); nothing was changed:",
+                tampered,
+                "Run 'ascendprep plan' again, review, then apply the new plan.",
+            )
         if stale:
-            raise Refused("The plan is stale; nothing was changed. What moved since planning:", stale, "Run 'ascendprep plan' again, review, then apply the new plan.")
+            raise Refused(
+                "The plan is stale; nothing was changed. What moved since planning:",
+                stale,
+                "Run 'ascendprep plan' again, review, then apply the new plan.",
+            )
         if not any(to_apply.values()):
             journal.finish("finished", "every host already matches the plan")
             for host in skipped:
-                err.print(f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing will be done there.[/]")
+                err.print(
+                    f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing will be done there.[/]"
+                )
             out.print("No changes: every host already matches this plan. Nothing was touched.")
             return exitcodes.FAILED if skipped else exitcodes.OK
         tools = {name: gathered[name].value.facts.hccn_tool for name in to_apply if gathered[name].value is not None}
@@ -244,7 +331,9 @@ def _apply(out: Console, err: Console, path: Path, saved: PlanFile, journal: App
     rows, failed = _record_results(journal, to_apply, outcomes)
     journal.finish("finished", "some changes failed" if failed else None)
     for host in skipped:
-        err.print(f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing was done there.[/]")
+        err.print(
+            f"[yellow]{markup_safe(host.node)}: not in this plan ({markup_safe(host.error)}); nothing was done there.[/]"
+        )
     return _report(out, path, saved, rows, failed, journal.path)
 
 
@@ -254,7 +343,15 @@ def _local_node(inventory: "Inventory", wanted: Optional[str]) -> "Node":
     return match_node(inventory, machine_identity(), wanted)
 
 
-def _session(inventory: "Inventory", this: Optional["Node"], accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword], deadline: Any, nodes: list["Node"]) -> Any:
+def _session(
+    inventory: "Inventory",
+    this: Optional["Node"],
+    accept_new_host_keys: bool,
+    forks: Optional[int],
+    sudo_password: Optional[SudoPassword],
+    deadline: Any,
+    nodes: list["Node"],
+) -> Any:
     """The hosts' session: SSH to ``nodes``, or with --local this machine alone (no SSH)."""
     if this is None:
         return open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, nodes)
@@ -262,7 +359,9 @@ def _session(inventory: "Inventory", this: Optional["Node"], accept_new_host_key
     return local_session(inventory, this, deadline)
 
 
-def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], outcomes: dict[str, HostOutcome[AppliedHost]]) -> tuple[list[tuple[str, Change, Optional[int], str]], bool]:
+def _record_results(
+    journal: ApplyJournal, to_apply: dict[str, list[Change]], outcomes: dict[str, HostOutcome[AppliedHost]]
+) -> tuple[list[tuple[str, Change, Optional[int], str]], bool]:
     """Each change's result, as table rows, written into the journal (before any printing)."""
 
     rows: list[tuple[str, Change, Optional[int], str]] = []
@@ -289,7 +388,9 @@ def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], ou
                 rc = step.rc if step else None
                 message = step.message if step else (applied.stderr.strip() or "the script stopped before this step")
                 rows.append((name, change, rc, message))
-                steps.append({**public_change(change), "rc": rc, "tries": step.tries if step else None, "output": message})
+                steps.append(
+                    {**public_change(change), "rc": rc, "tries": step.tries if step else None, "output": message}
+                )
             if error is not None or any(s["rc"] != 0 for s in steps):
                 failed = True
                 error = error or "a step failed"
@@ -297,13 +398,22 @@ def _record_results(journal: ApplyJournal, to_apply: dict[str, list[Change]], ou
     return rows, failed
 
 
-def _report(out: Console, path: Path, saved: PlanFile, rows: list[tuple[str, Change, Optional[int], str]], failed: bool, journal_path: Path) -> int:
+def _report(
+    out: Console,
+    path: Path,
+    saved: PlanFile,
+    rows: list[tuple[str, Change, Optional[int], str]],
+    failed: bool,
+    journal_path: Path,
+) -> int:
 
     out.print(apply_table(rows))
     ok_steps = sum(1 for r in rows if r[2] == 0)
     out.print(f"Applied {ok_steps} of {len(rows)} changes; journal: {journal_path}", markup=False)
     if failed:
-        out.print("[red]Some changes failed: fix the cause shown above, then run 'ascendprep plan' and 'ascendprep apply' again.[/]")
+        out.print(
+            "[red]Some changes failed: fix the cause shown above, then run 'ascendprep plan' and 'ascendprep apply' again.[/]"
+        )
         return exitcodes.FAILED
     saved.applied_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     write_plan(saved, path)

@@ -76,19 +76,26 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 from ascendprep import __version__
-from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.mesh import MESHES, Endpoint, PingPair, PingPlan
-from ascendprep.verify.checks.model import CheckResult, Status
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.jsoninput import parse_json
-from ascendprep.base.limits import BUNDLE_APPEND_BUFFER_BYTES, BUNDLE_FILE_MAX_BYTES, BUNDLE_READ_MAX_BYTES, BUNDLE_SPACE_CHECK_BYTES, KEEP_RUNS_DEFAULT, RUNS_LOW_DISK_BYTES
+from ascendprep.base.limits import (
+    BUNDLE_APPEND_BUFFER_BYTES,
+    BUNDLE_FILE_MAX_BYTES,
+    BUNDLE_READ_MAX_BYTES,
+    BUNDLE_SPACE_CHECK_BYTES,
+    KEEP_RUNS_DEFAULT,
+    RUNS_LOW_DISK_BYTES,
+)
 from ascendprep.base.outputfile import NewFiles, ensure_dir, make_dir
-from ascendprep.plan.planfile import STATE_DIR
+from ascendprep.base.yamlsource import InputError
 from ascendprep.facts.gather import parse_gather_output
 from ascendprep.facts.hccs import parse_hccs_output
 from ascendprep.facts.ping import parse_ping_output
+from ascendprep.plan.planfile import STATE_DIR
 from ascendprep.report import jsondoc
-from ascendprep.base.yamlsource import InputError
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.verify.mesh import MESHES, Endpoint, PingPair, PingPlan
 
 #: 3: every host's transcript of one kind is a gzip member of ``hosts/<kind>.gz`` (run.json
 #: gives each host's offset and length); facts.json stays ``hosts/<node>.facts.json.gz``.
@@ -137,7 +144,12 @@ class NodeTie:
     inventory_sha256: str
 
     def to_dict(self) -> Dict[str, Optional[str]]:
-        return {"node": self.node, "hostname": self.hostname, "machine_id": self.machine_id, "inventory_sha256": self.inventory_sha256}
+        return {
+            "node": self.node,
+            "hostname": self.hostname,
+            "machine_id": self.machine_id,
+            "inventory_sha256": self.inventory_sha256,
+        }
 
 
 @dataclass
@@ -185,7 +197,11 @@ def facts_wanted(results: Iterable[CheckResult], hosts: Dict[str, HostEvidence])
     result on the host neither passed nor skipped, or an error (gather, pings, HCCS pings)."""
     passed, skipped = Status.PASSED, Status.SKIPPED
     flagged = {r.node for r in results if r.status is not passed and r.status is not skipped}
-    return [name for name, host in hosts.items() if host.facts is not None and (name in flagged or host.error or host.ping_error or host.hccs_error)]
+    return [
+        name
+        for name, host in hosts.items()
+        if host.facts is not None and (name in flagged or host.error or host.ping_error or host.hccs_error)
+    ]
 
 
 def host_file_name(name: str, stem: str) -> str:
@@ -199,7 +215,9 @@ def _host_file(name: str, stem: str, version: int) -> str:
     return f"hosts/{name}/{stem}" if version == 1 else f"hosts/{host_file_name(name, stem)}"
 
 
-def _host_record(host: HostEvidence, execs: Optional[int], members: Optional[Dict[str, List[int]]] = None) -> Dict[str, Any]:
+def _host_record(
+    host: HostEvidence, execs: Optional[int], members: Optional[Dict[str, List[int]]] = None
+) -> Dict[str, Any]:
     return {
         "address": host.address,
         "gathered": host.facts is not None,
@@ -254,7 +272,7 @@ def _partial_names(folder: Path) -> set:
         if match:
             names.add(match.group("name"))
         elif entry.startswith(".") and entry.endswith(".partial"):
-            names.add(entry[1:-len(".partial")])
+            names.add(entry[1 : -len(".partial")])
     return names
 
 
@@ -306,7 +324,7 @@ class _Stream:
         view = memoryview(self.pending)
         try:
             while view:
-                view = view[os.write(self.fd, view):]
+                view = view[os.write(self.fd, view) :]
         finally:
             view.release()  # the last slice: until released, ``pending`` cannot be cleared
         self.pending.clear()
@@ -357,7 +375,14 @@ class BundleWriter:
         else:
             ensure_dir(self.target.parent, DIR_MODE, tighten=True)  # the runs folder (a link to one is used as it is)
         name = self.target.name
-        self._remove_stale(stale_partials(self.target.parent, (lambda other: other == name) if self.chosen_dir else (lambda other: RUN_DIR_RE.match(other) is not None)))
+        self._remove_stale(
+            stale_partials(
+                self.target.parent,
+                (lambda other: other == name)
+                if self.chosen_dir
+                else (lambda other: RUN_DIR_RE.match(other) is not None),
+            )
+        )
         # Left by an earlier process of this pid (not running: this one is it), or named as
         # earlier versions named it: not in use either way.
         for leftover in (self.partial, self.target.parent / f".{name}.partial"):
@@ -385,7 +410,16 @@ class BundleWriter:
         if not self._open and self.problem is None:
             return host
         if self.problem is None:
-            needed = sum(len(text) for text in (host.gather_stdout, host.gather_stderr, host.ping_stdout, host.ping_stderr, host.hccs_stdout))
+            needed = sum(
+                len(text)
+                for text in (
+                    host.gather_stdout,
+                    host.gather_stderr,
+                    host.ping_stdout,
+                    host.ping_stderr,
+                    host.hccs_stdout,
+                )
+            )
             refusal = self._reserve(needed)
             if refusal is not None:
                 self.give_up(refusal)
@@ -483,7 +517,14 @@ class BundleWriter:
                 shutil.rmtree(self.partial, ignore_errors=True)
 
 
-def write_bundle(bundle: Bundle, target: Path, report: Dict[str, Any], chosen_dir: bool = False, writer: Optional[BundleWriter] = None, results: Sequence[CheckResult] = ()) -> Path:
+def write_bundle(
+    bundle: Bundle,
+    target: Path,
+    report: Dict[str, Any],
+    chosen_dir: bool = False,
+    writer: Optional[BundleWriter] = None,
+    results: Sequence[CheckResult] = (),
+) -> Path:
     """Write ``bundle`` to ``target`` (through a hidden partial dir renamed at the end).
 
     ``results``: the run's check results; the hosts they fail (and hosts with an error) get their
@@ -526,7 +567,10 @@ def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], re
         "mesh": bundle.mesh,
         "selection": bundle.selection,
         "pings": bundle.pings.to_dict() if bundle.pings is not None else None,
-        "hosts": {name: _host_record(host, bundle.ssh_execs.get(name), writer.members.get(name)) for name, host in bundle.hosts.items()},
+        "hosts": {
+            name: _host_record(host, bundle.ssh_execs.get(name), writer.members.get(name))
+            for name, host in bundle.hosts.items()
+        },
         "allreduce_findings": [f.to_dict() for f in bundle.allreduce_findings],
     }
     if bundle.local_node is not None:
@@ -537,7 +581,10 @@ def _write_rest(bundle: Bundle, writer: BundleWriter, report: Dict[str, Any], re
     files.write(partial / RUN_FILE, b"".join(jsondoc.json_lines(run)))  # one key per line, values compact
     files.write(partial / INVENTORY_COPY, bundle.inventory_text.encode("utf-8"))
     for name in facts_wanted(results, bundle.hosts):
-        files.write(partial / "hosts" / (host_file_name(name, "facts.json") + GZ), _facts_gz(bundle, name, bundle.hosts[name])[1])  # encoded by bundle_size: not again
+        files.write(
+            partial / "hosts" / (host_file_name(name, "facts.json") + GZ),
+            _facts_gz(bundle, name, bundle.hosts[name])[1],
+        )  # encoded by bundle_size: not again
     files.write(partial / (RESULTS_FILE + GZ), _report_gz(bundle, report)[1])
     if bundle.allreduce_doc is not None:
         # by the bundle's one encoder: a non-finite figure is null, which --from-bundle's strict reader takes (NaN it refuses)
@@ -553,7 +600,9 @@ def check_bundle_target(target: Path, node: Optional[str] = None) -> None:
     if not os.path.lexists(target):
         return
     if target.is_symlink() or not target.is_dir():
-        raise BundleError(f"--bundle-dir {target}: exists and is not a folder; refused (give a new or empty folder, or an earlier bundle)")
+        raise BundleError(
+            f"--bundle-dir {target}: exists and is not a folder; refused (give a new or empty folder, or an earlier bundle)"
+        )
     entries = os.listdir(target)
     if not entries:
         return
@@ -562,9 +611,13 @@ def check_bundle_target(target: Path, node: Optional[str] = None) -> None:
     except (BundleError, FileNotFoundError):
         run = None
     if not isinstance(run, dict) or run.get("kind") != BUNDLE_KIND:
-        raise BundleError(f"--bundle-dir {target}: a folder holding other files than a verify bundle; refused (it would be replaced)")
+        raise BundleError(
+            f"--bundle-dir {target}: a folder holding other files than a verify bundle; refused (it would be replaced)"
+        )
     if node is not None and run.get("local_node") != node:
-        raise BundleError(f"--bundle-dir {target}: holds the bundle of {run.get('local_node') or 'a whole verify run'}, not of {node}; refused (it would be replaced)")
+        raise BundleError(
+            f"--bundle-dir {target}: holds the bundle of {run.get('local_node') or 'a whole verify run'}, not of {node}; refused (it would be replaced)"
+        )
 
 
 def _put_in_place(partial: Path, target: Path) -> None:
@@ -673,7 +726,11 @@ def check_free_space(runs_dir: Path, needed: int, low: int = RUNS_LOW_DISK_BYTES
     except OSError as exc:
         return DiskCheck(True, f"the free space under {probe} cannot be read ({exc.strerror or exc})")
     if free < needed:
-        return DiskCheck(False, f"the evidence bundle was not saved: {_mib(free)} free under {probe}, it needs about {_mib(needed)}", free)
+        return DiskCheck(
+            False,
+            f"the evidence bundle was not saved: {_mib(free)} free under {probe}, it needs about {_mib(needed)}",
+            free,
+        )
     if free - needed < low:
         return DiskCheck(True, f"only {_mib(free)} free under {probe}; old runs are removed past --keep-runs", free)
     return DiskCheck(True, free=free)
@@ -691,7 +748,9 @@ def _confined(root: Path, relative: str) -> Path:
     for part in parts:
         path = path / part
         if path.is_symlink():
-            raise BundleError(f"{path}: a symbolic link inside the bundle; refused (a bundle's files are read only from its own folder)")
+            raise BundleError(
+                f"{path}: a symbolic link inside the bundle; refused (a bundle's files are read only from its own folder)"
+            )
     if not path.resolve().is_relative_to(root):
         raise BundleError(f"{path}: outside the bundle folder {root}; refused")
     return path
@@ -722,7 +781,9 @@ class ReadBudget:
     def take(self, count: int, folder: Path, what: Union[Path, str]) -> None:
         """Count ``count`` decompressed bytes of ``what`` (in bundle ``folder``), or refuse them."""
         if self.used + count > self.limit:
-            raise BundleError(f"{folder}: its files decompress to more than {self.limit:,} bytes in all ({what} passes that); refused")
+            raise BundleError(
+                f"{folder}: its files decompress to more than {self.limit:,} bytes in all ({what} passes that); refused"
+            )
         merge = self.merge
         if merge is not None and merge.used + count > merge.limit:
             raise BundleError(
@@ -734,7 +795,9 @@ class ReadBudget:
             merge.used += count
 
 
-def _read_bytes(path: Path, compressed: bool, budget: Optional[ReadBudget] = None, folder: Optional[Path] = None) -> bytes:
+def _read_bytes(
+    path: Path, compressed: bool, budget: Optional[ReadBudget] = None, folder: Optional[Path] = None
+) -> bytes:
     """At most BUNDLE_FILE_MAX_BYTES of a regular file (decompressed when ``compressed``), and no
     more than ``budget`` has left (taken from it; ``folder``: the bundle, for its message)."""
     try:
@@ -797,7 +860,9 @@ def read_bundle(folder: Path, merge: Optional[ReadBudget] = None) -> Bundle:
     if not isinstance(run, dict) or run.get("kind") != BUNDLE_KIND:
         raise BundleError(f"{run_path}: not a verify evidence bundle")
     if type(run.get("schema_version")) is not int or run["schema_version"] not in READABLE_SCHEMA_VERSIONS:
-        raise BundleError(f"{run_path}: schema_version {run.get('schema_version')!r}; this ascendprep reads {', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
+        raise BundleError(
+            f"{run_path}: schema_version {run.get('schema_version')!r}; this ascendprep reads {', '.join(map(str, READABLE_SCHEMA_VERSIONS))}"
+        )
     try:
         return _bundle_from(folder, run, budget)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
@@ -814,25 +879,46 @@ def _local_node(folder: Path, run: Dict[str, Any], hosts: Dict[str, HostEvidence
     if not isinstance(name, str) or not HOST_DIR_RE.match(name):
         raise BundleError(f"{folder / RUN_FILE}: local_node {name!r} is not a node name; refused")
     if set(hosts) != {name}:
-        raise BundleError(f"{folder / RUN_FILE}: a node bundle of {name} must hold that node alone, not {', '.join(sorted(hosts)) or 'no host'}; refused")
+        raise BundleError(
+            f"{folder / RUN_FILE}: a node bundle of {name} must hold that node alone, not {', '.join(sorted(hosts)) or 'no host'}; refused"
+        )
     return name
 
 
-def _read_host_file(folder: Path, name: str, stem: str, version: int, record: Optional[Dict[str, Any]] = None, budget: Optional[ReadBudget] = None) -> str:
+def _read_host_file(
+    folder: Path,
+    name: str,
+    stem: str,
+    version: int,
+    record: Optional[Dict[str, Any]] = None,
+    budget: Optional[ReadBudget] = None,
+) -> str:
     """A host file's text; an optional one (an empty stderr, version 2 on) may be missing: empty.
     Version 3: the host's gzip member of ``hosts/<stem>.gz`` that ``record["files"]`` locates."""
     if version >= 3:
         return _read_member(folder, name, stem, (record or {}).get("files") or {}, budget)
     relative = _host_file(name, stem, version)
-    if version > 1 and stem in OPTIONAL_HOST_FILES and not any(os.path.lexists(_confined(folder, relative + suffix)) for suffix in (GZ, "")):
+    if (
+        version > 1
+        and stem in OPTIONAL_HOST_FILES
+        and not any(os.path.lexists(_confined(folder, relative + suffix)) for suffix in (GZ, ""))
+    ):
         return ""
     return _read_text(folder, relative, budget)
 
 
 def _member_place(folder: Path, name: str, stem: str, where: Any) -> "tuple[int, int]":
     """[offset, length] of ``name``'s member of ``hosts/<stem>.gz`` as run.json gives it, checked."""
-    if not (isinstance(where, list) and len(where) == 2 and all(type(v) is int for v in where) and where[0] >= 0 and 0 < where[1] <= BUNDLE_FILE_MAX_BYTES):
-        raise BundleError(f"{folder / RUN_FILE}: hosts.{name}.files.{stem} must be [offset, length] of a member of hosts/{stem}{GZ}, not {str(where)[:80]}; refused")
+    if not (
+        isinstance(where, list)
+        and len(where) == 2
+        and all(type(v) is int for v in where)
+        and where[0] >= 0
+        and 0 < where[1] <= BUNDLE_FILE_MAX_BYTES
+    ):
+        raise BundleError(
+            f"{folder / RUN_FILE}: hosts.{name}.files.{stem} must be [offset, length] of a member of hosts/{stem}{GZ}, not {str(where)[:80]}; refused"
+        )
     return where[0], where[1]
 
 
@@ -870,7 +956,9 @@ def _check_members_apart(folder: Path, records: Dict[str, Any]) -> None:
                 )
 
 
-def _read_member(folder: Path, name: str, stem: str, members: Dict[str, Any], budget: Optional[ReadBudget] = None) -> str:
+def _read_member(
+    folder: Path, name: str, stem: str, members: Dict[str, Any], budget: Optional[ReadBudget] = None
+) -> str:
     """``name``'s ``stem`` transcript: one whole gzip member at [offset, length] of
     ``hosts/<stem>.gz``, checked like any bundle file (no link, regular, the decompressed cap,
     what ``budget`` has left)."""
@@ -928,7 +1016,9 @@ class _Fields:
         return BundleError(f"{self.file}: {where}: {what}; refused" if where else f"{self.file}: {what}; refused")
 
     def _kind(self, value: Any) -> str:
-        return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(type(value), "a number")
+        return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
+            type(value), "a number"
+        )
 
     def mapping(self, value: Any, where: str, optional: bool = False) -> Dict[str, Any]:
         if value is None and optional:
@@ -962,12 +1052,17 @@ class _Fields:
         if value is None and optional:
             return None
         if type(value) is not int or value < 0:
-            raise self.refuse(where, f"must be a count (0, 1, 2, ...), not {self._kind(value) if type(value) is not int else value}")
+            raise self.refuse(
+                where, f"must be a count (0, 1, 2, ...), not {self._kind(value) if type(value) is not int else value}"
+            )
         return value
 
     def number(self, value: Any, where: str, what: str = "a number") -> float:
         if type(value) not in (int, float) or value < 0:
-            raise self.refuse(where, f"must be {what} (0 or more), not {self._kind(value) if type(value) not in (int, float) else value}")
+            raise self.refuse(
+                where,
+                f"must be {what} (0 or more), not {self._kind(value) if type(value) not in (int, float) else value}",
+            )
         return float(value)
 
     def seconds(self, value: Any, where: str) -> float:
@@ -979,7 +1074,11 @@ class _Fields:
 
 def _endpoint(fields: _Fields, value: Any, where: str) -> Endpoint:
     data = fields.mapping(value, where)
-    return Endpoint(fields.text(data.get("node"), f"{where}.node") or "", fields.count(data.get("npu"), f"{where}.npu") or 0, fields.text(data.get("ip"), f"{where}.ip") or "")
+    return Endpoint(
+        fields.text(data.get("node"), f"{where}.node") or "",
+        fields.count(data.get("npu"), f"{where}.npu") or 0,
+        fields.text(data.get("ip"), f"{where}.ip") or "",
+    )
 
 
 def _ping_plan(fields: _Fields, value: Any) -> Optional[PingPlan]:
@@ -994,8 +1093,15 @@ def _ping_plan(fields: _Fields, value: Any) -> Optional[PingPlan]:
         a, b = _endpoint(fields, pair.get("a"), f"{where}.a"), _endpoint(fields, pair.get("b"), f"{where}.b")
         source = pair.get("source")
         if source not in ("a", "b", None):
-            raise fields.refuse(f"{where}.source", "must be \"a\", \"b\" or null")
-        pairs.append(PingPair(a, b, {"a": a, "b": b, None: None}[source], fields.text(pair.get("blocked"), f"{where}.blocked", optional=True)))
+            raise fields.refuse(f"{where}.source", 'must be "a", "b" or null')
+        pairs.append(
+            PingPair(
+                a,
+                b,
+                {"a": a, "b": b, None: None}[source],
+                fields.text(pair.get("blocked"), f"{where}.blocked", optional=True),
+            )
+        )
     return PingPlan(_mesh(fields, data.get("mesh"), "pings.mesh"), tuple(pairs))
 
 
@@ -1018,15 +1124,17 @@ def _findings(fields: _Fields, value: Any) -> List[Finding]:
         severity = data.get("severity")
         if not isinstance(severity, str) or severity not in {s.value for s in Severity}:
             raise fields.refuse(f"{where}.severity", f"must be one of {', '.join(s.value for s in Severity)}")
-        found.append(Finding(
-            id=fields.text(data.get("id"), f"{where}.id") or "",
-            severity=Severity(severity),
-            message=fields.text(data.get("message"), f"{where}.message") or "",
-            fix=fields.text(data.get("fix", ""), f"{where}.fix") or "",
-            node=fields.text(data.get("node"), f"{where}.node", optional=True),
-            npu=fields.count(data.get("npu"), f"{where}.npu", optional=True),
-            evidence=fields.mapping(data.get("evidence"), f"{where}.evidence", optional=True),
-        ))
+        found.append(
+            Finding(
+                id=fields.text(data.get("id"), f"{where}.id") or "",
+                severity=Severity(severity),
+                message=fields.text(data.get("message"), f"{where}.message") or "",
+                fix=fields.text(data.get("fix", ""), f"{where}.fix") or "",
+                node=fields.text(data.get("node"), f"{where}.node", optional=True),
+                npu=fields.count(data.get("npu"), f"{where}.npu", optional=True),
+                evidence=fields.mapping(data.get("evidence"), f"{where}.evidence", optional=True),
+            )
+        )
     return found
 
 
@@ -1102,7 +1210,9 @@ def _bundle_from(folder: Path, run: Dict[str, Any], budget: Optional[ReadBudget]
             execs[name] = ssh_execs
     inventory = fields.mapping(run.get("inventory"), "inventory")
     if inventory.get("copy", INVENTORY_COPY) != INVENTORY_COPY:
-        raise BundleError(f"{folder / RUN_FILE}: the inventory copy must be {INVENTORY_COPY}, not {inventory.get('copy')!r}; refused")
+        raise BundleError(
+            f"{folder / RUN_FILE}: the inventory copy must be {INVENTORY_COPY}, not {inventory.get('copy')!r}; refused"
+        )
     text = _read_text(folder, INVENTORY_COPY, budget)
     selection = fields.mapping(run.get("selection"), "selection", optional=True)
     day = fields.text(run.get("date"), "date") or ""
@@ -1126,7 +1236,9 @@ def _bundle_from(folder: Path, run: Dict[str, Any], budget: Optional[ReadBudget]
         node_tie=_node_tie(fields, run.get("node_tie")),
     )
     if any(os.path.lexists(folder / name) for name in (ALLREDUCE_FILE + GZ, ALLREDUCE_FILE)):
-        bundle.allreduce_doc = _check_allreduce_doc(_Fields(folder / ALLREDUCE_FILE), _read_json(folder, ALLREDUCE_FILE, budget))
+        bundle.allreduce_doc = _check_allreduce_doc(
+            _Fields(folder / ALLREDUCE_FILE), _read_json(folder, ALLREDUCE_FILE, budget)
+        )
     if bundle.inventory_sha256 != inventory.get("sha256"):
         raise BundleError(f"{folder / INVENTORY_COPY}: its sha256 is not the one recorded in {RUN_FILE} (edited?)")
     return bundle

@@ -26,11 +26,11 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.mesh import PingPlan, plan_pings
+from ascendprep.base.hostrange import compressed
 from ascendprep.desired.state import DesiredState
 from ascendprep.run.bundle import Bundle, BundleError, NodeTie
-from ascendprep.base.hostrange import compressed
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.mesh import PingPlan, plan_pings
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.inventory.load import Inventory
@@ -70,16 +70,22 @@ def check_compatible(bundles: Sequence[Bundle], explicit_selection: bool) -> Non
     for bundle in bundles:
         where = str(bundle.path)
         if bundle.local_node is None:
-            raise BundleError(f"{where}: the bundle of a whole verify run; only node bundles (verify --local) are merged (re-check it alone with --from-bundle {where})")
+            raise BundleError(
+                f"{where}: the bundle of a whole verify run; only node bundles (verify --local) are merged (re-check it alone with --from-bundle {where})"
+            )
         if bundle.inventory_sha256 != first.inventory_sha256:
             raise BundleError(
                 f"{where}: made from another inventory (sha256 {bundle.inventory_sha256[:12]}…) than {first.path} ({first.inventory_sha256[:12]}…); "
                 "merge only bundles of one inventory"
             )
         if bundle.mesh != first.mesh:
-            raise BundleError(f"{where}: pinged the {bundle.mesh} mesh, {first.path} the {first.mesh} mesh; run every node with the same --mesh")
+            raise BundleError(
+                f"{where}: pinged the {bundle.mesh} mesh, {first.path} the {first.mesh} mesh; run every node with the same --mesh"
+            )
         if not explicit_selection and bundle.selection != first.selection:
-            raise BundleError(f"{where}: ran other checks ({_selection(bundle)}) than {first.path} ({_selection(first)}); run every node alike, or choose with --only/--skip")
+            raise BundleError(
+                f"{where}: ran other checks ({_selection(bundle)}) than {first.path} ({_selection(first)}); run every node alike, or choose with --only/--skip"
+            )
 
 
 def _machine(tie: NodeTie) -> "tuple[Optional[str], str]":
@@ -108,7 +114,9 @@ def check_ties(bundles: Sequence[Bundle], inventory: "Inventory") -> None:
         if tie.node != node:
             raise BundleError(f"{where}: holds {node}'s evidence but was written as {tie.node!r}'s bundle; refused")
         if tie.inventory_sha256 != bundle.inventory_sha256:
-            raise BundleError(f"{where}: {node}'s bundle was written with another inventory than the copy it holds; refused")
+            raise BundleError(
+                f"{where}: {node}'s bundle was written with another inventory than the copy it holds; refused"
+            )
         host = tie.hostname.lower()
         other = names.get(host) or names.get(host.split(".", 1)[0])
         if other is not None and other != node:
@@ -140,9 +148,13 @@ def merge_bundles(bundles: Sequence[Bundle], desired: DesiredState, with_pings: 
         name = bundle.local_node
         assert name is not None
         if name not in known:
-            raise BundleError(f"{bundle.path}: the bundle of {name!r}, which is not a node of {bundle.inventory_path}; refused")
+            raise BundleError(
+                f"{bundle.path}: the bundle of {name!r}, which is not a node of {bundle.inventory_path}; refused"
+            )
         if name in sources:
-            raise BundleError(f"{bundle.path}: a second bundle of {name} (the first: {sources[name]}); give each node's bundle once")
+            raise BundleError(
+                f"{bundle.path}: a second bundle of {name} (the first: {sources[name]}); give each node's bundle once"
+            )
         sources[name] = str(bundle.path)
         hosts[name] = bundle.hosts[name]
         if name in bundle.ssh_execs:
@@ -151,10 +163,16 @@ def merge_bundles(bundles: Sequence[Bundle], desired: DesiredState, with_pings: 
     missing = tuple(node.name for node in inventory.nodes if node.name not in sources)
     for node in inventory.nodes:
         if node.name not in hosts:
-            hosts[node.name] = HostEvidence(node.name, node.host, None, error=MISSING.format(node=node.name, count=len(bundles)), error_kind="error")
+            hosts[node.name] = HostEvidence(
+                node.name, node.host, None, error=MISSING.format(node=node.name, count=len(bundles)), error_kind="error"
+            )
     ordered = {node.name: hosts[node.name] for node in inventory.nodes}
     days = sorted(bundle.day for bundle in bundles)
-    pings = plan_pings(desired, {name: host.facts for name, host in ordered.items()}, bundles[0].mesh) if with_pings else None
+    pings = (
+        plan_pings(desired, {name: host.facts for name, host in ordered.items()}, bundles[0].mesh)
+        if with_pings
+        else None
+    )
     return MergedBundles(ordered, pings, days[-1], (days[0], days[-1]), sources, missing, execs)
 
 
@@ -164,7 +182,6 @@ def describe(merged: MergedBundles) -> List[str]:
     when = oldest.isoformat() if oldest == newest else f"between {oldest.isoformat()} and {newest.isoformat()}"
     lines = [f"Merged {len(merged.sources)} node bundles (gathered {when}); no host was contacted."]
     if merged.missing:
-
         lines.append(f"No bundle for {compressed(list(merged.missing))}: not checked, reported as not read.")
     return lines
 

@@ -6,25 +6,27 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, NoReturn, Optional, Sequence
+
 import click
 from rich.console import Console
+
 from ascendprep.base import exitcodes
+from ascendprep.base.findings import Severity
+from ascendprep.base.hostrange import HostRangeError, compressed, select
+from ascendprep.base.text import markup_safe, visible
+from ascendprep.base.yamlsource import InputError
 from ascendprep.remote.deadline import Deadline, command_deadline
 from ascendprep.remote.sudo import SudoPassword
 from ascendprep.report import console as report_console
-from ascendprep.base.text import markup_safe
-from ascendprep.base.yamlsource import InputError
-from ascendprep.base.hostrange import HostRangeError, compressed, select
-from ascendprep.base.text import visible
-from ascendprep.base.findings import Severity
 from ascendprep.report.findings import findings_table
 from ascendprep.run.fanout import Session
 from ascendprep.run.hosts import host_accesses
+
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState
-    from ascendprep.run.fanout import Session
-    from ascendprep.inventory.model import Node
     from ascendprep.inventory.load import Inventory
+    from ascendprep.inventory.model import Node
+    from ascendprep.run.fanout import Session
 
 
 def select_nodes(inventory: "Inventory", pattern: Optional[str]) -> list["Node"]:
@@ -41,7 +43,10 @@ def select_nodes(inventory: "Inventory", pattern: Optional[str]) -> list["Node"]
     except HostRangeError as error:
         raise click.BadParameter(f"{markup_free(pattern)}: {error}", param_hint="--hosts") from None
     if not chosen:
-        raise click.BadParameter(f"{markup_free(pattern)} names no node of the inventory (its nodes: {compressed(names)})", param_hint="--hosts")
+        raise click.BadParameter(
+            f"{markup_free(pattern)} names no node of the inventory (its nodes: {compressed(names)})",
+            param_hint="--hosts",
+        )
     return [node for node in inventory.nodes if node.name in chosen]
 
 
@@ -70,11 +75,18 @@ def fail_input(error: InputError) -> NoReturn:
 def print_invalid_inventory(desired: "DesiredState", console: Console) -> int:
     """The device-IP and rank-table rules the inventory breaks, as one table; the exit code for bad input."""
 
-    console.print(findings_table([f for f in desired.findings if f.severity is Severity.ERROR], "The inventory breaks device-IP or rank-table rules"))
+    console.print(
+        findings_table(
+            [f for f in desired.findings if f.severity is Severity.ERROR],
+            "The inventory breaks device-IP or rank-table rules",
+        )
+    )
     return exitcodes.INVALID
 
 
-def hosts_deadline(inventory: "Inventory", timeout: Optional[float], forks: Optional[int], phases: int, hosts: Optional[int] = None) -> Deadline:
+def hosts_deadline(
+    inventory: "Inventory", timeout: Optional[float], forks: Optional[int], phases: int, hosts: Optional[int] = None
+) -> Deadline:
     """``--timeout``, or the default for ``hosts`` nodes (all) over ``phases`` remote phases
     (see :func:`ascendprep.remote.deadline.default_timeout`)."""
     ssh = inventory.model.ssh
@@ -95,5 +107,7 @@ def open_session(
     the end; ``forks`` defaults to the inventory's ``ssh.forks``."""
 
     accesses = host_accesses(inventory, accept_new_host_keys, list(nodes) if nodes is not None else None)
-    with Session(accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password, deadline=deadline) as session:
+    with Session(
+        accesses, forks or inventory.model.ssh.forks, sudo_password=sudo_password, deadline=deadline
+    ) as session:
         yield session

@@ -12,18 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import AbstractSet, Callable, Dict, Optional, Tuple
 
-from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.mesh import PingPlan, plan_pings
 from ascendprep.desired.state import DesiredState
-from ascendprep.run.execvia import ExecVia, wrap_step
 from ascendprep.facts.model import PingResult
-from ascendprep.run.hccs import run_hccs
-from ascendprep.run.hosts import Gathered, gather_facts
 from ascendprep.facts.ping import parse_ping_output, render_ping_script
 from ascendprep.remote.access import HostAccess
-from ascendprep.run.fanout import HostOutcome, Session
-from ascendprep.run.progress import Progress
 from ascendprep.remote.transport import Transport
+from ascendprep.run.execvia import ExecVia, wrap_step
+from ascendprep.run.fanout import HostOutcome, Session
+from ascendprep.run.hccs import run_hccs
+from ascendprep.run.hosts import Gathered, gather_facts
+from ascendprep.run.progress import Progress
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.mesh import PingPlan, plan_pings
 
 #: Seconds one ``hccn_tool -ping`` may take (3 echoes; lost ones wait ~1 s each on real devices).
 PING_TIMEOUT_S = 15
@@ -49,8 +49,9 @@ def ping_script_budget(count: int, per_ping: int = PING_TIMEOUT_S, retries: int 
     return 30.0 + count * (per_ping + 3 + retries)
 
 
-def run_pings(session: Session, plan: PingPlan, progress: Optional[Progress] = None,
-              exec_via: Optional[ExecVia] = None) -> Dict[str, HostOutcome[PingRun]]:
+def run_pings(
+    session: Session, plan: PingPlan, progress: Optional[Progress] = None, exec_via: Optional[ExecVia] = None
+) -> Dict[str, HostOutcome[PingRun]]:
     """Run each source node's pings (one script per node, all nodes at once), through ``exec_via`` if given."""
     work = plan.by_source()
 
@@ -60,7 +61,9 @@ def run_pings(session: Session, plan: PingPlan, progress: Optional[Progress] = N
         script = wrap_step(script, exec_via, access.name, "ping")
         limit = max(ping_script_budget(len(pairs)), access.command_timeout or 0)
         result = transport.run_script(script, timeout=limit)
-        return PingRun(tuple(parse_ping_output(result.stdout)), result.stdout, result.stderr, result.seconds, result.timed_out)
+        return PingRun(
+            tuple(parse_ping_output(result.stdout)), result.stdout, result.stderr, result.seconds, result.timed_out
+        )
 
     targets = [h for h in session.hosts if h.name in work]
     return session.run(job, progress, hosts=targets, step="pinging NPU pairs")
@@ -111,7 +114,15 @@ def collect(
         host = keep(HostEvidence(name, "", value.facts, gather_stdout=value.transcript, gather_stderr=value.stderr))
         return replace(value, transcript=host.gather_stdout, stderr=host.gather_stderr)
 
-    gathered = gather_facts(session, inventory, progress("reading hosts"), only=set(only) if only is not None else None, sample_interval=sample_interval, exec_via=exec_via, keep=kept)
+    gathered = gather_facts(
+        session,
+        inventory,
+        progress("reading hosts"),
+        only=set(only) if only is not None else None,
+        sample_interval=sample_interval,
+        exec_via=exec_via,
+        keep=kept,
+    )
     hosts: Dict[str, HostEvidence] = {}
     for node in inventory.nodes:
         if only is not None and node.name not in only:
@@ -119,11 +130,22 @@ def collect(
         outcome = gathered[node.name]
         if outcome.ok and outcome.value is not None:
             value = outcome.value
-            hosts[node.name] = HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr)
+            hosts[node.name] = HostEvidence(
+                node.name,
+                node.host,
+                value.facts,
+                seconds=value.seconds,
+                gather_stdout=value.transcript,
+                gather_stderr=value.stderr,
+            )
         else:
-            hosts[node.name] = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
+            hosts[node.name] = HostEvidence(
+                node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds
+            )
     if (with_pings if with_hccs is None else with_hccs) and inventory.product.id == "atlas-a3":
-        hosts = run_hccs(session, desired, hosts, progress("HCCS pings"), exec_via=exec_via)  # the HCCS plane in each super-pod
+        hosts = run_hccs(
+            session, desired, hosts, progress("HCCS pings"), exec_via=exec_via
+        )  # the HCCS plane in each super-pod
         hosts = {name: keep(host) if host.hccs_stdout else host for name, host in hosts.items()}
     if not with_pings:
         return hosts, None
@@ -134,7 +156,18 @@ def collect(
         host = hosts[name]
         if pinged.ok and pinged.value is not None:
             run = pinged.value
-            hosts[name] = keep(replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds))
+            hosts[name] = keep(
+                replace(
+                    host,
+                    pings=run.results,
+                    ping_error=_ping_problem(run),
+                    ping_stdout=run.stdout,
+                    ping_stderr=run.stderr,
+                    ping_seconds=run.seconds,
+                )
+            )
         else:
-            hosts[name] = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
+            hosts[name] = replace(
+                host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds
+            )
     return hosts, plan

@@ -27,11 +27,11 @@ from dataclasses import dataclass, replace
 from typing import Optional, Tuple
 
 from ascendprep.base import limits
-from ascendprep.facts.model import HostFacts, ProbeError
-from ascendprep.remote.errors import RemoteError
-from ascendprep.facts import jobenv
 from ascendprep.base.paths import DEFAULT_ASCEND_HOME
+from ascendprep.facts import jobenv
+from ascendprep.facts.model import HostFacts, ProbeError
 from ascendprep.facts.shell import quote_home
+from ascendprep.remote.errors import RemoteError
 
 #: A word of the prefix: options, names, ``ns/pod``, ``--user=1000:1000``, absolute paths.
 _WORD_RE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
@@ -79,7 +79,9 @@ def parse_exec_via(value: str) -> ExecVia:
         raise ExecViaError(f"--exec-via: {words[0]!r} is not a command name or an absolute path")
     for index, word in enumerate(words[1:], start=2):
         if not _WORD_RE.match(word):
-            raise ExecViaError(f"--exec-via: word {index} {word!r} has characters other than letters, digits and _@%+=:,./-")
+            raise ExecViaError(
+                f"--exec-via: word {index} {word!r} has characters other than letters, digits and _@%+=:,./-"
+            )
     return ExecVia(tuple(words))
 
 
@@ -95,7 +97,7 @@ def wrap_script(script: str, via: ExecVia, ascend_home: str = DEFAULT_ASCEND_HOM
         "#!/bin/sh\n# ascendprep: the node checks run through --exec-via; first what the host itself sees.\n"
         + jobenv.visibility_function()
         + f"ap_host=$(printf 'via %s\\n' {shlex.quote(via.text)}; ap_job_visible {quote_home(ascend_home)})\n"
-        + f"exec {prefix} sh -c {shlex.quote(inner)} sh \"$ap_host\" </dev/null\n"
+        + f'exec {prefix} sh -c {shlex.quote(inner)} sh "$ap_host" </dev/null\n'
     )
 
 
@@ -113,8 +115,11 @@ def wrap_step(script: str, via: Optional[ExecVia], host: str, what: str) -> str:
         return script
     size = len(script.encode("utf-8"))
     if size > limits.EXEC_VIA_SCRIPT_MAX_BYTES:
-        raise RemoteError(host, f"{host}: the {what} script is {size} bytes; through --exec-via it is one argument, "
-                                f"and Linux takes at most {limits.EXEC_VIA_SCRIPT_MAX_BYTES} bytes in one")
+        raise RemoteError(
+            host,
+            f"{host}: the {what} script is {size} bytes; through --exec-via it is one argument, "
+            f"and Linux takes at most {limits.EXEC_VIA_SCRIPT_MAX_BYTES} bytes in one",
+        )
     prefix = " ".join(shlex.quote(word) for word in via.words)
     name = "ascendprep-" + re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")
     return (

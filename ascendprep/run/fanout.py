@@ -24,9 +24,9 @@ from typing import Any, Callable, Deque, Dict, Generic, Iterable, List, Optional
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.deadline import LIMIT_NAME, Deadline
 from ascendprep.remote.errors import CommandTimeout, OutputTooLarge, RemoteError
-from ascendprep.run.progress import Progress
 from ascendprep.remote.sudo import SudoGate, SudoPassword
 from ascendprep.remote.transport import Transport
+from ascendprep.run.progress import Progress
 
 T = TypeVar("T")
 Job = Callable[[Transport, HostAccess], T]
@@ -248,20 +248,35 @@ class Session:
         what = self.deadline.describe()
         for access in busy:
             outcomes[access.name] = HostOutcome(
-                access.name, error=f"{access.name}: timed out in {step}: {what} passed", kind="timeout",
-                seconds=self.deadline.seconds, limit=LIMIT_NAME,
+                access.name,
+                error=f"{access.name}: timed out in {step}: {what} passed",
+                kind="timeout",
+                seconds=self.deadline.seconds,
+                limit=LIMIT_NAME,
             )
         for access in queued:
             outcomes[access.name] = HostOutcome(
-                access.name, error=f"{access.name}: timed out before {step}: {what} passed", kind="timeout",
+                access.name,
+                error=f"{access.name}: timed out before {step}: {what} passed",
+                kind="timeout",
                 limit=LIMIT_NAME,
             )
         names = [h.name for h in busy + queued]
         if names:
-            self.limits_hit.append({"limit": LIMIT_NAME, "seconds": self.deadline.seconds, "source": self.deadline.source, "step": step, "hosts": names})
+            self.limits_hit.append(
+                {
+                    "limit": LIMIT_NAME,
+                    "seconds": self.deadline.seconds,
+                    "source": self.deadline.source,
+                    "step": step,
+                    "hosts": names,
+                }
+            )
         self._abandon(names)
         order = targets if targets is not None else busy + queued
-        self._note_output_caps({h.name: outcomes[h.name] for h in order if h.name in outcomes}, step)  # those done in time
+        self._note_output_caps(
+            {h.name: outcomes[h.name] for h in order if h.name in outcomes}, step
+        )  # those done in time
         return {h.name: outcomes[h.name] for h in order}
 
     def _abandon(self, names: List[str]) -> None:
@@ -273,7 +288,9 @@ class Session:
         with self._lock:
             for name in names:
                 self._abandoned.add(name)
-                self._connect_errors[name] = CommandTimeout(name, f"{name}: given up on: {self.deadline.describe() if self.deadline else 'the deadline'} passed")
+                self._connect_errors[name] = CommandTimeout(
+                    name, f"{name}: given up on: {self.deadline.describe() if self.deadline else 'the deadline'} passed"
+                )
                 transport = self._transports.pop(name, None)
                 if transport is not None:
                     closing.append(transport)
@@ -288,15 +305,23 @@ class Session:
             value = job(self.transport(access), access)
             outcome: HostOutcome[T] = HostOutcome(access.name, value=value, seconds=time.monotonic() - started)
         except OutputTooLarge as exc:
-            outcome = HostOutcome(access.name, error=str(exc), kind=exc.kind, seconds=time.monotonic() - started,
-                                  limit=exc.limit, limit_bytes=exc.cap)
+            outcome = HostOutcome(
+                access.name,
+                error=str(exc),
+                kind=exc.kind,
+                seconds=time.monotonic() - started,
+                limit=exc.limit,
+                limit_bytes=exc.cap,
+            )
         except RemoteError as exc:
             if exc.kind == "unreachable":
                 self._forget(access.name)  # connection lost mid-job: a later phase may reconnect
             outcome = HostOutcome(access.name, error=str(exc), kind=exc.kind, seconds=time.monotonic() - started)
         except Exception as exc:  # a bug or surprise in the job must not take down the other hosts
             outcome = HostOutcome(
-                access.name, error=f"{access.name}: {type(exc).__name__}: {exc}", kind="error",
+                access.name,
+                error=f"{access.name}: {type(exc).__name__}: {exc}",
+                kind="error",
                 seconds=time.monotonic() - started,
             )
         if progress is not None and access.name not in self._abandoned:

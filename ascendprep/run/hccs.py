@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Dict, Optional, Sequence
 
-from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.checks.hccs import HccsPair, by_source, plan_for
+from ascendprep.base.limits import HCCS_PING_BUSY_RETRIES, HCCS_PING_TIMEOUT_S
 from ascendprep.desired.state import DesiredState
-from ascendprep.run.execvia import ExecVia, wrap_step
+from ascendprep.facts.hccs import parse_hccs_output, render_hccs_script
 from ascendprep.remote.access import HostAccess
+from ascendprep.remote.transport import Transport
+from ascendprep.run.execvia import ExecVia, wrap_step
 from ascendprep.run.fanout import Session
 from ascendprep.run.progress import Progress
-from ascendprep.remote.transport import Transport
-from ascendprep.base.limits import HCCS_PING_BUSY_RETRIES, HCCS_PING_TIMEOUT_S
-from ascendprep.facts.hccs import parse_hccs_output, render_hccs_script
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.hccs import HccsPair, by_source, plan_for
 
 
 def hccs_script_budget(count: int) -> float:
@@ -26,15 +26,23 @@ def hccs_script_budget(count: int) -> float:
     return 30.0 + count * (HCCS_PING_TIMEOUT_S + 3 + HCCS_PING_BUSY_RETRIES)
 
 
-def run_hccs(session: Session, desired: DesiredState, hosts: Dict[str, HostEvidence], progress: Optional[Progress] = None,
-             planned: Optional[Sequence[HccsPair]] = None, exec_via: Optional[ExecVia] = None) -> Dict[str, HostEvidence]:
+def run_hccs(
+    session: Session,
+    desired: DesiredState,
+    hosts: Dict[str, HostEvidence],
+    progress: Optional[Progress] = None,
+    planned: Optional[Sequence[HccsPair]] = None,
+    exec_via: Optional[ExecVia] = None,
+) -> Dict[str, HostEvidence]:
     """``hosts`` with each source node's HCCS results (or why they are missing) filled in.
 
     ``planned``: the pairs to send (``verify --local``: :func:`ascendprep.verify.checks.hccs.plan_local`);
     None: the plan of ``hosts``' facts, as an SSH run makes it. ``exec_via``: each node's script
     runs through this wrapper (the job's container).
     """
-    work = by_source(planned if planned is not None else plan_for(desired, {name: host.facts for name, host in hosts.items()}))
+    work = by_source(
+        planned if planned is not None else plan_for(desired, {name: host.facts for name, host in hosts.items()})
+    )
     if not work:
         return hosts
 
@@ -51,8 +59,14 @@ def run_hccs(session: Session, desired: DesiredState, hosts: Dict[str, HostEvide
         host = out[name]
         if outcome.ok and outcome.value is not None:
             result = outcome.value
-            problem = f"the HCCS ping script ran past its time limit after {result.seconds:.0f}s and was killed" if result.timed_out else None
-            out[name] = replace(host, hccs_pings=tuple(parse_hccs_output(result.stdout)), hccs_error=problem, hccs_stdout=result.stdout)
+            problem = (
+                f"the HCCS ping script ran past its time limit after {result.seconds:.0f}s and was killed"
+                if result.timed_out
+                else None
+            )
+            out[name] = replace(
+                host, hccs_pings=tuple(parse_hccs_output(result.stdout)), hccs_error=problem, hccs_stdout=result.stdout
+            )
         else:
             out[name] = replace(host, hccs_error=outcome.error or "the HCCS ping script failed")
     return out

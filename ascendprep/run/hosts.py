@@ -10,25 +10,27 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from ascendprep.apply.script import LOCKED_RC, StepResult, parse_apply_output, render_apply_script
-from ascendprep.run.execvia import ExecVia, explain_failure, wrap_script
-from ascendprep.facts.model import HostFacts
-from ascendprep.inventory.model import Node, parse_jump_host
-from ascendprep.inventory.load import Inventory
-from ascendprep.plan.diff import Change
-from ascendprep.facts.gather import parse_gather_output, render_gather_script
-from ascendprep.facts.sections import new_nonce
-from ascendprep.facts.blockers import job_probes
 from ascendprep.base.paths import SYSCTL_KEYS
+from ascendprep.facts.blockers import job_probes
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.model import HostFacts
+from ascendprep.facts.sections import new_nonce
 from ascendprep.facts.unit import VERIFY, ProbeUnit
 from ascendprep.facts.units import UNITS
+from ascendprep.inventory.load import Inventory
+from ascendprep.inventory.model import Node, parse_jump_host
+from ascendprep.plan.diff import Change
 from ascendprep.remote.access import HostAccess, known_hosts_files
 from ascendprep.remote.errors import CommandTimeout
+from ascendprep.remote.transport import Transport
+from ascendprep.run.execvia import ExecVia, explain_failure, wrap_script
 from ascendprep.run.fanout import HostOutcome, Session
 from ascendprep.run.progress import Progress
-from ascendprep.remote.transport import Transport
 
 
-def host_accesses(inventory: Inventory, accept_new_host_keys: bool = False, nodes: Optional[list[Node]] = None) -> list[HostAccess]:
+def host_accesses(
+    inventory: Inventory, accept_new_host_keys: bool = False, nodes: Optional[list[Node]] = None
+) -> list[HostAccess]:
     """One :class:`HostAccess` per node: the inventory's known_hosts first, then the user's."""
     ssh = inventory.model.ssh
     known = known_hosts_files(inventory.known_hosts)
@@ -36,7 +38,17 @@ def host_accesses(inventory: Inventory, accept_new_host_keys: bool = False, node
     jump = None
     if ssh.jump_host:
         user, host, port = parse_jump_host(ssh.jump_host)
-        jump = HostAccess(name=f"jump:{host}", address=host, port=port, user=user or ssh.user, key_file=key, known_hosts=tuple(known), connect_timeout=ssh.connect_timeout, command_timeout=ssh.command_timeout, accept_new_host_keys=accept_new_host_keys)
+        jump = HostAccess(
+            name=f"jump:{host}",
+            address=host,
+            port=port,
+            user=user or ssh.user,
+            key_file=key,
+            known_hosts=tuple(known),
+            connect_timeout=ssh.connect_timeout,
+            command_timeout=ssh.command_timeout,
+            accept_new_host_keys=accept_new_host_keys,
+        )
     return [
         HostAccess(
             name=node.name,
@@ -118,9 +130,21 @@ def gather_facts(
         key = (npus_of[name], tuple(map(id, chosen)))
         known = scripts.get(key)
         if known is None:  # two workers may both render a new key: the same script, no harm
-            known = scripts[key] = (chosen, fresh_nonce_scripts(
-                lambda nonce: render_gather_script(npus=npus_of[name], python_path=python_path, sysctl_keys=sysctl_keys, job_probes=probes, sample_interval=sample_interval, units=chosen, phase=phase, nonce=nonce)
-            ))
+            known = scripts[key] = (
+                chosen,
+                fresh_nonce_scripts(
+                    lambda nonce: render_gather_script(
+                        npus=npus_of[name],
+                        python_path=python_path,
+                        sysctl_keys=sysctl_keys,
+                        job_probes=probes,
+                        sample_interval=sample_interval,
+                        units=chosen,
+                        phase=phase,
+                        nonce=nonce,
+                    )
+                ),
+            )
         return known[1]()
 
     def job(transport: Transport, access: HostAccess) -> Gathered:
@@ -128,7 +152,9 @@ def gather_facts(
         script = script_for(access.name, chosen)
         if exec_via is not None:
             script = wrap_script(script, exec_via)
-        result = transport.run_script(script, timeout=access.command_timeout + sample_interval if sample_interval else None)
+        result = transport.run_script(
+            script, timeout=access.command_timeout + sample_interval if sample_interval else None
+        )
         if result.timed_out:
             result.raise_for_status(access.name, "fact gathering")
         facts = parse_gather_output(result.stdout)
@@ -149,16 +175,23 @@ class AppliedHost:
     locked: bool
 
 
-def apply_changes(session: Session, changes_by_host: dict[str, list[Change]], hccn_tools: dict[str, Optional[str]], progress: Optional[Progress] = None) -> dict[str, HostOutcome[AppliedHost]]:
+def apply_changes(
+    session: Session,
+    changes_by_host: dict[str, list[Change]],
+    hccn_tools: dict[str, Optional[str]],
+    progress: Optional[Progress] = None,
+) -> dict[str, HostOutcome[AppliedHost]]:
     """Run each host's rendered apply script (hosts without changes are not contacted)."""
 
     def job(transport: Transport, access: HostAccess) -> AppliedHost:
         script = render_apply_script(changes_by_host[access.name], hccn_tools.get(access.name))
         result = transport.run_script(script)
         if result.timed_out:
-            raise CommandTimeout(access.name, f"apply on {access.name} timed out after {result.seconds:.0f}s and was killed; run apply again to finish")
+            raise CommandTimeout(
+                access.name,
+                f"apply on {access.name} timed out after {result.seconds:.0f}s and was killed; run apply again to finish",
+            )
         return AppliedHost(parse_apply_output(result.stdout), result.rc, result.stderr, result.rc == LOCKED_RC)
 
     targets = [h for h in session.hosts if changes_by_host.get(h.name)]
     return session.run(job, progress, hosts=targets, step="applying changes")
-

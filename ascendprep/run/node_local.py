@@ -25,56 +25,52 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import re
 import socket
 import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional
 
 import click
 
-from ascendprep.base.limits import LOCAL_ADDRESSES_SHOWN, LOCAL_IDENTITY_TIMEOUT_S
-from ascendprep.run.bundle import NodeTie
-import ipaddress
 from ascendprep.base.hostrange import compressed
-from ascendprep.run.fanout import Session
-from ascendprep.run.hosts import host_accesses
-from ascendprep.remote.local import LocalTransport
-from ascendprep.verify.mesh import PingPlan, plan_pings
-from ascendprep.verify.checks.context import HostEvidence
-from ascendprep.verify.checks.runner import run_checks
-from datetime import datetime, timezone
-from ascendprep.verify.checks.hccs import A3, plan_local
-from ascendprep.run.verify_run import VERIFY_PHASES, VerifyRun, desired_state
-from ascendprep.run.evidence import PingRun, _ping_problem, run_pings
-from ascendprep.run.hccs import run_hccs
-from ascendprep.run.hosts import gather_facts
-from ascendprep.run.progress import progress_for_terminal
-from ascendprep.run.common import hosts_deadline
-from ascendprep.inventory.load import inventory_from_text
-from ascendprep.facts.shell import checked_output_cap_override
-from ascendprep.report.limits_hit import collect_limits_hit
-from ascendprep.facts.shell import remote_call_output_cap
+from ascendprep.base.limits import LOCAL_ADDRESSES_SHOWN, LOCAL_IDENTITY_TIMEOUT_S
 from ascendprep.base.yamlsource import read_input_text
-from ascendprep.run.bundle import check_bundle_target
+from ascendprep.facts.shell import checked_output_cap_override, remote_call_output_cap
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.remote.local import LocalTransport
+from ascendprep.report.limits_hit import collect_limits_hit
+from ascendprep.run.bundle import NodeTie, check_bundle_target
+from ascendprep.run.common import hosts_deadline
+from ascendprep.run.evidence import PingRun, _ping_problem, run_pings
+from ascendprep.run.fanout import Session
+from ascendprep.run.hccs import run_hccs
+from ascendprep.run.hosts import gather_facts, host_accesses
+from ascendprep.run.progress import progress_for_terminal
+from ascendprep.run.verify_run import VERIFY_PHASES, VerifyRun, desired_state
+from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.verify.checks.hccs import A3, plan_local
+from ascendprep.verify.checks.runner import run_checks
+from ascendprep.verify.mesh import PingPlan, plan_pings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ascendprep.verify.checks.context import HostEvidence
-    from ascendprep.verify.mesh import PingPlan
-    from ascendprep.verify.checks.model import CheckResult
-    from ascendprep.verify.checks.registry import Selection
+    from rich.console import Console
+
     from ascendprep.desired.state import DesiredState
     from ascendprep.facts.model import HostFacts
+    from ascendprep.inventory.load import Inventory
+    from ascendprep.inventory.model import Node
     from ascendprep.remote.deadline import Deadline
     from ascendprep.run.bundle import NodeTie
     from ascendprep.run.fanout import Session
-    from ascendprep.inventory.model import Node
-    from ascendprep.inventory.load import Inventory
-    from rich.console import Console
-
     from ascendprep.run.verify_run import VerifyOptions, VerifyRun
+    from ascendprep.verify.checks.context import HostEvidence
+    from ascendprep.verify.checks.model import CheckResult
+    from ascendprep.verify.checks.registry import Selection
+    from ascendprep.verify.mesh import PingPlan
 
 #: What the other nodes' evidence says in a --local run (they are never contacted).
 NOT_THIS_NODE = "not read: a --local run reads only {node}"
@@ -120,7 +116,9 @@ def machine_identity() -> MachineIdentity:
     names = {n for n in names if n}
     names |= {n.lower() for n in names}
     try:
-        listed = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=LOCAL_IDENTITY_TIMEOUT_S, check=False)
+        listed = subprocess.run(
+            ["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=LOCAL_IDENTITY_TIMEOUT_S, check=False
+        )
         addresses = parse_ip_addresses(listed.stdout) if listed.returncode == 0 else frozenset()
     except (OSError, subprocess.TimeoutExpired):
         addresses = frozenset()
@@ -175,7 +173,9 @@ def match_node(inventory: "Inventory", identity: MachineIdentity, wanted: Option
         for node in inventory.nodes:
             if node.name == wanted:
                 return node
-        raise click.BadParameter(f"{wanted!r} is not a node of {inventory.source} (its nodes: {compressed(names)})", param_hint="--node")
+        raise click.BadParameter(
+            f"{wanted!r} is not a node of {inventory.source} (its nodes: {compressed(names)})", param_hint="--node"
+        )
     keys = identity.names | identity.addresses
     matches = [node for node in inventory.nodes if node.name in keys or node.host in keys or node.host.lower() in keys]
     if len(matches) == 1:
@@ -195,7 +195,9 @@ def refuse_remote_options(command: str, given: Dict[str, object]) -> None:
     """Options that only mean something with SSH or a fleet are usage errors with --local."""
     used = [name for name, value in given.items() if value not in (None, False, ())]
     if used:
-        raise click.UsageError(f"{command} --local runs on this machine only, without SSH: {', '.join(used)} do not apply")
+        raise click.UsageError(
+            f"{command} --local runs on this machine only, without SSH: {', '.join(used)} do not apply"
+        )
 
 
 @contextmanager
@@ -236,12 +238,16 @@ def others_unread(desired: "DesiredState", host: "HostEvidence") -> Dict[str, "H
     """Every inventory node's evidence for the checks: ``host``, and placeholders for the rest."""
 
     return {
-        node.name: host if node.name == host.node else HostEvidence(node.name, node.host, None, error=NOT_THIS_NODE.format(node=host.node), error_kind="error")
+        node.name: host
+        if node.name == host.node
+        else HostEvidence(node.name, node.host, None, error=NOT_THIS_NODE.format(node=host.node), error_kind="error")
         for node in desired.inventory.nodes
     }
 
 
-def node_results(desired: "DesiredState", host: "HostEvidence", pings: Optional["PingPlan"], selection: "Selection", day: date) -> List["CheckResult"]:
+def node_results(
+    desired: "DesiredState", host: "HostEvidence", pings: Optional["PingPlan"], selection: "Selection", day: date
+) -> List["CheckResult"]:
     """The checks of one node's own evidence: its node and NPU checks, and the cluster checks
     over what it alone saw (its versions and stack, TLS and device IPs among its own NPUs, its
     pings). Cluster checks leave unread nodes out, so the placeholders never fail them."""
@@ -257,14 +263,12 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
     None when the inventory breaks its rules (already printed).
     """
 
-
     path = options.inventory
     checked_output_cap_override()
     text = read_input_text(path)
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
     node = match_node(inventory, machine_identity(), options.node)
     if options.bundle_dir is not None:
-
         check_bundle_target(options.bundle_dir, node.name)  # refused before anything is read
     desired = desired_state(inventory, err)
     if desired is None:
@@ -277,30 +281,77 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
     if timeout is None and sample_interval:
         deadline.seconds += sample_interval
     with local_session(inventory, node, deadline) as session:
-        gathered = gather_facts(session, inventory, progress_for_terminal("reading this node"), only={node.name},
-                                sample_interval=sample_interval, exec_via=options.exec_via)
+        gathered = gather_facts(
+            session,
+            inventory,
+            progress_for_terminal("reading this node"),
+            only={node.name},
+            sample_interval=sample_interval,
+            exec_via=options.exec_via,
+        )
         outcome = gathered[node.name]
         if outcome.ok and outcome.value is not None:
             value = outcome.value
-            host = HostEvidence(node.name, node.host, value.facts, seconds=value.seconds, gather_stdout=value.transcript, gather_stderr=value.stderr)
+            host = HostEvidence(
+                node.name,
+                node.host,
+                value.facts,
+                seconds=value.seconds,
+                gather_stdout=value.transcript,
+                gather_stderr=value.stderr,
+            )
         else:
-            host = HostEvidence(node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds)
+            host = HostEvidence(
+                node.name, node.host, None, error=outcome.error, error_kind=outcome.kind, seconds=outcome.seconds
+            )
         if selection.needs_hccs and inventory.product.id == A3:
             planned = plan_local(desired, node.name, host.facts)
-            host = run_hccs(session, desired, {node.name: host}, progress_for_terminal("HCCS pings"), planned=planned, exec_via=options.exec_via)[node.name]
+            host = run_hccs(
+                session,
+                desired,
+                {node.name: host},
+                progress_for_terminal("HCCS pings"),
+                planned=planned,
+                exec_via=options.exec_via,
+            )[node.name]
         pings = None
         if selection.needs_pings:
             pings = local_ping_plan(desired, node.name, host.facts, mesh)
             if pings.by_source():
-                pinged = run_pings(session, pings, progress_for_terminal("pinging peer NPUs"), exec_via=options.exec_via)[node.name]
+                pinged = run_pings(
+                    session, pings, progress_for_terminal("pinging peer NPUs"), exec_via=options.exec_via
+                )[node.name]
                 if pinged.ok and pinged.value is not None:
                     run: PingRun = pinged.value
-                    host = replace(host, pings=run.results, ping_error=_ping_problem(run), ping_stdout=run.stdout, ping_stderr=run.stderr, ping_seconds=run.seconds)
+                    host = replace(
+                        host,
+                        pings=run.results,
+                        ping_error=_ping_problem(run),
+                        ping_stdout=run.stdout,
+                        ping_stderr=run.stderr,
+                        ping_seconds=run.seconds,
+                    )
                 else:
-                    host = replace(host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds)
+                    host = replace(
+                        host, ping_error=pinged.error or "the ping script failed", ping_seconds=pinged.seconds
+                    )
             else:
                 host = replace(host, pings=())  # nothing this node can ping: an empty, finished phase
         execs = session.exec_counts()
     limits_hit = collect_limits_hit(session.limits_hit, {node.name: host.facts}, remote_call_output_cap())
-    return VerifyRun(desired, str(path.resolve()), text, {node.name: host}, pings, mesh, selection, day, execs, [], None,
-                limits_hit=limits_hit, local_node=node.name, node_tie=node_tie(node.name, text))
+    return VerifyRun(
+        desired,
+        str(path.resolve()),
+        text,
+        {node.name: host},
+        pings,
+        mesh,
+        selection,
+        day,
+        execs,
+        [],
+        None,
+        limits_hit=limits_hit,
+        local_node=node.name,
+        node_tie=node_tie(node.name, text),
+    )

@@ -6,39 +6,42 @@ import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
+
 import click
+
 from ascendprep.base import exitcodes
+from ascendprep.base.findings import Severity
+from ascendprep.base.hostrange import compressed
+from ascendprep.base.text import markup_safe
+from ascendprep.base.yamlsource import InputError
+from ascendprep.desired.state import build_desired
+from ascendprep.facts.shell import checked_output_cap_override, remote_call_output_cap
+from ascendprep.facts.unit import PLAN
+from ascendprep.inventory.load import load_inventory
+from ascendprep.plan.diff import diff_host, unreachable_host
+from ascendprep.plan.planfile import DEFAULT_PLAN, from_host_plans, write_plan
+from ascendprep.plan.reads import units_for_plan
+from ascendprep.remote.deadline import Deadline
+from ascendprep.remote.sudo import SudoPassword
+from ascendprep.report import SCHEMA_VERSION
+from ascendprep.report import console as report_console
+from ascendprep.report.addresses import write_address_csv
+from ascendprep.report.changes import changes_table, plan_document
+from ascendprep.report.findings import findings_table
+from ascendprep.report.jsondoc import write_json
+from ascendprep.report.limits_hit import collect_limits_hit
+from ascendprep.report.plan import print_plan, render_json
 from ascendprep.run.common import (
-    select_nodes,
     fail_input,
     hosts_deadline,
     open_session,
     print_invalid_inventory,
+    select_nodes,
     stderr_console,
 )
-from ascendprep.base.findings import Severity
-from ascendprep.remote.deadline import Deadline
-from ascendprep.remote.sudo import SudoPassword
-from ascendprep.base.hostrange import compressed
-from ascendprep.facts.shell import checked_output_cap_override, remote_call_output_cap
-from ascendprep.report import SCHEMA_VERSION
-from ascendprep.report import console as report_console
-from ascendprep.report.findings import findings_table
-from ascendprep.base.text import markup_safe
-from ascendprep.base.yamlsource import InputError
-from ascendprep.desired.state import build_desired
-from ascendprep.inventory.load import load_inventory
-from ascendprep.report.plan import print_plan, render_json
-from ascendprep.report.addresses import write_address_csv
 from ascendprep.run.hosts import gather_facts
-from ascendprep.plan.reads import units_for_plan
 from ascendprep.run.progress import progress_for_terminal
-from ascendprep.plan.diff import diff_host, unreachable_host
-from ascendprep.facts.unit import PLAN
-from ascendprep.report.limits_hit import collect_limits_hit
-from ascendprep.plan.planfile import DEFAULT_PLAN, from_host_plans, write_plan
-from ascendprep.report.changes import changes_table, plan_document
-from ascendprep.report.jsondoc import write_json
+
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState
     from ascendprep.inventory.model import Node
@@ -97,7 +100,15 @@ def plan_deadline(desired: "DesiredState", forks: Optional[int], timeout: Option
     return hosts_deadline(desired.inventory, timeout, forks, PLAN_PHASES)
 
 
-def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, deadline: Optional[Deadline] = None, limits_hit: Optional[list] = None, nodes: Optional[Sequence["Node"]] = None) -> list["HostPlan"]:
+def plan_hosts(
+    desired: "DesiredState",
+    accept_new_host_keys: bool,
+    forks: Optional[int],
+    sudo_password: Optional[SudoPassword] = None,
+    deadline: Optional[Deadline] = None,
+    limits_hit: Optional[list] = None,
+    nodes: Optional[Sequence["Node"]] = None,
+) -> list["HostPlan"]:
     """Gather facts on every node (or on ``nodes``) and diff each against its desired state.
 
     ``limits_hit``: when given, the limits the run hit are appended to it (see report.limits_hit).
@@ -106,8 +117,17 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
     inventory = desired.inventory
     chosen = list(inventory.nodes) if nodes is None else list(nodes)
     with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, chosen) as session:
-        units = {node.name: units_for_plan(desired, node.name) for node in chosen}  # no gateway/TLS/firewall query the diff would not look at
-        outcomes = gather_facts(session, inventory, progress_for_terminal("reading hosts"), only={node.name for node in chosen}, phase=PLAN, units=units)
+        units = {
+            node.name: units_for_plan(desired, node.name) for node in chosen
+        }  # no gateway/TLS/firewall query the diff would not look at
+        outcomes = gather_facts(
+            session,
+            inventory,
+            progress_for_terminal("reading hosts"),
+            only={node.name for node in chosen},
+            phase=PLAN,
+            units=units,
+        )
     if limits_hit is not None:
         facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in outcomes.items()}
         limits_hit.extend(collect_limits_hit(session.limits_hit, facts, remote_call_output_cap()))
@@ -121,7 +141,17 @@ def plan_hosts(desired: "DesiredState", accept_new_host_keys: bool, forks: Optio
     return plans
 
 
-def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, detailed_exitcode: bool, accept_new_host_keys: bool, forks: Optional[int], sudo_password: Optional[SudoPassword] = None, timeout: Optional[float] = None, hosts_pattern: Optional[str] = None) -> int:
+def run_plan(
+    inventory_path: Path,
+    output: Optional[Path],
+    output_format: str,
+    detailed_exitcode: bool,
+    accept_new_host_keys: bool,
+    forks: Optional[int],
+    sudo_password: Optional[SudoPassword] = None,
+    timeout: Optional[float] = None,
+    hosts_pattern: Optional[str] = None,
+) -> int:
     """The live ``plan``: returns the exit code; raises InputError for a bad inventory."""
 
     err = report_console(stderr=True)
@@ -151,10 +181,15 @@ def run_plan(inventory_path: Path, output: Optional[Path], output_format: str, d
         if findings:
             out.print(findings_table(findings))
         hosts_with_changes = sum(1 for p in plans if p.changes)
-        out.print(f"Plan: {saved.change_count} changes on {hosts_with_changes} of {len(plans)} hosts, saved to {markup_safe(path)}")
+        out.print(
+            f"Plan: {saved.change_count} changes on {hosts_with_changes} of {len(plans)} hosts, saved to {markup_safe(path)}"
+        )
         for hit in limits_hit:
             if hit["limit"] == "command_timeout":
-                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {markup_safe(hit['step'])}: {markup_safe(compressed(hit['hosts']))} were given up on.[/]", soft_wrap=True)
+                out.print(
+                    f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {markup_safe(hit['step'])}: {markup_safe(compressed(hit['hosts']))} were given up on.[/]",
+                    soft_wrap=True,
+                )
         if not saved.complete:
             out.print("[yellow]The plan is incomplete: the hosts above marked as such were not (fully) read.[/]")
         elif saved.change_count:

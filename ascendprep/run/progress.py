@@ -14,7 +14,17 @@ import threading
 from typing import Optional, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress as RichProgress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import (
+    Progress as RichProgress,
+)
 
 
 class Progress:

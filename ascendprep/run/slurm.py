@@ -43,15 +43,15 @@ import shutil
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ascendprep.base.hostrange import HostRangeError, expand
+from ascendprep.base.limits import HOST_OUTPUT_CAP, SLURM_NODELIST_MAX_CHARS
 from ascendprep.remote import shell
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.deadline import Deadline
 from ascendprep.remote.errors import RemoteError
-from ascendprep.run.fanout import Session
 from ascendprep.remote.local import LocalTransport
 from ascendprep.remote.transport import FileChannelUnavailable
-from ascendprep.base.hostrange import HostRangeError, expand
-from ascendprep.base.limits import HOST_OUTPUT_CAP, SLURM_NODELIST_MAX_CHARS
+from ascendprep.run.fanout import Session
 
 #: Launchers ``verify --allreduce --launcher`` knows.
 LAUNCHERS = ("ssh", "slurm")
@@ -108,8 +108,10 @@ def allocation_from_env(environ: Mapping[str, str]) -> Allocation:
     """The allocation the environment describes (srun's own contract); SlurmError outside one."""
     job_id = environ.get("SLURM_JOB_ID") or environ.get("SLURM_JOBID")
     if not job_id:
-        raise SlurmError("not inside a Slurm allocation (no SLURM_JOB_ID): run verify from "
-                         "an sbatch script or an salloc shell that holds every inventory node")
+        raise SlurmError(
+            "not inside a Slurm allocation (no SLURM_JOB_ID): run verify from "
+            "an sbatch script or an salloc shell that holds every inventory node"
+        )
     if not job_id.isdigit():
         raise SlurmError(f"SLURM_JOB_ID {job_id!r} is not a job id")
     nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")
@@ -135,9 +137,11 @@ def slurm_node_names(nodes: Sequence[Tuple[str, str]], allocation: Allocation) -
         else:
             found[name] = match
     if missing:
-        raise SlurmError(f"job {allocation.job_id} does not hold inventory nodes {', '.join(missing)} "
-                         f"(its nodes: {', '.join(allocation.nodes[:8])}{' ...' if len(allocation.nodes) > 8 else ''}); "
-                         "allocate them all, e.g. sbatch --nodelist")
+        raise SlurmError(
+            f"job {allocation.job_id} does not hold inventory nodes {', '.join(missing)} "
+            f"(its nodes: {', '.join(allocation.nodes[:8])}{' ...' if len(allocation.nodes) > 8 else ''}); "
+            "allocate them all, e.g. sbatch --nodelist"
+        )
     return found
 
 
@@ -148,8 +152,18 @@ def srun_prefix(job_id: str, node: str, srun: str = "srun", environ: Optional[Ma
     their values are not on the command line either.
     """
     present = [name for name in STEP_ENV if name in (os.environ if environ is None else environ)]
-    return [srun, f"--jobid={job_id}", "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--overlap",
-            "--input=0", "--quiet", "--kill-on-bad-exit=1", f"--export={','.join(present) or 'NONE'}"]
+    return [
+        srun,
+        f"--jobid={job_id}",
+        "--nodes=1",
+        "--ntasks=1",
+        f"--nodelist={node}",
+        "--overlap",
+        "--input=0",
+        "--quiet",
+        "--kill-on-bad-exit=1",
+        f"--export={','.join(present) or 'NONE'}",
+    ]
 
 
 def srun_command() -> str:
@@ -171,8 +185,15 @@ class SrunTransport(LocalTransport):
     to the step). Files travel inside a script, as over SSH to a host without SFTP.
     """
 
-    def __init__(self, name: str, job_id: str, node: str, srun: str, command_timeout: Optional[float] = 120.0,
-                 output_cap: int = HOST_OUTPUT_CAP) -> None:
+    def __init__(
+        self,
+        name: str,
+        job_id: str,
+        node: str,
+        srun: str,
+        command_timeout: Optional[float] = 120.0,
+        output_cap: int = HOST_OUTPUT_CAP,
+    ) -> None:
         super().__init__(name, command_timeout, output_cap)
         self.prefix = srun_prefix(job_id, node, srun)
 
@@ -210,9 +231,11 @@ class SlurmLauncher:
 
     def session(self, hosts: Sequence[HostAccess], deadline: Optional[Deadline] = None) -> Session:
         """A Session whose transports are srun steps (one per node, all at once)."""
+
         def connect(access: HostAccess) -> SrunTransport:
-            return SrunTransport(access.name, self.allocation.job_id, self.node_names[access.name], self.srun,
-                                 access.command_timeout)
+            return SrunTransport(
+                access.name, self.allocation.job_id, self.node_names[access.name], self.srun, access.command_timeout
+            )
 
         return Session(hosts, forks=max(1, len(hosts)), transport_factory=connect, deadline=deadline)
 

@@ -14,62 +14,65 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
 from rich.console import Console
+
 from ascendprep.base import exitcodes
+from ascendprep.base.findings import Finding, has_errors
+from ascendprep.base.hostrange import compressed
+from ascendprep.base.text import markup_safe as escape
+from ascendprep.base.yamlsource import InputError, Located, read_input_text
+from ascendprep.facts.shell import checked_output_cap_override, remote_call_output_cap
+from ascendprep.remote.deadline import Deadline
 from ascendprep.run.common import (
-    select_nodes,
     hosts_deadline,
     open_session,
     print_input_errors,
+    select_nodes,
 )
-from ascendprep.base.findings import Finding, has_errors
-from ascendprep.remote.deadline import Deadline
-from ascendprep.base.hostrange import compressed
-from ascendprep.facts.shell import checked_output_cap_override, remote_call_output_cap
-from ascendprep.base.text import markup_safe as escape
-from ascendprep.base.yamlsource import InputError, Located, read_input_text
+
 if TYPE_CHECKING:  # pragma: no cover
+    from ascendprep.inventory.load import Inventory
     from ascendprep.verify.checks.model import CheckResult
     from ascendprep.verify.checks.registry import Selection
-    from ascendprep.inventory.load import Inventory
-from ascendprep.run.verify_run import VERIFY_PHASES, VerifyOptions, VerifyRun, desired_state
-from ascendprep.verify.checks.blockers import busy_npu_refusal
-from ascendprep.run.evidence import collect
-from ascendprep.run.progress import progress_for_terminal
-from ascendprep.inventory.load import inventory_from_text
-from ascendprep.report.limits_hit import collect_limits_hit
-from ascendprep.verify.allreduce.jobs import option_problems
-from ascendprep.run.allreduce import run_allreduce
-from ascendprep.run.bundle import RUNS_DIR, BundleWriter, new_bundle_dir
 import os
-from ascendprep.run.slurm import SlurmError, prepare_slurm
-from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S
-from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S, MIN_TIMEOUT_S
-from ascendprep.verify.checks.registry import Selection
-from ascendprep.run.bundle import BundleError, ReadBudget, read_bundle
-from ascendprep.run.bundlemerge import bundle_paths
-from ascendprep.run.bundlemerge import check_compatible, merge_bundles
-from ascendprep.verify.checks.registry import Selection, SelectionError
-from ascendprep.run.bundle import BundleError
-from ascendprep.run.node_local import verify_local
-from ascendprep.run.bundle import Bundle, BundleWriter, DiskCheck, bundle_size, check_free_space, prune_runs, write_bundle
-from ascendprep.report.verify import bundle_document
-from ascendprep.verify.checks.runner import no_errors, run_checks
-from ascendprep.run.bundle import RUNS_DIR, new_bundle_dir
+import time
+
+from ascendprep import __version__
 from ascendprep.base.outputfile import write_file
-from ascendprep.report.junit import render_junit
-from ascendprep.report.verify import print_verify, verify_document
-from ascendprep.run.node_local import node_results
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.report.html import HtmlInput, render_html
 from ascendprep.report.jsondoc import write_json
-from ascendprep.run.bundlemerge import describe
-import time
-from ascendprep import __version__
-from ascendprep.report.prometheus import verify_metrics
-from ascendprep.report.prometheus import write_metrics_file
-
-
-
+from ascendprep.report.junit import render_junit
+from ascendprep.report.limits_hit import collect_limits_hit
+from ascendprep.report.prometheus import verify_metrics, write_metrics_file
+from ascendprep.report.verify import bundle_document, print_verify, verify_document
+from ascendprep.run.allreduce import run_allreduce
+from ascendprep.run.bundle import (
+    RUNS_DIR,
+    Bundle,
+    BundleError,
+    BundleWriter,
+    DiskCheck,
+    ReadBudget,
+    bundle_size,
+    check_free_space,
+    new_bundle_dir,
+    prune_runs,
+    read_bundle,
+    write_bundle,
+)
+from ascendprep.run.bundlemerge import bundle_paths, check_compatible, describe, merge_bundles
+from ascendprep.run.evidence import collect
+from ascendprep.run.node_local import node_results, verify_local
+from ascendprep.run.progress import progress_for_terminal
+from ascendprep.run.slurm import SlurmError, prepare_slurm
+from ascendprep.run.verify_run import VERIFY_PHASES, VerifyOptions, VerifyRun, desired_state
+from ascendprep.verify.allreduce.jobs import option_problems
+from ascendprep.verify.allreduce.options import DEFAULT_TIMEOUT_S, MIN_TIMEOUT_S
+from ascendprep.verify.checks.blockers import busy_npu_refusal
+from ascendprep.verify.checks.registry import Selection, SelectionError
+from ascendprep.verify.checks.runner import no_errors, run_checks
 
 #: The bundle's ``selection`` entry listing the nodes a ``--hosts`` run read.
 ONLY_HOSTS_KEY = "hosts"
@@ -82,13 +85,14 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     path = options.inventory
     text = read_input_text(path)
     inventory = inventory_from_text(text, file=str(path), base_dir=path.parent)
-    chosen = select_nodes(inventory, options.hosts_pattern)  # a pattern naming no node stops here, before any host is read
+    chosen = select_nodes(
+        inventory, options.hosts_pattern
+    )  # a pattern naming no node stops here, before any host is read
     only = {node.name for node in chosen} if options.hosts_pattern is not None else None
     desired = desired_state(inventory, err)
     if desired is None:
         return None
     if options.allreduce is not None:
-
         problems = option_problems(inventory, options.allreduce)
         if problems:
             raise InputError([Located("--allreduce", None, "", problem) for problem in problems])
@@ -100,33 +104,65 @@ def _live(options: VerifyOptions, selection: Selection, err: Console) -> Optiona
     deadline = verify_deadline(inventory, options)
     writer = _bundle_writer(options)
     try:
-        with open_session(inventory, options.accept_new_host_keys, options.forks, options.sudo_password, deadline) as session:
+        with open_session(
+            inventory, options.accept_new_host_keys, options.forks, options.sudo_password, deadline
+        ) as session:
             hosts, pings = collect(
-                session, desired, mesh, selection.needs_pings, lambda what: progress_for_terminal(what),
-                sample_interval=options.sample_interval, exec_via=options.exec_via, with_hccs=selection.needs_hccs, only=only,
+                session,
+                desired,
+                mesh,
+                selection.needs_pings,
+                lambda what: progress_for_terminal(what),
+                sample_interval=options.sample_interval,
+                exec_via=options.exec_via,
+                with_hccs=selection.needs_hccs,
+                only=only,
                 keep=writer.keep,
             )
-            refusal = busy_npu_refusal(hosts) if options.allreduce is not None and not options.allreduce.allow_busy_npus else None
+            refusal = (
+                busy_npu_refusal(hosts)
+                if options.allreduce is not None and not options.allreduce.allow_busy_npus
+                else None
+            )
             if refusal is not None:
                 allreduce_findings = [refusal]  # an all-reduce on NPUs another job holds fails with EJ0001
             elif options.allreduce is not None:
-
                 shown = err if options.output_format != "text" else Console(highlight=False)
                 if launcher is not None:  # srun steps in the allocation instead of the SSH connections
                     with launcher.session(session.hosts, deadline) as steps:
-                        outcome = run_allreduce(inventory, steps, _allreduce_within(options.allreduce, deadline), shown, options.exec_via)
+                        outcome = run_allreduce(
+                            inventory, steps, _allreduce_within(options.allreduce, deadline), shown, options.exec_via
+                        )
                     session.limits_hit.extend(steps.limits_hit)  # the steps' caps and deadline, in the same list
                 else:
-                    outcome = run_allreduce(inventory, session, _allreduce_within(options.allreduce, deadline), shown, options.exec_via)
+                    outcome = run_allreduce(
+                        inventory, session, _allreduce_within(options.allreduce, deadline), shown, options.exec_via
+                    )
                 allreduce_findings = list(outcome.findings)
                 allreduce_doc = outcome.to_dict()
             execs = session.exec_counts()
     except BaseException:
         writer.abandon()  # Ctrl-C or an error: no half bundle is left behind
         raise
-    limits_hit = collect_limits_hit(session.limits_hit, {name: host.facts for name, host in hosts.items()}, remote_call_output_cap())
-    return VerifyRun(desired, str(path.resolve()), text, hosts, pings, mesh, selection, day, execs, allreduce_findings, allreduce_doc, limits_hit=limits_hit,
-                only_hosts=[n.name for n in chosen] if only is not None else None, bundle_writer=writer)
+    limits_hit = collect_limits_hit(
+        session.limits_hit, {name: host.facts for name, host in hosts.items()}, remote_call_output_cap()
+    )
+    return VerifyRun(
+        desired,
+        str(path.resolve()),
+        text,
+        hosts,
+        pings,
+        mesh,
+        selection,
+        day,
+        execs,
+        allreduce_findings,
+        allreduce_doc,
+        limits_hit=limits_hit,
+        only_hosts=[n.name for n in chosen] if only is not None else None,
+        bundle_writer=writer,
+    )
 
 
 def _bundle_writer(options: VerifyOptions) -> Any:
@@ -145,7 +181,6 @@ def _bundle_writer(options: VerifyOptions) -> Any:
 def _slurm_launcher(inventory: Inventory) -> Any:
     """``--launcher slurm``: the allocation checked before any host is read (exit 2 outside one)."""
 
-
     try:
         return prepare_slurm([(n.name, n.host) for n in inventory.nodes], os.environ)
     except SlurmError as exc:
@@ -159,7 +194,6 @@ def verify_deadline(inventory: Inventory, options: VerifyOptions) -> Deadline:
         waves = -(-len(inventory.nodes) // (options.forks or inventory.model.ssh.forks))
         deadline.seconds += options.sample_interval * waves  # each wave's gather waits up to the interval
     if options.timeout is None and options.allreduce is not None:
-
         deadline.seconds += DEFAULT_TIMEOUT_S
     return deadline
 
@@ -178,18 +212,38 @@ def _from_bundle(options: VerifyOptions, selection: Optional[Selection], err: Co
     bundle = read_bundle(options.from_bundle, merge)
     if options.more_bundles or bundle.local_node is not None:
         return _merged(options, selection, [bundle, *(read_bundle(p, merge) for p in _more_paths(options))], err)
-    inventory = inventory_from_text(bundle.inventory_text, file=bundle.inventory_path, base_dir=Path(bundle.inventory_path).parent)
+    inventory = inventory_from_text(
+        bundle.inventory_text, file=bundle.inventory_path, base_dir=Path(bundle.inventory_path).parent
+    )
     desired = desired_state(inventory, err)
     if desired is None:
         return None
     if selection is None:
         selection = Selection.parse(bundle.selection.get("only", ()), bundle.selection.get("skip", ()))
-    read = {name for name in bundle.selection.get(ONLY_HOSTS_KEY) or () if isinstance(name, str)}  # a --hosts run read only these
+    read = {
+        name for name in bundle.selection.get(ONLY_HOSTS_KEY) or () if isinstance(name, str)
+    }  # a --hosts run read only these
     only_hosts = [n.name for n in inventory.nodes if n.name in read] if read else None
-    missing = sorted(set(only_hosts if only_hosts is not None else (n.name for n in inventory.nodes)) - set(bundle.hosts))
+    missing = sorted(
+        set(only_hosts if only_hosts is not None else (n.name for n in inventory.nodes)) - set(bundle.hosts)
+    )
     if missing:
         raise BundleError(f"{bundle.path}: no evidence for nodes {', '.join(missing)}")
-    return VerifyRun(desired, bundle.inventory_path, bundle.inventory_text, bundle.hosts, bundle.pings, bundle.mesh, selection, bundle.day, bundle.ssh_execs, bundle.allreduce_findings, bundle.allreduce_doc, from_bundle=str(options.from_bundle), only_hosts=only_hosts)
+    return VerifyRun(
+        desired,
+        bundle.inventory_path,
+        bundle.inventory_text,
+        bundle.hosts,
+        bundle.pings,
+        bundle.mesh,
+        selection,
+        bundle.day,
+        bundle.ssh_execs,
+        bundle.allreduce_findings,
+        bundle.allreduce_doc,
+        from_bundle=str(options.from_bundle),
+        only_hosts=only_hosts,
+    )
 
 
 def _more_paths(options: VerifyOptions) -> List[Path]:
@@ -198,12 +252,16 @@ def _more_paths(options: VerifyOptions) -> List[Path]:
     return bundle_paths(options.from_bundle, options.more_bundles)[1:]
 
 
-def _merged(options: VerifyOptions, selection: Optional[Selection], bundles: List[Any], err: Console) -> Optional[VerifyRun]:
+def _merged(
+    options: VerifyOptions, selection: Optional[Selection], bundles: List[Any], err: Console
+) -> Optional[VerifyRun]:
     """``--from-bundle DIR DIR...``: node bundles of verify --local runs, judged as one cluster."""
 
     check_compatible(bundles, explicit_selection=selection is not None)
     first = bundles[0]
-    inventory = inventory_from_text(first.inventory_text, file=first.inventory_path, base_dir=Path(first.inventory_path).parent)
+    inventory = inventory_from_text(
+        first.inventory_text, file=first.inventory_path, base_dir=Path(first.inventory_path).parent
+    )
     desired = desired_state(inventory, err)
     if desired is None:
         return None
@@ -211,7 +269,21 @@ def _merged(options: VerifyOptions, selection: Optional[Selection], bundles: Lis
         selection = Selection.parse(first.selection.get("only", ()), first.selection.get("skip", ()))
     merged = merge_bundles(bundles, desired, selection.needs_pings)
     label = ", ".join(merged.sources.values())
-    return VerifyRun(desired, first.inventory_path, first.inventory_text, merged.hosts, merged.pings, first.mesh, selection, merged.day, merged.ssh_execs, [], None, from_bundle=label, merged=merged)
+    return VerifyRun(
+        desired,
+        first.inventory_path,
+        first.inventory_text,
+        merged.hosts,
+        merged.pings,
+        first.mesh,
+        selection,
+        merged.day,
+        merged.ssh_execs,
+        [],
+        None,
+        from_bundle=label,
+        merged=merged,
+    )
 
 
 @contextlib.contextmanager
@@ -247,7 +319,6 @@ def _run_verify(options: VerifyOptions) -> int:
         if options.from_bundle is not None:
             run = _from_bundle(options, selection, err)
         elif options.local:
-
             assert selection is not None
             run = verify_local(options, selection, err)
         else:
@@ -267,7 +338,15 @@ def _run_verify(options: VerifyOptions) -> int:
             run.bundle_writer.abandon()  # a no-op once the bundle is in place; else no half bundle stays
 
 
-def _save_bundle(run: VerifyRun, target: Path, document: Dict[str, Any], keep_runs: int, err: Console, chosen_dir: bool = False, results: Sequence[CheckResult] = ()) -> Optional[Path]:
+def _save_bundle(
+    run: VerifyRun,
+    target: Path,
+    document: Dict[str, Any],
+    keep_runs: int,
+    err: Console,
+    chosen_dir: bool = False,
+    results: Sequence[CheckResult] = (),
+) -> Optional[Path]:
     """Write the evidence bundle (when the disk has room) and drop runs past ``keep_runs``;
     ``results`` (those ``document`` was made of) choose the hosts whose facts.json it holds
     (fleet.bundle.facts_wanted), and its results.json is their verdict
@@ -278,7 +357,20 @@ def _save_bundle(run: VerifyRun, target: Path, document: Dict[str, Any], keep_ru
     """
 
     recorded = {**run.selection.to_dict(), **({ONLY_HOSTS_KEY: run.only_hosts} if run.only_hosts is not None else {})}
-    bundle = Bundle(run.inventory_path, run.inventory_text, run.hosts, run.pings, run.mesh, recorded, run.day, ssh_execs=run.ssh_execs, allreduce_findings=run.allreduce_findings, allreduce_doc=run.allreduce_doc, local_node=run.local_node, node_tie=run.node_tie)
+    bundle = Bundle(
+        run.inventory_path,
+        run.inventory_text,
+        run.hosts,
+        run.pings,
+        run.mesh,
+        recorded,
+        run.day,
+        ssh_execs=run.ssh_execs,
+        allreduce_findings=run.allreduce_findings,
+        allreduce_doc=run.allreduce_doc,
+        local_node=run.local_node,
+        node_tie=run.node_tie,
+    )
     writer = run.bundle_writer
     if writer is None:  # --local: the bundle is written at the end, by a writer made here
         writer = BundleWriter(target, chosen_dir, run.local_node)
@@ -295,20 +387,32 @@ def _save_bundle(run: VerifyRun, target: Path, document: Dict[str, Any], keep_ru
         try:
             saved = write_bundle(bundle, target, verdict, chosen_dir=chosen_dir, writer=writer, results=results)
         except (OSError, ValueError) as exc:
-            err.print(f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}", soft_wrap=True)
+            err.print(
+                f"[yellow]warning:[/] the evidence bundle could not be saved in {escape(str(target))}: {escape(str(exc))}",
+                soft_wrap=True,
+            )
     else:
         writer.abandon()
     for folder in writer.removed_stale:
-        err.print(f"Removed {escape(str(folder))}: the partial bundle of a run that stopped before finishing it.", soft_wrap=True)
+        err.print(
+            f"Removed {escape(str(folder))}: the partial bundle of a run that stopped before finishing it.",
+            soft_wrap=True,
+        )
     for problem in writer.stale_problems:
-        err.print(f"[yellow]warning:[/] the partial bundle of a run that stopped could not be removed: {escape(problem)}", soft_wrap=True)
+        err.print(
+            f"[yellow]warning:[/] the partial bundle of a run that stopped could not be removed: {escape(problem)}",
+            soft_wrap=True,
+        )
     if saved is None:
         document["bundle"] = None
     if not chosen_dir:  # --bundle-dir: the user's folder; runs elsewhere are not this run's to prune
         try:
             prune_runs(target.parent, keep_runs)
         except OSError as exc:
-            err.print(f"[yellow]warning:[/] old runs under {escape(str(target.parent))} could not be removed: {escape(str(exc))}", soft_wrap=True)
+            err.print(
+                f"[yellow]warning:[/] old runs under {escape(str(target.parent))} could not be removed: {escape(str(exc))}",
+                soft_wrap=True,
+            )
     return saved
 
 
@@ -324,32 +428,57 @@ def _only_hosts(run: VerifyRun, results: List[CheckResult], chosen: set) -> Tupl
 def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
 
     if run.local_node is not None:
-
-        results: List[CheckResult] = node_results(run.desired, run.hosts[run.local_node], run.pings, run.selection, run.day)
+        results: List[CheckResult] = node_results(
+            run.desired, run.hosts[run.local_node], run.pings, run.selection, run.day
+        )
     else:
         results = run_checks(run.desired, run.hosts, run.pings, run.selection, run.day)
     shown = run  # a bundle re-check with --hosts shows only those nodes of what it holds
     if options.hosts_pattern is not None and run.from_bundle is not None:
-        shown, results = _only_hosts(run, results, {n.name for n in select_nodes(run.desired.inventory, options.hosts_pattern)})
+        shown, results = _only_hosts(
+            run, results, {n.name for n in select_nodes(run.desired.inventory, options.hosts_pattern)}
+        )
     code = exitcodes.OK if no_errors(results) and not has_errors(shown.allreduce_findings) else exitcodes.FAILED
     if any(hit["limit"] == "command_timeout" for hit in run.limits_hit):
         code = exitcodes.FAILED  # incomplete, whatever the checks of the rest say
     node_order = [n.name for n in run.desired.inventory.nodes if n.name in shown.hosts]
     if options.junit is not None:
         try:
-            write_file(options.junit, render_junit(results, node_order, run.desired.inventory.name, shown.allreduce_findings if run.allreduce_doc is not None or shown.allreduce_findings else None))  # 0600: host evidence
+            write_file(
+                options.junit,
+                render_junit(
+                    results,
+                    node_order,
+                    run.desired.inventory.name,
+                    shown.allreduce_findings if run.allreduce_doc is not None or shown.allreduce_findings else None,
+                ),
+            )  # 0600: host evidence
         except OSError as exc:
             err.print(f"[bold red]error:[/] --junit {escape(str(options.junit))}: {escape(str(exc.strerror or exc))}")
             code = exitcodes.FAILED
-    if options.prometheus_file is not None and not _write_metrics(options.prometheus_file, _metrics(results, shown, node_order, code, run.allreduce_doc), err):
+    if options.prometheus_file is not None and not _write_metrics(
+        options.prometheus_file, _metrics(results, shown, node_order, code, run.allreduce_doc), err
+    ):
         code = exitcodes.FAILED
     if options.html is not None:
-
-        page = HtmlInput(run.desired, results, shown.hosts, node_order, run.pings, code, run.allreduce_doc, shown.allreduce_findings, run.from_bundle or run.inventory_path)
+        page = HtmlInput(
+            run.desired,
+            results,
+            shown.hosts,
+            node_order,
+            run.pings,
+            code,
+            run.allreduce_doc,
+            shown.allreduce_findings,
+            run.from_bundle or run.inventory_path,
+        )
         try:
             write_file(options.html, render_html(page), mode=0o600)  # host evidence
         except OSError as exc:
-            err.print(f"[bold red]error:[/] --html {escape(str(options.html))}: {escape(str(exc.strerror or exc))}", soft_wrap=True)
+            err.print(
+                f"[bold red]error:[/] --html {escape(str(options.html))}: {escape(str(exc.strerror or exc))}",
+                soft_wrap=True,
+            )
             code = exitcodes.FAILED
     chosen_dir = run.local_node is not None and options.bundle_dir is not None
     if run.from_bundle:
@@ -359,7 +488,11 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
     else:
         target = options.bundle_dir if chosen_dir else new_bundle_dir(options.runs_dir or RUNS_DIR)
     document = verify_document(
-        inventory={"path": run.inventory_path, "sha256": hashlib.sha256(run.inventory_text.encode()).hexdigest(), "name": run.desired.inventory.name},
+        inventory={
+            "path": run.inventory_path,
+            "sha256": hashlib.sha256(run.inventory_text.encode()).hexdigest(),
+            "name": run.desired.inventory.name,
+        },
         results=results,
         hosts=shown.hosts,
         ssh_execs=run.ssh_execs,
@@ -384,31 +517,53 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
     if options.output_format == "prometheus":
         sys.stdout.write(_metrics(results, shown, node_order, code, run.allreduce_doc))
     elif options.output_format == "json":
-
         write_json(document, sys.stdout)  # every result; compact, in slices: 4,096 hosts in seconds, not minutes
     else:
         out = Console(highlight=False)
         if run.merged is not None:
-
             for line in describe(run.merged):
                 out.print(escape(line), soft_wrap=True)
         elif run.from_bundle:
-            out.print(f"Re-checked the evidence in {escape(run.from_bundle)} (gathered {run.day.isoformat()}); no host was contacted.")
+            out.print(
+                f"Re-checked the evidence in {escape(run.from_bundle)} (gathered {run.day.isoformat()}); no host was contacted."
+            )
         if run.local_node is not None:
-            out.print(f"Checked this machine as {escape(run.local_node)} (--local, no SSH); its peers' own checks are theirs.", soft_wrap=True)
+            out.print(
+                f"Checked this machine as {escape(run.local_node)} (--local, no SSH); its peers' own checks are theirs.",
+                soft_wrap=True,
+            )
         if run.only_hosts is not None:
-            out.print(f"Read only {escape(compressed(run.only_hosts))} (--hosts): the cluster checks judged these "
-                      "nodes alone, and their pings went to the planned addresses of the other nodes, which were not contacted.", soft_wrap=True)
-        print_verify(out, results, shown.hosts, node_order, shown.allreduce_findings, str(target) if target else None, counts=document["summary"])
+            out.print(
+                f"Read only {escape(compressed(run.only_hosts))} (--hosts): the cluster checks judged these "
+                "nodes alone, and their pings went to the planned addresses of the other nodes, which were not contacted.",
+                soft_wrap=True,
+            )
+        print_verify(
+            out,
+            results,
+            shown.hosts,
+            node_order,
+            shown.allreduce_findings,
+            str(target) if target else None,
+            counts=document["summary"],
+        )
         for hit in run.limits_hit:
             if hit["limit"] == "command_timeout":
-                out.print(f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(compressed(hit['hosts']))} were given up on; their results are incomplete.[/]", soft_wrap=True)
+                out.print(
+                    f"[yellow]The command's deadline ({hit['seconds']:g}s) passed in {escape(hit['step'])}: {escape(compressed(hit['hosts']))} were given up on; their results are incomplete.[/]",
+                    soft_wrap=True,
+                )
     return code
 
 
-def _metrics(results: List[CheckResult], shown: VerifyRun, node_order: List[str], code: int, allreduce_doc: Optional[Dict[str, Any]]) -> str:
+def _metrics(
+    results: List[CheckResult],
+    shown: VerifyRun,
+    node_order: List[str],
+    code: int,
+    allreduce_doc: Optional[Dict[str, Any]],
+) -> str:
     """The Prometheus textfile of this run (``--format prometheus`` / ``--prometheus-file``)."""
-
 
     return verify_metrics(results, shown.hosts, node_order, code, time.time(), allreduce_doc, __version__)
 

@@ -12,9 +12,9 @@ from rich.console import Console
 
 from ascendprep.base.findings import Finding
 from ascendprep.base.limits import KEEP_RUNS_DEFAULT
-from ascendprep.run.common import print_invalid_inventory
-from ascendprep.remote.sudo import SudoPassword
 from ascendprep.desired.state import build_desired
+from ascendprep.remote.sudo import SudoPassword
+from ascendprep.run.common import print_invalid_inventory
 
 if TYPE_CHECKING:  # pragma: no cover
     from ascendprep.desired.state import DesiredState

@@ -195,7 +195,9 @@ def _source_rank(facts: Optional[HostFacts], npu: int) -> Tuple[int, str]:
 
 def plan_pings(desired: DesiredState, facts: Mapping[str, Optional[HostFacts]], mesh: str = "ring") -> PingPlan:
     """The ping plan for ``mesh``, choosing each pair's source from what the facts say."""
-    ranks: Dict[Tuple[str, int], Tuple[int, str]] = {}  # per NPU, made once: it is in ~2 pairs, the master's in every node's
+    ranks: Dict[
+        Tuple[str, int], Tuple[int, str]
+    ] = {}  # per NPU, made once: it is in ~2 pairs, the master's in every node's
 
     def rank(end: Endpoint) -> Tuple[int, str]:
         known = ranks.get((end.node, end.npu))

@@ -74,7 +74,9 @@ def hosts_file(inventory: Inventory) -> dict[str, Any]:
     return {"lab": {"hosts": hosts, "vars": {"ansible_python_interpreter": inventory.model.software.python_path}}}
 
 
-def ansible_cfg(inventory: Inventory, forks: int, wrappers: Optional[Path] = None, control_dir: Optional[Path] = None) -> str:
+def ansible_cfg(
+    inventory: Inventory, forks: int, wrappers: Optional[Path] = None, control_dir: Optional[Path] = None
+) -> str:
     """``ansible.cfg``: forks, pipelining, the inventory's key and known_hosts, strict host keys.
 
     ``wrappers``: a folder with ``ssh``/``sftp``/``scp`` wrappers to use instead of the real
@@ -105,7 +107,11 @@ def ansible_cfg(inventory: Inventory, forks: int, wrappers: Optional[Path] = Non
 
 
 def write_project(
-    out: Path, inventory_path: Path, forks: Optional[int] = None, wrappers: Optional[Path] = None, control_dir: Optional[Path] = None
+    out: Path,
+    inventory_path: Path,
+    forks: Optional[int] = None,
+    wrappers: Optional[Path] = None,
+    control_dir: Optional[Path] = None,
 ) -> Path:
     """Write ansible.cfg, hosts.json, group_vars/ and host_vars/ into ``out``; return ansible.cfg."""
     inventory = load_inventory(inventory_path)

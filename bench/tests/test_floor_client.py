@@ -27,7 +27,9 @@ def test_the_script_makes_each_change_once_with_every_value_quoted():
     assert subprocess.run(["sh", "-n"], input=script, text=True, check=False).returncode == 0
     lines = script.splitlines()
     sets = [line for line in lines if " -s " in line]
-    assert len([s for s in sets if "-ip -s" in s]) == 2 and len([s for s in sets if "-netdetect -s" in s]) == 1  # npu 1 plans no detect IP
+    assert (
+        len([s for s in sets if "-ip -s" in s]) == 2 and len([s for s in sets if "-netdetect -s" in s]) == 1
+    )  # npu 1 plans no detect IP
     assert "'/opt/hccn tool' -i 0 -ip -s address 10.20.0.1 netmask 255.255.255.0" in script
     assert "> /proc/sys/net/ipv4/ip_local_reserved_ports" in script
     assert len([line for line in lines if line.startswith("echo '@@floor-ip")]) == 2  # one read-back per NPU
@@ -36,7 +38,9 @@ def test_the_script_makes_each_change_once_with_every_value_quoted():
 def test_files_are_written_byte_for_byte(tmp_path):
     target = tmp_path / "etc dir" / "env.sh"
     only_files = HostTarget("node1", "h", 22, "root", (), (), ((str(target), CONTENT),))
-    done = subprocess.run(["sh", "-s"], input=render_floor_script(only_files), text=True, capture_output=True, check=False)
+    done = subprocess.run(
+        ["sh", "-s"], input=render_floor_script(only_files), text=True, capture_output=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert target.read_text() == CONTENT and oct(target.stat().st_mode & 0o777) == "0o644"
     assert [p.name for p in target.parent.iterdir()] == ["env.sh"]  # no temp file left
@@ -47,7 +51,9 @@ def test_read_backs_must_show_every_planned_address():
     assert readback_problems(TARGET, good) == []
     wrong = good.replace("10.20.0.2", "10.20.0.3")
     assert readback_problems(TARGET, wrong) == ["npu 1: reads back '10.20.0.3', expected 10.20.0.2"]
-    assert readback_problems(TARGET, "@@floor-ip 0@@\nipaddr:10.20.0.1\n") == ["npu 1: reads back None, expected 10.20.0.2"]
+    assert readback_problems(TARGET, "@@floor-ip 0@@\nipaddr:10.20.0.1\n") == [
+        "npu 1: reads back None, expected 10.20.0.2"
+    ]
 
 
 def test_saved_targets_read_back_the_same(tmp_path):

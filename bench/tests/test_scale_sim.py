@@ -17,11 +17,11 @@ sys.path.insert(0, str(BENCH))
 import scale_sim  # noqa: E402
 
 from ascendprep.desired.state import build_desired  # noqa: E402
-from ascendprep.inventory.load import inventory_from_text, load_inventory  # noqa: E402
-from ascendprep.plan.diff import diff_host  # noqa: E402
 from ascendprep.facts.gather import parse_gather_output, render_gather_script  # noqa: E402
 from ascendprep.facts.ping import parse_ping_output, render_ping_script  # noqa: E402
 from ascendprep.facts.units import UNITS  # noqa: E402
+from ascendprep.inventory.load import inventory_from_text, load_inventory  # noqa: E402
+from ascendprep.plan.diff import diff_host  # noqa: E402
 
 PYTHON = "/root/.pyenv/versions/3.11.7/bin/python3"
 
@@ -101,12 +101,18 @@ def _by_substitution(fleet, name, script, nonce):
     text = re.sub(rf"(?<![\w-]){re.escape(fleet.recorded_node)}(?![\w-])", name, text)
     text = text.replace("/24 scope global eth0", f"/{fleet.host_prefix} scope global eth0")
     master, own = fleet.desired.inventory.master.host, addresses["host"]
-    route = f"local {own} dev lo src {own} uid 0 \n    cache <local> \n" if master == own else f"{master} dev eth0 src {own} uid 0 \n    cache \n"
+    route = (
+        f"local {own} dev lo src {own} uid 0 \n    cache <local> \n"
+        if master == own
+        else f"{master} dev eth0 src {own} uid 0 \n    cache \n"
+    )
     route += "\n" if fleet.gather.version >= 2 else ""
     section = re.compile(rf"(@@{nonce} begin net.route dest=)\S+\n.*?(?=@@{nonce} stderr)", re.S)
     text = section.sub(lambda m: f"{m.group(1)}{master}\n{route}", text, count=1)
     text = scale_sim._CONNECT_TIMEOUT.sub(lambda m: m.group(1) + fleet.connect_timeout, text)
-    return scale_sim._SHA_LINE.sub(lambda m: hashes[m.group(2)] + m.group(1) if m.group(2) in hashes else m.group(0), text)
+    return scale_sim._SHA_LINE.sub(
+        lambda m: hashes[m.group(2)] + m.group(1) if m.group(2) in hashes else m.group(0), text
+    )
 
 
 @pytest.mark.parametrize("state", [scale_sim.FRESH, scale_sim.CONVERGED])
@@ -115,7 +121,9 @@ def test_each_hosts_transcript_is_the_recording_with_its_own_values(scale_desire
     """The simulator joins pieces cut once from the recording; every host gets exactly what the
     substitutions would make of the whole text: the master and others, any script's sections."""
     fleet = scale_sim.SimulatedFleet(scale_desired, state, host_prefix=prefix)
-    fewer = render_gather_script(8, PYTHON, units=[u for u in UNITS if not u.section.startswith(("hccn.optical", "net."))])
+    fewer = render_gather_script(
+        8, PYTHON, units=[u for u in UNITS if not u.section.startswith(("hccn.optical", "net."))]
+    )
     master = scale_desired.inventory.master.name
     for name in (master, "node0002", "node0199", "node0200", "node0201", "node0300"):
         for script in (render_gather_script(8, PYTHON), fewer):

@@ -12,11 +12,12 @@ import subprocess
 import time
 from pathlib import Path
 
+from nodescript import run_node_script
+
 from ascendprep.apply.script import LOCKED_RC, parse_apply_output, render_apply_script
 from ascendprep.desired.envfiles import MANAGED_HEADER
 from ascendprep.plan.changes import Change, SetNpuAddress, WriteFile
 from ascendprep.plan.drift import sha256_text
-from nodescript import run_node_script
 
 
 def _write(target: Path, content: str) -> Change:
@@ -24,7 +25,9 @@ def _write(target: Path, content: str) -> Change:
 
 
 def _run(script: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return run_node_script([shutil.which("sh") or "/bin/sh", "-s"], input=script, capture_output=True, text=True, env=env, timeout=timeout)
+    return run_node_script(
+        [shutil.which("sh") or "/bin/sh", "-s"], input=script, capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def test_the_original_of_a_foreign_file_is_kept_for_good(tmp_path: Path):
@@ -42,13 +45,19 @@ def test_the_original_of_a_foreign_file_is_kept_for_good(tmp_path: Path):
     assert orig.read_text() == "vm.swappiness = 5\n"  # not overwritten by the next apply
     assert Path(f"{target}.ascendprep.bak").read_text() == f"{MANAGED_HEADER}\na = 1\n"
     assert target.read_text() == f"{MANAGED_HEADER}\na = 2\n"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["90-x.conf", "90-x.conf.ascendprep.bak", "90-x.conf.ascendprep.orig"]
+    assert sorted(p.name for p in target.parent.iterdir()) == [
+        "90-x.conf",
+        "90-x.conf.ascendprep.bak",
+        "90-x.conf.ascendprep.orig",
+    ]
 
 
 def test_a_file_ascendprep_wrote_gets_no_orig(tmp_path: Path):
     target = tmp_path / "env.sh"
     target.write_text(f"{MANAGED_HEADER}\nexport A=1\n")
-    done = _run(render_apply_script([_write(target, f"{MANAGED_HEADER}\nexport A=2\n")], None, lock_dir=str(tmp_path / "lock")))
+    done = _run(
+        render_apply_script([_write(target, f"{MANAGED_HEADER}\nexport A=2\n")], None, lock_dir=str(tmp_path / "lock"))
+    )
     assert parse_apply_output(done.stdout)[f"file:{target}"].ok
     assert not Path(f"{target}.ascendprep.orig").exists()
     assert Path(f"{target}.ascendprep.bak").read_text() == f"{MANAGED_HEADER}\nexport A=1\n"
@@ -73,14 +82,16 @@ def test_writes_are_fsynced_before_the_rename_and_temp_files_go_on_sigterm(tmp_p
     and a SIGTERM meanwhile leaves neither a temp file nor a half-written target."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "sync").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'synced'}\nexec sleep 30\n")
+    (fake / "sync").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "synced"}\nexec sleep 30\n')
     (fake / "sync").chmod(0o755)
     target = tmp_path / "etc" / "conf"
     target.parent.mkdir()
     target.write_text("old\n")
     script = render_apply_script([_write(target, "new\n")], None, lock_dir=str(tmp_path / "lock"))
     env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
-    proc = subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        ["sh", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     deadline = time.monotonic() + 20
     while not (tmp_path / "synced").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -134,7 +145,9 @@ def test_a_tool_still_busy_after_the_retries_fails_with_the_count(tmp_path: Path
 
 def test_other_failures_are_not_retried(tmp_path: Path):
     tool = tmp_path / "hccn_tool"
-    tool.write_text(f"#!/bin/sh\necho x >> {tmp_path / 'calls'}\necho 'The ip address configured is conflicted!' >&2; exit 7\n")
+    tool.write_text(
+        f"#!/bin/sh\necho x >> {tmp_path / 'calls'}\necho 'The ip address configured is conflicted!' >&2; exit 7\n"
+    )
     tool.chmod(0o755)
     done = _run(render_apply_script([_ip_change()], str(tool), lock_dir=str(tmp_path / "lock")))
     step = parse_apply_output(done.stdout)["hccn.ip:0"]
@@ -184,12 +197,28 @@ def test_links_in_the_lock_path_are_not_followed(tmp_path: Path):
 def test_no_flock_is_an_error_not_an_unlocked_apply(tmp_path: Path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name in ("mkdir", "chmod", "rm", "head", "mktemp", "cp", "mv", "sync", "dirname", "tr", "timeout", "sleep", "cat"):
+    for name in (
+        "mkdir",
+        "chmod",
+        "rm",
+        "head",
+        "mktemp",
+        "cp",
+        "mv",
+        "sync",
+        "dirname",
+        "tr",
+        "timeout",
+        "sleep",
+        "cat",
+    ):
         found = shutil.which(name)
         if found:
             (bin_dir / name).symlink_to(found)
     target = tmp_path / "conf"
-    done = _run(render_apply_script([_write(target, "x\n")], None, lock_dir=str(tmp_path / "lock")), env={"PATH": str(bin_dir)})
+    done = _run(
+        render_apply_script([_write(target, "x\n")], None, lock_dir=str(tmp_path / "lock")), env={"PATH": str(bin_dir)}
+    )
     assert done.returncode == 1
     assert "flock is not installed on this host" in done.stderr
     assert not target.exists() and parse_apply_output(done.stdout) == {}

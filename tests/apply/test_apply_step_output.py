@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-
-from ascendprep.base import limits
-from ascendprep.apply.script import parse_apply_output, render_apply_script
 from nodescript import run_node_script
+
+from ascendprep.apply.script import parse_apply_output, render_apply_script
+from ascendprep.base import limits
 
 
 def _steps(tmp_path, *lines: str):
@@ -21,7 +21,9 @@ def test_a_flooding_step_keeps_its_end_and_its_status(tmp_path):
     stdout, steps = _steps(tmp_path, f"_ap_step flood sh -c {flood!r}", "_ap_step after sh -c 'echo done'")
     assert len(stdout) < limits.REMOTE_CALL_OUTPUT_CAP + 4096
     assert steps["flood"].rc == 3
-    assert steps["flood"].output.startswith(f"[output over {limits.REMOTE_CALL_OUTPUT_CAP // 1024} KB: only its end is kept]\n")
+    assert steps["flood"].output.startswith(
+        f"[output over {limits.REMOTE_CALL_OUTPUT_CAP // 1024} KB: only its end is kept]\n"
+    )
     assert steps["flood"].output.endswith("Command execute failed!")
     assert (steps["after"].rc, steps["after"].output) == (0, "done")
 
@@ -38,7 +40,7 @@ def test_trailing_newlines_are_dropped_in_linear_time_however_many(tmp_path):
     lines = (
         "_ap_step blank_lines sh -c 'printf \"x\\n\\n\\n\\n\"'",
         "_ap_step no_newline sh -c 'printf y'",
-        f"_ap_step only_newlines sh -c 'head -c {limits.REMOTE_CALL_OUTPUT_CAP} /dev/zero | tr \"\\\\0\" \"\\\\n\"; echo z; head -c 200000 /dev/zero | tr \"\\\\0\" \"\\\\n\"'",
+        f'_ap_step only_newlines sh -c \'head -c {limits.REMOTE_CALL_OUTPUT_CAP} /dev/zero | tr "\\\\0" "\\\\n"; echo z; head -c 200000 /dev/zero | tr "\\\\0" "\\\\n"\'',
     )
     import time
 
@@ -78,10 +80,16 @@ def test_a_file_step_runs_without_the_output_pipeline(tmp_path):
     blocked = tmp_path / "plain"
     blocked.write_text("a file, not a folder\n")
     prelude = render_apply_script([], None, lock_dir=str(tmp_path / "lock")).removesuffix("\nexit 0\n")
-    script = prelude + "\n".join([
-        f"_ap_step file:ok _ap_write {target} 644 'hello\n' 1",
-        f"_ap_step file:bad _ap_write {blocked}/x.conf 644 'x' 1",
-    ]) + "\nexit 0\n"
+    script = (
+        prelude
+        + "\n".join(
+            [
+                f"_ap_step file:ok _ap_write {target} 644 'hello\n' 1",
+                f"_ap_step file:bad _ap_write {blocked}/x.conf 644 'x' 1",
+            ]
+        )
+        + "\nexit 0\n"
+    )
     env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}"}
     result = run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60, env=env)
     steps = parse_apply_output(result.stdout)

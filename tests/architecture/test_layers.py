@@ -152,7 +152,11 @@ def _third_party_imports(path: Path) -> set[str]:
 
 
 def test_only_remote_imports_the_ssh_libraries():
-    users = sorted(name for name, path in modules().items() if _third_party_imports(path) & {"paramiko", "fabric", "invoke"} and layer_of(name) != "remote")
+    users = sorted(
+        name
+        for name, path in modules().items()
+        if _third_party_imports(path) & {"paramiko", "fabric", "invoke"} and layer_of(name) != "remote"
+    )
     assert not users, f"paramiko/fabric imported outside ascendprep.remote: {users}"
 
 
@@ -160,7 +164,11 @@ def test_the_node_side_worker_needs_only_the_stdlib_and_torch():
     import sys
 
     worker = PACKAGE / "verify" / "allreduce" / "worker.py"
-    outside = sorted(m for m in _third_party_imports(worker) if m not in sys.stdlib_module_names and m not in {"torch", "torch_npu", "__future__"})
+    outside = sorted(
+        m
+        for m in _third_party_imports(worker)
+        if m not in sys.stdlib_module_names and m not in {"torch", "torch_npu", "__future__"}
+    )
     assert not outside, f"worker.py runs on the nodes with the stdlib and torch only; it imports {outside}"
 
 

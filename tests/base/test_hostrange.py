@@ -19,13 +19,16 @@ def test_expand(pattern, expected):
     assert expand(pattern) == expected
 
 
-@pytest.mark.parametrize("pattern, message", [
-    ("n[3-1]", "runs backwards"),
-    ("n[]", "empty range"),
-    ("n[a-b]", "is not a number"),
-    ("n[1-2", "unbalanced"),
-    ("n[1-9999999]", "more than"),
-])
+@pytest.mark.parametrize(
+    "pattern, message",
+    [
+        ("n[3-1]", "runs backwards"),
+        ("n[]", "empty range"),
+        ("n[a-b]", "is not a number"),
+        ("n[1-2", "unbalanced"),
+        ("n[1-9999999]", "more than"),
+    ],
+)
 def test_expand_errors(pattern, message):
     with pytest.raises(HostRangeError, match=message):
         expand(pattern)

@@ -1,6 +1,7 @@
 """compress is expand's inverse: what a person reads as ``node[0001-4096]`` is exactly those hosts."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ascendprep.base.hostrange import compress, compressed, expand, number_spans
 

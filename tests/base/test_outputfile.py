@@ -73,7 +73,9 @@ def test_the_mode_is_exact_whatever_the_umask(tmp_path: Path, umask: int) -> Non
 
 
 @pytest.mark.parametrize("stopped_by", [KeyboardInterrupt, OSError])
-def test_an_interrupted_write_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped_by: type) -> None:
+def test_an_interrupted_write_leaves_the_old_file_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped_by: type
+) -> None:
     target = tmp_path / "results.xml"
     target.write_text("old\n")
 
@@ -168,15 +170,34 @@ def test_a_temp_upload_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 ALLOWED = {
     ("remote/ssh.py", "_write_file"): "SFTP: a file on the remote host, not here",
     ("remote/ssh.py", "_sftp_put"): "SFTP: a file on the remote host, not here",
-    ("verify/allreduce/worker.py", "_write_result_file"): "runs on the nodes, with the standard library and torch alone",
+    (
+        "verify/allreduce/worker.py",
+        "_write_result_file",
+    ): "runs on the nodes, with the standard library and torch alone",
 }
 #: Folders whose modules are not scanned: the lab writes into its own node trees.
 SKIPPED = ("lab",)
 #: Calls (by their name, whatever they are called on) that write, make or change a file or folder.
 _WRITING_NAMES = {
-    "write_text", "write_bytes", "touch", "chmod", "lchmod", "fchmod", "mkdir", "makedirs", "mkfifo",
-    "symlink_to", "hardlink_to", "mkstemp", "mkdtemp", "NamedTemporaryFile", "TemporaryFile",
-    "SpooledTemporaryFile", "TemporaryDirectory", "FileHandler", "RotatingFileHandler",
+    "write_text",
+    "write_bytes",
+    "touch",
+    "chmod",
+    "lchmod",
+    "fchmod",
+    "mkdir",
+    "makedirs",
+    "mkfifo",
+    "symlink_to",
+    "hardlink_to",
+    "mkstemp",
+    "mkdtemp",
+    "NamedTemporaryFile",
+    "TemporaryFile",
+    "SpooledTemporaryFile",
+    "TemporaryDirectory",
+    "FileHandler",
+    "RotatingFileHandler",
 }
 #: Calls that write when made on these modules (``shutil.copy``; a dict's ``copy`` does not).
 _WRITING_CALLS = {
@@ -242,6 +263,7 @@ def _writes(call: ast.Call) -> bool:
 
 def _functions(tree: ast.AST) -> Iterator[tuple[ast.AST, str | None]]:
     """Every node with the name of the innermost function holding it (None at module level)."""
+
     def walk(node: ast.AST, function: str | None) -> Iterator[tuple[ast.AST, str | None]]:
         for child in ast.iter_child_nodes(node):
             inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
@@ -266,7 +288,11 @@ def writing_places(root: Path = PACKAGE) -> list[tuple[str, int, str | None, str
 
 def test_no_module_writes_a_file_but_through_outputfile() -> None:
     places = writing_places()
-    others = [f"ascendprep/{file}:{line}: {call}(...) in {function or 'the module'}" for file, line, function, call in places if (file, function) not in ALLOWED]
+    others = [
+        f"ascendprep/{file}:{line}: {call}(...) in {function or 'the module'}"
+        for file, line, function, call in places
+        if (file, function) not in ALLOWED
+    ]
     assert others == [], "write these through ascendprep.base.outputfile:\n" + "\n".join(others)
     used = {(file, function) for file, _, function, _ in places}
     assert set(ALLOWED) <= used, f"allowed but no longer writing: {sorted(set(ALLOWED) - used)}"
@@ -286,4 +312,14 @@ def test_the_scan_finds_each_way_of_writing(tmp_path: Path) -> None:
         "def i(p):\n    shutil.copyfile(p, p + '.bak')\n"
         "def j(p):\n    open(p, 'rb'); os.open(p, os.O_RDONLY | os.O_NOFOLLOW); os.open(os.devnull, os.O_WRONLY); p.open()\n"
     )
-    assert [(line, function) for _, line, function, _ in writing_places(tmp_path)] == [(4, "a"), (6, "b"), (8, "c"), (10, "d"), (12, "e"), (14, "f"), (16, "g"), (18, "h"), (20, "i")]
+    assert [(line, function) for _, line, function, _ in writing_places(tmp_path)] == [
+        (4, "a"),
+        (6, "b"),
+        (8, "c"),
+        (10, "d"),
+        (12, "e"),
+        (14, "f"),
+        (16, "g"),
+        (18, "h"),
+        (20, "i"),
+    ]

@@ -16,23 +16,26 @@ from typing import Any
 import pytest
 import yaml
 
-from ascendprep.base import exitcodes
 from ascendprep.apply.script import StepResult
+from ascendprep.base import exitcodes
 from ascendprep.commands.apply import apply_command as apply_cli
-from ascendprep.run import apply as apply_command
 from ascendprep.desired.state import build_desired
-from ascendprep.run.hosts import AppliedHost, Gathered
+from ascendprep.facts.model import ManagedFile
 from ascendprep.inventory.load import load_inventory
 from ascendprep.plan.changes import Change, SetSysctl, WriteFile
-from ascendprep.facts.model import ManagedFile
 from ascendprep.plan.diff import diff_host
 from ascendprep.plan.planfile import from_host_plans, read_plan, write_plan
+from ascendprep.run import apply as apply_command
 from ascendprep.run.fanout import HostOutcome
-
+from ascendprep.run.hosts import AppliedHost, Gathered
 from tests.plan.test_plan_diff import INVENTORY, converged_facts
 
 MANAGED = ["file:/etc/ascendprep/env.sh", "file:/etc/ascendprep/set_env.sh", "file:/etc/ascendprep/rank_table.json"]
-LOW_SYSCTL = {"net.core.somaxconn": "4096", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031"}
+LOW_SYSCTL = {
+    "net.core.somaxconn": "4096",
+    "net.ipv4.tcp_max_syn_backlog": "65535",
+    "net.ipv4.ip_local_reserved_ports": "60000-60031",
+}
 
 
 class FakeHosts:
@@ -53,7 +56,9 @@ class FakeHosts:
         def gather(session, inventory, progress=None, only=None, phase="verify", units=None):
             names = [n.name for n in inventory.nodes if only is None or n.name in only]
             self.gathered += names
-            self.reread = {n: None if units is None else [u.section for u in units[n] if phase in u.phases] for n in names}
+            self.reread = {
+                n: None if units is None else [u.section for u in units[n] if phase in u.phases] for n in names
+            }
             return {n: HostOutcome(n, Gathered(self.facts[n], "", "", 0.1)) for n in names}
 
         def apply(session, changes_by_host, tools, progress=None):
@@ -66,7 +71,10 @@ class FakeHosts:
 
 
 def all_ok(changes_by_host: dict[str, list[Change]]) -> dict[str, HostOutcome[AppliedHost]]:
-    return {name: HostOutcome(name, AppliedHost({c.key: StepResult(c.key, 0, "ok") for c in changes}, 0, "", False)) for name, changes in changes_by_host.items()}
+    return {
+        name: HostOutcome(name, AppliedHost({c.key: StepResult(c.key, 0, "ok") for c in changes}, 0, "", False))
+        for name, changes in changes_by_host.items()
+    }
 
 
 @pytest.fixture()
@@ -77,7 +85,10 @@ def planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     inventory_path.write_text(yaml.safe_dump(INVENTORY))
     state = build_desired(load_inventory(inventory_path))
     absent = {path.removeprefix("file:"): ManagedFile(path.removeprefix("file:"), False) for path in MANAGED}
-    facts = {"n1": converged_facts(state, "n1", sysctl=dict(LOW_SYSCTL), managed_files=absent), "n2": converged_facts(state, "n2")}
+    facts = {
+        "n1": converged_facts(state, "n1", sysctl=dict(LOW_SYSCTL), managed_files=absent),
+        "n2": converged_facts(state, "n2"),
+    }
     plans = [diff_host(state, name, facts[name]) for name in ("n1", "n2")]
     plan_path = tmp_path / ".ascendprep" / "plan.json"
     write_plan(from_host_plans(inventory_path, "t", plans), plan_path)
@@ -102,7 +113,13 @@ def _n1_change(data: dict[str, Any], kind: str, target: str) -> dict[str, Any]:
 def test_a_change_turned_into_another_file_refuses_the_whole_plan(planned, monkeypatch, capsys):
     plan_path, _, facts = planned
     hosts = FakeHosts(monkeypatch, facts, all_ok)
-    cron = {"kind": "file", "target": "/etc/cron.d/x", "before": None, "after": "0" * 64, "text": "/etc/cron.d/x: create"}
+    cron = {
+        "kind": "file",
+        "target": "/etc/cron.d/x",
+        "before": None,
+        "after": "0" * 64,
+        "text": "/etc/cron.d/x: create",
+    }
     edit_plan(plan_path, lambda d: _n1_change(d, "sysctl", "net.core.somaxconn").update(cron))
     code = apply_command.run_apply(plan_path, False, None)
     assert code == exitcodes.FAILED
@@ -186,7 +203,10 @@ def test_the_journal_holds_the_intent_before_any_script_runs(planned, monkeypatc
     assert [(h["node"], h["status"]) for h in seen["hosts"]] == [("n1", "pending")]
     assert [c["key"] for c in seen["hosts"][0]["intent"]] == ["sysctl:net.core.somaxconn", *MANAGED]
     # machine values and words, no file content: env.sh's change also names the variables it sets
-    assert all(set(c) - {"variables"} == {"kind", "node", "target", "before", "after", "text", "key"} for c in seen["hosts"][0]["intent"])
+    assert all(
+        set(c) - {"variables"} == {"kind", "node", "target", "before", "after", "text", "key"}
+        for c in seen["hosts"][0]["intent"]
+    )
     assert [c["target"] for c in seen["hosts"][0]["intent"] if "variables" in c] == ["/etc/ascendprep/env.sh"]
     [path] = (plan_path.parent / "journal").glob("apply-*.json")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
@@ -263,7 +283,9 @@ def test_hosts_pattern_applies_only_the_named_hosts_of_the_plan(tmp_path, monkey
     state = build_desired(load_inventory(inventory_path))
     facts = {name: converged_facts(state, name, sysctl=dict(LOW_SYSCTL)) for name in ("n1", "n2")}
     plan_path = tmp_path / "plan.json"
-    write_plan(from_host_plans(inventory_path, "t", [diff_host(state, name, facts[name]) for name in ("n1", "n2")]), plan_path)
+    write_plan(
+        from_host_plans(inventory_path, "t", [diff_host(state, name, facts[name]) for name in ("n1", "n2")]), plan_path
+    )
     hosts = FakeHosts(monkeypatch, facts, all_ok)
     assert apply_command.run_apply(plan_path, False, None, hosts_pattern="n2") == exitcodes.OK
     assert list(hosts.applied) == ["n2"] and hosts.gathered == ["n2"]

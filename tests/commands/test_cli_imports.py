@@ -78,4 +78,6 @@ def test_the_groups_summaries_are_the_commands_own() -> None:
 def test_help_imports_no_command_module(tmp_path: Path) -> None:
     listed = run_cli(tmp_path, "--help")
     assert listed["code"] == 0 and {"plan ", "apply ", "verify ", "lab "} <= {w + " " for w in listed["stdout"].split()}
-    assert not [m for m in listed["modules"] if m.startswith(("ascendprep.commands.", "ascendprep.run", "ascendprep.lab"))]
+    assert not [
+        m for m in listed["modules"] if m.startswith(("ascendprep.commands.", "ascendprep.run", "ascendprep.lab"))
+    ]

@@ -74,7 +74,9 @@ def expected_subnets(doc: dict) -> dict[str, list[tuple[ipaddress.IPv4Network, i
             for r in range(rails):
                 subnet = ipaddress.ip_network(f"{supernet.network_address + (g * rails + r) * size}/{rule['prefix']}")
                 assert subnet.subnet_of(supernet)
-                gateway = {"first": subnet.network_address + 1, "last": subnet.broadcast_address - 1}.get(rule.get("gateway", "first"))
+                gateway = {"first": subnet.network_address + 1, "last": subnet.broadcast_address - 1}.get(
+                    rule.get("gateway", "first")
+                )
                 subnets.append((subnet, gateway))
             result[name] = subnets
     else:
@@ -82,7 +84,10 @@ def expected_subnets(doc: dict) -> dict[str, list[tuple[ipaddress.IPv4Network, i
             mine = [g for g in net["groups"] if all(labels.get(k) == v for k, v in g["match"].items())]
             assert len(mine) == 1, f"{name} is in {len(mine)} groups"
             group = mine[0]
-            result[name] = [(ipaddress.ip_network(s), ipaddress.ip_address(gw)) for s, gw in zip(group["subnets"], group["gateways"])]
+            result[name] = [
+                (ipaddress.ip_network(s), ipaddress.ip_address(gw))
+                for s, gw in zip(group["subnets"], group["gateways"])
+            ]
     return result
 
 
@@ -105,7 +110,9 @@ def check_address_table(doc: dict, rows: list[dict]) -> None:
     for subnet, gateway in all_subnets:
         if subnet.overlaps(VNIC):
             fail(f"{subnet} overlaps the vNIC subnet")
-        if gateway is not None and (gateway not in subnet or gateway in (subnet.network_address, subnet.broadcast_address)):
+        if gateway is not None and (
+            gateway not in subnet or gateway in (subnet.network_address, subnet.broadcast_address)
+        ):
             fail(f"gateway {gateway} is not a host of {subnet}")
         if any(m in subnet for m in mgmt):
             fail(f"{subnet} holds a management address")
@@ -156,7 +163,9 @@ def check_address_table(doc: dict, rows: list[dict]) -> None:
 
 def _table(inventory: str) -> str:
     env = dict(os.environ, COLUMNS="120")
-    result = CliRunner().invoke(main, ["plan", "--offline", "--format", "csv", str(ROOT / "inventories" / inventory)], env=env)
+    result = CliRunner().invoke(
+        main, ["plan", "--offline", "--format", "csv", str(ROOT / "inventories" / inventory)], env=env
+    )
     assert result.exit_code == 0, result.output
     return result.stdout
 

@@ -25,7 +25,9 @@ def inventory(tmp_path, monkeypatch):
 
 
 def test_plan_reads_only_the_hosts_named(inventory, tmp_path):
-    outcome = CliRunner().invoke(plan_command, [str(inventory), "--hosts", "n[2-3]", "--format", "json", "-o", str(tmp_path / "p.json")])
+    outcome = CliRunner().invoke(
+        plan_command, [str(inventory), "--hosts", "n[2-3]", "--format", "json", "-o", str(tmp_path / "p.json")]
+    )
     document = json.loads(outcome.stdout)
     # Nothing listens on port 1: the two chosen hosts are reported unreachable; the others are not tried.
     assert [h["node"] for h in document["hosts"]] == ["n2", "n3"]
@@ -34,11 +36,16 @@ def test_plan_reads_only_the_hosts_named(inventory, tmp_path):
 
 
 def test_a_glob_works_too(inventory, tmp_path):
-    outcome = CliRunner().invoke(plan_command, [str(inventory), "--hosts", "*4", "--format", "json", "-o", str(tmp_path / "p.json")])
+    outcome = CliRunner().invoke(
+        plan_command, [str(inventory), "--hosts", "*4", "--format", "json", "-o", str(tmp_path / "p.json")]
+    )
     assert [h["node"] for h in json.loads(outcome.stdout)["hosts"]] == ["n4"]
 
 
-@pytest.mark.parametrize("pattern, message", [("node[1-2]", "names no node of the inventory (its nodes: n[1-4])"), ("n[3-1]", "runs backwards")])
+@pytest.mark.parametrize(
+    "pattern, message",
+    [("node[1-2]", "names no node of the inventory (its nodes: n[1-4])"), ("n[3-1]", "runs backwards")],
+)
 def test_a_pattern_naming_nothing_is_a_usage_error(inventory, pattern, message):
     outcome = CliRunner().invoke(plan_command, [str(inventory), "--hosts", pattern])
     assert outcome.exit_code == 2
@@ -48,7 +55,9 @@ def test_a_pattern_naming_nothing_is_a_usage_error(inventory, pattern, message):
 def test_verify_reports_only_the_hosts_named(inventory, tmp_path):
     from ascendprep.commands.verify import verify_command
 
-    outcome = CliRunner().invoke(verify_command, [str(inventory), "--hosts", "n[3-4]", "--format", "json", "--skip", "cluster"])
+    outcome = CliRunner().invoke(
+        verify_command, [str(inventory), "--hosts", "n[3-4]", "--format", "json", "--skip", "cluster"]
+    )
     assert outcome.exit_code == 1, outcome.output
     document = json.loads(outcome.stdout)
     assert list(document["hosts"]) == ["n3", "n4"]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.cli import main
 from ascendprep.base import exitcodes
+from ascendprep.cli import main
 
 BROKEN = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "broken").glob("*.yaml"))
 

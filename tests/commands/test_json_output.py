@@ -22,6 +22,7 @@ def _compact(document) -> str:
 
 def _strict(text: str):
     """The document ``text`` holds, refusing NaN and Infinity as a strict JSON reader does."""
+
     def refuse(token):
         raise ValueError(f"{token} is not JSON")
 
@@ -35,8 +36,17 @@ def _strict(text: str):
         [],
         {"a": 1, "b": [1, 2, {"c": None}]},
         {"checks": [{"n": i, "e": {"x": [i, "é"]}} for i in range(3 * SLICE_ITEMS + 7)], "tail": True},
-        {"hosts": {f"node{i:04d}": {"ok": i % 2 == 0, "npus": list(range(8))} for i in range(2 * SLICE_ITEMS + 3)}, "n": 0},
-        {"deep": {"inner": [{"i": i} for i in range(5 * SLICE_ITEMS)], "k": "v"}, 2: "int key", None: 2.5, True: "bool key", 1.5: "float key"},
+        {
+            "hosts": {f"node{i:04d}": {"ok": i % 2 == 0, "npus": list(range(8))} for i in range(2 * SLICE_ITEMS + 3)},
+            "n": 0,
+        },
+        {
+            "deep": {"inner": [{"i": i} for i in range(5 * SLICE_ITEMS)], "k": "v"},
+            2: "int key",
+            None: 2.5,
+            True: "bool key",
+            1.5: "float key",
+        },
         [{"i": i} for i in range(4 * SLICE_ITEMS + 1)],
         {"big": list(range(2 * SLICE_ITEMS + 1)), "small": list(range(3))},
     ],
@@ -78,11 +88,18 @@ def test_entries_are_written_as_the_list_of_their_values_made_a_slice_at_a_time(
     chunks = json_chunks(document)
     assert "".join(chunks) == _compact({"checks": eager, "n": 1})
     assert made == list(range(count))
-    assert len(lazy) == count and list(lazy) == eager and (count == 0 or lazy[-1] == eager[-1]) and lazy[1:3] == eager[1:3]
+    assert (
+        len(lazy) == count and list(lazy) == eager and (count == 0 or lazy[-1] == eager[-1]) and lazy[1:3] == eager[1:3]
+    )
 
 
 def test_run_json_lines_are_one_key_per_line_and_the_same_document() -> None:
-    document = {"schema_version": 1, "hosts": {f"n{i}": {"ssh_execs": 2} for i in range(3 * SLICE_ITEMS)}, "pings": {"pairs": [[i, i + 1] for i in range(2 * SLICE_ITEMS + 1)]}, 3: None}
+    document = {
+        "schema_version": 1,
+        "hosts": {f"n{i}": {"ssh_execs": 2} for i in range(3 * SLICE_ITEMS)},
+        "pings": {"pairs": [[i, i + 1] for i in range(2 * SLICE_ITEMS + 1)]},
+        3: None,
+    }
     text = b"".join(jsondoc.json_lines(document)).decode("utf-8")
     assert json.loads(text) == json.loads(json.dumps(document))
     assert text.count("\n") == len(document) + 2 and text.startswith('{\n "schema_version":1,\n')
@@ -107,10 +124,14 @@ def test_non_finite_floats_are_null_and_text_is_utf8_whatever_the_locale() -> No
     ascii_terminal.flush()
     raw = binary.getvalue()
     assert raw.startswith(b"before {") and raw.endswith(b"}\nafter")
-    assert _strict(raw[len(b"before "):-len(b"after")].decode("utf-8")) == {"temperature": "45 °C", "readings": [None, None, None, 0.5], "3": [1e16]}
+    assert _strict(raw[len(b"before ") : -len(b"after")].decode("utf-8")) == {
+        "temperature": "45 °C",
+        "readings": [None, None, None, 0.5],
+        "3": [1e16],
+    }
     text = io.StringIO()  # a stream with no binary layer gets the same text
     write_json(document, text)
-    assert text.getvalue().encode("utf-8") == raw[len(b"before "):-len(b"after")]
+    assert text.getvalue().encode("utf-8") == raw[len(b"before ") : -len(b"after")]
 
 
 INVENTORY = (

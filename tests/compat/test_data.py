@@ -69,15 +69,23 @@ def _broken(old: str, new: str) -> str:
     "old,new,where",
     [
         ('cann: ["9.1.0"], cann_compatible', 'cann: ["nine"], cann_compatible', "torch_npu_releases[0].cann[0]"),
-        ("source: [pt_compat, pt_relnotes_2610]", "source: [pt_compat, no_such_source]",
-         "torch_npu_releases[0].source[1]: unknown source id 'no_such_source'"),
+        (
+            "source: [pt_compat, pt_relnotes_2610]",
+            "source: [pt_compat, no_such_source]",
+            "torch_npu_releases[0].source[1]: unknown source id 'no_such_source'",
+        ),
         ('torch_npu: "2.11.0", torch', 'torch_npu: "2.12.0", torch', "torch_npu_releases[1]: duplicate of row 0"),
         ("schema_version: 1", "schema_version: 2", "schema_version: expected 1"),
-        ('status: release, source: [pt_compat, pt_relnotes_2610]}', 'status: shipped, source: [pt_compat, pt_relnotes_2610]}',
-         "torch_npu_releases[0].status"),
-        ('"2.5.1": {policy: regular, status: maintained, launch: "2024-11-08", no_maintenance_from: "2026-08-08"}',
-         '"2.5.1": {policy: regular, status: maintained, launch: "2024-11-08", no_maintenance_from: "someday"}',
-         "pytorch_line_policy.lines.2.5.1.no_maintenance_from"),
+        (
+            "status: release, source: [pt_compat, pt_relnotes_2610]}",
+            "status: shipped, source: [pt_compat, pt_relnotes_2610]}",
+            "torch_npu_releases[0].status",
+        ),
+        (
+            '"2.5.1": {policy: regular, status: maintained, launch: "2024-11-08", no_maintenance_from: "2026-08-08"}',
+            '"2.5.1": {policy: regular, status: maintained, launch: "2024-11-08", no_maintenance_from: "someday"}',
+            "pytorch_line_policy.lines.2.5.1.no_maintenance_from",
+        ),
         ('python: ">=3.10,<=3.14"', 'python: "~=3.10"', "torchvision_by_torch[0].python"),
     ],
 )
@@ -100,18 +108,33 @@ def test_invalid_yaml_and_missing_files_are_data_errors(tmp_path: Path) -> None:
 def test_the_data_files_ship_in_the_wheel(tmp_path: Path) -> None:
     """Build the wheel offline from a copy of the tree (the checkout stays untouched)."""
     import setuptools  # noqa: F401  (installed with the test extras' build tooling)
+
     tree = tmp_path / "src"
-    shutil.copytree(REPO / "ascendprep", tree / "ascendprep",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        REPO / "ascendprep", tree / "ascendprep", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     for name in ("pyproject.toml", "README.md"):
         if (REPO / name).exists():
             shutil.copy(REPO / name, tree / name)
         else:
             (tree / name).write_text("", encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-         "-q", "-w", str(tmp_path / "dist"), str(tree)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(tree),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("ascendprep-*.whl")

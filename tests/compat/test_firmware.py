@@ -10,11 +10,15 @@ from ascendprep.compat.firmware import parse_ranges
 
 def test_the_reference_sample_pair_is_compatible() -> None:
     # ascend-reference.md §4.6: driver 23.0.7 next to firmware 7.1.0.11.220 (package 23.0.7).
-    assert check_driver_firmware(
-        "23.0.7", "7.1.0.11.220",
-        compatible_version_fw="[7.0.0,7.1.99]",
-        compatible_version_drv="[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]",
-    ) == []
+    assert (
+        check_driver_firmware(
+            "23.0.7",
+            "7.1.0.11.220",
+            compatible_version_fw="[7.0.0,7.1.99]",
+            compatible_version_drv="[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]",
+        )
+        == []
+    )
 
 
 def test_firmware_outside_the_drivers_ranges_is_an_error() -> None:
@@ -31,10 +35,10 @@ def test_firmware_inside_any_range_passes(firmware: str) -> None:
 
 def test_a_driver_of_a_line_the_firmware_does_not_list_is_an_error() -> None:
     (issue,) = check_driver_firmware(
-        "25.2.0", "7.7.0.1.231", compatible_version_drv="[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]")
+        "25.2.0", "7.7.0.1.231", compatible_version_drv="[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]"
+    )
     assert issue.severity == "error" and "25.2.0" in issue.message
-    assert check_driver_firmware(
-        "25.0.rc1.1", "7.7.0.1.231", compatible_version_drv="[24.1,24.1.],[25.0,25.0.]") == []
+    assert check_driver_firmware("25.0.rc1.1", "7.7.0.1.231", compatible_version_drv="[24.1,24.1.],[25.0,25.0.]") == []
 
 
 def test_plain_upper_bounds_are_inclusive() -> None:

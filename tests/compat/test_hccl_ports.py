@@ -7,7 +7,9 @@ import pytest
 from ascendprep.compat import hccl_port_count, hccl_port_range, parse_version
 
 
-@pytest.mark.parametrize("cann", ["6.3.RC2", "7.0.0", "8.0.RC2", "8.0.RC2.beta1", "8.0.RC3.20", "8.3.RC1", "8.2.RC1.alpha003"])
+@pytest.mark.parametrize(
+    "cann", ["6.3.RC2", "7.0.0", "8.0.RC2", "8.0.RC2.beta1", "8.0.RC3.20", "8.3.RC1", "8.2.RC1.alpha003"]
+)
 def test_cann_before_8_5_uses_16_ports(cann: str) -> None:
     assert hccl_port_range(cann) == (60000, 60015)
 

@@ -40,8 +40,9 @@ def ids(issues: List[CompatIssue]) -> List[str]:
 
 def test_a_documented_current_stack_has_no_issues() -> None:
     # TorchNPU 26.1.0 row: torch_npu 2.7.1.post8 / torch 2.7.1 / CANN 9.1.0 / HDK 26.1.0.
-    issues = run(cann="9.1.0", driver="26.1.0", torch="2.7.1+cpu", torch_npu="2.7.1.post8",
-                 torchvision="0.22.1", python="3.11.9")
+    issues = run(
+        cann="9.1.0", driver="26.1.0", torch="2.7.1+cpu", torch_npu="2.7.1.post8", torchvision="0.22.1", python="3.11.9"
+    )
     assert issues == []
 
 
@@ -53,8 +54,13 @@ def test_nothing_known_means_nothing_checked() -> None:
 
 def test_a_broken_stack_reports_every_pairing_and_is_an_error() -> None:
     issues = run(torch_npu="2.2.0.post2", torch="2.1.0", torchvision="0.17.0", python="3.12")
-    assert {"compat.torch_npu_torch", "compat.torch_npu_python", "compat.torch_torchvision",
-            "compat.torch_python", "compat.torch_npu_eol"} <= set(ids(issues))
+    assert {
+        "compat.torch_npu_torch",
+        "compat.torch_npu_python",
+        "compat.torch_torchvision",
+        "compat.torch_python",
+        "compat.torch_npu_eol",
+    } <= set(ids(issues))
     assert has_errors(issues)
 
 

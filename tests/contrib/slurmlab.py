@@ -65,15 +65,28 @@ class SlurmOnLab:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
         munge_socket = self.folder / "munge.socket"
-        subprocess.run(["munged", "--force", f"--key-file={key}", f"--socket={munge_socket}",
-                        f"--pid-file={self.folder / 'munged.pid'}", f"--log-file={self.folder / 'munged.log'}",
-                        f"--seed-file={self.folder / 'munged.seed'}"], check=True, capture_output=True, timeout=30)
+        subprocess.run(
+            [
+                "munged",
+                "--force",
+                f"--key-file={key}",
+                f"--socket={munge_socket}",
+                f"--pid-file={self.folder / 'munged.pid'}",
+                f"--log-file={self.folder / 'munged.log'}",
+                f"--seed-file={self.folder / 'munged.seed'}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
         self._pids.append(int((self.folder / "munged.pid").read_text()))
-        nodes = "\n".join(f"NodeName={n.name} NodeAddr={n.mgmt_ip} CPUs={os.cpu_count() or 1} RealMemory=1000 State=UNKNOWN"
-                          for n in self.lab.nodes)
+        nodes = "\n".join(
+            f"NodeName={n.name} NodeAddr={n.mgmt_ip} CPUs={os.cpu_count() or 1} RealMemory=1000 State=UNKNOWN"
+            for n in self.lab.nodes
+        )
         self.conf.write_text(f"""\
 ClusterName=ascendpreptest
-SlurmctldHost={socket.gethostname().split('.')[0]}({self.lab.spec.bridge_ip})
+SlurmctldHost={socket.gethostname().split(".")[0]}({self.lab.spec.bridge_ip})
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -81,9 +94,9 @@ CredType=cred/munge
 AuthInfo=socket={munge_socket}
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
-StateSaveLocation={self.folder / 'state'}
-SlurmctldPidFile={self.folder / 'slurmctld.pid'}
-SlurmctldLogFile={self.folder / 'slurmctld.log'}
+StateSaveLocation={self.folder / "state"}
+SlurmctldPidFile={self.folder / "slurmctld.pid"}
+SlurmctldLogFile={self.folder / "slurmctld.log"}
 SlurmdSpoolDir=/var/tmp/ascendprep-test-slurmd
 SlurmdPidFile={SLURMD_PID}
 SlurmdLogFile={SLURMD_LOG}
@@ -102,9 +115,11 @@ PartitionName=lab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         subprocess.run(["slurmctld", "-f", str(self.conf)], check=True, capture_output=True, timeout=30, env=self.env)
         self._pids.append(self._read_pid(self.folder / "slurmctld.pid"))
         for node in self.lab.nodes:
-            script = ("mount -t tmpfs ascendprep-test-nocgroup /sys/fs/cgroup && mkdir -p /sys/fs/cgroup/systemd && "
-                      "mount -t cgroup -o none,name=ascendpreptest ascendpreptest /sys/fs/cgroup/systemd && "
-                      f"SLURM_CONF={self.conf} slurmd -f {self.conf} -N {node.name}")
+            script = (
+                "mount -t tmpfs ascendprep-test-nocgroup /sys/fs/cgroup && mkdir -p /sys/fs/cgroup/systemd && "
+                "mount -t cgroup -o none,name=ascendpreptest ascendpreptest /sys/fs/cgroup/systemd && "
+                f"SLURM_CONF={self.conf} slurmd -f {self.conf} -N {node.name}"
+            )
             self.lab.run_in_node(node.name, ["sh", "-c", script])
         self._wait_idle()
 
@@ -121,7 +136,9 @@ PartitionName=lab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         deadline = time.monotonic() + timeout
         states = ""
         while time.monotonic() < deadline:
-            states = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True, env=self.env).stdout
+            states = subprocess.run(
+                ["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True, env=self.env
+            ).stdout
             if states.count("idle") == len(self.lab.nodes):
                 return
             time.sleep(0.5)
@@ -129,8 +146,13 @@ PartitionName=lab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
     def allocate(self) -> str:
         """An allocation of every lab node (``salloc --no-shell``); its job id."""
-        done = subprocess.run(["salloc", f"--nodes={len(self.lab.nodes)}", "--no-shell"], capture_output=True, text=True,
-                              env=self.env, timeout=60)
+        done = subprocess.run(
+            ["salloc", f"--nodes={len(self.lab.nodes)}", "--no-shell"],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
+        )
         match = re.search(r"Granted job allocation (\d+)", done.stderr + done.stdout)
         if match is None:
             raise RuntimeError(f"salloc: {done.stderr}")
@@ -149,7 +171,9 @@ PartitionName=lab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
     def __exit__(self, *exc_info: object) -> None:
         for node in self.lab.nodes:
-            pid = self.lab.run_in_node(node.name, ["sh", "-c", f"cat {SLURMD_PID} 2>/dev/null"], check=False).stdout.strip()
+            pid = self.lab.run_in_node(
+                node.name, ["sh", "-c", f"cat {SLURMD_PID} 2>/dev/null"], check=False
+            ).stdout.strip()
             if pid.isdigit():
                 _stop(int(pid))
         for pid in reversed(self._pids):
@@ -175,4 +199,3 @@ def _stop(pid: int, grace: float = 5.0) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         return
-

@@ -76,7 +76,22 @@ def main(argv: list) -> None:
     while index < len(argv) and argv[index].startswith("-"):
         word = argv[index]
         name, has_value, value = word.partition("=")
-        if name in ("-w", "-N", "-n", "--jobid", "--nodelist", "--nodes", "--ntasks", "--input", "--export", "--kill-on-bad-exit") and not has_value:
+        if (
+            name
+            in (
+                "-w",
+                "-N",
+                "-n",
+                "--jobid",
+                "--nodelist",
+                "--nodes",
+                "--ntasks",
+                "--input",
+                "--export",
+                "--kill-on-bad-exit",
+            )
+            and not has_value
+        ):
             index += 1
             value = argv[index]
         options[{"-w": "--nodelist", "-N": "--nodes", "-n": "--ntasks"}.get(name, name)] = value
@@ -99,9 +114,14 @@ def main(argv: list) -> None:
         fail("No command given to execute.")
     step = int(os.environ.get("SRUN_STANDIN_STEP", "0"))
     task_env = {
-        "SLURM_JOB_ID": job or options["--jobid"], "SLURM_STEP_ID": str(step), "SLURM_PROCID": "0",
-        "SLURM_LOCALID": "0", "SLURM_NODEID": str(held.index(node)), "SLURMD_NODENAME": node,
-        "SLURM_STEP_NODELIST": node, "SLURM_NTASKS": "1",
+        "SLURM_JOB_ID": job or options["--jobid"],
+        "SLURM_STEP_ID": str(step),
+        "SLURM_PROCID": "0",
+        "SLURM_LOCALID": "0",
+        "SLURM_NODEID": str(held.index(node)),
+        "SLURMD_NODENAME": node,
+        "SLURM_STEP_NODELIST": node,
+        "SLURM_NTASKS": "1",
     }
     log = os.environ.get("SRUN_STANDIN_LOG")
     if log:

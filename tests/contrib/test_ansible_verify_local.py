@@ -15,7 +15,6 @@ from typing import Any, Dict, Iterator, List
 import jinja2
 import jinja2.meta
 import yaml
-
 from test_contrib_lint import CONTRIB, require
 
 PLAYBOOK = CONTRIB / "ansible" / "verify-local.yml"
@@ -47,7 +46,11 @@ def _variables(text: str) -> set:
 
 def test_fetched_paths_are_made_from_the_controllers_values_and_fixed_names():
     play = yaml.safe_load(PLAYBOOK.read_text())[0]
-    fetches = [t["ansible.builtin.fetch"] | {"loop": t.get("loop")} for t in _tasks(play["tasks"]) if "ansible.builtin.fetch" in t]
+    fetches = [
+        t["ansible.builtin.fetch"] | {"loop": t.get("loop")}
+        for t in _tasks(play["tasks"])
+        if "ansible.builtin.fetch" in t
+    ]
     assert fetches, "the playbook fetches nothing"
     registered = {t["register"] for t in _tasks(play["tasks"]) if "register" in t}
     for fetch in fetches:
@@ -56,13 +59,16 @@ def test_fetched_paths_are_made_from_the_controllers_values_and_fixed_names():
         assert not _variables(fetch["loop"]) & registered, "a node's answer chooses what is fetched"
         assert fetch["flat"] is True and _variables(fetch["loop"]) == {"ap_bundle_files"}
     names = play["vars"]["ap_bundle_files"]
-    assert all(isinstance(n, str) and _variables(n) <= {"ap_node"} and ".." not in n and not n.startswith("/") for n in names)
+    assert all(
+        isinstance(n, str) and _variables(n) <= {"ap_node"} and ".." not in n and not n.startswith("/") for n in names
+    )
     assert not registered & set().union(*(_variables(v) for v in play["vars"].values() if isinstance(v, str)))
     # ap_node names a folder on the controller: it is checked to be one plain name first.
     (check,) = [t["ansible.builtin.assert"]["that"] for t in play["tasks"] if "ansible.builtin.assert" in t]
     pattern = re.fullmatch(r"ap_node is match\('(.+)'\)", check).group(1)
-    assert [bool(re.match(pattern, name)) for name in ("a2n01", "node-1.rack_2", "../etc", "a/../../b", ".hidden", "")] == \
-        [True, True, False, False, False, False]
+    assert [
+        bool(re.match(pattern, name)) for name in ("a2n01", "node-1.rack_2", "../etc", "a/../../b", ".hidden", "")
+    ] == [True, True, False, False, False, False]
     first_fetch = next(i for i, t in enumerate(play["tasks"]) if "block" in t or "ansible.builtin.fetch" in t)
     assert "ansible.builtin.assert" in play["tasks"][0] and first_fetch > 0
 
@@ -88,23 +94,51 @@ def test_only_the_bundles_own_files_reach_the_controller_and_stale_ones_go(tmp_p
     """n1's bundle arrives with only its own files (an earlier run's gone); n2's, incomplete, is
     not left half on the controller, and the cluster report is still made from n1's."""
     ansible_playbook = require("ansible-playbook")
-    for name, text in (("node-ascendprep", FAKE_NODE_ASCENDPREP), ("controller-ascendprep", FAKE_CONTROLLER_ASCENDPREP)):
+    for name, text in (
+        ("node-ascendprep", FAKE_NODE_ASCENDPREP),
+        ("controller-ascendprep", FAKE_CONTROLLER_ASCENDPREP),
+    ):
         (tmp_path / name).write_text(text)
         (tmp_path / name).chmod(0o755)
     (tmp_path / "inventory.yaml").write_text("name: x\n")
-    (tmp_path / "hosts.ini").write_text("[ascend]\n" + "".join(
-        f"{n} ansible_connection=local ansible_python_interpreter={sys.executable} ascendprep_dir={tmp_path / n}\n" for n in ("n1", "n2")))
+    (tmp_path / "hosts.ini").write_text(
+        "[ascend]\n"
+        + "".join(
+            f"{n} ansible_connection=local ansible_python_interpreter={sys.executable} ascendprep_dir={tmp_path / n}\n"
+            for n in ("n1", "n2")
+        )
+    )
     bundles = tmp_path / "bundles"
     stale = bundles / "n1" / "hosts" / "gather.err.gz"  # an earlier run's, not in this bundle
     stale.parent.mkdir(parents=True)
     stale.write_text("old\n")
-    extra = {"ascendprep_inventory": tmp_path / "inventory.yaml", "ascendprep_bin": tmp_path / "node-ascendprep",
-             "ascendprep_controller_bin": tmp_path / "controller-ascendprep", "ascendprep_bundles": bundles, "ansible_become": "false"}
-    env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible"), "ANSIBLE_HOME": str(tmp_path / "ansible"),
-           "ANSIBLE_NOCOLOR": "1", "FAKE_DIR": str(tmp_path)}
-    done = subprocess.run([ansible_playbook, "-i", str(tmp_path / "hosts.ini"), str(PLAYBOOK),
-                           *[w for k, v in extra.items() for w in ("-e", f"{k}={v}")]],
-                          capture_output=True, text=True, timeout=300, env=env)
+    extra = {
+        "ascendprep_inventory": tmp_path / "inventory.yaml",
+        "ascendprep_bin": tmp_path / "node-ascendprep",
+        "ascendprep_controller_bin": tmp_path / "controller-ascendprep",
+        "ascendprep_bundles": bundles,
+        "ansible_become": "false",
+    }
+    env = {
+        **os.environ,
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible"),
+        "ANSIBLE_HOME": str(tmp_path / "ansible"),
+        "ANSIBLE_NOCOLOR": "1",
+        "FAKE_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [
+            ansible_playbook,
+            "-i",
+            str(tmp_path / "hosts.ini"),
+            str(PLAYBOOK),
+            *[w for k, v in extra.items() for w in ("-e", f"{k}={v}")],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 2, done.stdout[-3000:] + done.stderr[-2000:]  # n2 failed
     assert "n2: its node bundle could not be fetched whole" in done.stdout
     assert not (bundles / "n2").exists()

@@ -140,7 +140,11 @@ def test_only_the_textfile_directory_and_scratch_are_writable():
     writable = {m["name"] for m in container["volumeMounts"] if not m.get("readOnly")}
     writable_host = {name for name in writable if "hostPath" in volumes[name]}
     assert writable_host == {"textfile"}
-    read_only = {volumes[m["name"]]["hostPath"]["path"] for m in container["volumeMounts"] if m.get("readOnly") and "hostPath" in volumes[m["name"]]}
+    read_only = {
+        volumes[m["name"]]["hostPath"]["path"]
+        for m in container["volumeMounts"]
+        if m.get("readOnly") and "hostPath" in volumes[m["name"]]
+    }
     assert {"/usr/local/Ascend", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/hccn.conf"} <= read_only
     # Nothing is created on a host that lacks a path (no *OrCreate).
     assert not any(v["hostPath"].get("type", "").endswith("OrCreate") for v in volumes.values() if "hostPath" in v)
@@ -158,7 +162,9 @@ def test_the_daemonset_is_not_privileged_and_is_given_only_the_npu_devices():
     context = container["securityContext"]
     assert context["privileged"] is False and context["allowPrivilegeEscalation"] is False
     assert context["readOnlyRootFilesystem"] is True
-    assert context["capabilities"]["drop"] == ["ALL"] and set(context["capabilities"].get("add", [])) <= {"DAC_OVERRIDE"}
+    assert context["capabilities"]["drop"] == ["ALL"] and set(context["capabilities"].get("add", [])) <= {
+        "DAC_OVERRIDE"
+    }
     assert context["seccompProfile"] == {"type": "RuntimeDefault"}
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", env["ASCEND_VISIBLE_DEVICES"]), env
@@ -166,7 +172,9 @@ def test_the_daemonset_is_not_privileged_and_is_given_only_the_npu_devices():
     volumes = {v["name"]: v for v in pod["volumes"]}
     host_paths = [v["hostPath"]["path"] for v in volumes.values() if "hostPath" in v]
     for path in host_paths:
-        assert path != "/" and not any(path == top or path.startswith(top + "/") for top in ("/dev", "/proc", "/sys", "/run", "/var/run")), path
+        assert path != "/" and not any(
+            path == top or path.startswith(top + "/") for top in ("/dev", "/proc", "/sys", "/run", "/var/run")
+        ), path
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     for writable in ("/tmp", "/var/lib/ascendprep"):  # scratch beside the read-only root file system
         assert "emptyDir" in volumes[mounts[writable]["name"]] and not mounts[writable].get("readOnly")
@@ -182,8 +190,15 @@ def test_without_the_npu_devices_the_daemonset_checks_nothing_rather_than_fail_e
     (container,) = _daemonset()["spec"]["template"]["spec"]["containers"]
     (tmp_path / "ascendprep").write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\n")
     (tmp_path / "ascendprep").chmod(0o755)
-    env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}", "NODE_NAME": "a2n01", "ASCENDPREP_TIMEOUT": "1", "ASCENDPREP_INTERVAL": "60"}
-    loop = subprocess.Popen(["sh", "-c", container["args"][0]], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    env = {
+        "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}",
+        "NODE_NAME": "a2n01",
+        "ASCENDPREP_TIMEOUT": "1",
+        "ASCENDPREP_INTERVAL": "60",
+    }
+    loop = subprocess.Popen(
+        ["sh", "-c", container["args"][0]], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
     try:
         loop.wait(timeout=2)
         pytest.fail("the loop ended")
@@ -197,7 +212,7 @@ def test_without_the_npu_devices_the_daemonset_checks_nothing_rather_than_fail_e
 def test_the_daemonset_runs_the_node_local_verify_writing_metrics_to_the_textfile_mount():
     (container,) = _daemonset()["spec"]["template"]["spec"]["containers"]
     script = container["args"][0]
-    assert "verify /etc/ascendprep-inventory/inventory.yaml --local --node \"$NODE_NAME\"" in script
+    assert 'verify /etc/ascendprep-inventory/inventory.yaml --local --node "$NODE_NAME"' in script
     textfile = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "textfile")
     assert f"--prometheus-file {textfile}/ascendprep.prom" in script
     checked = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True)
@@ -218,8 +233,12 @@ def test_kubectl_decodes_the_manifests_offline():
     if kubectl is None:
         pytest.skip("kubectl is not installed (the schema check above still ran)")
     for path in MANIFESTS:
-        decoded = subprocess.run([kubectl, "label", "--local", "-f", str(path), "-o", "name", "ascendprep-lint=1"],
-                                 capture_output=True, text=True, timeout=60)
+        decoded = subprocess.run(
+            [kubectl, "label", "--local", "-f", str(path), "-o", "name", "ascendprep-lint=1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert decoded.returncode == 0, decoded.stderr
         assert decoded.stdout.strip()
 
@@ -231,15 +250,25 @@ def test_kubectl_decodes_the_manifests_offline():
 def test_playbooks_pass_ansible_syntax_check(playbook, tmp_path):
     ansible_playbook = require("ansible-playbook")
     env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path), "ANSIBLE_HOME": str(tmp_path), "ANSIBLE_NOCOLOR": "1"}
-    checked = subprocess.run([ansible_playbook, "--syntax-check", "-i", str(CONTRIB / "ansible" / "hosts.example.ini"), str(playbook)],
-                             capture_output=True, text=True, timeout=120, env=env)
+    checked = subprocess.run(
+        [ansible_playbook, "--syntax-check", "-i", str(CONTRIB / "ansible" / "hosts.example.ini"), str(playbook)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_playbooks_run_the_documented_node_local_commands():
     apply = yaml.safe_load((CONTRIB / "ansible" / "apply-local.yml").read_text())
     verify = yaml.safe_load((CONTRIB / "ansible" / "verify-local.yml").read_text())
-    commands = [task["ansible.builtin.command"]["argv"] for play in apply + verify for task in play["tasks"] if "ansible.builtin.command" in task]
+    commands = [
+        task["ansible.builtin.command"]["argv"]
+        for play in apply + verify
+        for task in play["tasks"]
+        if "ansible.builtin.command" in task
+    ]
     words = [argv if isinstance(argv, list) else [argv] for argv in commands]
     assert ["apply", "--local"] == [w for w in words[0] if w in ("apply", "--local")]
     assert any("--local" in argv and "verify" in argv and "--bundle-dir" in argv for argv in words)

@@ -18,14 +18,14 @@ prometheus_parser = pytest.importorskip("prometheus_client.parser", reason="prom
 
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, with_npu  # noqa: E402
 
-from ascendprep.run import verify as verify_flow
-from ascendprep.verify.checks.registry import Selection  # noqa: E402
-from ascendprep.verify.checks.runner import run_checks  # noqa: E402
+from ascendprep.base.limits import PROMETHEUS_LABEL_VALUE_CAP  # noqa: E402
 from ascendprep.commands.verify import verify_command  # noqa: E402
 from ascendprep.facts.model import VersionFile  # noqa: E402
-from ascendprep.run.bundle import Bundle  # noqa: E402
-from ascendprep.base.limits import PROMETHEUS_LABEL_VALUE_CAP  # noqa: E402
 from ascendprep.report.prometheus import label_value, verify_metrics, write_metrics_file  # noqa: E402
+from ascendprep.run import verify as verify_flow  # noqa: E402
+from ascendprep.run.bundle import Bundle  # noqa: E402
+from ascendprep.verify.checks.registry import Selection  # noqa: E402
+from ascendprep.verify.checks.runner import run_checks  # noqa: E402
 
 Series = Dict[Tuple[str, Tuple[Tuple[str, str], ...]], float]
 
@@ -99,26 +99,48 @@ def test_versions_are_info_metrics_per_node(desired):
 def test_hostile_version_text_is_escaped_and_capped(desired):
     node1 = cluster_evidence(desired)[0]["node1"].facts
     hostile = 'a"b\\c\nd}\x1b[31m' + "x" * 1000
-    facts = replace(node1, versions=replace(node1.versions, driver=VersionFile("/x/version.info", {"Version": hostile})))
+    facts = replace(
+        node1, versions=replace(node1.versions, driver=VersionFile("/x/version.info", {"Version": hostile}))
+    )
     series = _metrics(desired, {"node1": facts}, exit_code=1)
-    driver = [dict(ls)["version"] for (name, ls) in series if name == "ascendprep_version_info" and ("node", "node1") in ls and ("component", "driver") in ls]
+    driver = [
+        dict(ls)["version"]
+        for (name, ls) in series
+        if name == "ascendprep_version_info" and ("node", "node1") in ls and ("component", "driver") in ls
+    ]
     assert len(driver) == 1
     assert driver[0].startswith('a"b\\c\nd}\ufffd[31m') and len(driver[0]) == PROMETHEUS_LABEL_VALUE_CAP
     assert label_value('q"') == 'q\\"'
 
 
 def test_allreduce_busbw_per_size(desired):
-    allreduce = {"passed": True, "verdict": {"world_size": 32, "sizes": [
-        {"bytes": 1024, "busbw_GBps": 0.5}, {"bytes": 268435456, "busbw_GBps": 160.25}]}}
+    allreduce = {
+        "passed": True,
+        "verdict": {
+            "world_size": 32,
+            "sizes": [{"bytes": 1024, "busbw_GBps": 0.5}, {"bytes": 268435456, "busbw_GBps": 160.25}],
+        },
+    }
     series = _metrics(desired, allreduce=allreduce)
-    assert value(series, "ascendprep_allreduce_busbw_bytes_per_second", size_bytes="268435456") == pytest.approx(160.25e9)
+    assert value(series, "ascendprep_allreduce_busbw_bytes_per_second", size_bytes="268435456") == pytest.approx(
+        160.25e9
+    )
     assert value(series, "ascendprep_allreduce_passed") == 1
     assert value(series, "ascendprep_allreduce_world_size") == 32
 
 
 def test_odd_figures_are_written_as_the_text_format_spells_them(desired):
-    allreduce = {"passed": False, "verdict": {"sizes": [{"bytes": 8, "busbw_GBps": float("inf")}, {"bytes": 16, "busbw_GBps": float("nan")},
-                                                         {"bytes": "x", "busbw_GBps": 1.0}, {"bytes": 32, "busbw_GBps": "fast"}]}}
+    allreduce = {
+        "passed": False,
+        "verdict": {
+            "sizes": [
+                {"bytes": 8, "busbw_GBps": float("inf")},
+                {"bytes": 16, "busbw_GBps": float("nan")},
+                {"bytes": "x", "busbw_GBps": 1.0},
+                {"bytes": 32, "busbw_GBps": "fast"},
+            ]
+        },
+    }
     series = _metrics(desired, allreduce=allreduce)
     assert value(series, "ascendprep_allreduce_busbw_bytes_per_second", size_bytes="8") == float("inf")
     busbw = [ls for (name, ls) in series if name == "ascendprep_allreduce_busbw_bytes_per_second"]
@@ -143,14 +165,20 @@ def _saved(desired, tmp_path, monkeypatch, facts=None) -> Path:
     folder = tmp_path / "runs" / "20250601T000000Z"
     folder.mkdir(parents=True)
     bundle = Bundle("/x/inventory.yaml", INVENTORY, hosts, pings, "ring", Selection().to_dict(), TODAY, path=folder)
-    monkeypatch.setattr(verify_flow, "read_bundle", lambda path, merge=None: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
+    monkeypatch.setattr(
+        verify_flow,
+        "read_bundle",
+        lambda path, merge=None: bundle if Path(path) == folder else pytest.fail(f"read {path}"),
+    )
     return folder
 
 
 @pytest.fixture
 def saved_run(desired, tmp_path, monkeypatch):
     """A saved run with NPU 5 of node2 down."""
-    return _saved(desired, tmp_path, monkeypatch, {"node2": with_npu(cluster_evidence(desired)[0]["node2"].facts, 5, link="DOWN")})
+    return _saved(
+        desired, tmp_path, monkeypatch, {"node2": with_npu(cluster_evidence(desired)[0]["node2"].facts, 5, link="DOWN")}
+    )
 
 
 def test_format_prometheus_prints_parseable_metrics(saved_run):
@@ -178,7 +206,9 @@ def test_an_unwritable_prometheus_file_is_a_located_error_and_fails_the_run(desi
     healthy = _saved(desired, tmp_path, monkeypatch)
     assert CliRunner().invoke(verify_command, ["--from-bundle", str(healthy)]).exit_code == 0
     target = tmp_path / "missing-dir" / "ascendprep.prom"
-    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(healthy), "--prometheus-file", str(target), "--format", "json"])
+    outcome = CliRunner().invoke(
+        verify_command, ["--from-bundle", str(healthy), "--prometheus-file", str(target), "--format", "json"]
+    )
     assert outcome.exit_code == 1
     assert "--prometheus-file" in outcome.stderr and "missing-dir" in outcome.stderr
     assert "Traceback" not in outcome.stderr

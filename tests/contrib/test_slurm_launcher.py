@@ -14,7 +14,16 @@ import pytest
 from click.testing import CliRunner
 
 from ascendprep.commands.verify import verify_command
-from ascendprep.run.slurm import STEP_ENV, Allocation, SlurmError, SrunTransport, allocation_from_env, expand_nodelist, prepare_slurm, slurm_node_names
+from ascendprep.run.slurm import (
+    STEP_ENV,
+    Allocation,
+    SlurmError,
+    SrunTransport,
+    allocation_from_env,
+    expand_nodelist,
+    prepare_slurm,
+    slurm_node_names,
+)
 
 STANDIN = Path(__file__).resolve().parent / "srun_standin.py"
 
@@ -24,7 +33,7 @@ def srun(tmp_path, monkeypatch):
     """The stand-in as ``srun`` on PATH, in an allocation of a2n[01-02]; its calls logged."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "srun").write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+    (bin_dir / "srun").write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} "$@"\n')
     (bin_dir / "srun").chmod(0o755)
     log = tmp_path / "srun.log"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
@@ -57,7 +66,10 @@ def test_outside_an_allocation_is_refused_with_what_to_do():
 def test_nodes_are_found_by_name_host_or_short_host_and_missing_ones_named():
     allocation = Allocation("1", ("a2n01", "a2n02", "gpu7"))
     assert slurm_node_names([("a2n01", "10.0.0.1"), ("x", "a2n02.cluster.local"), ("y", "gpu7")], allocation) == {
-        "a2n01": "a2n01", "x": "a2n02", "y": "gpu7"}
+        "a2n01": "a2n01",
+        "x": "a2n02",
+        "y": "gpu7",
+    }
     with pytest.raises(SlurmError, match=r"does not hold inventory nodes b1, b2"):
         slurm_node_names([("a2n01", "h"), ("b1", "h1"), ("b2", "h2")], allocation)
 
@@ -75,9 +87,17 @@ def test_scripts_run_as_one_overlapping_step_on_the_node_with_stdin_and_exit_cod
     result = transport.run_script('echo "on $SLURMD_NODENAME step task $SLURM_PROCID"; cat /dev/null; exit 3\n')
     assert result.rc == 3 and result.stdout == "on a2n02 step task 0\n"
     (call,) = calls(srun)
-    assert call["options"] == {"--jobid": "4242", "--nodes": "1", "--ntasks": "1", "--nodelist": "a2n02", "--overlap": "",
-                               "--input": "0", "--quiet": "", "--kill-on-bad-exit": "1",
-                               "--export": ",".join(n for n in STEP_ENV if n in os.environ)}
+    assert call["options"] == {
+        "--jobid": "4242",
+        "--nodes": "1",
+        "--ntasks": "1",
+        "--nodelist": "a2n02",
+        "--overlap": "",
+        "--input": "0",
+        "--quiet": "",
+        "--kill-on-bad-exit": "1",
+        "--export": ",".join(n for n in STEP_ENV if n in os.environ),
+    }
     assert call["command"][:2] == ["sh", "-c"]
 
 
@@ -95,7 +115,9 @@ def test_a_step_gets_only_the_named_variables_and_never_a_secret(srun, monkeypat
     assert not {"ASCENDPREP_SUDO_PASSWORD", "HCCL_IF_IP"} & set(step_env)
     assert step_env["PATH"] == os.environ["PATH"] and step_env["SLURMD_NODENAME"] == "a2n01"
     (call,) = calls(srun)
-    assert call["options"]["--export"] == ",".join(n for n in ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ") if n in os.environ)
+    assert call["options"]["--export"] == ",".join(
+        n for n in ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ") if n in os.environ
+    )
     assert "s3cret-sudo-pw" not in json.dumps(call["options"]) + json.dumps(call["command"])
     assert "ASCENDPREP_SUDO_PASSWORD" not in call["environ"] and "HCCL_IF_IP" in call["environ"]
 
@@ -149,7 +171,9 @@ def test_outside_an_allocation_verify_stops_before_reading_any_host(tmp_path, mo
     (tmp_path / "inventory.yaml").write_text(INVENTORY)
     for name in ("SLURM_JOB_ID", "SLURM_JOBID"):
         monkeypatch.delenv(name, raising=False)
-    outcome = CliRunner().invoke(verify_command, [str(tmp_path / "inventory.yaml"), "--allreduce", "--launcher", "slurm", "--timeout", "5"])
+    outcome = CliRunner().invoke(
+        verify_command, [str(tmp_path / "inventory.yaml"), "--allreduce", "--launcher", "slurm", "--timeout", "5"]
+    )
     assert outcome.exit_code == 2, outcome.output
     assert "--launcher slurm: not inside a Slurm allocation" in outcome.stderr
     assert "Traceback" not in outcome.output
@@ -157,7 +181,9 @@ def test_outside_an_allocation_verify_stops_before_reading_any_host(tmp_path, mo
 
 def test_nodes_missing_from_the_allocation_are_named_before_any_host_is_read(tmp_path, srun):
     (tmp_path / "inventory.yaml").write_text(INVENTORY)
-    outcome = CliRunner().invoke(verify_command, [str(tmp_path / "inventory.yaml"), "--allreduce", "--launcher", "slurm", "--timeout", "5"])
+    outcome = CliRunner().invoke(
+        verify_command, [str(tmp_path / "inventory.yaml"), "--allreduce", "--launcher", "slurm", "--timeout", "5"]
+    )
     assert outcome.exit_code == 2, outcome.output
     assert "job 4242 does not hold inventory nodes a2n03" in outcome.stderr
     assert calls(srun) == []

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-import subprocess
-
 from allreduce_cluster import applied_cluster
 from labsupport import skip_or_fail
 from slurmlab import SlurmOnLab, missing_tools
@@ -35,8 +33,24 @@ def cluster(tmp_path_factory):
 
 
 def _verify(cluster, launcher, env, *more):
-    argv = [sys.executable, "-m", "ascendprep", "verify", str(cluster.inventory), "--only", "node", "--allreduce", *TINY,
-            "--launcher", launcher, "--format", "json", "--timeout", "240", *more]
+    argv = [
+        sys.executable,
+        "-m",
+        "ascendprep",
+        "verify",
+        str(cluster.inventory),
+        "--only",
+        "node",
+        "--allreduce",
+        *TINY,
+        "--launcher",
+        launcher,
+        "--format",
+        "json",
+        "--timeout",
+        "240",
+        *more,
+    ]
     environment = {**os.environ, "HOME": str(cluster.folder), "COLUMNS": "200", **env}
     run = subprocess.run(argv, cwd=cluster.folder, env=environment, capture_output=True, text=True, timeout=300)
     assert run.returncode in (0, 1), run.stderr
@@ -49,12 +63,14 @@ def gates(document):
 
 def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
     srun = tmp_path / "srun"
-    srun.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+    srun.write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} "$@"\n')
     srun.chmod(0o755)
     log = tmp_path / "srun.log"
     nodes = [node.name for node in cluster.lab.nodes]
     env = {
-        "ASCENDPREP_SRUN": str(srun), "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "node[1-2]",
+        "ASCENDPREP_SRUN": str(srun),
+        "SLURM_JOB_ID": "77",
+        "SLURM_JOB_NODELIST": "node[1-2]",
         "SRUN_STANDIN_LOG": str(log),
         "SRUN_STANDIN_NODES": json.dumps({name: cluster.lab.ssh_argv(name) for name in nodes}),
     }
@@ -66,7 +82,9 @@ def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
         verdict = document["allreduce"]["verdict"]
         assert verdict["world_size"] == 2 and verdict["backend"] == "gloo"
     assert gates(by_slurm) == gates(by_ssh)
-    assert [s["bytes"] for s in by_slurm["allreduce"]["verdict"]["sizes"]] == [s["bytes"] for s in by_ssh["allreduce"]["verdict"]["sizes"]]
+    assert [s["bytes"] for s in by_slurm["allreduce"]["verdict"]["sizes"]] == [
+        s["bytes"] for s in by_ssh["allreduce"]["verdict"]["sizes"]
+    ]
     assert by_slurm["exit_code"] == by_ssh["exit_code"] == 0
     # Every all-reduce step went through srun onto its own node, overlapping the job's steps ...
     steps = [json.loads(line) for line in log.read_text().splitlines()]
@@ -75,17 +93,25 @@ def test_slurm_and_ssh_launchers_give_the_same_verdict(cluster, tmp_path):
     # ... and none over the SSH connections: those did the gather only (one exec per node).
     assert by_slurm["hosts"]["node1"]["ssh_execs"] < by_ssh["hosts"]["node1"]["ssh_execs"]
     # The live run's metrics parse with Prometheus' own parser and carry the all-reduce.
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in prometheus_parser.text_string_to_metric_families(prom.read_text()) for s in family.samples}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in prometheus_parser.text_string_to_metric_families(prom.read_text())
+        for s in family.samples
+    }
     assert samples[("ascendprep_allreduce_passed", ())] == 1 and samples[("ascendprep_verify_success", ())] == 1
     assert samples[("ascendprep_allreduce_busbw_bytes_per_second", (("size_bytes", "4096"),))] > 0
-    assert samples[("ascendprep_check_passed", (("check", "node.reachable"), ("node", "node2"), ("severity", "error")))] == 1
+    assert (
+        samples[("ascendprep_check_passed", (("check", "node.reachable"), ("node", "node2"), ("severity", "error")))]
+        == 1
+    )
 
 
 def test_a_real_slurm_runs_the_all_reduce_steps_and_the_node_check_drains_and_resumes(cluster, tmp_path):
     missing = missing_tools()
     if missing:
-        skip_or_fail(f"Slurm is not installed ({', '.join(missing)}: apt-get install slurmd slurmctld slurm-client munge)")
+        skip_or_fail(
+            f"Slurm is not installed ({', '.join(missing)}: apt-get install slurmd slurmctld slurm-client munge)"
+        )
     with SlurmOnLab(cluster.lab) as slurm:
         job = slurm.allocate()
         env = {"SLURM_CONF": str(slurm.conf), "SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": "node[1-2]"}
@@ -103,16 +129,27 @@ def test_a_real_slurm_runs_the_all_reduce_steps_and_the_node_check_drains_and_re
         (fake / "bin").mkdir(parents=True)
         (fake / "bin" / "ascendprep").write_text(FAKE_ASCENDPREP)
         (fake / "bin" / "ascendprep").chmod(0o755)
-        check_env = {**slurm.env, "PATH": f"{fake / 'bin'}{os.pathsep}{os.environ['PATH']}", "FAKE_DIR": str(fake),
-                     "SLURMD_NODENAME": "node2", "ASCENDPREP_NODECHECK_CONFIG": str(fake / "absent")}
+        check_env = {
+            **slurm.env,
+            "PATH": f"{fake / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "FAKE_DIR": str(fake),
+            "SLURMD_NODENAME": "node2",
+            "ASCENDPREP_NODECHECK_CONFIG": str(fake / "absent"),
+        }
         (fake / "verify.rc").write_text("1")
-        (fake / "verify.json").write_text(json.dumps({"kind": "verify", "findings": [{"id": "network.link", "severity": "error", "npu": 3}]}))
+        (fake / "verify.json").write_text(
+            json.dumps({"kind": "verify", "findings": [{"id": "network.link", "severity": "error", "npu": 3}]})
+        )
         failed = subprocess.run(["bash", str(NODECHECK)], env=check_env, capture_output=True, text=True, timeout=60)
         assert failed.returncode == 1, failed.stderr
-        shown = subprocess.run(["scontrol", "show", "node", "node2"], env=slurm.env, capture_output=True, text=True).stdout
+        shown = subprocess.run(
+            ["scontrol", "show", "node", "node2"], env=slurm.env, capture_output=True, text=True
+        ).stdout
         assert "DRAIN" in shown and "Reason=ascendprep: network.link[npu 3]" in shown, shown
         (fake / "verify.rc").write_text("0")
         passed = subprocess.run(["bash", str(NODECHECK)], env=check_env, capture_output=True, text=True, timeout=60)
         assert passed.returncode == 0, passed.stderr
-        shown = subprocess.run(["scontrol", "show", "node", "node2"], env=slurm.env, capture_output=True, text=True).stdout
+        shown = subprocess.run(
+            ["scontrol", "show", "node", "node2"], env=slurm.env, capture_output=True, text=True
+        ).stdout
         assert "DRAIN" not in shown and "Reason=" not in shown, shown

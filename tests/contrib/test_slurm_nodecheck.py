@@ -54,18 +54,28 @@ def run_check(node: Path, rc: int, findings=(), reason=None, report=True, stderr
     with ``report=False``: verify printed nothing), ``stderr`` its error output."""
     (node / "verify.rc").write_text(str(rc))
     if report:
-        (node / "verify.json").write_text(json.dumps({"kind": "verify", "schema_version": 1, "exit_code": rc, "findings": list(findings)}))
+        (node / "verify.json").write_text(
+            json.dumps({"kind": "verify", "schema_version": 1, "exit_code": rc, "findings": list(findings)})
+        )
     if stderr is not None:
         (node / "verify.err").write_text(stderr)
     if reason is not None:
         (node / "reason").write_text(reason)
     environment = {
-        "PATH": f"{node / 'bin'}{os.pathsep}{os.environ['PATH']}", "FAKE_DIR": str(node), "SLURMD_NODENAME": "a2n07",
-        "ASCENDPREP_NODECHECK_CONFIG": str(node / "absent"), "TMPDIR": str(node), **env,
+        "PATH": f"{node / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_DIR": str(node),
+        "SLURMD_NODENAME": "a2n07",
+        "ASCENDPREP_NODECHECK_CONFIG": str(node / "absent"),
+        "TMPDIR": str(node),
+        **env,
     }
     done = subprocess.run(["bash", str(NODECHECK)], capture_output=True, text=True, env=environment, timeout=60)
     calls_file = node / "scontrol.calls"
-    calls = [c.strip().splitlines() for c in calls_file.read_text().split("--\n") if c.strip()] if calls_file.exists() else []
+    calls = (
+        [c.strip().splitlines() for c in calls_file.read_text().split("--\n") if c.strip()]
+        if calls_file.exists()
+        else []
+    )
     argv = (node / "ascendprep.argv").read_text().splitlines()
     return done, calls, argv
 
@@ -75,10 +85,20 @@ def finding(check: str, npu=None, severity="error"):
 
 
 def test_a_failing_node_is_drained_with_the_failed_checks_as_reason(node):
-    done, calls, argv = run_check(node, 1, [finding("network.link", 3), finding("network.link", 3), finding("npu.health", 0),
-                                             finding("optics.rx_power", 2, severity="warning")])
+    done, calls, argv = run_check(
+        node,
+        1,
+        [
+            finding("network.link", 3),
+            finding("network.link", 3),
+            finding("npu.health", 0),
+            finding("optics.rx_power", 2, severity="warning"),
+        ],
+    )
     assert done.returncode == 1
-    assert calls == [["update", "NodeName=a2n07", "State=DRAIN", "Reason=ascendprep: network.link[npu 3], npu.health[npu 0]"]]
+    assert calls == [
+        ["update", "NodeName=a2n07", "State=DRAIN", "Reason=ascendprep: network.link[npu 3], npu.health[npu 0]"]
+    ]
     assert argv[:5] == ["verify", "/etc/ascendprep/inventory.yaml", "--local", "--format", "json"]
     assert not list(node.glob("ascendprep-nodecheck.*")), "temp files left behind"
 
@@ -103,13 +123,25 @@ def test_a_setup_error_drains_nothing_and_says_why(node):
 CRASH = 'Traceback (most recent call last):\n  File "ascendprep/cli.py", line 1\nMemoryError\n'
 
 
-@pytest.mark.parametrize("case, kwargs, said", [
-    ("a crash", dict(report=False, stderr=CRASH), "printed no verify report"),
-    ("a usage error with exit 1", dict(report=False, stderr="Error: No such option: --bundle-dirr\n"), "printed no verify report"),
-    ("a metrics folder that is missing", dict(findings=[finding("optics.rx_power", 2, severity="warning")],
-                                               stderr="error: --prometheus-file /var/lib/node_exporter/textfile/a.prom: No such file or directory\n"),
-     "names no failed check of error severity"),
-])
+@pytest.mark.parametrize(
+    "case, kwargs, said",
+    [
+        ("a crash", dict(report=False, stderr=CRASH), "printed no verify report"),
+        (
+            "a usage error with exit 1",
+            dict(report=False, stderr="Error: No such option: --bundle-dirr\n"),
+            "printed no verify report",
+        ),
+        (
+            "a metrics folder that is missing",
+            dict(
+                findings=[finding("optics.rx_power", 2, severity="warning")],
+                stderr="error: --prometheus-file /var/lib/node_exporter/textfile/a.prom: No such file or directory\n",
+            ),
+            "names no failed check of error severity",
+        ),
+    ],
+)
 def test_exit_1_without_a_failed_error_check_drains_nothing_and_is_logged(node, case, kwargs, said):
     """verify's exit 1 means "a check of error severity failed" only when its report says so:
     a crash, a usage error or a result it could not write must not drain the node (nor fail a
@@ -160,12 +192,32 @@ def test_verify_output_is_not_written_through_a_link_planted_beside_the_temp_nam
 
 
 def test_options_are_passed_through_and_drain_can_be_off(node):
-    done, calls, argv = run_check(node, 1, [finding("sysctl.value")], ASCENDPREP_DRAIN="0", ASCENDPREP_NODE="n7",
-                                  ASCENDPREP_TEXTFILE="/var/lib/node_exporter/textfile/ascendprep.prom",
-                                  ASCENDPREP_BUNDLE_DIR="/var/lib/ascendprep/bundle", ASCENDPREP_INVENTORY="/srv/inv.yaml")
+    done, calls, argv = run_check(
+        node,
+        1,
+        [finding("sysctl.value")],
+        ASCENDPREP_DRAIN="0",
+        ASCENDPREP_NODE="n7",
+        ASCENDPREP_TEXTFILE="/var/lib/node_exporter/textfile/ascendprep.prom",
+        ASCENDPREP_BUNDLE_DIR="/var/lib/ascendprep/bundle",
+        ASCENDPREP_INVENTORY="/srv/inv.yaml",
+    )
     assert done.returncode == 1 and calls == []
-    assert argv == ["verify", "/srv/inv.yaml", "--local", "--format", "json", "--timeout", "120", "--node", "n7",
-                    "--prometheus-file", "/var/lib/node_exporter/textfile/ascendprep.prom", "--bundle-dir", "/var/lib/ascendprep/bundle"]
+    assert argv == [
+        "verify",
+        "/srv/inv.yaml",
+        "--local",
+        "--format",
+        "json",
+        "--timeout",
+        "120",
+        "--node",
+        "n7",
+        "--prometheus-file",
+        "/var/lib/node_exporter/textfile/ascendprep.prom",
+        "--bundle-dir",
+        "/var/lib/ascendprep/bundle",
+    ]
 
 
 def test_hostile_finding_text_cannot_break_the_reason(node):
@@ -190,9 +242,9 @@ def _npd_script(tmp_path: Path) -> Path:
 def _metrics(passed: bool) -> str:
     from verify_cluster_facts import TODAY, cluster_evidence, desired_state, with_npu
 
+    from ascendprep.report.prometheus import verify_metrics
     from ascendprep.verify.checks.registry import Selection
     from ascendprep.verify.checks.runner import run_checks
-    from ascendprep.report.prometheus import verify_metrics
 
     desired = desired_state()
     facts = None if passed else {"node2": with_npu(cluster_evidence(desired)[0]["node2"].facts, 3, link="DOWN")}
@@ -201,11 +253,18 @@ def _metrics(passed: bool) -> str:
     return verify_metrics(results, hosts, list(hosts), 0 if passed else 1, time.time())
 
 
-@pytest.mark.parametrize("passed, code, said", [(True, 0, "ascendprep checks pass"), (False, 1, "failed: network.link")])
+@pytest.mark.parametrize(
+    "passed, code, said", [(True, 0, "ascendprep checks pass"), (False, 1, "failed: network.link")]
+)
 def test_npd_plugin_reads_the_metrics_file(tmp_path, passed, code, said):
     prom = tmp_path / "ascendprep.prom"
     prom.write_text(_metrics(passed))
-    done = subprocess.run(["sh", str(_npd_script(tmp_path))], capture_output=True, text=True, env={**os.environ, "ASCENDPREP_PROM": str(prom)})
+    done = subprocess.run(
+        ["sh", str(_npd_script(tmp_path))],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ASCENDPREP_PROM": str(prom)},
+    )
     assert done.returncode == code and done.stdout.startswith(said)
     assert len(done.stdout.rstrip("\n")) <= 80
 
@@ -213,10 +272,14 @@ def test_npd_plugin_reads_the_metrics_file(tmp_path, passed, code, said):
 def test_npd_plugin_says_unknown_for_a_missing_or_stale_result(tmp_path):
     script = _npd_script(tmp_path)
     prom = tmp_path / "ascendprep.prom"
-    missing = subprocess.run(["sh", str(script)], capture_output=True, text=True, env={**os.environ, "ASCENDPREP_PROM": str(prom)})
+    missing = subprocess.run(
+        ["sh", str(script)], capture_output=True, text=True, env={**os.environ, "ASCENDPREP_PROM": str(prom)}
+    )
     assert missing.returncode == 2 and "no ascendprep result" in missing.stdout
     prom.write_text(_metrics(True))
     old = time.time() - 3600
     os.utime(prom, (old, old))
-    stale = subprocess.run(["sh", str(script)], capture_output=True, text=True, env={**os.environ, "ASCENDPREP_PROM": str(prom)})
+    stale = subprocess.run(
+        ["sh", str(script)], capture_output=True, text=True, env={**os.environ, "ASCENDPREP_PROM": str(prom)}
+    )
     assert stale.returncode == 2 and "old" in stale.stdout

@@ -46,9 +46,17 @@ def test_reports_go_to_a_new_private_folder_and_steps_get_no_secret(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (submit / "ascendprep-check-77").symlink_to(elsewhere)  # the name a fixed scheme would use
-    env = {"PATH": fakes(tmp_path), "FAKE_DIR": str(tmp_path), "SLURM_JOB_ID": "77",
-           "SLURM_JOB_NODELIST": "n1", "SLURM_JOB_NUM_NODES": "1", "ASCENDPREP_SUDO_PASSWORD": "s3cret-sudo-pw"}
-    done = subprocess.run(["bash", str(SBATCH), "/srv/inventory.yaml"], cwd=submit, env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        "PATH": fakes(tmp_path),
+        "FAKE_DIR": str(tmp_path),
+        "SLURM_JOB_ID": "77",
+        "SLURM_JOB_NODELIST": "n1",
+        "SLURM_JOB_NUM_NODES": "1",
+        "ASCENDPREP_SUDO_PASSWORD": "s3cret-sudo-pw",
+    }
+    done = subprocess.run(
+        ["bash", str(SBATCH), "/srv/inventory.yaml"], cwd=submit, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert list(elsewhere.iterdir()) == []
     (run_dir,) = [p for p in submit.iterdir() if p.name.startswith("ascendprep-check-77.")]
@@ -65,6 +73,8 @@ def test_a_run_folder_that_already_exists_is_refused(tmp_path):
     taken = tmp_path / "taken"
     taken.mkdir()
     env = {"PATH": fakes(tmp_path), "FAKE_DIR": str(tmp_path), "SLURM_JOB_ID": "78", "ASCENDPREP_RUN_DIR": str(taken)}
-    done = subprocess.run(["bash", str(SBATCH), "/srv/inventory.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", str(SBATCH), "/srv/inventory.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and "must be a new folder" in done.stderr
     assert list(taken.iterdir()) == [] and not (tmp_path / "ascendprep.calls").exists()

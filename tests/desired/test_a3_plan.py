@@ -14,19 +14,32 @@ import yaml
 from click.testing import CliRunner
 
 from ascendprep.base import exitcodes
+from ascendprep.base.yamlsource import InputError
 from ascendprep.cli import main
+from ascendprep.desired.ranktable import build_rank_table, server_ids
 from ascendprep.desired.state import build_desired
 from ascendprep.inventory.load import inventory_from_text, load_inventory
-from ascendprep.desired.ranktable import build_rank_table, server_ids
 from ascendprep.inventory.ranktable_rules import check_rank_table
 from ascendprep.inventory.superpods import sdid, vnic_address
-from ascendprep.base.yamlsource import InputError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "a3-superpod.yaml"
 
 
-def a3(nodes: list[dict[str, Any]], *, subnets=("10.30.0.0/24", "10.31.0.0/24"), env=None, training=None, product="atlas-a3", npus=None) -> str:
-    data: dict[str, Any] = {"name": "a3", "product": product, "device_network": {"subnets": list(subnets)}, "nodes": nodes}
+def a3(
+    nodes: list[dict[str, Any]],
+    *,
+    subnets=("10.30.0.0/24", "10.31.0.0/24"),
+    env=None,
+    training=None,
+    product="atlas-a3",
+    npus=None,
+) -> str:
+    data: dict[str, Any] = {
+        "name": "a3",
+        "product": product,
+        "device_network": {"subnets": list(subnets)},
+        "nodes": nodes,
+    }
     if npus is not None:
         data["npus_per_node"] = npus
     if env:
@@ -49,7 +62,9 @@ def desired(text: str):
 def table_of(text: str) -> dict[str, Any]:
     state = desired(text)
     assert not state.invalid, state.findings
-    return json.loads(next(f.content for f in state.nodes[next(iter(state.nodes))].files if f.path.endswith("rank_table.json")))
+    return json.loads(
+        next(f.content for f in state.nodes[next(iter(state.nodes))].files if f.path.endswith("rank_table.json"))
+    )
 
 
 def plan_offline(tmp_path: Path, text: str) -> tuple[int, str]:
@@ -128,7 +143,9 @@ def test_explicit_server_index_and_sdids() -> None:
     table = table_of(a3(nodes))
     assert table["server_list"][0]["device"][0]["super_device_id"] == "167772160"
     assert table["server_list"][1]["device"][1]["super_device_id"] == str(sdid(41, 1))
-    assert table["super_pod_list"] == [{"super_pod_id": "7", "server_list": [{"server_id": "10.0.0.11"}, {"server_id": "10.0.0.12"}]}]
+    assert table["super_pod_list"] == [
+        {"super_pod_id": "7", "server_list": [{"server_id": "10.0.0.11"}, {"server_id": "10.0.0.12"}]}
+    ]
 
 
 def test_logical_super_pods_split_one_physical_pod() -> None:
@@ -142,9 +159,13 @@ def test_logical_super_pods_split_one_physical_pod() -> None:
     assert table["server_list"][2]["device"][0]["super_device_id"] == str(sdid(2, 0))
     # Without a rank table, set_env.sh tells HCCL the logical pod.
     state = desired(a3(nodes))
-    assert "export HCCL_LOGIC_SUPERPOD_ID=lp-b\n" in next(f.content for f in state.nodes["a3-3"].files if f.path.endswith("set_env.sh"))
+    assert "export HCCL_LOGIC_SUPERPOD_ID=lp-b\n" in next(
+        f.content for f in state.nodes["a3-3"].files if f.path.endswith("set_env.sh")
+    )
     state = desired(a3(nodes, training={"rank_table": True}))
-    assert "HCCL_LOGIC_SUPERPOD_ID" not in next(f.content for f in state.nodes["a3-3"].files if f.path.endswith("set_env.sh"))
+    assert "HCCL_LOGIC_SUPERPOD_ID" not in next(
+        f.content for f in state.nodes["a3-3"].files if f.path.endswith("set_env.sh")
+    )
 
 
 def test_a3_outside_a_super_pod_keeps_10() -> None:
@@ -164,7 +185,10 @@ def test_duplicate_sdids_in_one_pod_are_refused(tmp_path: Path) -> None:
     ]
     code, output = plan_offline(tmp_path, a3(nodes))
     assert code == exitcodes.INVALID
-    assert f"{tmp_path / 'inventory.yaml'}:14: nodes[1].super_pod: a3-2 and a3-1 are both server 3 of super-pod 0" in output
+    assert (
+        f"{tmp_path / 'inventory.yaml'}:14: nodes[1].super_pod: a3-2 and a3-1 are both server 3 of super-pod 0"
+        in output
+    )
     assert "EI0014" in output
 
 
@@ -183,7 +207,9 @@ def test_a_pods_servers_must_be_listed_together() -> None:
         {"name": "a3-3", "host": "10.0.0.13", "super_pod": 0},
     ]
     problems = located(a3(nodes))
-    assert any("nodes[2].super_pod: a3-3 is in super-pod 0, whose servers are listed earlier" in p for p in problems), problems
+    assert any("nodes[2].super_pod: a3-3 is in super-pod 0, whose servers are listed earlier" in p for p in problems), (
+        problems
+    )
 
 
 def test_a_logical_pod_never_joins_two_physical_pods() -> None:
@@ -192,7 +218,10 @@ def test_a_logical_pod_never_joins_two_physical_pods() -> None:
         {"name": "a3-2", "host": "10.0.0.12", "super_pod": 1, "logical_super_pod": "lp"},
     ]
     problems = located(a3(nodes))
-    assert any("nodes[1].logical_super_pod: logical super-pod 'lp' would join physical super-pods 0 (a3-1) and 1 (a3-2)" in p for p in problems), problems
+    assert any(
+        "nodes[1].logical_super_pod: logical super-pod 'lp' would join physical super-pods 0 (a3-1) and 1 (a3-2)" in p
+        for p in problems
+    ), problems
 
 
 def test_super_pod_is_all_or_none_and_a3_only() -> None:
@@ -206,7 +235,10 @@ def test_super_pod_is_all_or_none_and_a3_only() -> None:
 
 def test_server_index_beyond_the_pod_is_refused() -> None:
     problems = located(a3([{"name": "a3-[1-3]", "host": "10.0.0.[11-13]", "super_pod": 0, "server_index": 46}]))
-    assert any("nodes[0].server_index: a3-3 gets server index 48; a super-pod's servers are numbered 0-47" in p for p in problems), problems
+    assert any(
+        "nodes[0].server_index: a3-3 gets server index 48; a super-pod's servers are numbered 0-47" in p
+        for p in problems
+    ), problems
 
 
 @pytest.mark.parametrize(
@@ -222,7 +254,10 @@ def test_device_subnets_in_hccs_reserved_ranges_are_refused(tmp_path: Path, subn
     code, output = plan_offline(tmp_path, a3(nodes, subnets=subnets))
     assert code == exitcodes.INVALID, output
     bad = next(i for i, s in enumerate(subnets) if not s.startswith("10."))
-    assert f"inventory.yaml:{5 + bad}: device_network.subnets[{bad}]: device subnet {subnets[bad]} lies in {reserved}, reserved for the HCCS virtual NICs" in output, output
+    assert (
+        f"inventory.yaml:{5 + bad}: device_network.subnets[{bad}]: device subnet {subnets[bad]} lies in {reserved}, reserved for the HCCS virtual NICs"
+        in output
+    ), output
 
 
 def test_outside_a_super_pod_the_rest_of_192_is_allowed() -> None:
@@ -231,15 +266,24 @@ def test_outside_a_super_pod_the_rest_of_192_is_allowed() -> None:
 
 
 def test_reserved_range_in_a_group_is_located_at_the_group() -> None:
-    text = yaml.safe_dump({
-        "name": "a3", "product": "atlas-a3",
-        "device_network": {"groups": [
-            {"nodes": "a3-1", "subnets": ["10.30.0.0/24", "10.31.0.0/24"]},
-            {"nodes": "a3-2", "subnets": ["10.32.0.0/24", "192.168.4.0/24"]},
-        ]},
-        "nodes": [{"name": "a3-1", "host": "10.0.0.11"}, {"name": "a3-2", "host": "10.0.0.12"}],
-    }, sort_keys=False)
-    assert any("device_network.groups[1].subnets[1]: device subnet 192.168.4.0/24 lies in 192.168.0.0/21" in p for p in located(text))
+    text = yaml.safe_dump(
+        {
+            "name": "a3",
+            "product": "atlas-a3",
+            "device_network": {
+                "groups": [
+                    {"nodes": "a3-1", "subnets": ["10.30.0.0/24", "10.31.0.0/24"]},
+                    {"nodes": "a3-2", "subnets": ["10.32.0.0/24", "192.168.4.0/24"]},
+                ]
+            },
+            "nodes": [{"name": "a3-1", "host": "10.0.0.11"}, {"name": "a3-2", "host": "10.0.0.12"}],
+        },
+        sort_keys=False,
+    )
+    assert any(
+        "device_network.groups[1].subnets[1]: device subnet 192.168.4.0/24 lies in 192.168.0.0/21" in p
+        for p in located(text)
+    )
 
 
 # --- the four inventories whose tables HCCL refused --------------------------------------------------
@@ -253,12 +297,21 @@ def test_known_case_a3_nodes_by_host_name_write_a_table_without_host_ip() -> Non
 
 
 def test_known_case_a3_host_names_with_op_retry_are_refused() -> None:
-    text = a3([{"name": "a3-[1-2]", "host": "a3-[1-2].example.com", "super_pod": 0}], env={"HCCL_OP_RETRY_ENABLE": "L1:1,L2:0"})
-    assert any("nodes[0].host: 'a3-1.example.com' is a host name: op-retry (HCCL_OP_RETRY_ENABLE) needs the rank table's host_ip" in p for p in located(text))
+    text = a3(
+        [{"name": "a3-[1-2]", "host": "a3-[1-2].example.com", "super_pod": 0}],
+        env={"HCCL_OP_RETRY_ENABLE": "L1:1,L2:0"},
+    )
+    assert any(
+        "nodes[0].host: 'a3-1.example.com' is a host name: op-retry (HCCL_OP_RETRY_ENABLE) needs the rank table's host_ip"
+        in p
+        for p in located(text)
+    )
 
 
 def test_known_case_one_host_on_two_ports_gets_unique_server_ids() -> None:
-    text = a3([{"name": "a3-1", "host": "10.0.0.11", "port": 2201}, {"name": "a3-2", "host": "10.0.0.11", "port": 2202}])
+    text = a3(
+        [{"name": "a3-1", "host": "10.0.0.11", "port": 2201}, {"name": "a3-2", "host": "10.0.0.11", "port": 2202}]
+    )
     inventory = inventory_from_text(text)
     table = table_of(text)
     assert [s["server_id"] for s in table["server_list"]] == ["a3-1", "a3-2"]
@@ -327,6 +380,8 @@ def test_example_inventory_plans_clean(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     inventory = load_inventory(EXAMPLE)
     state = build_desired(inventory)
-    table = json.loads(next(f.content for f in next(iter(state.nodes.values())).files if f.path.endswith("rank_table.json")))
+    table = json.loads(
+        next(f.content for f in next(iter(state.nodes.values())).files if f.path.endswith("rank_table.json"))
+    )
     assert table["version"] == "1.2" and len(table["super_pod_list"]) == 2
     assert check_rank_table(table, inventory.product) == []

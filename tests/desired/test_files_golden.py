@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 from ascendprep.desired.state import build_desired
 from ascendprep.inventory.load import load_inventory
-from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
@@ -80,8 +80,14 @@ def test_env_sh_sources_cann_and_sets_hccl(tmp_path: Path) -> None:
     (toolkit / "latest").mkdir(parents=True)
     (toolkit / "set_env.sh").write_text("export ASCEND_TOOLKIT_HOME=from-toolkit\n")
     out = subprocess.run(
-        ["sh", "-c", f'ASCENDPREP_CANN_PATH={tmp_path}/Ascend . {env_sh} && echo "$ASCEND_TOOLKIT_HOME $HCCL_WHITELIST_DISABLE $HCCL_CONNECT_TIMEOUT"'],
-        capture_output=True, text=True, check=True,
+        [
+            "sh",
+            "-c",
+            f'ASCENDPREP_CANN_PATH={tmp_path}/Ascend . {env_sh} && echo "$ASCEND_TOOLKIT_HOME $HCCL_WHITELIST_DISABLE $HCCL_CONNECT_TIMEOUT"',
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == "from-toolkit 1 1200"
 
@@ -91,13 +97,27 @@ def _gloo_after_sourcing(spec: str, sys_class_net: Path, before: str = "") -> st
     from ascendprep.desired.envfiles import render_gloo_from_hccl_ifname
 
     lines = render_gloo_from_hccl_ifname(spec).replace("/sys/class/net/", f"{sys_class_net}/")
-    result = subprocess.run(["sh", "-c", before + lines + 'printf %s "${GLOO_SOCKET_IFNAME-unset}"'],
-                            capture_output=True, text=True, timeout=30, env={})
+    result = subprocess.run(
+        ["sh", "-c", before + lines + 'printf %s "${GLOO_SOCKET_IFNAME-unset}"'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={},
+    )
     return result.stdout
 
 
-@pytest.mark.parametrize("spec, gloo", [("=bond0", "bond0"), ("bond0", "bond0"), ("bond", "unset"),
-                                        ("^docker", "unset"), ("=eth9", "unset"), ("bond0,eth0", "unset")])
+@pytest.mark.parametrize(
+    "spec, gloo",
+    [
+        ("=bond0", "bond0"),
+        ("bond0", "bond0"),
+        ("bond", "unset"),
+        ("^docker", "unset"),
+        ("=eth9", "unset"),
+        ("bond0,eth0", "unset"),
+    ],
+)
 def test_gloo_follows_an_exact_hccl_socket_ifname(spec: str, gloo: str, tmp_path: Path) -> None:
     # gloo takes one exact interface name: a prefix, an exclusion or a list is not passed on
     # (gloo fails with "Unable to find address for: ^docker"), nor a NIC the host does not have.

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep.desired.ranktable import build_rank_table, render_rank_table
 from ascendprep.desired.state import build_desired
 from ascendprep.inventory.load import load_inventory
-from ascendprep.desired.ranktable import build_rank_table, render_rank_table
 
 ROOT = Path(__file__).resolve().parents[2]
 

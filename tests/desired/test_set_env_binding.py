@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep.base.paths import SET_ENV_SH
 from ascendprep.desired import envfiles
 from ascendprep.desired.state import build_desired
 from ascendprep.inventory.load import inventory_from_text
-from ascendprep.base.paths import SET_ENV_SH
 
 IP_ADDR = """\
 1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever
@@ -35,11 +35,14 @@ def _source(shell: str, tmp_path: Path, text: str, before: str = "") -> subproce
     fake_ip.chmod(0o755)
     script = tmp_path / "binding.sh"
     script.write_text(text)
-    command = (f'{before}PATH={bin_dir}:$PATH; . {script}; '
-               'printf "gloo=%s nccl=%s left=%s\\n" "${GLOO_SOCKET_IFNAME-unset}" "${NCCL_SOCKET_IFNAME-unset}" '
-               '"${ascendprep_ifname-unset}"')
-    return subprocess.run([shell, "-c", command], capture_output=True, text=True, timeout=30,
-                          env={"PATH": "/usr/bin:/bin"})
+    command = (
+        f"{before}PATH={bin_dir}:$PATH; . {script}; "
+        'printf "gloo=%s nccl=%s left=%s\\n" "${GLOO_SOCKET_IFNAME-unset}" "${NCCL_SOCKET_IFNAME-unset}" '
+        '"${ascendprep_ifname-unset}"'
+    )
+    return subprocess.run(
+        [shell, "-c", command], capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"}
+    )
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -59,8 +62,12 @@ def test_an_address_no_interface_holds_sets_nothing_and_says_so(shell: str, tmp_
 
 
 def test_a_value_the_user_set_before_is_kept(tmp_path: Path) -> None:
-    done = _source("sh", tmp_path, envfiles.render_interface_binding("10.0.0.11"),
-                   before="GLOO_SOCKET_IFNAME=bond0; export GLOO_SOCKET_IFNAME; ")
+    done = _source(
+        "sh",
+        tmp_path,
+        envfiles.render_interface_binding("10.0.0.11"),
+        before="GLOO_SOCKET_IFNAME=bond0; export GLOO_SOCKET_IFNAME; ",
+    )
     assert done.stdout.strip() == "gloo=bond0 nccl==eth0 left=unset"
 
 

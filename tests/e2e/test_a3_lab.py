@@ -3,17 +3,16 @@ SDID faults named on the right die, with their unlike variants."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
+from labsupport import start_test_lab, verify_json
 
-from ascendprep.run.apply import run_apply
-from ascendprep.run.plan import run_plan
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from labsupport import start_test_lab, verify_json
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 
 pytestmark = pytest.mark.lab
 
@@ -32,7 +31,9 @@ def _failed_messages(doc: Dict[str, Any]):
 
 
 def _failed(doc: Dict[str, Any]):
-    return [(c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"]
+    return [
+        (c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,11 @@ def applied(a3_lab: Lab, tmp_path_factory) -> Lab:
 def test_plan_apply_verify_passes_on_two_pods(applied: Lab, tmp_path: Path) -> None:
     code, doc = verify_json(applied, tmp_path)
     assert _failed(doc) == [] and code == 0, _failed_messages(doc)
-    checks = [c for c in doc["checks"] if c["check"] in ("cluster.hccs", "cluster.sdid", "superpod.identity", "superpod.vnic", "superpod.die_subnets")]
+    checks = [
+        c
+        for c in doc["checks"]
+        if c["check"] in ("cluster.hccs", "cluster.sdid", "superpod.identity", "superpod.vnic", "superpod.die_subnets")
+    ]
     assert {c["status"] for c in checks} == {"passed"}
     hccs = [c for c in checks if c["check"] == "cluster.hccs"]
     # per pod: 16 cross-server pairs (2 servers: one per die) + 2 x 16 in-server ring pairs, two pods
@@ -61,7 +66,9 @@ def test_plan_apply_verify_passes_on_two_pods(applied: Lab, tmp_path: Path) -> N
     assert identity["message"].startswith("super-pod 1, server index 0, 16 dies")
 
 
-def test_hccs_link_down_is_named_on_its_die_and_roce_link_down_is_not_an_hccs_fault(applied: Lab, tmp_path: Path) -> None:
+def test_hccs_link_down_is_named_on_its_die_and_roce_link_down_is_not_an_hccs_fault(
+    applied: Lab, tmp_path: Path
+) -> None:
     with fault_injected(applied, "node2", "hccs-link-down", npu=5):
         code, doc = verify_json(applied, tmp_path)
     failed = _failed(doc)

@@ -15,20 +15,20 @@ from typing import Any, Dict, Iterator, Tuple
 import pytest
 import yaml
 from click.testing import CliRunner
+from labsupport import start_test_lab
 from rich.console import Console
 
-from ascendprep.verify.allreduce.gates import RANK_TABLE as GATE
-from ascendprep.run.apply import run_apply
-from ascendprep.run.plan import run_plan
+from ascendprep.base.paths import RANK_TABLE
 from ascendprep.commands.verify import verify_command
-from ascendprep.run.allreduce import AllreduceOptions, run_allreduce
-from ascendprep.run.fanout import Session
-from ascendprep.run.hosts import host_accesses
 from ascendprep.inventory.load import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from ascendprep.base.paths import RANK_TABLE
-from labsupport import start_test_lab
+from ascendprep.run.allreduce import AllreduceOptions, run_allreduce
+from ascendprep.run.apply import run_apply
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
+from ascendprep.run.plan import run_plan
+from ascendprep.verify.allreduce.gates import RANK_TABLE as GATE
 
 pytestmark = pytest.mark.lab
 
@@ -58,7 +58,9 @@ def allreduce(inventory: Path):
     loaded = load_inventory(inventory)
     text = io.StringIO()
     with Session(host_accesses(loaded), forks=2) as session:
-        outcome = run_allreduce(loaded, session, AllreduceOptions(**TINY), Console(file=text, width=200, highlight=False))
+        outcome = run_allreduce(
+            loaded, session, AllreduceOptions(**TINY), Console(file=text, width=200, highlight=False)
+        )
     return outcome, text.getvalue()
 
 
@@ -92,10 +94,12 @@ def test_the_applied_table_is_taken_by_every_rank(cluster) -> None:
 
 def test_a_table_with_ranks_out_of_order_is_named(cluster) -> None:
     lab, inventory, _ = cluster
-    swap = ("import json; p='{0}'; t=json.load(open(p)); d=t['server_list'][1]['device']; "
-            "d[0]['rank_id'], d[1]['rank_id'] = d[1]['rank_id'], d[0]['rank_id']; "
-            "json.dump(t, open(p, 'w'))").format(RANK_TABLE)
-    on_node(lab, "node2", f"cp -p {RANK_TABLE} {RANK_TABLE}.keep && python3 -c \"{swap}\"")
+    swap = (
+        "import json; p='{0}'; t=json.load(open(p)); d=t['server_list'][1]['device']; "
+        "d[0]['rank_id'], d[1]['rank_id'] = d[1]['rank_id'], d[0]['rank_id']; "
+        "json.dump(t, open(p, 'w'))"
+    ).format(RANK_TABLE)
+    on_node(lab, "node2", f'cp -p {RANK_TABLE} {RANK_TABLE}.keep && python3 -c "{swap}"')
     try:
         outcome, printed = allreduce(inventory)
     finally:
@@ -133,7 +137,10 @@ def test_verify_compares_the_table_with_the_dies_sdids(cluster, tmp_path: Path) 
     with fault_injected(lab, "node2", "sdid-duplicate", npu=1):
         code, doc = verify(inventory, tmp_path)
     assert code == 1
-    failed = [(c["node"], c["npu"], c["message"]) for c in doc["checks"]
-              if c["check"] == "superpod.rank_table" and c["status"] == "failed"]
+    failed = [
+        (c["node"], c["npu"], c["message"])
+        for c in doc["checks"]
+        if c["check"] == "superpod.rank_table" and c["status"] == "failed"
+    ]
     assert [(node, npu) for node, npu, _ in failed] == [("node2", 1)], failed
     assert "super_device_id" in failed[0][2] and "device 1 (NPU 0 die 1)" in failed[0][2]

@@ -11,14 +11,13 @@ from contextlib import ExitStack, contextmanager
 from typing import Iterator
 
 import pytest
+from allreduce_cluster import Cluster, applied_cluster, cli, processes_of
 
-from ascendprep.run import allreduce as allreduce_run
 from ascendprep.base.findings import Severity
+from ascendprep.base.paths import SET_ENV_SH
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from ascendprep.base.paths import SET_ENV_SH
-
-from allreduce_cluster import Cluster, applied_cluster, cli, processes_of
+from ascendprep.run import allreduce as allreduce_run
 
 pytestmark = pytest.mark.lab
 
@@ -34,7 +33,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def resolves(lab: Lab, node: str) -> tuple[int, list[str]]:
     """(getent's exit status, the addresses) for the node's own hostname, looked up on the node."""
-    done = lab.ssh(node, "getent ahosts \"$(uname -n)\"")
+    done = lab.ssh(node, 'getent ahosts "$(uname -n)"')
     return done.returncode, sorted({line.split()[0] for line in done.stdout.splitlines() if line.strip()})
 
 
@@ -104,7 +103,8 @@ def test_the_allreduce_passes_when_hostnames_lead_to_loopback_or_nowhere(pair: C
     assert "pick an address by the hostname" not in run.printed
     document = {n["node"]: n for n in outcome.to_dict()["nodes"]}
     assert {node: n["bound"] for node, n in document.items()} == {
-        node: {"address": lab.node(node).mgmt_ip, "interface": "eth0"} for node in NODES}
+        node: {"address": lab.node(node).mgmt_ip, "interface": "eth0"} for node in NODES
+    }
     assert processes_of(outcome.run_id) == []
 
 
@@ -116,7 +116,9 @@ def test_without_the_binding_the_loopback_trap_is_real(pair: Cluster, monkeypatc
         run = pair.allreduce(**TINY, timeout=30)
     assert not run.outcome.passed
     assert "binding switched off by the test; its ranks pick an address by the hostname" in run.printed
-    assert {n.node: n.unbound_reason for n in run.outcome.nodes} == {node: "binding switched off by the test" for node in NODES}
+    assert {n.node: n.unbound_reason for n in run.outcome.nodes} == {
+        node: "binding switched off by the test" for node in NODES
+    }
     tails = " ".join(n.log_tail for n in run.outcome.nodes)
     assert "127.0.0.1" in tails or "127.0.1.1" in tails, run.printed
     assert processes_of(run.outcome.run_id) == []
@@ -125,7 +127,9 @@ def test_without_the_binding_the_loopback_trap_is_real(pair: Cluster, monkeypatc
 def test_the_applied_set_env_binds_the_inventory_nic_whatever_the_hostname_says(pair: Cluster) -> None:
     lab = pair.lab
     with fault_injected(lab, "node1", "hostname-loopback"):
-        done = lab.ssh("node1", f". {SET_ENV_SH} 2>/dev/null; echo \"$GLOO_SOCKET_IFNAME $NCCL_SOCKET_IFNAME $HCCL_IF_IP\"")
+        done = lab.ssh(
+            "node1", f'. {SET_ENV_SH} 2>/dev/null; echo "$GLOO_SOCKET_IFNAME $NCCL_SOCKET_IFNAME $HCCL_IF_IP"'
+        )
     assert done.stdout.split() == ["eth0", "=eth0", lab.node("node1").mgmt_ip], done.stderr
 
 
@@ -133,11 +137,26 @@ def test_verify_allreduce_passes_with_unresolvable_hostnames_and_warns_about_the
     """The issue's "done" case, through the command a user types."""
     lab = pair.lab
     with on_every_node(lab, "hostname-missing"), set_env_without_binding(lab):
-        done = cli("verify", str(pair.inventory), "--only", "node.hostname", "--format", "json", "--allreduce",
-                   "--nproc-per-node", "1", "--sizes", "1K:4K", "--timeout", "90", cwd=pair.folder)
+        done = cli(
+            "verify",
+            str(pair.inventory),
+            "--only",
+            "node.hostname",
+            "--format",
+            "json",
+            "--allreduce",
+            "--nproc-per-node",
+            "1",
+            "--sizes",
+            "1K:4K",
+            "--timeout",
+            "90",
+            cwd=pair.folder,
+        )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     document = json.loads(done.stdout)
     assert document["allreduce"]["passed"] is True
     warned = {r["node"]: r for r in document["checks"] if r["check"] == "node.hostname"}
     assert {node: (r["status"], r["severity"]) for node, r in warned.items()} == {
-        node: ("failed", "warning") for node in NODES}
+        node: ("failed", "warning") for node in NODES
+    }

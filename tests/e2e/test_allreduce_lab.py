@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
+from allreduce_cluster import Cluster, inventory_copy, processes_of, run_dirs_left
 
 from ascendprep.base.findings import Severity
 from ascendprep.lab.testing import fault_injected
-
-from allreduce_cluster import Cluster, inventory_copy, processes_of, run_dirs_left
 
 pytestmark = pytest.mark.lab
 
@@ -47,14 +46,21 @@ def test_healthy_cluster_passes_with_zero_wrong_elements_and_a_busbw_figure(clus
     assert "busbw (GB/s)" in run.printed and "64K" in run.printed and "all-reduce passed" in run.printed
     # ... closed by nccl-tests' two lines.
     assert "wrong elements: 0 OK" in run.printed
-    assert re.search(r"avg busbw: [0-9.e+-]+ GB/s over 4 sizes OK \([0-9.e+-]+ GB/s at 64K, floor 1e-09 GB/s\)",
-                     run.printed), run.printed
+    assert re.search(
+        r"avg busbw: [0-9.e+-]+ GB/s over 4 sizes OK \([0-9.e+-]+ GB/s at 64K, floor 1e-09 GB/s\)", run.printed
+    ), run.printed
     document = outcome.to_dict()
     assert document["schema_version"] == 1 and document["passed"] is True
     assert document["verdict"]["correctness"]["wrong_elements"] == 0
     assert [(g["name"], g["ok"]) for g in document["verdict"]["gates"]] == [
-        ("connectivity", True), ("wrong_elements", True), ("busbw", True), ("training", True),
-        ("stragglers", True), ("self_test", True), ("rank_table", True)]
+        ("connectivity", True),
+        ("wrong_elements", True),
+        ("busbw", True),
+        ("training", True),
+        ("stragglers", True),
+        ("self_test", True),
+        ("rank_table", True),
+    ]
     # Preflight and launch: two execs per node, whatever the session's forks.
     assert run.execs == {f"node{i}": 2 for i in range(1, 5)}
     assert processes_of(outcome.run_id) == []
@@ -64,7 +70,7 @@ def test_healthy_cluster_passes_with_zero_wrong_elements_and_a_busbw_figure(clus
 def test_a_node_without_the_interpreter_is_named_and_nothing_starts(cluster: Cluster, tmp_path: Path) -> None:
     lab = cluster.lab
     wrapper = "/usr/local/bin/ascendprep-test-python"
-    script = f"#!/bin/sh\nexec {shlex.quote(lab.python.executable)} \"$@\"\n"
+    script = f'#!/bin/sh\nexec {shlex.quote(lab.python.executable)} "$@"\n'
     for node in ("node1", "node2", "node4"):  # /usr/local is each node's own: node3 lacks it
         lab.run_in_node(node, ["sh", "-c", f"cat > {wrapper} && chmod 755 {wrapper}"], input=script)
     try:
@@ -79,8 +85,12 @@ def test_a_node_without_the_interpreter_is_named_and_nothing_starts(cluster: Clu
     assert [(f.node, f.severity) for f in failed] == [("node3", Severity.ERROR)]
     assert f"the interpreter {wrapper} (software.python_path) does not exist" in failed[0].message
     assert "node3" in run.printed and "does not exist" in run.printed
-    assert {n.node: n.status for n in outcome.nodes} == {"node1": "not_started", "node2": "not_started",
-                                                         "node3": "not_started", "node4": "not_started"}
+    assert {n.node: n.status for n in outcome.nodes} == {
+        "node1": "not_started",
+        "node2": "not_started",
+        "node3": "not_started",
+        "node4": "not_started",
+    }
     assert processes_of(outcome.run_id) == []
     assert run_dirs_left(lab) == []
 
@@ -152,8 +162,9 @@ def test_a_slow_node_is_named_by_bisect(cluster: Cluster) -> None:
     """A synchronous all-reduce runs at its slowest link's pace: every rank is equally slow,
     so the per-rank straggler rule cannot see a slow node. The gate fails; --bisect names it."""
     with fault_injected(cluster.lab, "node3", "slow", rate="8mbit"):
-        run = cluster.allreduce(nproc_per_node=1, sizes="64K:256K", warmup=1, iters=3, timeout=90,
-                                min_busbw=1e6, bisect=True)
+        run = cluster.allreduce(
+            nproc_per_node=1, sizes="64K:256K", warmup=1, iters=3, timeout=90, min_busbw=1e6, bisect=True
+        )
     outcome = run.outcome
     verdict = outcome.verdict
     assert verdict is not None and verdict.connectivity_passed and verdict.correctness_passed
@@ -178,7 +189,9 @@ def test_ctrl_c_stops_every_process_on_every_node(cluster: Cluster) -> None:
             run_allreduce(inventory, session, AllreduceOptions(nproc_per_node=1, sizes="1K", timeout=120,
                           inject_stall=2), Console(stderr=True))
     """)
-    child = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         deadline = time.monotonic() + 90
         while len(_pids("/worker.py")) < 8 and time.monotonic() < deadline:  # 4 agents, 4 ranks

@@ -12,12 +12,11 @@ from typing import Iterator
 
 import paramiko
 import pytest
+from allreduce_cluster import Cluster, applied_cluster, run_dirs_left
 
-from ascendprep.run.hosts import host_accesses
 from ascendprep.inventory.load import load_inventory
 from ascendprep.remote.ssh import SSHTransport
-
-from allreduce_cluster import Cluster, applied_cluster, run_dirs_left
+from ascendprep.run.hosts import host_accesses
 
 pytestmark = pytest.mark.lab
 
@@ -35,8 +34,14 @@ def _has_sftp(cluster: Cluster) -> bool:
     access = host_accesses(load_inventory(cluster.inventory))[0]
     client = paramiko.SSHClient()
     client.load_host_keys(str(cluster.lab.known_hosts_path))
-    client.connect(access.address, username="root", key_filename=str(cluster.lab.key_path),
-                   look_for_keys=False, allow_agent=False, timeout=10)
+    client.connect(
+        access.address,
+        username="root",
+        key_filename=str(cluster.lab.key_path),
+        look_for_keys=False,
+        allow_agent=False,
+        timeout=10,
+    )
     try:
         client.open_sftp().close()
         return True
@@ -48,7 +53,7 @@ def _has_sftp(cluster: Cluster) -> bool:
 
 def test_the_lab_variant_is_what_it_says(sftp_cluster: Cluster) -> None:
     assert _has_sftp(sftp_cluster) == sftp_cluster.lab.spec.sftp
-    resolves = sftp_cluster.lab.ssh("node1", "getent hosts \"$(hostname)\"")
+    resolves = sftp_cluster.lab.ssh("node1", 'getent hosts "$(hostname)"')
     assert (resolves.returncode == 0) == sftp_cluster.lab.spec.sftp, resolves.stdout
 
 
@@ -68,4 +73,7 @@ def test_put_and_fetch_on_a_lab_node(sftp_cluster: Cluster) -> None:
     with SSHTransport(access) as host:
         host.put(payload, "/tmp/ascendprep-sftp-test.bin", 0o640)
         assert host.fetch("/tmp/ascendprep-sftp-test.bin") == payload
-        assert host.run_script("stat -c %a /tmp/ascendprep-sftp-test.bin; rm /tmp/ascendprep-sftp-test.bin").stdout == "640\n"
+        assert (
+            host.run_script("stat -c %a /tmp/ascendprep-sftp-test.bin; rm /tmp/ascendprep-sftp-test.bin").stdout
+            == "640\n"
+        )

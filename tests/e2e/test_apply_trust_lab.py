@@ -53,7 +53,16 @@ def test_a_hand_edited_change_is_refused_and_nothing_changes(lab: Lab, tmp_path:
     plan = run_cli("plan", str(path), cwd=tmp_path)
     assert plan.returncode == 0 and "sysctl net.core.somaxconn 2048 → 65535" in plan.stdout, plan.stdout + plan.stderr
     cron = "/etc/cron.d/ascendprep-pwned"
-    _edit_plan(tmp_path, "node1", ("sysctl", "net.core.somaxconn"), kind="file", target=cron, before=None, after="0" * 64, text=f"{cron}: create")
+    _edit_plan(
+        tmp_path,
+        "node1",
+        ("sysctl", "net.core.somaxconn"),
+        kind="file",
+        target=cron,
+        before=None,
+        after="0" * 64,
+        text=f"{cron}: create",
+    )
 
     refused = run_cli("apply", cwd=tmp_path)
     assert refused.returncode == 1, refused.stdout + refused.stderr
@@ -68,9 +77,19 @@ def test_a_hand_edited_change_is_refused_and_nothing_changes(lab: Lab, tmp_path:
     run_cli("plan", str(path), cwd=tmp_path)
     forward = sh(lab, "node1", "cat /proc/sys/net/ipv4/ip_forward").strip()
     other = "1" if forward == "0" else "0"
-    _edit_plan(tmp_path, "node1", ("sysctl", "net.core.somaxconn"), target="net.ipv4.ip_forward", after=other, text=f"sysctl net.ipv4.ip_forward 2048 → {other}")
+    _edit_plan(
+        tmp_path,
+        "node1",
+        ("sysctl", "net.core.somaxconn"),
+        target="net.ipv4.ip_forward",
+        after=other,
+        text=f"sysctl net.ipv4.ip_forward 2048 → {other}",
+    )
     refused = run_cli("apply", cwd=tmp_path)
-    assert refused.returncode == 1 and "node1: sysctl:net.ipv4.ip_forward: not something ascendprep manages on this host" in refused.stderr, refused.stderr
+    assert (
+        refused.returncode == 1
+        and "node1: sysctl:net.ipv4.ip_forward: not something ascendprep manages on this host" in refused.stderr
+    ), refused.stderr
     assert sh(lab, "node1", "cat /proc/sys/net/ipv4/ip_forward").strip() == forward
     assert sh(lab, "node1", "cat /proc/sys/net/core/somaxconn").strip() == "2048"
     converge(path, tmp_path)
@@ -92,12 +111,26 @@ def test_the_apply_lock_is_each_nodes_own_root_only_folder(lab: Lab, tmp_path: P
 
 def _disturb_npus(lab: Lab, node: str, npus: range) -> None:
     index = ("node1", "node2", "node3").index(node)
-    sh(lab, node, "; ".join(f"hccn_tool -i {n} -ip -s address 10.20.0.{200 + 8 * index + n} netmask 255.255.255.0 >/dev/null" for n in npus))
+    sh(
+        lab,
+        node,
+        "; ".join(
+            f"hccn_tool -i {n} -ip -s address 10.20.0.{200 + 8 * index + n} netmask 255.255.255.0 >/dev/null"
+            for n in npus
+        ),
+    )
 
 
 def _start_apply(folder: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "HOME": str(folder), "COLUMNS": "200"}
-    return subprocess.Popen([sys.executable, "-m", "ascendprep", "apply"], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ascendprep", "apply"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_busy_hccn_tool_is_retried_and_the_tries_reported(lab: Lab, tmp_path: Path) -> None:
@@ -146,6 +179,15 @@ def test_sigterm_during_apply_completes_the_journal(lab: Lab, tmp_path: Path) ->
     [host] = journal["hosts"]
     assert host["node"] == "node3" and host["status"] == "unknown"
     assert any(c["key"] == "hccn.ip:5" for c in host["intent"])
-    _wait_for(lambda: lab.ssh("node3", "flock -n /run/ascendprep/apply.lock true").returncode == 0, 30, "node3's apply script to end")
-    assert sh(lab, "node3", "ls /etc/ascendprep /etc/sysctl.d | grep -c 'ascendprep\\.[A-Za-z0-9]\\{6\\}$' || true").strip() == "0"
+    _wait_for(
+        lambda: lab.ssh("node3", "flock -n /run/ascendprep/apply.lock true").returncode == 0,
+        30,
+        "node3's apply script to end",
+    )
+    assert (
+        sh(
+            lab, "node3", "ls /etc/ascendprep /etc/sysctl.d | grep -c 'ascendprep\\.[A-Za-z0-9]\\{6\\}$' || true"
+        ).strip()
+        == "0"
+    )
     converge(path, tmp_path)

@@ -20,9 +20,9 @@ from typing import Iterator
 
 import pytest
 import yaml
+from labsupport import start_test_lab
 
 from ascendprep.lab.lab import Lab
-from labsupport import start_test_lab
 
 pytestmark = pytest.mark.lab
 
@@ -38,7 +38,9 @@ def lab() -> Iterator[Lab]:
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(cwd), "COLUMNS": "200", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.run([sys.executable, "-m", "ascendprep", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "ascendprep", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def grouped_inventory(lab: Lab, folder: Path, gateway: str = "first") -> Path:
@@ -65,7 +67,11 @@ def test_unrouted_groups_are_islands_and_verify_pings_only_inside_them(lab: Lab,
         assert done.returncode == 0, done.stdout + done.stderr
     conf = lab.ssh("node3", "cat /etc/hccn.conf").stdout
     assert "gateway_1=" not in conf
-    node4_rail1 = next(line for line in run_cli("plan", str(path), "--offline", "--format", "csv", cwd=tmp_path).stdout.splitlines() if line.startswith("node4,") and line.split(",")[2] == "1")
+    node4_rail1 = next(
+        line
+        for line in run_cli("plan", str(path), "--offline", "--format", "csv", cwd=tmp_path).stdout.splitlines()
+        if line.startswith("node4,") and line.split(",")[2] == "1"
+    )
     assert f"netdetect_1={node4_rail1.split(',')[3]}\n" in conf  # node3 probes node4, its leaf peer
     verify = run_cli("verify", str(path), "--mesh", "full", "--format", "json", cwd=tmp_path)
     document = json.loads(verify.stdout)

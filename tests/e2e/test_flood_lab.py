@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
+from labsupport import start_test_lab
 
 from ascendprep.base import limits
 from ascendprep.lab.cli_run import CliRun, run_cli
 from ascendprep.lab.lab import Lab
-from labsupport import start_test_lab
 
 pytestmark = pytest.mark.lab
 
@@ -59,7 +59,9 @@ def _hits(document: Dict[str, Any], limit: str) -> List[Dict[str, Any]]:
     return [hit for hit in document["limits_hit"] if hit["limit"] == limit]
 
 
-def test_plan_under_flood_and_hang_names_the_sick_nodes_and_keeps_the_healthy_one(flood_and_hang: Lab, tmp_path: Path) -> None:
+def test_plan_under_flood_and_hang_names_the_sick_nodes_and_keeps_the_healthy_one(
+    flood_and_hang: Lab, tmp_path: Path
+) -> None:
     run, document = _run(flood_and_hang, tmp_path, "plan", "-o", str(tmp_path / "plan.json"))
 
     assert run.returncode == 1 and document["complete"] is False
@@ -92,7 +94,9 @@ def test_verify_under_flood_and_hang_ends_with_findings_and_a_bundle(flood_and_h
     node2_ip = [c for c in by_node["node2"] if c["check"] == "network.ip"]
     assert all(c["status"] == "failed" and CAP_TEXT in c["message"] for c in node2_ip)
     node3_ip = [c for c in by_node["node3"] if c["check"] == "network.ip"]
-    assert node3_ip and all(c["status"] == "failed" and ("timed out" in c["message"] or "hung earlier" in c["message"]) for c in node3_ip)
+    assert node3_ip and all(
+        c["status"] == "failed" and ("timed out" in c["message"] or "hung earlier" in c["message"]) for c in node3_ip
+    )
     assert [hit["host"] for hit in _hits(document, "remote_call_output_cap")] == ["node2"]
     assert _hits(document, "command_timeout") == []
     bundle = Path(document["bundle"])

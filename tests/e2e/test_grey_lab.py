@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Iterator, Set, Tuple
 
-
 import pytest
+from labsupport import start_test_lab, verify_json
 
+from ascendprep.lab.lab import Lab
 from ascendprep.run.apply import run_apply
 from ascendprep.run.plan import run_plan
-from ascendprep.lab.lab import Lab
-from labsupport import start_test_lab, verify_json
 
 pytestmark = pytest.mark.lab
 
@@ -62,8 +61,16 @@ def test_each_grey_fault_is_named_on_its_node_and_npu_and_the_healed_lab_passes(
     expected = {(check, node, npu, severity) for node, _, npu, found in FAULTS for check, severity in found}
     assert code == 1
     assert failed == expected, sorted(failed ^ expected)
-    low = next(c for c in doc["checks"] if (c["check"], c["node"], c["npu"]) == ("optics.power", "node1", 0) and c["status"] == "failed")
-    assert (low["evidence"]["lane"], low["evidence"]["reading_mw"], low["evidence"]["low_alarm_mw"]) == (1, 0.05, 0.1445)
+    low = next(
+        c
+        for c in doc["checks"]
+        if (c["check"], c["node"], c["npu"]) == ("optics.power", "node1", 0) and c["status"] == "failed"
+    )
+    assert (low["evidence"]["lane"], low["evidence"]["reading_mw"], low["evidence"]["low_alarm_mw"]) == (
+        1,
+        0.05,
+        0.1445,
+    )
     hot = next(c for c in doc["checks"] if (c["check"], c["node"], c["npu"]) == ("optics.module", "node2", 1))
     assert hot["message"] == "module temperature 76 °C is over its high threshold 70 °C"
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
+from labsupport import start_test_lab, verify_json
 
-from ascendprep.run.apply import run_apply
-from ascendprep.run.plan import run_plan
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.sim.npu_procs import busy_pid
-from labsupport import start_test_lab, verify_json
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 
 pytestmark = pytest.mark.lab
 
@@ -41,7 +41,9 @@ def _verify(lab: Lab, workdir: Path, *options: str) -> tuple[int, Dict[str, Any]
 
 
 def _failed(doc: Dict[str, Any]) -> List[tuple]:
-    return sorted((c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error")
+    return sorted(
+        (c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"
+    )
 
 
 def test_each_cause_fails_its_check_on_its_node_and_passes_healed(jobs_lab: Lab, tmp_path: Path) -> None:
@@ -52,7 +54,11 @@ def test_each_cause_fails_its_check_on_its_node_and_passes_healed(jobs_lab: Lab,
         jobs_lab.fault("node4", "nic-no-address")
         code, doc = _verify(jobs_lab, tmp_path)
         assert code == 1
-        assert _failed(doc) == [("node.hccl_ports", "node3", None), ("node.host_nic", "node4", None), ("npu.busy", "node2", 1)]
+        assert _failed(doc) == [
+            ("node.hccl_ports", "node3", None),
+            ("node.host_nic", "node4", None),
+            ("npu.busy", "node2", 1),
+        ]
         by = {(c["check"], c["node"], c["npu"]): c for c in doc["checks"]}
         busy = by[("npu.busy", "node2", 1)]
         assert f"pid {busy_pid(1)} (python3, 37709 MB)" in busy["message"] and f"kill {busy_pid(1)}" in busy["fix"]

@@ -13,6 +13,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from labsupport import require_lab_host, start_test_lab
 
 from ascendprep.cli import main
 from ascendprep.lab.journal import Journal
@@ -25,7 +26,6 @@ from ascendprep.lab.testing import (
     ssh,
     surviving_processes,
 )
-from labsupport import require_lab_host, start_test_lab
 
 pytestmark = pytest.mark.lab
 

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.lab
 def test_lab_up_with_debian_hostnames_resolves_each_node_to_loopback():
     lab = start_test_lab(nodes=1, suffix="h127", hostnames="loopback")
     try:
-        done = lab.ssh("node1", "getent ahosts \"$(uname -n)\" | head -n 1")
+        done = lab.ssh("node1", 'getent ahosts "$(uname -n)" | head -n 1')
         assert done.returncode == 0 and done.stdout.split()[0] == "127.0.1.1", done.stdout + done.stderr
         assert lab.spec.hostnames == "loopback"
     finally:

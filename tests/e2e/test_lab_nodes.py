@@ -69,7 +69,9 @@ def test_a_node_writes_its_own_private_dirs_never_the_hosts(lab, private, sees_h
     on_host = Path(private) / f"{name}-host"
     on_host.write_text("host\n")
     try:
-        written = ssh(lab, "node1", f"echo node1 > {private}/{name} && cat {private}/{name}; test -e {on_host}; echo $?")
+        written = ssh(
+            lab, "node1", f"echo node1 > {private}/{name} && cat {private}/{name}; test -e {on_host}; echo $?"
+        )
         assert written.stdout.splitlines() == ["node1", "0" if sees_host_files else "1"], written.stderr
         assert not (Path(private) / name).exists()
         assert ssh(lab, "node2", f"test -e {private}/{name}").returncode == 1
@@ -116,7 +118,10 @@ def test_nodes_run_the_interpreter_that_brought_the_lab_up_venv_kept(lab):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == sys.prefix
     for kept in lab.python.runtime_dirs:
-        if any(kept != root and root in kept.parents for root in (Path("/root"), Path("/home"), Path("/tmp"), Path("/var/tmp"))):
+        if any(
+            kept != root and root in kept.parents
+            for root in (Path("/root"), Path("/home"), Path("/tmp"), Path("/var/tmp"))
+        ):
             refused = ssh(lab, "node2", f"touch {kept}/ascendprep-guest-write")
             assert refused.returncode != 0 and "Read-only file system" in refused.stderr
 
@@ -124,7 +129,7 @@ def test_nodes_run_the_interpreter_that_brought_the_lab_up_venv_kept(lab):
 def test_nodes_reach_each_other_over_the_management_network(lab):
     peer = lab.node("node2").mgmt_ip
     probe = f"import socket; s = socket.create_connection(('{peer}', 22), 5); print(s.recv(7).decode())"
-    result = ssh(lab, "node1", f"{lab.python.executable} -c \"{probe}\"")
+    result = ssh(lab, "node1", f'{lab.python.executable} -c "{probe}"')
     assert result.stdout.strip() == "SSH-2.0"
 
 

@@ -14,12 +14,12 @@ from typing import Any, Dict, Iterator, List, Set, Tuple
 
 import pytest
 from click.testing import CliRunner
+from labsupport import start_test_lab
 
-from ascendprep.run.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from labsupport import start_test_lab
+from ascendprep.run.plan import run_plan
 
 pytestmark = pytest.mark.lab
 
@@ -51,7 +51,9 @@ def ssh_verify(lab: Lab, workdir: Path) -> Tuple[int, Dict[str, Any]]:
     cwd = os.getcwd()
     os.chdir(workdir)
     try:
-        outcome = CliRunner().invoke(verify_command, [str(lab.inventory_path), "--format", "json", "--sample-interval", "0"])
+        outcome = CliRunner().invoke(
+            verify_command, [str(lab.inventory_path), "--format", "json", "--sample-interval", "0"]
+        )
     finally:
         os.chdir(cwd)
     assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
@@ -64,7 +66,20 @@ def merged_local_verify(lab: Lab, workdir: Path, round_name: str) -> Tuple[int, 
     for node in lab.nodes:
         folder = workdir / round_name / node.name
         # no --node: each node finds itself in the inventory by its host name or address
-        code, out, err = in_node(lab, node.name, workdir, "verify", str(lab.inventory_path), "--local", "--bundle-dir", str(folder), "--sample-interval", "0", "--format", "json")
+        code, out, err = in_node(
+            lab,
+            node.name,
+            workdir,
+            "verify",
+            str(lab.inventory_path),
+            "--local",
+            "--bundle-dir",
+            str(folder),
+            "--sample-interval",
+            "0",
+            "--format",
+            "json",
+        )
         assert code in (0, 1), f"{node.name}: exit {code}\n{err}"
         assert json.loads(out)["local_node"] == node.name
         folders.append(str(folder))
@@ -78,7 +93,11 @@ def verdicts(document: Dict[str, Any]) -> Verdicts:
 
 
 def failing(document: Dict[str, Any]) -> Set[Tuple[str, Any, Any]]:
-    return {(c["check"], c.get("node"), c.get("npu")) for c in document["checks"] if c["status"] == "failed" and c["severity"] == "error"}
+    return {
+        (c["check"], c.get("node"), c.get("npu"))
+        for c in document["checks"]
+        if c["status"] == "failed" and c["severity"] == "error"
+    }
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +117,9 @@ def converged(local_lab: Lab) -> Path:
     journals = [json.loads(p.read_text()) for p in (workdir / "journal").glob("apply-*.json")]
     assert sorted(j["local_node"] for j in journals) == sorted(n.name for n in local_lab.nodes)
     assert all(j["status"] == "finished" for j in journals)
-    assert run_plan(local_lab.inventory_path, workdir / "replan.json", "text", True, False, None) == 0  # nothing left to change
+    assert (
+        run_plan(local_lab.inventory_path, workdir / "replan.json", "text", True, False, None) == 0
+    )  # nothing left to change
     return workdir
 
 

@@ -12,21 +12,23 @@ from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
+from labsupport import start_test_lab, verify_json
 
-from ascendprep.run.apply import run_apply
-from ascendprep.run.plan import run_plan
-from ascendprep.run.bundle import read_bundle
+from ascendprep.facts.gather import parse_gather_output
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from ascendprep.facts.gather import parse_gather_output
-from labsupport import start_test_lab, verify_json
+from ascendprep.run.apply import run_apply
+from ascendprep.run.bundle import read_bundle
+from ascendprep.run.plan import run_plan
 
 pytestmark = pytest.mark.lab
 
 
 @pytest.fixture(scope="module")
 def mixed_lab() -> Iterator[Lab]:
-    lab = start_test_lab(nodes=3, product="atlas-a2", suffix="mixeddrv", npus=4, node_driver_profiles=(("node2", "legacy"),))
+    lab = start_test_lab(
+        nodes=3, product="atlas-a2", suffix="mixeddrv", npus=4, node_driver_profiles=(("node2", "legacy"),)
+    )
     try:
         yield lab
     finally:
@@ -38,7 +40,11 @@ def _verify(lab: Lab, workdir: Path) -> tuple[int, Dict[str, Any]]:
 
 
 def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tmp_path: Path) -> None:
-    assert [(n.name, n.driver_profile) for n in mixed_lab.spec.node_list()] == [("node1", "current"), ("node2", "legacy"), ("node3", "current")]
+    assert [(n.name, n.driver_profile) for n in mixed_lab.spec.node_list()] == [
+        ("node1", "current"),
+        ("node2", "legacy"),
+        ("node3", "current"),
+    ]
     plan = tmp_path / "plan.json"
     assert run_plan(mixed_lab.inventory_path, plan, "text", False, False, None) == 0
     changes = {host["node"]: host["changes"] for host in json.loads(plan.read_text())["hosts"]}
@@ -53,7 +59,11 @@ def test_plan_apply_verify_passes_on_mixed_driver_generations(mixed_lab: Lab, tm
     assert warnings <= {"cluster.compat"}
     # every per-NPU network check ran (passed) on the legacy node too
     legacy_network = [c for c in doc["checks"] if c["node"] == "node2" and c["check"].startswith("network.")]
-    assert {c["status"] for c in legacy_network if c["check"] in ("network.ip", "network.tls", "network.lldp", "network.link_flaps")} == {"passed"}
+    assert {
+        c["status"]
+        for c in legacy_network
+        if c["check"] in ("network.ip", "network.tls", "network.lldp", "network.link_flaps")
+    } == {"passed"}
     # the legacy driver's short -stat -g form: its two RoCE error counters sampled and judged (issue 20)
     (counters,) = [c for c in legacy_network if (c["check"], c["npu"]) == ("network.counters", 0)]
     assert counters["status"] == "passed" and counters["evidence"]["form"].startswith("short")
@@ -75,7 +85,9 @@ def test_no_lldp_neighbour_on_the_legacy_node_names_the_switch_side_fix(mixed_la
     """The old driver answers `Command execute failed!`: verify says "no LLDP neighbour", not "could not check"."""
     with fault_injected(mixed_lab, "node2", "lldp-empty", npu=1):
         code, doc = _verify(mixed_lab, tmp_path)
-    failed = [(c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"]
+    failed = [
+        (c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"
+    ]
     assert code == 1 and failed == [("network.lldp", "node2", 1)]
     (lldp,) = [c for c in doc["checks"] if (c["check"], c["node"], c["npu"]) == ("network.lldp", "node2", 1)]
     assert lldp["message"] == "no LLDP neighbour: the link is up but the switch port sends no LLDP"
@@ -85,16 +97,27 @@ def test_no_lldp_neighbour_on_the_legacy_node_names_the_switch_side_fix(mixed_la
 def test_npu_smi_failure_is_reported_on_its_own_and_the_ports_still_checked(mixed_lab: Lab, tmp_path: Path) -> None:
     with fault_injected(mixed_lab, "node3", "npu-smi-dcmi"):
         code, doc = _verify(mixed_lab, tmp_path)
-    failed = {(c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"}
+    failed = {
+        (c["check"], c["node"], c["npu"]) for c in doc["checks"] if c["status"] == "failed" and c["severity"] == "error"
+    }
     assert code == 1
     # npu.busy cannot read npu-smi's process table either: could not check, never a pass (issue 17).
-    assert failed == {("npu.count", "node3", None)} | {(check, "node3", npu) for check in ("npu.health", "npu.busy") for npu in range(4)}
-    assert all(c["message"].startswith("could not check: npu-smi info failed: dcmi")
-               for c in doc["checks"] if (c["check"], c["node"]) == ("npu.busy", "node3"))
+    assert failed == {("npu.count", "node3", None)} | {
+        (check, "node3", npu) for check in ("npu.health", "npu.busy") for npu in range(4)
+    }
+    assert all(
+        c["message"].startswith("could not check: npu-smi info failed: dcmi")
+        for c in doc["checks"]
+        if (c["check"], c["node"]) == ("npu.busy", "node3")
+    )
     (count,) = [c for c in doc["checks"] if (c["check"], c["node"]) == ("npu.count", "node3")]
     assert count["message"] == (
         "could not check: npu-smi info -l failed: dcmi model initialized failed, because the device is used. ret is -8020 "
         "(the NPUs are held by another container or process (DCMI is exclusive))"
     )
-    node3_ports = [c for c in doc["checks"] if c["node"] == "node3" and c["check"] in ("network.ip", "network.link", "network.lldp")]
+    node3_ports = [
+        c
+        for c in doc["checks"]
+        if c["node"] == "node3" and c["check"] in ("network.ip", "network.link", "network.lldp")
+    ]
     assert len(node3_ports) == 3 * 4 and {c["status"] for c in node3_ports} == {"passed"}

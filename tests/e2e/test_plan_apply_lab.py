@@ -29,7 +29,14 @@ def run_cli(*args: str, cwd: Path, timeout: float = 300, env: dict | None = None
     """``ascendprep ARGS`` as a user runs it, with HOME at ``cwd`` (no personal known_hosts)."""
     environment = {**os.environ, "HOME": str(cwd), "COLUMNS": "200"}
     environment.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ascendprep", *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ascendprep", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def inventory_copy(lab: Lab, folder: Path, *, known_hosts: Path | None = None, **changes) -> Path:
@@ -84,19 +91,27 @@ def test_plan_apply_converges_and_a_second_apply_changes_nothing(lab: Lab, tmp_p
     summaries = [c["text"] for c in node1["changes"]]
     assert any(s.startswith("npu 0: ip none → 10.20.0.") for s in summaries), summaries
     assert "sysctl net.core.somaxconn 4096 → 65535" in summaries
-    assert any(s.startswith("/etc/ascendprep/env.sh: create: adds HCCL_WHITELIST_DISABLE=1, HCCL_CONNECT_TIMEOUT=") for s in summaries), summaries
+    assert any(
+        s.startswith("/etc/ascendprep/env.sh: create: adds HCCL_WHITELIST_DISABLE=1, HCCL_CONNECT_TIMEOUT=")
+        for s in summaries
+    ), summaries
 
     applied = run_cli("apply", cwd=tmp_path)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert list((tmp_path / ".ascendprep" / "journal").glob("apply-*.json"))
 
-    desired = {h["name"]: h for h in json.loads(run_cli("plan", str(path), "--offline", "--format", "json", cwd=tmp_path).stdout)["nodes"]}
+    desired = {
+        h["name"]: h
+        for h in json.loads(run_cli("plan", str(path), "--offline", "--format", "json", cwd=tmp_path).stdout)["nodes"]
+    }
     for node in NODES:
         conf = sh(lab, node, "cat /etc/hccn.conf")
         for npu in desired[node]["npu"]:
             assert f"address_{npu['npu']}={npu['ip']}\n" in conf
             assert f"netdetect_{npu['npu']}={npu['detect']}\n" in conf
-        assert sh(lab, node, "hccn_tool -i 3 -ip -g") == f"ipaddr:{desired[node]['npu'][3]['ip']}\nnetmask:255.255.255.0\n"
+        assert (
+            sh(lab, node, "hccn_tool -i 3 -ip -g") == f"ipaddr:{desired[node]['npu'][3]['ip']}\nnetmask:255.255.255.0\n"
+        )
         assert sh(lab, node, "cat /proc/sys/net/core/somaxconn").strip() == "65535"
         assert "60000-60015" in sh(lab, node, "cat /proc/sys/net/ipv4/ip_local_reserved_ports")
         assert "net.core.somaxconn = 65535" in sh(lab, node, "cat /etc/sysctl.d/90-ascendprep.conf")
@@ -155,8 +170,15 @@ def test_a_hanging_hccn_tool_is_cut_off(lab: Lab, tmp_path: Path) -> None:
 def _disturb(lab: Lab) -> None:
     """Move every node away from the plan: other device IPs, low somaxconn, env files gone."""
     for index, node in enumerate(NODES):
-        ips = "; ".join(f"hccn_tool -i {n} -ip -s address 10.20.0.{200 + 8 * index + n} netmask 255.255.255.0 >/dev/null" for n in range(8))
-        sh(lab, node, f"{ips}; echo 1000 > /proc/sys/net/core/somaxconn; rm -f /etc/ascendprep/env.sh /etc/ascendprep/set_env.sh")
+        ips = "; ".join(
+            f"hccn_tool -i {n} -ip -s address 10.20.0.{200 + 8 * index + n} netmask 255.255.255.0 >/dev/null"
+            for n in range(8)
+        )
+        sh(
+            lab,
+            node,
+            f"{ips}; echo 1000 > /proc/sys/net/core/somaxconn; rm -f /etc/ascendprep/env.sh /etc/ascendprep/set_env.sh",
+        )
 
 
 def test_kill_during_apply_then_apply_again_converges(lab: Lab, tmp_path: Path) -> None:
@@ -165,10 +187,18 @@ def test_kill_during_apply_then_apply_again_converges(lab: Lab, tmp_path: Path) 
     plan = run_cli("plan", str(path), cwd=tmp_path)
     assert plan.returncode == 0, plan.stdout + plan.stderr
     env = {**os.environ, "HOME": str(tmp_path)}
-    victim = subprocess.Popen([sys.executable, "-m", "ascendprep", "apply"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "ascendprep", "apply"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     # Kill as soon as the first device IP has been set on node1 (its hccn.conf shows it).
     deadline = time.monotonic() + 60
-    first = json.loads(run_cli("plan", str(path), "--offline", "--format", "json", cwd=tmp_path).stdout)["nodes"][0]["npu"][0]["ip"]
+    first = json.loads(run_cli("plan", str(path), "--offline", "--format", "json", cwd=tmp_path).stdout)["nodes"][0][
+        "npu"
+    ][0]["ip"]
     while time.monotonic() < deadline and victim.poll() is None:
         if f"address_0={first}" in lab.ssh("node1", "cat /etc/hccn.conf").stdout:
             break
@@ -195,9 +225,17 @@ def test_shell_metacharacters_are_rejected_at_load_or_arrive_quoted(lab: Lab, tm
     # the next plan reads the value back from the node's env.sh and shows what changes, exactly
     changed = inventory_copy(lab, tmp_path, env={"HOSTILE": "plain"}, env_opt_in=["HOSTILE"])
     plan = run_cli("plan", str(changed), "--format", "json", cwd=tmp_path)
-    [env_sh] = [c for h in json.loads(plan.stdout)["hosts"] if h["node"] == "node1" for c in h["changes"] if c["target"] == "/etc/ascendprep/env.sh"]
+    [env_sh] = [
+        c
+        for h in json.loads(plan.stdout)["hosts"]
+        if h["node"] == "node1"
+        for c in h["changes"]
+        if c["target"] == "/etc/ascendprep/env.sh"
+    ]
     assert env_sh["variables"] == {"HOSTILE": [hostile, "plain"]}, env_sh
-    assert env_sh["text"].startswith("/etc/ascendprep/env.sh: update: changes HOSTILE '$(touch ") and env_sh["text"].endswith(" → plain")
+    assert env_sh["text"].startswith("/etc/ascendprep/env.sh: update: changes HOSTILE '$(touch ") and env_sh[
+        "text"
+    ].endswith(" → plain")
     assert not Path(marker).exists() and lab.ssh("node1", f"test -e {marker}").returncode != 0
 
     bad = inventory_copy(lab, tmp_path, ssh={**yaml.safe_load(path.read_text())["ssh"], "user": "root;reboot"})
@@ -218,7 +256,9 @@ def test_a_gateway_the_inventory_drops_is_planned_away_and_taken_out_of_hccn_con
     gateway = subnet.rsplit(".", 1)[0] + ".254"
     with_gateway = tmp_path / "with_gateway"
     with_gateway.mkdir()
-    converge(inventory_copy(lab, with_gateway, device_network={**data["device_network"], "gateway": gateway}), with_gateway)
+    converge(
+        inventory_copy(lab, with_gateway, device_network={**data["device_network"], "gateway": gateway}), with_gateway
+    )
     assert f"gateway_0={gateway}\n" in sh(lab, "node1", "cat /etc/hccn.conf")
 
     path = inventory_copy(lab, tmp_path)
@@ -227,8 +267,10 @@ def test_a_gateway_the_inventory_drops_is_planned_away_and_taken_out_of_hccn_con
     node1 = next(h for h in json.loads(plan.stdout)["hosts"] if h["node"] == "node1")
     removals = [c for c in node1["changes"] if c["kind"] == "hccn.gateway"]
     assert len(removals) == 8 and all(c["after"] is None for c in removals)
-    assert removals[0]["text"] == (f"npu 0: gateway {gateway} → none: taken out of /etc/hccn.conf; the device keeps it "
-                                   "until its driver restarts (hccn_tool cannot remove a gateway)")
+    assert removals[0]["text"] == (
+        f"npu 0: gateway {gateway} → none: taken out of /etc/hccn.conf; the device keeps it "
+        "until its driver restarts (hccn_tool cannot remove a gateway)"
+    )
 
     applied = run_cli("apply", cwd=tmp_path)
     assert applied.returncode == 1, applied.stdout + applied.stderr
@@ -236,7 +278,10 @@ def test_a_gateway_the_inventory_drops_is_planned_away_and_taken_out_of_hccn_con
     steps = next(h for h in json.loads(journal.read_text())["hosts"] if h["node"] == "node1")["steps"]
     step = next(s for s in steps if s["kind"] == "hccn.gateway" and s["target"] == "npu 0")
     assert step["rc"] == 1 and "took gateway_0 out of /etc/hccn.conf" in step["output"]
-    assert f"default gateway:{gateway}, Iface:eth0\nnpu 0 still routes through this gateway until its driver restarts" in step["output"]
+    assert (
+        f"default gateway:{gateway}, Iface:eth0\nnpu 0 still routes through this gateway until its driver restarts"
+        in step["output"]
+    )
     for node in NODES:
         conf = sh(lab, node, "cat /etc/hccn.conf")
         assert "gateway_" not in conf and "address_0=" in conf

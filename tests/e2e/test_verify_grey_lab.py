@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+from labsupport import verify_json
 
-from ascendprep.run.apply import run_apply
-from ascendprep.run.plan import run_plan
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
-from labsupport import verify_json
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 
 pytestmark = pytest.mark.lab
 
@@ -60,7 +60,11 @@ def test_grey_failures_are_named_where_they_are_and_a_clean_lab_passes(verify_la
         faults.enter_context(fault_injected(verify_lab, "node3", "npu-unknown-code", npu=3))
         code, doc = _verify(verify_lab, tmp_path, "--only", "network,npu")
     assert code == 1
-    named = {(c["check"], c["node"], c["npu"], c["subject"], c["severity"]) for c in _failed(doc, "error", "warning") if not _benign(c)}
+    named = {
+        (c["check"], c["node"], c["npu"], c["subject"], c["severity"])
+        for c in _failed(doc, "error", "warning")
+        if not _benign(c)
+    }
     assert named == {
         ("network.counters", "node1", 2, "mac_rx_fcs_err_pkt_num", "error"),
         ("network.counters", "node2", 1, "mac_rx_pfc_pkt_num", "error"),
@@ -76,4 +80,6 @@ def test_grey_failures_are_named_where_they_are_and_a_clean_lab_passes(verify_la
     # tool's own clock, and under a heavy load the gap between them moves the rate (18,207 seen).
     assert 16_000 <= pfc["rate_per_s"] <= 24_000
     assert [c["level"] for c in by_where[("npu.health", "node3", 0)]["evidence"]["codes"]] == ["SubHealth"]
-    assert [(c["code"], c["level"]) for c in by_where[("npu.health", "node3", 3)]["evidence"]["codes"]] == [("8FFF0001", "unknown")]
+    assert [(c["code"], c["level"]) for c in by_where[("npu.health", "node3", 3)]["evidence"]["codes"]] == [
+        ("8FFF0001", "unknown")
+    ]

@@ -16,13 +16,13 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.run.apply import run_apply
-from ascendprep.run.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import DesiredState, build_desired
 from ascendprep.inventory.load import load_inventory
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 
 pytestmark = pytest.mark.lab
 
@@ -86,9 +86,16 @@ def test_clean_lab_passes_with_two_round_trips_per_host(applied: Applied) -> Non
     assert {"gather.out", "ping.out"} <= set(json.loads((bundle / "run.json").read_text())["hosts"]["node1"]["files"])
     node1 = {p.name for p in (bundle / "hosts").iterdir() if p.name.startswith("node1.")}
     # facts.json only for a node a person will look at (a failed check, e.g. a benign warning)
-    assert ("node1.facts.json.gz" in node1) == any(c["node"] == "node1" for c in doc["checks"] if c["status"] == "failed")
+    assert ("node1.facts.json.gz" in node1) == any(
+        c["node"] == "node1" for c in doc["checks"] if c["status"] == "failed"
+    )
     junit = ET.parse(applied.workdir / "clean.xml").getroot()
-    assert junit.get("failures") == "0" and [s.get("name") for s in junit.findall("testsuite")] == ["node1", "node2", "node3", "cluster"]
+    assert junit.get("failures") == "0" and [s.get("name") for s in junit.findall("testsuite")] == [
+        "node1",
+        "node2",
+        "node3",
+        "cluster",
+    ]
     # The bundle re-checks to the same results with no SSH.
     outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(bundle), "--format", "json"])
     assert outcome.exit_code == 0
@@ -98,18 +105,24 @@ def test_clean_lab_passes_with_two_round_trips_per_host(applied: Applied) -> Non
 def _net_health_of_peers(applied: Applied, node: str, npu: int) -> Set[Where]:
     """NPUs whose detect IP is (node, npu): their net_health fails when that port goes dark."""
     target = applied.ip_of(node, npu)
-    return {("network.net_health", name, s.npu) for name, wanted in applied.desired.nodes.items() for s in wanted.hccn if s.netdetect == target}
+    return {
+        ("network.net_health", name, s.npu)
+        for name, wanted in applied.desired.nodes.items()
+        for s in wanted.hccn
+        if s.netdetect == target
+    }
 
 
 def _pairs_touching(node: str, npu: int) -> Callable[[Dict[str, Any]], bool]:
-    return lambda c: c["check"] == "cluster.reachability" and any(
-        (end["node"], end["npu"]) == (node, npu) for end in (c["evidence"]["a"], c["evidence"]["b"])
+    return lambda c: (
+        c["check"] == "cluster.reachability"
+        and any((end["node"], end["npu"]) == (node, npu) for end in (c["evidence"]["a"], c["evidence"]["b"]))
     )
 
 
 # fault → (options, errors that must be found, extra errors the fault explains)
 Case = Tuple[Dict[str, Any], Callable[[Applied], Set[Where]], Callable[[Applied], Callable[[Dict[str, Any]], bool]]]
-NOTHING_ELSE: Callable[[Applied], Callable[[Dict[str, Any]], bool]] = lambda a: (lambda c: False)
+NOTHING_ELSE: Callable[[Applied], Callable[[Dict[str, Any]], bool]] = lambda a: lambda c: False
 
 CASES: Dict[str, Case] = {
     "net-health-fail": ({"npu": 3}, lambda a: {("network.net_health", "node2", 3)}, NOTHING_ELSE),
@@ -117,21 +130,39 @@ CASES: Dict[str, Case] = {
     "tls-mismatch": ({"npu": 3}, lambda a: {("cluster.tls", "node2", 3)}, NOTHING_ELSE),
     "npu-alarm": ({"npu": 3}, lambda a: {("npu.health", "node2", 3)}, NOTHING_ELSE),
     "stale-hccn-conf": ({"npu": 3}, lambda a: {("network.hccn_conf", "node2", 3)}, NOTHING_ELSE),
-    "cann-drift": ({}, lambda a: {("software.cann", "node2", None), ("cluster.versions", "node2", None)}, lambda a: (lambda c: c["check"] == "cluster.compat" and c["node"] == "node2")),
+    "cann-drift": (
+        {},
+        lambda a: {("software.cann", "node2", None), ("cluster.versions", "node2", None)},
+        lambda a: lambda c: c["check"] == "cluster.compat" and c["node"] == "node2",
+    ),
     "sshd-down": ({}, lambda a: {("node.reachable", "node2", None)}, NOTHING_ELSE),
     # hccn_tool stops answering on NPU 3; the gather script gives up on hccn_tool for the rest of
     # the run, so node2's later NPUs are "could not check" too (never passed).
     "hccn-hang": (
         {"npu": 3},
         lambda a: {("network.ip", "node2", 3), ("network.link", "node2", 3)},
-        lambda a: (lambda c: c["node"] == "node2" and c["check"].startswith(("network.", "optics.", "ports.")) and c["message"].startswith("could not check: ")),
+        lambda a: (
+            lambda c: (
+                c["node"] == "node2"
+                and c["check"].startswith(("network.", "optics.", "ports."))
+                and c["message"].startswith("could not check: ")
+            )
+        ),
     ),
     # Last: it leaves a flap in the link history (a warning from then on, as on real hardware).
     "link-down": (
         {"npu": 3},
         # a cut fibre: every lane dark with Rx LoS/LoL, so the optics checks name it too
-        lambda a: {("network.link", "node2", 3), ("network.net_health", "node2", 3), ("network.lldp", "node2", 3),
-                   ("optics.power", "node2", 3), ("optics.signal", "node2", 3)} | _net_health_of_peers(a, "node2", 3),
+        lambda a: (
+            {
+                ("network.link", "node2", 3),
+                ("network.net_health", "node2", 3),
+                ("network.lldp", "node2", 3),
+                ("optics.power", "node2", 3),
+                ("optics.signal", "node2", 3),
+            }
+            | _net_health_of_peers(a, "node2", 3)
+        ),
         lambda a: _pairs_touching("node2", 3),
     ),
 }
@@ -146,7 +177,9 @@ def test_fault_is_found_where_it_is(applied: Applied, kind: str) -> None:
     found = {(c["check"], c["node"], c["npu"]) for c in errors}
     assert code == 1
     assert must(applied) <= found, f"{kind}: expected {must(applied)}, found {found}"
-    unexplained = [c for c in errors if (c["check"], c["node"], c["npu"]) not in must(applied) and not explained(applied)(c)]
+    unexplained = [
+        c for c in errors if (c["check"], c["node"], c["npu"]) not in must(applied) and not explained(applied)(c)
+    ]
     assert unexplained == [], f"{kind}: {[(c['check'], c['node'], c['npu'], c['message']) for c in unexplained]}"
     assert all(_benign_warning(c) for c in _failed(doc, "warning")), kind
     if kind == "hccn-hang":

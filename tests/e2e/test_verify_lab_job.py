@@ -15,12 +15,12 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.run.apply import run_apply
-from ascendprep.run.plan import run_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.sim import jobenv as sim
 from ascendprep.lab.testing import fault_injected
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
 
 pytestmark = pytest.mark.lab
 
@@ -34,7 +34,9 @@ class Applied:
         cwd = os.getcwd()
         os.chdir(self.workdir)
         try:
-            outcome = CliRunner().invoke(verify_command, [str(inventory or self.lab.inventory_path), "--format", "json", *args])
+            outcome = CliRunner().invoke(
+                verify_command, [str(inventory or self.lab.inventory_path), "--format", "json", *args]
+            )
         finally:
             os.chdir(cwd)
         assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
@@ -56,7 +58,11 @@ def _of(doc: Dict[str, Any], check: str, node: str = "node2") -> Dict[str, Any]:
 
 
 def _failed_elsewhere(doc: Dict[str, Any], check: str) -> List[Tuple[str, str]]:
-    return [(c["check"], c["node"]) for c in doc["checks"] if c["status"] == "failed" and (c["check"], c["node"]) != (check, "node2")]
+    return [
+        (c["check"], c["node"])
+        for c in doc["checks"]
+        if c["status"] == "failed" and (c["check"], c["node"]) != (check, "node2")
+    ]
 
 
 def test_clean_lab_passes_the_job_checks(applied: Applied) -> None:
@@ -78,7 +84,9 @@ def test_clean_lab_passes_the_job_checks(applied: Applied) -> None:
         ("torch-npu-import", "job.torch_npu_import", sim.UNDEFINED_SYMBOL),
     ],
 )
-def test_a_job_fault_fails_its_check_on_its_node_and_healing_passes(applied: Applied, kind: str, check: str, says: str) -> None:
+def test_a_job_fault_fails_its_check_on_its_node_and_healing_passes(
+    applied: Applied, kind: str, check: str, says: str
+) -> None:
     with fault_injected(applied.lab, "node2", kind):
         code, doc = applied.verify("--only", "job")
     result = _of(doc, check)
@@ -95,7 +103,12 @@ def test_exec_via_names_what_the_container_hides_and_a_full_container_passes(app
         _, full = applied.verify("--only", "job", "--exec-via", sim.CONTAINER)
     result = _of(hiding, "job.container")
     assert code == 1 and result["status"] == "failed"
-    for hidden in ("hccn_tool", "/usr/local/Ascend/driver/lib64", "/etc/ascendprep/env.sh", "/etc/ascendprep/set_env.sh"):
+    for hidden in (
+        "hccn_tool",
+        "/usr/local/Ascend/driver/lib64",
+        "/etc/ascendprep/env.sh",
+        "/etc/ascendprep/set_env.sh",
+    ):
         assert hidden in result["message"], result["message"]
     assert sim.CONTAINER_HIDING in result["message"]
     # The unlike variant: a container that sees everything passes, and the job checks run inside it.
@@ -104,8 +117,15 @@ def test_exec_via_names_what_the_container_hides_and_a_full_container_passes(app
     # node1 and node3 have no wrapper: it does not start, and every check there says so.
     for node in ("node1", "node3"):
         reach = _of(full, "node.reachable", node)
-        assert reach["status"] == "failed" and "did not start the checks" in reach["message"] and "not found" in reach["message"]
-        assert _of(full, "job.container", node)["status"] == "skipped" and "node.reachable" in _of(full, "job.container", node)["message"]
+        assert (
+            reach["status"] == "failed"
+            and "did not start the checks" in reach["message"]
+            and "not found" in reach["message"]
+        )
+        assert (
+            _of(full, "job.container", node)["status"] == "skipped"
+            and "node.reachable" in _of(full, "job.container", node)["message"]
+        )
 
 
 def test_exec_via_carries_the_pings_and_every_all_reduce_step_into_the_container(applied: Applied) -> None:
@@ -118,8 +138,23 @@ def test_exec_via_carries_the_pings_and_every_all_reduce_step_into_the_container
     for node in nodes:
         applied.lab.run_in_node(node, ["sh", "-c", f"cat > {via} && chmod 755 {via} && rm -f {log}"], input=wrapper)
     try:
-        code, doc = applied.verify("--only", "node", "--only", "cluster.reachability", "--exec-via", via, "--sample-interval", "0",
-                                   "--allreduce", "--nproc-per-node", "1", "--sizes", "1K:4K", "--backend", "gloo")
+        code, doc = applied.verify(
+            "--only",
+            "node",
+            "--only",
+            "cluster.reachability",
+            "--exec-via",
+            via,
+            "--sample-interval",
+            "0",
+            "--allreduce",
+            "--nproc-per-node",
+            "1",
+            "--sizes",
+            "1K:4K",
+            "--backend",
+            "gloo",
+        )
         steps = {node: applied.lab.run_in_node(node, ["cat", log]).stdout.split() for node in nodes}
     finally:
         for node in nodes:
@@ -128,7 +163,11 @@ def test_exec_via_carries_the_pings_and_every_all_reduce_step_into_the_container
     reach = [c for c in doc["checks"] if c["check"] == "cluster.reachability"]
     assert reach and {c["status"] for c in reach} == {"passed"}
     for node, names in steps.items():
-        assert names[0] == "sh" and {"ascendprep-all-reduce-preflight", "ascendprep-worker-upload", "ascendprep-all-reduce-launch"} <= set(names), (node, names)
+        assert names[0] == "sh" and {
+            "ascendprep-all-reduce-preflight",
+            "ascendprep-worker-upload",
+            "ascendprep-all-reduce-launch",
+        } <= set(names), (node, names)
     pingers = {c["evidence"]["from"]["node"] for c in reach}
     assert pingers and all("ascendprep-ping" in steps[node] for node in pingers), steps
 

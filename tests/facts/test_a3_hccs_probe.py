@@ -7,12 +7,12 @@ import os
 import sys
 
 import pytest
-
 from a3sim import A3Lab
-from ascendprep.lab.sim import state
+from nodescript import run_node_script
+
 from ascendprep.facts.hccs import parse_hccs_output, parse_hccs_times, render_hccs_script
 from ascendprep.facts.shell import UnsafeValue
-from nodescript import run_node_script
+from ascendprep.lab.sim import state
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def lab(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     tool = bin_dir / "hccn_tool"
-    tool.write_text(f"#!/bin/sh\nexec {sys.executable} -S -m ascendprep.lab.sim.hccn_tool \"$@\"\n")
+    tool.write_text(f'#!/bin/sh\nexec {sys.executable} -S -m ascendprep.lab.sim.hccn_tool "$@"\n')
     tool.chmod(0o755)
     lab.bin_dir = bin_dir
     return lab
@@ -56,14 +56,23 @@ def _transcript(kind, sections, nonce="0123456789abcdef"):
     out = [f"@@ascendprep {kind} v1 {nonce}\n"]
     for section in sections:
         attrs = "".join(f" {key}={value}" for key, value in section.get("attrs", {}).items())
-        out += [f"@@{nonce} begin {section['name']}{attrs}\n", section.get("stdout", ""), f"@@{nonce} stderr\n",
-                f"@@{nonce} end rc={section.get('rc', 0)} tries=1\n"]
+        out += [
+            f"@@{nonce} begin {section['name']}{attrs}\n",
+            section.get("stdout", ""),
+            f"@@{nonce} stderr\n",
+            f"@@{nonce} end rc={section.get('rc', 0)} tries=1\n",
+        ]
     return "".join(out) + f"@@{nonce} done\n"
 
 
 def test_pairs_the_script_never_reached_are_named():
-    text = _transcript("hccs", [{"name": "pairs", "stdout": "0 192.1.2.199\n2 192.1.2.197\n"},
-                                {"name": "hccs", "attrs": {"npu": 0, "target": "192.1.2.199"}, "rc": 124}])
+    text = _transcript(
+        "hccs",
+        [
+            {"name": "pairs", "stdout": "0 192.1.2.199\n2 192.1.2.197\n"},
+            {"name": "hccs", "attrs": {"npu": 0, "target": "192.1.2.199"}, "rc": 124},
+        ],
+    )
     first, second = parse_hccs_output(text)
     assert not first.ok and "timed out" in first.error
     assert (second.npu, second.ok) == (2, False) and second.error.startswith("not run:")

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ascendprep.facts import blocker_model as blocker_facts, model as facts, jobenv_model as jobenv_facts
+from ascendprep.facts import blocker_model as blocker_facts
+from ascendprep.facts import jobenv_model as jobenv_facts
+from ascendprep.facts import model as facts
 from ascendprep.facts.gather import parse_gather_output
 
 RECORDED = Path(__file__).resolve().parents[2] / "bench" / "scale_data" / "a2-converged.gather.txt"
@@ -26,9 +28,20 @@ def two_hosts():
 
 def test_small_facts_have_slots() -> None:
     per_host_many = [
-        facts.NpuFacts, facts.OpticalLane, facts.OpticalInfo, facts.OpticalThresholds, facts.CounterSample,
-        facts.LinkRecord, facts.LinkStat, facts.LldpNeighbor, facts.TlsState, facts.NpuHealth, facts.ProbeError,
-        facts.InterfaceAddress, blocker_facts.LinkState, jobenv_facts.JobEnv,
+        facts.NpuFacts,
+        facts.OpticalLane,
+        facts.OpticalInfo,
+        facts.OpticalThresholds,
+        facts.CounterSample,
+        facts.LinkRecord,
+        facts.LinkStat,
+        facts.LldpNeighbor,
+        facts.TlsState,
+        facts.NpuHealth,
+        facts.ProbeError,
+        facts.InterfaceAddress,
+        blocker_facts.LinkState,
+        jobenv_facts.JobEnv,
     ]
     for cls in per_host_many:
         assert "__slots__" in vars(cls) and cls.__dictoffset__ == 0, cls.__name__  # instances have no __dict__
@@ -65,7 +78,9 @@ def test_counter_values_read_as_the_dict_they_replace() -> None:
     assert isinstance(counters, facts.CounterValues)
     assert counters == plain and plain == counters and dict(counters) == plain
     assert list(counters) == list(plain) and len(counters) == 2
-    assert counters["mac_rx_fcs_err_pkt_num"] == 12 and counters.get("nope") is None and "roce_rx_err_pkt_num" in counters
+    assert (
+        counters["mac_rx_fcs_err_pkt_num"] == 12 and counters.get("nope") is None and "roce_rx_err_pkt_num" in counters
+    )
     assert counters != {"mac_rx_fcs_err_pkt_num": 13, "roce_rx_err_pkt_num": 0}
     with pytest.raises(KeyError):
         counters["nope"]

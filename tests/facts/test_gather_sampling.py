@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from nodescript import run_node_script
 
-from ascendprep.verify.checks.counters import rates, sample_pair
 from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from ascendprep.facts.shell import UnsafeValue
-from nodescript import run_node_script
+from ascendprep.verify.checks.counters import rates, sample_pair
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 
@@ -29,13 +29,21 @@ def _fake_host(tmp_path: Path) -> tuple[Path, dict]:
     shutil.copy(FIXTURES / "fake_tools" / "hccn_tool", home / "driver" / "tools" / "hccn_tool")
     state = tmp_path / "state"
     state.mkdir()
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "FAKE_FIXTURES": str(FIXTURES), "FAKE_STATE": str(state), "TMPDIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "FAKE_FIXTURES": str(FIXTURES),
+        "FAKE_STATE": str(state),
+        "TMPDIR": str(tmp_path),
+    }
     return home, env
 
 
 def _gather(tmp_path: Path, interval: int, shell: str = "sh"):
     home, env = _fake_host(tmp_path)
-    script = render_gather_script(2, sys.executable, per_command_timeout=5, ascend_home=str(home), sample_interval=interval)
+    script = render_gather_script(
+        2, sys.executable, per_command_timeout=5, ascend_home=str(home), sample_interval=interval
+    )
     started = time.monotonic()
     result = run_node_script([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -83,17 +91,31 @@ def _transcript(sections) -> str:
     nonce = "0123456789abcdef"
     lines = [f"@@ascendprep gather v1 {nonce}"]
     for name, attrs, rc, stdout, stderr in sections:
-        lines += [f"@@{nonce} begin {name}{attrs}", *stdout.splitlines(), f"@@{nonce} stderr", *stderr.splitlines(), f"@@{nonce} end rc={rc} tries=1"]
+        lines += [
+            f"@@{nonce} begin {name}{attrs}",
+            *stdout.splitlines(),
+            f"@@{nonce} stderr",
+            *stderr.splitlines(),
+            f"@@{nonce} end rc={rc} tries=1",
+        ]
     return "\n".join(lines + [f"@@{nonce} done"]) + "\n"
 
 
 def test_both_reads_land_on_their_npu_and_a_failed_second_read_is_that_npus_error():
-    text = _transcript([
-        ("hccn.stat", " npu=3 pass=1 t=100000", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:10\n", ""),
-        ("hccn.stat", " npu=4 pass=1 t=100010", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:7\n", ""),
-        ("hccn.stat2", " npu=3 pass=2 t=100500", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:260\n", ""),
-        ("hccn.stat2", " npu=4 pass=2 t=100510", 124, "", "not run: hccn_tool hung earlier in this run (hccn_tool -i 4 -lldp -g)\n"),
-    ])
+    text = _transcript(
+        [
+            ("hccn.stat", " npu=3 pass=1 t=100000", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:10\n", ""),
+            ("hccn.stat", " npu=4 pass=1 t=100010", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:7\n", ""),
+            ("hccn.stat2", " npu=3 pass=2 t=100500", 0, "packet statistics:\nmac_rx_fcs_err_pkt_num:260\n", ""),
+            (
+                "hccn.stat2",
+                " npu=4 pass=2 t=100510",
+                124,
+                "",
+                "not run: hccn_tool hung earlier in this run (hccn_tool -i 4 -lldp -g)\n",
+            ),
+        ]
+    )
     facts = parse_gather_output(text)
     first, second = sample_pair(facts.npus[3].stat_samples)
     assert (first.at_s, second.at_s) == (1000.0, 1005.0)  # type: ignore[union-attr]

@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import List, Tuple
 
 import pytest
+from nodescript import run_node_script
 
+from ascendprep.base import limits
+from ascendprep.base.yamlsource import InputError
 from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from ascendprep.facts.ping import parse_ping_output, render_ping_script
 from ascendprep.facts.sections import parse_transcript
-from ascendprep.base import limits
 from ascendprep.facts.shell import UnsafeValue, checked_output_cap_override
-from ascendprep.base.yamlsource import InputError
 from ascendprep.facts.unit import PLAN
-from nodescript import run_node_script
 
 #: Seconds each hccn_tool call of the timed stand-in takes (a driver round trip).
 CALL_S = 0.3
@@ -70,7 +70,9 @@ def _most_at_once(calls: List[Tuple[int, int]]) -> int:
 
 def _gather(tmp_path: Path, fixtures: Path, parallel: int, shell: str = "sh"):
     state, env = _timed_host(tmp_path / f"p{parallel}", fixtures)
-    script = render_gather_script(4, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN, parallel=parallel)
+    script = render_gather_script(
+        4, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN, parallel=parallel
+    )
     out = run_node_script([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     calls = [tuple(int(word) for word in line.split()) for line in (state / "calls").read_text().splitlines()]
@@ -119,13 +121,21 @@ def test_a_job_that_could_not_write_its_sections_is_run_in_turn(tmp_path, fixtur
     """A job without scratch space (its directory is taken by a file) loses nothing: the main
     shell runs its NPUs after the others, in order."""
     state, env = _timed_host(tmp_path, fixtures_dir)
-    script = render_gather_script(2, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN, parallel=2)
+    script = render_gather_script(
+        2, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN, parallel=2
+    )
     # job 1 cannot create its scratch directory: a file of that name is there first
-    script = script.replace('AP_ROOT=$AP_TMP\n', 'AP_ROOT=$AP_TMP\nmkdir "$AP_ROOT/each.1"; : >"$AP_ROOT/each.1/job.1"\n', 1)
+    script = script.replace(
+        "AP_ROOT=$AP_TMP\n", 'AP_ROOT=$AP_TMP\nmkdir "$AP_ROOT/each.1"; : >"$AP_ROOT/each.1/job.1"\n', 1
+    )
     script = script.replace('\tif mkdir "$ap_dir"; then', '\tif mkdir -p "$ap_dir"; then', 1)
     out = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
     facts = parse_gather_output(out.stdout)
-    names = [(s.name, s.attrs.get("npu")) for s in parse_transcript(out.stdout, "gather").sections if s.name.startswith("hccn.")]
+    names = [
+        (s.name, s.attrs.get("npu"))
+        for s in parse_transcript(out.stdout, "gather").sections
+        if s.name.startswith("hccn.")
+    ]
     assert names == [(name, npu) for npu in "01" for name in ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls")]
     assert facts.npus[1].ip is None and facts.npus[0].ip == "10.20.0.10" and not [e for e in facts.errors if e.npu == 1]
 
@@ -162,7 +172,14 @@ def test_one_ping_at_a_time_when_the_environment_says_one_job(tmp_path, fixtures
 
 
 def test_a_script_without_pairs_runs_and_reports_none(tmp_path):
-    out = run_node_script(["sh", "-s"], input=render_ping_script([], 5), env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    out = run_node_script(
+        ["sh", "-s"],
+        input=render_ping_script([], 5),
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert parse_ping_output(out.stdout) == [] and parse_transcript(out.stdout, "ping").complete
 
@@ -182,7 +199,9 @@ def test_a_reader_that_goes_away_ends_the_script_and_its_jobs_without_leftovers(
     write, its exit trap stops any per-NPU job and removes the scratch files."""
     state, env = _timed_host(tmp_path, fixtures_dir)
     script = render_gather_script(8, "python3", per_command_timeout=10, ascend_home=str(tmp_path / "none"), phase=PLAN)
-    child = subprocess.Popen([shell, "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    child = subprocess.Popen(
+        [shell, "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
     assert child.stdin is not None and child.stdout is not None
     child.stdin.write(script.encode())
     child.stdin.close()

@@ -13,17 +13,16 @@ import sys
 import time
 
 import pytest
+from test_probes_gather import SHELLS, _fake_host, _run
 
 from ascendprep.base import limits
-from ascendprep.facts.model import ProbeError
 from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.model import ProbeError
 from ascendprep.facts.ping import parse_ping_output, parse_ping_summary
 from ascendprep.facts.sections import parse_transcript
 from ascendprep.facts.shell import UnsafeValue, remote_call_output_cap
 from ascendprep.facts.unit import NPU
 from ascendprep.facts.units import UNITS
-
-from test_probes_gather import SHELLS, _fake_host, _run
 
 FLOOD = 3 * 1024 * 1024
 
@@ -50,8 +49,9 @@ def test_a_flooding_call_is_cut_on_the_node_and_only_that_probe_fails(tmp_path, 
     assert (lldp.stderr, lldp.tries) == ("err\n" * (FLOOD // 16 // 4), 1)
 
     (error,) = facts.errors_for("hccn.lldp", npu=0)
-    assert error == ProbeError(probe="hccn.lldp", kind="over_cap", npu=0,
-                               message="could not read hccn_tool -i 0 -lldp -g: output over 256 KB")
+    assert error == ProbeError(
+        probe="hccn.lldp", kind="over_cap", npu=0, message="could not read hccn_tool -i 0 -lldp -g: output over 256 KB"
+    )
     # Everything else on the host was read: the other probes of NPU 0, and NPU 1's LLDP.
     assert facts.npus[0].lldp is None
     assert facts.npus[0].ip == "10.20.0.10" and facts.npus[0].link == "UP"
@@ -61,7 +61,9 @@ def test_a_flooding_call_is_cut_on_the_node_and_only_that_probe_fails(tmp_path, 
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_the_cap_can_be_lowered_and_a_flood_under_it_reaches_the_parser_as_unexpected(tmp_path, fixtures_dir, shell, monkeypatch):
+def test_the_cap_can_be_lowered_and_a_flood_under_it_reaches_the_parser_as_unexpected(
+    tmp_path, fixtures_dir, shell, monkeypatch
+):
     """The unlike variant: under the cap the text is parsed, and refused as not hccn_tool's."""
     home, env = _fake_host(tmp_path, fixtures_dir)
     monkeypatch.setenv(limits.REMOTE_CALL_OUTPUT_CAP_ENV, "65536")
@@ -70,7 +72,10 @@ def test_the_cap_can_be_lowered_and_a_flood_under_it_reaches_the_parser_as_unexp
     env["FAKE_FLOOD"] = "0:-link:1200000:0"  # 1.2 MB on stdout, 75 KB on stderr: both over 64 KB
     over = parse_gather_output(_run(shell, script, env))
     (error,) = over.errors_for("hccn.link", npu=0)
-    assert (error.kind, error.message) == ("over_cap", "could not read hccn_tool -i 0 -link -g: output over 64 KB (stdout and stderr)")
+    assert (error.kind, error.message) == (
+        "over_cap",
+        "could not read hccn_tool -i 0 -link -g: output over 64 KB (stdout and stderr)",
+    )
 
     env["FAKE_FLOOD"] = "0:-link:30000:0"  # under 64 KB: parsed, and not a link state
     under = parse_gather_output(_run(shell, script, env))
@@ -97,14 +102,23 @@ def test_a_bad_cap_override_is_refused_with_its_name(monkeypatch):
 
 
 def test_a_cut_ping_is_a_failed_pair_not_a_parse(transcript):
-    text = transcript("ping", [
-        {"name": "settings", "stdout": "timeout=15\n"},
-        {"name": "pairs", "stdout": "0 10.0.0.2\n1 10.0.0.3\n"},
-        {"name": "ping", "attrs": {"npu": 0, "target": "10.0.0.2", "over": "stdout", "cap": 262144},
-         "stdout": "3 packets transmitted, 3 received, 0% packet loss\n"},
-        {"name": "ping", "attrs": {"npu": 1, "target": "10.0.0.3"},
-         "stdout": "3 packets transmitted, 3 received, 0% packet loss\n"},
-    ])
+    text = transcript(
+        "ping",
+        [
+            {"name": "settings", "stdout": "timeout=15\n"},
+            {"name": "pairs", "stdout": "0 10.0.0.2\n1 10.0.0.3\n"},
+            {
+                "name": "ping",
+                "attrs": {"npu": 0, "target": "10.0.0.2", "over": "stdout", "cap": 262144},
+                "stdout": "3 packets transmitted, 3 received, 0% packet loss\n",
+            },
+            {
+                "name": "ping",
+                "attrs": {"npu": 1, "target": "10.0.0.3"},
+                "stdout": "3 packets transmitted, 3 received, 0% packet loss\n",
+            },
+        ],
+    )
     cut, fine = parse_ping_output(text)
     assert (cut.ok, cut.error) == (False, "could not read hccn_tool -i 0 -ping -g address 10.0.0.2: output over 256 KB")
     assert fine.ok and fine.received == 3
@@ -137,24 +151,35 @@ def test_parsing_hostile_text_under_the_cap_takes_linear_time(transcript):
     assert time.monotonic() - started < 1, "the ping summary pattern backtracks over digit runs"
     started = time.monotonic()
     assert parse_ping_summary(junk) is None
-    assert parse_ping_summary("1" * limits.REMOTE_CALL_OUTPUT_CAP + " packets transmitted, 1 received, 0% packet loss") is None
+    assert (
+        parse_ping_summary("1" * limits.REMOTE_CALL_OUTPUT_CAP + " packets transmitted, 1 received, 0% packet loss")
+        is None
+    )
     assert time.monotonic() - started < 2
 
 
 def test_numbers_too_long_for_int_fail_their_probe_not_the_host(transcript, fixture_text):
     """Python refuses int() of over 4,300 digits (ValueError): that must stay one probe's error."""
     digits = "7" * 5000
-    text = transcript("gather", [
-        {"name": "settings", "stdout": "timeout=10\n"},
-        {"name": "npu_smi.list", "stdout": f"NPU ID : {digits}\nChip Count : 1\n"},
-        {"name": "npus", "stdout": "0\n"},
-        {"name": "hccn.ip", "attrs": {"npu": 0}, "stdout": fixture_text("hccn/ip_get.out")},
-        {"name": "hccn.tls", "attrs": {"npu": 0}, "stdout": f"tls switch[{digits}]\ntls preconfigured[1]\n"},
-        {"name": "hccn.speed", "attrs": {"npu": 0}, "stdout": f"Speed: {digits} Mb/s\n"},
-    ])
+    text = transcript(
+        "gather",
+        [
+            {"name": "settings", "stdout": "timeout=10\n"},
+            {"name": "npu_smi.list", "stdout": f"NPU ID : {digits}\nChip Count : 1\n"},
+            {"name": "npus", "stdout": "0\n"},
+            {"name": "hccn.ip", "attrs": {"npu": 0}, "stdout": fixture_text("hccn/ip_get.out")},
+            {"name": "hccn.tls", "attrs": {"npu": 0}, "stdout": f"tls switch[{digits}]\ntls preconfigured[1]\n"},
+            {"name": "hccn.speed", "attrs": {"npu": 0}, "stdout": f"Speed: {digits} Mb/s\n"},
+        ],
+    )
     facts = parse_gather_output(text)
     assert {(e.probe, e.npu, e.kind) for e in facts.errors} == {
-        ("npu_smi.list", None, "error"), ("hccn.tls", 0, "error"), ("hccn.speed", 0, "error")}
-    assert all("unreadable output" in e.message or "5000 digits" in e.message for e in facts.errors), [e.message for e in facts.errors]
+        ("npu_smi.list", None, "error"),
+        ("hccn.tls", 0, "error"),
+        ("hccn.speed", 0, "error"),
+    }
+    assert all("unreadable output" in e.message or "5000 digits" in e.message for e in facts.errors), [
+        e.message for e in facts.errors
+    ]
     assert facts.npus[0].ip is not None
     assert parse_ping_summary(f"{digits} packets transmitted, 3 received, 0% packet loss") is None

@@ -45,7 +45,14 @@ def test_stat_reads_the_largest_counter_and_odd_spacing() -> None:
 
 def test_os_release_values_are_read_with_shell_quoting() -> None:
     text = '# a comment\nID=debian\nNAME="Debian GNU/Linux"\nV=\'x y\'\nA="a\\"b"\nBAD="open\nlower=x\nW=a b\nE=\n'
-    assert system.parse_os_release(text) == {"ID": "debian", "NAME": "Debian GNU/Linux", "V": "x y", "A": 'a"b', "W": "a b", "E": ""}
+    assert system.parse_os_release(text) == {
+        "ID": "debian",
+        "NAME": "Debian GNU/Linux",
+        "V": "x y",
+        "A": 'a"b',
+        "W": "a b",
+        "E": "",
+    }
 
 
 @pytest.mark.parametrize("value", ["10.0.0.01", "010.0.0.1", "1.2.3.4.5", "10.0.0.256", "٣.1.1.1", "::1"])
@@ -77,7 +84,10 @@ def test_host_addresses_are_read_as_ipaddress_reads_them(text: str, read) -> Non
 
 
 def test_getent_addresses_are_spelled_as_ipaddress_spells_them() -> None:
-    assert netaddr.parse_getent_ahosts("FE80::1   STREAM node1\n10.0.0.1   STREAM\n10.0.0.1   DGRAM\n") == ("fe80::1", "10.0.0.1")
+    assert netaddr.parse_getent_ahosts("FE80::1   STREAM node1\n10.0.0.1   STREAM\n10.0.0.1   DGRAM\n") == (
+        "fe80::1",
+        "10.0.0.1",
+    )
     with pytest.raises(UnexpectedOutput, match="not a 'getent ahosts' line"):
         netaddr.parse_getent_ahosts("10.0.0.01   STREAM node1\n")
 
@@ -88,8 +98,14 @@ def test_a_ping_loss_that_is_no_number_is_no_summary() -> None:
     from ascendprep.facts.ping import parse_ping_output, parse_ping_summary
 
     assert parse_ping_summary("3 packets transmitted, 3 received, 1.2.3% packet loss\n") is None
-    assert parse_ping_summary("3 packets transmitted, 3 received, 1.2.3% packet loss\n3 packets transmitted, 3 received, 0.00% packet loss\n") == (3, 3, 0.0)
-    assert parse_ping_summary("recv seq=1,time=0.03ms\n3 PACKETS TRANSMITTED, 2 received, 33.33% packet loss\n") == (3, 2, 33.33)
+    assert parse_ping_summary(
+        "3 packets transmitted, 3 received, 1.2.3% packet loss\n3 packets transmitted, 3 received, 0.00% packet loss\n"
+    ) == (3, 3, 0.0)
+    assert parse_ping_summary("recv seq=1,time=0.03ms\n3 PACKETS TRANSMITTED, 2 received, 33.33% packet loss\n") == (
+        3,
+        2,
+        33.33,
+    )
     assert parse_ping_summary("12345678901 packets transmitted, 3 received, 0% packet loss\n") is None
     results = parse_ping_output(RECORDED_PINGS.read_text().replace("0.00% packet loss", "1.2.3% packet loss", 1))
     assert len(results) == 8 and sum(result.ok for result in results) == 7

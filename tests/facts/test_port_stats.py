@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.verify.checks.counters import counter_rate, rates, sample_pair
 from ascendprep.facts.model import CounterSample
-from ascendprep.lab.sim.hccn_views import STAT_KEYS
 from ascendprep.facts.port_stats import COUNTER_MAX, parse_stat, sample, sample_time
 from ascendprep.facts.text import UnexpectedOutput
+from ascendprep.lab.sim.hccn_views import STAT_KEYS
+from ascendprep.verify.checks.counters import counter_rate, rates, sample_pair
 
 #: The long form in the driver's order (tool_display_stat_info), as a current 910B driver prints it.
 LONG = "packet statistics:\n" + "".join(f"{key}:{index * 7}\n" for index, key in enumerate(STAT_KEYS))

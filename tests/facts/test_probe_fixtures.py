@@ -46,7 +46,9 @@ def test_every_unit_has_cases_and_every_case_directory_is_a_unit():
 @pytest.mark.parametrize("path", CASES, ids=[_case_id(p) for p in CASES])
 def test_case_yields_its_fact_and_errors(path, transcript):
     case = json.loads(path.read_text(encoding="utf-8"))
-    assert _REQUIRED <= set(case) <= _KEYS, f"{path.name}: keys {sorted(set(case) - _KEYS)} unknown or {sorted(_REQUIRED - set(case))} missing"
+    assert _REQUIRED <= set(case) <= _KEYS, (
+        f"{path.name}: keys {sorted(set(case) - _KEYS)} unknown or {sorted(_REQUIRED - set(case))} missing"
+    )
     unit = UNITS[path.parent.name]
     attrs = {key: str(value) for key, value in case.get("attrs", {}).items()}
     settings = {key: str(value) for key, value in case.get("settings", {}).items()}
@@ -61,7 +63,9 @@ def test_case_yields_its_fact_and_errors(path, transcript):
     assert fact == case["fact"]
 
     framed = [{"name": "settings", "stdout": "".join(f"{k}={v}\n" for k, v in settings.items())}] if settings else []
-    framed.append({"name": unit.section, "attrs": attrs, "rc": rc, "tries": tries, "stdout": case["output"], "stderr": stderr})
+    framed.append(
+        {"name": unit.section, "attrs": attrs, "rc": rc, "tries": tries, "stdout": case["output"], "stderr": stderr}
+    )
     facts = parse_gather_output(transcript("gather", framed))
     assert [{"kind": e.kind, "message": e.message} for e in facts.errors] == case.get("errors", [])
     if outcome.error is not None:

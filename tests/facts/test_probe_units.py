@@ -6,15 +6,17 @@ import re
 
 import pytest
 
-from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from ascendprep.facts.blockers import JobProbes
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from ascendprep.facts.ports import PortQuery
 from ascendprep.facts.unit import CHIP, NPU, VERIFY, VERIFY_ONLY, ProbeUnit, fixed, set_field, text_only, update_npu
 from ascendprep.facts.units import UNITS, by_section
 
 
 def _sections_in(script: str):
-    return set(re.findall(r"ap_run ([a-z0-9_.-]+) ", script)) | ({"tool.hccn_tool"} if "\nap_hccn_tool\n" in script else set())
+    return set(re.findall(r"ap_run ([a-z0-9_.-]+) ", script)) | (
+        {"tool.hccn_tool"} if "\nap_hccn_tool\n" in script else set()
+    )
 
 
 def test_every_section_the_script_prints_has_a_unit_and_every_unit_runs():
@@ -33,7 +35,15 @@ def test_units_name_the_phases_that_read_them():
     assert table["hccn.ip"].phases == {"plan", "verify"}
     assert table["hccn.link_stat"].phases == VERIFY_ONLY
     with pytest.raises(ValueError, match="phases"):
-        ProbeUnit(section="x", command=fixed("x"), parse=text_only(str), fill=set_field("x"), fact="x", describe=fixed("x"), phases=frozenset({"apply"}))
+        ProbeUnit(
+            section="x",
+            command=fixed("x"),
+            parse=text_only(str),
+            fill=set_field("x"),
+            fact="x",
+            describe=fixed("x"),
+            phases=frozenset({"apply"}),
+        )
 
 
 _WORD = ProbeUnit(
@@ -84,7 +94,9 @@ def test_a_new_unit_is_one_declaration_rendered_in_its_loop():
     mtu = lines.index('\tap_run demo.mtu " npu=$ap_dev" ap_hccn -i "$ap_dev" -mtu -g')
     assert npu_body < mtu < lines.index("\tap_each_npu ap_npu_probes")
     chip_body = lines.index("ap_chip_probes() {")
-    temp = lines.index('\tap_run demo.chip " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t temp')
+    temp = lines.index(
+        '\tap_run demo.chip " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t temp'
+    )
     assert chip_body < temp < lines.index('ap_each_npu ap_chip_probes "$ap_chip_list"')
     assert "demo.word" not in render_gather_script(2, "python3")
 
@@ -125,7 +137,15 @@ def test_a_settle_for_failures_only_is_consulted_for_failed_commands_and_any_oth
         return Given("settled")
 
     def unit(settle_function):
-        return ProbeUnit(section="demo.settle", command=fixed("x"), describe=fixed("x"), parse=text_only(str.strip), fill=set_field("hostname"), fact="hostname", settle=settle_function)
+        return ProbeUnit(
+            section="demo.settle",
+            command=fixed("x"),
+            describe=fixed("x"),
+            parse=text_only(str.strip),
+            fill=set_field("hostname"),
+            fact="hostname",
+            settle=settle_function,
+        )
 
     where = Where()
     failures_only = unit(on_failure(lambda section: settle(section)))
@@ -162,7 +182,10 @@ def test_sections_after_the_settings_are_read_with_them_even_when_their_attribut
         [
             {"name": "hostname", "stdout": "node1\n"},
             {"name": "settings", "stdout": "timeout=10\nascend_home=/opt/Ascend\npython=/opt/venv/bin/python3\n"},
-            {"name": "python", "stdout": '{"python": "3.11.7", "executable": "/opt/venv/bin/python3", "packages": {}}\n'},
+            {
+                "name": "python",
+                "stdout": '{"python": "3.11.7", "executable": "/opt/venv/bin/python3", "packages": {}}\n',
+            },
         ],
     )
     facts = parse_gather_output(text)

@@ -14,14 +14,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from nodescript import run_node_script
 
-from ascendprep.facts.blocker_model import NpuProcess, SocketUse
 from ascendprep.facts import hostnic, npu_procs, ports
-from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.blocker_model import NpuProcess, SocketUse
 from ascendprep.facts.blockers import JobProbes
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from ascendprep.facts.ports import PortQuery
 from ascendprep.facts.text import UnexpectedOutput
-from nodescript import run_node_script
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "jobs"
 QUERY = PortQuery(((60000, 60031), (29500, 29500)))
@@ -41,15 +41,19 @@ def test_the_910b_table_names_each_process_and_the_idle_npus():
 def test_the_wide_26x_a3_table_reads_per_chip():
     table = npu_procs.parse_process_table(_fixture("npu_smi_info_a3_wide_busy.txt"))
     assert [(p.npu_id, p.chip, p.pid, p.name, p.memory_mb) for p in table.processes] == [
-        (0, 0, 1803913, "VLLMWorker_DP", 59887), (0, 1, 1803992, "VLLMWorker_DP", 60166)]
+        (0, 0, 1803913, "VLLMWorker_DP", 59887),
+        (0, 1, 1803992, "VLLMWorker_DP", 60166),
+    ]
     assert table.idle_npus == (1,)
 
 
 def test_odd_rows_are_kept_as_printed_and_a_bar_in_a_name_is_put_back():
-    text = ("| NPU     Chip | Process id | Process name | Process memory(MB) |\n"
-            "| 0  0 | 77 | a|b | 12 |\n"
-            "| 1  0 | not-a-pid | x\x1b]0;t\x07 | 5 |\n"
-            "| No running processes found in NPU 2 |\n")
+    text = (
+        "| NPU     Chip | Process id | Process name | Process memory(MB) |\n"
+        "| 0  0 | 77 | a|b | 12 |\n"
+        "| 1  0 | not-a-pid | x\x1b]0;t\x07 | 5 |\n"
+        "| No running processes found in NPU 2 |\n"
+    )
     table = npu_procs.parse_process_table(text)
     assert table.processes == (NpuProcess(0, 0, 77, "a|b", 12),)
     assert table.odd_rows == ("| 1  0 | not-a-pid | x\x1b]0;t\x07 | 5 |",)
@@ -100,11 +104,14 @@ def test_ip_link_and_route_get():
     links = hostnic.parse_ip_link(
         "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\\    link/loopback 00:00:00:00:00:00\n"
         "2: eth0@if7: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT group default\\    link/ether 02:00:00:00:00:01\n"
-        "3: eth1: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc mq state DOWN mode DEFAULT group default qlen 1000\n")
+        "3: eth1: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc mq state DOWN mode DEFAULT group default qlen 1000\n"
+    )
     assert [(l.ifname, l.up) for l in links] == [("lo", True), ("eth0", True), ("eth1", False)]
     route = hostnic.parse_route_get("10.1.0.5 via 10.0.0.1 dev eth0 src 10.0.0.12 uid 0 \n    cache \n", "10.1.0.5")
     assert (route.dev, route.via, route.src) == ("eth0", "10.0.0.1", "10.0.0.12")
-    local = hostnic.parse_route_get("local 10.0.0.12 dev lo table local src 10.0.0.12 uid 0 \n    cache <local> \n", "10.0.0.12")
+    local = hostnic.parse_route_get(
+        "local 10.0.0.12 dev lo table local src 10.0.0.12 uid 0 \n    cache <local> \n", "10.0.0.12"
+    )
     assert local.dev == "lo"
 
 
@@ -159,15 +166,20 @@ def test_without_an_inventory_the_script_asks_about_the_default_ports_and_no_rou
     facts = parse_gather_output(_gather(render_gather_script(0, "/bin/true")))
     assert facts.port_sockets is not None and facts.port_sockets.ranges == ((60000, 60031), (29500, 29500))
     assert facts.links and facts.route_to_master is None and not facts.errors_for("net.route")
-    routed = parse_gather_output(_gather(render_gather_script(0, "/bin/true", job_probes=JobProbes(QUERY, "127.0.0.1"))))
+    routed = parse_gather_output(
+        _gather(render_gather_script(0, "/bin/true", job_probes=JobProbes(QUERY, "127.0.0.1")))
+    )
     assert routed.route_to_master is not None and routed.route_to_master.dev == "lo"
 
 
-@pytest.mark.parametrize("answer, resolved, routed", [
-    ("printf '10.9.8.7       STREAM m\\n10.9.8.7       DGRAM  \\n'", ("10.9.8.7",), "10.9.8.7"),
-    ("printf '127.0.1.1       STREAM m\\n10.9.8.7       STREAM \\n'", ("127.0.1.1", "10.9.8.7"), None),
-    ("exit 2", (), None),
-])
+@pytest.mark.parametrize(
+    "answer, resolved, routed",
+    [
+        ("printf '10.9.8.7       STREAM m\\n10.9.8.7       DGRAM  \\n'", ("10.9.8.7",), "10.9.8.7"),
+        ("printf '127.0.1.1       STREAM m\\n10.9.8.7       STREAM \\n'", ("127.0.1.1", "10.9.8.7"), None),
+        ("exit 2", (), None),
+    ],
+)
 def test_a_master_named_by_hostname_is_resolved_on_the_node_before_its_route(tmp_path, answer, resolved, routed):
     """getent ahostsv4 NAME on the node (a fake one first on PATH): the route is looked up to the
     first address only when it is one outside loopback; a loopback or missing answer is recorded

@@ -6,7 +6,28 @@ import json
 
 import pytest
 
-from ascendprep.facts.model import FACTS_SCHEMA_VERSION, FactsFormatError, Firewall, FirewallTool, HccnConf, HostFacts, LinkRecord, LinkStat, LldpNeighbor, ManagedFile, NpuFacts, NpuHealth, NpuSmiDevice, NpuSmiList, ProbeError, PythonEnv, SysctlFile, TlsState, VersionFile, Versions
+from ascendprep.facts.model import (
+    FACTS_SCHEMA_VERSION,
+    FactsFormatError,
+    Firewall,
+    FirewallTool,
+    HccnConf,
+    HostFacts,
+    LinkRecord,
+    LinkStat,
+    LldpNeighbor,
+    ManagedFile,
+    NpuFacts,
+    NpuHealth,
+    NpuSmiDevice,
+    NpuSmiList,
+    ProbeError,
+    PythonEnv,
+    SysctlFile,
+    TlsState,
+    VersionFile,
+    Versions,
+)
 
 
 def _rich_facts() -> HostFacts:
@@ -76,7 +97,10 @@ def test_helpers_read_the_facts():
         ({"hostname": "x"}, "schema_version None"),
         ({"schema_version": 99}, "schema_version 99"),
         ({"schema_version": FACTS_SCHEMA_VERSION, "npus": {"zero": {"devid": 0}}}, "invalid host facts"),
-        ({"schema_version": FACTS_SCHEMA_VERSION, "errors": [{"probe": "x", "kind": "oops", "message": ""}]}, "invalid host facts"),
+        (
+            {"schema_version": FACTS_SCHEMA_VERSION, "errors": [{"probe": "x", "kind": "oops", "message": ""}]},
+            "invalid host facts",
+        ),
     ],
 )
 def test_foreign_documents_are_refused(document, message):

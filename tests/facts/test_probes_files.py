@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.facts.model import VersionFile, Versions
 from ascendprep.facts.gather import parse_gather_output
-
+from ascendprep.facts.model import VersionFile, Versions
 
 
 def _info(path, version):
@@ -16,7 +15,10 @@ def _info(path, version):
 @pytest.mark.parametrize(
     "found, expected",
     [
-        ({"toolkit": _info("/h/ascend-toolkit/latest/x", "8.0.0"), "nnae": _info("/h/nnae/latest/y", "7.0.0")}, "8.0.0"),
+        (
+            {"toolkit": _info("/h/ascend-toolkit/latest/x", "8.0.0"), "nnae": _info("/h/nnae/latest/y", "7.0.0")},
+            "8.0.0",
+        ),
         ({"nnae": _info("/h/nnae/latest/y", "7.0.0")}, "7.0.0"),
         ({"cann": (_info("/h/cann-8.5.0/share/info/runtime/version.info", "8.5.0"),)}, "8.5.0"),
         (
@@ -63,7 +65,6 @@ def test_which_cann_counts(found, expected):
     assert Versions(**found).cann_version == expected
 
 
-
 def test_firewall_facts_in_gather(fixture_text, transcript):
     text = transcript(
         "gather",
@@ -93,11 +94,29 @@ def test_files_absent_are_facts_not_errors(transcript):
             {"name": "settings", "stdout": "ascend_home=/opt/Ascend\n"},
             {"name": "file.hccn_conf", **missing},
             {"name": "file.sysctl", **missing},
-            {"name": "managed", "attrs": {"path": "/etc/ascendprep/env.sh"}, "rc": 1, "stderr": "sha256sum: /etc/ascendprep/env.sh: No such file or directory\n"},
-            {"name": "managed", "attrs": {"path": "/etc/ascendprep/rank_table.json"}, "stdout": "a" * 64 + "  /etc/ascendprep/rank_table.json\n"},
-            {"name": "managed", "attrs": {"path": "/etc/ascendprep/set_env.sh"}, "rc": 1, "stderr": "sha256sum: /etc/ascendprep/set_env.sh: Permission denied\n"},
+            {
+                "name": "managed",
+                "attrs": {"path": "/etc/ascendprep/env.sh"},
+                "rc": 1,
+                "stderr": "sha256sum: /etc/ascendprep/env.sh: No such file or directory\n",
+            },
+            {
+                "name": "managed",
+                "attrs": {"path": "/etc/ascendprep/rank_table.json"},
+                "stdout": "a" * 64 + "  /etc/ascendprep/rank_table.json\n",
+            },
+            {
+                "name": "managed",
+                "attrs": {"path": "/etc/ascendprep/set_env.sh"},
+                "rc": 1,
+                "stderr": "sha256sum: /etc/ascendprep/set_env.sh: Permission denied\n",
+            },
             {"name": "version.driver", "attrs": {"file": "driver/version.info"}, **missing},
-            {"name": "version.firmware", "attrs": {"file": "firmware/version.info"}, "stdout": "Version=7.1.0.11.220\n"},
+            {
+                "name": "version.firmware",
+                "attrs": {"file": "firmware/version.info"},
+                "stdout": "Version=7.1.0.11.220\n",
+            },
         ],
     )
     facts = parse_gather_output(text)

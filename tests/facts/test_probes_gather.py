@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 from labsupport import skip_or_fail
+from nodescript import run_node_script
 
-from ascendprep.facts.model import TlsState
 from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.model import TlsState
 from ascendprep.facts.sections import parse_transcript
 from ascendprep.facts.shell import UnsafeValue
-from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]
 
@@ -94,7 +93,10 @@ def _fake_host(tmp_path: Path, fixtures: Path, home_name: str = "Ascend"):
     for source, target in (
         ("driver_version.info", "driver/version.info"),
         ("firmware_version.info", "firmware/version.info"),
-        ("ascend_toolkit_install.info", f"ascend-toolkit/latest/{platform.machine()}-linux/ascend_toolkit_install.info"),
+        (
+            "ascend_toolkit_install.info",
+            f"ascend-toolkit/latest/{platform.machine()}-linux/ascend_toolkit_install.info",
+        ),
         ("cann_runtime_version.info", "cann-9.0.0/share/info/runtime/version.info"),
     ):
         (home / target).parent.mkdir(parents=True, exist_ok=True)
@@ -160,17 +162,35 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     assert facts.firewall.nftables.detail == "inet filter, ip nat"
 
     assert facts.sysctl["net.core.somaxconn"] == Path("/proc/sys/net/core/somaxconn").read_text().strip()
-    assert set(facts.managed_files) == {"/etc/ascendprep/env.sh", "/etc/ascendprep/set_env.sh", "/etc/ascendprep/rank_table.json"}
+    assert set(facts.managed_files) == {
+        "/etc/ascendprep/env.sh",
+        "/etc/ascendprep/set_env.sh",
+        "/etc/ascendprep/rank_table.json",
+    }
     assert facts.python.python_version == "%d.%d.%d" % sys.version_info[:3]
     assert facts.python.packages == {name: _installed(name) for name in ("torch", "torch_npu", "torchvision")}
 
     problems = {(e.probe, e.npu, e.kind) for e in facts.errors}
     # After the hung -lldp on NPU 1 the remaining hccn_tool calls are not made (each would wait
     # out the limit too); they are recorded as timeouts that say so.
-    skipped = {(probe, 1, "timeout") for probe in ("hccn.tls", "hccn.link_stat", "hccn.optical", "hccn.speed", "hccn.duplex", "hccn.fec", "hccn.stat")}
+    skipped = {
+        (probe, 1, "timeout")
+        for probe in (
+            "hccn.tls",
+            "hccn.link_stat",
+            "hccn.optical",
+            "hccn.speed",
+            "hccn.duplex",
+            "hccn.fec",
+            "hccn.stat",
+        )
+    }
     assert problems == {("hccn.lldp", 1, "timeout"), ("hccn.speed", 0, "unsupported")} | skipped
     (not_run,) = facts.errors_for("hccn.tls", npu=1)
-    assert not_run.message == "hccn_tool -i 1 -tls -g: not run: hccn_tool hung earlier in this run (hccn_tool -i 1 -lldp -g)"
+    assert (
+        not_run.message
+        == "hccn_tool -i 1 -tls -g: not run: hccn_tool hung earlier in this run (hccn_tool -i 1 -lldp -g)"
+    )
     (timeout,) = facts.errors_for("hccn.lldp", npu=1)
     assert timeout.message == "hccn_tool -i 1 -lldp -g timed out after 5s and was killed"
 
@@ -178,7 +198,10 @@ def test_local_run_gathers_facts_and_cuts_off_a_hung_tool(tmp_path, fixtures_dir
     tls0 = next(s for s in sections if s.name == "hccn.tls" and s.npu == 0)
     assert tls0.tries == 2
     assert sum(1 for s in sections if s.name.startswith("hccn.")) == 26  # 12 calls per NPU and one -stat read, no more
-    assert [len(facts.npus[n].stat_samples) for n in (0, 1)] == [1, 0]  # --sample-interval 0: read once (not after the hang)
+    assert [len(facts.npus[n].stat_samples) for n in (0, 1)] == [
+        1,
+        0,
+    ]  # --sample-interval 0: read once (not after the hang)
 
 
 def test_given_npu_count_and_a3_discovery(tmp_path, fixtures_dir):
@@ -208,7 +231,9 @@ def test_hostile_values_are_escaped_not_executed(tmp_path, fixtures_dir):
     script = render_gather_script(2, python_path, 5, ascend_home=str(home))
     workdir = tmp_path / "cwd"
     workdir.mkdir()
-    result = run_node_script(["sh", "-s"], input=script, env=env, cwd=workdir, capture_output=True, text=True, timeout=60)
+    result = run_node_script(
+        ["sh", "-s"], input=script, env=env, cwd=workdir, capture_output=True, text=True, timeout=60
+    )
     facts = parse_gather_output(result.stdout)
 
     assert list(workdir.iterdir()) == [] and not list(tmp_path.glob("**/PWNED*"))

@@ -7,9 +7,9 @@ import pytest
 
 from ascendprep.facts import hccn
 from ascendprep.facts.gather import parse_gather_output
+from ascendprep.facts.superpod import VNIC
 from ascendprep.facts.text import UnexpectedOutput
 from ascendprep.facts.unit import NPU
-from ascendprep.facts.superpod import VNIC
 from ascendprep.facts.units import UNITS
 
 
@@ -27,10 +27,12 @@ def test_timeout_error_names_the_command_and_limit(transcript):
 
 
 def test_busy_after_retries_is_reported_with_the_number_of_tries(transcript, fixture_text):
-    text = transcript("gather", [{"name": "hccn.ip", "attrs": {"npu": 0}, "rc": 11, "stdout": fixture_text("hccn/busy.out"), "tries": 4}])
+    text = transcript(
+        "gather",
+        [{"name": "hccn.ip", "attrs": {"npu": 0}, "rc": 11, "stdout": fixture_text("hccn/busy.out"), "tries": 4}],
+    )
     (error,) = parse_gather_output(text).errors
     assert "still busy after 4 tries" in error.message
-
 
 
 def test_thirteen_hccn_tool_calls_per_npu():
@@ -41,7 +43,7 @@ def test_thirteen_hccn_tool_calls_per_npu():
     when npu-smi listed a two-chip NPU."""
     per_npu = [unit for unit in UNITS if unit.scope == NPU]
     assert len(per_npu) == 14
-    assert "if [ -n \"$AP_SPOD\" ]; then" in VNIC.script_lines(None)  # type: ignore[arg-type]
+    assert 'if [ -n "$AP_SPOD" ]; then' in VNIC.script_lines(None)  # type: ignore[arg-type]
     assert all(unit.section.startswith("hccn.") for unit in per_npu)
 
 
@@ -54,10 +56,22 @@ def test_thirteen_hccn_tool_calls_per_npu():
             "default gateway:10.0.0.1\n",
             "expected ', Iface:eth<k>' after the gateway in 'default gateway:<ip>, Iface:eth<k>', got 'default gateway:10.0.0.1'",
         ),
-        (hccn.parse_gateway, "gateway: who knows\n", "expected 'default gateway:<ip>, Iface:eth<k>', got 'gateway: who knows'"),
-        (hccn.parse_netdetect, "detect: 10.0.0.1\n", "expected 'netdetect addr: <ip>' (or 'netdetect address: <ip>'), got 'detect: 10.0.0.1'"),
+        (
+            hccn.parse_gateway,
+            "gateway: who knows\n",
+            "expected 'default gateway:<ip>, Iface:eth<k>', got 'gateway: who knows'",
+        ),
+        (
+            hccn.parse_netdetect,
+            "detect: 10.0.0.1\n",
+            "expected 'netdetect addr: <ip>' (or 'netdetect address: <ip>'), got 'detect: 10.0.0.1'",
+        ),
         (hccn.parse_link, "", "expected 'link status: UP|DOWN', got no output"),
-        (hccn.parse_ip, "Get invalid parameters!\n", "expected 'ipaddr:<ip>' and 'netmask:<mask>' lines, got 'Get invalid parameters!'"),
+        (
+            hccn.parse_ip,
+            "Get invalid parameters!\n",
+            "expected 'ipaddr:<ip>' and 'netmask:<mask>' lines, got 'Get invalid parameters!'",
+        ),
     ],
 )
 def test_unrecognised_output_message_quotes_expected_and_got(parser, text, message):

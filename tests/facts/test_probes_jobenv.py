@@ -10,15 +10,15 @@ import os
 from pathlib import Path
 
 import pytest
+from nodescript import run_node_script
 
 from ascendprep.base import limits
-from ascendprep.facts.model import HostFacts
 from ascendprep.facts import jobenv
 from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.model import HostFacts
 from ascendprep.facts.sections import Section
 from ascendprep.facts.unit import Draft
 from ascendprep.facts.units import by_section
-from nodescript import run_node_script
 
 UNDEFINED = "ImportError: /usr/local/lib/python3.10/site-packages/torch_npu/lib/libtorch_npu.so: undefined symbol: _ZN3c104impl3cow11cow_deleterEPv"
 
@@ -43,7 +43,9 @@ def _gather(tmp_path: Path, python: str, profile: str = "", home_files: dict | N
         (ascend / relative).write_text(text)
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp_path)}
     script = render_gather_script(0, python, per_command_timeout=5, ascend_home=str(ascend))
-    result = run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    result = run_node_script(
+        ["sh", "-s"], input=script, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
+    )
     return parse_gather_output(result.stdout)
 
 
@@ -53,11 +55,17 @@ def test_a_site_profile_export_is_read_from_the_login_shell_and_the_import_error
         tmp_path,
         python,
         profile="export HCCL_CONNECT_TIMEOUT=60\nexport RANK_TABLE_FILE=/etc/ascendprep/hccl_8p.json\n",
-        home_files={jobenv.NNAL_VERSION_FILE: "    Ascend-cann-atb : 8.0.T63\n    Ascend-cann-atb Version : 8.0.T63.B020\n    Platform : aarch64\n"},
+        home_files={
+            jobenv.NNAL_VERSION_FILE: "    Ascend-cann-atb : 8.0.T63\n    Ascend-cann-atb Version : 8.0.T63.B020\n    Platform : aarch64\n"
+        },
     )
     job = facts.job
     assert job is not None and job.login is not None
-    assert job.login.values == {**dict.fromkeys(jobenv.JOB_VARIABLES), "HCCL_CONNECT_TIMEOUT": "60", "RANK_TABLE_FILE": "/etc/ascendprep/hccl_8p.json"}
+    assert job.login.values == {
+        **dict.fromkeys(jobenv.JOB_VARIABLES),
+        "HCCL_CONNECT_TIMEOUT": "60",
+        "RANK_TABLE_FILE": "/etc/ascendprep/hccl_8p.json",
+    }
     assert job.login.rank_table_exists is False
     assert job.torch_npu is not None and not job.torch_npu.ok
     assert "undefined symbol" in jobenv.import_error_line(job.torch_npu.error)
@@ -95,7 +103,9 @@ def test_shell_env_ignores_banners_and_refuses_silence():
 
 
 def test_visibility_lines_and_the_hosts_via_line():
-    view = jobenv.parse_visibility("via docker exec trainer\ndev present /dev/davinci0\ndev absent /dev/hisi_hdc\ntool present hccn_tool\ngarbage\n")
+    view = jobenv.parse_visibility(
+        "via docker exec trainer\ndev present /dev/davinci0\ndev absent /dev/hisi_hdc\ntool present hccn_tool\ngarbage\n"
+    )
     assert view.via == "docker exec trainer"
     assert view.present == ("dev:/dev/davinci0", "tool:hccn_tool")
     assert view.absent == ("dev:/dev/hisi_hdc",)
@@ -109,7 +119,9 @@ def test_nnal_version_needs_its_atb_line():
 def test_import_outcomes():
     assert jobenv.parse_import(0, "ascendprep-torch-npu 2.4.0\n", "").version == "2.4.0"
     failed = jobenv.parse_import(1, "", "Traceback\n  File x\nModuleNotFoundError: No module named 'torch_npu'\n")
-    assert not failed.ok and jobenv.import_error_line(failed.error) == "ModuleNotFoundError: No module named 'torch_npu'"
+    assert (
+        not failed.ok and jobenv.import_error_line(failed.error) == "ModuleNotFoundError: No module named 'torch_npu'"
+    )
     big = jobenv.parse_import(1, "", "x" * 100_000)
     assert len(big.error) == jobenv.IMPORT_ERROR_TAIL
 
@@ -117,7 +129,9 @@ def test_import_outcomes():
 @pytest.mark.parametrize("rc, kind", [(124, "timeout"), (127, "missing")])
 def test_a_hung_or_missing_interpreter_is_an_error_not_a_result(rc, kind):
     draft = Draft()
-    by_section()["job.torch_npu"].read(Section("job.torch_npu", {}, "", "python: not found" if rc == 127 else "", rc), draft)
+    by_section()["job.torch_npu"].read(
+        Section("job.torch_npu", {}, "", "python: not found" if rc == 127 else "", rc), draft
+    )
     assert [e.kind for e in draft.errors] == [kind]
     assert "job" not in draft.fields
     if rc == 124:  # the import's own limit, not the script's per-command one

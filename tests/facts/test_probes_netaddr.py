@@ -7,11 +7,11 @@ import stat
 from pathlib import Path
 
 import pytest
-
-from ascendprep.facts.model import InterfaceAddress
-from ascendprep.facts.gather import parse_gather_output, render_gather_script
-from ascendprep.facts.netaddr import interface_holding, is_loopback, parse_ip_addr
 from nodescript import run_node_script
+
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.facts.model import InterfaceAddress
+from ascendprep.facts.netaddr import interface_holding, is_loopback, parse_ip_addr
 
 IP_ADDR = """\
 1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever
@@ -30,7 +30,6 @@ def test_ip_addr_lines_become_interface_addresses():
     )
 
 
-
 def test_the_interface_holding_an_address_is_never_loopback():
     addresses = parse_ip_addr(IP_ADDR)
     assert interface_holding("10.231.0.11", addresses) == "eth0"
@@ -45,19 +44,28 @@ def _fake(bin_dir: Path, name: str, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
-@pytest.mark.parametrize("getent, expected, error", [
-    ("printf '10.231.0.11     STREAM node1\\n10.231.0.11     DGRAM\\n'", ("10.231.0.11",), None),
-    ("printf '127.0.1.1       STREAM node1\\n'", ("127.0.1.1",), None),
-    ("exit 2", (), None),  # getent: not found -- the fact "does not resolve", not an error
-    ("echo 'getent: broken' >&2; exit 1", None, "exited with status 1"),
-])
+@pytest.mark.parametrize(
+    "getent, expected, error",
+    [
+        ("printf '10.231.0.11     STREAM node1\\n10.231.0.11     DGRAM\\n'", ("10.231.0.11",), None),
+        ("printf '127.0.1.1       STREAM node1\\n'", ("127.0.1.1",), None),
+        ("exit 2", (), None),  # getent: not found -- the fact "does not resolve", not an error
+        ("echo 'getent: broken' >&2; exit 1", None, "exited with status 1"),
+    ],
+)
 def test_the_gather_reads_interfaces_and_the_hostname_resolution(tmp_path, getent, expected, error):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _fake(bin_dir, "ip", f"cat <<'EOF'\n{IP_ADDR}EOF\n")
     _fake(bin_dir, "getent", f'[ "$1" = ahosts ] && [ "$2" = "$(uname -n)" ] || exit 9\n{getent}\n')
-    done = run_node_script(["sh", "-s"], input=render_gather_script(0, "/bin/true"), capture_output=True, text=True,
-                           env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60)
+    done = run_node_script(
+        ["sh", "-s"],
+        input=render_gather_script(0, "/bin/true"),
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        timeout=60,
+    )
     facts = parse_gather_output(done.stdout)
     assert [a.ifname for a in facts.addresses] == ["lo", "lo", "eth0", "eth0"]
     assert facts.hostname_addresses == expected

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-
 from ascendprep.facts import npu_smi
 from ascendprep.facts.gather import parse_gather_output
-
 
 
 def test_gather_records_health_per_chip_and_failures(fixture_text, transcript):
@@ -13,7 +11,11 @@ def test_gather_records_health_per_chip_and_failures(fixture_text, transcript):
         "gather",
         [
             {"name": "npu_smi.list", "stdout": fixture_text("npu_smi/list_reference_excerpt.out")},
-            {"name": "npu_smi.health", "attrs": {"npu": 0, "chip": 0}, "stdout": fixture_text("npu_smi/health_910b.out")},
+            {
+                "name": "npu_smi.health",
+                "attrs": {"npu": 0, "chip": 0},
+                "stdout": fixture_text("npu_smi/health_910b.out"),
+            },
             {"name": "npu_smi.health", "attrs": {"npu": 1, "chip": 0}, "rc": 124},
         ],
     )

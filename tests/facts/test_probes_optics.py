@@ -35,7 +35,14 @@ def test_four_lanes_with_the_modules_thresholds():
     assert [lane.rx_power_mw for lane in info.lanes] == [0.7943, 0.804, 0.8137, 0.8234]
     assert [lane.tx_bias_ma for lane in info.lanes] == [7.5, 7.625, 7.75, 7.875]
     t = info.thresholds
-    assert (t.rx_power_low_mw, t.rx_power_high_mw, t.tx_power_low_mw, t.temp_high_c, t.temp_low_c, t.vcc_low_mv) == (0.1445, 3.5481, 0.2818, 70.0, 0.0, 3135.0)
+    assert (t.rx_power_low_mw, t.rx_power_high_mw, t.tx_power_low_mw, t.temp_high_c, t.temp_low_c, t.vcc_low_mv) == (
+        0.1445,
+        3.5481,
+        0.2818,
+        70.0,
+        0.0,
+        3135.0,
+    )
     assert (info.temperature_c, info.vcc_mv, info.identifier, info.wavelength_nm) == (45.0, 3262.9, "QSFP56", 850)
     assert info.flags == {"tx_los": 0, "rx_los": 0, "tx_lol": 0, "rx_lol": 0}
     assert all(lane.rx_los is False and lane.rx_lol is False for lane in info.lanes)
@@ -81,7 +88,13 @@ def test_not_present_line_with_readings_is_a_present_module():
 def test_unnumbered_single_reading_form():
     info = parse_optical_info(capture("mindcluster_doc_optical_unnumbered_lanes.json"))
     (lane,) = info.lanes
-    assert (lane.lane, lane.tx_power_mw, lane.rx_power_mw, lane.tx_bias_ma, info.indexed) == (None, 4.4035, 1.0189, 7.936, False)
+    assert (lane.lane, lane.tx_power_mw, lane.rx_power_mw, lane.tx_bias_ma, info.indexed) == (
+        None,
+        4.4035,
+        1.0189,
+        7.936,
+        False,
+    )
     assert lane.rx_los is True and lane.tx_los is False  # any bit of the mask flags the module
     assert info.thresholds.rx_power_low_mw == 0.1445
 
@@ -107,8 +120,14 @@ def test_temperature_words_are_kept_not_guessed():
         ("optical info:\npresent              : present\nRx Power0            : lots mW\n", "is not a number in mw"),
         ("optical info:\npresent              : present\nRx Power8            : 0.7000 mW\n", "at most 8 lanes"),
         ("optical info:\npresent              : present\nRx Los Flag          : zero\n", "hex mask"),
-        ("optical info:\npresent              : present\nRx Los Flag          : 0x" + "f" * 400 + "\n", "wider than a lane mask"),
-        ("optical info:\npresent              : present\nTx Power             : 1.0000 mW\nTx Power0            : 1.0000 mW\n", "mix lane-numbered"),
+        (
+            "optical info:\npresent              : present\nRx Los Flag          : 0x" + "f" * 400 + "\n",
+            "wider than a lane mask",
+        ),
+        (
+            "optical info:\npresent              : present\nTx Power             : 1.0000 mW\nTx Power0            : 1.0000 mW\n",
+            "mix lane-numbered",
+        ),
         ("optical info:\npresent              : present\nsomething odd\n", "unrecognised optical line"),
     ],
 )

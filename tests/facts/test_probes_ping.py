@@ -10,13 +10,12 @@ import subprocess
 import time
 
 import pytest
-
 from labsupport import skip_or_fail
+from nodescript import run_node_script
 
 from ascendprep.facts.model import PingResult
 from ascendprep.facts.ping import parse_ping_output, parse_ping_summary, render_ping_script
 from ascendprep.facts.shell import UnsafeValue
-from nodescript import run_node_script
 
 
 @pytest.mark.parametrize(
@@ -118,4 +117,7 @@ def test_missing_hccn_tool_fails_every_pair(tmp_path):
     script = render_ping_script([(0, "10.0.0.2"), (1, "10.0.0.3")], 5, ascend_home=str(tmp_path / "none"))
     out = run_node_script(["sh", "-s"], input=script, env=env, capture_output=True, text=True, timeout=30).stdout
     results = parse_ping_output(out)
-    assert [(r.npu, r.ok, r.error) for r in results] == [(0, False, "hccn_tool: not installed"), (1, False, "hccn_tool: not installed")]
+    assert [(r.npu, r.ok, r.error) for r in results] == [
+        (0, False, "hccn_tool: not installed"),
+        (1, False, "hccn_tool: not installed"),
+    ]

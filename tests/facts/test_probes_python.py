@@ -6,7 +6,6 @@ import importlib.metadata
 import subprocess
 import sys
 
-
 from ascendprep.facts.python_pkgs import PROBE_CODE, parse_python_probe
 
 
@@ -43,6 +42,3 @@ def test_torch_npu_version_is_read_without_importing_it(tmp_path):
     env, _ = parse_python_probe("python3", out)
     assert env.packages["torch_npu"] == "2.1.0.post17"
     assert not marker.exists()
-
-
-

@@ -6,10 +6,10 @@ import shlex
 import shutil
 
 import pytest
+from nodescript import run_node_script
 
 from ascendprep.facts.sections import parse_transcript
 from ascendprep.facts.shell import main_block, preamble
-from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]
 

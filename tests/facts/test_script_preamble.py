@@ -18,8 +18,18 @@ def test_a_preamble_is_its_own_rendering_for_every_nonce_and_setting() -> None:
     homes = ["/usr/local/Ascend", "~", "~/Ascend", "/opt/my Ascend", "/opt/it's"]
     for _ in range(300):
         kind = rng.choice(["gather", "ping", "hccs"])
-        nonce = new_nonce() if rng.random() < 0.8 else rng.choice(["0" * 16, "f" * 16, "ABCDEF0123456789", "x'y z", "", "0123456789abcdef0"])
-        settings = (rng.randrange(1, 600), rng.randrange(0, 8), rng.choice(homes), rng.choice([1, 512, 4096, 65536, 16 << 20]), rng.randrange(1, 17))
+        nonce = (
+            new_nonce()
+            if rng.random() < 0.8
+            else rng.choice(["0" * 16, "f" * 16, "ABCDEF0123456789", "x'y z", "", "0123456789abcdef0"])
+        )
+        settings = (
+            rng.randrange(1, 600),
+            rng.randrange(0, 8),
+            rng.choice(homes),
+            rng.choice([1, 512, 4096, 65536, 16 << 20]),
+            rng.randrange(1, 17),
+        )
         timeout, retries, home, cap, parallel = settings
         for each in (nonce, new_nonce()):  # the second host of the same settings: from the cache
             made = shell.preamble(kind, each, timeout, retries, home, output_cap=cap, parallel=parallel)
@@ -28,7 +38,9 @@ def test_a_preamble_is_its_own_rendering_for_every_nonce_and_setting() -> None:
 
 
 def test_a_nonce_that_is_not_sixteen_hex_digits_is_rendered_not_substituted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shell, "_preamble_template", lambda *a: pytest.fail("a cached preamble took a nonce it cannot stand for"))
+    monkeypatch.setattr(
+        shell, "_preamble_template", lambda *a: pytest.fail("a cached preamble took a nonce it cannot stand for")
+    )
     text = shell.preamble("ping", "it's", 15, 5, "/usr/local/Ascend", output_cap=4096, parallel=8)
     assert "AP_M=@@it's" in text
 

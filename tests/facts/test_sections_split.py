@@ -33,7 +33,14 @@ def line_by_line(text: str, kind: str) -> Transcript:
     current: Optional[dict] = None
 
     def close(rc, tries):
-        return Section(current["name"], current["attrs"], "".join(l + "\n" for l in current["out"]), "".join(l + "\n" for l in current["err"]), rc, tries)
+        return Section(
+            current["name"],
+            current["attrs"],
+            "".join(l + "\n" for l in current["out"]),
+            "".join(l + "\n" for l in current["err"]),
+            rc,
+            tries,
+        )
 
     done = False
     for line in lines[start:]:
@@ -42,14 +49,20 @@ def line_by_line(text: str, kind: str) -> Transcript:
             if current is not None:
                 current["err" if current["in_err"] else "out"].append(line)
             continue
-        command = line[len(marker):]
+        command = line[len(marker) :]
         end = _END.match(command)
         if command.startswith("begin "):
             if current is not None:
                 sections.append(close(None, 1))
-            name, *pairs = command[len("begin "):].split(" ")
+            name, *pairs = command[len("begin ") :].split(" ")
             attrs = dict(pair.partition("=")[::2] for pair in pairs if "=" in pair)
-            current = {"name": name if re.match(r"^[a-z0-9_.-]+$", name) else "invalid", "attrs": attrs, "out": [], "err": [], "in_err": False}
+            current = {
+                "name": name if re.match(r"^[a-z0-9_.-]+$", name) else "invalid",
+                "attrs": attrs,
+                "out": [],
+                "err": [],
+                "in_err": False,
+            }
         elif command == "stderr" and current is not None:
             current["in_err"] = True
         elif end and current is not None:
@@ -71,13 +84,19 @@ def _random_transcript(rng: random.Random) -> str:
     m = f"@@{NONCE} "
     out = []
     if rng.random() < 0.3:  # a banner, perhaps with marker lines of its own (read as nothing)
-        out += [rng.choice(["Welcome! login banner", f"{m}begin banner npu=1", f"{m}stderr", f"{m}done", ""]) for _ in range(rng.randint(1, 3))]
+        out += [
+            rng.choice(["Welcome! login banner", f"{m}begin banner npu=1", f"{m}stderr", f"{m}done", ""])
+            for _ in range(rng.randint(1, 3))
+        ]
     out.append(f"@@ascendprep gather v1 {NONCE}")
     for _ in range(rng.randint(0, 6)):
         choice = rng.random()
         if choice < 0.6:
             out.append(f"{m}begin {rng.choice(['hccn.ip', 'sysctl', 'BAD!name', 'x'])} npu={rng.randint(0, 7)} key=a=b")
-            out += [rng.choice(["ipaddr:1.2.3.4", "", " ", "@@ffffffffffffffff begin fake", "x\r", m.strip()]) for _ in range(rng.randint(0, 3))]
+            out += [
+                rng.choice(["ipaddr:1.2.3.4", "", " ", "@@ffffffffffffffff begin fake", "x\r", m.strip()])
+                for _ in range(rng.randint(0, 3))
+            ]
             if rng.random() < 0.8:
                 out.append(f"{m}stderr")
                 out += ["err line" for _ in range(rng.randint(0, 2))]
@@ -116,7 +135,11 @@ def test_a_whole_section_round_trips() -> None:
 
 def test_a_host_printing_thousands_of_begin_lines_has_each_read() -> None:
     m = f"@@{NONCE} "
-    flood = f"@@ascendprep gather v2 {NONCE}\n" + "".join(f"{m}begin sysctl key=k{i}\n\n{m}stderr\n\n{m}end rc=0 tries=1\n" for i in range(5000)) + f"{m}done\n"
+    flood = (
+        f"@@ascendprep gather v2 {NONCE}\n"
+        + "".join(f"{m}begin sysctl key=k{i}\n\n{m}stderr\n\n{m}end rc=0 tries=1\n" for i in range(5000))
+        + f"{m}done\n"
+    )
     read = parse_transcript(flood, "gather")
     assert read.complete
     assert [s.attrs["key"] for s in read.sections] == [f"k{i}" for i in range(5000)]
@@ -127,18 +150,26 @@ def test_a_long_begin_line_is_read() -> None:
     as any other."""
     m = f"@@{NONCE} "
     long_value = "v" * 1_000_000
-    text = (f"@@ascendprep gather v2 {NONCE}\n{m}begin sysctl key={long_value}\n\n{m}end rc=0 tries=1\n"
-            f"{m}begin sysctl key=short\n\n{m}end rc=0 tries=1\n{m}done\n")
+    text = (
+        f"@@ascendprep gather v2 {NONCE}\n{m}begin sysctl key={long_value}\n\n{m}end rc=0 tries=1\n"
+        f"{m}begin sysctl key=short\n\n{m}end rc=0 tries=1\n{m}done\n"
+    )
     read = parse_transcript(text, "gather")
     assert [len(s.attrs["key"]) for s in read.sections] == [1_000_000, 5]
 
 
 def test_a_header_on_the_last_line_and_banners_before_it() -> None:
-    for text in (f"banner\n@@ascendprep gather v2 {NONCE}", f"banner\n@@ascendprep gather v2 {NONCE}\n", f"@@ascendprep gather v2 {NONCE}\n\n"):
+    for text in (
+        f"banner\n@@ascendprep gather v2 {NONCE}",
+        f"banner\n@@ascendprep gather v2 {NONCE}\n",
+        f"@@ascendprep gather v2 {NONCE}\n\n",
+    ):
         transcript = parse_transcript(text, "gather")
         assert transcript.kind == "gather" and transcript.sections == ()
         assert transcript.problem == "output stopped before the script finished (no end marker)"
-    assert parse_transcript(f"x @@ascendprep gather v2 {NONCE}\n", "gather").problem.startswith("no ascendprep gather header")
+    assert parse_transcript(f"x @@ascendprep gather v2 {NONCE}\n", "gather").problem.startswith(
+        "no ascendprep gather header"
+    )
 
 
 def test_a_header_with_a_huge_version_number_is_a_problem_not_an_exception() -> None:
@@ -153,19 +184,49 @@ def _regular_transcript(rng: random.Random, version: int) -> str:
     now and then: a marker left out, repeated, misspelt, text between sections, no done."""
     m = f"@@{NONCE} "
     lines = [f"@@ascendprep gather v{version} {NONCE}"]
-    streams = ["", "ipaddr:1.2.3.4", "a\nb", "no newline at the end", "\n", "x\r", "@@ffffffffffffffff begin fake", "tab\there"]
+    streams = [
+        "",
+        "ipaddr:1.2.3.4",
+        "a\nb",
+        "no newline at the end",
+        "\n",
+        "x\r",
+        "@@ffffffffffffffff begin fake",
+        "tab\there",
+    ]
     for _ in range(rng.randint(0, 5)):
-        lines.append(f"{m}begin {rng.choice(['hccn.ip', 'sysctl', 'BAD!name'])}{rng.choice(['', ' npu=3', ' key=a=b'])}")
+        lines.append(
+            f"{m}begin {rng.choice(['hccn.ip', 'sysctl', 'BAD!name'])}{rng.choice(['', ' npu=3', ' key=a=b'])}"
+        )
         stdout, stderr = rng.choice(streams), rng.choice(streams)
         if version == 2:  # the script's own newline after each stream
-            lines += [stdout, f"{m}stderr", stderr, f"{m}end rc={rng.choice([0, 1, 124, 255])} tries={rng.randint(1, 4)}"]
+            lines += [
+                stdout,
+                f"{m}stderr",
+                stderr,
+                f"{m}end rc={rng.choice([0, 1, 124, 255])} tries={rng.randint(1, 4)}",
+            ]
         else:
-            lines += ([stdout] if stdout else []) + [f"{m}stderr"] + ([stderr] if stderr else []) + [f"{m}end rc=0 tries=1"]
+            lines += (
+                ([stdout] if stdout else []) + [f"{m}stderr"] + ([stderr] if stderr else []) + [f"{m}end rc=0 tries=1"]
+            )
         damage = rng.random()
         if damage < 0.04:
             lines.pop(rng.randrange(1, len(lines)))
         elif damage < 0.08:
-            lines.insert(rng.randrange(1, len(lines) + 1), rng.choice([f"{m}stderr", f"{m}end rc=0 tries=1", f"{m}begin x", f"{m}end rc=1x tries=1", f"{m}end rc={'9' * 12} tries=1", "stray"]))
+            lines.insert(
+                rng.randrange(1, len(lines) + 1),
+                rng.choice(
+                    [
+                        f"{m}stderr",
+                        f"{m}end rc=0 tries=1",
+                        f"{m}begin x",
+                        f"{m}end rc=1x tries=1",
+                        f"{m}end rc={'9' * 12} tries=1",
+                        "stray",
+                    ]
+                ),
+            )
     if rng.random() < 0.95:
         lines.append(f"{m}done")
         if rng.random() < 0.1:
@@ -186,7 +247,17 @@ def test_v2_streams_are_read_without_the_scripts_own_newline() -> None:
     as the tool printed it, a last line without a newline given one (as v1 gives it)."""
     rng = random.Random(31)
     m = f"@@{NONCE} "
-    streams = ["", "ipaddr:1.2.3.4", "a\nb", "ends\n", "\n", "two\n\n", "tab\there", "x\r", "@@ffffffffffffffff begin fake"]
+    streams = [
+        "",
+        "ipaddr:1.2.3.4",
+        "a\nb",
+        "ends\n",
+        "\n",
+        "two\n\n",
+        "tab\there",
+        "x\r",
+        "@@ffffffffffffffff begin fake",
+    ]
     for _ in range(500):
         text, want = f"@@ascendprep gather v2 {NONCE}\n", []
         for _ in range(rng.randint(0, 5)):

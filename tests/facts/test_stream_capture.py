@@ -17,11 +17,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from nodescript import run_node_script
 
 from ascendprep.base import limits
 from ascendprep.facts.sections import FORMAT_VERSION, Section, parse_transcript
 from ascendprep.facts.shell import main_block, preamble
-from nodescript import run_node_script
 
 SHELLS = [shell for shell in ("dash", "bash") if shutil.which(shell)]
 NONCE = "0123456789abcdef"
@@ -45,7 +45,9 @@ def _without_tee(tmp_path: Path) -> dict:
 
 
 def _run(shell: str, script: str, env: dict | None = None) -> list[Section]:
-    result = run_node_script([shutil.which(shell), "-s"], input=script.encode(), capture_output=True, timeout=120, env=env)
+    result = run_node_script(
+        [shutil.which(shell), "-s"], input=script.encode(), capture_output=True, timeout=120, env=env
+    )
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode("utf-8", "surrogateescape")
     assert text.startswith(f"@@ascendprep gather v{FORMAT_VERSION} {NONCE}\n")
@@ -95,7 +97,9 @@ def test_the_cap_is_exact_and_a_cut_keeps_the_tools_status(tmp_path, shell, tee,
     assert "over" not in exact_err.attrs and exact_err.stderr == "\0" * cap + "\n"
     assert over_err.attrs["over"] == "stderr" and over_err.stderr == "\0" * excerpt + "\n"
     assert (flood.attrs["over"], flood.rc) == ("stdout+stderr", 5)
-    assert flood.stdout == _ended(("flood\n" * excerpt)[:excerpt]) and flood.stderr == _ended(("err\n" * excerpt)[:excerpt])
+    assert flood.stdout == _ended(("flood\n" * excerpt)[:excerpt]) and flood.stderr == _ended(
+        ("err\n" * excerpt)[:excerpt]
+    )
 
 
 def test_a_shell_that_cannot_set_the_limit_falls_back_to_head_and_cat(tmp_path):
@@ -131,14 +135,25 @@ def test_v2_streams_read_back_as_written_with_a_newline_at_most_added():
     rng = random.Random(7)
     alphabet = ["a", "\n", "\0", " ", "@@", "\x1b[2J", "ü"]
     for _ in range(2000):
-        sections = [(f"s{i}", "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))), "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4)))) for i in range(rng.randint(0, 4))]
+        sections = [
+            (
+                f"s{i}",
+                "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))),
+                "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4))),
+            )
+            for i in range(rng.randint(0, 4))
+        ]
         transcript = parse_transcript(_v2(sections), "gather")
         assert transcript.complete
-        assert [(s.name, s.stdout, s.stderr) for s in transcript.sections] == [(n, _ended(o), _ended(e)) for n, o, e in sections], sections
+        assert [(s.name, s.stdout, s.stderr) for s in transcript.sections] == [
+            (n, _ended(o), _ended(e)) for n, o, e in sections
+        ], sections
 
 
 def test_v1_and_v2_give_the_same_sections_for_what_v1_could_tell_apart():
-    v1 = "@@ascendprep gather v1 {n}\n@@{n} begin a\nx\n@@{n} stderr\n@@{n} end rc=0 tries=1\n@@{n} begin b\n@@{n} stderr\ne\n@@{n} end rc=0 tries=1\n@@{n} done\n".format(n=NONCE)
+    v1 = "@@ascendprep gather v1 {n}\n@@{n} begin a\nx\n@@{n} stderr\n@@{n} end rc=0 tries=1\n@@{n} begin b\n@@{n} stderr\ne\n@@{n} end rc=0 tries=1\n@@{n} done\n".format(
+        n=NONCE
+    )
     v2 = _v2([("a", "x", ""), ("b", "", "e\n")])
     assert parse_transcript(v1, "gather") == parse_transcript(v2, "gather")
 
@@ -158,7 +173,13 @@ def test_file_reads_are_cut_at_the_cap_and_end_there(tmp_path, shell, tee, cap):
     straight into the capture files; a file past the cap, even an endless one, is cut there."""
     (tmp_path / "exact").write_bytes(b"x" * cap)
     (tmp_path / "over").write_bytes(b"y" * (cap + 1))
-    calls = [f"cat {tmp_path}/exact", f"cat {tmp_path}/over", f"cat {tmp_path}/missing", "cat /dev/zero", f"sha256sum {tmp_path}/over"]
+    calls = [
+        f"cat {tmp_path}/exact",
+        f"cat {tmp_path}/over",
+        f"cat {tmp_path}/missing",
+        "cat /dev/zero",
+        f"sha256sum {tmp_path}/over",
+    ]
     exact, over, missing, endless, digest = _run(shell, _script(calls, cap), None if tee else _without_tee(tmp_path))
     excerpt = min(cap, limits.REMOTE_CUT_EXCERPT)
     assert (exact.stdout, exact.rc, exact.attrs) == ("x" * cap + "\n", 0, {})

@@ -8,15 +8,19 @@ from typing import Any, Optional
 import pytest
 import yaml
 
+from ascendprep.base.yamlsource import InputError
 from ascendprep.desired.state import build_desired
 from ascendprep.inventory.hccl_env import op_retry_levels
 from ascendprep.inventory.load import inventory_from_text
-from ascendprep.base.yamlsource import InputError
 
 
 def text(env: dict[str, str], *, product: str = "atlas-a3", pods: int = 1, rank_table: bool = False) -> str:
     if product == "atlas-a3":
-        nodes = [{"name": f"p{p}s[1-2]", "host": f"10.0.{p}.[11-12]", "super_pod": p} for p in range(pods)] if pods else [{"name": "n[1-2]", "host": "10.0.0.[11-12]"}]
+        nodes = (
+            [{"name": f"p{p}s[1-2]", "host": f"10.0.{p}.[11-12]", "super_pod": p} for p in range(pods)]
+            if pods
+            else [{"name": "n[1-2]", "host": "10.0.0.[11-12]"}]
+        )
         network = {"subnets": ["10.30.0.0/24", "10.31.0.0/24"]}
     else:
         nodes = [{"name": "n[1-2]", "host": "10.0.0.[11-12]"}]
@@ -57,7 +61,11 @@ def test_bad_op_retry_value_is_located() -> None:
 
 def test_op_retry_needs_ai_cpu_mode() -> None:
     found = problem({"HCCL_OP_RETRY_ENABLE": "L1:1,L2:1", "HCCL_OP_EXPANSION_MODE": "AIV"})
-    assert found and "env.HCCL_OP_EXPANSION_MODE: op-retry (HCCL_OP_RETRY_ENABLE=L1:1,L2:1) works only with HCCL_OP_EXPANSION_MODE=AI_CPU, not AIV" in found
+    assert (
+        found
+        and "env.HCCL_OP_EXPANSION_MODE: op-retry (HCCL_OP_RETRY_ENABLE=L1:1,L2:1) works only with HCCL_OP_EXPANSION_MODE=AI_CPU, not AIV"
+        in found
+    )
     # A3's default mode is AI_CPU; retry switched off needs nothing.
     assert problem({"HCCL_OP_RETRY_ENABLE": "L1:1,L2:1"}) is None
     assert problem({"HCCL_OP_RETRY_ENABLE": "L1:0,L2:0", "HCCL_OP_EXPANSION_MODE": "AIV"}) is None
@@ -84,7 +92,9 @@ def test_hccs_disable_values_and_product() -> None:
 
 def test_logic_superpod_id_never_spans_physical_pods() -> None:
     found = problem({"HCCL_LOGIC_SUPERPOD_ID": "lp0"}, pods=2)
-    assert found and "env.HCCL_LOGIC_SUPERPOD_ID: one value for the whole cluster joins its 2 physical super-pods" in found
+    assert (
+        found and "env.HCCL_LOGIC_SUPERPOD_ID: one value for the whole cluster joins its 2 physical super-pods" in found
+    )
     assert problem({"HCCL_LOGIC_SUPERPOD_ID": "lp0"}, pods=1) is None
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.inventory import thresholds as grey_thresholds
-from ascendprep.inventory.thresholds import GreyThresholdsError, effective, override_problem, parse_specs
-from ascendprep.inventory.load import inventory_from_text
 from ascendprep.base.yamlsource import InputError
+from ascendprep.inventory import thresholds as grey_thresholds
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.inventory.thresholds import GreyThresholdsError, effective, override_problem, parse_specs
 
 _INVENTORY = """name: r
 product: atlas-a2
@@ -43,7 +43,11 @@ def test_every_bad_override_is_reported_with_its_line() -> None:
 
 @pytest.mark.parametrize(
     "name, value, fragment",
-    [("fcs_errors_per_s", "1", "is not a number"), ("fcs_errors_per_s", -1, "outside"), ("pfc_frame_per_s", 1, "did you mean 'pfc_frames_per_s'")],
+    [
+        ("fcs_errors_per_s", "1", "is not a number"),
+        ("fcs_errors_per_s", -1, "outside"),
+        ("pfc_frame_per_s", 1, "did you mean 'pfc_frames_per_s'"),
+    ],
 )
 def test_override_problem_says_why(name: str, value: object, fragment: str) -> None:
     problem = override_problem(name, value)

@@ -10,15 +10,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ascendprep.base.findings import Severity
-from ascendprep.inventory.load import inventory_from_text
 from ascendprep.inventory.addressing import plan_device_ips
+from ascendprep.inventory.load import inventory_from_text
 
 
 def make(product="atlas-a2", nodes=2, npus=8, network=None, hosts="10.0.0.[11-{last}]", entries=None, **extra):
     data = {"name": "t", "product": product, "npus_per_node": npus}
     if network is not None:
         data["device_network"] = network
-    data["nodes"] = entries or [{"name": f"n[1-{nodes}]" if nodes > 1 else "n1", "host": hosts.format(last=10 + nodes) if nodes > 1 else "10.0.0.11"}]
+    data["nodes"] = entries or [
+        {
+            "name": f"n[1-{nodes}]" if nodes > 1 else "n1",
+            "host": hosts.format(last=10 + nodes) if nodes > 1 else "10.0.0.11",
+        }
+    ]
     data.update(extra)
     return inventory_from_text(yaml.safe_dump(data))
 
@@ -33,8 +38,14 @@ def test_conventional_two_server_910_matches_the_install_guide():
     s0 = {a.npu: a.ip for a in plan.by_node["n1"]}
     s1 = {a.npu: a.ip for a in plan.by_node["n2"]}
     assert s0 == {
-        0: "192.168.100.101", 1: "192.168.101.101", 2: "192.168.102.101", 3: "192.168.103.101",
-        4: "192.168.100.100", 5: "192.168.101.100", 6: "192.168.102.100", 7: "192.168.103.100",
+        0: "192.168.100.101",
+        1: "192.168.101.101",
+        2: "192.168.102.101",
+        3: "192.168.103.101",
+        4: "192.168.100.100",
+        5: "192.168.101.100",
+        6: "192.168.102.100",
+        7: "192.168.103.100",
     }
     assert s1[0] == "192.168.100.111" and s1[4] == "192.168.100.110" and s1[7] == "192.168.103.110"
     assert all(a.netmask == "255.255.255.0" for a in plan.by_node["n1"])
@@ -226,4 +237,6 @@ def test_every_generated_plan_keeps_every_invariant(inventory):
         for node in inventory.nodes:
             entries = plan.by_node[node.name]
             for k in range(0, node.npus - 1, 2):
-                assert ipaddress.ip_network(f"{entries[k].ip}/{entries[k].prefix}", strict=False) != ipaddress.ip_network(f"{entries[k + 1].ip}/{entries[k + 1].prefix}", strict=False)
+                assert ipaddress.ip_network(
+                    f"{entries[k].ip}/{entries[k].prefix}", strict=False
+                ) != ipaddress.ip_network(f"{entries[k + 1].ip}/{entries[k + 1].prefix}", strict=False)

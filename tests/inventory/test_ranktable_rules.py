@@ -123,7 +123,9 @@ def test_r8_device_required_non_empty(device: Any) -> None:
     assert "R8" in rules(broken(table_10, lambda t: t["server_list"][0].update(device=device)))
 
 
-@pytest.mark.parametrize("key,value", [("rank_id", 0), ("device_id", 1), ("rank_id", "0x1"), ("device_id", "4294967296")])
+@pytest.mark.parametrize(
+    "key,value", [("rank_id", 0), ("device_id", 1), ("rank_id", "0x1"), ("device_id", "4294967296")]
+)
 def test_r9_ids_are_decimal_strings(key: str, value: Any) -> None:
     assert "R9" in rules(broken(table_10, lambda t: t["server_list"][0]["device"][0].update({key: value})))
 
@@ -144,7 +146,9 @@ def test_r11_device_ip_required_unique_valid_same_count() -> None:
     assert "R11" in rules(broken(table_10, drop))
     assert rules(broken(table_10, lambda t: t["server_list"][1]["device"][0].update(device_ip="10.20.0.1"))) == {"R11"}
     assert rules(broken(table_10, lambda t: t["server_list"][1]["device"][0].update(device_ip="0.0.0.0"))) == {"R11"}
-    assert rules(broken(table_10, lambda t: t["server_list"][1]["device"][0].update(device_ip="10.21.0.1,10.22.0.1"))) == {"R11"}
+    assert rules(
+        broken(table_10, lambda t: t["server_list"][1]["device"][0].update(device_ip="10.21.0.1,10.22.0.1"))
+    ) == {"R11"}
 
 
 def test_r11_device_ip_may_be_left_out_with_a_host_ip() -> None:
@@ -156,7 +160,10 @@ def test_r11_device_ip_may_be_left_out_with_a_host_ip() -> None:
     assert rules(broken(table_10, drop)) == set()
 
 
-@pytest.mark.parametrize("key,value", [("host_port", "0"), ("device_port", "65536"), ("backup_device_port", 16667), ("device_vnic_port", "x")])
+@pytest.mark.parametrize(
+    "key,value",
+    [("host_port", "0"), ("device_port", "65536"), ("backup_device_port", 16667), ("device_vnic_port", "x")],
+)
 def test_r12_ports_are_strings_in_range(key: str, value: Any) -> None:
     assert rules(broken(table_10, lambda t: t["server_list"][0]["device"][0].update({key: value}))) == {"R12"}
 
@@ -208,17 +215,29 @@ def test_12_needs_super_pod_list() -> None:
 def test_12_every_server_in_exactly_one_unique_pod() -> None:
     assert rules(broken(table_12, lambda t: t["super_pod_list"][1]["server_list"].pop()), A3) == {"1.2"}
     assert rules(broken(table_12, lambda t: t["super_pod_list"][1].update(super_pod_id="0")), A3) == {"1.2"}
-    assert rules(broken(table_12, lambda t: t["super_pod_list"][1]["server_list"].append({"server_id": "10.0.0.9"})), A3) == {"1.2"}
-    assert rules(broken(table_12, lambda t: t["super_pod_list"][1]["server_list"].append({"server_id": "10.0.0.1"})), A3) == {"1.2"}
+    assert rules(
+        broken(table_12, lambda t: t["super_pod_list"][1]["server_list"].append({"server_id": "10.0.0.9"})), A3
+    ) == {"1.2"}
+    assert rules(
+        broken(table_12, lambda t: t["super_pod_list"][1]["server_list"].append({"server_id": "10.0.0.1"})), A3
+    ) == {"1.2"}
 
 
 def test_12_every_rank_has_an_sdid_unique_per_pod() -> None:
     assert rules(broken(table_12, lambda t: t["server_list"][0]["device"][0].pop("super_device_id")), A3) == {"1.2"}
-    duplicate = broken(table_12, lambda t: t["server_list"][1]["device"][0].update(super_device_id=t["server_list"][0]["device"][0]["super_device_id"]))
+    duplicate = broken(
+        table_12,
+        lambda t: t["server_list"][1]["device"][0].update(
+            super_device_id=t["server_list"][0]["device"][0]["super_device_id"]
+        ),
+    )
     violations = check_rank_table(duplicate, A3)
     assert [v.rule for v in violations] == ["1.2"] and "EI0014" in violations[0].message
     # The same SDID in two pods is fine: SDIDs restart per pod (the doc's example).
-    assert table_12()["server_list"][0]["device"][0]["super_device_id"] == table_12()["server_list"][2]["device"][0]["super_device_id"]
+    assert (
+        table_12()["server_list"][0]["device"][0]["super_device_id"]
+        == table_12()["server_list"][2]["device"][0]["super_device_id"]
+    )
 
 
 def test_12_pods_listed_contiguously() -> None:

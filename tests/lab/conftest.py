@@ -23,8 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 class SimLab:
     """One lab: ``hccn(node, *args)`` / ``npu_smi(node, *args)`` run the simulated tools."""
 
-    def __init__(self, base: Path, product: str, nodes: tuple[str, ...], npus: int,
-                 driver_profiles: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, base: Path, product: str, nodes: tuple[str, ...], npus: int, driver_profiles: dict[str, str] | None = None
+    ) -> None:
         self.base = base
         self.state_dir = base / "state"
         self.product = product
@@ -34,16 +35,25 @@ class SimLab:
             "product": product,
             "state_dir": str(self.state_dir),
             "nodes": [
-                {"name": name, "mgmt_ip": f"10.231.0.{11 + i}", "npus": npus, "cabling": cabling[name],
-                 **({"driver_profile": driver_profiles[name]} if name in (driver_profiles or {}) else {})}
+                {
+                    "name": name,
+                    "mgmt_ip": f"10.231.0.{11 + i}",
+                    "npus": npus,
+                    "cabling": cabling[name],
+                    **({"driver_profile": driver_profiles[name]} if name in (driver_profiles or {}) else {}),
+                }
                 for i, name in enumerate(nodes)
             ],
         }
         state.init_state(self.state_dir, self.lab)
         for name in nodes:
             (base / name / "etc").mkdir(parents=True)
-            identity = {"lab": "lab", "node": name, "state_dir": str(self.state_dir),
-                        "hccn_conf": str(self.conf_path(name))}
+            identity = {
+                "lab": "lab",
+                "node": name,
+                "state_dir": str(self.state_dir),
+                "hccn_conf": str(self.conf_path(name)),
+            }
             (base / name / "node.json").write_text(json.dumps(identity))
             cann.install_cann_tree(self.root(name), cann.DEFAULT_VERSIONS, "x86_64")
 
@@ -70,7 +80,10 @@ class SimLab:
     def _run(self, module: str, node: str, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-S", "-c", tools.entry_program(module), *args],
-            capture_output=True, text=True, env=self.env(node), timeout=timeout,
+            capture_output=True,
+            text=True,
+            env=self.env(node),
+            timeout=timeout,
         )
 
     def hccn(self, node: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -94,8 +107,12 @@ def make_lab(tmp_path: Path):
     """Factory: ``make_lab(product="atlas-a2", nodes=("node1", "node2"), npus=8, driver_profiles={"node2": "legacy"})``."""
     count = 0
 
-    def factory(product: str = "atlas-a2", nodes: tuple[str, ...] = ("node1", "node2"), npus: int = 8,
-                driver_profiles: dict[str, str] | None = None) -> SimLab:
+    def factory(
+        product: str = "atlas-a2",
+        nodes: tuple[str, ...] = ("node1", "node2"),
+        npus: int = 8,
+        driver_profiles: dict[str, str] | None = None,
+    ) -> SimLab:
         nonlocal count
         count += 1
         return SimLab(tmp_path / f"lab{count}", product, nodes, npus, driver_profiles)

@@ -4,10 +4,10 @@ driver's reserved ranges, and the HCCS and SDID faults with their unlike variant
 from __future__ import annotations
 
 import pytest
-
 from a3sim import A3Lab
-from ascendprep.lab.sim import state
+
 from ascendprep.facts.superpod import parse_spod_info, parse_vnic
+from ascendprep.lab.sim import state
 
 
 @pytest.fixture
@@ -97,7 +97,10 @@ def test_lab_spec_pod_servers():
 
     spec = LabSpec(product="atlas-a3", nodes=6, pod_servers=3).validated()
     assert [spec.super_pod_of(i) for i in (1, 3, 4)] == [
-        {"id": 0, "server_index": 0, "size": 24}, {"id": 0, "server_index": 2, "size": 24}, {"id": 1, "server_index": 0, "size": 24}]
+        {"id": 0, "server_index": 0, "size": 24},
+        {"id": 0, "server_index": 2, "size": 24},
+        {"id": 1, "server_index": 0, "size": 24},
+    ]
     assert LabSpec(product="atlas-a3").validated().pod_servers == 2
     assert LabSpec(product="atlas-a3", pod_servers=0).validated().super_pod_of(1) is None
     assert LabSpec(product="atlas-a2").validated().super_pod_of(1) is None

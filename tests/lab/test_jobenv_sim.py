@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ascendprep.facts.jobenv import parse_nnal_version
 from ascendprep.lab.sim import cann
 from ascendprep.lab.sim import jobenv as sim
-from ascendprep.facts.jobenv import parse_nnal_version
 
 
 def _import(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess:
@@ -20,7 +20,12 @@ def _import(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess:
     (purelib / "torch_npu").mkdir()
     (purelib / "torch_npu" / "__init__.py").write_text(sim.standin_module(broken=broken))
     code = "import torch_npu; print(torch_npu.__version__)"
-    return subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(purelib)!r}); {code}"], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(purelib)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_the_stand_in_imports_with_its_metadata_version(tmp_path):
@@ -31,7 +36,9 @@ def test_the_stand_in_imports_with_its_metadata_version(tmp_path):
 def test_the_broken_stand_in_fails_as_a_mismatched_build_does(tmp_path):
     result = _import(tmp_path, broken=True)
     assert result.returncode == 1
-    assert "ImportError:" in result.stderr and sim.UNDEFINED_SYMBOL in result.stderr and "libtorch_npu.so" in result.stderr
+    assert (
+        "ImportError:" in result.stderr and sim.UNDEFINED_SYMBOL in result.stderr and "libtorch_npu.so" in result.stderr
+    )
 
 
 def test_nnal_follows_the_cann_tree(tmp_path):

@@ -20,11 +20,14 @@ def _names(text: str) -> dict:
     return mapped
 
 
-@pytest.mark.parametrize("mapping, node1, node2", [
-    ("resolve", "10.231.7.11", "10.231.7.12"),
-    ("loopback", "127.0.1.1", None),
-    ("missing", None, None),
-])
+@pytest.mark.parametrize(
+    "mapping, node1, node2",
+    [
+        ("resolve", "10.231.7.11", "10.231.7.12"),
+        ("loopback", "127.0.1.1", None),
+        ("missing", None, None),
+    ],
+)
 def test_each_mapping_gives_the_node_its_shape_of_etc_hosts(mapping, node1, node2):
     nodes = LabSpec(nodes=2, subnet="10.231.7.0/24", hostnames=mapping).validated().node_list()
     mapped = _names(render_node_hosts(nodes, "node1", mapping))

@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from labsupport import skip_or_fail
 
 from ascendprep.inventory.load import inventory_from_text
@@ -130,7 +129,11 @@ def test_purelib_under_usr_local_or_opt_shares_its_overlay():
     ]
     assert nodefs.overlay_targets(Path("/srv/py/lib/site-packages"))[-1] == Path("/srv/py/lib/site-packages")
     if opt:  # a venv in /opt: its site-packages is already inside the node's private /opt
-        assert nodefs.overlay_targets(Path("/opt/venv/lib/site-packages")) == [Path("/etc"), Path("/usr/local"), Path("/opt")]
+        assert nodefs.overlay_targets(Path("/opt/venv/lib/site-packages")) == [
+            Path("/etc"),
+            Path("/usr/local"),
+            Path("/opt"),
+        ]
 
 
 def test_interpreter_dirs_under_a_private_root_are_kept_outermost_first():
@@ -201,7 +204,11 @@ def test_each_node_gets_its_own_tmp_and_an_interpreter_there_is_bound_back_read_
     lines = script.splitlines()
     tmpfs = lines.index("/bin/mount -t tmpfs -o mode=1777,size=1g ascendprep-lab /tmp")
     assert lines.index("/bin/mount --bind /tmp/venv /run/x/keep/0") < tmpfs
-    assert tmpfs < lines.index("/bin/mount --bind /run/x/keep/0 /tmp/venv") < lines.index("/bin/mount -o remount,bind,ro /tmp/venv")
+    assert (
+        tmpfs
+        < lines.index("/bin/mount --bind /run/x/keep/0 /tmp/venv")
+        < lines.index("/bin/mount -o remount,bind,ro /tmp/venv")
+    )
     assert not [line for line in lines if "--bind" in line and "/tmp/venv/bin" in line]  # bound with its prefix
     assert Path("/tmp") in [path for path, _, _ in nodefs.private_dirs()]
 

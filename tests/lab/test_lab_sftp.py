@@ -18,7 +18,11 @@ from ascendprep.lab.spec import LabSpec
 
 def _config(tmp_path: Path, sftp: bool) -> str:
     return sshd.render_sshd_config(
-        listen_ip="127.0.0.1", host_key=tmp_path / "hk", authorized_keys=tmp_path / "ak", pid_file=tmp_path / "pid", sftp=sftp
+        listen_ip="127.0.0.1",
+        host_key=tmp_path / "hk",
+        authorized_keys=tmp_path / "ak",
+        pid_file=tmp_path / "pid",
+        sftp=sftp,
     )
 
 

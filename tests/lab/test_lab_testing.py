@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import labsupport
 import pytest
 
-import labsupport
 from ascendprep.lab import testing
 
 
@@ -29,6 +29,6 @@ def test_the_shipped_lab_helpers_do_not_need_pytest():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['pytest'] = None; import ascendprep.lab.testing")
+    code = "import sys; sys.modules['pytest'] = None; import ascendprep.lab.testing"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from ascendprep.lab.sim import state
 from ascendprep.facts import hccn, npu_smi
+from ascendprep.lab.sim import state
 
 ASCTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4}"
 
@@ -57,7 +57,10 @@ def test_tls_layout(mixed):
     assert "tls preconfigured[1]" in current[0] and current[2].startswith("\t subject[")
     assert legacy[0] == "dev_id:0, tls switch[0](0:disable, 1:enable), tls alarm time threshold[60]days"
     assert [line for line in legacy if line.startswith("dev_id:0, [")] == [
-        "dev_id:0, [pub cert] info:", "dev_id:0, [ca1 cert] info:", "dev_id:0, [ca2 cert] info:"]
+        "dev_id:0, [pub cert] info:",
+        "dev_id:0, [ca1 cert] info:",
+        "dev_id:0, [ca2 cert] info:",
+    ]
     assert legacy[2] == "         issuer[/C=CN/ST=GD/O=HUAWEI/OU=2012/CN=2_1thCA]"
     assert re.fullmatch(rf" {{9}}start_time\[{ASCTIME} GMT\]", legacy[3])
     assert not any("subject" in line or "expiration" in line for line in legacy)
@@ -66,13 +69,20 @@ def test_tls_layout(mixed):
 
 def test_stat_short_form(mixed):
     assert len(mixed.ok("node1", "-i", "0", "-stat", "-g").splitlines()) > 40
-    assert mixed.ok("node2", "-i", "0", "-stat", "-g") == "packet statistics:\nroce_rx_err_pkt_num:1\nroce_tx_err_pkt_num:0\n"  # 1: since boot (lab/sim/counters.py)
+    assert (
+        mixed.ok("node2", "-i", "0", "-stat", "-g")
+        == "packet statistics:\nroce_rx_err_pkt_num:1\nroce_tx_err_pkt_num:0\n"
+    )  # 1: since boot (lab/sim/counters.py)
 
 
 def test_speed_not_supported_on_the_old_driver(mixed):
     assert mixed.ok("node1", "-i", "0", "-speed", "-g") == "Speed: 200000 Mb/s\n"
     legacy = mixed.hccn("node2", "-i", "0", "-speed", "-g")
-    assert (legacy.returncode, legacy.stdout, legacy.stderr) == (13, "The command is not supported on this product.\n", "")
+    assert (legacy.returncode, legacy.stdout, legacy.stderr) == (
+        13,
+        "The command is not supported on this product.\n",
+        "",
+    )
 
 
 def test_lldp_without_system_name(mixed):
@@ -80,9 +90,12 @@ def test_lldp_without_system_name(mixed):
     legacy = mixed.ok("node2", "-i", "2", "-lldp", "-g").splitlines()
     assert "System Name TLV" in current and "System Name TLV" not in legacy
     description = legacy.index("System Description TLV")
-    assert legacy[description + 1:description + 5] == [
-        "\tascendprep lab simulated switch", "\tSoftware Version: lab-sim 1.0",
-        "\tCopyright (C) ascendprep lab.", "\tAll rights reserved."]
+    assert legacy[description + 1 : description + 5] == [
+        "\tascendprep lab simulated switch",
+        "\tSoftware Version: lab-sim 1.0",
+        "\tCopyright (C) ascendprep lab.",
+        "\tAll rights reserved.",
+    ]
     neighbour = hccn.parse_lldp("\n".join(legacy))["lldp"]
     assert (neighbour.system_name, neighbour.port_ifname) == (None, "200GE1/0/2")
 
@@ -90,8 +103,16 @@ def test_lldp_without_system_name(mixed):
 @pytest.mark.parametrize(
     "args, current, legacy",
     [
-        (("info", "-t", "health", "-i", "9"), "Invalid NPU ID: 9. Run [npu-smi info -l] to query the valid NPU IDs.\n", "Invalid card id.\n"),
-        (("info", "-t", "health", "-i", "0", "-c", "1"), "Invalid chip ID: 1. NPU 0 has 1 chip(s).\n", "Invalid chip id.\n"),
+        (
+            ("info", "-t", "health", "-i", "9"),
+            "Invalid NPU ID: 9. Run [npu-smi info -l] to query the valid NPU IDs.\n",
+            "Invalid card id.\n",
+        ),
+        (
+            ("info", "-t", "health", "-i", "0", "-c", "1"),
+            "Invalid chip ID: 1. NPU 0 has 1 chip(s).\n",
+            "Invalid chip id.\n",
+        ),
     ],
 )
 def test_npu_smi_invalid_ids(mixed, args, current, legacy):
@@ -114,13 +135,19 @@ def test_alarm_codes_and_continued_information(mixed):
     current = npu_smi.parse_health(mixed.npu_smi("node1", "info", "-t", "health", "-i", "3", "-c", "0").stdout)
     legacy_text = mixed.npu_smi("node2", "info", "-t", "health", "-i", "3", "-c", "0").stdout
     assert current[:2] == ("Alarm", "80E18402")
-    assert legacy_text.splitlines()[3] == "\t" + " " * 31 + ": node type=SoC, sensor type=General, event state=major alarm (ascendprep lab fault npu-alarm)"
+    assert (
+        legacy_text.splitlines()[3]
+        == "\t"
+        + " " * 31
+        + ": node type=SoC, sensor type=General, event state=major alarm (ascendprep lab fault npu-alarm)"
+    )
     health, codes, information = npu_smi.parse_health(legacy_text)
     assert (health, codes) == ("Alarm", "A4025021 8C03A000 8C084E00")
     assert information.split("; ") == [
         "node type=DEVICE, sensor type=Heartbeat, event state=adda heartbeat lost",
         "node type=SoC, sensor type=General, event state=major alarm (ascendprep lab fault npu-alarm)",
-        "node type=DEVICE, sensor type=Heartbeat, event state=lost"]
+        "node type=DEVICE, sensor type=Heartbeat, event state=lost",
+    ]
 
 
 def test_first_generation_910_name(make_lab):
@@ -134,7 +161,10 @@ def test_first_generation_910_name(make_lab):
 def test_unknown_profile_is_refused_and_a_kept_node_follows_a_profile_change(make_lab):
     lab = make_lab()
     bad = {**lab.lab, "nodes": [{**lab.lab["nodes"][0], "driver_profile": "ancient"}]}
-    with pytest.raises(state.LabStateError, match=r"lab.nodes\[0\].driver_profile: unknown driver profile 'ancient' \(known: current, legacy\)"):
+    with pytest.raises(
+        state.LabStateError,
+        match=r"lab.nodes\[0\].driver_profile: unknown driver profile 'ancient' \(known: current, legacy\)",
+    ):
         state.validate_lab(bad)
     assert lab.doc("node1")["driver_profile"] == "current"
     lab.set_ip("node1", 0, "10.20.0.1")
@@ -174,10 +204,15 @@ def test_npu_smi_26_prints_the_wide_table(make_lab):
     assert {len(line) for line in narrow} == {98}
     assert {len(line) for line in wide} == {116}
     assert wide[0] == WIDE_RULE
-    assert wide[1] == "| npu-smi 26.0.rc1                            Version: 26.0.rc1                                                    |"
+    assert (
+        wide[1]
+        == "| npu-smi 26.0.rc1                            Version: 26.0.rc1                                                    |"
+    )
     assert wide[2:6] == [WIDE_COLUMNS, WIDE_HEADER_A, WIDE_HEADER_B, WIDE_DOUBLE]
     assert _columns(wide[6]) == _columns(WIDE_ROW_A) and _columns(wide[7]) == _columns(WIDE_ROW_B)
-    assert wide[7].startswith("| 0                         | 0000:C1:00.0  | 0                    0    / 0                ")
+    assert wide[7].startswith(
+        "| 0                         | 0000:C1:00.0  | 0                    0    / 0                "
+    )
     assert WIDE_PROCESS in wide
     real = "| No running processes found in NPU 5                                                                              |"
     assert real.replace("NPU 5", "NPU 7") in wide
@@ -195,7 +230,9 @@ def test_npu_smi_26_a3_rows(make_lab):
     assert wide[10].startswith("| 1     1                   | 0000:9F:00.0  | ")
 
 
-@pytest.mark.parametrize("chip, hbm", [("910B1", 65536), ("910B2", 65536), ("910B2C", 65536), ("910B4", 32768), ("910B4-1", 65536)])
+@pytest.mark.parametrize(
+    "chip, hbm", [("910B1", 65536), ("910B2", 65536), ("910B2C", 65536), ("910B4", 32768), ("910B4-1", 65536)]
+)
 def test_chip_name_and_its_hbm(make_lab, chip, hbm):
     lab = make_lab(nodes=("node1",))
     lab.lab["nodes"][0]["chip"] = chip
@@ -203,7 +240,10 @@ def test_chip_name_and_its_hbm(make_lab, chip, hbm):
     rows = lab.npu_smi("node1", "info").stdout.splitlines()[6:8]
     assert rows[0].startswith(f"| 0     {chip:<20}| OK ")
     assert f"/ {hbm} " in rows[1]
-    assert f"\tChip Name                      : {chip}\n" in lab.npu_smi("node1", "info", "-t", "board", "-i", "0", "-c", "0").stdout
+    assert (
+        f"\tChip Name                      : {chip}\n"
+        in lab.npu_smi("node1", "info", "-t", "board", "-i", "0", "-c", "0").stdout
+    )
     default = make_lab(nodes=("node1",)).npu_smi("node1", "info").stdout.splitlines()[6]
     assert default.startswith("| 0     910B3               | OK ")
 
@@ -211,7 +251,9 @@ def test_chip_name_and_its_hbm(make_lab, chip, hbm):
 def test_unknown_chip_is_refused(make_lab):
     lab = make_lab(nodes=("node1",))
     bad = {**lab.lab, "nodes": [{**lab.lab["nodes"][0], "chip": "910C"}]}
-    with pytest.raises(state.LabStateError, match=r"lab.nodes\[0\].chip: atlas-a2 chips are named 910B1, .* not '910C'"):
+    with pytest.raises(
+        state.LabStateError, match=r"lab.nodes\[0\].chip: atlas-a2 chips are named 910B1, .* not '910C'"
+    ):
         state.validate_lab(bad)
 
 
@@ -240,14 +282,20 @@ def test_a3_bus_ids_are_the_published_ones(make_lab):
     lab = make_lab(product="atlas-a3", nodes=("node1",), npus=16)
     rows = [line for line in lab.npu_smi("node1", "info").stdout.splitlines() if "0000:" in line]
     buses = [row.split("|")[2].strip() for row in rows]
-    assert buses == [f"0000:{b}:00.0" for b in ("9D", "9F", "99", "9B", "95", "97", "91", "93", "8D", "8F", "89", "8B", "85", "87", "81", "83")]
+    assert buses == [
+        f"0000:{b}:00.0"
+        for b in ("9D", "9F", "99", "9B", "95", "97", "91", "93", "8D", "8F", "89", "8B", "85", "87", "81", "83")
+    ]
 
 
 def test_npu_smi_dcmi_fault_fails_every_call_and_only_on_that_node(mixed):
     state.set_fault(mixed.state_dir, "node2", "npu-smi-dcmi")
     broken = mixed.npu_smi("node2", "info", "-l")
-    assert (broken.returncode, broken.stdout) == (1, "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n"
-                                                     "dcmi model initialized failed, because the device is used. ret is -8020\n")
+    assert (broken.returncode, broken.stdout) == (
+        1,
+        "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n"
+        "dcmi model initialized failed, because the device is used. ret is -8020\n",
+    )
     assert mixed.npu_smi("node1", "info", "-l").returncode == 0
     assert mixed.ok("node2", "-i", "0", "-link", "-g") == "link status: UP\n"  # hccn_tool is unaffected
     state.clear_faults(mixed.state_dir, "node2", "npu-smi-dcmi")

@@ -55,7 +55,7 @@ def test_flood_and_hang_on_one_node_hang_first(lab):
     assert len(_raw(lab, "node1", "-i", "1", "-ip", "-g").stdout) == 1000
 
 
-@pytest.mark.parametrize("text, size", [("30M", 30 * 1024 * 1024), ("512k", 512 * 1024), ("1G", 1024 ** 3), ("123", 123)])
+@pytest.mark.parametrize("text, size", [("30M", 30 * 1024 * 1024), ("512k", 512 * 1024), ("1G", 1024**3), ("123", 123)])
 def test_sizes_read_like_people_write_them(text, size):
     assert parse_size(text) == size
 

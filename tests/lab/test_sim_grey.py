@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.verify.checks.counters import counter_rate
-from ascendprep.verify.checks.health_codes import decode
-from ascendprep.lab.sim import counters, state
 from ascendprep.facts.npu_smi import parse_health
 from ascendprep.facts.port_stats import parse_stat
+from ascendprep.lab.sim import counters, state
+from ascendprep.verify.checks.counters import counter_rate
+from ascendprep.verify.checks.health_codes import decode
 
 T0 = 1_780_000_000.0
 
@@ -50,7 +50,10 @@ def test_a_pfc_storm_on_every_npu_of_a_node(lab):
     doc = _doc(lab, "node2")
     since = doc["faults"][0]["since"]
     for devid in (0, 7):
-        grown = counters.counters_at(doc, devid, since + 2)["mac_rx_pfc_pkt_num"] - counters.counters_at(doc, devid, since + 1)["mac_rx_pfc_pkt_num"]
+        grown = (
+            counters.counters_at(doc, devid, since + 2)["mac_rx_pfc_pkt_num"]
+            - counters.counters_at(doc, devid, since + 1)["mac_rx_pfc_pkt_num"]
+        )
         assert grown == 20_002
 
 

@@ -8,7 +8,8 @@ from ascendprep.lab.sim import hccnconf
 def test_set_value_moves_key_to_end():
     text = "address_0=1.1.1.1\nnetmask_0=255.0.0.0\naddress_1=1.1.1.2\n"
     assert hccnconf.set_value(text, "address", 0, "1.1.1.9") == (
-        "netmask_0=255.0.0.0\naddress_1=1.1.1.2\naddress_0=1.1.1.9\n")
+        "netmask_0=255.0.0.0\naddress_1=1.1.1.2\naddress_0=1.1.1.9\n"
+    )
 
 
 def test_set_value_keeps_other_devids_with_common_prefix():

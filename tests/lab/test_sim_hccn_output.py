@@ -14,7 +14,10 @@ def test_ip_get_prints_two_lines_without_spaces(lab):
     lab.set_ip("node1", 0, "192.168.100.101")
     result = lab.hccn("node1", "-i", "0", "-ip", "-g")
     assert (result.returncode, result.stdout, result.stderr) == (
-        0, "ipaddr:192.168.100.101\nnetmask:255.255.255.0\n", "")
+        0,
+        "ipaddr:192.168.100.101\nnetmask:255.255.255.0\n",
+        "",
+    )
 
 
 def test_set_prints_success_on_stdout_only(lab):
@@ -26,20 +29,35 @@ def test_set_prints_success_on_stdout_only(lab):
 def test_ip_get_unconfigured_is_rc13_on_stderr(lab):
     result = lab.hccn("node1", "-i", "2", "-ip", "-g")
     assert (result.returncode, result.stdout, result.stderr) == (
-        13, "", "Get ipconf failed, because no ip was preset there!\n")
+        13,
+        "",
+        "Get ipconf failed, because no ip was preset there!\n",
+    )
 
 
 @pytest.mark.parametrize(
     "args, rc, stderr",
     [
-        (("-i", "1", "-ip", "-s", "address", "10.20.0.10", "netmask", "255.255.255.0"), 7,
-         "The ip address configured is conflicted!\n"),
-        (("-i", "1", "-ip", "-s", "address", "192.168.1.20", "netmask", "255.255.255.0"), 7,
-         "The ip address configured is conflicted!\n"),
-        (("-i", "1", "-ip", "-s", "address", "10.20.0.300", "netmask", "255.255.255.0"), 6,
-         "The ip address you configured is invalid!\n"),
-        (("-i", "1", "-ip", "-s", "address", "10.20.0.11", "netmask", "255.0.255.0"), 6,
-         "The ip address you configured is invalid!\n"),
+        (
+            ("-i", "1", "-ip", "-s", "address", "10.20.0.10", "netmask", "255.255.255.0"),
+            7,
+            "The ip address configured is conflicted!\n",
+        ),
+        (
+            ("-i", "1", "-ip", "-s", "address", "192.168.1.20", "netmask", "255.255.255.0"),
+            7,
+            "The ip address configured is conflicted!\n",
+        ),
+        (
+            ("-i", "1", "-ip", "-s", "address", "10.20.0.300", "netmask", "255.255.255.0"),
+            6,
+            "The ip address you configured is invalid!\n",
+        ),
+        (
+            ("-i", "1", "-ip", "-s", "address", "10.20.0.11", "netmask", "255.0.255.0"),
+            6,
+            "The ip address you configured is invalid!\n",
+        ),
     ],
 )
 def test_ip_set_validation(lab, args, rc, stderr):
@@ -76,9 +94,12 @@ def test_unknown_key_is_unknown_option_rc3(lab):
         (("-i", "8", "-ip", "-g"), 4, "Get invalid device id.\n"),
         (("-i", "x", "-ip", "-g"), 4, "Get invalid device id.\n"),
         (("-i", "100", "-ip", "-g"), 4, "Get invalid device id.\n"),
-        (("-x", "0", "-ip", "-g"), 1,
-         'Get invalid major cmd type. The valid major cmd type should be "-a" or "-i".\n'
-         "Enter [ hccn_tool -h ] for more details.\n"),
+        (
+            ("-x", "0", "-ip", "-g"),
+            1,
+            'Get invalid major cmd type. The valid major cmd type should be "-a" or "-i".\n'
+            "Enter [ hccn_tool -h ] for more details.\n",
+        ),
         ((), 2, "Get invalid major cmd number. Please check your input.\nEnter [ hccn_tool -h ] for more details.\n"),
         (("-a", "-ip", "-g"), 3, "Get invalid major cmd.\nEnter [ hccn_tool -h ] for more details.\n"),
     ],
@@ -116,10 +137,15 @@ def test_gateway_rules_and_format(lab):
     lab.set_ip("node1", 3, "29.1.137.205", "255.255.0.0")
     off = lab.hccn("node1", "-i", "3", "-gateway", "-s", "gateway", "29.2.0.1")
     assert (off.returncode, off.stderr) == (
-        8, "The segment of configured gateway doesn't match that of the configured ip adress!\n")
+        8,
+        "The segment of configured gateway doesn't match that of the configured ip adress!\n",
+    )
     missing = lab.hccn("node1", "-i", "3", "-gateway", "-g")
     assert (missing.returncode, missing.stdout, missing.stderr) == (
-        2, "", "Get gateway failed, because no gateway was preset there!\n")
+        2,
+        "",
+        "Get gateway failed, because no gateway was preset there!\n",
+    )
     lab.ok("node1", "-i", "3", "-gateway", "-s", "gateway", "29.1.0.1")
     assert lab.ok("node1", "-i", "3", "-gateway", "-g") == "default gateway:29.1.0.1, Iface:eth3\n"
 
@@ -136,8 +162,11 @@ def test_link_stat_records_newest_first(lab):
     lab.ok("node1", "-i", "0", "-link", "-s", "up")
     lines = lab.ok("node1", "-i", "0", "-link_stat", "-g").splitlines()
     assert re.fullmatch(rf"\[devid 0\]current time        : {ASCTIME}", lines[0])
-    assert lines[1:4] == ["[devid 0]link up count       : 2", "[devid 0]link down count     : 1",
-                          "[devid 0]link change records :"]
+    assert lines[1:4] == [
+        "[devid 0]link up count       : 2",
+        "[devid 0]link down count     : 1",
+        "[devid 0]link change records :",
+    ]
     assert [line[-9:].strip() for line in lines[4:]] == ["LINK UP", "LINK DOWN", "LINK UP"]
     assert all(re.fullmatch(rf"\[devid 0\]    {ASCTIME}    LINK (UP|DOWN)", line) for line in lines[4:])
 
@@ -145,8 +174,11 @@ def test_link_stat_records_newest_first(lab):
 def test_link_stat_cleared_shows_na(lab):
     assert lab.ok("node1", "-i", "1", "-link_stat", "-c") == "Cmd executed successfully!\n"
     lines = lab.ok("node1", "-i", "1", "-link_stat", "-g").splitlines()
-    assert lines[1:] == ["[devid 1]link up count       : 0", "[devid 1]link down count     : 0",
-                         "[devid 1]link change records : NA"]
+    assert lines[1:] == [
+        "[devid 1]link up count       : 0",
+        "[devid 1]link down count     : 0",
+        "[devid 1]link change records : NA",
+    ]
 
 
 def test_atlas800_prints_legacy_forms(make_lab):
@@ -160,8 +192,10 @@ def test_atlas800_prints_legacy_forms(make_lab):
 
 def test_tls_get_and_set(lab):
     lines = lab.ok("node1", "-i", "5", "-tls", "-g").splitlines()
-    assert lines[0] == ("dev_id:5, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, "
-                        "1:preset), tls alarm time threshold[60]days")
+    assert lines[0] == (
+        "dev_id:5, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, "
+        "1:preset), tls alarm time threshold[60]days"
+    )
     assert lines[1] == "dev_id:5, [pub cert] info:"
     assert lines[2].startswith("\t subject[") and lines[3].startswith("\t issuer[/C=CN/O=Huawei/CN=")
     assert re.fullmatch(rf"\t start_time\[{ASCTIME} GMT\]", lines[4])
@@ -207,8 +241,10 @@ def test_ping_failure_output_and_streams(lab):
     lab.set_ip("node1", 3, "29.1.137.204", "255.255.0.0")
     result = lab.hccn("node1", "-i", "3", "-ping", "-g", "address", "29.1.137.99", "pkt", "1000")
     assert result.returncode == 1
-    assert result.stdout == ("device 3 PING 29.1.137.99\nrecv time out seq=0\nrecv time out seq=1\n"
-                             "recv time out seq=2\n3 packets transmitted, 0 received, 100.00% packet loss\n")
+    assert result.stdout == (
+        "device 3 PING 29.1.137.99\nrecv time out seq=0\nrecv time out seq=1\n"
+        "recv time out seq=2\n3 packets transmitted, 0 received, 100.00% packet loss\n"
+    )
     assert result.stderr == "Command execute failed!\n"
 
 
@@ -223,8 +259,9 @@ def test_ping_argument_errors(lab):
 def test_cfg_recovery_without_conf_file(lab):
     result = lab.hccn("node1", "-i", "0", "-cfg", "recovery")
     assert result.returncode == 29
-    assert result.stderr == ("The hccn.conf can't access, cmd execute failed! pls check the conf file or "
-                             "cmd run permission.\n")
+    assert result.stderr == (
+        "The hccn.conf can't access, cmd execute failed! pls check the conf file or cmd run permission.\n"
+    )
     assert result.stdout == "Recovery failed. Check '/var/log/hccn_tool/hccn_config.log' for details.\n"
 
 

@@ -60,8 +60,13 @@ def test_torch_npu_metadata_is_visible_but_not_importable(tmp_path):
         "print(m.version('torch_npu'), m.version('torch-npu'), m.requires('torch_npu'),"
         " u.find_spec('torch_npu') is None)"
     )
-    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=30,
-                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
     assert result.stdout.strip() == "2.13.0 2.13.0 ['torch==2.13.0'] True", result.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["torch_npu-2.13.0.dist-info"]
 
@@ -75,15 +80,19 @@ def test_wrappers_run_the_simulator(lab):
     env = {k: v for k, v in lab.env("node1").items() if k != "PYTHONPATH"}
     result = subprocess.run([str(hccn), "-i", "0", "-link", "-g"], capture_output=True, text=True, env=env, timeout=30)
     assert (result.returncode, result.stdout) == (0, "link status: UP\n")
-    smi = subprocess.run([str(lab.root("node1") / tools.NPU_SMI_PATH), "info", "-l"], capture_output=True, text=True,
-                         env=env, timeout=30)
+    smi = subprocess.run(
+        [str(lab.root("node1") / tools.NPU_SMI_PATH), "info", "-l"], capture_output=True, text=True, env=env, timeout=30
+    )
     assert smi.returncode == 0 and "Total Count" in smi.stdout
 
 
 def test_wrapper_quotes_paths(tmp_path):
     text = tools.wrapper_script("/opt/my python/bin/python3", "/src/it's here", "ascendprep.lab.sim.npu_smi", "npu-smi")
     assert "PYTHONPATH='/src/it'\"'\"'s here'\n" in text
-    assert "exec '/opt/my python/bin/python3' -S -c 'import sys; from ascendprep.lab.sim.npu_smi import main; sys.exit(main())' \"$@\"\n" in text
+    assert (
+        "exec '/opt/my python/bin/python3' -S -c 'import sys; from ascendprep.lab.sim.npu_smi import main; sys.exit(main())' \"$@\"\n"
+        in text
+    )
     with pytest.raises(ValueError, match="not a module name"):
         tools.wrapper_script("/usr/bin/python3", "/src", "x; import os", "npu-smi")
     with pytest.raises(ValueError, match="absolute"):
@@ -98,8 +107,13 @@ def test_simulator_imports_only_light_stdlib_modules():
         " 'click', 'paramiko', 'torch'};"
         "print(sorted(heavy & set(sys.modules)))"
     )
-    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=30,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert result.stdout.strip() == "[]", result.stderr
 
 
@@ -114,8 +128,14 @@ def test_one_query_stays_light(lab):
     hccn = str(lab.root("node1") / tools.HCCN_TOOL_PATH)
     lab.set_ip("node1", 0, "10.20.0.10")
     env = dict(lab.env("node1"), PYTHONPROFILEIMPORTTIME="1")
-    done = subprocess.run([hccn, "-i", "0", "-ip", "-g"], capture_output=True, env=env, timeout=30, check=True, text=True)
+    done = subprocess.run(
+        [hccn, "-i", "0", "-ip", "-g"], capture_output=True, env=env, timeout=30, check=True, text=True
+    )
     assert "ipaddr:10.20.0.10" in done.stdout
-    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if line.startswith("import time:")}
+    imported = {
+        line.split("|")[-1].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "ascendprep" in imported and "site" not in imported
     assert not imported & {"yaml", "pydantic", "rich", "click", "paramiko", "fabric", "torch"}

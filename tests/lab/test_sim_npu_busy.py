@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from ascendprep.facts.npu_procs import parse_process_table
 from ascendprep.lab.sim import state
 from ascendprep.lab.sim.npu_procs import busy_pid
 from ascendprep.lab.sim.npu_smi import info_table
-from ascendprep.facts.npu_procs import parse_process_table
 
 
 def test_a_busy_chip_gets_a_process_row_the_parser_reads(lab):
@@ -16,7 +16,10 @@ def test_a_busy_chip_gets_a_process_row_the_parser_reads(lab):
     table = lab.npu_smi("node1", "info").stdout
     lines = table.splitlines()
     assert all(len(line) == 98 for line in lines)  # the row keeps the box's columns
-    assert f"| 3       0                 | {busy_pid(3)}       | python3                  | 37709                   |" in lines
+    assert (
+        f"| 3       0                 | {busy_pid(3)}       | python3                  | 37709                   |"
+        in lines
+    )
     parsed = parse_process_table(table)
     assert [(p.npu_id, p.chip, p.pid, p.name) for p in parsed.processes] == [(3, 0, busy_pid(3), "python3")]
     assert parsed.idle_npus == (0, 1, 2, 4, 5, 6, 7) and parsed.odd_rows == ()

@@ -22,7 +22,9 @@ def test_info_table_matches_reference_layout(lab):
     assert result.returncode == 0 and result.stderr == ""
     lines = result.stdout.splitlines()
     assert lines[0] == REF_RULE
-    assert lines[1] == "| npu-smi 24.1.rc2                 Version: 24.1.rc2                                             |"
+    assert (
+        lines[1] == "| npu-smi 24.1.rc2                 Version: 24.1.rc2                                             |"
+    )
     assert lines[3:6] == [REF_HEADER_A, REF_HEADER_B, REF_DOUBLE]
     assert all(len(line) == 98 for line in lines)
     first, second = lines[6], lines[7]
@@ -52,22 +54,30 @@ def test_atlas800_and_a3_chip_names(make_lab):
 def test_info_list(lab):
     result = lab.npu_smi("node1", "info", "-l")
     lines = result.stdout.splitlines()
-    assert lines[:5] == ["\tTotal Count                    : 8", "", "\tNPU ID                         : 0",
-                         "\tChip Count                     : 1", ""]
+    assert lines[:5] == [
+        "\tTotal Count                    : 8",
+        "",
+        "\tNPU ID                         : 0",
+        "\tChip Count                     : 1",
+        "",
+    ]
     assert lines.count("\tChip Count                     : 1") == 8
 
 
 def test_health_forms(lab):
-    expected = ("\tHealth Status                  : OK\n\tError Code                     : NA\n"
-                "\tError Information              : NA\n")
+    expected = (
+        "\tHealth Status                  : OK\n\tError Code                     : NA\n"
+        "\tError Information              : NA\n"
+    )
     assert lab.npu_smi("node1", "info", "-t", "health", "-i", "3").stdout == expected
     assert lab.npu_smi("node1", "info", "-t", "health", "-i", "3", "-c", "0").stdout == expected
     assert lab.npu_smi("node1", "info", "-i", "3", "-c", "0", "-t", "health").stdout == expected
 
 
 def test_board_reads_versions_from_the_node(lab):
-    cann.install_cann_tree(lab.root("node2"), {"cann": "8.0.RC3", "driver": "24.1.rc3", "firmware": "7.5.0.2.220"},
-                           "x86_64")
+    cann.install_cann_tree(
+        lab.root("node2"), {"cann": "8.0.RC3", "driver": "24.1.rc3", "firmware": "7.5.0.2.220"}, "x86_64"
+    )
     out = lab.npu_smi("node2", "info", "-t", "board", "-i", "2").stdout
     values = {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in out.splitlines())}
     assert values["NPU ID"] == "2"
@@ -81,8 +91,13 @@ def test_board_reads_versions_from_the_node(lab):
 
 
 def test_unknown_ids_and_forms_fail_cleanly(lab):
-    for args in (("info", "-t", "board", "-i", "8"), ("info", "-t", "health", "-i", "0", "-c", "1"),
-                 ("info", "-t", "ecc", "-i", "0"), ("info", "-x"), ("set", "-t", "x")):
+    for args in (
+        ("info", "-t", "board", "-i", "8"),
+        ("info", "-t", "health", "-i", "0", "-c", "1"),
+        ("info", "-t", "ecc", "-i", "0"),
+        ("info", "-x"),
+        ("set", "-t", "x"),
+    ):
         result = lab.npu_smi("node1", *args)
         assert result.returncode == 1 and result.stdout == "" and result.stderr, args
         assert "Traceback" not in result.stderr

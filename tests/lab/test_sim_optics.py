@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ascendprep.lab.sim import state
 from ascendprep.facts.optics import parse_optical_info
 from ascendprep.facts.port_state import parse_duplex, parse_fec
+from ascendprep.lab.sim import state
 
 
 def optical(lab, node: str, npu: int):
@@ -23,7 +23,11 @@ def test_healthy_port_prints_four_lanes_thresholds_and_clean_flags(lab):
     assert "RxPower Low Thres    : 0.1445 mW" in out and "Temp High Thres      : 70 C" in out
     assert "Rx LoL Flag          : 0x0" in out
     info = optical(lab, "node1", 0)
-    assert info.medium == "optical" and len(info.lanes) == 4 and info.flags == {"tx_los": 0, "rx_los": 0, "tx_lol": 0, "rx_lol": 0}
+    assert (
+        info.medium == "optical"
+        and len(info.lanes) == 4
+        and info.flags == {"tx_los": 0, "rx_los": 0, "tx_lol": 0, "rx_lol": 0}
+    )
     assert lab.ok("node1", "-i", "0", "-duplex", "-g") == "Duplex: Full\n"
     assert lab.ok("node1", "-i", "0", "-fec", "-g") == "fec mode: rs FEC mode\n"
 
@@ -32,10 +36,16 @@ def test_healthy_port_prints_four_lanes_thresholds_and_clean_flags(lab):
     "kind, changed",
     [
         ("optical-low-power", lambda info: info.lanes[1].rx_power_mw == 0.05),
-        ("optical-los", lambda info: (info.lanes[2].rx_power_mw, info.flags["rx_los"], info.flags["rx_lol"]) == (0.0, 0x4, 0x4)),
+        (
+            "optical-los",
+            lambda info: (info.lanes[2].rx_power_mw, info.flags["rx_los"], info.flags["rx_lol"]) == (0.0, 0x4, 0x4),
+        ),
         ("optical-hot", lambda info: info.temperature_c == 76.0 and info.thresholds.temp_high_c == 70.0),
         ("optical-copper", lambda info: info.medium == "electrical" and info.temperature_note == "not supported"),
-        ("optical-not-present-readings", lambda info: not info.present_line and info.medium == "optical" and info.flags["rx_los"] == 0),
+        (
+            "optical-not-present-readings",
+            lambda info: not info.present_line and info.medium == "optical" and info.flags["rx_los"] == 0,
+        ),
     ],
 )
 def test_optical_fault_changes_only_its_npu(lab, kind, changed):

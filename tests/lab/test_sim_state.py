@@ -13,8 +13,12 @@ from ascendprep.lab.sim import state
 
 def small_lab(tmp_path, nodes=("node1",), npus=8, product="atlas-a2"):
     cabling = state.default_cabling(product, list(nodes), npus)
-    return {"name": "lab", "product": product, "state_dir": str(tmp_path),
-            "nodes": [{"name": n, "mgmt_ip": "10.231.0.11", "npus": npus, "cabling": cabling[n]} for n in nodes]}
+    return {
+        "name": "lab",
+        "product": product,
+        "state_dir": str(tmp_path),
+        "nodes": [{"name": n, "mgmt_ip": "10.231.0.11", "npus": npus, "cabling": cabling[n]} for n in nodes],
+    }
 
 
 def test_default_cabling_is_rail_optimised():
@@ -102,9 +106,23 @@ def test_parallel_sets_on_one_node_lose_nothing(lab):
     """Eight hccn_tool processes configuring one node at once (as a parallel apply script does)."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-S", "-m", "ascendprep.lab.sim.hccn_tool", "-i", str(devid), "-ip", "-s",
-             "address", f"10.20.0.{10 + devid}", "netmask", "255.255.255.0"],
-            env=lab.env("node1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-S",
+                "-m",
+                "ascendprep.lab.sim.hccn_tool",
+                "-i",
+                str(devid),
+                "-ip",
+                "-s",
+                "address",
+                f"10.20.0.{10 + devid}",
+                "netmask",
+                "255.255.255.0",
+            ],
+            env=lab.env("node1"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         for devid in range(8)
     ]
@@ -116,12 +134,18 @@ def test_parallel_sets_on_one_node_lose_nothing(lab):
     assert ips == [f"10.20.0.{10 + devid}" for devid in range(8)]
     conf = lab.conf("node1")
     assert sorted(line for line in conf.splitlines() if line.startswith("address_")) == sorted(
-        f"address_{devid}=10.20.0.{10 + devid}" for devid in range(8))
+        f"address_{devid}=10.20.0.{10 + devid}" for devid in range(8)
+    )
 
 
 def test_tool_without_identity_fails_cleanly(lab, tmp_path):
     env = lab.env("node1") | {"ASCENDPREP_LAB_NODE_FILE": str(tmp_path / "missing.json")}
-    result = subprocess.run([sys.executable, "-S", "-m", "ascendprep.lab.sim.hccn_tool", "-i", "0", "-ip", "-g"],
-                            capture_output=True, text=True, env=env, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-S", "-m", "ascendprep.lab.sim.hccn_tool", "-i", "0", "-ip", "-g"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     assert result.returncode == 1
     assert "missing.json: not found" in result.stderr and "Traceback" not in result.stderr

@@ -47,16 +47,21 @@ def shipped_texts():
 
 
 def test_nothing_points_outside_the_repository():
-    found = [where(path, text, m.start()) + ": " + m.group(0)
-             for path, text in shipped_texts()
-             for m in re.finditer(r"/work/shared\S*|\bseeds/\d+\S*", text)]
+    found = [
+        where(path, text, m.start()) + ": " + m.group(0)
+        for path, text in shipped_texts()
+        for m in re.finditer(r"/work/shared\S*|\bseeds/\d+\S*", text)
+    ]
     assert found == []
 
 
 def test_cited_docs_exist():
-    missing = [where(path, text, m.start()) + f": docs/{m.group(1)}"
-               for path, text in package_texts()
-               for m in DOC_REFERENCE.finditer(text) if not (DOCS / m.group(1)).is_file()]
+    missing = [
+        where(path, text, m.start()) + f": docs/{m.group(1)}"
+        for path, text in package_texts()
+        for m in DOC_REFERENCE.finditer(text)
+        if not (DOCS / m.group(1)).is_file()
+    ]
     assert missing == []
 
 

@@ -34,8 +34,11 @@ def _gendocs():
 
 def test_the_generated_pages_are_up_to_date() -> None:
     gendocs = _gendocs()
-    stale = [path for path, text in gendocs.generate().items()
-             if not (REPO / path).exists() or (REPO / path).read_text(encoding="utf-8") != text]
+    stale = [
+        path
+        for path, text in gendocs.generate().items()
+        if not (REPO / path).exists() or (REPO / path).read_text(encoding="utf-8") != text
+    ]
     assert not stale, f"{', '.join(stale)} out of date: run `{gendocs.COMMAND}` and commit the result"
 
 
@@ -50,7 +53,8 @@ def test_the_readme_quotes_the_captured_output() -> None:
     for path in captured:
         assert path.read_text(encoding="utf-8").rstrip("\n") in blocks, (
             f"README.md does not quote {path.relative_to(REPO)} as one fenced block: copy it in "
-            "(after scripts/capture-readme-output.sh)")
+            "(after scripts/capture-readme-output.sh)"
+        )
 
 
 # --- links ------------------------------------------------------------------------------------
@@ -123,11 +127,18 @@ def test_the_captured_output_is_what_the_commands_print_now(tmp_path: Path) -> N
 
     require_lab_host()
     env = {**os.environ, "OUT": str(tmp_path), "LAB": "readmetest", "PYTHON": sys.executable}
-    result = subprocess.run(["bash", str(REPO / "scripts" / "capture-readme-output.sh")], check=False, env=env,
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts" / "capture-readme-output.sh")],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     for path in sorted(OUTPUT.iterdir()):
         fresh = (tmp_path / path.name).read_text(encoding="utf-8")
         assert _normalised(fresh) == _normalised(path.read_text(encoding="utf-8")), (
             f"{path.relative_to(REPO)} is out of date: run scripts/capture-readme-output.sh as root "
-            "and copy the new blocks into README.md")
+            "and copy the new blocks into README.md"
+        )

@@ -21,6 +21,9 @@ def test_no_packaged_module_imports_a_test_dependency():
                 names = [node.module]
             else:
                 continue
-            offenders += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {name}"
-                          for name in names if name.split(".")[0] in TEST_ONLY]
+            offenders += [
+                f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {name}"
+                for name in names
+                if name.split(".")[0] in TEST_ONLY
+            ]
     assert offenders == []

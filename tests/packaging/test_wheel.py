@@ -16,20 +16,27 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-_SKIP = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "build", "dist", "__pycache__", ".ascendprep*", ".pytest_cache", ".hypothesis")
+_SKIP = shutil.ignore_patterns(
+    ".git", ".venv", "*.egg-info", "build", "dist", "__pycache__", ".ascendprep*", ".pytest_cache", ".hypothesis"
+)
 
 
 def _run(argv: list, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, f"{' '.join(map(str, argv))} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, (
+        f"{' '.join(map(str, argv))} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
     return result
 
 
 def test_wheel_carries_worker_and_data_and_plans_offline_from_a_fresh_venv(tmp_path):
     source = tmp_path / "src"
     shutil.copytree(REPO, source, ignore=_SKIP, symlinks=True)
-    _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(source)], tmp_path)
+    _run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(source)],
+        tmp_path,
+    )
     (wheel,) = (tmp_path / "dist").glob("ascendprep-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "ascendprep/verify/allreduce/worker.py" in names

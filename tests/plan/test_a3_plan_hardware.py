@@ -6,21 +6,30 @@ from __future__ import annotations
 from dataclasses import replace
 
 import yaml
+from verify_cluster_facts import healthy_facts
 
+from ascendprep.base.findings import Severity
+from ascendprep.desired.ranktable import build_rank_table, identities_from_facts
 from ascendprep.desired.state import build_desired
 from ascendprep.facts.model import ProbeError, SuperPodDie
-from ascendprep.base.findings import Severity
 from ascendprep.inventory.load import inventory_from_text
-from ascendprep.plan.diff import diff_host
-from ascendprep.desired.ranktable import build_rank_table, identities_from_facts
 from ascendprep.inventory.superpods import sdid
+from ascendprep.plan.diff import diff_host
 from ascendprep.plan.superpods import IDENTITY_MISMATCH, NOT_DECLARED, NOT_READ, hardware_findings
-from verify_cluster_facts import healthy_facts
 
 
 def inventory(pods: bool = True, **entry):
     nodes = [{"name": "a3-[1-2]", "host": "10.231.0.[11-12]", **({"super_pod": 0} if pods else {}), **entry}]
-    return inventory_from_text(yaml.safe_dump({"name": "a3", "product": "atlas-a3", "device_network": {"subnets": ["10.30.0.0/24", "10.31.0.0/24"]}, "nodes": nodes}))
+    return inventory_from_text(
+        yaml.safe_dump(
+            {
+                "name": "a3",
+                "product": "atlas-a3",
+                "device_network": {"subnets": ["10.30.0.0/24", "10.31.0.0/24"]},
+                "nodes": nodes,
+            }
+        )
+    )
 
 
 def spod(server_index: int, pod: int = 0, dies: int = 16, override=None) -> dict:
@@ -41,7 +50,10 @@ def test_a_server_in_another_slot_is_an_error_saying_what_to_write() -> None:
     node = inventory().nodes[1]
     (finding,) = hardware_findings(node, spod(5))
     assert finding.id == IDENTITY_MISMATCH and finding.severity is Severity.ERROR
-    assert "a3-2 die 0, 1," in finding.message and f"the hardware says SDID {sdid(5, 0)}, server 5 of super-pod 0" in finding.message
+    assert (
+        "a3-2 die 0, 1," in finding.message
+        and f"the hardware says SDID {sdid(5, 0)}, server 5 of super-pod 0" in finding.message
+    )
     assert finding.fix == "set super_pod: 0 and server_index: 5 for a3-2"
 
 

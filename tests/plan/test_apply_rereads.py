@@ -8,14 +8,13 @@ import dataclasses
 import pytest
 
 from ascendprep.base import exitcodes
-from ascendprep.plan.changes import DisableFirewall, SetNpuTls, SetSysctl, WriteFile
-from ascendprep.run import apply as apply_command
-from ascendprep.facts.model import NpuFacts
-from ascendprep.plan.diff import AREAS, area_of
 from ascendprep.base.paths import SYSCTL_FILE
-from ascendprep.plan.reads import AREA_SECTIONS, units_for_areas
+from ascendprep.facts.model import NpuFacts
 from ascendprep.facts.units import by_section
-
+from ascendprep.plan.changes import DisableFirewall, SetNpuTls, SetSysctl, WriteFile
+from ascendprep.plan.diff import AREAS, area_of
+from ascendprep.plan.reads import AREA_SECTIONS, units_for_areas
+from ascendprep.run import apply as apply_command
 from tests.commands.test_apply_command import FakeHosts, all_ok, planned  # noqa: F401 (fixture)
 
 

@@ -18,7 +18,10 @@ def _plan(tmp_path: Path) -> PlanFile:
     hosts = []
     for i in range(1, 5):
         node = f"node{i}"
-        changes = [SetNpuAddress(node, {"device": None, "file": None}, npu, f"10.20.0.{8 * i + npu}", "255.255.255.0") for npu in range(8)]
+        changes = [
+            SetNpuAddress(node, {"device": None, "file": None}, npu, f"10.20.0.{8 * i + npu}", "255.255.255.0")
+            for npu in range(8)
+        ]
         changes.append(SetSysctl(node, "4096", "net.core.somaxconn", "65535"))
         hosts.append(SavedHost(node, f"10.0.0.{i}", True, changes))
     hosts.append(SavedHost("node5", "10.0.0.5", False, [], error="node5: connection refused"))
@@ -46,4 +49,9 @@ def test_an_apply_journal_is_one_line_of_json_at_every_stage(tmp_path: Path) -> 
         text = journal.path.read_text()
         assert text.count("\n") == 1 and '": ' not in text
         record = json.loads(text)
-        assert record["status"] == stage and [h["node"] for h in record["hosts"]] == ["node1", "node2", "node3", "node4"]
+        assert record["status"] == stage and [h["node"] for h in record["hosts"]] == [
+            "node1",
+            "node2",
+            "node3",
+            "node4",
+        ]

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from ascendprep.plan.changes import WriteFile
 from ascendprep.desired.state import build_desired
-from ascendprep.plan.drift import sha256_text
 from ascendprep.facts.model import FACTS_SCHEMA_VERSION, HostFacts, ManagedFile
 from ascendprep.inventory.load import inventory_from_text
+from ascendprep.plan.changes import WriteFile
 from ascendprep.plan.diff import diff_host
+from ascendprep.plan.drift import sha256_text
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "diff"
 CASE_KEYS = {"description", "desired", "node", "facts", "files_as_planned", "changes", "incomplete", "findings"}
@@ -56,10 +56,14 @@ def test_diff_case(path: Path) -> None:
         if want.get("after") == "planned" and isinstance(change, WriteFile):
             planned = planned_files.get(change.path)
             if planned is not None:
-                assert change.sha256 == sha256_text(planned.content), f"{path.name}: {change.path} is not written as planned"
+                assert change.sha256 == sha256_text(planned.content), (
+                    f"{path.name}: {change.path} is not written as planned"
+                )
             entry["after"] = "planned"
         for line in lines:
-            assert isinstance(change, WriteFile) and change.content and f"{line}\n" in change.content, f"{path.name}: {change.key} lacks {line!r}"
+            assert isinstance(change, WriteFile) and change.content and f"{line}\n" in change.content, (
+                f"{path.name}: {change.key} lacks {line!r}"
+            )
     assert got == expected, path.name
     assert plan.incomplete == case.get("incomplete", []), path.name
     assert [f.id for f in plan.findings] == case.get("findings", []), path.name
@@ -69,4 +73,6 @@ def test_there_are_cases_for_every_kind_of_change_and_for_unknown_facts() -> Non
     cases = [json.loads(p.read_text()) for p in _cases()]
     kinds = {c["kind"] for case in cases for c in case["changes"]}
     assert kinds == {"hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls", "sysctl", "file", "firewall"}
-    assert any(case.get("incomplete") for case in cases) and any(not case["changes"] and not case.get("incomplete") for case in cases)
+    assert any(case.get("incomplete") for case in cases) and any(
+        not case["changes"] and not case.get("incomplete") for case in cases
+    )

@@ -8,14 +8,14 @@ from pathlib import Path
 import yaml
 
 from ascendprep.apply.script import parse_apply_output, render_apply_script
-from ascendprep.desired.state import build_desired
+from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
 from ascendprep.desired.envfiles import render_sysctl_conf
+from ascendprep.desired.state import build_desired
 from ascendprep.facts.model import HccnConf, HostFacts, ManagedFile, NpuFacts, ProbeError, SysctlFile, TlsState
 from ascendprep.inventory.load import inventory_from_text
 from ascendprep.plan.changes import SetNpuAddress, SetNpuGateway, SetNpuNetdetect, SetSysctl, WriteFile
-from ascendprep.plan.drift import sha256_text
 from ascendprep.plan.diff import diff_host, reconcile
-from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH, SYSCTL_FILE
+from ascendprep.plan.drift import sha256_text
 
 INVENTORY = {
     "name": "t",
@@ -34,14 +34,34 @@ def desired():
 def converged_facts(state, node="n1", **overrides) -> HostFacts:
     """Facts of a host that already matches the desired state."""
     nd = state.nodes[node]
-    npus = {h.npu: NpuFacts(devid=h.npu, ip=h.ip, netmask=h.netmask, netdetect=h.netdetect, link="UP", tls=TlsState(switch=0)) for h in nd.hccn}
+    npus = {
+        h.npu: NpuFacts(
+            devid=h.npu, ip=h.ip, netmask=h.netmask, netdetect=h.netdetect, link="UP", tls=TlsState(switch=0)
+        )
+        for h in nd.hccn
+    }
     conf_devices = {h.npu: {"address": h.ip, "netmask": h.netmask, "netdetect": h.netdetect} for h in nd.hccn}
-    sysctl = {"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031"}
+    sysctl = {
+        "net.core.somaxconn": "65535",
+        "net.ipv4.tcp_max_syn_backlog": "65535",
+        "net.ipv4.ip_local_reserved_ports": "60000-60031",
+    }
     import hashlib
 
     files = {f.path: ManagedFile(f.path, True, hashlib.sha256(f.content.encode()).hexdigest()) for f in nd.files}
-    target = {"net.core.somaxconn": 65535, "net.ipv4.tcp_max_syn_backlog": 65535, "net.ipv4.ip_local_reserved_ports": "60000-60031"}
-    values = dict(npus=npus, hccn_conf=HccnConf(raw="", devices=conf_devices), sysctl=sysctl, sysctl_file=SysctlFile(render_sysctl_conf(target)), managed_files=files, hccn_tool="/usr/local/bin/hccn_tool")
+    target = {
+        "net.core.somaxconn": 65535,
+        "net.ipv4.tcp_max_syn_backlog": 65535,
+        "net.ipv4.ip_local_reserved_ports": "60000-60031",
+    }
+    values = dict(
+        npus=npus,
+        hccn_conf=HccnConf(raw="", devices=conf_devices),
+        sysctl=sysctl,
+        sysctl_file=SysctlFile(render_sysctl_conf(target)),
+        managed_files=files,
+        hccn_tool="/usr/local/bin/hccn_tool",
+    )
     values.update(overrides)
     return HostFacts(**values)
 
@@ -56,7 +76,11 @@ def test_fresh_host_needs_everything_in_order():
     state = desired()
     fresh = HostFacts(
         npus={0: NpuFacts(devid=0, tls=TlsState(switch=1)), 1: NpuFacts(devid=1, tls=TlsState(switch=1))},
-        sysctl={"net.core.somaxconn": "4096", "net.ipv4.tcp_max_syn_backlog": "512", "net.ipv4.ip_local_reserved_ports": "8080"},
+        sysctl={
+            "net.core.somaxconn": "4096",
+            "net.ipv4.tcp_max_syn_backlog": "512",
+            "net.ipv4.ip_local_reserved_ports": "8080",
+        },
         managed_files={path: ManagedFile(path, False) for path in (ENV_SH, SET_ENV_SH, RANK_TABLE)},
     )
     plan = diff_host(state, "n1", fresh)
@@ -64,16 +88,29 @@ def test_fresh_host_needs_everything_in_order():
     assert keys[:6] == ["hccn.ip:0", "hccn.netdetect:0", "hccn.tls:0", "hccn.ip:1", "hccn.netdetect:1", "hccn.tls:1"]
     assert "sysctl:net.core.somaxconn" in keys and "sysctl:net.ipv4.tcp_max_syn_backlog" in keys
     ports = next(c for c in plan.changes if c.key == "sysctl:net.ipv4.ip_local_reserved_ports")
-    assert ports.before == "8080" and ports.after == "8080,60000-60015"  # merged, never replaced (CANN 8.0 reserves 16 ports)
+    assert (
+        ports.before == "8080" and ports.after == "8080,60000-60015"
+    )  # merged, never replaced (CANN 8.0 reserves 16 ports)
     assert {f"file:{p}" for p in (ENV_SH, SET_ENV_SH, RANK_TABLE, SYSCTL_FILE)} <= set(keys)
     summary = next(c for c in plan.changes if c.key == "sysctl:net.core.somaxconn").describe()
     assert summary == "sysctl net.core.somaxconn 4096 → 65535"
-    assert [c.describe() for c in plan.changes if c.npu == 0] == ["npu 0: ip none → 10.20.0.1/255.255.255.0", "npu 0: netdetect none → 10.20.0.3", "npu 0: tls switch 1 → 0"]
+    assert [c.describe() for c in plan.changes if c.npu == 0] == [
+        "npu 0: ip none → 10.20.0.1/255.255.255.0",
+        "npu 0: netdetect none → 10.20.0.3",
+        "npu 0: tls switch 1 → 0",
+    ]
 
 
 def test_higher_sysctl_values_are_kept():
     state = desired()
-    facts = converged_facts(state, sysctl={"net.core.somaxconn": "131072", "net.ipv4.tcp_max_syn_backlog": "65535", "net.ipv4.ip_local_reserved_ports": "60000-60031"})
+    facts = converged_facts(
+        state,
+        sysctl={
+            "net.core.somaxconn": "131072",
+            "net.ipv4.tcp_max_syn_backlog": "65535",
+            "net.ipv4.ip_local_reserved_ports": "60000-60031",
+        },
+    )
     plan = diff_host(state, "n1", facts)
     assert [c.key for c in plan.changes] == [f"file:{SYSCTL_FILE}"]
     assert "net.core.somaxconn = 131072" in plan.changes[0].content
@@ -93,7 +130,9 @@ def test_stale_hccn_conf_is_a_change_even_when_the_device_is_right():
 def test_unknown_probe_values_make_the_host_incomplete_not_changed():
     state = desired()
     facts = converged_facts(state)
-    facts = HostFacts(**{**facts.__dict__, "errors": (ProbeError("hccn.ip", "timeout", "hccn_tool timed out after 10s", npu=1),)})
+    facts = HostFacts(
+        **{**facts.__dict__, "errors": (ProbeError("hccn.ip", "timeout", "hccn_tool timed out after 10s", npu=1),)}
+    )
     plan = diff_host(state, "n1", facts)
     assert plan.changes == []
     assert plan.incomplete and "npu 1" in plan.incomplete[0] and "timed out" in plan.incomplete[0]
@@ -117,11 +156,24 @@ def test_reconcile_partial_apply_continues():
 
 def test_reconcile_compares_values_not_words():
     planned = [SetSysctl("n1", "1", "net.core.x", "2")]
-    assert reconcile(planned, [SetSysctl("n1", "5", "net.core.x", "2")]).stale == ["sysctl:net.core.x: was 1 at planning, is now 5"]
+    assert reconcile(planned, [SetSysctl("n1", "5", "net.core.x", "2")]).stale == [
+        "sysctl:net.core.x: was 1 at planning, is now 5"
+    ]
     assert "not in the plan" in reconcile(planned, [SetSysctl("n1", "1", "net.core.y", "2")]).stale[0]
     assert "the plan sets 2" in reconcile(planned, [SetSysctl("n1", "1", "net.core.x", "3")]).stale[0]
     # the file's copy seen otherwise is a move of the host, even with the same device value
-    moved = reconcile([_ip(0, "10.20.0.1", "10.20.0.9/255.255.255.0")], [SetNpuAddress("n1", {"device": "10.20.0.9/255.255.255.0", "file": "10.20.0.7/255.255.255.0"}, 0, "10.20.0.1", "255.255.255.0")])
+    moved = reconcile(
+        [_ip(0, "10.20.0.1", "10.20.0.9/255.255.255.0")],
+        [
+            SetNpuAddress(
+                "n1",
+                {"device": "10.20.0.9/255.255.255.0", "file": "10.20.0.7/255.255.255.0"},
+                0,
+                "10.20.0.1",
+                "255.255.255.0",
+            )
+        ],
+    )
     assert moved.stale and "was {'device': '10.20.0.9/255.255.255.0', 'file': None} at planning" in moved.stale[0]
 
 
@@ -172,7 +224,15 @@ def test_a_gateway_the_inventory_no_longer_plans_is_removed():
     state = desired()
     base = converged_facts(state)
     both = dict(base.npus)
-    both[0] = NpuFacts(devid=0, ip="10.20.0.1", netmask="255.255.255.0", gateway="10.20.0.254", netdetect=both[0].netdetect, link="UP", tls=TlsState(switch=0))
+    both[0] = NpuFacts(
+        devid=0,
+        ip="10.20.0.1",
+        netmask="255.255.255.0",
+        gateway="10.20.0.254",
+        netdetect=both[0].netdetect,
+        link="UP",
+        tls=TlsState(switch=0),
+    )
     devices = {n: dict(v) for n, v in base.hccn_conf.devices.items()}
     devices[0]["gateway"] = "10.20.0.254"
     devices[1]["gateway"] = "10.20.0.254"  # npu 1: only the file still has it
@@ -203,9 +263,14 @@ def test_a_gateway_removal_survives_the_plan_file_and_nothing_else_with_no_value
 
 def _fake_gateway_tool(tmp_path: Path, still_routes: bool) -> Path:
     tool = tmp_path / "hccn_tool"
-    answer = ('echo "default gateway:10.20.0.254, Iface:eth$2"; exit 0' if still_routes
-              else 'echo "Get gateway failed, because no gateway was preset there!" >&2; exit 2')
-    tool.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'calls'}\nif [ \"$3\" = -gateway ] && [ \"$4\" = -g ]; then {answer}; fi\nexit 9\n")
+    answer = (
+        'echo "default gateway:10.20.0.254, Iface:eth$2"; exit 0'
+        if still_routes
+        else 'echo "Get gateway failed, because no gateway was preset there!" >&2; exit 2'
+    )
+    tool.write_text(
+        f'#!/bin/sh\necho "$@" >> {tmp_path / "calls"}\nif [ "$3" = -gateway ] && [ "$4" = -g ]; then {answer}; fi\nexit 9\n'
+    )
     tool.chmod(0o755)
     return tool
 
@@ -222,7 +287,9 @@ def test_apply_takes_a_removed_gateway_out_of_hccn_conf_and_says_when_the_device
     for still_routes, ok in ((True, False), (False, True)):
         conf.write_text(original)
         tool = _fake_gateway_tool(tmp_path, still_routes)
-        script = render_apply_script([removal], str(tool), lock_dir=str(tmp_path / "lock")).replace("/etc/hccn.conf", str(conf))
+        script = render_apply_script([removal], str(tool), lock_dir=str(tmp_path / "lock")).replace(
+            "/etc/hccn.conf", str(conf)
+        )
         done = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True)
         step = parse_apply_output(done.stdout)["hccn.gateway:0"]
         assert conf.read_text() == original.replace("gateway_0=10.20.0.254\n", "")

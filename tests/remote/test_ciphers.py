@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ascendprep.remote.ssh import SSHTransport
-
 from sshd_server import Sshd, find_sshd, free_port, start_sshd
+
+from ascendprep.remote.ssh import SSHTransport
 
 
 def _ciphers(host: SSHTransport) -> tuple:

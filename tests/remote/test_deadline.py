@@ -13,10 +13,10 @@ import pytest
 
 from ascendprep.base import limits
 from ascendprep.remote.access import HostAccess
-from ascendprep.run.fanout import Session
+from ascendprep.remote.deadline import Deadline, command_deadline, default_timeout
 from ascendprep.remote.local import LocalTransport
 from ascendprep.remote.transport import Transport
-from ascendprep.remote.deadline import Deadline, command_deadline, default_timeout
+from ascendprep.run.fanout import Session
 
 
 class StuckTransport(LocalTransport):
@@ -66,14 +66,25 @@ def test_a_stuck_host_is_reported_at_the_deadline_and_the_others_keep_their_resu
     assert (stuck.kind, stuck.limit) == ("timeout", "command_timeout")
     assert stuck.error == "stuck: timed out in gathering facts: the command's deadline (2s, --timeout) passed"
     assert made["stuck"].closed.wait(2), "the stuck host's connection was not closed"
-    assert session.limits_hit == [{"limit": "command_timeout", "seconds": 2.0, "source": "--timeout", "step": "gathering facts", "hosts": ["stuck"]}]
+    assert session.limits_hit == [
+        {
+            "limit": "command_timeout",
+            "seconds": 2.0,
+            "source": "--timeout",
+            "step": "gathering facts",
+            "hosts": ["stuck"],
+        }
+    ]
 
     # A later phase does not wait again: every host is reported at once.
     started = time.monotonic()
     later = session.run(_echo, step="pinging NPU pairs")
     assert time.monotonic() - started < 0.5
     assert all(o.kind == "timeout" for o in later.values())
-    assert later["good1"].error == "good1: timed out before pinging NPU pairs: the command's deadline (2s, --timeout) passed"
+    assert (
+        later["good1"].error
+        == "good1: timed out before pinging NPU pairs: the command's deadline (2s, --timeout) passed"
+    )
     session.close()
 
 
@@ -118,12 +129,15 @@ def test_a_thread_that_never_wakes_does_not_keep_the_process_alive() -> None:
     assert time.monotonic() - started < 10
 
 
-@pytest.mark.parametrize("hosts, forks, phases, expected", [
-    (3, 64, 1, 310 + limits.COMMAND_DEADLINE_SLACK_S),
-    (3, 64, 2, 620 + limits.COMMAND_DEADLINE_SLACK_S),
-    (130, 64, 1, 3 * 310 + limits.COMMAND_DEADLINE_SLACK_S),
-    (16, 4, 2, 2 * 4 * 310 + limits.COMMAND_DEADLINE_SLACK_S),
-])
+@pytest.mark.parametrize(
+    "hosts, forks, phases, expected",
+    [
+        (3, 64, 1, 310 + limits.COMMAND_DEADLINE_SLACK_S),
+        (3, 64, 2, 620 + limits.COMMAND_DEADLINE_SLACK_S),
+        (130, 64, 1, 3 * 310 + limits.COMMAND_DEADLINE_SLACK_S),
+        (16, 4, 2, 2 * 4 * 310 + limits.COMMAND_DEADLINE_SLACK_S),
+    ],
+)
 def test_the_default_deadline_grows_with_the_fleet_and_shrinks_with_forks(hosts, forks, phases, expected) -> None:
     assert default_timeout(hosts, forks, 10, 300, phases) == expected
     deadline = command_deadline(None, hosts, forks, 10, 300, phases)

@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from fakeserver import FakeSSHServer
 
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import CommandTimeout
 from ascendprep.remote.ssh import SSHTransport
 from ascendprep.run.fanout import Session
-
-from fakeserver import FakeSSHServer
 
 
 def _quick(transport: SSHTransport) -> SSHTransport:
@@ -96,8 +95,13 @@ def test_a_host_that_never_finishes_the_handshake_times_out_in_key_exchange(tmp_
             client.sendall(b"SSH-2.0-OpenSSH_9.0\r\n")  # then nothing: no key exchange
 
     threading.Thread(target=serve, daemon=True).start()
-    access = HostAccess(name="mute", address="127.0.0.1", port=listener.getsockname()[1],
-                        known_hosts=[tmp_path / "kh"], connect_timeout=1)
+    access = HostAccess(
+        name="mute",
+        address="127.0.0.1",
+        port=listener.getsockname()[1],
+        known_hosts=[tmp_path / "kh"],
+        connect_timeout=1,
+    )
     started = time.monotonic()
     try:
         with pytest.raises(CommandTimeout) as caught:
@@ -121,7 +125,9 @@ def test_a_login_step_that_is_never_answered_times_out(tmp_path: Path, step: str
     assert str(caught.value).startswith(f"node4: timed out in {step} after 1s")
 
 
-def test_plan_against_a_host_that_never_answers_exec_ends_and_names_the_step(hung_exec: FakeSSHServer, tmp_path: Path) -> None:
+def test_plan_against_a_host_that_never_answers_exec_ends_and_names_the_step(
+    hung_exec: FakeSSHServer, tmp_path: Path
+) -> None:
     """The user's view: ``ascendprep plan`` ends (today it hangs forever) and says where it stuck."""
     import os
     import subprocess
@@ -142,8 +148,14 @@ firewall: leave
     worktree = str(Path(__file__).resolve().parents[2])
     environment = {**os.environ, "PYTHONPATH": worktree, "HOME": str(tmp_path), "COLUMNS": "300"}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "ascendprep", "plan", str(inventory)], cwd=tmp_path,
-                          env=environment, capture_output=True, text=True, timeout=150)
+    done = subprocess.run(
+        [sys.executable, "-m", "ascendprep", "plan", str(inventory)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     assert time.monotonic() - started < 120
     assert done.returncode != 0
     assert "node1: timed out in exec request after 15s" in done.stdout, done.stdout + done.stderr

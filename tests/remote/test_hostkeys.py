@@ -7,11 +7,11 @@ from pathlib import Path
 
 import paramiko
 import pytest
+from labsupport import skip_or_fail
 
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import HostKeyError
 from ascendprep.remote.hostkeys import fingerprint, known_keys, record_host_key
-from labsupport import skip_or_fail
 
 if subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0:
     skip_or_fail("ssh-keygen is not installed (apt-get install openssh-client)")
@@ -30,7 +30,9 @@ def _line(name: str, key: paramiko.PKey) -> str:
 
 def test_fingerprint_is_the_one_ssh_keygen_prints(key_pair: tuple[Path, paramiko.PKey]) -> None:
     path, key = key_pair
-    listed = subprocess.run(["ssh-keygen", "-l", "-f", f"{path}.pub"], capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        ["ssh-keygen", "-l", "-f", f"{path}.pub"], capture_output=True, text=True, check=True
+    ).stdout
     assert listed.split()[1] == fingerprint(key)
 
 
@@ -63,7 +65,9 @@ def test_wildcards_negation_and_odd_lines(tmp_path: Path, key_pair: tuple[Path, 
     assert known_keys("node7", [str(path)]) == []
 
 
-def test_first_file_comes_first_and_missing_files_are_skipped(tmp_path: Path, key_pair: tuple[Path, paramiko.PKey]) -> None:
+def test_first_file_comes_first_and_missing_files_are_skipped(
+    tmp_path: Path, key_pair: tuple[Path, paramiko.PKey]
+) -> None:
     _, key = key_pair
     second_key = paramiko.ECDSAKey.generate()
     first, second = tmp_path / "first", tmp_path / "second"
@@ -86,7 +90,9 @@ def test_recording_appends_to_the_first_file_and_repairs_a_missing_newline(
     _, key = key_pair
     first, second = tmp_path / "first", tmp_path / "second"
     first.write_text("other ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXAMPLE")  # no final newline
-    access = HostAccess(name="n1", address="10.0.0.1", port=2222, known_hosts=[first, second], accept_new_host_keys=True)
+    access = HostAccess(
+        name="n1", address="10.0.0.1", port=2222, known_hosts=[first, second], accept_new_host_keys=True
+    )
     record_host_key(access, "[10.0.0.1]:2222", key)
     assert first.read_text().splitlines()[1] == _line("[10.0.0.1]:2222", key).strip()
     assert not second.exists()

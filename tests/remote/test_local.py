@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sshd_server import Sshd, wait_until_gone
 
 from ascendprep.remote.errors import RemoteError
 from ascendprep.remote.local import LocalTransport
@@ -14,13 +15,11 @@ from ascendprep.remote.result import TIMED_OUT_RC
 from ascendprep.remote.ssh import SSHTransport
 from ascendprep.remote.transport import Transport
 
-from sshd_server import Sshd, wait_until_gone
-
 SCRIPTS = [
     "echo out; echo err >&2; exit 5",
     "printf 'no newline'",
     "cat <<'EOF'\n$HOME is not expanded; 'quotes' \"too\"\nEOF",
-    "read -r line; echo \"read: $line\"\nsecond line of the script",  # sh -s: stdin *is* the script
+    'read -r line; echo "read: $line"\nsecond line of the script',  # sh -s: stdin *is* the script
     "printf '\\377\\376 bytes\\n'",
     "exit 0",
 ]
@@ -32,8 +31,6 @@ def test_local_and_ssh_agree(script: str, sshd: Sshd, known_hosts: Path) -> None
     with SSHTransport(sshd.access(known_hosts=[known_hosts])) as host:
         remote = host.run_script(script)
     assert (local.rc, local.stdout, local.stderr) == (remote.rc, remote.stdout, remote.stderr)
-
-
 
 
 def test_local_timeout_kills_the_whole_group(tmp_path: Path) -> None:

@@ -32,7 +32,10 @@ def test_connection_refused() -> None:
 def test_no_route_to_host() -> None:
     for code in (errno.EHOSTUNREACH, errno.ENETUNREACH):
         error = _error(OSError(code, os.strerror(code)))
-        assert (error.kind, str(error)) == ("unreachable", "node3: no route to host 10.0.0.13 (host down or network unreachable)")
+        assert (error.kind, str(error)) == (
+            "unreachable",
+            "node3: no route to host 10.0.0.13 (host down or network unreachable)",
+        )
     wrapped = NoValidConnectionsError({("10.0.0.13", 2222): OSError(errno.EHOSTUNREACH, "no route")})
     assert "no route to host" in str(_error(wrapped))
 

@@ -12,13 +12,11 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
-from ascendprep.remote.errors import RemoteError
-from ascendprep.remote.ssh import SSHTransport
-from ascendprep.remote.errors import OutputTooLarge
-
-from sshd_server import Sshd
 from fakeserver import FakeSSHServer
+from sshd_server import Sshd
+
+from ascendprep.remote.errors import OutputTooLarge, RemoteError
+from ascendprep.remote.ssh import SSHTransport
 
 
 @pytest.fixture

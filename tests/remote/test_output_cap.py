@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Callable, Tuple, TypeVar
 
 import pytest
+from sshd_server import Sshd
 
+from ascendprep.remote.errors import OutputTooLarge
 from ascendprep.remote.local import LocalTransport
 from ascendprep.remote.ssh import SSHTransport
-from ascendprep.remote.errors import OutputTooLarge
 from ascendprep.run.fanout import Session
-
-from sshd_server import Sshd
 
 T = TypeVar("T")
 CAP = 1024 * 1024
@@ -78,7 +77,9 @@ def test_a_flooding_host_does_not_affect_the_others(sshd: Sshd, known_hosts: Pat
     assert outcomes["quiet"].ok and outcomes["quiet"].value == "quiet\n"
     assert outcomes["noisy"].kind == "error"
     assert "output over 1024 KB" in (outcomes["noisy"].error or "")
-    assert session.limits_hit == [{"limit": "host_output_cap", "bytes": CAP, "step": "the remote step", "hosts": ["noisy"]}]
+    assert session.limits_hit == [
+        {"limit": "host_output_cap", "bytes": CAP, "step": "the remote step", "hosts": ["noisy"]}
+    ]
 
 
 def test_the_cap_is_named_in_limits_hit_for_every_host_it_cut() -> None:
@@ -92,12 +93,16 @@ def test_the_cap_is_named_in_limits_hit_for_every_host_it_cut() -> None:
     def job(transport, access):  # type: ignore[no-untyped-def]
         return transport.run_script(flood if access.name != "n2" else "echo quiet").stdout
 
-    with Session(hosts, forks=3, transport_factory=lambda access: LocalTransport(access.name, output_cap=CAP)) as session:
+    with Session(
+        hosts, forks=3, transport_factory=lambda access: LocalTransport(access.name, output_cap=CAP)
+    ) as session:
         session.run(lambda transport, access: transport.run_script("echo calm").stdout, step="a calm step")
         assert session.limits_hit == []
         outcomes = session.run(job, step="the flood")
     assert outcomes["n2"].ok and [outcomes[n].limit for n in ("n1", "n3")] == ["HOST_OUTPUT_CAP"] * 2
-    assert session.limits_hit == [{"limit": "host_output_cap", "bytes": CAP, "step": "the flood", "hosts": ["n1", "n3"]}]
+    assert session.limits_hit == [
+        {"limit": "host_output_cap", "bytes": CAP, "step": "the flood", "hosts": ["n1", "n3"]}
+    ]
 
 
 def test_local_timeout_still_kills_and_keeps_what_was_printed(tmp_path: Path) -> None:
@@ -117,10 +122,18 @@ def test_a_cut_host_is_named_even_when_the_deadline_ends_the_step() -> None:
     def job(transport, access):  # type: ignore[no-untyped-def]
         return transport.run_script("head -c 3000000 /dev/zero\n" if access.name == "n1" else "sleep 20\n").stdout
 
-    with Session(hosts, forks=2, transport_factory=lambda access: LocalTransport(access.name, output_cap=CAP), deadline=Deadline(3)) as session:
+    with Session(
+        hosts,
+        forks=2,
+        transport_factory=lambda access: LocalTransport(access.name, output_cap=CAP),
+        deadline=Deadline(3),
+    ) as session:
         outcomes = session.run(job, step="the flood")
     assert outcomes["n1"].limit == "HOST_OUTPUT_CAP" and outcomes["n2"].kind == "timeout"
-    assert [(hit["limit"], hit["hosts"]) for hit in session.limits_hit] == [("command_timeout", ["n2"]), ("host_output_cap", ["n1"])]
+    assert [(hit["limit"], hit["hosts"]) for hit in session.limits_hit] == [
+        ("command_timeout", ["n2"]),
+        ("host_output_cap", ["n1"]),
+    ]
 
 
 def test_an_all_reduce_node_cut_at_the_cap_is_named_in_limits_hit(tmp_path: Path) -> None:
@@ -132,16 +145,25 @@ def test_an_all_reduce_node_cut_at_the_cap_is_named_in_limits_hit(tmp_path: Path
     import yaml
     from rich.console import Console
 
+    from ascendprep.inventory.load import inventory_from_text
+    from ascendprep.remote.access import HostAccess
+    from ascendprep.report.limits_hit import collect_limits_hit
+    from ascendprep.run.allreduce import run_jobs
     from ascendprep.verify.allreduce.jobs import cluster_job, new_run_id
     from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
-    from ascendprep.remote.access import HostAccess
-    from ascendprep.run.allreduce import run_jobs
-    from ascendprep.inventory.load import inventory_from_text
-    from ascendprep.report.limits_hit import collect_limits_hit
 
-    inventory = inventory_from_text(yaml.safe_dump({
-        "name": "t", "product": "atlas-a2", "npus_per_node": 8, "device_network": {"subnet": "10.20.0.0/24"},
-        "nodes": [{"name": "n[1-2]", "host": "10.0.0.[11-12]"}], "software": {"cann": "8.0.RC3"}}))
+    inventory = inventory_from_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "product": "atlas-a2",
+                "npus_per_node": 8,
+                "device_network": {"subnet": "10.20.0.0/24"},
+                "nodes": [{"name": "n[1-2]", "host": "10.0.0.[11-12]"}],
+                "software": {"cann": "8.0.RC3"},
+            }
+        )
+    )
     settings, problems = resolve_settings(AllreduceOptions(), [(n.name, n.npus) for n in inventory.nodes], None)
     assert settings is not None and problems == []
     noisy = tmp_path / "python3"
@@ -153,7 +175,11 @@ def test_an_all_reduce_node_cut_at_the_cap_is_named_in_limits_hit(tmp_path: Path
         return LocalTransport(access.name, output_cap=CAP if access.name == "n1" else 16 * CAP)
 
     with Session(hosts, forks=2, transport_factory=connect) as session:
-        [result] = run_jobs(session, [cluster_job(inventory, settings, new_run_id())], settings, str(noisy), Console(file=io.StringIO()))
+        [result] = run_jobs(
+            session, [cluster_job(inventory, settings, new_run_id())], settings, str(noisy), Console(file=io.StringIO())
+        )
     assert "output over 1024 KB" in result.problems["n1"].message and result.launches == {}
-    assert session.limits_hit == [{"limit": "host_output_cap", "bytes": CAP, "step": "the all-reduce preflight", "hosts": ["n1"]}]
+    assert session.limits_hit == [
+        {"limit": "host_output_cap", "bytes": CAP, "step": "the all-reduce preflight", "hosts": ["n1"]}
+    ]
     assert collect_limits_hit(session.limits_hit, {}) == session.limits_hit

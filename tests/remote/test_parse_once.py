@@ -8,13 +8,13 @@ from pathlib import Path
 
 import paramiko
 import pytest
+from labsupport import skip_or_fail
 
+from ascendprep.base.limits import PRIVATE_KEY_MAX_BYTES
 from ascendprep.remote import hostkeys, ssh
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import AuthError
 from ascendprep.remote.hostkeys import _name_matches, known_keys, revoked_keys
-from ascendprep.base.limits import PRIVATE_KEY_MAX_BYTES
-from labsupport import skip_or_fail
 
 if subprocess.run(["sh", "-c", "command -v ssh-keygen"], capture_output=True).returncode != 0:
     skip_or_fail("ssh-keygen is not installed (apt-get install openssh-client)")
@@ -41,7 +41,9 @@ def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list:
     return parses
 
 
-def test_a_known_hosts_file_is_parsed_once_for_many_hosts_and_again_when_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_known_hosts_file_is_parsed_once_for_many_hosts_and_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     one, two = _keygen(tmp_path / "k1"), _keygen(tmp_path / "k2")
     path = tmp_path / "known_hosts"
     path.write_text("".join(_line(f"node{i}", one) for i in range(1, 201)))
@@ -96,7 +98,9 @@ def _access(key_file: Path) -> HostAccess:
     return HostAccess(name="node1", address="127.0.0.1", key_file=str(key_file))
 
 
-def test_a_private_key_file_is_parsed_once_and_again_when_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_private_key_file_is_parsed_once_and_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "id_ed25519"
     first = _keygen(path)
     parses: list = []

@@ -13,11 +13,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from sshd_server import Sshd
 
 from ascendprep.remote import ssh
 from ascendprep.remote.ssh import SSHTransport
-
-from sshd_server import Sshd
 
 
 def _counting_select(monkeypatch: pytest.MonkeyPatch) -> list:
@@ -36,7 +35,9 @@ def _counting_select(monkeypatch: pytest.MonkeyPatch) -> list:
     return calls
 
 
-def test_a_quiet_script_wakes_the_controller_a_few_times_a_second(sshd: Sshd, known_hosts: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_quiet_script_wakes_the_controller_a_few_times_a_second(
+    sshd: Sshd, known_hosts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with SSHTransport(sshd.access(known_hosts=[known_hosts])) as host:
         calls = _counting_select(monkeypatch)
         started = time.monotonic()
@@ -48,7 +49,9 @@ def test_a_quiet_script_wakes_the_controller_a_few_times_a_second(sshd: Sshd, kn
     assert len(calls) <= 5 * elapsed + 8, f"{len(calls)} waits in {elapsed:.1f} s"
 
 
-def test_the_deadline_still_ends_a_quiet_script_on_time(sshd: Sshd, known_hosts: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_deadline_still_ends_a_quiet_script_on_time(
+    sshd: Sshd, known_hosts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The unlike case: longer idle waits never carry the pump past the script's deadline."""
     returned: list = []
     real = ssh.pump_channel

@@ -9,14 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from sshd_server import wait_until_gone
 
 from ascendprep.remote import shell
 
-from sshd_server import wait_until_gone
-
 SHELLS = [s for s in ("dash", "bash", "sh") if shutil.which(s)]
-
-
 
 
 def test_launch_command_carries_no_script_and_quotes_the_launcher() -> None:
@@ -33,7 +30,9 @@ def test_launch_command_carries_no_script_and_quotes_the_launcher() -> None:
 def test_launcher_reports_its_process_group_then_runs_stdin(login_shell: str) -> None:
     script = b"echo out; echo err >&2; exit 7\n"
     done = subprocess.run(
-        [login_shell, "-c", shell.launch_command(shell.NO_SUDO)], input=script, capture_output=True,
+        [login_shell, "-c", shell.launch_command(shell.NO_SUDO)],
+        input=script,
+        capture_output=True,
         start_new_session=True,
     )
     pgid, stderr = shell.split_started_marker(done.stderr)
@@ -63,8 +62,12 @@ def test_kill_group_script_kills_a_group_even_when_it_ignores_sigterm(killer_she
         assert time.monotonic() < deadline
         time.sleep(0.02)
     stubborn = int(pidfile.read_text())
-    done = subprocess.run([killer_shell, "-s"], input=shell.kill_group_script(victim.pid, grace_seconds=0.5).encode(),
-                          capture_output=True, timeout=20)
+    done = subprocess.run(
+        [killer_shell, "-s"],
+        input=shell.kill_group_script(victim.pid, grace_seconds=0.5).encode(),
+        capture_output=True,
+        timeout=20,
+    )
     victim.wait(timeout=5)
     assert done.returncode == 0, done.stderr
     assert wait_until_gone([stubborn]) == []
@@ -88,8 +91,12 @@ def test_install_script_moves_an_awkwardly_named_file_into_place(tmp_path: Path)
     source.write_bytes(b"payload\n")
     destination = folder / "env.sh"
     destination.write_text("old\n")
-    done = subprocess.run(["sh", "-s"], input=shell.install_file_script(str(source), str(destination), 0o640).encode(),
-                          capture_output=True, cwd=tmp_path)
+    done = subprocess.run(
+        ["sh", "-s"],
+        input=shell.install_file_script(str(source), str(destination), 0o640).encode(),
+        capture_output=True,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert destination.read_bytes() == b"payload\n"
     assert oct(destination.stat().st_mode & 0o7777) == oct(0o640)
@@ -123,7 +130,9 @@ def test_put_arguments_reject_impossible_modes(mode: object) -> None:
 def test_write_file_script_writes_every_byte_atomically(login_shell: str, tmp_path: Path) -> None:
     data = b"-n %s %% \\ ' \" $HOME `id`\n" + bytes(range(256)) * 20  # more than one printf chunk
     target = tmp_path / "f"
-    done = subprocess.run([login_shell, "-s"], input=shell.write_file_script(data, str(target), 0o640).encode(), capture_output=True)
+    done = subprocess.run(
+        [login_shell, "-s"], input=shell.write_file_script(data, str(target), 0o640).encode(), capture_output=True
+    )
     assert done.returncode == 0, done.stderr
     assert target.read_bytes() == data and target.stat().st_mode & 0o7777 == 0o640
     assert os.listdir(tmp_path) == ["f"]
@@ -143,7 +152,7 @@ def test_write_file_script_refuses_a_directory_and_leaves_nothing(login_shell: s
 def test_write_file_script_removes_its_temp_file_when_a_step_fails(login_shell: str, tmp_path: Path) -> None:
     """The EXIT trap removes the temp file on a failure after it was written (a `false` put in)."""
     script = shell.write_file_script(b"data", str(tmp_path / "f"), 0o600).replace('chmod 600 "$t"', "false")
-    script = script.replace("} >\"$t\"\n", "} >\"$t\"\nfalse\n")
+    script = script.replace('} >"$t"\n', '} >"$t"\nfalse\n')
     done = subprocess.run([login_shell, "-s"], input=script.encode(), capture_output=True)
     assert done.returncode != 0
     assert os.listdir(tmp_path) == []

@@ -12,16 +12,13 @@ from typing import Iterator, List
 
 import paramiko
 import pytest
+from sshd_server import Sshd, free_port, keygen, wait_until_gone
 
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import AuthError, HostKeyError, RemoteError, UnreachableError
 from ascendprep.remote.hostkeys import fingerprint
 from ascendprep.remote.result import TIMED_OUT_RC
 from ascendprep.remote.ssh import SSHTransport
-
-from sshd_server import Sshd, free_port, keygen, wait_until_gone
-
-
 
 
 class FlakyProxy:
@@ -204,7 +201,9 @@ def test_missing_and_unreadable_key_files(sshd: Sshd, known_hosts: Path, tmp_pat
 
 
 def test_dead_port_is_unreachable_quickly(tmp_path: Path) -> None:
-    access = HostAccess(name="dead", address="127.0.0.1", port=free_port(), known_hosts=[tmp_path / "kh"], connect_timeout=5)
+    access = HostAccess(
+        name="dead", address="127.0.0.1", port=free_port(), known_hosts=[tmp_path / "kh"], connect_timeout=5
+    )
     started = time.monotonic()
     with pytest.raises(UnreachableError, match="connection refused by 127.0.0.1"):
         SSHTransport(access).open()

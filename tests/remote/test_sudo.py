@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import secrets
 import shutil
 import subprocess
-from pathlib import Path
-import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, List
 
 import pytest
+from sshd_server import Sshd, find_sshd, free_port, missing, start_sshd, wait_until_gone
 
 from ascendprep.remote.errors import SudoError
 from ascendprep.remote.ssh import SSHTransport
-from ascendprep.run.fanout import Session
 from ascendprep.remote.sudo import SudoPassword
-
-from sshd_server import Sshd, find_sshd, free_port, missing, start_sshd, wait_until_gone
+from ascendprep.run.fanout import Session
 
 PASSWORD = "Correct-Horse-" + secrets.token_hex(4)
 
@@ -195,8 +194,16 @@ def faillock_sshd(sshd: Sshd, sudo_users: dict, tmp_path_factory: pytest.TempPat
     pam = folder / "sudo.pam"
     pam.write_text(PAM_SUDO.format(tally=tally))
     port = free_port()
-    wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-               f'mount --bind "{pam}" /etc/pam.d/sudo && exec "$@"', "sh"]
+    wrapper = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        f'mount --bind "{pam}" /etc/pam.d/sudo && exec "$@"',
+        "sh",
+    ]
     process, _ = start_sshd(find_sshd(), sshd.directory, port, wrapper, name="faillock-sshd")
     try:
         yield FaillockSshd(sshd, port, tally)
@@ -249,7 +256,9 @@ def test_the_password_is_checked_on_one_host_before_the_others_get_it(
     assert len(rejected) == 1
     for name, outcome in outcomes.items():
         if name not in rejected:
-            assert outcome.error and outcome.error.startswith(f"sudo password not tried on {name}: it was rejected on {rejected[0]}")
+            assert outcome.error and outcome.error.startswith(
+                f"sudo password not tried on {name}: it was rejected on {rejected[0]}"
+            )
 
 
 def test_the_right_password_is_checked_once_then_used_everywhere(

@@ -21,6 +21,7 @@ def test_a_rejected_password_is_sent_to_no_other_host() -> None:
             checks.append(host)
             time.sleep(0.2)  # the other hosts arrive meanwhile and must wait, not check
             return False
+
         return check
 
     errors = {}

@@ -12,12 +12,12 @@ from typing import List
 import yaml
 
 from ascendprep.desired.state import build_desired
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.remote.access import HostAccess
-from ascendprep.run.evidence import collect
-from ascendprep.run.fanout import Session
 from ascendprep.remote.local import LocalTransport
 from ascendprep.remote.transport import Transport
-from ascendprep.inventory.load import inventory_from_text
+from ascendprep.run.evidence import collect
+from ascendprep.run.fanout import Session
 
 FAKE_TOOLS = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "fake_tools"
 

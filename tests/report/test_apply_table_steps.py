@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from ascendprep.plan.changes import SetNpuAddress
 from ascendprep.base.hostrange import expand
+from ascendprep.plan.changes import SetNpuAddress
 from ascendprep.report.changes import apply_table
 
 OK = "Cmd executed successfully!"
@@ -21,7 +21,15 @@ def _rows(hosts: int) -> list:
     rows = []
     for i in range(hosts):
         node = f"node{i + 1:02d}"
-        rows += [(node, SetNpuAddress(node, {"device": None, "file": None}, npu, f"10.20.0.{8 * i + npu + 1}", "255.255.0.0"), 0, OK) for npu in range(8)]
+        rows += [
+            (
+                node,
+                SetNpuAddress(node, {"device": None, "file": None}, npu, f"10.20.0.{8 * i + npu + 1}", "255.255.0.0"),
+                0,
+                OK,
+            )
+            for npu in range(8)
+        ]
     return rows
 
 
@@ -29,7 +37,9 @@ def test_addresses_in_step_across_npus_and_hosts_are_one_row_that_expands_back_t
     lines = [line for line in _text(apply_table(_rows(16))).splitlines() if "node" in line]
     assert len(lines) == 1, lines
     [row] = lines
-    assert "node[01-16]" in row and "npu[0-7]: ip none → 10.20.0.[1-128]/255.255.0.0" in row and "ok" in row and OK in row
+    assert (
+        "node[01-16]" in row and "npu[0-7]: ip none → 10.20.0.[1-128]/255.255.0.0" in row and "ok" in row and OK in row
+    )
     values = expand("10.20.0.[1-128]")
     assert values[0] == "10.20.0.1" and values[-1] == "10.20.0.128" and len(values) == 128
 

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import json
 
-from ascendprep.verify.checks.model import CheckResult, Status
 from ascendprep.base.findings import Severity
 from ascendprep.report import jsondoc
 from ascendprep.report.verify import CLUSTER, bundle_document, passed_by_check, verify_document
+from ascendprep.verify.checks.model import CheckResult, Status
 
 
 def _result(check: str, status: Status, node, npu=None) -> CheckResult:
-    return CheckResult(check=check, status=status, severity=Severity.ERROR, message=f"{check} on {node}", node=node, npu=npu, evidence={"seen": [1, 2]})
+    return CheckResult(
+        check=check,
+        status=status,
+        severity=Severity.ERROR,
+        message=f"{check} on {node}",
+        node=node,
+        npu=npu,
+        evidence={"seen": [1, 2]},
+    )
 
 
 def _results():
@@ -31,7 +39,17 @@ def _results():
 
 
 def _document(results, bundle="/runs/20261125T120000Z"):
-    document = verify_document(inventory={"path": "inv.yaml"}, results=results, hosts={}, ssh_execs={}, mesh="ring", selection={}, exit_code=1, bundle=bundle, lazy_checks=True)
+    document = verify_document(
+        inventory={"path": "inv.yaml"},
+        results=results,
+        hosts={},
+        ssh_execs={},
+        mesh="ring",
+        selection={},
+        exit_code=1,
+        bundle=bundle,
+        lazy_checks=True,
+    )
     document["limits_hit"] = []
     document["only_hosts"] = None
     return document
@@ -52,10 +70,22 @@ def test_the_verdict_keeps_every_key_and_every_result_but_the_passed_ones_in_ful
     document = _document(results)
     full = json.loads("".join(jsondoc.json_chunks(document)))
     verdict = json.loads("".join(jsondoc.json_chunks(bundle_document(document, results))))
-    assert list(verdict) == [*list(full)[: list(full).index("checks")], "checks", "passed", "full", *list(full)[list(full).index("checks") + 1:]]
+    assert list(verdict) == [
+        *list(full)[: list(full).index("checks")],
+        "checks",
+        "passed",
+        "full",
+        *list(full)[list(full).index("checks") + 1 :],
+    ]
     assert verdict["checks"] == [c for c in full["checks"] if c["status"] != "passed"]
-    assert [(c["check"], c["status"]) for c in verdict["checks"]] == [("npu.health", "skipped"), ("network.link", "failed"), ("npu.ip", "failed")]
-    assert {k: v for k, v in verdict.items() if k not in ("checks", "passed", "full")} == {k: v for k, v in full.items() if k != "checks"}
+    assert [(c["check"], c["status"]) for c in verdict["checks"]] == [
+        ("npu.health", "skipped"),
+        ("network.link", "failed"),
+        ("npu.ip", "failed"),
+    ]
+    assert {k: v for k, v in verdict.items() if k not in ("checks", "passed", "full")} == {
+        k: v for k, v in full.items() if k != "checks"
+    }
     assert sum(entry["count"] for entry in verdict["passed"].values()) == full["summary"]["passed"] == 40
     assert verdict["full"] == "ascendprep verify --from-bundle /runs/20261125T120000Z --format json"
 

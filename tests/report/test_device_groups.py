@@ -16,14 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ascendprep.base import exitcodes
-from ascendprep.verify.mesh import mesh_pairs
-from ascendprep.cli import main
-from ascendprep.desired.state import build_desired
 from ascendprep.base.findings import Severity
 from ascendprep.base.yamlsource import InputError
-from ascendprep.inventory.load import inventory_from_text
+from ascendprep.cli import main
+from ascendprep.desired.state import build_desired
 from ascendprep.inventory.addressing import plan_device_ips
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.report.plan import desired_document
+from ascendprep.verify.mesh import mesh_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,13 @@ def racks(count: int, per_rack: int, key: str = "rack", npus: int = 8) -> list[d
     entries = []
     for rack in range(count):
         first = rack * per_rack + 1
-        entries.append({"name": f"s[{first:04d}-{first + per_rack - 1:04d}]", "host": f"10.60.{rack}.[1-{per_rack}]", "labels": {key: f"r{rack:02d}"}})
+        entries.append(
+            {
+                "name": f"s[{first:04d}-{first + per_rack - 1:04d}]",
+                "host": f"10.60.{rack}.[1-{per_rack}]",
+                "labels": {key: f"r{rack:02d}"},
+            }
+        )
     return entries
 
 
@@ -62,7 +68,8 @@ def test_flat_atlas800_without_a_usable_label_says_how_many_groups():
 
 def test_rule_atlas800_by_rack_keeps_the_four_planes_inside_each_rack():
     data = {
-        "name": "r", "product": "atlas-800",
+        "name": "r",
+        "product": "atlas-800",
         "device_network": {"rule": {"supernet": "10.200.0.0/16", "by": "rack", "prefix": 24}},
         "nodes": racks(3, 20),
     }
@@ -71,8 +78,14 @@ def test_rule_atlas800_by_rack_keeps_the_four_planes_inside_each_rack():
     assert [g.name for g in plan.groups] == ["rack=r00", "rack=r01", "rack=r02"]
     s21 = {a.npu: a for a in plan.by_node["s0021"]}  # first server of rack r01: planes 10.200.4-7.0/24
     assert [s21[i].ip for i in range(8)] == [
-        "10.200.4.2", "10.200.5.2", "10.200.6.2", "10.200.7.2",
-        "10.200.4.3", "10.200.5.3", "10.200.6.3", "10.200.7.3",
+        "10.200.4.2",
+        "10.200.5.2",
+        "10.200.6.2",
+        "10.200.7.2",
+        "10.200.4.3",
+        "10.200.5.3",
+        "10.200.6.3",
+        "10.200.7.3",
     ]
     assert all(a.gateway == a.detect == f"10.200.{4 + a.npu % 4}.1" for a in s21.values())
     assert plan.layout == "dense"  # 20 servers per rack do not fit .101 + 10 per server
@@ -80,7 +93,8 @@ def test_rule_atlas800_by_rack_keeps_the_four_planes_inside_each_rack():
 
 def test_a2_rails_per_leaf_by_rule():
     data = {
-        "name": "pod", "product": "atlas-a2",
+        "name": "pod",
+        "product": "atlas-a2",
         "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24, "rails": 8}},
         "nodes": racks(4, 4, key="leaf"),
     }
@@ -95,9 +109,25 @@ def test_a2_rails_per_leaf_by_rule():
 
 def test_rule_gateway_last_and_none():
     base = {"name": "pod", "product": "atlas-a2", "nodes": racks(2, 2, key="leaf"), "npus_per_node": 2}
-    last = plan_device_ips(load({**base, "device_network": {"rule": {"supernet": "10.64.0.0/24", "by": "leaf", "prefix": 26, "rails": 2, "gateway": "last"}}}))
+    last = plan_device_ips(
+        load(
+            {
+                **base,
+                "device_network": {
+                    "rule": {"supernet": "10.64.0.0/24", "by": "leaf", "prefix": 26, "rails": 2, "gateway": "last"}
+                },
+            }
+        )
+    )
     assert last.by_node["s0003"][1].gateway == "10.64.0.254"  # group 1, rail 1: the 4th /26
-    none = plan_device_ips(load({**base, "device_network": {"rule": {"supernet": "10.64.0.0/24", "by": "leaf", "prefix": 26, "gateway": "none"}}}))
+    none = plan_device_ips(
+        load(
+            {
+                **base,
+                "device_network": {"rule": {"supernet": "10.64.0.0/24", "by": "leaf", "prefix": 26, "gateway": "none"}},
+            }
+        )
+    )
     assert all(a.gateway is None for e in none.by_node.values() for a in e)
     # without gateways a detect peer must stay inside the group's subnet
     for name, entries in none.by_node.items():
@@ -108,24 +138,37 @@ def test_rule_gateway_last_and_none():
 
 def test_groups_capacity_names_the_group_and_the_prefix():
     explicit = {
-        "name": "g", "product": "atlas-a2",
-        "device_network": {"groups": [
-            {"name": "small", "nodes": "s[0001-0004]", "subnet": "10.1.0.0/28", "gateway": "10.1.0.1"},
-            {"name": "fine", "nodes": "s[0005-0008]", "subnet": "10.2.0.0/24", "gateway": "10.2.0.1"},
-        ]},
+        "name": "g",
+        "product": "atlas-a2",
+        "device_network": {
+            "groups": [
+                {"name": "small", "nodes": "s[0001-0004]", "subnet": "10.1.0.0/28", "gateway": "10.1.0.1"},
+                {"name": "fine", "nodes": "s[0005-0008]", "subnet": "10.2.0.0/24", "gateway": "10.2.0.1"},
+            ]
+        },
         "nodes": racks(2, 4),
     }
     capacity = [f for f in plan_device_ips(load(explicit)).findings if f.id == "ipplan.capacity"]
     assert len(capacity) == 1
     assert "group small" in capacity[0].message and "need 32" in capacity[0].message
     assert capacity[0].fix.startswith("give device_network.groups[0] a /26")
-    rule = {"name": "g", "product": "atlas-a2", "nodes": racks(2, 4), "device_network": {"rule": {"supernet": "10.1.0.0/24", "by": "rack", "prefix": 28}}}
+    rule = {
+        "name": "g",
+        "product": "atlas-a2",
+        "nodes": racks(2, 4),
+        "device_network": {"rule": {"supernet": "10.1.0.0/24", "by": "rack", "prefix": 28}},
+    }
     capacity = [f for f in plan_device_ips(load(rule)).findings if f.id == "ipplan.capacity"]
     assert capacity and capacity[0].fix.startswith("set device_network.rule.prefix to 26 or less")
 
 
 def test_atlas800_group_past_one_plane_is_told_to_split_that_group():
-    data = {"name": "g", "product": "atlas-800", "nodes": racks(2, 130), "device_network": {"rule": {"supernet": "10.0.0.0/16", "by": "rack", "prefix": 22}}}
+    data = {
+        "name": "g",
+        "product": "atlas-800",
+        "nodes": racks(2, 130),
+        "device_network": {"rule": {"supernet": "10.0.0.0/16", "by": "rack", "prefix": 22}},
+    }
     capacity = [f for f in plan_device_ips(load(data)).findings if f.id == "ipplan.capacity"]
     assert capacity
     assert "split group rack=r00 (130 servers) into groups of at most 126 servers" in capacity[0].fix
@@ -133,12 +176,17 @@ def test_atlas800_group_past_one_plane_is_told_to_split_that_group():
 
 def test_management_address_inside_a_group_subnet_and_overrides_across_groups():
     data = {
-        "name": "g", "product": "atlas-a2", "npus_per_node": 2,
-        "device_network": {"groups": [
-            {"name": "a", "nodes": "s[0001-0002]", "subnet": "10.60.0.0/24"},  # holds the management hosts
-            {"name": "b", "nodes": "s[0003-0004]", "subnet": "10.9.0.0/24"},
-        ]},
-        "nodes": racks(2, 2)[:1] + [
+        "name": "g",
+        "product": "atlas-a2",
+        "npus_per_node": 2,
+        "device_network": {
+            "groups": [
+                {"name": "a", "nodes": "s[0001-0002]", "subnet": "10.60.0.0/24"},  # holds the management hosts
+                {"name": "b", "nodes": "s[0003-0004]", "subnet": "10.9.0.0/24"},
+            ]
+        },
+        "nodes": racks(2, 2)[:1]
+        + [
             {"name": "s0003", "host": "10.70.0.3", "device_ips": {0: "10.60.0.50"}},
             {"name": "s0004", "host": "10.70.0.4", "device_ips": {0: "10.9.0.77", 1: "10.9.0.77"}},
         ],
@@ -158,10 +206,19 @@ def test_ping_meshes_cross_groups_only_where_routed():
         if gateways:
             for g, group in enumerate(groups):
                 group["gateway"] = f"10.{g + 1}.0.1"
-        return {"name": "m", "product": "atlas-a2", "npus_per_node": 1, "device_network": {"groups": groups}, "nodes": racks(2, 2)}
+        return {
+            "name": "m",
+            "product": "atlas-a2",
+            "npus_per_node": 1,
+            "device_network": {"groups": groups},
+            "nodes": racks(2, 2),
+        }
 
     islands = mesh_pairs(build_desired(load(inventory(False))), "full")
-    assert sorted((a.node, b.node) for a, b in islands) in ([("s0001", "s0002"), ("s0003", "s0004")], [("s0002", "s0001"), ("s0004", "s0003")])
+    assert sorted((a.node, b.node) for a, b in islands) in (
+        [("s0001", "s0002"), ("s0003", "s0004")],
+        [("s0002", "s0001"), ("s0004", "s0003")],
+    )
     routed = mesh_pairs(build_desired(load(inventory(True))), "full")
     assert len(routed) == 6
     ring_islands = {frozenset((a.node, b.node)) for a, b in mesh_pairs(build_desired(load(inventory(False))), "ring")}
@@ -171,9 +228,23 @@ def test_ping_meshes_cross_groups_only_where_routed():
 
 
 def test_offline_json_and_text_name_the_groups():
-    desired = build_desired(load({"name": "pod", "product": "atlas-a2", "nodes": racks(2, 2, key="leaf"), "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24, "rails": 2}}}))
+    desired = build_desired(
+        load(
+            {
+                "name": "pod",
+                "product": "atlas-a2",
+                "nodes": racks(2, 2, key="leaf"),
+                "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24, "rails": 2}},
+            }
+        )
+    )
     document = desired_document(desired)
-    assert document["cluster"]["planes"][3] == {"subnet": "10.64.3.0/24", "gateway": "10.64.3.1", "group": "leaf=r01", "rail": 1}
+    assert document["cluster"]["planes"][3] == {
+        "subnet": "10.64.3.0/24",
+        "gateway": "10.64.3.1",
+        "group": "leaf=r01",
+        "rail": 1,
+    }
     assert [n["group"] for n in document["nodes"]] == ["leaf=r00", "leaf=r00", "leaf=r01", "leaf=r01"]
 
 
@@ -189,7 +260,8 @@ def test_csv_refuses_a_broken_inventory_and_writes_nothing(tmp_path: Path):
 def test_csv_streams_4096_nodes(tmp_path: Path):
     path = tmp_path / "inv.yaml"
     data = {
-        "name": "huge", "product": "atlas-a2",
+        "name": "huge",
+        "product": "atlas-a2",
         "device_network": {"rule": {"supernet": "10.0.0.0/12", "by": "leaf", "prefix": 24, "rails": 8}},
         "nodes": racks(128, 32, key="leaf"),
     }
@@ -216,7 +288,11 @@ def test_csv_needs_offline():
 @st.composite
 def grouped_clusters(draw):
     product = draw(st.sampled_from(["atlas-800", "atlas-a2", "atlas-a3"]))
-    npus = {"atlas-800": draw(st.sampled_from([1, 2, 4, 8])), "atlas-a2": draw(st.integers(1, 8)), "atlas-a3": draw(st.integers(1, 16))}[product]
+    npus = {
+        "atlas-800": draw(st.sampled_from([1, 2, 4, 8])),
+        "atlas-a2": draw(st.integers(1, 8)),
+        "atlas-a3": draw(st.integers(1, 16)),
+    }[product]
     rails = {"atlas-800": 4, "atlas-a3": 2}.get(product) or draw(st.integers(1, 4))
     group_count = draw(st.integers(1, 6))
     sizes = [draw(st.integers(1, 9)) for _ in range(group_count)]
@@ -226,14 +302,20 @@ def grouped_clusters(draw):
     prefix = draw(st.integers(24, 27))
     gateway = draw(st.sampled_from(["first", "last", "none"]))
     form = draw(st.sampled_from(["rule", "groups"]))
-    nodes = [{"name": f"n{i:03d}", "host": f"10.250.{i // 200}.{i % 200 + 1}", "labels": {"leaf": f"l{g}"}} for i, g in enumerate(owners)]
+    nodes = [
+        {"name": f"n{i:03d}", "host": f"10.250.{i // 200}.{i % 200 + 1}", "labels": {"leaf": f"l{g}"}}
+        for i, g in enumerate(owners)
+    ]
     order = list(dict.fromkeys(owners))  # label values in order of first appearance
     size = 1 << (32 - prefix)
     base = int(ipaddress.IPv4Address("172.20.0.0"))
     expected = {}
     for position, g in enumerate(order):
         subnets = [ipaddress.IPv4Network((base + (position * rails + r) * size, prefix)) for r in range(rails)]
-        gws = [None if gateway == "none" else (s.network_address + 1 if gateway == "first" else s.broadcast_address - 1) for s in subnets]
+        gws = [
+            None if gateway == "none" else (s.network_address + 1 if gateway == "first" else s.broadcast_address - 1)
+            for s in subnets
+        ]
         expected[f"l{g}"] = list(zip(subnets, gws))
     if form == "rule":
         rule = {"supernet": "172.20.0.0/16", "by": "leaf", "prefix": prefix, "gateway": gateway}
@@ -308,17 +390,30 @@ def test_an_overlap_between_groups_is_a_located_error(case, data_strategy):
 
 def test_groups_document_round_trips_through_json():
     """The JSON plan of a grouped inventory is plain JSON (no IPv4 objects leak into it)."""
-    desired = build_desired(load({"name": "pod", "product": "atlas-a2", "nodes": racks(2, 1, key="leaf"), "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24}}}))
+    desired = build_desired(
+        load(
+            {
+                "name": "pod",
+                "product": "atlas-a2",
+                "nodes": racks(2, 1, key="leaf"),
+                "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24}},
+            }
+        )
+    )
     assert json.loads(json.dumps(desired_document(desired)))["cluster"]["planes"][1]["group"] == "leaf=r01"
 
 
 def test_groups_by_several_ranges_and_several_labels():
     data = {
-        "name": "g", "product": "atlas-a2", "npus_per_node": 1,
-        "device_network": {"groups": [
-            {"name": "odd", "nodes": ["s0001", "s[0003-0003]"], "subnet": "10.1.0.0/24"},
-            {"name": "even", "match": {"rack": "r00", "row": "b"}, "subnet": "10.2.0.0/24"},
-        ]},
+        "name": "g",
+        "product": "atlas-a2",
+        "npus_per_node": 1,
+        "device_network": {
+            "groups": [
+                {"name": "odd", "nodes": ["s0001", "s[0003-0003]"], "subnet": "10.1.0.0/24"},
+                {"name": "even", "match": {"rack": "r00", "row": "b"}, "subnet": "10.2.0.0/24"},
+            ]
+        },
         "nodes": [
             {"name": "s0001", "host": "10.60.0.1", "labels": {"rack": "r00", "row": "a"}},
             {"name": "s0002", "host": "10.60.0.2", "labels": {"rack": "r00", "row": "b"}},
@@ -328,14 +423,24 @@ def test_groups_by_several_ranges_and_several_labels():
     }
     plan = plan_device_ips(load(data))
     assert not errors(plan)
-    assert {n: plan.group_of(n).name for n in plan.by_node} == {"s0001": "odd", "s0002": "even", "s0003": "odd", "s0004": "even"}
+    assert {n: plan.group_of(n).name for n in plan.by_node} == {
+        "s0001": "odd",
+        "s0002": "even",
+        "s0003": "odd",
+        "s0004": "even",
+    }
     # peer detection stays inside the group: s0001 probes s0003, s0004 probes s0002
     assert plan.by_node["s0001"][0].detect == plan.by_node["s0003"][0].ip
     assert plan.by_node["s0004"][0].detect == plan.by_node["s0002"][0].ip
 
 
 def test_conventional_layout_per_rack_group():
-    data = {"name": "r", "product": "atlas-800", "device_network": {"layout": "conventional", "rule": {"supernet": "10.200.0.0/16", "by": "rack", "prefix": 24}}, "nodes": racks(2, 3)}
+    data = {
+        "name": "r",
+        "product": "atlas-800",
+        "device_network": {"layout": "conventional", "rule": {"supernet": "10.200.0.0/16", "by": "rack", "prefix": 24}},
+        "nodes": racks(2, 3),
+    }
     plan = plan_device_ips(load(data))
     assert plan.layout == "conventional" and not errors(plan)
     assert plan.by_node["s0004"][0].ip == "10.200.4.101" and plan.by_node["s0005"][4].ip == "10.200.4.110"
@@ -348,8 +453,16 @@ def test_group_names_from_labels_are_shown_as_text_not_markup():
 
     from ascendprep.report.plan import print_plan
 
-    data = {"name": "m", "product": "atlas-a2", "npus_per_node": 1, "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24}},
-            "nodes": [{"name": "a1", "host": "10.0.0.1", "labels": {"leaf": "[bold]x[/bold]"}}, {"name": "b1", "host": "10.0.0.2", "labels": {"leaf": "y"}}]}
+    data = {
+        "name": "m",
+        "product": "atlas-a2",
+        "npus_per_node": 1,
+        "device_network": {"rule": {"supernet": "10.64.0.0/16", "by": "leaf", "prefix": 24}},
+        "nodes": [
+            {"name": "a1", "host": "10.0.0.1", "labels": {"leaf": "[bold]x[/bold]"}},
+            {"name": "b1", "host": "10.0.0.2", "labels": {"leaf": "y"}},
+        ],
+    }
     console = Console(record=True, width=200)
     print_plan(console, build_desired(load(data)))
     text = console.export_text()
@@ -358,12 +471,17 @@ def test_group_names_from_labels_are_shown_as_text_not_markup():
 
 def test_explicit_detect_ip_must_be_reachable_by_its_groups_rule():
     def data(gateway: bool) -> dict:
-        groups = [{"name": "a", "nodes": "s0001", "subnet": "10.1.0.0/24"}, {"name": "b", "nodes": "s0002", "subnet": "10.2.0.0/24"}]
+        groups = [
+            {"name": "a", "nodes": "s0001", "subnet": "10.1.0.0/24"},
+            {"name": "b", "nodes": "s0002", "subnet": "10.2.0.0/24"},
+        ]
         if gateway:
             groups[0]["gateway"] = "10.1.0.1"
             groups[1]["gateway"] = "10.2.0.1"
         return {
-            "name": "d", "product": "atlas-a2", "npus_per_node": 1,
+            "name": "d",
+            "product": "atlas-a2",
+            "npus_per_node": 1,
             "device_network": {"detect": "explicit", "groups": groups},
             "nodes": [
                 {"name": "s0001", "host": "10.60.0.1", "detect_ips": {0: "10.2.0.9"}},  # group b's subnet

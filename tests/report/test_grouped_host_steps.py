@@ -20,7 +20,10 @@ def _text(renderable) -> str:
 
 def _host(i: int, first: int, npus: int = 8, name: str = "") -> HostPlan:
     node = name or f"node{i:04d}"
-    changes = [SetNpuAddress(node, {"device": None, "file": None}, npu, f"10.20.0.{first + npu}", "255.255.0.0") for npu in range(npus)]
+    changes = [
+        SetNpuAddress(node, {"device": None, "file": None}, npu, f"10.20.0.{first + npu}", "255.255.0.0")
+        for npu in range(npus)
+    ]
     changes.append(SetSysctl(node, "4096", "net.core.somaxconn", "65535"))
     return HostPlan(node, "10.0.0.1", reachable=True, changes=changes)
 
@@ -64,7 +67,10 @@ def test_ranges_narrower_than_the_npus_or_different_text_do_not_merge():
 
 def test_hosts_whose_range_would_expand_in_another_order_stay_apart():
     # Inventory order node10, node9: "node[9-10]" would read node9 first, so the values would pair wrongly.
-    groups = [Grouped(("node10",), ("", "npu[0-1]: ip none → 10.0.0.[1-2]")), Grouped(("node9",), ("", "npu[0-1]: ip none → 10.0.0.[3-4]"))]
+    groups = [
+        Grouped(("node10",), ("", "npu[0-1]: ip none → 10.0.0.[1-2]")),
+        Grouped(("node9",), ("", "npu[0-1]: ip none → 10.0.0.[3-4]")),
+    ]
     assert merge_host_steps(groups, ["node10", "node9"]) == groups
     ordered = merge_host_steps(list(reversed(groups)), ["node9", "node10"])
     assert ordered == list(reversed(groups))  # node9 .3-.4 then node10 .1-.2: not a continuation

@@ -19,7 +19,10 @@ def _text(renderable) -> str:
 def _host(i: int) -> HostPlan:
     node = f"node{i:04d}"
     changes = [SetNpuTls(node, 1, npu, 0) for npu in range(8)]
-    changes += [SetNpuAddress(node, {"device": None, "file": None}, npu, f"10.{i // 256}.{i % 256}.{npu}", "255.255.0.0") for npu in range(2)]
+    changes += [
+        SetNpuAddress(node, {"device": None, "file": None}, npu, f"10.{i // 256}.{i % 256}.{npu}", "255.255.0.0")
+        for npu in range(2)
+    ]
     changes.append(SetSysctl(node, "4096", "net.core.somaxconn", "65535"))
     return HostPlan(node, f"10.0.0.{i % 250}", reachable=True, changes=changes)
 
@@ -40,8 +43,12 @@ def test_the_same_change_on_every_host_and_npu_is_one_line():
 def test_values_that_differ_per_host_are_never_merged_and_npu_steps_show_their_pattern():
     text = _text(changes_table([_host(1), _host(2)]))
     # Each host's device IPs run in step with the NPU: one line per host, the range pairs in order.
-    assert any("node0001" in line and "npu[0-1]: ip none → 10.0.1.[0-1]/255.255.0.0" in line for line in text.splitlines())
-    assert any("node0002" in line and "npu[0-1]: ip none → 10.0.2.[0-1]/255.255.0.0" in line for line in text.splitlines())
+    assert any(
+        "node0001" in line and "npu[0-1]: ip none → 10.0.1.[0-1]/255.255.0.0" in line for line in text.splitlines()
+    )
+    assert any(
+        "node0002" in line and "npu[0-1]: ip none → 10.0.2.[0-1]/255.255.0.0" in line for line in text.splitlines()
+    )
     assert "node[0001-0002]" in text and text.count("somaxconn") == 1
 
 
@@ -88,7 +95,9 @@ def test_lockstep_lines_expand_back_to_every_npu_and_value():
     lines = [(npu, f"netdetect none → 10.20.{npu + 8}.254") for npu in range(8)]
     [(label, text)] = collapse_npu_lines(lines)
     assert (label, text) == ("npu[0-7]", "netdetect none → 10.20.[8-15].254")
-    assert list(zip(expand("npu[0-7]"), expand(text))) == [(f"npu{n}", f"netdetect none → 10.20.{n + 8}.254") for n in range(8)]
+    assert list(zip(expand("npu[0-7]"), expand(text))) == [
+        (f"npu{n}", f"netdetect none → 10.20.{n + 8}.254") for n in range(8)
+    ]
     # Two numbers that vary, or a gap in the values: not merged.
     assert len(collapse_npu_lines([(n, f"ip 1.1.1.{n} → 2.2.2.{n}") for n in range(3)])) == 3
     assert len(collapse_npu_lines([(0, "gw 1.1.1.1"), (1, "gw 1.1.1.3")])) == 2

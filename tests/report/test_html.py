@@ -20,7 +20,10 @@ def test_hostile_host_text_is_escaped_never_markup() -> None:
 
 def test_sections_top_to_bottom() -> None:
     page = render_html(faulty_input())
-    order = [page.index(f'<section id="{name}">') for name in ("verdict", "grid", "reachability", "allreduce", "grey", "versions", "evidence")]
+    order = [
+        page.index(f'<section id="{name}">')
+        for name in ("verdict", "grid", "reachability", "allreduce", "grey", "versions", "evidence")
+    ]
     assert order == sorted(order)
     assert "FAIL: a training job" in page
     assert 'id="blockers"' in page and "network.link" in page
@@ -30,7 +33,9 @@ def test_faulty_pair_and_npu_are_marked() -> None:
     page = render_html(faulty_input())
     marked = re.findall(r'<rect class="mcell err bad"[^>]*><title>([^<]*)</title>', page)
     assert any(LOST_PAIR.replace("<", "&lt;").replace(">", "&gt;") in title for title in marked)
-    assert re.search(rf'<a class="c err" href="#node-\d+" title="[^"]*" data-node="{FAULTY_NODE}" data-npu="{FAULTY_NPU}">', page)
+    assert re.search(
+        rf'<a class="c err" href="#node-\d+" title="[^"]*" data-node="{FAULTY_NODE}" data-npu="{FAULTY_NPU}">', page
+    )
     assert re.search(r'<a class="c ok" [^>]*data-node="node1" data-npu="0">', page)
 
 

@@ -12,9 +12,8 @@ import base64
 import os
 from pathlib import Path
 
-import pytest
-
 import cdp
+import pytest
 from html_evidence import FAULTY_NODE, FAULTY_NPU, LOST_PAIR, faulty_input
 
 from ascendprep.base.outputfile import write_file
@@ -35,7 +34,11 @@ def page(tmp_path_factory: pytest.TempPathFactory):
     try:
         session = cdp.open_page(browser, path.as_uri())
         yield browser, session
-        shot = base64.b64decode(browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)["data"])
+        shot = base64.b64decode(
+            browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)[
+                "data"
+            ]
+        )
         folder = Path(os.environ.get("ASCENDPREP_ARTIFACTS") or path.parent)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "verify-html.png").write_bytes(shot)
@@ -55,16 +58,27 @@ def test_faulty_pair_is_marked_in_the_matrix(page) -> None:
 
 
 def test_faulty_npu_is_red_in_the_grid(page) -> None:
-    cell = f"document.querySelector('#grid a.c[data-node=\"{FAULTY_NODE}\"][data-npu=\"{FAULTY_NPU}\"]')"
+    cell = f'document.querySelector(\'#grid a.c[data-node="{FAULTY_NODE}"][data-npu="{FAULTY_NPU}"]\')'
     assert js(page, f"getComputedStyle({cell}).backgroundColor") == "rgb(214, 40, 40)"
-    assert js(page, "getComputedStyle(document.querySelector('#grid a.c[data-node=\"node1\"][data-npu=\"0\"]')).backgroundColor") == "rgb(82, 183, 136)"
-    assert js(page, f"{cell}.getAttribute('href')") == js(page, "'#' + document.querySelector('.node-ev h3').parentElement.id")
+    assert (
+        js(
+            page,
+            'getComputedStyle(document.querySelector(\'#grid a.c[data-node="node1"][data-npu="0"]\')).backgroundColor',
+        )
+        == "rgb(82, 183, 136)"
+    )
+    assert js(page, f"{cell}.getAttribute('href')") == js(
+        page, "'#' + document.querySelector('.node-ev h3').parentElement.id"
+    )
 
 
 def test_chart_has_its_points(page) -> None:
     assert js(page, "document.querySelectorAll('#busbw-chart circle.busbw.point').length") == 6
     assert js(page, "document.querySelectorAll('#busbw-chart circle.algbw.point').length") == 6
-    assert js(page, "document.querySelector('#busbw-chart .gate') !== null && document.querySelector('#busbw-chart .line-rate') !== null")
+    assert js(
+        page,
+        "document.querySelector('#busbw-chart .gate') !== null && document.querySelector('#busbw-chart .line-rate') !== null",
+    )
 
 
 def test_hostile_text_made_no_element_and_no_console_error(page) -> None:

@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
+from verify_cluster_facts import INVENTORY, NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
-from ascendprep.run import verify as verify_flow
-from ascendprep.verify.checks.registry import Selection
-from ascendprep.verify.checks.runner import run_checks
+from ascendprep.base.findings import Finding, Severity
 from ascendprep.commands.verify import verify_command
 from ascendprep.facts.model import LinkRecord, LinkStat
-from ascendprep.run.bundle import Bundle
-from ascendprep.base.findings import Finding, Severity
 from ascendprep.report.findings import findings_table
 from ascendprep.report.junit import render_junit
 from ascendprep.report.verify import print_verify, summary, summary_line, verify_document
-from verify_cluster_facts import INVENTORY, NOW, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from ascendprep.run import verify as verify_flow
+from ascendprep.run.bundle import Bundle
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
 
 NODES = ["node1", "node2", "node3", "node4"]
 
@@ -31,7 +31,9 @@ NODES = ["node1", "node2", "node3", "node4"]
 def faulty():
     """node2: link down on NPU 3 (error) and a recent flap on NPU 5 (warning); node3 unreachable."""
     desired = desired_state()
-    flap = LinkStat(NOW, 2, 1, (LinkRecord("Wed Jun  7 09:10:00 2023", "UP"), LinkRecord("Wed Jun  7 09:09:58 2023", "DOWN")))
+    flap = LinkStat(
+        NOW, 2, 1, (LinkRecord("Wed Jun  7 09:10:00 2023", "UP"), LinkRecord("Wed Jun  7 09:09:58 2023", "DOWN"))
+    )
     node2 = with_npu(with_npu(healthy_facts(desired, "node2"), 3, link="DOWN"), 5, link_stat=flap)
     hosts, plan = cluster_evidence(desired, {"node2": node2, "node3": None})
     return desired, hosts, run_checks(desired, hosts, plan, today=TODAY)
@@ -57,8 +59,15 @@ def test_text_summary_groups_failures_by_node_with_fixes(faulty):
 def test_the_same_failure_on_many_nodes_and_npus_is_one_row():
     """At 4,096 nodes the same finding is one line naming the hosts and NPUs as ranges."""
     nodes = [f"node{i:04d}" for i in range(1, 4097)]
-    same = [Finding("network.tls", Severity.WARNING, "tls switch is 1", "hccn_tool -i N -tls -s enable 0", node=n, npu=npu) for n in nodes for npu in range(8)]
-    own = [Finding("network.ip", Severity.ERROR, f"device ip is 10.0.0.{npu}", "fix it", node="node0002", npu=npu) for npu in range(2)]
+    same = [
+        Finding("network.tls", Severity.WARNING, "tls switch is 1", "hccn_tool -i N -tls -s enable 0", node=n, npu=npu)
+        for n in nodes
+        for npu in range(8)
+    ]
+    own = [
+        Finding("network.ip", Severity.ERROR, f"device ip is 10.0.0.{npu}", "fix it", node="node0002", npu=npu)
+        for npu in range(2)
+    ]
     console = Console(record=True, width=400)
     console.print(findings_table(same + own))
     text = console.export_text()
@@ -77,10 +86,16 @@ def test_junit_has_a_suite_per_node_and_the_cluster(faulty):
     assert list(suites) == NODES + ["cluster"]
     node2 = suites["node2"]
     failure = node2.find("testcase[@name='network.link[npu 3]']/failure")
-    assert failure is not None and failure.get("message") == "link status is DOWN" and failure.get("type") == "network.link"
+    assert (
+        failure is not None
+        and failure.get("message") == "link status is DOWN"
+        and failure.get("type") == "network.link"
+    )
     assert '"link": "DOWN"' in (failure.text or "") and "fix:" in (failure.text or "")
     flap = node2.find("testcase[@name='network.link_flaps[npu 5]']")
-    assert flap is not None and flap.find("failure") is None and (flap.findtext("system-out") or "").startswith("WARNING:")
+    assert (
+        flap is not None and flap.find("failure") is None and (flap.findtext("system-out") or "").startswith("WARNING:")
+    )
     assert node2.get("failures") == "1"
     node3 = suites["node3"]
     assert node3.get("failures") == "1" and int(node3.get("skipped")) > 50
@@ -89,7 +104,13 @@ def test_junit_has_a_suite_per_node_and_the_cluster(faulty):
 
 def test_junit_allreduce_suite_carries_its_findings(faulty):
     desired, _, results = faulty
-    finding = Finding("allreduce.busbw", Severity.ERROR, "busbw 3.1 GB/s is below --min-busbw 20", "check the slowest node", node="node4")
+    finding = Finding(
+        "allreduce.busbw",
+        Severity.ERROR,
+        "busbw 3.1 GB/s is below --min-busbw 20",
+        "check the slowest node",
+        node="node4",
+    )
     root = ET.fromstring(render_junit(results, NODES, desired.inventory.name, [finding]))
     suite = root.find("testsuite[@name='allreduce']")
     assert suite is not None and suite.find("testcase[@name='allreduce.busbw[node4]']/failure") is not None
@@ -100,10 +121,26 @@ def test_junit_allreduce_suite_carries_its_findings(faulty):
 
 def test_json_document_is_versioned_and_complete(faulty):
     _, hosts, results = faulty
-    doc = json.loads(json.dumps(verify_document(inventory={"path": "i.yaml"}, results=results, hosts=hosts, ssh_execs={"node1": 2}, mesh="ring", selection={"only": [], "skip": []}, exit_code=1)))
+    doc = json.loads(
+        json.dumps(
+            verify_document(
+                inventory={"path": "i.yaml"},
+                results=results,
+                hosts=hosts,
+                ssh_execs={"node1": 2},
+                mesh="ring",
+                selection={"only": [], "skip": []},
+                exit_code=1,
+            )
+        )
+    )
     assert doc["schema_version"] == 1 and doc["kind"] == "verify" and doc["exit_code"] == 1
     assert len(doc["checks"]) == len(results)
-    assert {(f["id"], f["node"], f["npu"]) for f in doc["findings"]} == {("network.link", "node2", 3), ("network.link_flaps", "node2", 5), ("node.reachable", "node3", None)}
+    assert {(f["id"], f["node"], f["npu"]) for f in doc["findings"]} == {
+        ("network.link", "node2", 3),
+        ("network.link_flaps", "node2", 5),
+        ("node.reachable", "node3", None),
+    }
     assert doc["hosts"]["node3"]["reachable"] is False and doc["hosts"]["node3"]["error_kind"] == "unreachable"
 
 
@@ -144,10 +181,16 @@ def test_unreachable_hosts_fail_fast_and_exit_1(tmp_path, monkeypatch):
         "name: x\nproduct: atlas-a2\nnpus_per_node: 1\ndevice_network: {subnet: 10.20.0.0/24}\n"
         "ssh: {port: 1, connect_timeout: 3, known_hosts: known_hosts}\nnodes: [{name: 'n[1-2]', host: '127.0.0.[1-2]'}]\n"
     )
-    outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--junit", str(tmp_path / "v.xml")])
+    outcome = CliRunner().invoke(
+        verify_command, [str(inventory), "--format", "json", "--junit", str(tmp_path / "v.xml")]
+    )
     assert outcome.exit_code == 1, outcome.output
     doc = json.loads(outcome.stdout)
-    assert [(f["id"], f["node"]) for f in doc["findings"]] == [("node.reachable", "n1"), ("node.reachable", "n2"), ("cluster.reachability", None)]
+    assert [(f["id"], f["node"]) for f in doc["findings"]] == [
+        ("node.reachable", "n1"),
+        ("node.reachable", "n2"),
+        ("cluster.reachability", None),
+    ]
     # With both ends unreachable, the pair's reachability is unknown: said so, not passed.
     assert doc["findings"][2]["message"].startswith("could not check: no end of n1 npu 0")
     assert all(host["ssh_execs"] is None for host in doc["hosts"].values())
@@ -160,7 +203,14 @@ def test_tool_output_in_messages_is_not_read_as_markup(faulty):
     _, hosts, results = faulty
     console = Console(record=True, width=400)
     text = "gloo [/__w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer"
-    print_verify(console, results, hosts, NODES, extra=[Finding("allreduce.init", Severity.ERROR, text, "see [b]the log[/b]", node="node4")], bundle="runs/[x]")
+    print_verify(
+        console,
+        results,
+        hosts,
+        NODES,
+        extra=[Finding("allreduce.init", Severity.ERROR, text, "see [b]the log[/b]", node="node4")],
+        bundle="runs/[x]",
+    )
     output = console.export_text()
     assert text in output and "see [b]the log[/b]" in output and "runs/[x]" in output
 
@@ -175,7 +225,11 @@ def _saved_run(tmp_path: Path, monkeypatch, facts=None) -> Path:
     folder = tmp_path / "runs" / "20250601T000000Z"
     folder.mkdir(parents=True)
     bundle = Bundle("/x/inventory.yaml", INVENTORY, hosts, pings, "ring", Selection().to_dict(), TODAY, path=folder)
-    monkeypatch.setattr(verify_flow, "read_bundle", lambda path, *budget: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
+    monkeypatch.setattr(
+        verify_flow,
+        "read_bundle",
+        lambda path, *budget: bundle if Path(path) == folder else pytest.fail(f"read {path}"),
+    )
     return folder
 
 

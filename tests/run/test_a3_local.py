@@ -10,27 +10,29 @@ hccn_tool and npu-smi as subprocesses, the node chosen by ASCENDPREP_LAB_NODE_FI
 from __future__ import annotations
 
 import json
-from unittest import mock
 import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
+from unittest import mock
 
 import pytest
 import yaml
+from a3sim import A3Lab
 from click.testing import CliRunner
 
-from a3sim import A3Lab
-from ascendprep.verify.checks.hccs import plan_for, plan_local
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import build_desired
-from ascendprep.run.bundle import read_bundle
 from ascendprep.inventory.load import inventory_from_text
 from ascendprep.lab.sim import state
+from ascendprep.run.bundle import read_bundle
+from ascendprep.verify.checks.hccs import plan_for, plan_local
 
 DIES = 4
 INVENTORY = {
-    "name": "a3", "product": "atlas-a3", "npus_per_node": DIES,
+    "name": "a3",
+    "product": "atlas-a3",
+    "npus_per_node": DIES,
     "device_network": {"subnets": ["10.30.0.0/24", "10.31.0.0/24"], "tls": False},
     "nodes": [{"name": "node[1-2]", "host": "10.231.0.[11-12]", "super_pod": 0}],
 }
@@ -44,18 +46,33 @@ def a3(tmp_path: Path) -> Tuple[A3Lab, Path, Path]:
     tools.mkdir()
     for name, module in (("hccn_tool", "hccn_tool"), ("npu-smi", "npu_smi")):
         path = tools / name
-        path.write_text(f"#!/bin/sh\nexec {sys.executable} -S -m ascendprep.lab.sim.{module} \"$@\"\n")
+        path.write_text(f'#!/bin/sh\nexec {sys.executable} -S -m ascendprep.lab.sim.{module} "$@"\n')
         path.chmod(0o755)
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(yaml.safe_dump(INVENTORY))
     return lab, inventory, tools
 
 
-def local_verify(lab: A3Lab, node: str, inventory: Path, folder: Path, path: str, *more: str) -> Tuple[int, Dict[str, Any]]:
+def local_verify(
+    lab: A3Lab, node: str, inventory: Path, folder: Path, path: str, *more: str
+) -> Tuple[int, Dict[str, Any]]:
     """``verify --local --node NODE --only cluster.hccs`` as ``node``, with ``path`` as PATH."""
     env = {**lab.env(node), "PATH": path}
-    args = [str(inventory), "--local", "--node", node, "--only", "cluster.hccs", "--bundle-dir", str(folder),
-            "--sample-interval", "0", "--format", "json", *more]
+    args = [
+        str(inventory),
+        "--local",
+        "--node",
+        node,
+        "--only",
+        "cluster.hccs",
+        "--bundle-dir",
+        str(folder),
+        "--sample-interval",
+        "0",
+        "--format",
+        "json",
+        *more,
+    ]
     outcome = CliRunner().invoke(verify_command, args, env=env)
     assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.output
     return outcome.exit_code, json.loads(outcome.stdout)
@@ -113,9 +130,11 @@ def test_exec_via_runs_the_hccs_pings_where_the_tools_are(a3, tmp_path: Path) ->
     """The tools exist only inside the "container" the wrapper enters (its PATH), not on the host."""
     lab, inventory, tools = a3
     wrapper = tmp_path / "container"
-    wrapper.write_text(f"#!/bin/sh\nPATH={tools}:$PATH exec \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\nPATH={tools}:$PATH exec "$@"\n')
     wrapper.chmod(0o755)
-    code, document = local_verify(lab, "node1", inventory, tmp_path / "b", os.environ["PATH"], "--exec-via", str(wrapper))
+    code, document = local_verify(
+        lab, "node1", inventory, tmp_path / "b", os.environ["PATH"], "--exec-via", str(wrapper)
+    )
     results = hccs_results(document)
     assert {f"node1:{d}<->node2:{d}" for d in range(DIES)} <= set(results)
     assert {status for status, _ in results.values()} == {"passed"}, results
@@ -127,10 +146,16 @@ def test_a_local_plan_places_only_the_peers_the_inventory_puts_in_its_pod() -> N
 
     declared = build_desired(inventory_from_text(yaml.safe_dump(INVENTORY)))
     pairs = plan_local(declared, "node2", _facts(0, 1, DIES))
-    assert {(p.source.node, p.target.node) for p in pairs} == {("node2", "node2")}  # the ring's node1->node2 pairs are node1's
+    assert {(p.source.node, p.target.node) for p in pairs} == {
+        ("node2", "node2")
+    }  # the ring's node1->node2 pairs are node1's
     pairs = plan_local(declared, "node1", _facts(0, 0, DIES))
-    assert {p.target.vnic for p in pairs if p.target.node == "node2"} == {f"192.1.{2 + d % 2}.{199 - d}" for d in range(DIES)}
-    undeclared = build_desired(inventory_from_text(yaml.safe_dump({**INVENTORY, "nodes": [{"name": "node[1-2]", "host": "10.231.0.[11-12]"}]})))
+    assert {p.target.vnic for p in pairs if p.target.node == "node2"} == {
+        f"192.1.{2 + d % 2}.{199 - d}" for d in range(DIES)
+    }
+    undeclared = build_desired(
+        inventory_from_text(yaml.safe_dump({**INVENTORY, "nodes": [{"name": "node[1-2]", "host": "10.231.0.[11-12]"}]}))
+    )
     pairs = plan_local(undeclared, "node1", _facts(0, 0, DIES))
     assert pairs and {p.target.node for p in pairs} == {"node1"}  # its in-server ring only
     assert plan_local(declared, "node1", None) == ()  # no pod read: nothing to ping

@@ -60,7 +60,9 @@ def test_local_apply_finds_its_node_by_host_name_and_refuses_to_guess(planned, m
     assert apply_command.run_apply(plan_path, False, None, local=True) == exitcodes.OK
     assert set(hosts.applied) == {"n1"}
 
-    monkeypatch.setattr(apply_command, "machine_identity", lambda: MachineIdentity(frozenset({"gpu7"}), frozenset({"192.0.2.50"})))
+    monkeypatch.setattr(
+        apply_command, "machine_identity", lambda: MachineIdentity(frozenset({"gpu7"}), frozenset({"192.0.2.50"}))
+    )
     with pytest.raises(click.BadParameter, match="no node of .* is this machine .*gpu7.*192.0.2.50"):
         apply_command.run_apply(plan_path, False, None, local=True)
     assert journals(plan_path)[-1]["status"] == "refused"
@@ -70,7 +72,10 @@ def test_local_apply_usage(planned):  # noqa: F811
     from click.testing import CliRunner
 
     plan_path, _, _ = planned
-    for args, message in ((["--node", "n1"], "--node only applies with --local"), (["--local", "--hosts", "n1"], "--hosts do not apply")):
+    for args, message in (
+        (["--node", "n1"], "--node only applies with --local"),
+        (["--local", "--hosts", "n1"], "--hosts do not apply"),
+    ):
         outcome = CliRunner().invoke(apply_cli, [str(plan_path), *args])
         assert outcome.exit_code == 2 and message in outcome.output, outcome.output
     assert json.loads(plan_path.read_text())  # the plan is untouched

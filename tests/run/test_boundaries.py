@@ -18,8 +18,26 @@ from clirun import python_in_worktree, run_cli, top_level_packages
 #: The SSH stack: paramiko, and fabric with its invoke.
 SSH_PACKAGES = ("paramiko", "fabric", "invoke")
 #: The pure core: what plan and verify decide with, readable without any SSH library.
-PURE_PACKAGES = ("ascendprep.base", "ascendprep.inventory", "ascendprep.compat", "ascendprep.facts", "ascendprep.desired", "ascendprep.plan", "ascendprep.apply", "ascendprep.verify")
-PURE_MODULES = ("ascendprep.plan.diff", "ascendprep.desired.state", "ascendprep.inventory.addressing", "ascendprep.facts.model", "ascendprep.plan.drift", "ascendprep.plan.changes", "ascendprep.apply.script", "ascendprep.verify.allreduce.jobs")
+PURE_PACKAGES = (
+    "ascendprep.base",
+    "ascendprep.inventory",
+    "ascendprep.compat",
+    "ascendprep.facts",
+    "ascendprep.desired",
+    "ascendprep.plan",
+    "ascendprep.apply",
+    "ascendprep.verify",
+)
+PURE_MODULES = (
+    "ascendprep.plan.diff",
+    "ascendprep.desired.state",
+    "ascendprep.inventory.addressing",
+    "ascendprep.facts.model",
+    "ascendprep.plan.drift",
+    "ascendprep.plan.changes",
+    "ascendprep.apply.script",
+    "ascendprep.verify.allreduce.jobs",
+)
 
 BLOCK_SSH = textwrap.dedent(
     """
@@ -64,7 +82,12 @@ def test_the_pure_core_imports_with_paramiko_and_fabric_blocked() -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["blocked"], "the blocker let paramiko through: this test would prove nothing"
-    assert {"ascendprep.verify.checks.registry", "ascendprep.facts.gather", "ascendprep.facts.ping", "ascendprep.compat.data"} <= set(result["imported"])
+    assert {
+        "ascendprep.verify.checks.registry",
+        "ascendprep.facts.gather",
+        "ascendprep.facts.ping",
+        "ascendprep.compat.data",
+    } <= set(result["imported"])
     assert result["fleet"] == [], "the pure core imports host I/O"
 
 
@@ -118,12 +141,19 @@ def test_a_bundle_recheck_loads_no_ssh_library(tmp_path: Path) -> None:
     """``verify --from-bundle`` contacts no host, so it needs no SSH library either."""
     from datetime import date
 
-    from ascendprep.verify.checks.context import HostEvidence
     from ascendprep.run.bundle import Bundle, write_bundle
+    from ascendprep.verify.checks.context import HostEvidence
 
     text = _inventory(tmp_path).read_text()
-    hosts = {name: HostEvidence(name, address, None, error=f"{name}: connection refused", error_kind="unreachable") for name, address in (("n1", "10.0.0.11"), ("n2", "10.0.0.12"))}
-    target = write_bundle(Bundle(str(tmp_path / "inventory.yaml"), text, hosts, None, "ring", {"only": [], "skip": []}, date(2026, 1, 5)), tmp_path / "runs" / "20260105T000000Z", {})
+    hosts = {
+        name: HostEvidence(name, address, None, error=f"{name}: connection refused", error_kind="unreachable")
+        for name, address in (("n1", "10.0.0.11"), ("n2", "10.0.0.12"))
+    }
+    target = write_bundle(
+        Bundle(str(tmp_path / "inventory.yaml"), text, hosts, None, "ring", {"only": [], "skip": []}, date(2026, 1, 5)),
+        tmp_path / "runs" / "20260105T000000Z",
+        {},
+    )
     result = _cli(tmp_path, "verify", "--from-bundle", str(target), "--format", "json")
     assert result == {"code": 1, "loaded": []}  # 1: the recorded hosts were unreachable
 

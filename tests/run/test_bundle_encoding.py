@@ -7,17 +7,19 @@ import gzip
 import json
 from datetime import date
 
+from ascendprep.base.findings import Severity
+from ascendprep.facts.model import HostFacts
+from ascendprep.report import jsondoc
+from ascendprep.run.bundle import Bundle, bundle_size, new_bundle_dir, read_bundle, write_bundle
 from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.verify.checks.model import CheckResult, Status
-from ascendprep.facts.model import HostFacts
-from ascendprep.base.findings import Severity
-from ascendprep.run.bundle import Bundle, bundle_size, new_bundle_dir, read_bundle, write_bundle
-from ascendprep.report import jsondoc
 
 
 def _bundle() -> Bundle:
     hosts = {
-        f"node{i}": HostEvidence(f"node{i}", f"10.0.0.{i}", HostFacts(hostname=f"node{i}"), gather_stdout="@@ascendprep gather v1 x\n" * 50)
+        f"node{i}": HostEvidence(
+            f"node{i}", f"10.0.0.{i}", HostFacts(hostname=f"node{i}"), gather_stdout="@@ascendprep gather v1 x\n" * 50
+        )
         for i in range(1, 4)
     }
     return Bundle("/x/inventory.yaml", "name: x\n", hosts, None, "ring", {}, date(2026, 11, 25))
@@ -29,7 +31,13 @@ def _result(node: str, status: Status) -> CheckResult:
 
 def test_results_and_facts_are_written_compact_and_read_back(tmp_path) -> None:
     bundle = _bundle()
-    report = {"checks": [{"check": "npu.ip", "node": f"node{i % 3 + 1}", "evidence": {"i": i}} for i in range(3 * jsondoc.SLICE_ITEMS)], "exit_code": 0}
+    report = {
+        "checks": [
+            {"check": "npu.ip", "node": f"node{i % 3 + 1}", "evidence": {"i": i}}
+            for i in range(3 * jsondoc.SLICE_ITEMS)
+        ],
+        "exit_code": 0,
+    }
     target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), report, results=[_result("node2", Status.FAILED)])
     text = gzip.decompress((target / "results.json.gz").read_bytes()).decode()
     assert text == json.dumps(report, separators=(",", ":")) + "\n"  # compact, one line
@@ -62,11 +70,21 @@ def test_bundle_size_covers_what_is_written_and_nothing_is_encoded_twice(tmp_pat
 
 def test_facts_json_is_written_only_for_hosts_with_a_failed_check_or_an_error(tmp_path) -> None:
     bundle = _bundle()
-    bundle.hosts["node3"] = HostEvidence("node3", "10.0.0.3", HostFacts(hostname="node3"), gather_stdout="x\n", ping_error="the ping script failed")
+    bundle.hosts["node3"] = HostEvidence(
+        "node3", "10.0.0.3", HostFacts(hostname="node3"), gather_stdout="x\n", ping_error="the ping script failed"
+    )
     bundle.hosts["node4"] = HostEvidence("node4", "10.0.0.4", None, error="connection refused", error_kind="connect")
-    results = [_result("node1", Status.PASSED), _result("node1", Status.SKIPPED), _result("node2", Status.PASSED), _result("node2", Status.FAILED)]
+    results = [
+        _result("node1", Status.PASSED),
+        _result("node1", Status.SKIPPED),
+        _result("node2", Status.PASSED),
+        _result("node2", Status.FAILED),
+    ]
     target = write_bundle(bundle, new_bundle_dir(tmp_path / "runs"), {}, results=results)
-    assert sorted(p.name for p in (target / "hosts").glob("*.facts.json.gz")) == ["node2.facts.json.gz", "node3.facts.json.gz"]
+    assert sorted(p.name for p in (target / "hosts").glob("*.facts.json.gz")) == [
+        "node2.facts.json.gz",
+        "node3.facts.json.gz",
+    ]
     assert read_bundle(target).hosts["node1"].gather_stdout  # the transcript of every host that answered stays
 
 

@@ -12,15 +12,15 @@ from typing import Any, Callable, List, Tuple
 
 import pytest
 from click.testing import CliRunner
+from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state
 
 from ascendprep.base import exitcodes
-from ascendprep.verify.checks.registry import Selection
+from ascendprep.base.jsoninput import parse_json
+from ascendprep.base.yamlsource import InputError
 from ascendprep.commands.verify import verify_command
 from ascendprep.run import bundle as bundle_module
 from ascendprep.run.bundle import Bundle, BundleError, ReadBudget, new_bundle_dir, read_bundle, write_bundle
-from ascendprep.base.jsoninput import parse_json
-from ascendprep.base.yamlsource import InputError
-from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state
+from ascendprep.verify.checks.registry import Selection
 
 #: Written in place of ``"@TEXT"`` in a run.json: numbers json.dumps cannot write (``1e400``).
 RAW = re.compile(r'"@([^"]*)"')
@@ -35,10 +35,15 @@ def evidence():
 
 def _bundle(evidence, local_node=None) -> Bundle:
     hosts, plan = evidence
-    hosts = {name: host.__class__(**{**host.__dict__, "gather_stdout": f"raw output of {name}\n"}) for name, host in hosts.items()}
+    hosts = {
+        name: host.__class__(**{**host.__dict__, "gather_stdout": f"raw output of {name}\n"})
+        for name, host in hosts.items()
+    }
     if local_node is not None:
         hosts = {local_node: hosts[local_node]}
-    return Bundle("/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection().to_dict(), TODAY, local_node=local_node)
+    return Bundle(
+        "/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection().to_dict(), TODAY, local_node=local_node
+    )
 
 
 @pytest.fixture
@@ -74,7 +79,10 @@ def test_host_records_sharing_one_member_are_refused_before_any_is_decompressed(
     calls: List[int] = []
     real = bundle_module.zlib.decompressobj
     monkeypatch.setattr(bundle_module.zlib, "decompressobj", lambda *a: calls.append(1) or real(*a))
-    with pytest.raises(BundleError, match=r"run\.json: hosts\.node\d\.files\.gather\.out \[\d+, \d+\] and hosts\.node\d\.files\.gather\.out \(at \d+\) overlap in hosts/gather\.out\.gz; refused"):
+    with pytest.raises(
+        BundleError,
+        match=r"run\.json: hosts\.node\d\.files\.gather\.out \[\d+, \d+\] and hosts\.node\d\.files\.gather\.out \(at \d+\) overlap in hosts/gather\.out\.gz; refused",
+    ):
         read_bundle(saved)
     assert calls == []
     code, output = _verify(str(saved))
@@ -100,14 +108,20 @@ def _bombs(folder: Path, size: int) -> None:
             bomb = gzip.compress(b"\0" * size)
             places[name] = [out.tell(), len(bomb)]
             out.write(bomb)
-    _edit_run(folder, lambda run: [run["hosts"][name]["files"].update({"gather.out": where}) for name, where in places.items()])
+    _edit_run(
+        folder,
+        lambda run: [run["hosts"][name]["files"].update({"gather.out": where}) for name, where in places.items()],
+    )
 
 
 def test_many_small_bombs_stop_at_the_bundles_budget_naming_it(saved, monkeypatch):
     monkeypatch.setattr(bundle_module, "BUNDLE_FILE_MAX_BYTES", 100_000)
     monkeypatch.setattr(bundle_module, "BUNDLE_READ_MAX_BYTES", 250_000)
     _bombs(saved, 90_000)  # each under the per-file cap, four of them over the budget
-    with pytest.raises(BundleError, match=rf"^{re.escape(str(saved))}: its files decompress to more than 250,000 bytes in all \(node\d's gather\.out passes that\); refused"):
+    with pytest.raises(
+        BundleError,
+        match=rf"^{re.escape(str(saved))}: its files decompress to more than 250,000 bytes in all \(node\d's gather\.out passes that\); refused",
+    ):
         read_bundle(saved)
     code, output = _verify(str(saved))
     assert code == exitcodes.INVALID and f"{saved}: its files decompress to more than 250,000 bytes in all" in output
@@ -147,22 +161,68 @@ def test_node_bundles_together_stop_at_the_merges_budget(evidence, tmp_path, mon
 @pytest.mark.parametrize(
     ("change", "where", "what"),
     [
-        (lambda run: run["hosts"]["node1"].update(seconds="@1e400"), "hosts.node1.seconds", "the number 1e400 is beyond a double's range"),
-        (lambda run: run["hosts"]["node1"].update(ssh_execs="@" + BIG), "hosts.node1.ssh_execs", "the number 10000000000000000000… (401 characters) is more than 24 digits"),
-        (lambda run: run["pings"]["pairs"][0]["a"].update(npu="@-1e999"), "pings.pairs[0].a.npu", "the number -1e999 is beyond a double's range"),
+        (
+            lambda run: run["hosts"]["node1"].update(seconds="@1e400"),
+            "hosts.node1.seconds",
+            "the number 1e400 is beyond a double's range",
+        ),
+        (
+            lambda run: run["hosts"]["node1"].update(ssh_execs="@" + BIG),
+            "hosts.node1.ssh_execs",
+            "the number 10000000000000000000… (401 characters) is more than 24 digits",
+        ),
+        (
+            lambda run: run["pings"]["pairs"][0]["a"].update(npu="@-1e999"),
+            "pings.pairs[0].a.npu",
+            "the number -1e999 is beyond a double's range",
+        ),
         (lambda run: run["hosts"]["node1"].update(ping=[1]), "hosts.node1.ping", "must be an object, not a list"),
         (lambda run: run.update(hosts=[1]), "hosts", "must be an object, not a list"),
-        (lambda run: run["hosts"]["node2"].update(gathered="yes"), "hosts.node2.gathered", "must be true or false, not text"),
-        (lambda run: run["hosts"]["node1"].update(ssh_execs=-3), "hosts.node1.ssh_execs", "must be a count (0, 1, 2, ...), not -3"),
-        (lambda run: run["hosts"]["node1"].update(seconds=-1.5), "hosts.node1.seconds", "must be a number of seconds (0 or more), not -1.5"),
-        (lambda run: run["pings"]["pairs"][0]["a"].update(npu="3"), "pings.pairs[0].a.npu", "must be a count (0, 1, 2, ...), not text"),
+        (
+            lambda run: run["hosts"]["node2"].update(gathered="yes"),
+            "hosts.node2.gathered",
+            "must be true or false, not text",
+        ),
+        (
+            lambda run: run["hosts"]["node1"].update(ssh_execs=-3),
+            "hosts.node1.ssh_execs",
+            "must be a count (0, 1, 2, ...), not -3",
+        ),
+        (
+            lambda run: run["hosts"]["node1"].update(seconds=-1.5),
+            "hosts.node1.seconds",
+            "must be a number of seconds (0 or more), not -1.5",
+        ),
+        (
+            lambda run: run["pings"]["pairs"][0]["a"].update(npu="3"),
+            "pings.pairs[0].a.npu",
+            "must be a count (0, 1, 2, ...), not text",
+        ),
         (lambda run: run["pings"].update(pairs={"a": 1}), "pings.pairs", "must be a list, not an object"),
-        (lambda run: run["pings"]["pairs"][0].update(source=["a"]), "pings.pairs[0].source", 'must be "a", "b" or null'),
-        (lambda run: run.update(selection={"only": [{"check": "x"}]}), "selection.only[0]", "must be text, not an object"),
+        (
+            lambda run: run["pings"]["pairs"][0].update(source=["a"]),
+            "pings.pairs[0].source",
+            'must be "a", "b" or null',
+        ),
+        (
+            lambda run: run.update(selection={"only": [{"check": "x"}]}),
+            "selection.only[0]",
+            "must be text, not an object",
+        ),
         (lambda run: run.update(mesh="star"), "mesh", "'star' is not one of ring, full"),
         (lambda run: run.update(date="2026-13-01"), "date", "'2026-13-01' is not a date such as 2026-01-31"),
-        (lambda run: run.update(allreduce_findings=[{"id": "x", "severity": ["error"], "message": "m"}]), "allreduce_findings[0].severity", "must be one of error, warning, info"),
-        (lambda run: run.update(allreduce_findings=[{"id": "x", "severity": "error", "message": "m", "code": "rm -rf"}]), "allreduce_findings[0]", "has fields a finding does not have: code"),
+        (
+            lambda run: run.update(allreduce_findings=[{"id": "x", "severity": ["error"], "message": "m"}]),
+            "allreduce_findings[0].severity",
+            "must be one of error, warning, info",
+        ),
+        (
+            lambda run: run.update(
+                allreduce_findings=[{"id": "x", "severity": "error", "message": "m", "code": "rm -rf"}]
+            ),
+            "allreduce_findings[0]",
+            "has fields a finding does not have: code",
+        ),
     ],
 )
 def test_crafted_numbers_and_shapes_in_run_json_are_located_errors(saved, change, where, what):
@@ -178,9 +238,21 @@ def test_crafted_numbers_and_shapes_in_run_json_are_located_errors(saved, change
         ('[{"passed": true}]', "", "must be an object, not a list"),
         ('{"passed": "yes"}', "passed: ", "must be true or false, not text"),
         ('{"verdict": {"sizes": {"8": 1.0}}}', "verdict.sizes: ", "must be a list, not an object"),
-        ('{"verdict": {"sizes": [{"bytes": 8, "busbw_GBps": "fast"}]}}', "verdict.sizes[0].busbw_GBps: ", "must be a number (0 or more), not text"),
-        ('{"verdict": {"sizes": [{"bytes": 8, "busbw_GBps": 1e400}]}}', "verdict.sizes[0].busbw_GBps: ", "the number 1e400 is beyond a double's range"),
-        ('{"verdict": {"world_size": ' + BIG + "}}", "verdict.world_size: ", "the number 10000000000000000000… (401 characters) is more than 24 digits"),
+        (
+            '{"verdict": {"sizes": [{"bytes": 8, "busbw_GBps": "fast"}]}}',
+            "verdict.sizes[0].busbw_GBps: ",
+            "must be a number (0 or more), not text",
+        ),
+        (
+            '{"verdict": {"sizes": [{"bytes": 8, "busbw_GBps": 1e400}]}}',
+            "verdict.sizes[0].busbw_GBps: ",
+            "the number 1e400 is beyond a double's range",
+        ),
+        (
+            '{"verdict": {"world_size": ' + BIG + "}}",
+            "verdict.world_size: ",
+            "the number 10000000000000000000… (401 characters) is more than 24 digits",
+        ),
     ],
 )
 def test_crafted_allreduce_json_is_a_located_error_for_every_format(saved, doc, where, what):
@@ -194,7 +266,13 @@ def test_crafted_allreduce_json_is_a_located_error_for_every_format(saved, doc, 
 def test_json_read_back_refuses_numbers_no_document_holds_naming_their_path():
     with pytest.raises(InputError) as caught:
         parse_json('{"hosts": {"n1": {"seconds": [0, 1e400]}}}', "run.json")
-    assert [str(p) for p in caught.value.problems] == ["run.json: hosts.n1.seconds[1]: the number 1e400 is beyond a double's range (it reads as infinity); refused"]
+    assert [str(p) for p in caught.value.problems] == [
+        "run.json: hosts.n1.seconds[1]: the number 1e400 is beyond a double's range (it reads as infinity); refused"
+    ]
     with pytest.raises(InputError, match="more than 24 digits"):
         parse_json('{"count": -' + BIG + "}", "plan.json")
-    assert parse_json('{"a": 18446744073709551615, "b": 1.5e300, "c": -2}', "x.json") == {"a": 2**64 - 1, "b": 1.5e300, "c": -2}
+    assert parse_json('{"a": 18446744073709551615, "b": 1.5e300, "c": -2}', "x.json") == {
+        "a": 2**64 - 1,
+        "b": 1.5e300,
+        "c": -2,
+    }

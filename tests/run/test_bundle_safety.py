@@ -14,14 +14,22 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
-
-from ascendprep.run import bundle as bundle_module
-from ascendprep.run.bundle import Bundle, BundleError, check_free_space, new_bundle_dir, prune_runs, read_bundle, run_dirs, write_bundle
-from ascendprep.verify.checks.registry import Selection
-from ascendprep.run import verify as verify_flow
-from ascendprep.commands.verify import verify_command
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state
 
+from ascendprep.commands.verify import verify_command
+from ascendprep.run import bundle as bundle_module
+from ascendprep.run import verify as verify_flow
+from ascendprep.run.bundle import (
+    Bundle,
+    BundleError,
+    check_free_space,
+    new_bundle_dir,
+    prune_runs,
+    read_bundle,
+    run_dirs,
+    write_bundle,
+)
+from ascendprep.verify.checks.registry import Selection
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +41,10 @@ def evidence():
 
 def _bundle(evidence) -> Bundle:
     _, hosts, plan = evidence
-    hosts = {name: host.__class__(**{**host.__dict__, "gather_stdout": f"raw output of {name}\n"}) for name, host in hosts.items()}
+    hosts = {
+        name: host.__class__(**{**host.__dict__, "gather_stdout": f"raw output of {name}\n"})
+        for name, host in hosts.items()
+    }
     return Bundle("/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection().to_dict(), TODAY)
 
 
@@ -47,7 +58,7 @@ def saved(evidence, tmp_path):
 def _member(folder: Path, name: str, stem: str) -> bytes:
     """``name``'s gzip member in ``hosts/<stem>.gz``, where run.json says it lies."""
     offset, length = json.loads((folder / "run.json").read_text())["hosts"][name]["files"][stem]
-    return (folder / "hosts" / f"{stem}.gz").read_bytes()[offset:offset + length]
+    return (folder / "hosts" / f"{stem}.gz").read_bytes()[offset : offset + length]
 
 
 def _as_schema_2(folder: Path) -> None:
@@ -93,7 +104,9 @@ def test_bundles_of_schema_2_with_a_file_per_host_are_still_read(saved):
     _as_schema_2(saved)
     assert (saved / "hosts" / "node1.gather.out.gz").exists()
     old = read_bundle(saved)
-    assert {n: (h.gather_stdout, h.ping_stdout, h.facts) for n, h in old.hosts.items()} == {n: (h.gather_stdout, h.ping_stdout, h.facts) for n, h in written.hosts.items()}
+    assert {n: (h.gather_stdout, h.ping_stdout, h.facts) for n, h in old.hosts.items()} == {
+        n: (h.gather_stdout, h.ping_stdout, h.facts) for n, h in written.hosts.items()
+    }
 
 
 def test_bundles_written_before_compression_are_still_read(saved):
@@ -130,7 +143,9 @@ def test_a_bundle_of_an_unknown_schema_is_refused_naming_what_is_read(saved):
 
 
 def test_a_missing_raw_output_is_refused_but_an_empty_stderr_need_not_be_there(saved):
-    assert "gather.err" not in json.loads((saved / "run.json").read_text())["hosts"]["node1"]["files"]  # nothing on stderr: not written
+    assert (
+        "gather.err" not in json.loads((saved / "run.json").read_text())["hosts"]["node1"]["files"]
+    )  # nothing on stderr: not written
     assert read_bundle(saved).hosts["node1"].gather_stderr == ""
     _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].pop("gather.out"))
     with pytest.raises(BundleError, match=r"hosts\.node1\.files has no gather\.out: missing from the bundle"):
@@ -151,7 +166,12 @@ def test_a_member_past_the_end_or_not_whole_is_refused(saved):
         read_bundle(saved)
     with open(saved / "hosts" / "gather.out.gz", "ab") as stream:  # two members where one belongs
         stream.write(gzip.compress(b"one\n") + gzip.compress(b"two\n"))
-    _edit_run(saved, lambda run: run["hosts"]["node1"]["files"].update({"gather.out": [size, (saved / "hosts" / "gather.out.gz").stat().st_size - size]}))
+    _edit_run(
+        saved,
+        lambda run: run["hosts"]["node1"]["files"].update(
+            {"gather.out": [size, (saved / "hosts" / "gather.out.gz").stat().st_size - size]}
+        ),
+    )
     with pytest.raises(BundleError, match="is not one whole gzip member"):
         read_bundle(saved)
 
@@ -253,19 +273,30 @@ def test_run_json_of_the_wrong_shape_is_a_bundle_error(saved):
 def test_prune_keeps_the_newest_runs_and_nothing_else_is_touched(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
-    names = ["20260101T000000Z", "20260101T000000Z-2", "20260101T000000Z-10", "20260102T000000Z", "notes", ".20260103T000000Z.partial"]
+    names = [
+        "20260101T000000Z",
+        "20260101T000000Z-2",
+        "20260101T000000Z-10",
+        "20260102T000000Z",
+        "notes",
+        ".20260103T000000Z.partial",
+    ]
     for name in names:
         (runs / name).mkdir()
     (runs / "20250101T000000Z").symlink_to(tmp_path)  # a link is never followed nor removed
     removed = prune_runs(runs, keep=2)
     assert [p.name for p in removed] == ["20260101T000000Z", "20260101T000000Z-2"]
-    assert sorted(p.name for p in runs.iterdir()) == sorted(["20260101T000000Z-10", "20260102T000000Z", "notes", ".20260103T000000Z.partial", "20250101T000000Z"])
+    assert sorted(p.name for p in runs.iterdir()) == sorted(
+        ["20260101T000000Z-10", "20260102T000000Z", "notes", ".20260103T000000Z.partial", "20250101T000000Z"]
+    )
     assert [p.name for p in run_dirs(runs)] == ["20260101T000000Z-10", "20260102T000000Z"]
 
 
 def _run(evidence):
     desired, hosts, plan = evidence
-    return verify_flow.VerifyRun(desired, "/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection(), TODAY, {}, [])
+    return verify_flow.VerifyRun(
+        desired, "/x/inventory.yaml", INVENTORY, hosts, plan, "ring", Selection(), TODAY, {}, []
+    )
 
 
 def _quiet() -> Console:
@@ -297,11 +328,18 @@ def test_no_bundle_when_the_disk_is_full_and_a_warning_when_low(evidence, tmp_pa
     assert not check_free_space(tmp_path, 5000).write
     err = Console(file=io.StringIO(), width=300, color_system=None)
     document = {"bundle": "x"}
-    assert verify_flow._save_bundle(_run(evidence), tmp_path / "runs" / "20260101T000000Z", document, keep_runs=20, err=err) is None
+    assert (
+        verify_flow._save_bundle(
+            _run(evidence), tmp_path / "runs" / "20260101T000000Z", document, keep_runs=20, err=err
+        )
+        is None
+    )
     assert document["bundle"] is None and "the evidence bundle was not saved" in err.file.getvalue()
     assert not (tmp_path / "runs" / "20260101T000000Z").exists()
 
-    monkeypatch.setattr(bundle_module.shutil, "disk_usage", lambda path: Usage(10**12, 10**12 - 100 * 2**20, 100 * 2**20))
+    monkeypatch.setattr(
+        bundle_module.shutil, "disk_usage", lambda path: Usage(10**12, 10**12 - 100 * 2**20, 100 * 2**20)
+    )
     low = check_free_space(tmp_path, 5000)
     assert low.write and low.warning and "only 100 MiB free" in low.warning
 

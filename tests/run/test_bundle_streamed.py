@@ -13,22 +13,20 @@ from collections import Counter, namedtuple
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from click.testing import CliRunner
 
-from ascendprep.verify.checks.context import HostEvidence
+from ascendprep.base.limits import BUNDLE_APPEND_BUFFER_BYTES
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import build_desired
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.remote.local import LocalTransport
 from ascendprep.run import bundle as bundle_module
 from ascendprep.run import evidence, fanout
 from ascendprep.run.bundle import BundleWriter, new_bundle_dir
-from ascendprep.base.limits import BUNDLE_APPEND_BUFFER_BYTES
 from ascendprep.run.evidence import collect
 from ascendprep.run.fanout import Session
 from ascendprep.run.hosts import host_accesses
-from ascendprep.remote.local import LocalTransport
-from ascendprep.inventory.load import inventory_from_text
-
+from ascendprep.verify.checks.context import HostEvidence
 from tests.run.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
 
 
@@ -44,7 +42,9 @@ def test_each_hosts_transcripts_go_to_the_partial_bundle_and_are_not_held(fake_t
     desired = build_desired(inventory_from_text(_inventory_text()))
     writer = BundleWriter(new_bundle_dir(tmp_path / "runs"))
     writer.open()
-    with Session(host_accesses(desired.inventory), forks=2, transport_factory=lambda access: LocalTransport(access.name, 60)) as session:
+    with Session(
+        host_accesses(desired.inventory), forks=2, transport_factory=lambda access: LocalTransport(access.name, 60)
+    ) as session:
         hosts, plan = collect(session, desired, "ring", with_pings=True, keep=writer.keep)
     assert plan is not None and hosts["node1"].facts is not None and hosts["node1"].pings
     # what the writer holds in memory is bounded (the members are written a buffer at a time)
@@ -55,7 +55,7 @@ def test_each_hosts_transcripts_go_to_the_partial_bundle_and_are_not_held(fake_t
         folder = writer.partial / "hosts"
         for stem, says in (("gather.out", b"@@ascendprep"), ("ping.out", b"packets transmitted")):
             offset, length = writer.members[name][stem]  # its own gzip member of hosts/<stem>.gz
-            assert says in gzip.decompress((folder / f"{stem}.gz").read_bytes()[offset:offset + length])
+            assert says in gzip.decompress((folder / f"{stem}.gz").read_bytes()[offset : offset + length])
         assert not (folder / f"{name}.facts.json.gz").exists()  # written at the end, for the hosts that fail
     assert not writer.target.exists()  # not named as a bundle before the run is done
 
@@ -67,7 +67,10 @@ def test_a_streamed_bundle_re_checks_as_the_run_judged(fake_tools, tmp_path, mon
     (run,) = sorted((tmp_path / ".ascendprep" / "runs").iterdir())
     assert document["bundle"] == str(run.relative_to(tmp_path)) or document["bundle"] == str(run)
     # one folder of host files; an empty stderr is not written; facts.json only for a node that fails
-    assert {p.name for p in (run / "hosts").iterdir() if not p.name.endswith(".facts.json.gz")} == {"gather.out.gz", "ping.out.gz"}
+    assert {p.name for p in (run / "hosts").iterdir() if not p.name.endswith(".facts.json.gz")} == {
+        "gather.out.gz",
+        "ping.out.gz",
+    }
     assert set(json.loads((run / "run.json").read_text())["hosts"]["node1"]["files"]) == {"gather.out", "ping.out"}
     failing = {c["node"] for c in document["checks"] if c["status"] == "failed" and c["node"]}
     assert {p.name for p in (run / "hosts").glob("*.facts.json.gz")} == {f"{name}.facts.json.gz" for name in failing}
@@ -77,14 +80,28 @@ def test_a_streamed_bundle_re_checks_as_the_run_judged(fake_tools, tmp_path, mon
     rechecked = json.loads(again.stdout)
 
     def verdicts(doc):
-        return sorted((c["check"], c["node"] or "", c["npu"] if c["npu"] is not None else -1, c["subject"] or "", c["status"], c["message"]) for c in doc["checks"])
+        return sorted(
+            (
+                c["check"],
+                c["node"] or "",
+                c["npu"] if c["npu"] is not None else -1,
+                c["subject"] or "",
+                c["status"],
+                c["message"],
+            )
+            for c in doc["checks"]
+        )
 
-    assert verdicts(rechecked) == verdicts(document) and rechecked["exit_code"] == document["exit_code"] == live.exit_code
+    assert (
+        verdicts(rechecked) == verdicts(document) and rechecked["exit_code"] == document["exit_code"] == live.exit_code
+    )
     # results.json is the verdict: every result but the passed ones, and those counted per check
     gzipped = json.loads(gzip.decompress((run / "results.json.gz").read_bytes()))
     assert verdicts(gzipped) == verdicts({"checks": [c for c in document["checks"] if c["status"] != "passed"]})
     passed = [c for c in document["checks"] if c["status"] == "passed"]
-    assert {check: entry["count"] for check, entry in gzipped["passed"].items()} == dict(Counter(c["check"] for c in passed))
+    assert {check: entry["count"] for check, entry in gzipped["passed"].items()} == dict(
+        Counter(c["check"] for c in passed)
+    )
 
 
 def test_ctrl_c_during_the_pings_leaves_no_bundle_and_no_partial_folder(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
@@ -127,7 +144,9 @@ def test_format_json_prints_every_result_and_the_bundle_keeps_the_verdict(fake_t
     assert sum(entry["count"] for entry in saved["passed"].values()) == printed["summary"]["passed"]
     assert saved["passed"]["node.reachable"] == {"count": 4, "nodes": "node[1-4]"}
     assert saved["full"] == f"ascendprep verify --from-bundle {printed['bundle']} --format json"
-    assert {k: v for k, v in saved.items() if k not in ("checks", "passed", "full")} == {k: v for k, v in printed.items() if k != "checks"}
+    assert {k: v for k, v in saved.items() if k not in ("checks", "passed", "full")} == {
+        k: v for k, v in printed.items() if k != "checks"
+    }
     assert sorted(encoded) == [False, True]  # each document once: the full one on stdout, the verdict in the bundle
 
 
@@ -136,9 +155,13 @@ Usage = namedtuple("Usage", "total used free")
 
 def test_a_disk_that_fills_during_the_run_costs_the_bundle_not_the_verdict(fake_tools, tmp_path, monkeypatch) -> None:  # noqa: F811
     inventory = _local(monkeypatch, tmp_path)
-    full = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0", "--keep-runs", "5"])
+    full = CliRunner().invoke(
+        verify_command, [str(inventory), "--format", "json", "--sample-interval", "0", "--keep-runs", "5"]
+    )
     monkeypatch.setattr(bundle_module.shutil, "disk_usage", lambda path: Usage(10**9, 10**9 - 100, 100))
-    outcome = CliRunner().invoke(verify_command, [str(inventory), "--format", "json", "--sample-interval", "0", "--keep-runs", "5"])
+    outcome = CliRunner().invoke(
+        verify_command, [str(inventory), "--format", "json", "--sample-interval", "0", "--keep-runs", "5"]
+    )
     document = json.loads(outcome.stdout)
     assert document["bundle"] is None and "the evidence bundle was not saved" in outcome.stderr
     assert outcome.exit_code == full.exit_code and document["summary"] == json.loads(full.stdout)["summary"]
@@ -153,10 +176,21 @@ def test_a_gathered_transcript_is_handed_over_in_its_hosts_worker_not_after_ever
     handed = []
 
     def keep(host):
-        handed.append((host.node, threading.current_thread() is threading.main_thread(), len(host.gather_stdout), len(host.ping_stdout)))
-        return host.__class__(**{**host.__dict__, "gather_stdout": "", "gather_stderr": "", "ping_stdout": "", "ping_stderr": ""})
+        handed.append(
+            (
+                host.node,
+                threading.current_thread() is threading.main_thread(),
+                len(host.gather_stdout),
+                len(host.ping_stdout),
+            )
+        )
+        return host.__class__(
+            **{**host.__dict__, "gather_stdout": "", "gather_stderr": "", "ping_stdout": "", "ping_stderr": ""}
+        )
 
-    with Session(host_accesses(desired.inventory), forks=2, transport_factory=lambda access: LocalTransport(access.name, 60)) as session:
+    with Session(
+        host_accesses(desired.inventory), forks=2, transport_factory=lambda access: LocalTransport(access.name, 60)
+    ) as session:
         hosts, _ = collect(session, desired, "ring", with_pings=True, keep=keep)
     gathers = [entry for entry in handed if entry[2]]
     assert sorted(name for name, *_ in gathers) == ["node1", "node2", "node3", "node4"]
@@ -210,14 +244,18 @@ def test_each_member_reads_back_whatever_the_append_buffer(tmp_path, monkeypatch
     rng = random.Random(buffer)
     texts = {f"node{i}": "".join(rng.choice("ab \n°") for _ in range(rng.randrange(0, 5000))) for i in range(40)}
     with ThreadPoolExecutor(8) as pool:
-        kept = list(pool.map(lambda item: writer.keep(HostEvidence(item[0], "", None, pings=(), ping_stdout=item[1])), texts.items()))
+        kept = list(
+            pool.map(
+                lambda item: writer.keep(HostEvidence(item[0], "", None, pings=(), ping_stdout=item[1])), texts.items()
+            )
+        )
     assert all(host.ping_stdout == "" for host in kept)
     writer.close_streams(flush=True)
     data = (writer.partial / "hosts" / "ping.out.gz").read_bytes()
     assert len(data) == sum(writer.members[name]["ping.out"][1] for name in texts)
     for name, text in texts.items():
         offset, length = writer.members[name]["ping.out"]
-        assert gzip.decompress(data[offset:offset + length]).decode() == text
+        assert gzip.decompress(data[offset : offset + length]).decode() == text
 
 
 def test_a_write_that_fails_gives_the_bundle_up_not_the_run(tmp_path, monkeypatch) -> None:
@@ -252,7 +290,10 @@ def test_a_killed_runs_partial_bundle_is_removed_by_the_next_run(fake_tools, tmp
     live.mkdir()
     outcome = CliRunner().invoke(verify_command, [str(inventory), "--sample-interval", "0"])
     assert outcome.exit_code in (0, 1), outcome.output
-    assert not stale.exists() and f"Removed {stale.relative_to(tmp_path)}: the partial bundle of a run that stopped" in outcome.stderr
+    assert (
+        not stale.exists()
+        and f"Removed {stale.relative_to(tmp_path)}: the partial bundle of a run that stopped" in outcome.stderr
+    )
     assert live.exists()
     assert [p.name for p in runs.iterdir() if not p.name.startswith(".")] != []  # this run's bundle
 

@@ -8,13 +8,21 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ascendprep.run.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
-from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from nodescript import run_node_script
 
+from ascendprep.facts.gather import parse_gather_output, render_gather_script
+from ascendprep.run.execvia import ExecViaError, explain_failure, parse_exec_via, wrap_script
 
-@pytest.mark.parametrize("value", ["docker exec trainer", "kubectl exec -n ml trainer-0 --", "enroot exec 4242", "/opt/bin/wrap --user=1000:1000 ns/pod"])
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "docker exec trainer",
+        "kubectl exec -n ml trainer-0 --",
+        "enroot exec 4242",
+        "/opt/bin/wrap --user=1000:1000 ns/pod",
+    ],
+)
 def test_plain_prefixes_are_accepted(value):
     assert parse_exec_via(value).text == value
 
@@ -49,13 +57,21 @@ def _wrapper(tmp_path: Path, body: str) -> str:
 
 def _run(tmp_path: Path, via: str):
     script = wrap_script(render_gather_script(0, sys.executable, per_command_timeout=5), parse_exec_via(via))
-    result = run_node_script(["sh", "-s"], input=script, capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)})
+    result = run_node_script(
+        ["sh", "-s"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     return explain_failure(parse_gather_output(result.stdout), parse_exec_via(via), result.returncode, result.stderr)
 
 
 def test_the_gather_runs_through_the_wrapper_and_carries_the_hosts_view(tmp_path):
     marker = tmp_path / "ran"
-    facts = _run(tmp_path, _wrapper(tmp_path, f"touch {marker}\nexec \"$@\"\n"))
+    facts = _run(tmp_path, _wrapper(tmp_path, f'touch {marker}\nexec "$@"\n'))
     assert marker.exists()
     assert facts.hostname == os.uname().nodename
     assert facts.job.host_visible is not None and facts.job.host_visible.via == str(tmp_path / "wrap")
@@ -63,7 +79,9 @@ def test_the_gather_runs_through_the_wrapper_and_carries_the_hosts_view(tmp_path
 
 
 def test_a_wrapper_that_does_not_start_is_one_named_error(tmp_path):
-    facts = _run(tmp_path, _wrapper(tmp_path, "echo 'Error response from daemon: No such container: trainer' >&2\nexit 1\n"))
+    facts = _run(
+        tmp_path, _wrapper(tmp_path, "echo 'Error response from daemon: No such container: trainer' >&2\nexit 1\n")
+    )
     (error,) = facts.errors_for("gather")
     assert "did not start the checks (exit 1)" in error.message and "No such container: trainer" in error.message
     assert facts.job is None
@@ -71,8 +89,18 @@ def test_a_wrapper_that_does_not_start_is_one_named_error(tmp_path):
 
 def test_the_cli_refuses_a_bad_prefix_before_anything_runs(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "ascendprep", "verify", str(tmp_path / "missing.yaml"), "--exec-via", "docker exec t;reboot"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        [
+            sys.executable,
+            "-m",
+            "ascendprep",
+            "verify",
+            str(tmp_path / "missing.yaml"),
+            "--exec-via",
+            "docker exec t;reboot",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert result.returncode == 2 and "--exec-via: word 3" in result.stderr and "Traceback" not in result.stderr
 
@@ -81,10 +109,12 @@ def test_a_step_runs_through_the_wrapper_under_its_name_and_without_one_as_it_is
     from ascendprep.run.execvia import wrap_step
 
     marker = tmp_path / "entered"
-    via = parse_exec_via(_wrapper(tmp_path, f"touch {marker}\nexec \"$@\"\n"))
-    script = "echo \"it's $0\"; printf '%s\\n' \"$(cat)\"\n"
+    via = parse_exec_via(_wrapper(tmp_path, f'touch {marker}\nexec "$@"\n'))
+    script = 'echo "it\'s $0"; printf \'%s\\n\' "$(cat)"\n'
     assert wrap_step(script, None, "n1", "ping") is script
-    done = run_node_script(["sh", "-s"], input=wrap_step(script, via, "n1", "HCCS ping"), capture_output=True, text=True, timeout=60)
+    done = run_node_script(
+        ["sh", "-s"], input=wrap_step(script, via, "n1", "HCCS ping"), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "it's ascendprep-hccs-ping\n\n"  # its stdin is /dev/null, not the rest of ours
     assert marker.exists()
@@ -92,12 +122,14 @@ def test_a_step_runs_through_the_wrapper_under_its_name_and_without_one_as_it_is
 
 def test_a_step_too_long_for_one_argument_is_refused_naming_the_limit():
     from ascendprep.base import limits
-    from ascendprep.run.execvia import wrap_step
     from ascendprep.remote.errors import RemoteError
+    from ascendprep.run.execvia import wrap_step
 
     via = parse_exec_via("env")
     fits = "#" * (limits.EXEC_VIA_SCRIPT_MAX_BYTES - 8) + "\necho ok"
-    done = run_node_script(["sh", "-s"], input=wrap_step(fits, via, "n1", "ping"), capture_output=True, text=True, timeout=60)
+    done = run_node_script(
+        ["sh", "-s"], input=wrap_step(fits, via, "n1", "ping"), capture_output=True, text=True, timeout=60
+    )
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr  # the longest script still runs
     with pytest.raises(RemoteError) as info:
         wrap_step(fits + "é", via, "n1", "ping")

@@ -10,15 +10,14 @@ from typing import List
 
 import pytest
 from rich.console import Console
+from sshd_server import Sshd, free_port
 
 from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import UnreachableError
-from ascendprep.run.fanout import Session
 from ascendprep.remote.local import LocalTransport
-from ascendprep.run.progress import Progress, progress_for_terminal
 from ascendprep.remote.transport import Transport
-
-from sshd_server import Sshd, free_port
+from ascendprep.run.fanout import Session
+from ascendprep.run.progress import Progress, progress_for_terminal
 
 
 def run_on_hosts(hosts, job, forks, progress=None, transport_factory=None):  # type: ignore[no-untyped-def]
@@ -31,7 +30,9 @@ def _hostname_job(transport: Transport, host: HostAccess) -> str:
     return transport.run_script("echo $((20 + 22))").raise_for_status(host.name).stdout.strip()
 
 
-def test_one_dead_host_and_one_untrusted_host_do_not_stop_the_others(sshd: Sshd, known_hosts: Path, tmp_path: Path) -> None:
+def test_one_dead_host_and_one_untrusted_host_do_not_stop_the_others(
+    sshd: Sshd, known_hosts: Path, tmp_path: Path
+) -> None:
     untrusted = tmp_path / "empty_known_hosts"
     untrusted.write_text("")
     hosts = [
@@ -76,7 +77,10 @@ def test_failures_inside_jobs_are_recorded_with_their_kind() -> None:
 
     outcomes = run_on_hosts(hosts, job, forks=2, transport_factory=lambda h: LocalTransport(h.name))
     assert outcomes["ok"].value == "fine"
-    assert (outcomes["fails"].kind, outcomes["fails"].error) == ("error", "probe on fails exited with rc 2: no hccn_tool")
+    assert (outcomes["fails"].kind, outcomes["fails"].error) == (
+        "error",
+        "probe on fails exited with rc 2: no hccn_tool",
+    )
     assert outcomes["buggy"].kind == "error" and "KeyError" in outcomes["buggy"].error
     assert outcomes["slow"].kind == "timeout" and "timed out" in outcomes["slow"].error
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import re
 
+from ascendprep.base.paths import SYSCTL_KEYS
 from ascendprep.desired.state import build_desired
-from ascendprep.run.fanout import Session
-from ascendprep.run.hosts import fresh_nonce_scripts, gather_facts, host_accesses
-from ascendprep.remote.local import LocalTransport
-from ascendprep.inventory.load import inventory_from_text
 from ascendprep.facts import gather
 from ascendprep.facts.blockers import job_probes
-from ascendprep.base.paths import SYSCTL_KEYS
-
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.remote.local import LocalTransport
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import fresh_nonce_scripts, gather_facts, host_accesses
 from tests.run.test_verify_hosts_selection import _inventory_text, fake_tools  # noqa: F401  (fixture)
 
 NONCE = re.compile(r"@@ascendprep gather v\d+ ([0-9a-f]{16})")
@@ -67,7 +66,9 @@ def test_hosts_get_the_same_script_but_for_their_own_nonce(fake_tools, monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr("ascendprep.run.hosts.render_gather_script", counting)
-    with Session(host_accesses(inventory), forks=2, transport_factory=lambda access: Recording(access.name, 60)) as session:
+    with Session(
+        host_accesses(inventory), forks=2, transport_factory=lambda access: Recording(access.name, 60)
+    ) as session:
         outcomes = gather_facts(session, inventory)
     assert all(outcome.ok and outcome.value.facts.hostname for outcome in outcomes.values())
     assert len(sent) == len(inventory.nodes) >= 2 and len(renders) == 2  # one template (+ its proof) for all
@@ -75,5 +76,11 @@ def test_hosts_get_the_same_script_but_for_their_own_nonce(fake_tools, monkeypat
     assert len(set(nonces.values())) == len(sent) and not set(nonces.values()) & set(renders)
     sysctl_keys = tuple(dict.fromkeys([*SYSCTL_KEYS, *inventory.model.sysctl]))
     for node in inventory.nodes:
-        expected = real(npus=node.npus, python_path=inventory.model.software.python_path, sysctl_keys=sysctl_keys, job_probes=job_probes(inventory), nonce=nonces[node.name])
+        expected = real(
+            npus=node.npus,
+            python_path=inventory.model.software.python_path,
+            sysctl_keys=sysctl_keys,
+            job_probes=job_probes(inventory),
+            nonce=nonces[node.name],
+        )
         assert sent[node.name] == expected

@@ -15,21 +15,21 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from ascendprep.base import exitcodes
-from ascendprep.cli import main
 from ascendprep.apply.journal import ApplyJournal
-from ascendprep.run.apply import _record_results, _report
-from ascendprep.run.hosts import AppliedHost
 from ascendprep.apply.script import StepResult
+from ascendprep.base import exitcodes
 from ascendprep.base.jsoninput import parse_json, read_json_file
 from ascendprep.base.limits import INVENTORY_MAX_BYTES
+from ascendprep.base.text import cell, markup_safe, visible
+from ascendprep.base.yamlsource import InputError, parse_yaml
+from ascendprep.cli import main
 from ascendprep.plan.changes import SetNpuAddress, SetSysctl
 from ascendprep.plan.diff import HostPlan
 from ascendprep.plan.planfile import PlanFile
-from ascendprep.run.fanout import HostOutcome
 from ascendprep.report.changes import apply_table, changes_table
-from ascendprep.base.text import cell, markup_safe, visible
-from ascendprep.base.yamlsource import InputError, parse_yaml
+from ascendprep.run.apply import _record_results, _report
+from ascendprep.run.fanout import HostOutcome
+from ascendprep.run.hosts import AppliedHost
 
 #: An OSC title change, a full terminal reset, a carriage return over the line, and markup.
 HOSTILE = "leaf\x1b]0;pwned\x07\x1bc\rX[/bold][/home/x/ip.c:553]"
@@ -60,7 +60,10 @@ def test_visible_spells_out_control_characters_and_keeps_newlines_and_tabs():
 
 def test_cell_and_markup_safe_show_markup_as_text():
     assert _plain(cell("[/bold]")).strip() == "[/bold]"
-    assert _plain(f"[red]{markup_safe('[/bold] ends with a backslash' + chr(92))}[/]").strip() == "[/bold] ends with a backslash\\"
+    assert (
+        _plain(f"[red]{markup_safe('[/bold] ends with a backslash' + chr(92))}[/]").strip()
+        == "[/bold] ends with a backslash\\"
+    )
 
 
 # -- plan and apply output ----------------------------------------------------------------
@@ -80,7 +83,9 @@ def test_plan_table_shows_hostile_host_errors_as_text():
 def test_apply_report_with_a_tool_message_in_brackets_is_printed_and_journaled(tmp_path):
     change = SetNpuAddress("node1", {"device": "10.0.0.1/255.255.255.0", "file": None}, 0, "10.0.0.2", "255.255.255.0")
     message = "[/home/x/ip.c:553] set ip failed\x1b]0;pwned\x07"
-    outcomes = {"node1": HostOutcome("node1", AppliedHost({"hccn.ip:0": StepResult("hccn.ip:0", 1, message)}, 1, "", False))}
+    outcomes = {
+        "node1": HostOutcome("node1", AppliedHost({"hccn.ip:0": StepResult("hccn.ip:0", 1, message)}, 1, "", False))
+    }
     saved = PlanFile("inv.yaml", "0" * 64, "c", "2026-01-01T00:00:00+00:00", [])
     buffer = io.StringIO()
     out = Console(file=buffer, width=300, color_system=None, force_terminal=False)
@@ -104,7 +109,9 @@ def test_apply_table_of_a_step_that_never_ran():
 
 def test_invalid_inventory_user_in_markup_is_a_located_error(tmp_path):
     inventory = tmp_path / "u.yaml"
-    inventory.write_text('name: r\nproduct: atlas-a2\ndevice_network: {subnet: 10.20.0.0/24}\nnodes:\n  - host: node1\nssh:\n  user: "[/bold]"\n')
+    inventory.write_text(
+        'name: r\nproduct: atlas-a2\ndevice_network: {subnet: 10.20.0.0/24}\nnodes:\n  - host: node1\nssh:\n  user: "[/bold]"\n'
+    )
     result = CliRunner().invoke(main, ["plan", str(inventory), "--offline"])
     assert result.exit_code == exitcodes.INVALID, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
@@ -113,7 +120,9 @@ def test_invalid_inventory_user_in_markup_is_a_located_error(tmp_path):
 
 def test_inventory_host_with_terminal_escapes_is_shown_escaped(tmp_path):
     inventory = tmp_path / "h.yaml"
-    inventory.write_text('name: r\nproduct: atlas-a2\ndevice_network: {subnet: 10.20.0.0/24}\nnodes:\n  - host: "x\\e]0;pwned\\a\\ec\\ry"\n')
+    inventory.write_text(
+        'name: r\nproduct: atlas-a2\ndevice_network: {subnet: 10.20.0.0/24}\nnodes:\n  - host: "x\\e]0;pwned\\a\\ec\\ry"\n'
+    )
     result = CliRunner().invoke(main, ["plan", str(inventory), "--offline"])
     assert result.exit_code == exitcodes.INVALID, result.output
     assert "x\\x1b]0;pwned\\x07\\x1bc\\x0dy" in result.output

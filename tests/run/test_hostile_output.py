@@ -17,25 +17,25 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
+from verify_cluster_facts import TODAY
 
-from ascendprep.run.bundle import Bundle, new_bundle_dir, write_bundle
-from ascendprep.run.evidence import collect
-from ascendprep.verify.checks.model import COULD_NOT_CHECK
-from ascendprep.verify.checks.registry import Selection
-from ascendprep.verify.checks.runner import no_errors, run_checks
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import build_desired
-from ascendprep.run.hosts import host_accesses
-from ascendprep.inventory.load import inventory_from_text
-from ascendprep.plan.diff import diff_host
 from ascendprep.facts.gather import parse_gather_output
 from ascendprep.facts.sysctl import parse_proc_value
 from ascendprep.facts.text import UnexpectedOutput
-from ascendprep.run.fanout import Session
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.plan.diff import diff_host
 from ascendprep.remote.local import LocalTransport
 from ascendprep.report.changes import changes_table
 from ascendprep.report.verify import print_verify, verify_document
-from verify_cluster_facts import TODAY
+from ascendprep.run.bundle import Bundle, new_bundle_dir, write_bundle
+from ascendprep.run.evidence import collect
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
+from ascendprep.verify.checks.model import COULD_NOT_CHECK
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import no_errors, run_checks
 
 #: ESC ] 0 ; title BEL (retitles the terminal) and ESC c (resets it), in a switch's system name.
 SWITCH = "leaf\x1b]0;pwned\x07\x1bc"
@@ -118,7 +118,9 @@ def test_lldp_name_and_tool_messages_reach_the_terminal_escaped(collected):
 def test_json_carries_the_exact_values_escaped_by_json(collected):
     desired, hosts, plan, execs = collected
     results = run_checks(desired, hosts, plan, today=TODAY)
-    document = verify_document(inventory={"path": "x"}, results=results, hosts=hosts, ssh_execs=execs, mesh="ring", selection={}, exit_code=1)
+    document = verify_document(
+        inventory={"path": "x"}, results=results, hosts=hosts, ssh_execs=execs, mesh="ring", selection={}, exit_code=1
+    )
     text = json.dumps(document, indent=1)
     assert "\x1b" not in text and "\\u001b]0;pwned\\u0007\\u001bc" in text
     again = json.loads(text)
@@ -130,14 +132,24 @@ def test_from_bundle_output_is_escaped_and_exit_code_unchanged(collected, tmp_pa
     desired, hosts, plan, execs = collected
     results = run_checks(desired, hosts, plan, today=TODAY)
     target = new_bundle_dir(tmp_path / "runs")
-    write_bundle(Bundle("/x/inventory.yaml", _inventory_text(), hosts, plan, "ring", Selection().to_dict(), TODAY, ssh_execs=execs), target, {})
+    write_bundle(
+        Bundle(
+            "/x/inventory.yaml", _inventory_text(), hosts, plan, "ring", Selection().to_dict(), TODAY, ssh_execs=execs
+        ),
+        target,
+        {},
+    )
     outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(target)], env={"COLUMNS": "400"})
     assert outcome.exception is None or isinstance(outcome.exception, SystemExit), repr(outcome.exception)
     assert outcome.exit_code == (0 if no_errors(results) else 1) == 1
     assert SWITCH_SHOWN in outcome.stdout and "\x1b" not in outcome.stdout and "\x07" not in outcome.stdout
     as_json = CliRunner().invoke(verify_command, ["--from-bundle", str(target), "--format", "json"])
     assert as_json.exit_code == 1 and "\x1b" not in as_json.stdout
-    lldp = next(c for c in json.loads(as_json.stdout)["checks"] if c["check"] == "network.lldp" and c["node"] == "node1" and c["npu"] == 0)
+    lldp = next(
+        c
+        for c in json.loads(as_json.stdout)["checks"]
+        if c["check"] == "network.lldp" and c["node"] == "node1" and c["npu"] == 0
+    )
     assert lldp["evidence"]["lldp"]["switch"] == SWITCH
 
 
@@ -174,7 +186,9 @@ def test_odd_values_are_could_not_read_for_that_probe(odd_node2):
     _, hosts, _ = odd_node2
     facts = hosts["node2"].facts
     assert facts is not None and set(facts.npus) == {0, 1}
-    assert not {"net.core.somaxconn", "net.ipv4.ip_local_reserved_ports", "net.ipv4.tcp_max_syn_backlog"} & set(facts.sysctl)
+    assert not {"net.core.somaxconn", "net.ipv4.ip_local_reserved_ports", "net.ipv4.tcp_max_syn_backlog"} & set(
+        facts.sysctl
+    )
     messages = {e.probe: e.message for e in facts.errors}
     assert "a value of 5,001 characters" in messages["sysctl:net.core.somaxconn"]
     assert "'0-99999' is not within 1-65535" in messages["sysctl:net.ipv4.ip_local_reserved_ports"]
@@ -187,7 +201,10 @@ def test_plan_marks_the_odd_host_incomplete_and_plans_the_others(odd_node2):
     plans = [diff_host(desired, name, hosts[name].facts) for name in ("node1", "node2")]
     assert not any("could not be read" in reason for reason in plans[0].incomplete)
     assert any(c.key.startswith("sysctl:") or c.key.startswith("file:") for c in plans[0].changes)
-    assert any("sysctl" in reason and "could not be read" in reason and "net.core.somaxconn" in reason for reason in plans[1].incomplete)
+    assert any(
+        "sysctl" in reason and "could not be read" in reason and "net.core.somaxconn" in reason
+        for reason in plans[1].incomplete
+    )
     assert not any(c.key.startswith("sysctl:net.") for c in plans[1].changes)
     text = _terminal(lambda console: console.print(changes_table(plans)))
     assert "incomplete: sysctl" in text
@@ -200,7 +217,10 @@ def test_verify_says_could_not_check_for_the_odd_host_only(odd_node2, collected)
     node1 = [r for r in results if r.node == "node1"]
     assert node1 == [r for r in baseline if r.node == "node1"]
     minimum = {r.subject: r for r in results if r.node == "node2" and r.check == "sysctl.minimum"}
-    assert minimum["net.core.somaxconn"].message.startswith(COULD_NOT_CHECK) and "5,001 characters" in minimum["net.core.somaxconn"].message
+    assert (
+        minimum["net.core.somaxconn"].message.startswith(COULD_NOT_CHECK)
+        and "5,001 characters" in minimum["net.core.somaxconn"].message
+    )
     ports = next(r for r in results if r.node == "node2" and r.check == "sysctl.reserved_ports")
     assert ports.message.startswith(COULD_NOT_CHECK) and "'0-99999' is not within 1-65535" in ports.message
 

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu  # noqa: E402
 
-from ascendprep.run import verify as verify_flow
 from ascendprep.commands.verify import verify_command  # noqa: E402
+from ascendprep.run import verify as verify_flow
 from ascendprep.run.bundle import Bundle  # noqa: E402
 from ascendprep.verify.checks.registry import Selection  # noqa: E402
 
@@ -25,7 +24,11 @@ def saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "runs" / "20250601T000000Z"
     folder.mkdir(parents=True)
     bundle = Bundle("/x/inventory.yaml", INVENTORY, hosts, pings, "ring", Selection().to_dict(), TODAY, path=folder)
-    monkeypatch.setattr(verify_flow, "read_bundle", lambda path, *budget: bundle if Path(path) == folder else pytest.fail(f"read {path}"))
+    monkeypatch.setattr(
+        verify_flow,
+        "read_bundle",
+        lambda path, *budget: bundle if Path(path) == folder else pytest.fail(f"read {path}"),
+    )
     return folder
 
 

@@ -6,8 +6,8 @@ import click
 import pytest
 import yaml
 
-from ascendprep.run.node_local import MachineIdentity, match_node, parse_ip_addresses
 from ascendprep.inventory.load import inventory_from_text
+from ascendprep.run.node_local import MachineIdentity, match_node, parse_ip_addresses
 
 INVENTORY = {
     "name": "t",
@@ -48,7 +48,10 @@ def test_the_node_is_found_by_name_host_or_address(names, addresses, expected):
 
 
 def test_no_match_and_several_matches_are_refused_naming_what_was_compared():
-    with pytest.raises(click.BadParameter, match=r"no node of inv.yaml is this machine \(host names server9; addresses 192.0.2.1; its nodes: "):
+    with pytest.raises(
+        click.BadParameter,
+        match=r"no node of inv.yaml is this machine \(host names server9; addresses 192.0.2.1; its nodes: ",
+    ):
         match_node(inventory(), identity(["server9"], ["192.0.2.1"]), None)
     with pytest.raises(click.BadParameter, match="several nodes .*a2n01, a2n02"):
         match_node(inventory(), identity(["a2n01"], ["10.0.0.12"]), None)

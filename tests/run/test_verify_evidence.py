@@ -14,21 +14,21 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
+from verify_cluster_facts import TODAY
 
+from ascendprep.base.findings import Finding, Severity
+from ascendprep.commands.verify import verify_command
+from ascendprep.desired.state import build_desired
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.remote.local import LocalTransport
+from ascendprep.report.verify import verify_document
 from ascendprep.run.bundle import Bundle, BundleError, new_bundle_dir, read_bundle, write_bundle
 from ascendprep.run.evidence import collect
+from ascendprep.run.fanout import Session
+from ascendprep.run.hosts import host_accesses
 from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
 from ascendprep.verify.checks.registry import Selection
 from ascendprep.verify.checks.runner import run_checks
-from ascendprep.commands.verify import verify_command
-from ascendprep.desired.state import build_desired
-from ascendprep.base.findings import Finding, Severity
-from ascendprep.run.hosts import host_accesses
-from ascendprep.inventory.load import inventory_from_text
-from ascendprep.run.fanout import Session
-from ascendprep.remote.local import LocalTransport
-from ascendprep.report.verify import verify_document
-from verify_cluster_facts import TODAY
 
 FAKE_HCCN_TOOL = """#!/bin/sh
 # Stand-in for tests: pings get every reply, every other call fails as the driver would.
@@ -86,8 +86,13 @@ def test_two_round_trips_per_host_gather_then_ping(collected):
     assert [p.source.node for p in plan.pairs if p.source] == ["node1", "node1"]
     assert execs == {"node1": 2, "node2": 1}
     assert hosts["node2"].pings is None
-    assert [(r.npu, r.target, r.ok) for r in hosts["node1"].pings or ()] == [(0, "10.20.0.3", True), (1, "10.20.0.4", True)]
-    assert all(host.facts is not None and host.gather_stdout.startswith("@@ascendprep gather") for host in hosts.values())
+    assert [(r.npu, r.target, r.ok) for r in hosts["node1"].pings or ()] == [
+        (0, "10.20.0.3", True),
+        (1, "10.20.0.4", True),
+    ]
+    assert all(
+        host.facts is not None and host.gather_stdout.startswith("@@ascendprep gather") for host in hosts.values()
+    )
 
 
 def test_failed_queries_are_could_not_check_and_pings_pass(collected):
@@ -106,28 +111,67 @@ def test_failed_queries_are_could_not_check_and_pings_pass(collected):
 def test_bundle_round_trip_gives_the_same_results(collected, tmp_path):
     desired, hosts, plan, execs = collected
     # A duration whose 2-decimal rounding in the evidence is fragile: the bundle must keep it whole.
-    hosts = {**hosts, "node1": replace(hosts["node1"], seconds=7.6149996, gather_stderr="sh: warning: a\n", ping_stderr=""), "node2": replace(hosts["node2"], gather_stderr="")}
+    hosts = {
+        **hosts,
+        "node1": replace(hosts["node1"], seconds=7.6149996, gather_stderr="sh: warning: a\n", ping_stderr=""),
+        "node2": replace(hosts["node2"], gather_stderr=""),
+    }
     text = _inventory_text()
     results = run_checks(desired, hosts, plan, today=TODAY)
-    slow = Finding("allreduce.busbw", Severity.ERROR, "busbw 1.2 GB/s is below --min-busbw 20", "find the slow link", node="node2")
-    bundle = Bundle("/somewhere/inventory.yaml", text, hosts, plan, "ring", Selection().to_dict(), TODAY, ssh_execs=execs, allreduce_findings=[slow], allreduce_doc={"schema_version": 1, "passed": False, "busbw_gbps": float("nan"), "note": "\u00b0"})
+    slow = Finding(
+        "allreduce.busbw", Severity.ERROR, "busbw 1.2 GB/s is below --min-busbw 20", "find the slow link", node="node2"
+    )
+    bundle = Bundle(
+        "/somewhere/inventory.yaml",
+        text,
+        hosts,
+        plan,
+        "ring",
+        Selection().to_dict(),
+        TODAY,
+        ssh_execs=execs,
+        allreduce_findings=[slow],
+        allreduce_doc={"schema_version": 1, "passed": False, "busbw_gbps": float("nan"), "note": "\u00b0"},
+    )
     target = new_bundle_dir(tmp_path / "runs")
-    document = verify_document(inventory={"path": bundle.inventory_path}, results=results, hosts=hosts, ssh_execs=execs, mesh="ring", selection={}, exit_code=1)
+    document = verify_document(
+        inventory={"path": bundle.inventory_path},
+        results=results,
+        hosts=hosts,
+        ssh_execs=execs,
+        mesh="ring",
+        selection={},
+        exit_code=1,
+    )
     write_bundle(bundle, target, document, results=results)
     # one file per kind of transcript, each host's a gzip member of it; a stderr that said nothing
     # is not written; both nodes fail a check (network.link), so both have their facts.json
-    assert sorted(p.name for p in (target / "hosts").iterdir()) == ["gather.err.gz", "gather.out.gz", "node1.facts.json.gz", "node2.facts.json.gz", "ping.out.gz"]
-    assert {name: sorted(record["files"]) for name, record in json.loads((target / "run.json").read_text())["hosts"].items()} == {
-        "node1": ["gather.err", "gather.out", "ping.out"], "node2": ["gather.out"],
+    assert sorted(p.name for p in (target / "hosts").iterdir()) == [
+        "gather.err.gz",
+        "gather.out.gz",
+        "node1.facts.json.gz",
+        "node2.facts.json.gz",
+        "ping.out.gz",
+    ]
+    assert {
+        name: sorted(record["files"]) for name, record in json.loads((target / "run.json").read_text())["hosts"].items()
+    } == {
+        "node1": ["gather.err", "gather.out", "ping.out"],
+        "node2": ["gather.out"],
     }
     assert json.loads((target / "run.json").read_text())["inventory"]["sha256"] == bundle.inventory_sha256
     again = read_bundle(target)
     assert again.day == TODAY and again.pings == plan and again.ssh_execs == execs
-    assert {name: (h.gather_stdout, h.gather_stderr, h.ping_stdout, h.ping_stderr) for name, h in again.hosts.items()} == {
-        name: (h.gather_stdout, h.gather_stderr, h.ping_stdout, h.ping_stderr) for name, h in hosts.items()
-    }
+    assert {
+        name: (h.gather_stdout, h.gather_stderr, h.ping_stdout, h.ping_stderr) for name, h in again.hosts.items()
+    } == {name: (h.gather_stdout, h.gather_stderr, h.ping_stdout, h.ping_stderr) for name, h in hosts.items()}
     # a figure that is not a number is written null, so the strict reader takes the bundle back
-    assert again.allreduce_findings == [slow] and again.allreduce_doc == {"schema_version": 1, "passed": False, "busbw_gbps": None, "note": "\u00b0"}
+    assert again.allreduce_findings == [slow] and again.allreduce_doc == {
+        "schema_version": 1,
+        "passed": False,
+        "busbw_gbps": None,
+        "note": "\u00b0",
+    }
     desired_again = build_desired(inventory_from_text(again.inventory_text))
     assert run_checks(desired_again, again.hosts, again.pings, today=again.day) == results
     # The CLI re-check reads the same bundle and exits as the live run would have (1: errors).

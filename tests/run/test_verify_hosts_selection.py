@@ -11,15 +11,15 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from ascendprep.verify.checks.runner import run_checks
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import build_desired
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.remote.local import LocalTransport
 from ascendprep.run import fanout
 from ascendprep.run.evidence import collect
 from ascendprep.run.fanout import Session
 from ascendprep.run.hosts import host_accesses
-from ascendprep.remote.local import LocalTransport
-from ascendprep.inventory.load import inventory_from_text
+from ascendprep.verify.checks.runner import run_checks
 
 FAKE_HCCN_TOOL = """#!/bin/sh
 if [ "$3" = "-ping" ]; then
@@ -78,7 +78,9 @@ def test_only_the_selected_nodes_are_contacted_and_their_pings_reach_the_others(
     assert set(execs) == {"node2", "node3"}
     results = run_checks(desired, hosts, plan)
     assert {r.node for r in results if r.node is not None} <= {"node1", "node2", "node3", "node4"}
-    assert not [r for r in results if r.node in ("node1", "node4") and r.check.startswith(("node.", "npu.", "network."))]
+    assert not [
+        r for r in results if r.node in ("node1", "node4") and r.check.startswith(("node.", "npu.", "network."))
+    ]
     assert [r.check for r in results if r.check == "node.reachable"] == ["node.reachable", "node.reachable"]
 
 
@@ -118,8 +120,12 @@ def test_a_bundle_naming_odd_things_as_its_hosts_is_read_without_a_traceback(fak
     record["selection"]["hosts"] = ["node4", 1, {"x": 1}, ["node1"]]  # not names: a located refusal
     (run / "run.json").write_text(json.dumps(record))
     again = CliRunner().invoke(verify_command, ["--from-bundle", str(run), "--format", "json"])
-    assert "Traceback" not in again.output and again.exception is None or isinstance(again.exception, SystemExit), again.output
-    assert again.exit_code == 2 and "run.json: selection.hosts[1]: must be text, not a number; refused" in " ".join(again.output.split())
+    assert "Traceback" not in again.output and again.exception is None or isinstance(again.exception, SystemExit), (
+        again.output
+    )
+    assert again.exit_code == 2 and "run.json: selection.hosts[1]: must be text, not a number; refused" in " ".join(
+        again.output.split()
+    )
     record["selection"]["hosts"] = ["node4", "nobody"]  # a name the inventory lacks is left out
     (run / "run.json").write_text(json.dumps(record))
     again = CliRunner().invoke(verify_command, ["--from-bundle", str(run), "--format", "json"])

@@ -20,16 +20,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ascendprep.verify.checks.registry import Selection
-from ascendprep.verify.checks.runner import run_checks
-from ascendprep.run.node_local import local_ping_plan
 from ascendprep.commands.verify import verify_command
 from ascendprep.desired.state import build_desired
+from ascendprep.inventory.load import inventory_from_text
 from ascendprep.remote.access import HostAccess
+from ascendprep.remote.local import LocalTransport
 from ascendprep.run.evidence import collect
 from ascendprep.run.fanout import Session
-from ascendprep.remote.local import LocalTransport
-from ascendprep.inventory.load import inventory_from_text
+from ascendprep.run.node_local import local_ping_plan
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
 
 FAKE_TOOLS = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "fake_tools"
 NODES = ("n1", "n2", "n3")
@@ -82,7 +82,9 @@ def local_bundles(inventory: Path, tmp_path: Path, nodes=NODES, machines=None) -
         folder.parent.mkdir(exist_ok=True)
         machine = (machines or {}).get(node, f"machine-of-{node}")
         with mock.patch("ascendprep.run.node_local.machine_id_digest", lambda machine=machine: machine):
-            code, document, stderr = verify(str(inventory), "--local", "--node", node, "--bundle-dir", str(folder), "--sample-interval", "0")
+            code, document, stderr = verify(
+                str(inventory), "--local", "--node", node, "--bundle-dir", str(folder), "--sample-interval", "0"
+            )
         assert code in (0, 1), stderr
         assert set(document["hosts"]) == {node} and document["local_node"] == node
         folders.append(str(folder))
@@ -110,7 +112,9 @@ def test_merged_local_runs_judge_the_cluster_as_the_ssh_run_does(fake_node, tmp_
 
 
 def test_a_local_run_judges_only_its_node_and_pings_every_pair_it_is_an_end_of(fake_node, tmp_path):
-    code, document, _ = verify(str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(tmp_path / "b"), "--sample-interval", "0")
+    code, document, _ = verify(
+        str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(tmp_path / "b"), "--sample-interval", "0"
+    )
     assert code == 1
     nodes = {c.get("node") for c in document["checks"]}
     assert nodes <= {"n2", None}
@@ -153,7 +157,9 @@ def test_hostile_or_mismatched_bundles_are_refused_with_the_folder_named(fake_no
     other = dict(INVENTORY, name="other")
     other_inventory = tmp_path / "other.yaml"
     other_inventory.write_text(yaml.safe_dump(other))
-    code, _, stderr = verify(str(other_inventory), "--local", "--node", "n3", "--bundle-dir", str(tmp_path / "o3"), "--sample-interval", "0")
+    code, _, stderr = verify(
+        str(other_inventory), "--local", "--node", "n3", "--bundle-dir", str(tmp_path / "o3"), "--sample-interval", "0"
+    )
     assert code in (0, 1), stderr
     code, _, stderr = verify("--from-bundle", *folders, str(tmp_path / "o3"))
     assert code == 2 and "made from another inventory" in stderr and "o3" in stderr
@@ -170,7 +176,9 @@ def test_hostile_or_mismatched_bundles_are_refused_with_the_folder_named(fake_no
 def test_bundle_dir_replaces_an_earlier_bundle_and_refuses_other_folders(fake_node, tmp_path):
     folder = tmp_path / "b1"
     for _ in range(2):  # run twice into one folder, as a scheduler's prolog does
-        code, _, stderr = verify(str(fake_node), "--local", "--node", "n1", "--bundle-dir", str(folder), "--sample-interval", "0")
+        code, _, stderr = verify(
+            str(fake_node), "--local", "--node", "n1", "--bundle-dir", str(folder), "--sample-interval", "0"
+        )
         assert code in (0, 1), stderr
     assert json.loads((folder / "run.json").read_text())["local_node"] == "n1"
     assert not list(tmp_path.glob(".b1.*"))
@@ -212,8 +220,18 @@ def test_exec_via_runs_the_pings_where_the_tools_are_as_the_gather(fake_node, to
     assert plan is not None and len(pinged) == len(plan.pairs) > 0
     assert all(result.sent is not None for result in pinged), [r.error for r in pinged if r.sent is None]
 
-    code, document, stderr = verify(str(fake_node), "--local", "--node", "n2", "--exec-via", tools_in_container,
-                                    "--bundle-dir", str(tmp_path / "b"), "--sample-interval", "0")
+    code, document, stderr = verify(
+        str(fake_node),
+        "--local",
+        "--node",
+        "n2",
+        "--exec-via",
+        tools_in_container,
+        "--bundle-dir",
+        str(tmp_path / "b"),
+        "--sample-interval",
+        "0",
+    )
     assert code in (0, 1), stderr
     reach = [c for c in document["checks"] if c["check"] == "cluster.reachability"]
     assert reach and all("sent" in c["evidence"] for c in reach), [c["message"] for c in reach]
@@ -266,7 +284,9 @@ def test_partial_bundles_left_by_killed_runs_are_removed_and_said(fake_node, tmp
         theirs.mkdir()
         os.chown(theirs, 65534, 65534)  # another user's
         kept.append(theirs)
-    code, _, stderr = verify(str(fake_node), "--local", "--node", "n1", "--bundle-dir", str(folder), "--sample-interval", "0")
+    code, _, stderr = verify(
+        str(fake_node), "--local", "--node", "n1", "--bundle-dir", str(folder), "--sample-interval", "0"
+    )
     assert code in (0, 1), stderr
     assert not stale.exists() and f"Removed {stale}: the partial bundle of a run that stopped" in stderr
     assert all(path.exists() for path in kept) and stderr.count("Removed") == 1
@@ -283,11 +303,17 @@ def _edit_run(folder: Path, change) -> None:
 
 
 def test_a_node_bundle_records_its_node_machine_and_inventory_but_not_the_machine_id(fake_node, tmp_path):
-    code, _, stderr = verify(str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(tmp_path / "b"), "--sample-interval", "0")
+    code, _, stderr = verify(
+        str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(tmp_path / "b"), "--sample-interval", "0"
+    )
     assert code in (0, 1), stderr
     run = json.loads((tmp_path / "b" / "run.json").read_text())
     tie = run["node_tie"]
-    assert tie["node"] == "n2" and tie["hostname"] == socket.gethostname() and tie["inventory_sha256"] == run["inventory"]["sha256"]
+    assert (
+        tie["node"] == "n2"
+        and tie["hostname"] == socket.gethostname()
+        and tie["inventory_sha256"] == run["inventory"]["sha256"]
+    )
     raw = Path("/etc/machine-id").read_text().strip() if Path("/etc/machine-id").exists() else None
     assert tie["machine_id"] is None if raw is None else (len(tie["machine_id"]) == 64 and raw not in tie["machine_id"])
 
@@ -301,11 +327,27 @@ def test_two_nodes_bundles_from_one_machine_are_refused_by_name(fake_node, tmp_p
 
 def test_a_bundle_written_on_another_inventory_nodes_machine_is_refused(fake_node, tmp_path):
     folders = local_bundles(fake_node, tmp_path, nodes=("n1",))
-    with mock.patch("ascendprep.run.node_local.socket.gethostname", lambda: "n1.example.com"), mock.patch("ascendprep.run.node_local.machine_id_digest", lambda: "elsewhere"):
-        code, _, stderr = verify(str(fake_node), "--local", "--node", "n2", "--bundle-dir", str(tmp_path / "n2-on-n1"), "--sample-interval", "0")
+    with (
+        mock.patch("ascendprep.run.node_local.socket.gethostname", lambda: "n1.example.com"),
+        mock.patch("ascendprep.run.node_local.machine_id_digest", lambda: "elsewhere"),
+    ):
+        code, _, stderr = verify(
+            str(fake_node),
+            "--local",
+            "--node",
+            "n2",
+            "--bundle-dir",
+            str(tmp_path / "n2-on-n1"),
+            "--sample-interval",
+            "0",
+        )
     assert code in (0, 1), stderr
     code, _, stderr = verify("--from-bundle", folders[0], str(tmp_path / "n2-on-n1"))
-    assert code == 2 and "the bundle of n2 was written on the machine named n1.example.com, which is the inventory's node n1" in " ".join(stderr.split())
+    assert (
+        code == 2
+        and "the bundle of n2 was written on the machine named n1.example.com, which is the inventory's node n1"
+        in " ".join(stderr.split())
+    )
 
 
 def test_evidence_moved_to_another_nodes_name_is_refused(fake_node, tmp_path):
@@ -319,11 +361,15 @@ def test_evidence_moved_to_another_nodes_name_is_refused(fake_node, tmp_path):
 
     _edit_run(moved, as_n3)
     code, _, stderr = verify("--from-bundle", folders[0], str(moved))
-    assert code == 2 and "holds n3's evidence but was written as 'n2''s bundle; refused" in " ".join(stderr.split()), stderr
+    assert code == 2 and "holds n3's evidence but was written as 'n2''s bundle; refused" in " ".join(stderr.split()), (
+        stderr
+    )
 
     _edit_run(moved, lambda run: run["node_tie"].update(node="n3", inventory_sha256="0" * 64))  # the tie edited along
     code, _, stderr = verify("--from-bundle", folders[0], str(moved))
-    assert code == 2 and "n3's bundle was written with another inventory than the copy it holds" in " ".join(stderr.split()), stderr
+    assert code == 2 and "n3's bundle was written with another inventory than the copy it holds" in " ".join(
+        stderr.split()
+    ), stderr
 
 
 def test_a_node_bundle_written_before_the_tie_is_refused_with_what_to_do(fake_node, tmp_path):
@@ -331,6 +377,10 @@ def test_a_node_bundle_written_before_the_tie_is_refused_with_what_to_do(fake_no
     _edit_run(Path(folders[1]), lambda run: run.pop("node_tie"))
     code, _, stderr = verify("--from-bundle", *folders)
     text = " ".join(stderr.split())
-    assert code == 2 and "the bundle of n2 does not record the machine that wrote it" in text and "run verify --local on n2 again" in text, stderr
+    assert (
+        code == 2
+        and "the bundle of n2 does not record the machine that wrote it" in text
+        and "run verify --local on n2 again" in text
+    ), stderr
     code, _, stderr = verify("--from-bundle", folders[1])  # alone too: a node bundle is judged by the merge's rules
     assert code == 2 and "does not record the machine that wrote it" in stderr

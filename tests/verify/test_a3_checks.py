@@ -7,19 +7,33 @@ from datetime import date
 
 import yaml
 
-from ascendprep.verify.checks.context import ClusterContext, HostEvidence, NodeContext
-from ascendprep.verify.checks.hccs import HccsPair, plan_hccs, suspects
-from ascendprep.verify.checks.model import Status
-from ascendprep.verify.checks.superpod import die_subnets, expected_vnic, identity, sdid, vnic
 from ascendprep.desired.state import build_desired
 from ascendprep.facts.model import HostFacts, NpuFacts, SuperPodDie
 from ascendprep.inventory.load import inventory_from_text
+from ascendprep.verify.checks.context import ClusterContext, HostEvidence, NodeContext
+from ascendprep.verify.checks.hccs import plan_hccs, suspects
+from ascendprep.verify.checks.model import Status
+from ascendprep.verify.checks.superpod import die_subnets, expected_vnic, identity, sdid, vnic
 
 
 def _facts(pod, index, dies=16, ips=None, sdid_of=None):
-    superpod = {d: SuperPodDie(npu_id=d // 2, chip=d % 2, sdid=(sdid_of or (lambda d: (index << 22) | ((d // 2) << 18) | ((d % 2) << 16) | d))(d),
-                                super_pod_id=pod, server_index=index, pod_size=16) for d in range(dies)}
-    npus = {d: NpuFacts(devid=d, vnic_ip=expected_vnic(index, d), ip=(ips or {}).get(d), netmask="255.255.255.0" if ips else None) for d in range(dies)}
+    superpod = {
+        d: SuperPodDie(
+            npu_id=d // 2,
+            chip=d % 2,
+            sdid=(sdid_of or (lambda d: (index << 22) | ((d // 2) << 18) | ((d % 2) << 16) | d))(d),
+            super_pod_id=pod,
+            server_index=index,
+            pod_size=16,
+        )
+        for d in range(dies)
+    }
+    npus = {
+        d: NpuFacts(
+            devid=d, vnic_ip=expected_vnic(index, d), ip=(ips or {}).get(d), netmask="255.255.255.0" if ips else None
+        )
+        for d in range(dies)
+    }
     return HostFacts(npus=npus, superpod=superpod, hccn_tool="/usr/bin/hccn_tool")
 
 
@@ -43,7 +57,9 @@ def test_plan_rings_inside_pods_never_across_them():
 def test_the_die_whose_every_pair_failed_is_blamed_not_its_peers():
     facts = {"a": _facts(0, 0, 4), "b": _facts(0, 1, 4)}
     pairs = plan_hccs(["a", "b"], {n: range(4) for n in "ab"}, facts)
-    broken = {p.subject for p in pairs if ("b", 1) in ((p.source.node, p.source.devid), (p.target.node, p.target.devid))}
+    broken = {
+        p.subject for p in pairs if ("b", 1) in ((p.source.node, p.source.devid), (p.target.node, p.target.devid))
+    }
     assert suspects(pairs, broken) == {("b", 1): len(broken)}
     # a single failed pair blames nobody: one pair cannot tell which end is broken
     one = {next(iter(broken))}
@@ -51,7 +67,9 @@ def test_the_die_whose_every_pair_failed_is_blamed_not_its_peers():
 
 
 INVENTORY = {
-    "name": "a3", "product": "atlas-a3", "npus_per_node": 4,
+    "name": "a3",
+    "product": "atlas-a3",
+    "npus_per_node": 4,
     "device_network": {"subnets": ["10.20.0.0/24", "10.21.0.0/24"]},
     "nodes": [{"name": "n1", "host": "10.0.0.11"}, {"name": "n2", "host": "10.0.0.12"}],
 }
@@ -86,14 +104,18 @@ def test_die_subnets_flags_an_npu_with_both_dies_in_one_subnet():
     assert [v.status for v in die_subnets(_node_ctx(good))] == [Status.PASSED]
     bad = _facts(0, 0, 4, ips={0: "10.20.0.1", 1: "10.21.0.1", 2: "10.20.0.2", 3: "10.20.0.3"})
     (verdict,) = die_subnets(_node_ctx(bad))
-    assert verdict.status is Status.FAILED and verdict.npu == 2 and "NPU 1: both dies in 10.20.0.0/24" in verdict.message
+    assert (
+        verdict.status is Status.FAILED and verdict.npu == 2 and "NPU 1: both dies in 10.20.0.0/24" in verdict.message
+    )
 
 
 def test_sdid_duplicates_within_a_pod_only():
     desired = build_desired(inventory_from_text(yaml.safe_dump(INVENTORY)))
 
     def ctx(f1, f2):
-        return ClusterContext(desired, {"n1": HostEvidence("n1", "h", f1), "n2": HostEvidence("n2", "h", f2)}, None, date.today())
+        return ClusterContext(
+            desired, {"n1": HostEvidence("n1", "h", f1), "n2": HostEvidence("n2", "h", f2)}, None, date.today()
+        )
 
     # two pods, server index 0 in each: the same SDIDs, allowed
     assert [v.status for v in sdid(ctx(_facts(0, 0, 4), _facts(1, 0, 4)))] == [Status.PASSED]
@@ -107,7 +129,9 @@ def test_the_allreduce_smoke_runs_one_rank_per_die_sixteen_per_a3_server():
     from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
 
     inventory = inventory_from_text(yaml.safe_dump({**INVENTORY, "npus_per_node": 16}))
-    settings, problems = resolve_settings(AllreduceOptions.coerce({}), [(n.name, n.npus) for n in inventory.nodes], None)
+    settings, problems = resolve_settings(
+        AllreduceOptions.coerce({}), [(n.name, n.npus) for n in inventory.nodes], None
+    )
     assert problems == [] and settings.nproc_by_node == {"n1": 16, "n2": 16} and settings.world_size == 32
 
 
@@ -123,6 +147,7 @@ def test_a3_servers_outside_any_pod_have_no_hccs_plane(tmp_path):
     """The driver's rule: server index 48 or more is "in no super-pod" (the lab's --pod-servers 0
     prints 65535); such servers are not paired, not SDID-checked, and their vNIC is not judged."""
     from a3sim import A3Lab
+
     from ascendprep.facts.superpod import parse_spod_info
 
     lab = A3Lab(tmp_path, nodes=2, pod_servers=0, npus=4)
@@ -135,5 +160,7 @@ def test_a3_servers_outside_any_pod_have_no_hccs_plane(tmp_path):
     assert verdict.status is Status.PASSED and verdict.message.startswith("in no super-pod (server index 65535)")
     assert vnic(_node_ctx(facts), 0).status is Status.SKIPPED
     desired = build_desired(inventory_from_text(yaml.safe_dump(INVENTORY)))
-    cluster = ClusterContext(desired, {"n1": HostEvidence("n1", "h", facts), "n2": HostEvidence("n2", "h", facts)}, None, date.today())
+    cluster = ClusterContext(
+        desired, {"n1": HostEvidence("n1", "h", facts), "n2": HostEvidence("n2", "h", facts)}, None, date.today()
+    )
     assert [v.status for v in sdid(cluster)] == [Status.SKIPPED]

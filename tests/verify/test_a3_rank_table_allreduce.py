@@ -21,11 +21,11 @@ from typing import Any, Dict, List
 
 import pytest
 
+from ascendprep.report.allreduce import footer_lines
 from ascendprep.verify.allreduce import worker
 from ascendprep.verify.allreduce.gates import RANK_TABLE, rank_table_gate
-from ascendprep.report.allreduce import footer_lines
-from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output
 from ascendprep.verify.allreduce.records import RankTableCheck
+from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output
 
 WORKER = worker.__file__
 NODE = "node1"
@@ -39,12 +39,23 @@ def a3_table(servers: List[Dict[str, Any]]) -> Dict[str, Any]:
     for server in servers:
         devices = []
         for devid, sdid in server["devices"]:
-            devices.append({"device_id": str(devid), "super_device_id": str(sdid),
-                            "device_ip": f"10.20.{devid % 2}.{devid}", "rank_id": str(rank)})
+            devices.append(
+                {
+                    "device_id": str(devid),
+                    "super_device_id": str(sdid),
+                    "device_ip": f"10.20.{devid % 2}.{devid}",
+                    "rank_id": str(rank),
+                }
+            )
             rank += 1
         server_list.append({"server_id": server["server_id"], "host_ip": server["server_id"], "device": devices})
-    return {"status": "completed", "version": "1.2", "server_count": str(len(servers)), "server_list": server_list,
-            "super_pod_list": [{"super_pod_id": "0", "server_list": [{"server_id": s["server_id"]} for s in servers]}]}
+    return {
+        "status": "completed",
+        "version": "1.2",
+        "server_count": str(len(servers)),
+        "server_list": server_list,
+        "super_pod_list": [{"super_pod_id": "0", "server_list": [{"server_id": s["server_id"]} for s in servers]}],
+    }
 
 
 def sdid_of(devid: int, server_index: int = 1) -> int:
@@ -58,14 +69,23 @@ def write(tmp_path: Path, doc: Any, name: str = "rank_table.json") -> Path:
     return path
 
 
-def check(path: Path, rank: int, local_rank: int, environ: Dict[str, str] | None = None,
-          sdid=lambda devid: (sdid_of(devid), None)):
+def check(
+    path: Path,
+    rank: int,
+    local_rank: int,
+    environ: Dict[str, str] | None = None,
+    sdid=lambda devid: (sdid_of(devid), None),
+):
     env = {"RANK_TABLE_FILE": str(path), **(environ or {})}
     return worker.check_rank_table(env, rank, local_rank, [NODE, ADDRESS], read_sdid=sdid)
 
 
-TWO_SERVERS = a3_table([{"server_id": ADDRESS, "devices": [(d, sdid_of(d)) for d in range(4)]},
-                        {"server_id": "10.0.0.12", "devices": [(d, sdid_of(d, 2)) for d in range(4)]}])
+TWO_SERVERS = a3_table(
+    [
+        {"server_id": ADDRESS, "devices": [(d, sdid_of(d)) for d in range(4)]},
+        {"server_id": "10.0.0.12", "devices": [(d, sdid_of(d, 2)) for d in range(4)]},
+    ]
+)
 
 
 # --- the worker's check ---------------------------------------------------------------------------
@@ -140,8 +160,10 @@ def test_the_sdid_is_read_from_spod_info(tmp_path, monkeypatch):
     tool = tmp_path / "bin" / "npu-smi"
     tool.parent.mkdir()
     # the real layout: key padded to 31 characters, tab-indented (docs/a3-superpod.md §2)
-    tool.write_text('#!/bin/sh\n[ "$4 $5 $6 $7" = "-i 1 -c 1" ] || exit 3\n'
-                    'printf "\\t%-31s: %s\\n" "SDID" 167837697 "Super Pod Size" 384 "Super Pod ID" 0 "Server Index" 40\n')
+    tool.write_text(
+        '#!/bin/sh\n[ "$4 $5 $6 $7" = "-i 1 -c 1" ] || exit 3\n'
+        'printf "\\t%-31s: %s\\n" "SDID" 167837697 "Super Pod Size" 384 "Super Pod ID" 0 "Server Index" 40\n'
+    )
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
     assert worker.read_die_sdid(3) == (167837697, None)
@@ -160,8 +182,7 @@ def test_gate_passes_when_no_rank_uses_a_table():
 def test_gate_names_the_ranks_and_the_dropped_table():
     good = RankTableCheck("/etc/hccl.json", True)
     bad = RankTableCheck("/etc/hccl.json", False, "rank_id 1 is device_id 0 ...")
-    gate = rank_table_gate("hccl", [(0, NODE, good), (1, NODE, bad), (2, "node2", None)],
-                           ["node1 torchrun log line 7"])
+    gate = rank_table_gate("hccl", [(0, NODE, good), (1, NODE, bad), (2, "node2", None)], ["node1 torchrun log line 7"])
     assert not gate.ok and gate.figure == "1/3 ranks found in /etc/hccl.json"
     assert any("ranks 2 had no RANK_TABLE_FILE" in r for r in gate.reasons)
     assert "rank 1 (node1): rank_id 1 is device_id 0 ..." in gate.reasons
@@ -172,13 +193,17 @@ def test_gate_names_the_ranks_and_the_dropped_table():
 
 def test_the_fallback_line_in_a_log_is_found():
     # both of torch_npu's messages (ProcessGroupHCCL.cpp); the log prefix is illustrative
-    log = ("[INFO] PTA(1234,python3):2026-01-01-00:00:00.000 [ProcessGroupHCCL.cpp:2096] "
-           "The rank_table_file is not available, switch to original interface.\n"
-           "unrelated\n"
-           "[INFO] PTA(1235,python3):2026-01-01-00:00:00.001 [ProcessGroupHCCL.cpp:2110] "
-           "Create global hccl comm with ranktable failed, switch to original interface.\n")
+    log = (
+        "[INFO] PTA(1234,python3):2026-01-01-00:00:00.000 [ProcessGroupHCCL.cpp:2096] "
+        "The rank_table_file is not available, switch to original interface.\n"
+        "unrelated\n"
+        "[INFO] PTA(1235,python3):2026-01-01-00:00:00.001 [ProcessGroupHCCL.cpp:2110] "
+        "Create global hccl comm with ranktable failed, switch to original interface.\n"
+    )
     assert parse_worker_output(log, "node1 torchrun log").rank_table_dropped == (
-        "node1 torchrun log line 1", "node1 torchrun log line 3")
+        "node1 torchrun log line 1",
+        "node1 torchrun log line 3",
+    )
 
 
 # --- the worker for real: torchrun, two gloo ranks ------------------------------------------------
@@ -191,14 +216,39 @@ def _free_port() -> int:
 
 
 def torchrun(rank_table: Path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    }
     env.update(OMP_NUM_THREADS="1", RANK_TABLE_FILE=str(rank_table), ASCENDPREP_NODE_ADDRESS=ADDRESS)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--nnodes", "1",
-               "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), WORKER,
-               "--backend", "gloo", "--sizes", "1K", "--warmup", "0", "--iters", "1", "--node-name", NODE]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--nnodes",
+        "1",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(_free_port()),
+        WORKER,
+        "--backend",
+        "gloo",
+        "--sizes",
+        "1K",
+        "--warmup",
+        "0",
+        "--iters",
+        "1",
+        "--node-name",
+        NODE,
+    ]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
+    )
     try:
         out, _ = proc.communicate(timeout=180)
     except subprocess.TimeoutExpired:
@@ -211,8 +261,14 @@ def torchrun(rank_table: Path):
 
 def _two_dies(order):
     # SDIDs the gloo run cannot compare (no npu-smi here): they show as a warning
-    return {"status": "completed", "version": "1.0", "server_count": "1", "server_list": [{
-        "server_id": ADDRESS, "device": [{"device_id": str(d), "rank_id": str(r)} for r, d in enumerate(order)]}]}
+    return {
+        "status": "completed",
+        "version": "1.0",
+        "server_count": "1",
+        "server_list": [
+            {"server_id": ADDRESS, "device": [{"device_id": str(d), "rank_id": str(r)} for r, d in enumerate(order)]}
+        ],
+    }
 
 
 def test_torchrun_with_a_good_table_passes_the_gate(tmp_path):

@@ -11,15 +11,15 @@ import dataclasses
 import json
 from pathlib import Path
 
+from ascendprep.base.paths import RANK_TABLE
+from ascendprep.desired.state import build_desired
+from ascendprep.facts.model import HostFacts, ManagedFile, NpuFacts, SuperPodDie
 from ascendprep.inventory import superpods as superpod_rules
+from ascendprep.inventory.load import inventory_from_text
+from ascendprep.plan.drift import sha256_text
 from ascendprep.verify.checks.context import HostEvidence, NodeContext
 from ascendprep.verify.checks.model import Status
 from ascendprep.verify.checks.superpod import rank_table, rank_table_disagreements
-from ascendprep.desired.state import build_desired
-from ascendprep.plan.drift import sha256_text
-from ascendprep.facts.model import HostFacts, ManagedFile, NpuFacts, SuperPodDie
-from ascendprep.inventory.load import inventory_from_text
-from ascendprep.base.paths import RANK_TABLE
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "a3-superpod.yaml"
 
@@ -36,8 +36,17 @@ def hardware(desired, name: str, server_index: int, pod: int, file_text: str | N
     """What a healthy server reports: SDIDs from its server index, the planned addresses, and the
     rank table on disk (by sha256, as the gather reads it)."""
     node = desired.nodes[name]
-    superpod = {d: SuperPodDie(npu_id=d // 2, chip=d % 2, sdid=superpod_rules.sdid(server_index, d), super_pod_id=pod,
-                               server_index=server_index, pod_size=64) for d in range(node.nproc)}
+    superpod = {
+        d: SuperPodDie(
+            npu_id=d // 2,
+            chip=d % 2,
+            sdid=superpod_rules.sdid(server_index, d),
+            super_pod_id=pod,
+            server_index=server_index,
+            pod_size=64,
+        )
+        for d in range(node.nproc)
+    }
     npus = {s.npu: NpuFacts(devid=s.npu, ip=s.ip, netmask=s.netmask) for s in node.hccn}
     text = planned_table(desired) if file_text is None else file_text
     files = {RANK_TABLE: ManagedFile(RANK_TABLE, True, sha256_text(text))}
@@ -61,8 +70,10 @@ def test_a_server_index_unlike_the_inventorys_is_named_on_every_die():
     assert [v.status for v in verdicts] == [Status.FAILED] * 16
     assert sorted(v.npu for v in verdicts) == list(range(16))
     die3 = next(v for v in verdicts if v.npu == 3)
-    assert (f"super_device_id {superpod_rules.sdid(1, 3)}, but the die reports SDID {superpod_rules.sdid(5, 3)}"
-            in die3.message) and "device 3 (NPU 1 die 1)" in die3.message
+    assert (
+        f"super_device_id {superpod_rules.sdid(1, 3)}, but the die reports SDID {superpod_rules.sdid(5, 3)}"
+        in die3.message
+    ) and "device 3 (NPU 1 die 1)" in die3.message
 
 
 def test_a_die_whose_address_moved_is_named():
@@ -93,28 +104,51 @@ def test_without_a_planned_rank_table_there_is_nothing_to_compare():
 
 
 def test_disagreements_are_pure_and_skip_dies_not_read():
-    table = {"server_list": [{"server_id": "s", "device": [
-        {"device_id": "0", "super_device_id": "10", "device_ip": "10.0.0.1", "rank_id": "0"},
-        {"device_id": "1", "super_device_id": "11", "rank_id": "1"},
-        {"device_id": "x", "rank_id": "2"}]}]}
+    table = {
+        "server_list": [
+            {
+                "server_id": "s",
+                "device": [
+                    {"device_id": "0", "super_device_id": "10", "device_ip": "10.0.0.1", "rank_id": "0"},
+                    {"device_id": "1", "super_device_id": "11", "rank_id": "1"},
+                    {"device_id": "x", "rank_id": "2"},
+                ],
+            }
+        ]
+    }
     die = SuperPodDie(npu_id=0, chip=0, sdid=10, super_pod_id=0, server_index=0, pod_size=16)
     found, compared = rank_table_disagreements(table, "s", {0: die}, {0: NpuFacts(devid=0, ip="10.0.0.2")})
     assert compared == 1
-    assert found == [(0, "device 0 (NPU 0 die 0): the rank table's device_ip 10.0.0.1, but the die has 10.0.0.2"),
-                     (-1, "a device of server s has device_id 'x'")]
+    assert found == [
+        (0, "device 0 (NPU 0 die 0): the rank table's device_ip 10.0.0.1, but the die has 10.0.0.2"),
+        (-1, "a device of server s has device_id 'x'"),
+    ]
 
 
 def test_a_backup_address_that_is_not_the_partner_dies_is_named():
     """op-retry's backup_device_ip must be the other die of the same NPU; the unlike case, the
     partner's live address, passes."""
-    table = {"server_list": [{"server_id": "s", "device": [
-        {"device_id": "2", "device_ip": "10.0.0.2", "backup_device_ip": "10.0.1.9", "rank_id": "0"},
-        {"device_id": "3", "device_ip": "10.0.1.3", "backup_device_ip": "10.0.0.2", "rank_id": "1"}]}]}
+    table = {
+        "server_list": [
+            {
+                "server_id": "s",
+                "device": [
+                    {"device_id": "2", "device_ip": "10.0.0.2", "backup_device_ip": "10.0.1.9", "rank_id": "0"},
+                    {"device_id": "3", "device_ip": "10.0.1.3", "backup_device_ip": "10.0.0.2", "rank_id": "1"},
+                ],
+            }
+        ]
+    }
     npus = {2: NpuFacts(devid=2, ip="10.0.0.2"), 3: NpuFacts(devid=3, ip="10.0.1.3")}
     found, compared = rank_table_disagreements(table, "s", {}, npus)
     assert compared == 2
-    assert found == [(2, "device 2 (NPU 1 die 0): the rank table's backup_device_ip 10.0.1.9, but its partner "
-                         "device 3 (NPU 1 die 1) has 10.0.1.3")]
+    assert found == [
+        (
+            2,
+            "device 2 (NPU 1 die 0): the rank table's backup_device_ip 10.0.1.9, but its partner "
+            "device 3 (NPU 1 die 1) has 10.0.1.3",
+        )
+    ]
 
 
 def test_the_example_op_retry_table_is_compared_on_backups_too():

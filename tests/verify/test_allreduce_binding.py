@@ -11,11 +11,11 @@ import sys
 from types import SimpleNamespace
 
 import pytest
+from nodescript import run_node_script
 
+from ascendprep.facts.model import InterfaceAddress
 from ascendprep.verify.allreduce.jobs import Job, JobNode, JobResult, binding_of, node_address
 from ascendprep.verify.allreduce.scripts import interface_exports, parse_preflight, render_preflight_script
-from ascendprep.facts.model import InterfaceAddress
-from nodescript import run_node_script
 
 ADDRESSES = (InterfaceAddress("lo", "inet", "127.0.0.1", 8), InterfaceAddress("eth0", "inet", "10.231.0.11", 24))
 
@@ -30,8 +30,13 @@ def _pre(addresses=ADDRESSES, problem=None) -> SimpleNamespace:
 
 def test_the_preflight_lists_this_hosts_interfaces(tmp_path):
     directory = f"/tmp/ascendprep-allreduce-t{tmp_path.name[-8:].replace('_', '')}-node1"
-    done = run_node_script(["sh", "-s"], input=render_preflight_script(directory, sys.executable, False),
-                           capture_output=True, text=True, timeout=60)
+    done = run_node_script(
+        ["sh", "-s"],
+        input=render_preflight_script(directory, sys.executable, False),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     subprocess.run(["rm", "-rf", "--", directory], check=True)
     pre = parse_preflight(done.stdout)
     assert pre.addresses_problem is None
@@ -42,13 +47,16 @@ def test_a_node_is_bound_to_the_interface_holding_its_address():
     assert binding_of(_node("10.231.0.11"), _pre()) == ("10.231.0.11", "eth0")
 
 
-@pytest.mark.parametrize("host, pre, why", [
-    ("10.231.0.99", _pre(), "no interface holds its inventory address 10.231.0.99"),
-    ("127.0.0.1", _pre(), "no interface holds"),  # loopback is the trap itself, never a binding
-    ("10.231.0.11", _pre(addresses=()), "listed no interfaces"),
-    ("10.231.0.11", _pre(problem="not an 'ip -o addr' line"), "could not be read"),
-    ("no-such-host.invalid", _pre(), "does not resolve to an address here"),
-])
+@pytest.mark.parametrize(
+    "host, pre, why",
+    [
+        ("10.231.0.99", _pre(), "no interface holds its inventory address 10.231.0.99"),
+        ("127.0.0.1", _pre(), "no interface holds"),  # loopback is the trap itself, never a binding
+        ("10.231.0.11", _pre(addresses=()), "listed no interfaces"),
+        ("10.231.0.11", _pre(problem="not an 'ip -o addr' line"), "could not be read"),
+        ("no-such-host.invalid", _pre(), "does not resolve to an address here"),
+    ],
+)
 def test_a_node_that_cannot_be_bound_says_why(host, pre, why):
     result = binding_of(_node(host), pre)
     assert isinstance(result, str) and why in result
@@ -68,8 +76,11 @@ def test_master_addr_is_the_bound_address_not_the_hostname():
 
 
 def _exported(before: str) -> str:
-    script = before + interface_exports("10.231.0.11", "eth0") + \
-        'printf "%s|%s|%s|%s" "$GLOO_SOCKET_IFNAME" "$NCCL_SOCKET_IFNAME" "${HCCL_IF_IP-}" "${HCCL_SOCKET_IFNAME-}"'
+    script = (
+        before
+        + interface_exports("10.231.0.11", "eth0")
+        + 'printf "%s|%s|%s|%s" "$GLOO_SOCKET_IFNAME" "$NCCL_SOCKET_IFNAME" "${HCCL_IF_IP-}" "${HCCL_SOCKET_IFNAME-}"'
+    )
     return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30, env={}).stdout
 
 

@@ -16,8 +16,10 @@ from ascendprep.verify.checks.registry import BY_ID
 LOGS = {
     "EJ0001": "EJ0001: 2024-05-21-11:57:54.167.645 Failed to initialize the HCCP process. Reason: Maybe the last training process is running.",
     "EJ0002": "RuntimeError: EJ0002: [PID: 38079] 2025-07-15-12:45:31.202.787 The network port is down.",
-    "EJ0003": ("[rank0]: EJ0003: [PID: 159] 2025-03-26-17:01:02.816.428 Failed to bind the IP port. Reason: The IP address and port have been bound already.\n"
-               "[rank0]:         host nic listen start failed, port[60000], return[11][FUNC:StartListenSocket][FILE:network_manager.cc][LINE:1163]"),
+    "EJ0003": (
+        "[rank0]: EJ0003: [PID: 159] 2025-03-26-17:01:02.816.428 Failed to bind the IP port. Reason: The IP address and port have been bound already.\n"
+        "[rank0]:         host nic listen start failed, port[60000], return[11][FUNC:StartListenSocket][FILE:network_manager.cc][LINE:1163]"
+    ),
     "EI0019": "Communication_Error_Bind_IP_Port(EI0019): socket type[2], listen on ip[10.0.0.12] port[60000] fail",
     "EI0006": "[rank1]: EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank did not send the data in time.",
     "socket establish timeout": "[ERROR] HCCL(106335,):2026-05-21-21:39:58.705.534 [hccl_socket_manager.cc:796] [128655][Wait][LinkEstablish]wait socket establish timeout, role[0] rank[0] timeout[120 s]",
@@ -52,5 +54,12 @@ def test_a_failed_node_names_the_cause_and_the_check_in_its_problem():
     assert "EJ0001: HCCP could not start on the NPU" in found.message and "npu.busy" in found.message
     assert found.fix.startswith("stop the process that holds the NPU")
     # A log without a known code keeps the problem as it was.
-    plain = launch_problem(LaunchResult("node2", LaunchOutput(exit_code=1, log="RuntimeError: boom\n")), 2, CollectedOutput(), "10.0.0.1", 29500, 60)
+    plain = launch_problem(
+        LaunchResult("node2", LaunchOutput(exit_code=1, log="RuntimeError: boom\n")),
+        2,
+        CollectedOutput(),
+        "10.0.0.1",
+        29500,
+        60,
+    )
     assert plain is not None and " -- " not in plain.message

@@ -9,13 +9,21 @@ import json
 import pytest
 from rich.console import Console
 
-from ascendprep.verify.allreduce.gates import GATE_NAMES, GateResult, busbw_gate, connectivity_gate, self_test_gate, stragglers_gate, training_gate, wrong_elements_gate
-from ascendprep.report.allreduce import footer_lines
+from ascendprep.report.allreduce import footer_lines, print_allreduce
+from ascendprep.verify.allreduce.gates import (
+    GATE_NAMES,
+    GateResult,
+    busbw_gate,
+    connectivity_gate,
+    self_test_gate,
+    stragglers_gate,
+    training_gate,
+    wrong_elements_gate,
+)
 from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
 from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings
-from ascendprep.verify.allreduce.results import algorithm_bandwidth, build_verdict, bus_bandwidth, parse_worker_output
 from ascendprep.verify.allreduce.records import BusbwFloor, SizeRow, Straggler, TrainVerdict
-from ascendprep.report.allreduce import print_allreduce
+from ascendprep.verify.allreduce.results import algorithm_bandwidth, build_verdict, bus_bandwidth, parse_worker_output
 from ascendprep.verify.allreduce.worker import PHASES, RankReport
 
 MB = 2**20
@@ -27,8 +35,16 @@ def record(rank, world=4, times=None, wrong=0, failed=None, injected=(), train=N
     for phase in PHASES:
         report.finish(phase, 0.01)
     for nbytes, time_us in sorted((times or {MB: 100.0}).items()):
-        report.data["sizes"].append({"bytes": nbytes, "elements": nbytes // 4, "time_us": time_us,
-                                     "algbw_GBps": 0.0, "busbw_GBps": 0.0, "wrong_elements": wrong})
+        report.data["sizes"].append(
+            {
+                "bytes": nbytes,
+                "elements": nbytes // 4,
+                "time_us": time_us,
+                "algbw_GBps": 0.0,
+                "busbw_GBps": 0.0,
+                "wrong_elements": wrong,
+            }
+        )
     if failed:
         report.fail(*failed)
     report.data["injected"] = list(injected)
@@ -116,20 +132,24 @@ def test_a_clean_run_passes_every_gate_in_order():
     assert all(g.ok for g in verdict.gates) and verdict.passed and verdict.reasons == ()
 
 
-@pytest.mark.parametrize("case, failing", [
-    ("wrong", "wrong_elements"),
-    ("slow", "busbw"),
-    ("missing", "connectivity"),
-    ("sweep", "connectivity"),
-    ("train", "training"),
-    ("injected", "self_test"),
-])
+@pytest.mark.parametrize(
+    "case, failing",
+    [
+        ("wrong", "wrong_elements"),
+        ("slow", "busbw"),
+        ("missing", "connectivity"),
+        ("sweep", "connectivity"),
+        ("train", "training"),
+        ("injected", "self_test"),
+    ],
+)
 def test_each_failure_fails_its_own_gate_and_the_verdict(case, failing):
     records = [record(r) for r in range(4)]
     options = {"expected_world_size": 4}
     if case == "wrong":
-        records = [record(r, wrong=1, failed=("performance", "all_reduce returned wrong elements: 1M"))
-                   for r in range(4)]
+        records = [
+            record(r, wrong=1, failed=("performance", "all_reduce returned wrong elements: 1M")) for r in range(4)
+        ]
     elif case == "slow":
         options["min_busbw_GBps"] = 1e6
     elif case == "missing":
@@ -138,8 +158,9 @@ def test_each_failure_fails_its_own_gate_and_the_verdict(case, failing):
         records[1] = record(1, failed=("performance", "timed out after 2s in the timed all_reduce of 1M bytes"))
     elif case == "train":
         failed = {"ddp": {"status": "fail", "reason": "loss is not finite (nan)"}}
-        records = [record(r, train=failed if r == 2 else {"ddp": {"status": "pass", "param_digest": "ab"}})
-                   for r in range(4)]
+        records = [
+            record(r, train=failed if r == 2 else {"ddp": {"status": "pass", "param_digest": "ab"}}) for r in range(4)
+        ]
     elif case == "injected":
         records = [record(r, injected=["inject_stall=9"]) for r in range(4)]
     verdict = verdict_of(*records, **options)
@@ -149,14 +170,20 @@ def test_each_failure_fails_its_own_gate_and_the_verdict(case, failing):
 
 
 def test_wrong_element_failures_belong_to_the_correctness_gate_not_connectivity():
-    records = [record(r, wrong=1 if r == 0 else 0,
-                      failed=("performance", "all_reduce returned wrong elements: 1M") if r == 0 else None)
-               for r in range(4)]
+    records = [
+        record(
+            r,
+            wrong=1 if r == 0 else 0,
+            failed=("performance", "all_reduce returned wrong elements: 1M") if r == 0 else None,
+        )
+        for r in range(4)
+    ]
     verdict = verdict_of(*records)
     assert verdict.connectivity_passed and not verdict.correctness_passed
     assert verdict.gate_named("wrong_elements").reasons == (
         "1 wrong elements at sizes 1M",
-        "rank 0 (node0) failed in performance: all_reduce returned wrong elements: 1M")
+        "rank 0 (node0) failed in performance: all_reduce returned wrong elements: 1M",
+    )
 
 
 def test_stragglers_alone_leave_a_passing_verdict_with_a_warning():
@@ -184,8 +211,14 @@ def test_gates_are_in_the_json_document():
     gates = {g["name"]: g for g in data["gates"]}
     assert list(gates) == list(GATE_NAMES)
     assert gates["busbw"]["ok"] is False and "is below --min-busbw" in gates["busbw"]["reasons"][0]
-    assert gates["wrong_elements"] == {"name": "wrong_elements", "ok": True, "figure": "0", "reasons": [],
-                                       "warnings": [], "blocking": True}
+    assert gates["wrong_elements"] == {
+        "name": "wrong_elements",
+        "ok": True,
+        "figure": "0",
+        "reasons": [],
+        "warnings": [],
+        "blocking": True,
+    }
     assert gates["stragglers"]["blocking"] is False
     assert data["busbw_floor"]["min_busbw_GBps"] == 1e6 and data["passed"] is False
 
@@ -212,8 +245,7 @@ def test_footer_passing_with_a_floor():
 
 
 def test_footer_failing_names_the_reasons():
-    records = [record(r, wrong=2, failed=("performance", "all_reduce returned wrong elements: 1M"))
-               for r in range(4)]
+    records = [record(r, wrong=2, failed=("performance", "all_reduce returned wrong elements: 1M")) for r in range(4)]
     wrong, busbw = footer_lines(verdict_of(*records, min_busbw_GBps=1e6))
     assert wrong.startswith("wrong elements: 8 FAIL (8 wrong elements at sizes 1M; ")
     assert busbw.startswith("avg busbw: ") and " FAIL (bus bandwidth " in busbw

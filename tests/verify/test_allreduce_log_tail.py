@@ -7,10 +7,16 @@ import shutil
 import uuid
 
 import pytest
+from nodescript import run_node_script
 
 from ascendprep.verify.allreduce import scripts
-from ascendprep.verify.allreduce.scripts import LOG_CUT_LINE, LOG_MAX_BYTES, LOG_NAME, RUN_DIR_PREFIX, render_cleanup_script
-from nodescript import run_node_script
+from ascendprep.verify.allreduce.scripts import (
+    LOG_CUT_LINE,
+    LOG_MAX_BYTES,
+    LOG_NAME,
+    RUN_DIR_PREFIX,
+    render_cleanup_script,
+)
 
 
 @pytest.fixture
@@ -24,7 +30,9 @@ def run_dir():
 
 
 def _cleanup_log(directory: str) -> str:
-    result = run_node_script(["sh", "-s"], input=render_cleanup_script(directory), capture_output=True, text=True, timeout=60)
+    result = run_node_script(
+        ["sh", "-s"], input=render_cleanup_script(directory), capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     log = scripts.parse_script_output(result.stdout).log
     assert log is not None

@@ -11,8 +11,10 @@ from ascendprep.verify.allreduce import worker, worker_source
 
 def test_control_side_import_does_not_pull_in_torch():
     """The CLI validates --sizes before uploading; that must not cost a torch import."""
-    code = ("import sys, ascendprep.verify.allreduce.sizes, ascendprep.verify.allreduce.results; "
-            "sys.exit(1 if 'torch' in sys.modules else 0)")
+    code = (
+        "import sys, ascendprep.verify.allreduce.sizes, ascendprep.verify.allreduce.results; "
+        "sys.exit(1 if 'torch' in sys.modules else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 

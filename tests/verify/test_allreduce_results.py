@@ -8,24 +8,40 @@ import json
 
 import pytest
 
-from ascendprep.verify.allreduce.results import VERDICT_SCHEMA_VERSION, CollectedOutput, StragglerRule, algorithm_bandwidth, build_verdict, bus_bandwidth, compress_ranks, find_stragglers, parse_worker_output, record_from_dict
+from ascendprep.verify.allreduce.results import (
+    VERDICT_SCHEMA_VERSION,
+    CollectedOutput,
+    StragglerRule,
+    algorithm_bandwidth,
+    build_verdict,
+    bus_bandwidth,
+    compress_ranks,
+    find_stragglers,
+    parse_worker_output,
+    record_from_dict,
+)
 from ascendprep.verify.allreduce.worker import PHASES, RankReport
 
 MB = 2**20
 
 
-def record(rank, world=4, node=None, times=None, wrong=0, train=None, failed=None,
-           local_world=2, injected=()):
+def record(rank, world=4, node=None, times=None, wrong=0, train=None, failed=None, local_world=2, injected=()):
     """A worker record: all phases passed unless ``failed=(phase, reason)``."""
-    report = RankReport(rank, rank % local_world, world, local_world,
-                        node or f"node{rank // local_world}")
+    report = RankReport(rank, rank % local_world, world, local_world, node or f"node{rank // local_world}")
     report.data["backend"] = "hccl"
     for phase in PHASES:
         report.finish(phase, 0.01)
     for nbytes, time_us in sorted((times or {1 * MB: 100.0}).items()):
-        report.data["sizes"].append({"bytes": nbytes, "elements": nbytes // 4,
-                                     "time_us": time_us, "algbw_GBps": 0.0, "busbw_GBps": 0.0,
-                                     "wrong_elements": wrong})
+        report.data["sizes"].append(
+            {
+                "bytes": nbytes,
+                "elements": nbytes // 4,
+                "time_us": time_us,
+                "algbw_GBps": 0.0,
+                "busbw_GBps": 0.0,
+                "wrong_elements": wrong,
+            }
+        )
     if failed:
         report.fail(*failed)
     report.data["train"] = train
@@ -48,8 +64,9 @@ def test_bandwidth_math_matches_nccl_tests():
 
 
 def test_size_row_uses_the_slowest_rank():
-    verdict = build_verdict(collected(*(record(r, times={256 * MB: t})
-                                        for r, t in enumerate([9000.0, 10_000.0, 9500.0, 9800.0]))))
+    verdict = build_verdict(
+        collected(*(record(r, times={256 * MB: t}) for r, t in enumerate([9000.0, 10_000.0, 9500.0, 9800.0])))
+    )
     (row,) = verdict.sizes
     assert row.time_us == 10_000.0 and row.slowest_rank == 1 and row.slowest_node == "node0"
     assert row.algbw_GBps == pytest.approx(26.8435456)
@@ -107,8 +124,7 @@ def test_gate_fails_closed_without_measurements():
 
     # A size only some ranks measured cannot vouch for the fabric either.
     partial = [record(r, times={MB: 100.0}) for r in range(3)]
-    assert not build_verdict(collected(*partial), expected_world_size=4,
-                             min_busbw_GBps=0.001).busbw_floor.passed
+    assert not build_verdict(collected(*partial), expected_world_size=4, min_busbw_GBps=0.001).busbw_floor.passed
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf")])
@@ -120,8 +136,9 @@ def test_gate_threshold_must_be_positive(bad):
 def test_missing_ranks_and_nodes_are_named():
     records = [record(r, world=8) for r in (0, 1, 2, 3, 6, 7)]
     errors = "ASCENDPREP_ERROR phase=init rank=4 node=node2 reason=DistStoreError: Timed out\n"
-    verdict = build_verdict(collected(*records, errors_text=errors),
-                            expected_nodes=["node0", "node1", "node2", "node3"])
+    verdict = build_verdict(
+        collected(*records, errors_text=errors), expected_nodes=["node0", "node1", "node2", "node3"]
+    )
     assert not verdict.passed and not verdict.connectivity_passed
     assert verdict.missing_ranks == (4, 5)
     assert verdict.missing_nodes == ("node2",)
@@ -131,8 +148,7 @@ def test_missing_ranks_and_nodes_are_named():
 
 
 def test_expected_world_size_reveals_ranks_beyond_the_records():
-    verdict = build_verdict(collected(record(0, world=2), record(1, world=2)),
-                            expected_world_size=4)
+    verdict = build_verdict(collected(record(0, world=2), record(1, world=2)), expected_world_size=4)
     assert verdict.missing_ranks == (2, 3)
     assert any("but 4 were launched" in reason for reason in verdict.reasons)
 
@@ -150,10 +166,12 @@ def test_wrong_elements_fail_correctness():
 
 
 def test_failures_are_grouped_and_launcher_stops_listed_last():
-    records = [record(0, failed=("performance", "stopped by SIGTERM (torchrun ...)")),
-               record(1, failed=("performance", "timed out after 2s in the timed all_reduce")),
-               record(2, failed=("performance", "stopped by SIGTERM (torchrun ...)")),
-               record(3)]
+    records = [
+        record(0, failed=("performance", "stopped by SIGTERM (torchrun ...)")),
+        record(1, failed=("performance", "timed out after 2s in the timed all_reduce")),
+        record(2, failed=("performance", "stopped by SIGTERM (torchrun ...)")),
+        record(3),
+    ]
     verdict = build_verdict(collected(*records))
     failure_lines = [r for r in verdict.reasons if "failed in" in r]
     assert failure_lines == [
@@ -176,8 +194,7 @@ def test_injected_faults_never_pass():
 
 
 def _train(status="pass", digest="ab" * 8, reason=None):
-    entry = {"status": status, "api": "DistributedDataParallel", "param_digest": digest,
-             "amp": {"status": "on"}}
+    entry = {"status": status, "api": "DistributedDataParallel", "param_digest": digest, "amp": {"status": "on"}}
     if reason:
         entry["reason"] = reason
     return entry
@@ -192,8 +209,7 @@ def test_training_pass_fail_skip_and_digest_mismatch():
     assert verdict.train[0].amp == "on"
     assert "training hsdp skipped: torch < 2.2" in verdict.warnings
 
-    records[2]["train"] = {"ddp": _train("fail", reason="loss is not finite (nan)"),
-                           "hsdp": skipped}
+    records[2]["train"] = {"ddp": _train("fail", reason="loss is not finite (nan)"), "hsdp": skipped}
     failed = build_verdict(collected(*records))
     assert not failed.passed
     assert "training ddp failed on ranks 2: loss is not finite (nan)" in failed.reasons
@@ -206,14 +222,16 @@ def test_training_pass_fail_skip_and_digest_mismatch():
 
 def test_parse_tolerates_prefixes_and_reports_garbled_lines():
     good = json.dumps(record(0, world=2))
-    text = "\n".join([
-        "[default0]:ASCENDPREP_RESULT " + good,
-        "ASCENDPREP_RESULT {\"schema_version\": 1, \"rank\": 1, ASCENDPREP_RESULT {...",
-        "ASCENDPREP_RESULT " + json.dumps(dict(record(1, world=2), schema_version=99)),
-        "ASCENDPREP_RESULT " + json.dumps(dict(record(1, world=2), rank="one")),
-        "[default1]:ASCENDPREP_ERROR phase=connectivity rank=1 node=n1 reason=timed out after 2s",
-        "some unrelated torchrun chatter",
-    ])
+    text = "\n".join(
+        [
+            "[default0]:ASCENDPREP_RESULT " + good,
+            'ASCENDPREP_RESULT {"schema_version": 1, "rank": 1, ASCENDPREP_RESULT {...',
+            "ASCENDPREP_RESULT " + json.dumps(dict(record(1, world=2), schema_version=99)),
+            "ASCENDPREP_RESULT " + json.dumps(dict(record(1, world=2), rank="one")),
+            "[default1]:ASCENDPREP_ERROR phase=connectivity rank=1 node=n1 reason=timed out after 2s",
+            "some unrelated torchrun chatter",
+        ]
+    )
     out = parse_worker_output(text, source="node-a")
     assert [r.rank for r in out.records] == [0]
     assert len(out.problems) == 3
@@ -221,15 +239,13 @@ def test_parse_tolerates_prefixes_and_reports_garbled_lines():
     assert "schema_version 99" in out.problems[1]
     assert "'rank' should be int" in out.problems[2]
     (error,) = out.errors
-    assert (error.rank, error.node, error.phase, error.reason) == (
-        1, "n1", "connectivity", "timed out after 2s")
+    assert (error.rank, error.node, error.phase, error.reason) == (1, "n1", "connectivity", "timed out after 2s")
     verdict = build_verdict(out)
     assert not verdict.passed and verdict.missing_ranks == (1,)
 
 
 def test_to_dict_is_json_ready_and_versioned():
-    records = [record(r, times={MB: t}, train={"ddp": _train()})
-               for r, t in enumerate([100.0, 100.0, 100.0, 900.0])]
+    records = [record(r, times={MB: t}, train={"ddp": _train()}) for r, t in enumerate([100.0, 100.0, 100.0, 900.0])]
     data = build_verdict(collected(*records), min_busbw_GBps=0.001).to_dict()
     assert json.loads(json.dumps(data)) == data
     assert data["schema_version"] == VERDICT_SCHEMA_VERSION

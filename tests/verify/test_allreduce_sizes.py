@@ -8,10 +8,20 @@ from ascendprep.verify.allreduce.sizes import SizeSpecError, format_size, parse_
 from ascendprep.verify.allreduce.worker import FP32_EXACT_LIMIT, PATTERN_PERIOD, max_exact_world_size
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("512", 512), ("8K", 8192), ("8k", 8192), ("64M", 64 * 2**20), ("1G", 2**30),
-    ("1GiB", 2**30), ("1GB", 2**30), ("2T", 2 * 2**40), (" 4K ", 4096),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("512", 512),
+        ("8K", 8192),
+        ("8k", 8192),
+        ("64M", 64 * 2**20),
+        ("1G", 2**30),
+        ("1GiB", 2**30),
+        ("1GB", 2**30),
+        ("2T", 2 * 2**40),
+        (" 4K ", 4096),
+    ],
+)
 def test_parse_size_reads_binary_units(text, expected):
     assert parse_size(text) == expected
 
@@ -36,19 +46,22 @@ def test_single_size():
     assert parse_size_spec("64M") == [64 * 2**20]
 
 
-@pytest.mark.parametrize("spec,fragment", [
-    ("", "empty"),
-    ("1K:", "a size is missing"),
-    ("1K:8Q", "'8Q' is not a size"),
-    ("1.5M", "'1.5M' is not a size"),
-    ("0", "at least 1 byte"),
-    ("4K:1K", "start 4K is larger than end 1K"),
-    ("1K:1M:x1", "factor of at least 2"),
-    ("1K:1M:3", "must be xFACTOR"),
-    ("1K:1M:+0", "at least 1 byte"),
-    ("1:1G:+1", "more than 64 sizes"),
-    ("1K:2K:x2:9", "expected SIZE, START:END or START:END:STEP"),
-])
+@pytest.mark.parametrize(
+    "spec,fragment",
+    [
+        ("", "empty"),
+        ("1K:", "a size is missing"),
+        ("1K:8Q", "'8Q' is not a size"),
+        ("1.5M", "'1.5M' is not a size"),
+        ("0", "at least 1 byte"),
+        ("4K:1K", "start 4K is larger than end 1K"),
+        ("1K:1M:x1", "factor of at least 2"),
+        ("1K:1M:3", "must be xFACTOR"),
+        ("1K:1M:+0", "at least 1 byte"),
+        ("1:1G:+1", "more than 64 sizes"),
+        ("1K:2K:x2:9", "expected SIZE, START:END or START:END:STEP"),
+    ],
+)
 def test_bad_specs_name_the_part_that_is_wrong(spec, fragment):
     with pytest.raises(SizeSpecError) as caught:
         parse_size_spec(spec)
@@ -62,8 +75,11 @@ def test_format_size_round_trips(nbytes):
     assert parse_size(format_size(nbytes)) == nbytes
 
 
-@given(st.integers(min_value=1, max_value=2**30), st.integers(min_value=1, max_value=2**30),
-       st.integers(min_value=2, max_value=16))
+@given(
+    st.integers(min_value=1, max_value=2**30),
+    st.integers(min_value=1, max_value=2**30),
+    st.integers(min_value=2, max_value=16),
+)
 def test_sweep_is_increasing_and_within_bounds(a, b, factor):
     start, end = min(a, b), max(a, b)
     try:

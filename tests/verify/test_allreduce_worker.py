@@ -14,7 +14,6 @@ import sys
 import time
 
 import pytest
-
 import torch  # noqa: E402,F401  (.ci/run installs the CPU build: a missing torch must fail, not skip)
 
 from ascendprep.verify.allreduce import worker  # noqa: E402
@@ -22,8 +21,17 @@ from ascendprep.verify.allreduce.results import build_verdict, parse_worker_outp
 
 WORKER = worker.__file__
 SMALL_SWEEP = ["--sizes", "1K:64K", "--warmup", "1", "--iters", "3"]
-TORCHRUN_ENV_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                     "MASTER_PORT", "GROUP_RANK", "ROLE_RANK", "TORCHELASTIC_RUN_ID")
+TORCHRUN_ENV_VARS = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "TORCHELASTIC_RUN_ID",
+)
 
 
 def free_port():
@@ -46,16 +54,25 @@ class Run:
         self.seconds = seconds
         self.output = parse_worker_output(self.stdout + "\n" + self.stderr)
         self.records = {r.rank: r for r in self.output.records}
-        raw = [json.loads(line.split(worker.RESULT_MARKER, 1)[1])
-               for line in self.stdout.splitlines() if worker.RESULT_MARKER in line]
+        raw = [
+            json.loads(line.split(worker.RESULT_MARKER, 1)[1])
+            for line in self.stdout.splitlines()
+            if worker.RESULT_MARKER in line
+        ]
         self.raw = {record["rank"]: record for record in raw}
 
 
 def run(command, env=None, timeout=120):
     """Run in a new session so that a hung run's workers can be killed with it."""
     started = time.monotonic()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env or clean_env(), start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or clean_env(),
+        start_new_session=True,
+    )
     try:
         proc.stdout_text, proc.stderr_text = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -66,16 +83,31 @@ def run(command, env=None, timeout=120):
 
 
 def torchrun(*worker_args, nproc=2):
-    return run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-                "--nnodes", "1", "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-                WORKER, *worker_args])
+    return run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            str(nproc),
+            "--nnodes",
+            "1",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(free_port()),
+            WORKER,
+            *worker_args,
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory):
     result_dir = tmp_path_factory.mktemp("results")
-    outcome = torchrun(*SMALL_SWEEP, "--train", "--train-steps", "2", "--node-name", "lab-a",
-                       "--result-dir", str(result_dir))
+    outcome = torchrun(
+        *SMALL_SWEEP, "--train", "--train-steps", "2", "--node-name", "lab-a", "--result-dir", str(result_dir)
+    )
     outcome.result_dir = result_dir
     return outcome
 
@@ -86,8 +118,7 @@ def test_healthy_run_passes_connectivity_and_sweep(healthy):
     for record in healthy.records.values():
         assert record.ok and record.backend == "gloo" and record.world_size == 2
         assert record.node == "lab-a"
-        assert all(record.phases[p].status == "pass" for p in ("setup", "init", "connectivity",
-                                                                "performance"))
+        assert all(record.phases[p].status == "pass" for p in ("setup", "init", "connectivity", "performance"))
         assert [m.bytes for m in record.sizes] == [1024, 4096, 16384, 65536]
         assert all(m.wrong_elements == 0 and m.time_us > 0 for m in record.sizes)
     raw = healthy.raw[0]["sizes"][-1]
@@ -97,8 +128,7 @@ def test_healthy_run_passes_connectivity_and_sweep(healthy):
 
 
 def test_healthy_run_gives_a_passing_verdict_with_busbw(healthy):
-    verdict = build_verdict(healthy.output, expected_world_size=2, expected_nodes=["lab-a"],
-                            min_busbw_GBps=1e-6)
+    verdict = build_verdict(healthy.output, expected_world_size=2, expected_nodes=["lab-a"], min_busbw_GBps=1e-6)
     assert verdict.passed, verdict.reasons
     assert verdict.connectivity_passed and verdict.correctness_passed
     assert verdict.busbw_floor.at_bytes == 65536 and verdict.busbw_floor.measured_busbw_GBps > 0
@@ -109,7 +139,10 @@ def test_training_passes_ddp_fsdp_and_hsdp(healthy):
         train = raw["train"]
         assert raw["phases"]["train"]["status"] == "pass"
         assert {mode: train[mode]["status"] for mode in ("ddp", "fsdp", "hsdp")} == {
-            "ddp": "pass", "fsdp": "pass", "hsdp": "pass"}
+            "ddp": "pass",
+            "fsdp": "pass",
+            "hsdp": "pass",
+        }
         assert all(train[m]["params_identical"] for m in ("ddp", "fsdp", "hsdp"))
         assert train["hsdp"]["mesh"] == [1, 2]  # one node x two processes
         assert train["ddp"]["amp"]["status"] == "skipped"  # CPU run: AMP not exercised, said so
@@ -138,8 +171,14 @@ def test_corrupted_input_is_counted_and_fails():
 
 def test_rank_that_never_joins_fails_init_within_timeout():
     """Rank 0 of a world of 2, started alone as a node whose peer never came up."""
-    env = clean_env(RANK="0", LOCAL_RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="1",
-                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    env = clean_env(
+        RANK="0",
+        LOCAL_RANK="0",
+        WORLD_SIZE="2",
+        LOCAL_WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+    )
     outcome = run([sys.executable, WORKER, "--init-timeout", "2"], env=env, timeout=60)
     assert outcome.returncode == 1
     assert outcome.seconds < 30
@@ -151,8 +190,7 @@ def test_rank_that_never_joins_fails_init_within_timeout():
 
 
 def test_stalled_peer_ends_the_run_naming_the_phase():
-    outcome = torchrun("--sizes", "1K", "--iters", "1", "--op-timeout", "2",
-                       "--inject-stall", "1")
+    outcome = torchrun("--sizes", "1K", "--iters", "1", "--op-timeout", "2", "--inject-stall", "1")
     assert outcome.returncode != 0
     assert outcome.seconds < 60
     waiting, stalled = outcome.records[0], outcome.records[1]
@@ -163,12 +201,18 @@ def test_stalled_peer_ends_the_run_naming_the_phase():
     assert stalled.error_reason.startswith("stopped by SIGTERM")
 
 
-@pytest.mark.parametrize("args,env_extra,fragment", [
-    (["--sizes", "1K:3Q"], {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2",
-                            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}, "'3Q' is not a size"),
-    (["--node-name", "node a"], {}, "'node a' is not a node name"),
-    ([], {}, "RANK is not set: run this worker under torchrun"),
-])
+@pytest.mark.parametrize(
+    "args,env_extra,fragment",
+    [
+        (
+            ["--sizes", "1K:3Q"],
+            {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+            "'3Q' is not a size",
+        ),
+        (["--node-name", "node a"], {}, "'node a' is not a node name"),
+        ([], {}, "RANK is not set: run this worker under torchrun"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(args, env_extra, fragment):
     outcome = run([sys.executable, WORKER, *args], env=clean_env(**env_extra), timeout=60)
     assert outcome.returncode == 2
@@ -177,8 +221,13 @@ def test_usage_errors_exit_2_with_one_line(args, env_extra, fragment):
 
 
 def _setup_env():
-    return {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(free_port())}
+    return {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+    }
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch_npu") is not None, reason="real torch_npu")
@@ -186,27 +235,27 @@ def test_broken_torch_npu_is_reported_not_papered_over_with_gloo(tmp_path):
     """A node whose CANN is not sourced: auto must not fall back to a meaningless gloo pass."""
     fake = tmp_path / "torch_npu"
     fake.mkdir()
-    (fake / "__init__.py").write_text(
-        "raise ImportError('libhccl.so: cannot open shared object file')\n")
+    (fake / "__init__.py").write_text("raise ImportError('libhccl.so: cannot open shared object file')\n")
     env = clean_env(PYTHONPATH=str(tmp_path), **_setup_env())
     outcome = run([sys.executable, WORKER], env=env, timeout=60)
     assert outcome.returncode == 1
     record = outcome.records[0]
     assert record.error_phase == "setup" and record.backend is None
-    assert "torch_npu is installed but failed to import (ImportError: libhccl.so" in \
-        record.error_reason
+    assert "torch_npu is installed but failed to import (ImportError: libhccl.so" in record.error_reason
     assert "set_env.sh" in record.error_reason
 
 
-@pytest.mark.parametrize("backend,fragment", [
-    ("hccl", "hccl backend unavailable: torch_npu is not installed"),
-    ("nccl", "nccl backend unavailable: torch sees no CUDA device"),
-])
+@pytest.mark.parametrize(
+    "backend,fragment",
+    [
+        ("hccl", "hccl backend unavailable: torch_npu is not installed"),
+        ("nccl", "nccl backend unavailable: torch sees no CUDA device"),
+    ],
+)
 def test_requested_backend_that_cannot_run_fails_setup(backend, fragment):
     if torch.cuda.is_available() or importlib.util.find_spec("torch_npu") is not None:
         pytest.skip("this machine has an accelerator stack")
-    outcome = run([sys.executable, WORKER, "--backend", backend],
-                  env=clean_env(**_setup_env()), timeout=60)
+    outcome = run([sys.executable, WORKER, "--backend", backend], env=clean_env(**_setup_env()), timeout=60)
     assert outcome.returncode == 1
     assert outcome.records[0].error_phase == "setup"
     assert fragment in outcome.records[0].error_reason

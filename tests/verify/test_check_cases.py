@@ -47,7 +47,13 @@ def _name(path: Path) -> str:
 
 
 def _show(failures: "Counter[Failure]") -> str:
-    return ", ".join(f"{check}[{node} npu {npu}] {severity}" for check, node, npu, severity in sorted(failures.elements(), key=str)) or "none"
+    return (
+        ", ".join(
+            f"{check}[{node} npu {npu}] {severity}"
+            for check, node, npu, severity in sorted(failures.elements(), key=str)
+        )
+        or "none"
+    )
 
 
 @pytest.mark.parametrize("path", _cases(), ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -57,7 +63,9 @@ def test_check_case(path: Path, verify_cluster) -> None:
     assert set(case) == CASE_KEYS, f"{name}: keys must be {sorted(CASE_KEYS)}, not {sorted(case)}"
     assert path.parent.name in BY_ID, f"{name}: the folder {path.parent.name!r} is no check id"
     assert all(set(f) == FAIL_KEYS for f in case["fails"]), f"{name}: each of fails has exactly {sorted(FAIL_KEYS)}"
-    assert not case["fails"] or path.parent.name in {f["check"] for f in case["fails"]}, f"{name}: its own check is not among the failures"
+    assert not case["fails"] or path.parent.name in {f["check"] for f in case["fails"]}, (
+        f"{name}: its own check is not among the failures"
+    )
     node = case["node"]
     healthy = verify_cluster.healthy(node)
     facts = HostFacts.from_dict(merge_patch(healthy.to_dict(), case["facts_patch"]))
@@ -75,11 +83,15 @@ def test_check_case(path: Path, verify_cluster) -> None:
     for result in failed:
         assert result.fix, f"{name}: {result.check} failed without a fix"
         finding = result.finding()
-        assert finding is not None and (finding.node, finding.npu) == (result.node, result.npu), f"{name}: {result.check}'s finding"
+        assert finding is not None and (finding.node, finding.npu) == (result.node, result.npu), (
+            f"{name}: {result.check}'s finding"
+        )
 
 
 def test_the_cases_cover_node_npu_and_cluster_checks_and_passing_variants() -> None:
     cases = [json.loads(p.read_text()) for p in _cases()]
     scopes = {BY_ID[f["check"]].scope for case in cases for f in case["fails"]}
     assert {"node", "npu", "cluster"} <= scopes
-    assert any(not case["fails"] for case in cases) and {"error", "warning"} <= {f["severity"] for case in cases for f in case["fails"]}
+    assert any(not case["fails"] for case in cases) and {"error", "warning"} <= {
+        f["severity"] for case in cases for f in case["fails"]
+    }

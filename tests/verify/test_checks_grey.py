@@ -11,15 +11,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Optional
 
+from verify_cluster_facts import HEALTHY_OPTICAL_TEXT, INVENTORY, desired_state, healthy_facts, judge, with_npu
 
+from ascendprep.base.findings import Severity
+from ascendprep.desired.state import DesiredState
+from ascendprep.facts.model import HostFacts
+from ascendprep.facts.optics import parse_optical
 from ascendprep.verify.checks.model import Status
 from ascendprep.verify.checks.optics import DEFAULT_MARGINS
 from ascendprep.verify.checks.runner import no_errors
-from ascendprep.desired.state import DesiredState
-from ascendprep.facts.model import HostFacts
-from ascendprep.base.findings import Severity
-from ascendprep.facts.optics import parse_optical
-from verify_cluster_facts import HEALTHY_OPTICAL_TEXT, INVENTORY, desired_state, healthy_facts, judge, with_npu
 
 GREY = ("optics.", "ports.", "firmware.")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn"
@@ -51,7 +51,9 @@ def with_optics(desired: DesiredState, npu: int, **lines: str) -> Dict[str, Host
 
 def only(failed, check: str):
     found = [r for r in failed if r.check == check]
-    assert [(r.check, r.node, r.npu) for r in failed] == [(r.check, r.node, r.npu) for r in found], [r.message for r in failed]
+    assert [(r.check, r.node, r.npu) for r in failed] == [(r.check, r.node, r.npu) for r in found], [
+        r.message for r in failed
+    ]
     return found
 
 
@@ -66,14 +68,26 @@ def test_healthy_cluster_reports_the_figures_and_no_grey_finding(desired):
     speed = next(r for r in results if r.check == "ports.speed" and (r.node, r.npu) == ("node1", 0))
     assert speed.evidence["npu_chip_link_speed"] == 200000 and speed.status is Status.PASSED
     assert {r.check for r in results if r.check.startswith(GREY)} == {
-        "optics.power", "optics.signal", "optics.module", "ports.speed", "ports.duplex", "ports.speed_fleet", "ports.fec", "firmware.npus"}
+        "optics.power",
+        "optics.signal",
+        "optics.module",
+        "ports.speed",
+        "ports.duplex",
+        "ports.speed_fleet",
+        "ports.fec",
+        "firmware.npus",
+    }
 
 
 def test_lane_under_the_modules_low_alarm_is_an_error_with_lane_reading_and_threshold(desired):
     failed, _ = grey(desired, with_optics(desired, 5, Rx_Power1="0.0500 mW"))
     (finding,) = only(failed, "optics.power")
     assert (finding.node, finding.npu, finding.severity) == ("node2", 5, Severity.ERROR)
-    assert finding.evidence["lane"] == 1 and finding.evidence["reading_mw"] == 0.05 and finding.evidence["low_alarm_mw"] == 0.1445
+    assert (
+        finding.evidence["lane"] == 1
+        and finding.evidence["reading_mw"] == 0.05
+        and finding.evidence["low_alarm_mw"] == 0.1445
+    )
     assert "lane 1" in finding.message and "0.1445 mW" in finding.message
     assert finding.evidence["metrics"]["npu_chip_optical_rx_power_0"] == 0.7943  # the siblings' figures too
 
@@ -109,16 +123,30 @@ def test_power_close_to_the_low_alarm_is_a_warning(desired):
 
 def test_the_inventory_moves_the_power_margin_and_the_evidence_says_so(desired):
     # 0.20 mW is 1.4 dB above the 0.1445 mW alarm: outside the default 1 dB margin, inside 2 dB
-    facts = with_optics(desired, 0, Rx_Power2="0.2000 mW", Rx_Power0="0.2000 mW", Rx_Power1="0.2000 mW", Rx_Power3="0.2000 mW")
+    facts = with_optics(
+        desired, 0, Rx_Power2="0.2000 mW", Rx_Power0="0.2000 mW", Rx_Power1="0.2000 mW", Rx_Power3="0.2000 mW"
+    )
     failed, results = grey(desired, facts)
     assert not [r for r in failed if r.check == "optics.power"]
     passed = next(r for r in results if r.check == "optics.power" and r.node == "node2" and r.npu == 0)
-    assert passed.evidence["margins"]["power_margin_db"] == {"name": "power_margin_db", "value": 1.0, "unit": "dB", "source": "default"}
+    assert passed.evidence["margins"]["power_margin_db"] == {
+        "name": "power_margin_db",
+        "value": 1.0,
+        "unit": "dB",
+        "source": "default",
+    }
     tighter = desired_state(INVENTORY + "thresholds:\n  power_margin_db: 2\n")
-    failed, _ = grey(tighter, with_optics(tighter, 0, Rx_Power2="0.2000 mW", Rx_Power0="0.2000 mW", Rx_Power1="0.2000 mW", Rx_Power3="0.2000 mW"))
+    failed, _ = grey(
+        tighter,
+        with_optics(
+            tighter, 0, Rx_Power2="0.2000 mW", Rx_Power0="0.2000 mW", Rx_Power1="0.2000 mW", Rx_Power3="0.2000 mW"
+        ),
+    )
     findings = only(failed, "optics.power")
     assert {(f.node, f.npu, f.severity) for f in findings} == {("node2", 0, Severity.WARNING)}
-    assert all("within 2 dB of the module's low alarm" in f.message and f.evidence["margin_db"] == 2.0 for f in findings)
+    assert all(
+        "within 2 dB of the module's low alarm" in f.message and f.evidence["margin_db"] == 2.0 for f in findings
+    )
 
 
 def test_lane_far_below_its_siblings_is_a_warning(desired):
@@ -132,7 +160,9 @@ def test_rx_los_and_lol_on_a_lane_are_errors_naming_the_lane(desired):
     failed, _ = grey(desired, with_optics(desired, 3, Rx_Los_Flag="0x4", Rx_LoL_Flag="0x4"))
     found = only(failed, "optics.signal")
     assert sorted(r.subject for r in found) == ["rx_lol", "rx_los"]
-    assert all(r.severity is Severity.ERROR and r.evidence["lanes"] == [2] and (r.node, r.npu) == ("node2", 3) for r in found)
+    assert all(
+        r.severity is Severity.ERROR and r.evidence["lanes"] == [2] and (r.node, r.npu) == ("node2", 3) for r in found
+    )
     assert "Rx loss of signal (LoS) on lane 2 (flag 0x4)" in {r.message for r in found}
 
 
@@ -179,7 +209,11 @@ def test_laser_bias_far_below_its_siblings_is_a_warning(desired):
 
 
 def test_copper_port_is_never_a_failure(desired):
-    facts = {"node2": with_npu(healthy_facts(desired, "node2"), 4, **parse_optical((FIXTURES / "optical_get_copper.out").read_text()))}
+    facts = {
+        "node2": with_npu(
+            healthy_facts(desired, "node2"), 4, **parse_optical((FIXTURES / "optical_get_copper.out").read_text())
+        )
+    }
     failed, results = grey(desired, facts)
     assert failed == [], [r.message for r in failed]
     power = next(r for r in results if (r.check, r.node, r.npu) == ("optics.power", "node2", 4))
@@ -216,7 +250,13 @@ def test_one_port_with_another_fec_mode_is_named(desired):
 
 
 def test_no_fec_anywhere_is_a_warning(desired):
-    facts = {node: replace(healthy_facts(desired, node), npus={n: replace(f, fec="no") for n, f in healthy_facts(desired, node).npus.items()}) for node in ("node1", "node2", "node3", "node4")}
+    facts = {
+        node: replace(
+            healthy_facts(desired, node),
+            npus={n: replace(f, fec="no") for n, f in healthy_facts(desired, node).npus.items()},
+        )
+        for node in ("node1", "node2", "node3", "node4")
+    }
     failed, _ = grey(desired, facts)
     (finding,) = only(failed, "ports.fec")
     assert finding.severity is Severity.WARNING and finding.node is None

@@ -10,12 +10,12 @@ from dataclasses import replace
 from typing import Optional, Tuple
 
 import pytest
+from verify_cluster_facts import INVENTORY, desired_state, healthy_facts, judge
 
-from ascendprep.verify.checks.model import Status
+from ascendprep.base.findings import Severity
 from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import ProbeError
-from ascendprep.base.findings import Severity
-from verify_cluster_facts import INVENTORY, desired_state, healthy_facts, judge
+from ascendprep.verify.checks.model import Status
 
 
 def _hostname_results(desired: DesiredState, resolves_to: Optional[Tuple[str, ...]], **changes: object):
@@ -30,13 +30,24 @@ def test_a_hostname_that_resolves_to_the_node_itself_passes(desired):
     assert "resolves to 10.231.0.12" in by_node["node2"].message
 
 
-@pytest.mark.parametrize("resolves_to, said, fix", [
-    (("127.0.1.1",), "resolves to 127.0.1.1 (loopback)", "replace the line '127.0.1.1 node2' with '10.231.0.12 node2'"),
-    (("::1",), "resolves to ::1 (loopback)", "replace the line '::1 node2' with '10.231.0.12 node2'"),
-    ((), "does not resolve on node2", "add the line '10.231.0.12 node2' to /etc/hosts"),
-    (("10.231.0.13",), "resolves to 10.231.0.13 (node3's address)", "add the line '10.231.0.12 node2' to /etc/hosts"),
-    (("10.99.0.7",), "resolves to 10.99.0.7, which no interface of node2 holds", "'10.231.0.12 node2'"),
-])
+@pytest.mark.parametrize(
+    "resolves_to, said, fix",
+    [
+        (
+            ("127.0.1.1",),
+            "resolves to 127.0.1.1 (loopback)",
+            "replace the line '127.0.1.1 node2' with '10.231.0.12 node2'",
+        ),
+        (("::1",), "resolves to ::1 (loopback)", "replace the line '::1 node2' with '10.231.0.12 node2'"),
+        ((), "does not resolve on node2", "add the line '10.231.0.12 node2' to /etc/hosts"),
+        (
+            ("10.231.0.13",),
+            "resolves to 10.231.0.13 (node3's address)",
+            "add the line '10.231.0.12 node2' to /etc/hosts",
+        ),
+        (("10.99.0.7",), "resolves to 10.99.0.7, which no interface of node2 holds", "'10.231.0.12 node2'"),
+    ],
+)
 def test_each_bad_mapping_is_named_on_its_node_only_with_the_fix(desired, resolves_to, said, fix):
     by_node, results = _hostname_results(desired, resolves_to)
     failed = [r for r in results if r.failed]

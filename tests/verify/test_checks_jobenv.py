@@ -6,15 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
-from ascendprep.desired import envfiles
-from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
-from ascendprep.verify.checks.runner import run_checks
-from ascendprep.verify.checks.registry import Selection
-from ascendprep.facts.model import ProbeError
-from ascendprep.base.findings import Severity
-from ascendprep.facts.jobenv_model import NnalVersion, ShellEnv, TorchNpuImport, Visibility
 from verify_cluster_facts import INVENTORY, JOB_ITEMS, TODAY, cluster_evidence, desired_state, healthy_facts
+
+from ascendprep.base.findings import Severity
+from ascendprep.desired import envfiles
+from ascendprep.facts.jobenv_model import NnalVersion, ShellEnv, TorchNpuImport, Visibility
+from ascendprep.facts.model import ProbeError
+from ascendprep.verify.checks.model import COULD_NOT_CHECK, Status
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.checks.runner import run_checks
 
 RANK_TABLE_INVENTORY = INVENTORY + "training:\n  rank_table: true\n"
 
@@ -41,29 +41,54 @@ def rank_table_desired():
 
 
 def test_a_rank_table_export_in_the_login_environment_fails_when_the_plan_has_none(desired):
-    result = _one(desired, "job.rank_table", login=ShellEnv({"HCCL_CONNECT_TIMEOUT": None, "RANK_TABLE_FILE": "/etc/ascendprep/hccl_8p.json"}))
+    result = _one(
+        desired,
+        "job.rank_table",
+        login=ShellEnv({"HCCL_CONNECT_TIMEOUT": None, "RANK_TABLE_FILE": "/etc/ascendprep/hccl_8p.json"}),
+    )
     assert result.failed and result.severity is Severity.ERROR
     assert "hccl_8p.json" in result.message and "EI0014" in result.message
     assert "grep -rn RANK_TABLE_FILE" in result.fix
 
 
 def test_a_stray_table_is_a_warning_and_ours_is_not_stray(desired):
-    result = _one(desired, "job.rank_table", rank_tables=("/etc/ascendprep/rank_table.json", "/etc/ascendprep/hccl_2p_0-7_10.0.0.1.json"))
+    result = _one(
+        desired,
+        "job.rank_table",
+        rank_tables=("/etc/ascendprep/rank_table.json", "/etc/ascendprep/hccl_2p_0-7_10.0.0.1.json"),
+    )
     assert result.failed and result.severity is Severity.WARNING
     assert "hccl_2p_0-7_10.0.0.1.json" in result.message and "rank_table.json'" not in result.message
 
 
 def test_the_planned_rank_table_passes(rank_table_desired):
-    launch = ShellEnv({"HCCL_CONNECT_TIMEOUT": "1200", "RANK_TABLE_FILE": "/etc/ascendprep/rank_table.json"}, sourced="/etc/ascendprep/set_env.sh", rank_table_exists=True)
+    launch = ShellEnv(
+        {"HCCL_CONNECT_TIMEOUT": "1200", "RANK_TABLE_FILE": "/etc/ascendprep/rank_table.json"},
+        sourced="/etc/ascendprep/set_env.sh",
+        rank_table_exists=True,
+    )
     result = _one(rank_table_desired, "job.rank_table", launch=launch)
     assert result.status is Status.PASSED, result.message
     assert "RANK_TABLE_FILE=/etc/ascendprep/rank_table.json" in envfiles.render_set_env_sh(
-        envfiles.rendezvous_values(master_addr="10.0.0.1", master_port=29500, nnodes=2, node_rank=0, nproc_per_node=8, if_ip=None, socket_ifname=None, rank_table=True)
+        envfiles.rendezvous_values(
+            master_addr="10.0.0.1",
+            master_port=29500,
+            nnodes=2,
+            node_rank=0,
+            nproc_per_node=8,
+            if_ip=None,
+            socket_ifname=None,
+            rank_table=True,
+        )
     )
 
 
 def test_the_planned_rank_table_must_exist(rank_table_desired):
-    launch = ShellEnv({"HCCL_CONNECT_TIMEOUT": "1200", "RANK_TABLE_FILE": "/etc/ascendprep/rank_table.json"}, sourced="/etc/ascendprep/set_env.sh", rank_table_exists=False)
+    launch = ShellEnv(
+        {"HCCL_CONNECT_TIMEOUT": "1200", "RANK_TABLE_FILE": "/etc/ascendprep/rank_table.json"},
+        sourced="/etc/ascendprep/set_env.sh",
+        rank_table_exists=False,
+    )
     assert "does not exist" in _one(rank_table_desired, "job.rank_table", launch=launch).message
 
 
@@ -84,16 +109,24 @@ def test_required_timeout_grows_with_nodes_within_hccls_range():
 
 
 def test_a_short_timeout_in_the_site_profile_fails(desired):
-    result = _one(desired, "job.connect_timeout", login=ShellEnv({"HCCL_CONNECT_TIMEOUT": "60", "RANK_TABLE_FILE": None}))
+    result = _one(
+        desired, "job.connect_timeout", login=ShellEnv({"HCCL_CONNECT_TIMEOUT": "60", "RANK_TABLE_FILE": None})
+    )
     assert result.failed and "'60'" in result.message and "320 s" in result.message  # 4 nodes
     assert result.evidence["required_s"] == 320
 
 
 def test_an_unreadable_login_shell_is_could_not_check(desired):
     facts = healthy_facts(desired, "node2")
-    facts = replace(facts, job=replace(facts.job, login=None, launch=None), errors=(ProbeError("job.login", "timeout", "login shell (bash -l) environment: timed out after 10 s"),))
+    facts = replace(
+        facts,
+        job=replace(facts.job, login=None, launch=None),
+        errors=(ProbeError("job.login", "timeout", "login shell (bash -l) environment: timed out after 10 s"),),
+    )
     hosts, plan = cluster_evidence(desired, {"node2": facts})
-    results = run_checks(desired, hosts, plan, Selection.parse(only=["job.connect_timeout", "job.rank_table"]), today=TODAY)
+    results = run_checks(
+        desired, hosts, plan, Selection.parse(only=["job.connect_timeout", "job.rank_table"]), today=TODAY
+    )
     mine = [r for r in results if r.node == "node2" and r.check.startswith("job.")]
     assert mine and all(r.failed and r.message.startswith(COULD_NOT_CHECK) and "timed out" in r.message for r in mine)
 
@@ -107,16 +140,33 @@ def test_without_exec_via_the_container_check_is_skipped(desired):
 
 
 def test_the_container_names_what_it_lacks(desired):
-    hidden = {"tool:hccn_tool", "lib:/usr/local/Ascend/driver/lib64", "file:/etc/ascendprep/env.sh", "dev:/dev/davinci3"}
-    result = _one(desired, "job.container", visible=Visibility(present=tuple(i for i in JOB_ITEMS if i not in hidden), absent=tuple(hidden)))
+    hidden = {
+        "tool:hccn_tool",
+        "lib:/usr/local/Ascend/driver/lib64",
+        "file:/etc/ascendprep/env.sh",
+        "dev:/dev/davinci3",
+    }
+    result = _one(
+        desired,
+        "job.container",
+        visible=Visibility(present=tuple(i for i in JOB_ITEMS if i not in hidden), absent=tuple(hidden)),
+    )
     assert result.failed
-    for text in ("hccn_tool", "/usr/local/Ascend/driver/lib64", "/etc/ascendprep/env.sh", "/dev/davinci3", "docker exec trainer"):
+    for text in (
+        "hccn_tool",
+        "/usr/local/Ascend/driver/lib64",
+        "/etc/ascendprep/env.sh",
+        "/dev/davinci3",
+        "docker exec trainer",
+    ):
         assert text in result.message
     assert "--device" in result.fix
 
 
 def test_a_container_given_fewer_npus_than_the_host_has_but_enough_for_the_job_passes(desired):
-    host = Visibility(present=JOB_ITEMS + tuple(f"dev:/dev/davinci{i}" for i in range(8, 16)), via="docker exec trainer")
+    host = Visibility(
+        present=JOB_ITEMS + tuple(f"dev:/dev/davinci{i}" for i in range(8, 16)), via="docker exec trainer"
+    )
     assert _one(desired, "job.container", host_visible=host).status is Status.PASSED
 
 
@@ -124,7 +174,11 @@ def test_a_container_given_fewer_npus_than_the_host_has_but_enough_for_the_job_p
 
 
 def test_nnal_of_another_cann_is_a_warning(desired):
-    result = _one(desired, "job.nnal", nnal=NnalVersion("/usr/local/Ascend/nnal/atb/latest/version.info", "8.0.T63", "8.0.T63.B020"))
+    result = _one(
+        desired,
+        "job.nnal",
+        nnal=NnalVersion("/usr/local/Ascend/nnal/atb/latest/version.info", "8.0.T63", "8.0.T63.B020"),
+    )
     assert result.failed and result.severity is Severity.WARNING and "8.2.RC1" in result.message
 
 
@@ -137,7 +191,7 @@ def test_nnal_absent_is_skipped_and_matching_passes(desired):
 
 
 def test_an_undefined_symbol_import_names_the_symbol_and_the_cause(desired):
-    error = "Traceback (most recent call last):\n  File \"<string>\", line 1\nImportError: libtorch_npu.so: undefined symbol: _ZN3c10"
+    error = 'Traceback (most recent call last):\n  File "<string>", line 1\nImportError: libtorch_npu.so: undefined symbol: _ZN3c10'
     result = _one(desired, "job.torch_npu_import", torch_npu=TorchNpuImport(ok=False, error=error, rc=1))
     assert result.failed and "undefined symbol: _ZN3c10" in result.message
     assert "built for another torch or CANN" in result.fix

@@ -6,12 +6,12 @@ from dataclasses import replace
 from itertools import combinations
 
 import pytest
+from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, judge, with_npu
 
-from ascendprep.verify.mesh import PingPlan, mesh_pairs, plan_pings
+from ascendprep.facts.model import ProbeError
 from ascendprep.verify.checks.registry import GROUPS, Selection, SelectionError
 from ascendprep.verify.checks.runner import run_checks
-from ascendprep.facts.model import ProbeError
-from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, judge, with_npu
+from ascendprep.verify.mesh import PingPlan, mesh_pairs, plan_pings
 
 ATLAS_800 = """\
 name: old
@@ -30,7 +30,11 @@ def test_ring_pairs_next_node_and_master_once_each(desired):
     pairs = mesh_pairs(desired, "ring")
     # 4 nodes: ring 1-2, 2-3, 3-4, 4-1 plus master (node1) pairs 1-3; per NPU index, 8 indexes.
     assert len(pairs) == 5 * 8
-    assert _keys(pairs) == {frozenset(((a, n), (b, n))) for n in range(8) for a, b in [("node1", "node2"), ("node2", "node3"), ("node3", "node4"), ("node4", "node1"), ("node3", "node1")]}
+    assert _keys(pairs) == {
+        frozenset(((a, n), (b, n)))
+        for n in range(8)
+        for a, b in [("node1", "node2"), ("node2", "node3"), ("node3", "node4"), ("node4", "node1"), ("node3", "node1")]
+    }
     assert all(a.npu == b.npu for a, b in pairs)
 
 
@@ -58,14 +62,20 @@ def test_single_node_has_nothing_to_ping():
 def test_source_avoids_a_down_link(desired):
     facts = {name: healthy_facts(desired, name) for name in ("node1", "node2", "node3", "node4")}
     facts["node1"] = with_npu(facts["node1"], 0, link="DOWN")
-    touching = [p for p in plan_pings(desired, facts, "ring").pairs if ("node1", 0) in ((p.a.node, p.a.npu), (p.b.node, p.b.npu))]
+    touching = [
+        p
+        for p in plan_pings(desired, facts, "ring").pairs
+        if ("node1", 0) in ((p.a.node, p.a.npu), (p.b.node, p.b.npu))
+    ]
     assert len(touching) == 3  # node1-node2, node4-node1, node3-node1 on NPU 0
     assert all(p.source is not None and p.source.node != "node1" for p in touching)
 
 
 def test_a_node_where_hccn_tool_hung_sends_no_pings_but_is_still_pinged(desired):
     facts = {name: healthy_facts(desired, name) for name in ("node1", "node2", "node3", "node4")}
-    facts["node3"] = replace(facts["node3"], errors=(ProbeError("hccn.ip", "timeout", "hccn_tool -i 5 -ip -g timed out", npu=5),))
+    facts["node3"] = replace(
+        facts["node3"], errors=(ProbeError("hccn.ip", "timeout", "hccn_tool -i 5 -ip -g timed out", npu=5),)
+    )
     plan = plan_pings(desired, facts, "ring")
     touching = [p for p in plan.pairs if "node3" in (p.a.node, p.b.node)]
     assert len(touching) == 3 * 8
@@ -77,7 +87,9 @@ def test_pair_with_no_usable_end_is_could_not_check(desired):
     hosts, plan = cluster_evidence(desired, {"node1": None, "node2": None})
     blocked = [p for p in plan.pairs if p.source is None]
     assert {frozenset((p.a.node, p.b.node)) for p in blocked} == {frozenset(("node1", "node2"))}
-    results = [r for r in run_checks(desired, hosts, plan, today=TODAY) if r.check == "cluster.reachability" and r.failed]
+    results = [
+        r for r in run_checks(desired, hosts, plan, today=TODAY) if r.check == "cluster.reachability" and r.failed
+    ]
     assert len(results) == 8 and all("could not check: no end of" in r.message for r in results)
 
 
@@ -108,7 +120,14 @@ def test_prerequisite_runs_even_when_skipped_by_name():
     assert ids == {"node.reachable", "node.hccn_tool", "network.link"}
 
 
-@pytest.mark.parametrize("name, hint", [("netwrk", "did you mean 'network'"), ("network.lnk", "did you mean 'network.link'"), ("zzz", "groups: " + ", ".join(GROUPS))])
+@pytest.mark.parametrize(
+    "name, hint",
+    [
+        ("netwrk", "did you mean 'network'"),
+        ("network.lnk", "did you mean 'network.link'"),
+        ("zzz", "groups: " + ", ".join(GROUPS)),
+    ],
+)
 def test_unknown_selector_is_refused_with_a_hint(name, hint):
     with pytest.raises(SelectionError, match="no such check or group") as info:
         Selection.parse([name])
@@ -117,13 +136,18 @@ def test_unknown_selector_is_refused_with_a_hint(name, hint):
 
 def test_only_runs_what_was_asked(desired):
     results = judge(desired, selection=Selection.parse(["sysctl"]))
-    assert {r.check for r in results} == {"node.reachable", "sysctl.minimum", "sysctl.reserved_ports", "sysctl.persisted"}
+    assert {r.check for r in results} == {
+        "node.reachable",
+        "sysctl.minimum",
+        "sysctl.reserved_ports",
+        "sysctl.persisted",
+    }
 
 
 def test_the_cli_spells_groups_and_meshes_as_the_registry_does():
     """commands/verify.py lists them itself (so the CLI starts without importing every check)."""
-    from ascendprep.verify.mesh import MESHES
     from ascendprep.commands import verify
+    from ascendprep.verify.mesh import MESHES
 
     assert verify.GROUPS == GROUPS
     assert verify.MESHES == MESHES

@@ -14,22 +14,26 @@ from dataclasses import replace
 from typing import Callable, Dict, Set, Tuple
 
 import pytest
+from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
 
-from ascendprep.plan import drift
-from ascendprep.verify.checks.model import COULD_NOT_CHECK
-from ascendprep.verify.checks.runner import run_checks
+from ascendprep.base.findings import Severity
 from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import FirewallTool, HccnConf, HostFacts, ManagedFile, ProbeError, SysctlFile, TlsState
-from ascendprep.base.findings import Severity
+from ascendprep.plan import drift
 from ascendprep.plan.diff import diff_host
-
-from verify_cluster_facts import INVENTORY, TODAY, cluster_evidence, desired_state, healthy_facts, with_npu
+from ascendprep.verify.checks.model import COULD_NOT_CHECK
+from ascendprep.verify.checks.runner import run_checks
 
 NODE = "node2"
 ENV = "/etc/ascendprep/env.sh"
 
 #: check id → the item kind it judges (network.hccn_conf judges the file part of three kinds).
-_DIRECT = {"network.ip": "hccn.ip", "network.gateway": "hccn.gateway", "network.netdetect": "hccn.netdetect", "network.tls": "hccn.tls"}
+_DIRECT = {
+    "network.ip": "hccn.ip",
+    "network.gateway": "hccn.gateway",
+    "network.netdetect": "hccn.netdetect",
+    "network.tls": "hccn.tls",
+}
 _CONF_KEY_KIND = {"address": "hccn.ip", "netmask": "hccn.ip", "gateway": "hccn.gateway", "netdetect": "hccn.netdetect"}
 
 
@@ -56,7 +60,9 @@ Case = Callable[[HostFacts], HostFacts]
 CASES: Dict[str, Case] = {
     "converged": lambda f: f,
     "device address wrong": lambda f: with_npu(f, 2, ip="10.20.0.99"),
-    "device address wrong, in a subnet that drops the gateway": lambda f: with_npu(f, 2, ip="10.9.0.5", gateway="10.9.0.254"),
+    "device address wrong, in a subnet that drops the gateway": lambda f: with_npu(
+        f, 2, ip="10.9.0.5", gateway="10.9.0.254"
+    ),
     "hccn.conf holds another address": lambda f: _conf(f, 2, address="10.20.0.98"),
     "hccn.conf missing": lambda f: replace(f, hccn_conf=None),
     "gateway wrong on the device": lambda f: with_npu(f, 1, gateway="10.20.0.1"),
@@ -68,11 +74,15 @@ CASES: Dict[str, Case] = {
     "somaxconn higher than wanted (kept, and persisted)": lambda f: _sysctl(f, net__core__somaxconn="131072"),
     "reserved ports lost": lambda f: _sysctl(f, net__ipv4__ip_local_reserved_ports="8080"),
     "sysctl file missing": lambda f: replace(f, sysctl_file=None),
-    "sysctl file edited": lambda f: replace(f, sysctl_file=SysctlFile(f.sysctl_file.raw + "# tuned by hand\n", dict(f.sysctl_file.values))),
+    "sysctl file edited": lambda f: replace(
+        f, sysctl_file=SysctlFile(f.sysctl_file.raw + "# tuned by hand\n", dict(f.sysctl_file.values))
+    ),
     "env.sh edited": lambda f: replace(f, managed_files={**f.managed_files, ENV: ManagedFile(ENV, True, "0" * 64)}),
     "env.sh missing": lambda f: replace(f, managed_files={**f.managed_files, ENV: ManagedFile(ENV, False)}),
     "ufw active": lambda f: replace(f, firewall=replace(f.firewall, ufw=FirewallTool(installed=True, active=True))),
-    "nftables ruleset loaded": lambda f: replace(f, firewall=replace(f.firewall, nftables=FirewallTool(installed=True, active=True, detail="table inet filter"))),
+    "nftables ruleset loaded": lambda f: replace(
+        f, firewall=replace(f.firewall, nftables=FirewallTool(installed=True, active=True, detail="table inet filter"))
+    ),
     # facts that cannot be judged
     "device address unknown": lambda f: _error(f, "hccn.ip", 2),
     "hccn.conf unreadable": lambda f: _error(replace(f, hccn_conf=None), "hccn_conf"),
@@ -80,7 +90,9 @@ CASES: Dict[str, Case] = {
     "somaxconn unknown": lambda f: _error(f, "sysctl:net.core.somaxconn"),
     "env.sh not reported": lambda f: replace(f, managed_files={p: m for p, m in f.managed_files.items() if p != ENV}),
     "env.sh unreadable": lambda f: _error(f, f"file:{ENV}"),
-    "ufw state unreadable": lambda f: replace(f, firewall=replace(f.firewall, ufw=FirewallTool(installed=True, active=None))),
+    "ufw state unreadable": lambda f: replace(
+        f, firewall=replace(f.firewall, ufw=FirewallTool(installed=True, active=None))
+    ),
 }
 
 
@@ -151,7 +163,9 @@ def test_plan_and_verify_agree_item_by_item(case: str, policy: str) -> None:
 NO_GATEWAY = INVENTORY.replace("  gateway: 10.20.0.254\n  detect: gateway\n", "  detect: peer\n")
 NO_GATEWAY_CASES: Dict[str, Case] = {
     "converged": lambda f: f,
-    "a gateway the plan no longer has, on the device and in hccn.conf": lambda f: _conf(with_npu(f, 1, gateway="10.20.0.254", gateway_iface="eth1"), 1, gateway="10.20.0.254"),
+    "a gateway the plan no longer has, on the device and in hccn.conf": lambda f: _conf(
+        with_npu(f, 1, gateway="10.20.0.254", gateway_iface="eth1"), 1, gateway="10.20.0.254"
+    ),
     "only hccn.conf still has it": lambda f: _conf(f, 1, gateway="10.20.0.254"),
     "only the device still has it": lambda f: with_npu(f, 1, gateway="10.20.0.254"),
 }
@@ -175,7 +189,11 @@ def test_a_gateway_that_cannot_be_read_where_none_is_planned_is_unknown_to_both(
     assert plan.changes == [] and plan.unknown == {"hccn.gateway:1"}
     assert plan.incomplete == ["npu 1: gateway unknown (hccn.gateway timed out after 10s)"]
     hosts, pings = cluster_evidence(desired, {NODE: facts})
-    [verdict] = [r for r in run_checks(desired, hosts, pings, today=TODAY) if r.node == NODE and r.check == "network.gateway" and r.npu == 1]
+    [verdict] = [
+        r
+        for r in run_checks(desired, hosts, pings, today=TODAY)
+        if r.node == NODE and r.check == "network.gateway" and r.npu == 1
+    ]
     assert verdict.failed and verdict.message.startswith(COULD_NOT_CHECK)
 
 
@@ -193,10 +211,14 @@ def _assert_agreement(case: str, desired: DesiredState, facts: HostFacts) -> Non
         assert "failed" in verdicts.get(item, set()), f"{case}: plan changes {item}, verify passes it"
     for item, how in verdicts.items():
         if "failed" in how:
-            assert item in changed | reported | unknown, f"{case}: verify fails {item}, plan neither changes it nor says it is unknown"
+            assert item in changed | reported | unknown, (
+                f"{case}: verify fails {item}, plan neither changes it nor says it is unknown"
+            )
     # an item plan cannot judge ⇔ verify could not check there
     for item in unknown:
-        assert _place(item) in unknown_places or "could not check" in verdicts.get(item, set()), f"{case}: plan cannot judge {item}, verify judged it"
+        assert _place(item) in unknown_places or "could not check" in verdicts.get(item, set()), (
+            f"{case}: plan cannot judge {item}, verify judged it"
+        )
     for item, how in verdicts.items():
         if "could not check" in how:
             assert item in unknown, f"{case}: verify could not check {item}, plan judged it"
@@ -222,10 +244,17 @@ def test_the_hccl_ports_come_from_compat_for_the_inventorys_cann() -> None:
     plan and of verify all say 60000-60015, none the 32-port block of CANN 8.5+."""
     desired = _desired("check")
     assert desired.hccl_ports == (60000, 60015)
-    facts = replace(healthy_facts(desired, NODE), firewall=replace(healthy_facts(desired, NODE).firewall, ufw=FirewallTool(installed=True, active=True)))
+    facts = replace(
+        healthy_facts(desired, NODE),
+        firewall=replace(healthy_facts(desired, NODE).firewall, ufw=FirewallTool(installed=True, active=True)),
+    )
     [finding] = [f for f in diff_host(desired, NODE, facts).findings if f.id == "firewall.active"]
     hosts, pings = cluster_evidence(desired, {NODE: facts})
-    [verdict] = [r for r in run_checks(desired, hosts, pings, today=TODAY) if r.node == NODE and r.check == "firewall.active" and r.failed]
+    [verdict] = [
+        r
+        for r in run_checks(desired, hosts, pings, today=TODAY)
+        if r.node == NODE and r.check == "firewall.active" and r.failed
+    ]
     assert "60000-60015" in finding.fix and finding.fix == verdict.fix
     newer = desired_state(INVENTORY.replace("cann: 8.2.RC1", "cann: 8.5.0"))
     assert newer.hccl_ports == (60000, 60031) and "60000-60031" in drift.firewall_fix(newer, "nftables")

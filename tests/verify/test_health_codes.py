@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ascendprep.base.findings import Severity
 from ascendprep.verify.checks import health_codes
 from ascendprep.verify.checks.health_codes import HealthCodesError, decode, parse_table, severity_of, worst
-from ascendprep.base.findings import Severity
 
 
 def test_the_packaged_table_covers_every_level_with_sourced_codes() -> None:
@@ -47,7 +47,10 @@ def test_a_decimal_code_is_read_as_the_driver_prints_undescribed_codes() -> None
 
 def test_a_word_that_is_no_code_is_kept_verbatim() -> None:
     meanings = decode("80E18402 bogus!")
-    assert [(m.printed, m.code, m.level) for m in meanings] == [("80E18402", "80E18402", "SeparateNPU"), ("bogus!", None, "unknown")]
+    assert [(m.printed, m.code, m.level) for m in meanings] == [
+        ("80E18402", "80E18402", "SeparateNPU"),
+        ("bogus!", None, "unknown"),
+    ]
 
 
 def test_too_many_codes_are_named_not_silently_cut() -> None:

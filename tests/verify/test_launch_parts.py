@@ -17,18 +17,28 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from nodescript import run_node_script
 from rich.console import Console
 
+from ascendprep.base.findings import Severity
+from ascendprep.report.allreduce import print_allreduce
 from ascendprep.verify.allreduce.bisection import GroupResult, judge, plan_rounds, slow_threshold
 from ascendprep.verify.allreduce.diagnosis import LaunchResult, launch_problem, log_tail, primary_problems, suspects
 from ascendprep.verify.allreduce.options import AllreduceOptions, resolve_settings
 from ascendprep.verify.allreduce.outcome import AllreduceOutcome, build_findings
 from ascendprep.verify.allreduce.results import build_verdict, parse_worker_output
-from ascendprep.verify.allreduce.scripts import LaunchOutput, parse_preflight, parse_script_output, process_pattern, render_cleanup_script, render_launch_script, render_preflight_script, run_dir, torchrun_arguments
-from ascendprep.report.allreduce import print_allreduce
+from ascendprep.verify.allreduce.scripts import (
+    LaunchOutput,
+    parse_preflight,
+    parse_script_output,
+    process_pattern,
+    render_cleanup_script,
+    render_launch_script,
+    render_preflight_script,
+    run_dir,
+    torchrun_arguments,
+)
 from ascendprep.verify.allreduce.worker import PHASES, RankReport
-from ascendprep.base.findings import Severity
-from nodescript import run_node_script
 
 NODES = [("node1", 8), ("node2", 8)]
 
@@ -67,11 +77,17 @@ def test_bad_options_are_named_before_anything_runs() -> None:
 
 
 def test_the_verify_commands_own_options_object_is_read_by_attribute() -> None:
-    theirs = SimpleNamespace(sizes="1K:4K", min_busbw=None, backend="gloo", nproc_per_node=2,
-                             train=True, bisect=False, timeout=40.0)
+    theirs = SimpleNamespace(
+        sizes="1K:4K", min_busbw=None, backend="gloo", nproc_per_node=2, train=True, bisect=False, timeout=40.0
+    )
     options = AllreduceOptions.coerce(theirs)
-    assert (options.sizes, options.backend, options.nproc_per_node, options.train, options.timeout) == \
-        ("1K:4K", "gloo", 2, True, 40.0)
+    assert (options.sizes, options.backend, options.nproc_per_node, options.train, options.timeout) == (
+        "1K:4K",
+        "gloo",
+        2,
+        True,
+        40.0,
+    )
     settings, _ = resolve_settings(options, NODES, None)
     assert settings.timeouts.op == 10 and settings.timeouts.init == 20
     assert "--train" in settings.worker_arguments("node1")
@@ -103,11 +119,19 @@ def sh(script: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_script_is_valid_posix_sh(directory: str) -> None:
-    launch = render_launch_script(directory, "/usr/bin/python3",
-                                  torchrun_arguments(nnodes=2, node_rank=1, nproc=8, master_addr="10.0.0.1",
-                                                     master_port=29500, rendezvous_timeout=300),
-                                  ["--node-name", "node1", "--sizes", "1K:256M"])
-    for script in (launch, render_cleanup_script(directory), render_preflight_script(directory, "/usr/bin/python3", True)):
+    launch = render_launch_script(
+        directory,
+        "/usr/bin/python3",
+        torchrun_arguments(
+            nnodes=2, node_rank=1, nproc=8, master_addr="10.0.0.1", master_port=29500, rendezvous_timeout=300
+        ),
+        ["--node-name", "node1", "--sizes", "1K:256M"],
+    )
+    for script in (
+        launch,
+        render_cleanup_script(directory),
+        render_preflight_script(directory, "/usr/bin/python3", True),
+    ):
         checked = subprocess.run(["sh", "-n"], input=script, capture_output=True, text=True)
         assert checked.returncode == 0, checked.stderr
     assert ' "$d"/worker.py --node-name node1 --sizes 1K:256M ' in launch
@@ -156,8 +180,8 @@ def test_cleanup_kills_this_nodes_processes_only_and_removes_the_directory(direc
 def test_a_launch_run_through_exec_via_does_not_kill_itself(directory: str, tmp_path, monkeypatch) -> None:
     """Through a wrapper the launch script is on a command line: the end-of-run kill of this node's
     processes must not find the script itself, so its exit, kill count and log still come back."""
-    from ascendprep.verify.allreduce import scripts
     from ascendprep.run.execvia import parse_exec_via, wrap_step
+    from ascendprep.verify.allreduce import scripts
 
     set_env = tmp_path / "set_env.sh"
     set_env.write_text("export ASCENDPREP_TEST=1\n")
@@ -169,9 +193,14 @@ def test_a_launch_run_through_exec_via_does_not_kill_itself(directory: str, tmp_
     wrapper.write_text('#!/bin/sh\nexec "$@"\n')
     wrapper.chmod(0o755)
     os.makedirs(directory, mode=0o700)
-    launch = render_launch_script(directory, str(python),
-                                  torchrun_arguments(nnodes=1, node_rank=0, nproc=1, master_addr="127.0.0.1",
-                                                     master_port=29500, rendezvous_timeout=30), ["--node-name", "node1"])
+    launch = render_launch_script(
+        directory,
+        str(python),
+        torchrun_arguments(
+            nnodes=1, node_rank=0, nproc=1, master_addr="127.0.0.1", master_port=29500, rendezvous_timeout=30
+        ),
+        ["--node-name", "node1"],
+    )
     done = sh(wrap_step(launch, parse_exec_via(str(wrapper)), "node1", "all-reduce launch"))
     out = parse_script_output(done.stdout)
     assert (out.exit_code, out.killed) == (0, 0), done.stdout + done.stderr
@@ -180,9 +209,11 @@ def test_a_launch_run_through_exec_via_does_not_kill_itself(directory: str, tmp_
 
 
 def test_script_output_markers_and_the_log_section_are_read() -> None:
-    text = ("noise\n@ascendprep-allreduce started 1700000000\n@ascendprep-allreduce exit 1\n"
-            "@ascendprep-allreduce killed 2\n@ascendprep-allreduce log-begin\nline 1\n"
-            "@ascendprep-allreduce exit 9\n@ascendprep-allreduce log-end\n")
+    text = (
+        "noise\n@ascendprep-allreduce started 1700000000\n@ascendprep-allreduce exit 1\n"
+        "@ascendprep-allreduce killed 2\n@ascendprep-allreduce log-begin\nline 1\n"
+        "@ascendprep-allreduce exit 9\n@ascendprep-allreduce log-end\n"
+    )
     out = parse_script_output(text)
     assert (out.exit_code, out.killed, out.started_at) == (1, 2, 1700000000)
     assert out.log == "line 1\n@ascendprep-allreduce exit 9"
@@ -197,8 +228,16 @@ def record(rank: int, node: str, world: int = 4, failed: tuple | None = None, ti
     for phase in PHASES:
         report.finish(phase, 0.01)
     for nbytes, time_us in (times or {65536: 100.0}).items():
-        report.data["sizes"].append({"bytes": nbytes, "elements": nbytes // 4, "time_us": time_us,
-                                     "algbw_GBps": 0.0, "busbw_GBps": 0.0, "wrong_elements": 0})
+        report.data["sizes"].append(
+            {
+                "bytes": nbytes,
+                "elements": nbytes // 4,
+                "time_us": time_us,
+                "algbw_GBps": 0.0,
+                "busbw_GBps": 0.0,
+                "wrong_elements": 0,
+            }
+        )
     if failed:
         report.fail(*failed)
     return report.data
@@ -214,7 +253,9 @@ def problem(node: str, log: str = "", exit_code: int | None = 1, records=(), **l
 
 
 def test_a_node_that_never_joined_is_told_from_the_master_log() -> None:
-    found = problem("node1", "torch.distributed.DistStoreError: Timed out after 11 seconds waiting for clients. 3/4 clients joined.")
+    found = problem(
+        "node1", "torch.distributed.DistStoreError: Timed out after 11 seconds waiting for clients. 3/4 clients joined."
+    )
     assert found.kind == "rendezvous_failed"
     assert found.message == "rendezvous failed: only 3 of 4 nodes reached torchrun's rendezvous on 10.0.0.1:29500"
     assert problem("node2", "ModuleNotFoundError: No module named 'torch'\n").kind == "torch_missing"
@@ -228,8 +269,17 @@ def test_killed_by_someone_else_differs_from_stopped_by_us() -> None:
 
 
 def test_the_rank_not_inside_a_collective_is_the_suspect() -> None:
-    waiting = [record(r, f"node{r // 2 + 1}", failed=("performance", "timed out after 10s in the checked all_reduce "
-                                                       "of 1K bytes (a peer rank is dead, hung or unreachable)")) for r in (0, 1, 3)]
+    waiting = [
+        record(
+            r,
+            f"node{r // 2 + 1}",
+            failed=(
+                "performance",
+                "timed out after 10s in the checked all_reduce of 1K bytes (a peer rank is dead, hung or unreachable)",
+            ),
+        )
+        for r in (0, 1, 3)
+    ]
     idle = record(2, "node2", failed=("performance", "stopped by SIGTERM (torchrun stops every rank when one fails)"))
     found = suspects(collected(*waiting, idle), ["node1", "node2"])
     assert list(found) == ["node2"] and "rank 2 was not inside a collective" in found["node2"]
@@ -238,17 +288,20 @@ def test_the_rank_not_inside_a_collective_is_the_suspect() -> None:
 
 def test_a_node_level_fault_hides_its_consequences_elsewhere() -> None:
     crash = problem("node3", "Killed", exit_code=137)
-    consequence = problem("node2", "", records=[record(r, "node2", failed=("performance", "RuntimeError: boom"))
-                                                for r in (2, 3)])
+    consequence = problem(
+        "node2", "", records=[record(r, "node2", failed=("performance", "RuntimeError: boom")) for r in (2, 3)]
+    )
     assert consequence.kind == "rank_failed"
     assert primary_problems({"node2": consequence, "node3": crash}) == {"node3": crash}
     assert primary_problems({"node2": consequence}) == {"node2": consequence}
 
 
 def test_log_tails_leave_out_torchruns_summary_and_traceback_frames() -> None:
-    log = ("Traceback (most recent call last):\n  File \"x.py\", line 1\n    boom()\nRuntimeError: boom\n"
-           "============================================================\n  host      : node1\n"
-           "ASCENDPREP_RESULT {}\nASCENDPREP_ERROR phase=init rank=0 node=node1 reason=boom\n")
+    log = (
+        'Traceback (most recent call last):\n  File "x.py", line 1\n    boom()\nRuntimeError: boom\n'
+        "============================================================\n  host      : node1\n"
+        "ASCENDPREP_RESULT {}\nASCENDPREP_ERROR phase=init rank=0 node=node1 reason=boom\n"
+    )
     assert log_tail(log) == "RuntimeError: boom\nASCENDPREP_ERROR phase=init rank=0 node=node1 reason=boom"
 
 
@@ -270,13 +323,19 @@ def test_bisect_rounds_give_every_node_new_partners_and_never_two_jobs(count: in
 
 
 def test_bisect_names_the_node_in_every_slow_group_despite_noise() -> None:
-    rounds = [[GroupResult(("n1", "n2"), True, 0.049, 262144), GroupResult(("n3", "n4"), True, 0.0009, 262144)],
-              [GroupResult(("n2", "n3"), True, 0.00089, 262144), GroupResult(("n4", "n1"), True, 0.111, 262144)]]
+    rounds = [
+        [GroupResult(("n1", "n2"), True, 0.049, 262144), GroupResult(("n3", "n4"), True, 0.0009, 262144)],
+        [GroupResult(("n2", "n3"), True, 0.00089, 262144), GroupResult(("n4", "n1"), True, 0.111, 262144)],
+    ]
     report = judge(rounds)
     assert list(report.suspects) == ["n3"] and report.broken == ()
     assert slow_threshold([0.05, 0.06, 0.1]) is None  # spread without a step is not slowness
-    failed = judge([[GroupResult(("n1", "n2"), True, 1.0, 1), GroupResult(("n3", "n4"), False, None, None, "x")],
-                    [GroupResult(("n2", "n3"), False, None, None, "x"), GroupResult(("n4", "n1"), True, 1.0, 1)]])
+    failed = judge(
+        [
+            [GroupResult(("n1", "n2"), True, 1.0, 1), GroupResult(("n3", "n4"), False, None, None, "x")],
+            [GroupResult(("n2", "n3"), False, None, None, "x"), GroupResult(("n4", "n1"), True, 1.0, 1)],
+        ]
+    )
     assert failed.broken == ("n3",)
 
 
@@ -285,7 +344,9 @@ def test_bisect_names_the_node_in_every_slow_group_despite_noise() -> None:
 
 def test_findings_name_the_gate_and_nothing_else_for_a_slow_but_correct_run() -> None:
     records = [record(r, f"node{r // 2 + 1}") for r in range(4)]
-    verdict = build_verdict(collected(*records), expected_world_size=4, expected_nodes=["node1", "node2"], min_busbw_GBps=1e6)
+    verdict = build_verdict(
+        collected(*records), expected_world_size=4, expected_nodes=["node1", "node2"], min_busbw_GBps=1e6
+    )
     findings = build_findings(verdict=verdict, problems={}, nodes=["node1", "node2"])
     assert [(f.id, f.severity) for f in findings] == [("allreduce.busbw", Severity.ERROR)]
     passed = build_verdict(collected(*records), expected_world_size=4, expected_nodes=["node1", "node2"])
@@ -300,8 +361,10 @@ def test_a_node_that_cannot_launch_is_an_error_and_the_run_did_not_happen() -> N
 
 
 def test_printing_survives_text_that_looks_like_markup() -> None:
-    records = [record(r, f"node{r // 2 + 1}", failed=("performance", "RuntimeError: [/__w/gloo/pair.cc:553] closed"))
-               for r in range(4)]
+    records = [
+        record(r, f"node{r // 2 + 1}", failed=("performance", "RuntimeError: [/__w/gloo/pair.cc:553] closed"))
+        for r in range(4)
+    ]
     verdict = build_verdict(collected(*records), expected_world_size=4)
     settings, _ = resolve_settings(AllreduceOptions(nproc_per_node=2), NODES, None)
     outcome = AllreduceOutcome("r1", "done", settings, verdict=verdict)

@@ -19,7 +19,12 @@ def test_margins_follow_each_inventory_and_are_built_once_per_inventory(monkeypa
     tight, default = _desired({"lane_spread_db": 1.5}), _desired(None)
     for _ in range(16):
         margins, shown = optics._margins(tight)
-    assert margins.lane_spread_db == 1.5 and shown["lane_spread_db"] == {"name": "lane_spread_db", "value": 1.5, "unit": shown["lane_spread_db"]["unit"], "source": "inventory"}
+    assert margins.lane_spread_db == 1.5 and shown["lane_spread_db"] == {
+        "name": "lane_spread_db",
+        "value": 1.5,
+        "unit": shown["lane_spread_db"]["unit"],
+        "source": "inventory",
+    }
     assert len(built) == 1
     margins, shown = optics._margins(default)
     assert margins == optics.DEFAULT_MARGINS and shown["lane_spread_db"]["source"] == "default"
@@ -29,8 +34,8 @@ def test_margins_follow_each_inventory_and_are_built_once_per_inventory(monkeypa
 def test_counter_limits_follow_each_inventory_and_are_built_once_per_inventory(monkeypatch) -> None:
     """network.counters reads its limits for every NPU: built once per inventory, shown from the
     right inventory, and an inventory with other thresholds gets its own."""
-    from ascendprep.verify.checks import counters
     from ascendprep.inventory import thresholds as grey_thresholds
+    from ascendprep.verify.checks import counters
 
     built = []
     real = grey_thresholds.effective

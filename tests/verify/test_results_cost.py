@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from ascendprep.base.findings import Severity
+from ascendprep.facts.model import OpticalInfo, OpticalLane, OpticalThresholds
 from ascendprep.verify.checks import optics
 from ascendprep.verify.checks.model import NO_EVIDENCE, CheckResult, Status, failed, passed, skipped
-from ascendprep.facts.model import OpticalInfo, OpticalLane, OpticalThresholds
-from ascendprep.base.findings import Severity
 
 
 def test_verdicts_without_evidence_share_one_empty_map_that_refuses_changes() -> None:
@@ -30,7 +30,9 @@ def test_verdicts_without_evidence_share_one_empty_map_that_refuses_changes() ->
 
 
 def _margins(spread_db: float) -> optics.OpticsMargins:
-    return optics.OpticsMargins(power_margin_db=1.0, lane_spread_db=spread_db, temp_margin_c=5, vcc_margin_pct=2, bias_spread_ratio=0.5)
+    return optics.OpticsMargins(
+        power_margin_db=1.0, lane_spread_db=spread_db, temp_margin_c=5, vcc_margin_pct=2, bias_spread_ratio=0.5
+    )
 
 
 @pytest.mark.parametrize(
@@ -59,23 +61,44 @@ def test_the_sibling_spread_is_judged_against_the_median_at_its_threshold(rx, sp
 def test_a_check_result_is_whole_and_round_trips() -> None:
     import dataclasses
 
-    result = CheckResult("network.ip", Status.FAILED, Severity.ERROR, "wrong", "node1", 3, "eth", "fix it", {"live": "1"})
-    assert [getattr(result, f.name) for f in dataclasses.fields(result)] == ["network.ip", Status.FAILED, Severity.ERROR, "wrong", "node1", 3, "eth", "fix it", {"live": "1"}]
+    result = CheckResult(
+        "network.ip", Status.FAILED, Severity.ERROR, "wrong", "node1", 3, "eth", "fix it", {"live": "1"}
+    )
+    assert [getattr(result, f.name) for f in dataclasses.fields(result)] == [
+        "network.ip",
+        Status.FAILED,
+        Severity.ERROR,
+        "wrong",
+        "node1",
+        3,
+        "eth",
+        "fix it",
+        {"live": "1"},
+    ]
     bare = CheckResult("node.x", Status.PASSED, Severity.INFO, "ok")
     assert (bare.node, bare.npu, bare.subject, bare.fix, bare.evidence) == (None, None, None, "", {})
     assert dataclasses.replace(result, message="other").to_dict() == {**result.to_dict(), "message": "other"}
     assert CheckResult.from_dict(result.to_dict()) == result and CheckResult.from_dict(bare.to_dict()) == bare
     assert json.loads(json.dumps(result.to_dict())) == {
-        "check": "network.ip", "status": "failed", "severity": "error", "message": "wrong", "node": "node1",
-        "npu": 3, "subject": "eth", "fix": "fix it", "evidence": {"live": "1"},
+        "check": "network.ip",
+        "status": "failed",
+        "severity": "error",
+        "message": "wrong",
+        "node": "node1",
+        "npu": 3,
+        "subject": "eth",
+        "fix": "fix it",
+        "evidence": {"live": "1"},
     }
 
 
 def test_odd_readings_a_dark_lane_and_no_sibling_spread_from_unlit_lanes() -> None:
     """A negative reading is a dark lane; a NaN is no reading any rule names, nor a sibling; a
     bias of 0 mA is under its siblings' median but no sibling of the others."""
-    lanes = tuple(OpticalLane(i, rx_power_mw=rx, tx_bias_ma=bias) for i, (rx, bias) in enumerate(
-        [(float("nan"), 7.5), (-1.0, 0.0), (1.0, 7.5), (1.0, 3.0)]))
+    lanes = tuple(
+        OpticalLane(i, rx_power_mw=rx, tx_bias_ma=bias)
+        for i, (rx, bias) in enumerate([(float("nan"), 7.5), (-1.0, 0.0), (1.0, 7.5), (1.0, 3.0)])
+    )
     info = OpticalInfo(True, lanes=lanes, thresholds=OpticalThresholds(rx_power_low_mw=0.1, rx_power_high_mw=3.0))
     named = [(v.subject, v.severity) for v in optics._power_findings(info, "rx", _margins(3.0))]
     assert named == [("lane 1 rx", None)]

@@ -13,14 +13,13 @@ from dataclasses import replace
 from typing import List
 
 import pytest
+from verify_cluster_facts import healthy_facts, judge, with_npu
 
+from ascendprep.base.findings import Severity
+from ascendprep.facts.model import HccnConf, ProbeError
 from ascendprep.plan import drift
 from ascendprep.verify.checks import registry
 from ascendprep.verify.checks.model import Check, passed
-from ascendprep.facts.model import HccnConf, ProbeError
-from ascendprep.base.findings import Severity
-
-from verify_cluster_facts import healthy_facts, judge, with_npu
 
 
 def _with_checks(monkeypatch: pytest.MonkeyPatch, *extra: Check) -> None:
@@ -45,8 +44,25 @@ def _broken_generator(ctx, npu):
 def test_a_check_that_raises_fails_as_could_not_check_on_that_npu_and_the_others_run(monkeypatch, desired) -> None:
     _with_checks(
         monkeypatch,
-        Check("network.broken", ("network",), "npu", Severity.ERROR, "raises on NPU 5", "", _broken, requires=("node.reachable",)),
-        Check("network.broken_gen", ("network",), "npu", Severity.WARNING, "raises while listed on NPU 2", "", _broken_generator),
+        Check(
+            "network.broken",
+            ("network",),
+            "npu",
+            Severity.ERROR,
+            "raises on NPU 5",
+            "",
+            _broken,
+            requires=("node.reachable",),
+        ),
+        Check(
+            "network.broken_gen",
+            ("network",),
+            "npu",
+            Severity.WARNING,
+            "raises while listed on NPU 2",
+            "",
+            _broken_generator,
+        ),
     )
     results = judge(desired)
     broken = [r for r in results if r.check == "network.broken" and r.node == "node1"]
@@ -56,7 +72,9 @@ def test_a_check_that_raises_fails_as_could_not_check_on_that_npu_and_the_others
     generated = [(r.npu, r.message) for r in results if r.check == "network.broken_gen" and r.node == "node1"]
     # a generator that raises while it is listed gives one "could not check", not half its verdicts
     assert (2, "could not check: the check itself failed: ZeroDivisionError: division by zero") in generated
-    assert [m for npu, m in generated if npu == 2] == ["could not check: the check itself failed: ZeroDivisionError: division by zero"]
+    assert [m for npu, m in generated if npu == 2] == [
+        "could not check: the check itself failed: ZeroDivisionError: division by zero"
+    ]
     assert [m for npu, m in generated if npu == 3] == ["first", "second"]
     # the other checks still ran on every node
     assert sum(1 for r in results if r.check == "network.ip" and r.status.value == "passed") == 32
@@ -69,7 +87,11 @@ def test_a_failed_prerequisite_skips_each_npu_check_on_every_npu_of_that_node_on
     ip = [r for r in results if r.check == "network.ip"]
     skipped_here = [(r.node, r.npu) for r in ip if r.status.value == "skipped"]
     assert skipped_here == [("node2", npu) for npu in range(8)]
-    assert all(r.message.startswith("not checked: node.hccn_tool failed (hccn_tool is not installed") for r in ip if r.node == "node2")
+    assert all(
+        r.message.startswith("not checked: node.hccn_tool failed (hccn_tool is not installed")
+        for r in ip
+        if r.node == "node2"
+    )
     assert all(r.status.value == "passed" for r in ip if r.node != "node2")
     # npu.health does not need hccn_tool: it ran on node2
     assert all(r.status.value == "passed" for r in results if r.check == "npu.health" and r.node == "node2")
@@ -77,12 +99,19 @@ def test_a_failed_prerequisite_skips_each_npu_check_on_every_npu_of_that_node_on
 
 def test_a_probe_error_on_one_npu_makes_only_that_npu_could_not_check(desired) -> None:
     facts = {name: healthy_facts(desired, name) for name in ("node1", "node2", "node3", "node4")}
-    facts["node3"] = replace(with_npu(facts["node3"], 6, ip=None), errors=(ProbeError("hccn.ip", "timeout", "hccn_tool -i 6 -ip -g timed out", npu=6),
-                                                                          ProbeError("hccn.tls", "unsupported", "no -tls on this driver", npu=1)))
+    facts["node3"] = replace(
+        with_npu(facts["node3"], 6, ip=None),
+        errors=(
+            ProbeError("hccn.ip", "timeout", "hccn_tool -i 6 -ip -g timed out", npu=6),
+            ProbeError("hccn.tls", "unsupported", "no -tls on this driver", npu=1),
+        ),
+    )
     results = judge(desired, facts)
     on_node3 = {(r.check, r.npu): r for r in results if r.node == "node3"}
     assert on_node3[("network.ip", 6)].message == "could not check: hccn_tool -i 6 -ip -g timed out"
-    assert on_node3[("network.ip", 6)].evidence == {"probe_errors": [{"probe": "hccn.ip", "kind": "timeout", "message": "hccn_tool -i 6 -ip -g timed out"}]}
+    assert on_node3[("network.ip", 6)].evidence == {
+        "probe_errors": [{"probe": "hccn.ip", "kind": "timeout", "message": "hccn_tool -i 6 -ip -g timed out"}]
+    }
     assert on_node3[("network.ip", 5)].status.value == "passed"
     assert on_node3[("network.tls", 1)].message == "not supported on this product: no -tls on this driver"
     assert on_node3[("network.tls", 0)].status.value == "passed"
@@ -104,8 +133,19 @@ def test_npu_port_finds_the_stale_keys_the_per_call_reading_found(desired) -> No
         facts = healthy_facts(desired, "node1")
         for npu in range(8):
             if rng.random() < 0.4:
-                facts = with_npu(facts, npu, ip=rng.choice(values), netmask=rng.choice(values), gateway=rng.choice(values), netdetect=rng.choice(values))
-        devices = {npu: {key: value for key, value in entry.items() if rng.random() < 0.9} for npu, entry in facts.hccn_conf.devices.items() if rng.random() < 0.9}
+                facts = with_npu(
+                    facts,
+                    npu,
+                    ip=rng.choice(values),
+                    netmask=rng.choice(values),
+                    gateway=rng.choice(values),
+                    netdetect=rng.choice(values),
+                )
+        devices = {
+            npu: {key: value for key, value in entry.items() if rng.random() < 0.9}
+            for npu, entry in facts.hccn_conf.devices.items()
+            if rng.random() < 0.9
+        }
         conf = rng.choice((None, HccnConf(raw="", devices=devices)))
         npus = {npu: live for npu, live in facts.npus.items() if rng.random() < 0.95}
         facts = replace(facts, hccn_conf=conf, npus=npus)
@@ -135,8 +175,8 @@ def test_npu_port_finds_the_stale_keys_the_per_call_reading_found(desired) -> No
     ],
 )
 def test_in_subnet_answers_whether_the_master_is_on_the_holders_network(address, holder, inside) -> None:
-    from ascendprep.verify.checks.blockers import _in_subnet
     from ascendprep.facts.model import InterfaceAddress
+    from ascendprep.verify.checks.blockers import _in_subnet
 
     assert _in_subnet(address, InterfaceAddress("eth0", "inet", *holder)) is inside
 

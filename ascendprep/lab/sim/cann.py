@@ -75,10 +75,7 @@ def firmware_version_info(driver: str, firmware: str) -> str:
     """``firmware/version.info``: compatible with drivers of the installed driver's YY.N line."""
     line = ".".join(driver.split(".")[:2])
     return (
-        f"Version={firmware}\n"
-        "firmware_version=1.0\n"
-        f"package_version={driver}\n"
-        f"compatible_version_drv=[{line},{line}.]\n"
+        f"Version={firmware}\nfirmware_version=1.0\npackage_version={driver}\ncompatible_version_drv=[{line},{line}.]\n"
     )
 
 

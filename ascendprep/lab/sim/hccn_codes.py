@@ -41,13 +41,18 @@ _ERR, _INFO = "err", "info"
 
 #: Messages of tool-system (0x3xxx) and driver (0x4xxx) codes: (stream, text).
 _CODE_MESSAGES: dict[int, tuple[str, str]] = {
-    TOOL_SYS_WRITE_FILE_ERR: (_ERR, "Write configurations to config file failed. User configurations cannot be "
-                                    "persisted! pls check cmd run permission."),
+    TOOL_SYS_WRITE_FILE_ERR: (
+        _ERR,
+        "Write configurations to config file failed. User configurations cannot be "
+        "persisted! pls check cmd run permission.",
+    ),
     TOOL_SYS_BUSY_ERR: (_INFO, "hccn_tool is busy, please try again."),
     TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR: (_INFO, "The command is not supported on this product."),
     TOOL_GATEWAY_NO_IP_CONF_ERR: (_ERR, "Unable to configure gateway, because ip is not configured!"),
-    TOOL_ACCESS_CONF_FILE_ERR: (_ERR, "The hccn.conf can't access, cmd execute failed! pls check the conf file "
-                                      "or cmd run permission."),
+    TOOL_ACCESS_CONF_FILE_ERR: (
+        _ERR,
+        "The hccn.conf can't access, cmd execute failed! pls check the conf file or cmd run permission.",
+    ),
     TOOL_CONFIG_BROAD_ADDRESS_ERR: (_ERR, "Can not config broadcast address!"),
     DSMI_EXE_ERR: (_ERR, "Command execute failed!"),
     DSMI_GATEWAY_NOT_PRESET_ERR: (_ERR, "Get gateway failed, because no gateway was preset there!"),
@@ -56,11 +61,15 @@ _CODE_MESSAGES: dict[int, tuple[str, str]] = {
 }
 
 _MAJOR_MESSAGES: dict[int, tuple[str, ...]] = {
-    MAJOR_CMD_TYPE_ERR: ('Get invalid major cmd type. The valid major cmd type should be "-a" or "-i".',
-                         "Enter [ hccn_tool -h ] for more details."),
+    MAJOR_CMD_TYPE_ERR: (
+        'Get invalid major cmd type. The valid major cmd type should be "-a" or "-i".',
+        "Enter [ hccn_tool -h ] for more details.",
+    ),
     MAJOR_CMD_INVALID_ERR: ("Get invalid major cmd.", "Enter [ hccn_tool -h ] for more details."),
-    MAJOR_CMD_NUM_ERR: ("Get invalid major cmd number. Please check your input.",
-                        "Enter [ hccn_tool -h ] for more details."),
+    MAJOR_CMD_NUM_ERR: (
+        "Get invalid major cmd number. Please check your input.",
+        "Enter [ hccn_tool -h ] for more details.",
+    ),
     MAJOR_CMD_DEV_ID_ERR: ("Get invalid device id.",),
     MAJOR_CMD_LEN_ERR: ("Get invalid input param len.",),
 }
@@ -72,15 +81,18 @@ _PARAM_MESSAGES: dict[int, tuple[str, bool]] = {
     PARAM_CMD_COUNT_ERR: ("The total count of input parameters is wrong!", True),
     PARAM_IP_INVALID_ERR: ("The ip address you configured is invalid!", False),
     PARAM_CONFLICT_IP_ADDR_ERR: ("The ip address configured is conflicted!", False),
-    PARAM_DIFF_SEGMT_GTWY_ERR: ("The segment of configured gateway doesn't match that of the configured ip "
-                                "adress!", False),
+    PARAM_DIFF_SEGMT_GTWY_ERR: (
+        "The segment of configured gateway doesn't match that of the configured ip adress!",
+        False,
+    ),
     PARAM_TLS_NO_CERT_ERR: ("No certificate found, please set certs firstly!", False),
     PARAM_TLS_INVALID_ENABLE_ERR: ("Get invalid enable value!", True),
 }
 
 RECOVERY_FAILED = "Recovery failed. Check '/var/log/hccn_tool/hccn_config.log' for details."
-LINK_UP_RECOVERY_FAILED = ("Link up executed, but recovery failed, please check "
-                           "'/var/log/hccn_tool/hccn_config.log' for details.")
+LINK_UP_RECOVERY_FAILED = (
+    "Link up executed, but recovery failed, please check '/var/log/hccn_tool/hccn_config.log' for details."
+)
 
 
 def report(code: int, attr: str, option: str, out, err) -> None:
@@ -99,4 +111,3 @@ def report(code: int, attr: str, option: str, out, err) -> None:
         (out if stream == _INFO else err).write(message + "\n")
     else:
         err.write("Cmd execute failed!\n")
-

@@ -12,58 +12,74 @@ from __future__ import annotations
 
 #: (attr, attr_value, option, help block) in the order ``hccn_tool -h`` prints them.
 COMMANDS: tuple[tuple[str, str, str, str], ...] = (
-    ("-i", "devid", "-ip",
-     "   [-s]                 : set ip cfg \n"
-     "       address %s       : set IPv4 ip address, such as x.x.x.x\n"
-     "       netmask %s       : set IPv4 ip netmask, such as x.x.x.x\n"
-     "   [-g]                 : get ip address and netmask/prefix_length \n"),
-    ("-i", "devid", "-gateway",
-     "   [-s]                : set gateway cfg \n"
-     "       gateway %s      : set IPv4 gateway, such as x.x.x.x\n"
-     "   [-g]                : get gateway address \n"),
-    ("-i", "devid", "-netdetect",
-     "   [-s]                : set net detect cfg \n"
-     "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
-     "   [-g]                : get net detect cfg \n"),
-    ("-i", "devid", "-lldp",
-     "   [-g]        : get lldp cfg \n"),
-    ("-i", "devid", "-cfg",
-     "   recovery    : recovery cfg \n"
-     "   status      : config status \n"),
-    ("-i", "devid", "-link",
-     "   [-s]                   : set the eth ports link status\n"
-     "       down               : shut down eth port \n"
-     "       up                 : start up eth port \n"
-     "   [-g]                   : get the eth ports link status, UP or DOWN \n"),
-    ("-i", "devid", "-net_health",
-     "   [-g]        : get net health status\n"),
-    ("-i", "devid", "-optical",
-     "   [-g]               : get optical info \n"),
-    ("-i", "devid", "-stat",
-     "   [-g]        : get packet statistics\n"
-     "   [-c]        : clear packet statistics\n"),
-    ("-a", "", "-cfg",
-     "    recovery   : recovery cfg \n"),
-    ("-i", "devid", "-tls",
-     "   [-s]        : set tls cfg\n"
-     "       enable %d : set tls enable, 0: disable, 1: enable\n"
-     "       host      : if you want to set tls enable on host, you need to add host flag on the tail\n"
-     "   [-g]        : get tls cfg\n"
-     "       host      : if you want to get tls certificate suite on host, you need to add host flag on the tail\n"),
-    ("-i", "devid", "-link_stat",
-     "   [-g]        : get link history statistics\n"
-     "   [-c]        : clear link history statistics\n"),
-    ("-i", "devid", "-speed",
-     "   [-g]        : get the speed of eth ports\n"),
+    (
+        "-i",
+        "devid",
+        "-ip",
+        "   [-s]                 : set ip cfg \n"
+        "       address %s       : set IPv4 ip address, such as x.x.x.x\n"
+        "       netmask %s       : set IPv4 ip netmask, such as x.x.x.x\n"
+        "   [-g]                 : get ip address and netmask/prefix_length \n",
+    ),
+    (
+        "-i",
+        "devid",
+        "-gateway",
+        "   [-s]                : set gateway cfg \n"
+        "       gateway %s      : set IPv4 gateway, such as x.x.x.x\n"
+        "   [-g]                : get gateway address \n",
+    ),
+    (
+        "-i",
+        "devid",
+        "-netdetect",
+        "   [-s]                : set net detect cfg \n"
+        "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
+        "   [-g]                : get net detect cfg \n",
+    ),
+    ("-i", "devid", "-lldp", "   [-g]        : get lldp cfg \n"),
+    ("-i", "devid", "-cfg", "   recovery    : recovery cfg \n   status      : config status \n"),
+    (
+        "-i",
+        "devid",
+        "-link",
+        "   [-s]                   : set the eth ports link status\n"
+        "       down               : shut down eth port \n"
+        "       up                 : start up eth port \n"
+        "   [-g]                   : get the eth ports link status, UP or DOWN \n",
+    ),
+    ("-i", "devid", "-net_health", "   [-g]        : get net health status\n"),
+    ("-i", "devid", "-optical", "   [-g]               : get optical info \n"),
+    ("-i", "devid", "-stat", "   [-g]        : get packet statistics\n   [-c]        : clear packet statistics\n"),
+    ("-a", "", "-cfg", "    recovery   : recovery cfg \n"),
+    (
+        "-i",
+        "devid",
+        "-tls",
+        "   [-s]        : set tls cfg\n"
+        "       enable %d : set tls enable, 0: disable, 1: enable\n"
+        "       host      : if you want to set tls enable on host, you need to add host flag on the tail\n"
+        "   [-g]        : get tls cfg\n"
+        "       host      : if you want to get tls certificate suite on host, you need to add host flag on the tail\n",
+    ),
+    (
+        "-i",
+        "devid",
+        "-link_stat",
+        "   [-g]        : get link history statistics\n   [-c]        : clear link history statistics\n",
+    ),
+    ("-i", "devid", "-speed", "   [-g]        : get the speed of eth ports\n"),
     # [I] -duplex / -fec: the wording follows -speed's; their help text is not in the reference.
-    ("-i", "devid", "-duplex",
-     "   [-g]        : get the duplex of eth ports\n"),
-    ("-i", "devid", "-fec",
-     "   [-g]        : get the fec mode of eth ports\n"),
-    ("-i", "devid", "-ping",
-     "   [-g]                : get ping result\n"
-     "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
-     "      pkt %d           : ping cfg, the packet data length, [0 ~ 65507]\n"),
+    ("-i", "devid", "-duplex", "   [-g]        : get the duplex of eth ports\n"),
+    ("-i", "devid", "-fec", "   [-g]        : get the fec mode of eth ports\n"),
+    (
+        "-i",
+        "devid",
+        "-ping",
+        "   [-g]                : get ping result\n"
+        "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
+        "      pkt %d           : ping cfg, the packet data length, [0 ~ 65507]\n",
+    ),
 )
 
 

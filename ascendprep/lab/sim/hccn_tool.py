@@ -41,6 +41,7 @@ import sys
 import time
 
 from . import counters, fabric, hccn_views, hccnconf, ipv4, optics, superpod
+from .driver_profiles import is_legacy
 from .hccn_codes import (
     DSMI_EXE_ERR,
     DSMI_GATEWAY_NOT_PRESET_ERR,
@@ -62,14 +63,13 @@ from .hccn_codes import (
     PARAM_TLS_INVALID_ENABLE_ERR,
     RECOVERY_FAILED,
     TOOL_ACCESS_CONF_FILE_ERR,
+    TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR,
     TOOL_CONFIG_BROAD_ADDRESS_ERR,
     TOOL_GATEWAY_NO_IP_CONF_ERR,
-    TOOL_CMD_UNSUPPORT_ON_PRODUCT_ERR,
     TOOL_SYS_BUSY_ERR,
     TOOL_SYS_WRITE_FILE_ERR,
     report,
 )
-from .driver_profiles import is_legacy
 from .hccn_help import full_help
 from .identity import LabSetupError, NodeIdentity, load_identity
 from .profiles import profile
@@ -91,8 +91,7 @@ VNIC_HOST_NETMASK = "255.255.255.0"
 class Invocation:
     """One run of the tool: who we are, the device, where output goes, and the query flag."""
 
-    def __init__(self, identity: NodeIdentity, doc: dict, attr: str, option: str, devid: int,
-                 out, err) -> None:
+    def __init__(self, identity: NodeIdentity, doc: dict, attr: str, option: str, devid: int, out, err) -> None:
         self.identity = identity
         self.doc = doc
         self.attr = attr
@@ -407,8 +406,7 @@ def cmd_tls(inv: Invocation, args: list[str]) -> int:
             with inv.edit():
                 fresh = inv.read_conf() or ""
                 if hccnconf.get_value(fresh, "tls_enable", inv.devid) is None:
-                    inv.write_conf(hccnconf.set_value(fresh, "tls_enable", inv.devid,
-                                                      str(inv.device["tls_enable"])))
+                    inv.write_conf(hccnconf.set_value(fresh, "tls_enable", inv.devid, str(inv.device["tls_enable"])))
         return OK
     if args[0] == "-s":
         rest = args[1:]
@@ -440,7 +438,6 @@ def cmd_optical(inv: Invocation, args: list[str]) -> int:
     for line in optics.optical_lines(inv.doc, inv.devid):
         inv.print(line)
     return OK
-
 
 
 def cmd_stat(inv: Invocation, args: list[str]) -> int:
@@ -533,10 +530,16 @@ def cmd_ping(inv: Invocation, args: list[str]) -> int:
     size = int(payload) + 42  # ICMP + IP + Ethernet headers
     with inv.edit() as doc:
         counters = doc["devices"][inv.devid]["counters"]
-        for key, amount in (("nic_tx_all_pkg_num", PING_COUNT), ("nic_tx_all_oct_num", PING_COUNT * size),
-                            ("mac_tx_total_pkt_num", PING_COUNT), ("mac_tx_total_oct_num", PING_COUNT * size),
-                            ("nic_rx_all_pkg_num", received), ("nic_rx_all_oct_num", received * size),
-                            ("mac_rx_total_pkt_num", received), ("mac_rx_total_oct_num", received * size)):
+        for key, amount in (
+            ("nic_tx_all_pkg_num", PING_COUNT),
+            ("nic_tx_all_oct_num", PING_COUNT * size),
+            ("mac_tx_total_pkt_num", PING_COUNT),
+            ("mac_tx_total_oct_num", PING_COUNT * size),
+            ("nic_rx_all_pkg_num", received),
+            ("nic_rx_all_oct_num", received * size),
+            ("mac_rx_total_pkt_num", received),
+            ("mac_rx_total_oct_num", received * size),
+        ):
             counters[key] = counters.get(key, 0) + amount
     return OK if reachable else DSMI_EXE_ERR
 
@@ -614,9 +617,18 @@ def _blocking_fault(doc: dict, argv: list[str]) -> dict | None:
 
 #: One block of the flood: what a broken driver or a corrupted tool might print.
 _FLOOD_BLOCK = (
-    b"\x1b[2J\x1b[H\x1b[1;31mipaddr:" + b"1234567890" * 500 + b"\x1b[0m\n"
-    + b"\x1b]0;" + b"\xff\xfe" * 100 + b"\x07link status:" + b"9" * 5000 + b"\r\n"
-    + b"\x1b[?1049h\x1b[6n" + b"packets transmitted, " * 50 + b"-" * 3000 + b"\n"
+    b"\x1b[2J\x1b[H\x1b[1;31mipaddr:"
+    + b"1234567890" * 500
+    + b"\x1b[0m\n"
+    + b"\x1b]0;"
+    + b"\xff\xfe" * 100
+    + b"\x07link status:"
+    + b"9" * 5000
+    + b"\r\n"
+    + b"\x1b[?1049h\x1b[6n"
+    + b"packets transmitted, " * 50
+    + b"-" * 3000
+    + b"\n"
 )
 
 
@@ -661,7 +673,7 @@ def _parse_and_run(
         if devid >= len(doc["devices"]):
             return MAJOR_CMD_DEV_ID_ERR, None, attr, option
     inv = Invocation(identity, doc, attr, option, devid, out, err)
-    return handler(inv, argv[option_index + 1:]), inv, attr, option
+    return handler(inv, argv[option_index + 1 :]), inv, attr, option
 
 
 def run(argv: list[str], out, err) -> int:

@@ -8,20 +8,41 @@ from __future__ import annotations
 
 import time
 
-
 #: ``-stat -g`` counters in the order the tool prints them (docs/ascend-reference.md §1.4).
 STAT_KEYS: tuple[str, ...] = (
     ("mac_tx_mac_pause_num", "mac_rx_mac_pause_num", "mac_tx_pfc_pkt_num")
     + tuple(f"mac_tx_pfc_pri{i}_pkt_num" for i in range(8))
     + ("mac_rx_pfc_pkt_num",)
     + tuple(f"mac_rx_pfc_pri{i}_pkt_num" for i in range(8))
-    + ("mac_tx_total_pkt_num", "mac_tx_total_oct_num", "mac_tx_bad_pkt_num", "mac_tx_bad_oct_num",
-       "mac_rx_total_pkt_num", "mac_rx_total_oct_num", "mac_rx_bad_pkt_num", "mac_rx_bad_oct_num",
-       "mac_rx_fcs_err_pkt_num", "roce_rx_rc_pkt_num", "roce_rx_all_pkt_num", "roce_rx_err_pkt_num", "roce_tx_rc_pkt_num",
-       "roce_tx_all_pkt_num", "roce_tx_err_pkt_num", "roce_cqe_num", "roce_rx_cnp_pkt_num",
-       "roce_tx_cnp_pkt_num", "roce_unexpected_ack_num", "roce_out_of_order_num",
-       "roce_verification_err_num", "roce_qp_status_err_num", "roce_new_pkt_rty_num",
-       "nic_tx_all_pkg_num", "nic_tx_all_oct_num", "nic_rx_all_pkg_num", "nic_rx_all_oct_num")
+    + (
+        "mac_tx_total_pkt_num",
+        "mac_tx_total_oct_num",
+        "mac_tx_bad_pkt_num",
+        "mac_tx_bad_oct_num",
+        "mac_rx_total_pkt_num",
+        "mac_rx_total_oct_num",
+        "mac_rx_bad_pkt_num",
+        "mac_rx_bad_oct_num",
+        "mac_rx_fcs_err_pkt_num",
+        "roce_rx_rc_pkt_num",
+        "roce_rx_all_pkt_num",
+        "roce_rx_err_pkt_num",
+        "roce_tx_rc_pkt_num",
+        "roce_tx_all_pkt_num",
+        "roce_tx_err_pkt_num",
+        "roce_cqe_num",
+        "roce_rx_cnp_pkt_num",
+        "roce_tx_cnp_pkt_num",
+        "roce_unexpected_ack_num",
+        "roce_out_of_order_num",
+        "roce_verification_err_num",
+        "roce_qp_status_err_num",
+        "roce_new_pkt_rty_num",
+        "nic_tx_all_pkg_num",
+        "nic_tx_all_oct_num",
+        "nic_rx_all_pkg_num",
+        "nic_rx_all_oct_num",
+    )
 )
 
 #: Simulated factory certificates (``tls preconfigured[1]``: issued by a Huawei equipment CA).
@@ -42,7 +63,9 @@ def stat_lines(device: dict) -> list[str]:
 def stat_lines_short(device: dict) -> list[str]:
     """``-stat -g`` of an older (Atlas 800) driver: only the two RoCE error counters."""
     counters = device["counters"]
-    return ["packet statistics:"] + [f"{key}:{counters.get(key, 0)}" for key in ("roce_rx_err_pkt_num", "roce_tx_err_pkt_num")]
+    return ["packet statistics:"] + [
+        f"{key}:{counters.get(key, 0)}" for key in ("roce_rx_err_pkt_num", "roce_tx_err_pkt_num")
+    ]
 
 
 def link_stat_lines(devid: int, device: dict, legacy: bool, now: float, tag_word: str = "devid") -> list[str]:
@@ -52,8 +75,10 @@ def link_stat_lines(devid: int, device: dict, legacy: bool, now: float, tag_word
     captures show; ``tag_word`` is ``device`` on drivers that print ``[device N]``.
     """
     tag = f"[{tag_word} {devid}]"
-    lines = [f"{tag}current time        : {time.asctime(time.localtime(now))}",
-             f"{tag}link up count       : {device['link_up_count']}"]
+    lines = [
+        f"{tag}current time        : {time.asctime(time.localtime(now))}",
+        f"{tag}link up count       : {device['link_up_count']}",
+    ]
     if not legacy:
         lines.append(f"{tag}link down count     : {device['link_down_count']}")
     history = device["link_history"]

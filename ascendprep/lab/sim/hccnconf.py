@@ -34,7 +34,7 @@ def get_value(text: str, key: str, devid: int) -> str | None:
     prefix = _prefix(key, devid)
     for line in _lines(text):
         if _is_entry(line) and line.startswith(prefix):
-            return line[len(prefix):]
+            return line[len(prefix) :]
     return None
 
 
@@ -78,7 +78,7 @@ def make_stale(text: str, npu: int) -> str:
     lines = _lines(text)
     for index, line in enumerate(lines):
         if _is_entry(line) and line.startswith(prefix):
-            current = ipv4.parse(line[len(prefix):])
+            current = ipv4.parse(line[len(prefix) :])
             if current is None:
                 replacement = f"192.0.2.{npu % 254 + 1}"
             else:

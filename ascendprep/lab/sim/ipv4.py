@@ -79,4 +79,3 @@ def same_subnet(first: str, second: str, netmask: str) -> bool:
     if a is None or b is None or m is None:
         return False
     return (a & m) == (b & m)
-

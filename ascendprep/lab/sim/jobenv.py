@@ -82,7 +82,7 @@ def container_wrapper(hiding: bool) -> str:
     mounts = " && ".join(f"mount -t tmpfs -o size=1m lab-container {path}" for path in HIDDEN_BY_CONTAINER)
     return (
         "#!/bin/sh\n# ascendprep lab: 'docker exec' of a container started without the driver and /etc/ascendprep mounts.\n"
-        f"exec unshare -m -- sh -c '{mounts} && exec \"$@\"' lab-container \"$@\"\n"
+        f'exec unshare -m -- sh -c \'{mounts} && exec "$@"\' lab-container "$@"\n'
     )
 
 
@@ -97,7 +97,12 @@ def stray_rank_table_profile() -> str:
 def stray_rank_table() -> str:
     """An old 8-NPU table of a server that is not in the cluster (what EI0014 jobs start from)."""
     devices = [{"device_id": str(i), "device_ip": f"192.168.99.{i + 1}", "rank_id": str(i)} for i in range(8)]
-    table = {"version": "1.0", "server_count": "1", "server_list": [{"server_id": "10.99.0.1", "device": devices}], "status": "completed"}
+    table = {
+        "version": "1.0",
+        "server_count": "1",
+        "server_list": [{"server_id": "10.99.0.1", "device": devices}],
+        "status": "completed",
+    }
     return json.dumps(table, indent=2) + "\n"
 
 

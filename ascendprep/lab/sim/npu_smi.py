@@ -25,21 +25,30 @@ from __future__ import annotations
 import os
 import sys
 
-from .driver_profiles import is_legacy
-from .npu_procs import process_rows
-from .identity import LabSetupError, load_identity, system_root
-from .profiles import bus_id, profile
 from . import superpod
+from .driver_profiles import is_legacy
+from .identity import LabSetupError, load_identity, system_root
+from .npu_procs import process_rows
+from .profiles import bus_id, profile
 from .state import LabStateError, faults_for, read_node
 
 DRIVER_VERSION_FILE = "usr/local/Ascend/driver/version.info"
 FIRMWARE_VERSION_FILE = "usr/local/Ascend/firmware/version.info"
 
+
 class TableLayout:
     """The ``npu-smi info`` box of one npu-smi generation: widths and header lines."""
 
-    def __init__(self, third: int, fields: tuple[int, int, int], version_width: int, header_a: str, header_b: str,
-                 header_b_a3: str, process_header: str) -> None:
+    def __init__(
+        self,
+        third: int,
+        fields: tuple[int, int, int],
+        version_width: int,
+        header_a: str,
+        header_b: str,
+        header_b_a3: str,
+        process_header: str,
+    ) -> None:
         width = 27 + 1 + 15 + 1 + third
         self.rule = "+" + "-" * width + "+"
         self.columns = "+" + "-" * 27 + "+" + "-" * 15 + "+" + "-" * third + "+"
@@ -51,7 +60,9 @@ class TableLayout:
 
 #: Up to 25.x (docs/ascend-reference.md §4.1): a 96-character box.
 NARROW = TableLayout(
-    52, (12, 18, 21), 33,
+    52,
+    (12, 18, 21),
+    33,
     "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|",
     "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |",
     "| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |",
@@ -60,7 +71,9 @@ NARROW = TableLayout(
 #: npu-smi 26.x: a 116-character box with wider value columns and a "Process id in container"
 #: column (captures of 26.0.rc1 on 910B4 in the Triton-Ascend FAQ, and on an A3 in public tests).
 WIDE = TableLayout(
-    70, (21, 24, 24), 44,
+    70,
+    (21, 24, 24),
+    44,
     "| NPU   Name                | Health        | Power(W)             Temp(C)                 Hugepages-Usage(page)   |",
     "| Chip                      | Bus-Id        | AICore(%)            Memory-Usage(MB)        HBM-Usage(MB)           |",
     "| Chip  Phy-ID              | Bus-Id        | AICore(%)            Memory-Usage(MB)        HBM-Usage(MB)           |",
@@ -75,27 +88,38 @@ def table_layout(driver: str) -> TableLayout:
     major = driver.split(".", 1)[0]
     return WIDE if major.isdigit() and int(major) >= WIDE_TABLE_FROM else NARROW
 
+
 #: Simulated alarm details per health state: (error code, error information).
 _ALARMS = {
-    "Alarm": ("80E18402", "node type=SOC, sensor type=Health, event state=major alarm "
-                          "(ascendprep lab fault npu-alarm)"),
-    "Critical": ("80CB8009", "node type=SOC, sensor type=Health, event state=critical alarm "
-                             "(ascendprep lab fault npu-critical)"),
+    "Alarm": (
+        "80E18402",
+        "node type=SOC, sensor type=Health, event state=major alarm (ascendprep lab fault npu-alarm)",
+    ),
+    "Critical": (
+        "80CB8009",
+        "node type=SOC, sensor type=Health, event state=critical alarm (ascendprep lab fault npu-critical)",
+    ),
 }
 
 
 #: An older driver's alarm details: several codes, the information continued on empty-key lines
 #: (docs/ascend-reference.md §4.7; codes as in Ascend/mind-cluster's fault-diagnosis tests).
 _LEGACY_ALARMS = {
-    "Alarm": ("A4025021 8C03A000 8C084E00", (
-        "node type=DEVICE, sensor type=Heartbeat, event state=adda heartbeat lost",
-        "node type=SoC, sensor type=General, event state=major alarm (ascendprep lab fault npu-alarm)",
-        "node type=DEVICE, sensor type=Heartbeat, event state=lost",
-    )),
-    "Critical": ("80CB8009 8C084E00", (
-        "node type=SOC, sensor type=Health, event state=critical alarm (ascendprep lab fault npu-critical)",
-        "node type=DEVICE, sensor type=Heartbeat, event state=lost",
-    )),
+    "Alarm": (
+        "A4025021 8C03A000 8C084E00",
+        (
+            "node type=DEVICE, sensor type=Heartbeat, event state=adda heartbeat lost",
+            "node type=SoC, sensor type=General, event state=major alarm (ascendprep lab fault npu-alarm)",
+            "node type=DEVICE, sensor type=Heartbeat, event state=lost",
+        ),
+    ),
+    "Critical": (
+        "80CB8009 8C084E00",
+        (
+            "node type=SOC, sensor type=Health, event state=critical alarm (ascendprep lab fault npu-critical)",
+            "node type=DEVICE, sensor type=Heartbeat, event state=lost",
+        ),
+    ),
 }
 
 #: npu-smi's own usage text for ``info`` (as printed after ``Error parameter of -<x>`` by the
@@ -144,10 +168,18 @@ def _kv(key: str, value: object) -> str:
 #: code the vendor's fault table lists (81078605, SubHealth: some lanes of a RoCE port faulty);
 #: ``npu-unknown-code`` one it does not, which an older driver prints in decimal (docs/ascend-reference.md §4.7).
 CODE_FAULTS = {
-    "npu-unknown-code": ("Alarm", "8FFF0001", str(0x8FFF0001),
-                         "node type=SOC, sensor type=General, event state=undescribed event (ascendprep lab fault npu-unknown-code)"),
-    "npu-subhealth": ("Warning", "81078605", "81078605",
-                      "node type=NPU, sensor type=Network, event state=some lanes faulty (ascendprep lab fault npu-subhealth)"),
+    "npu-unknown-code": (
+        "Alarm",
+        "8FFF0001",
+        str(0x8FFF0001),
+        "node type=SOC, sensor type=General, event state=undescribed event (ascendprep lab fault npu-unknown-code)",
+    ),
+    "npu-subhealth": (
+        "Warning",
+        "81078605",
+        "81078605",
+        "node type=NPU, sensor type=Network, event state=some lanes faulty (ascendprep lab fault npu-subhealth)",
+    ),
 }
 
 
@@ -208,7 +240,6 @@ class Topology:
             raise UsageError(f"Invalid chip ID: {chip_text}. NPU {npu_text} has {chips} chip(s).")
         return int(npu_text), int(chip_text)
 
-
     def _check_legacy(self, npu_text: str, chip_text: str | None) -> tuple[int, int | None]:
         """npu-smi's own answers: a non-number is a parameter error with the usage, a number
         that names no card ``Invalid card id.``."""
@@ -251,7 +282,10 @@ def info_table(doc: dict, driver: str) -> str:
     power_w, temp_w, third_w = box.fields
     lines = [
         box.rule,
-        "| " + f"npu-smi {driver}".ljust(box.version_width) + f"Version: {driver}".ljust(box.width - box.version_width - 1) + "|",
+        "| "
+        + f"npu-smi {driver}".ljust(box.version_width)
+        + f"Version: {driver}".ljust(box.width - box.version_width - 1)
+        + "|",
         box.columns,
         box.header_a,
         box.header_b_a3 if topo.dies > 1 else box.header_b,
@@ -261,14 +295,22 @@ def info_table(doc: dict, driver: str) -> str:
         for chip, devid in enumerate(topo.devids(npu)):
             power = f"{prof['power_w'] + 0.6 * devid:.1f}" if chip == 0 else "-"
             temp = str(38 + (devid * 3) % 9)
-            first = (" " + str(npu).ljust(6) + topo.chip_name.ljust(20), " " + health_of(doc, devid).ljust(14),
-                     " " + power.ljust(power_w) + temp.ljust(temp_w) + _usage_pair(0, 0).ljust(third_w))
+            first = (
+                " " + str(npu).ljust(6) + topo.chip_name.ljust(20),
+                " " + health_of(doc, devid).ljust(14),
+                " " + power.ljust(power_w) + temp.ljust(temp_w) + _usage_pair(0, 0).ljust(third_w),
+            )
             label = (str(chip).ljust(6) + str(devid)) if topo.dies > 1 else str(chip)
             hbm_used = prof["hbm_used_mb"] + (7 * devid if prof["hbm_used_mb"] else 0)
             ddr_used = prof["ddr_used_mb"] + (37 * devid if prof["ddr_used_mb"] else 0)
-            second = (" " + label.ljust(26), " " + bus_id(topo.product, devid).ljust(14),
-                      " " + "0".ljust(power_w) + _usage_pair(ddr_used, prof["ddr_mb"]).ljust(temp_w)
-                      + _usage_pair(hbm_used, topo.hbm_mb).ljust(third_w))
+            second = (
+                " " + label.ljust(26),
+                " " + bus_id(topo.product, devid).ljust(14),
+                " "
+                + "0".ljust(power_w)
+                + _usage_pair(ddr_used, prof["ddr_mb"]).ljust(temp_w)
+                + _usage_pair(hbm_used, topo.hbm_mb).ljust(third_w),
+            )
             lines.append("|" + "|".join(first) + "|")
             lines.append("|" + "|".join(second) + "|")
             if chip + 1 < len(topo.devids(npu)):
@@ -313,17 +355,37 @@ def info_board(doc: dict, npu: int, chip: int | None, driver: str, firmware: str
     topo = Topology(doc)
     devid = topo.devids(npu)[chip or 0]
     if chip is None:
-        rows = [("NPU ID", npu), ("Software Version", driver), ("Firmware Version", firmware),
-                ("Compatibility", "OK"), ("Board ID", "0x02"), ("PCB ID", "A"), ("BOM ID", 1),
-                ("PCIe Bus Info", bus_id(topo.product, devid)), ("Slot ID", npu), ("Class ID", "NA"),
-                ("PCI Vendor ID", "0x19e5"), ("PCI Device ID", topo.prof["pci_device_id"]),
-                ("Subsystem Vendor ID", "0x0200"), ("Subsystem Device ID", "0x0100"),
-                ("Chip Count", len(topo.devids(npu)))]
+        rows = [
+            ("NPU ID", npu),
+            ("Software Version", driver),
+            ("Firmware Version", firmware),
+            ("Compatibility", "OK"),
+            ("Board ID", "0x02"),
+            ("PCB ID", "A"),
+            ("BOM ID", 1),
+            ("PCIe Bus Info", bus_id(topo.product, devid)),
+            ("Slot ID", npu),
+            ("Class ID", "NA"),
+            ("PCI Vendor ID", "0x19e5"),
+            ("PCI Device ID", topo.prof["pci_device_id"]),
+            ("Subsystem Vendor ID", "0x0200"),
+            ("Subsystem Device ID", "0x0100"),
+            ("Chip Count", len(topo.devids(npu))),
+        ]
     else:
-        rows = [("NPU ID", npu), ("Chip ID", chip), ("Chip Type", "Ascend"),
-                ("Chip Name", topo.chip_name), ("Chip Version", "V1"), ("Board ID", "0x02"),
-                ("PCB ID", "NA"), ("BOM ID", 1), ("Chip Position ID", chip),
-                ("PCIe Bus Info", bus_id(topo.product, devid)), ("Firmware Version", firmware)]
+        rows = [
+            ("NPU ID", npu),
+            ("Chip ID", chip),
+            ("Chip Type", "Ascend"),
+            ("Chip Name", topo.chip_name),
+            ("Chip Version", "V1"),
+            ("Board ID", "0x02"),
+            ("PCB ID", "NA"),
+            ("BOM ID", 1),
+            ("Chip Position ID", chip),
+            ("PCIe Bus Info", bus_id(topo.product, devid)),
+            ("Firmware Version", firmware),
+        ]
     return "\n".join(_kv(key, value) for key, value in rows) + "\n"
 
 
@@ -355,11 +417,15 @@ def render(args: list[str], doc: dict, root: str) -> str:
     options = _options(rest)
     kind = options.get("-t")
     if kind not in ("health", "board", "spod-info") or "-i" not in options:
-        raise UsageError(f"unsupported arguments: {' '.join(rest)} (simulated: -l, -t health|board|spod-info -i N [-c C])")
+        raise UsageError(
+            f"unsupported arguments: {' '.join(rest)} (simulated: -l, -t health|board|spod-info -i N [-c C])"
+        )
     npu, chip = Topology(doc).check(options["-i"], options.get("-c"))
     if kind == "spod-info":
         if doc["product"] != "atlas-a3" or chip is None:
-            raise UsageError(f"spod-info: {'give the chip (-c)' if doc['product'] == 'atlas-a3' else 'not supported on this product'}")
+            raise UsageError(
+                f"spod-info: {'give the chip (-c)' if doc['product'] == 'atlas-a3' else 'not supported on this product'}"
+            )
         return superpod.spod_info(doc, npu, chip)
     if kind == "health":
         return info_health(doc, npu, chip)

@@ -43,20 +43,37 @@ HOT_C = 76
 DEGRADED_SPEED_MBPS = 100000
 #: The module's thresholds (MindCluster docs' 910A capture of ``-optical -g``).
 THRESHOLDS = (
-    ("Vcc High Thres", "3465.00 mV"), ("Vcc Low Thres", "3135.00 mV"),
-    ("Temp High Thres", "70 C"), ("Temp Low Thres", "0 C"),
-    ("TxPower High Thres", "3.5481 mW"), ("TxPower Low Thres", "0.2818 mW"),
-    ("RxPower High Thres", "3.5481 mW"), ("RxPower Low Thres", "0.1445 mW"),
+    ("Vcc High Thres", "3465.00 mV"),
+    ("Vcc Low Thres", "3135.00 mV"),
+    ("Temp High Thres", "70 C"),
+    ("Temp Low Thres", "0 C"),
+    ("TxPower High Thres", "3.5481 mW"),
+    ("TxPower Low Thres", "0.2818 mW"),
+    ("RxPower High Thres", "3.5481 mW"),
+    ("RxPower Low Thres", "0.1445 mW"),
 )
-_INVALID = ("Vcc", "Tx Power", "Rx Power", "Vcc High Thres", "Vcc Low Thres", "Temp High Thres", "Temp Low Thres",
-            "TxPower High Thres", "TxPower Low Thres", "RxPower High Thres", "RxPower Low Thres")
+_INVALID = (
+    "Vcc",
+    "Tx Power",
+    "Rx Power",
+    "Vcc High Thres",
+    "Vcc Low Thres",
+    "Temp High Thres",
+    "Temp Low Thres",
+    "TxPower High Thres",
+    "TxPower Low Thres",
+    "RxPower High Thres",
+    "RxPower Low Thres",
+)
 
 
 def _row(name: str, value: str) -> str:
     return f"{name:<21}: {value}"
 
 
-def _base(present: str, temperature: str, enabled: bool, vendor: tuple[str, str, str], identifier: str, wave: int) -> list[str]:
+def _base(
+    present: str, temperature: str, enabled: bool, vendor: tuple[str, str, str], identifier: str, wave: int
+) -> list[str]:
     name, part, serial = vendor
     return [
         "optical info:",
@@ -81,8 +98,9 @@ def optical_lines(doc: dict, devid: int) -> list[str]:
     if not device["optical_present"]:
         return _base("not present", "NA", False, ("", "", ""), "NA", 0) + [_row(name, "NA") for name in _INVALID]
     if "optical-copper" in faults:
-        return (_base("present", "not supported", False, ("HUAWEI", "02311KNJ", serial), prof["xsfp_identifier"], 0)
-                + [_row(name, "NA") for name in _INVALID])
+        return _base("present", "not supported", False, ("HUAWEI", "02311KNJ", serial), prof["xsfp_identifier"], 0) + [
+            _row(name, "NA") for name in _INVALID
+        ]
     present = "not present" if "optical-not-present-readings" in faults else "present"
     temperature = HOT_C if "optical-hot" in faults else 45 + devid % 5
     lines = _base(present, f"{temperature} C", True, ("HUAWEI", "34062286", serial), prof["xsfp_identifier"], 850)

@@ -12,8 +12,14 @@ from __future__ import annotations
 #: Bus ids of an 8-slot Atlas 800T A2 / 800 training server, in NPU order ([C] shape from captures,
 #: the exact order per chassis is [I]).
 _BUS_IDS_8 = (
-    "0000:C1:00.0", "0000:C2:00.0", "0000:81:00.0", "0000:82:00.0",
-    "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0",
+    "0000:C1:00.0",
+    "0000:C2:00.0",
+    "0000:81:00.0",
+    "0000:82:00.0",
+    "0000:01:00.0",
+    "0000:02:00.0",
+    "0000:41:00.0",
+    "0000:42:00.0",
 )
 
 PROFILES: dict[str, dict] = {

@@ -165,8 +165,9 @@ def validate_lab(lab: object) -> dict:
         for key, port in cabling.items():
             if not (isinstance(key, str) and key.isdigit() and int(key) < npus):
                 raise LabStateError(f"{where}.cabling: key {key!r} is not an NPU index below {npus}")
-            if not (isinstance(port, dict) and isinstance(port.get("switch"), str)
-                    and isinstance(port.get("port"), str)):
+            if not (
+                isinstance(port, dict) and isinstance(port.get("switch"), str) and isinstance(port.get("port"), str)
+            ):
                 raise LabStateError(f"{where}.cabling[{key!r}] needs string 'switch' and 'port'")
     return lab
 
@@ -375,8 +376,14 @@ def init_state(state_dir: str | os.PathLike, lab: dict, reset: bool = False) -> 
                     f"{node['npus']!r}; initialise with reset=True"
                 )
             wanted = (node.get("driver_profile", DEFAULT_DRIVER_PROFILE), node.get("chip"), node.get("super_pod"))
-            if (existing.get("driver_profile", DEFAULT_DRIVER_PROFILE), existing.get("chip"), existing.get("super_pod")) != wanted:
-                with edit_node(state_dir, node["name"]) as doc:  # the driver, chip name or pod, not the devices, changed
+            if (
+                existing.get("driver_profile", DEFAULT_DRIVER_PROFILE),
+                existing.get("chip"),
+                existing.get("super_pod"),
+            ) != wanted:
+                with edit_node(
+                    state_dir, node["name"]
+                ) as doc:  # the driver, chip name or pod, not the devices, changed
                     doc["driver_profile"], doc["chip"], doc["super_pod"] = wanted
             continue
         _write_json_atomic(path, new_node_document(lab["product"], node, now))
@@ -386,14 +393,18 @@ def _check_fault(doc: dict, kind: str, npu: int | None) -> None:
     if kind not in FAULT_KINDS:
         raise LabStateError(f"unknown fault kind {kind!r} (known: {', '.join(FAULT_KINDS)})")
     if kind in A3_FAULTS and doc.get("super_pod") is None:
-        raise LabStateError(f"node {doc['node']!r}: {kind} needs an atlas-a3 node in a super-pod (lab up --product atlas-a3)")
+        raise LabStateError(
+            f"node {doc['node']!r}: {kind} needs an atlas-a3 node in a super-pod (lab up --product atlas-a3)"
+        )
     if npu is not None:
         count = len(doc["devices"])
         if not isinstance(npu, int) or isinstance(npu, bool) or not 0 <= npu < count:
             raise LabStateError(f"node {doc['node']!r}: NPU {npu!r} out of range 0..{count - 1}")
 
 
-def set_fault(state_dir: str | os.PathLike, node: str, kind: str, npu: int | None = None, size: int | None = None) -> None:
+def set_fault(
+    state_dir: str | os.PathLike, node: str, kind: str, npu: int | None = None, size: int | None = None
+) -> None:
     """Inject a device-level fault on one NPU (``npu``) or on every NPU of ``node`` (None).
 
     ``size``: ``hccn-flood`` only, the bytes each call prints (default :data:`DEFAULT_FLOOD_BYTES`).
@@ -437,5 +448,12 @@ def list_faults(state_dir: str | os.PathLike) -> list[dict]:
     faults = []
     for name, doc in read_all_nodes(state_dir).items():
         for fault in doc.get("faults", []):
-            faults.append({"node": name, "kind": fault["kind"], "npu": fault.get("npu"), **({"size": fault["size"]} if "size" in fault else {})})
+            faults.append(
+                {
+                    "node": name,
+                    "kind": fault["kind"],
+                    "npu": fault.get("npu"),
+                    **({"size": fault["size"]} if "size" in fault else {}),
+                }
+            )
     return faults

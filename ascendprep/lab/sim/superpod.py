@@ -102,7 +102,12 @@ def spod_info(doc: dict, npu: int, chip: int) -> str:
     pod = pod_of(doc)
     devid = npu * 2 + chip
     if pod is None:
-        lines = [_kv("SDID", reported_sdid(doc, devid)), _kv("Super Pod Size", 0), _kv("Super Pod ID", 0), _kv("Server Index", 65535)]
+        lines = [
+            _kv("SDID", reported_sdid(doc, devid)),
+            _kv("Super Pod Size", 0),
+            _kv("Super Pod ID", 0),
+            _kv("Server Index", 65535),
+        ]
     else:
         lines = [
             _kv("SDID", reported_sdid(doc, devid)),
@@ -227,6 +232,11 @@ def cmd_hccs_ping(inv, args: list[str], read_all_nodes) -> int:
     inv.print(f"{count} packets transmitted, {received} received, {loss:.2f}% packets loss")
     ordered = sorted(times) or [0.0]
     tp95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    for label, value in (("max", ordered[-1]), ("min", ordered[0]), ("average", sum(ordered) / len(ordered)), ("TP95", tp95)):
+    for label, value in (
+        ("max", ordered[-1]),
+        ("min", ordered[0]),
+        ("average", sum(ordered) / len(ordered)),
+        ("TP95", tp95),
+    ):
         inv.print(f"{label} time = {value:.3f}us")
     return OK if received == count else DSMI_EXE_ERR

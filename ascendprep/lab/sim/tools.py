@@ -35,7 +35,7 @@ def wrapper_script(python: str, pythonpath: str, module: str, name: str, latency
         f"{delay}"
         f"PYTHONPATH={shlex.quote(pythonpath)}\n"
         "export PYTHONPATH\n"
-        f"exec {shlex.quote(python)} -S -c {shlex.quote(entry_program(module))} \"$@\"\n"
+        f'exec {shlex.quote(python)} -S -c {shlex.quote(entry_program(module))} "$@"\n'
     )
 
 

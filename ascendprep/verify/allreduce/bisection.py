@@ -37,7 +37,7 @@ def plan_rounds(nodes: Sequence[str]) -> List[List[Group]]:
 
 
 def _pairs(names: List[str]) -> List[Group]:
-    groups = [tuple(names[i:i + 2]) for i in range(0, len(names) - len(names) % 2, 2)]
+    groups = [tuple(names[i : i + 2]) for i in range(0, len(names) - len(names) % 2, 2)]
     if len(names) % 2:
         groups[-1] = groups[-1] + (names[-1],)
     return groups
@@ -54,8 +54,13 @@ class GroupResult:
     reason: str = ""
 
     def to_dict(self) -> Dict[str, object]:
-        return {"nodes": list(self.nodes), "worked": self.worked, "busbw_GBps": self.busbw_GBps,
-                "at_bytes": self.at_bytes, "reason": self.reason}
+        return {
+            "nodes": list(self.nodes),
+            "worked": self.worked,
+            "busbw_GBps": self.busbw_GBps,
+            "at_bytes": self.at_bytes,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,12 @@ class BisectReport:
     broken: Tuple[str, ...] = ()
 
     def to_dict(self) -> Dict[str, object]:
-        return {"rounds": [[g.to_dict() for g in groups] for groups in self.rounds],
-                "suspects": dict(self.suspects), "broken": list(self.broken), "note": self.note}
+        return {
+            "rounds": [[g.to_dict() for g in groups] for groups in self.rounds],
+            "suspects": dict(self.suspects),
+            "broken": list(self.broken),
+            "note": self.note,
+        }
 
 
 def slow_threshold(speeds: Sequence[float]) -> Optional[float]:
@@ -97,15 +106,14 @@ def judge(rounds: Sequence[Sequence[GroupResult]]) -> BisectReport:
     for node in nodes:
         mine = [g for g in groups if node in g.nodes]
         if mine and all(g.nodes in verdicts for g in mine):
-            suspects[node] = "; ".join(f"with {'+'.join(n for n in g.nodes if n != node)}: {verdicts[g.nodes]}"
-                                       for g in mine)
+            suspects[node] = "; ".join(
+                f"with {'+'.join(n for n in g.nodes if n != node)}: {verdicts[g.nodes]}" for g in mine
+            )
     if suspects:
         note = f"every group with {', '.join(suspects)} failed or was slow; groups without {'it' if len(suspects) == 1 else 'them'} were fine"
     elif verdicts:
         note = "bad groups share no node: the fault is not one node's (switch, fabric-wide setting, or intermittent)"
     else:
         note = "every group was fine on its own: the fault needs the whole cluster (scale, a shared link) or is intermittent"
-    broken = tuple(node for node in suspects
-                   if all(not g.worked for g in groups if node in g.nodes))
+    broken = tuple(node for node in suspects if all(not g.worked for g in groups if node in g.nodes))
     return BisectReport(tuple(tuple(r) for r in rounds), suspects, note, broken)
-

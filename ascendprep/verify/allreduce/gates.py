@@ -32,9 +32,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ascendprep.base import limits
 
 from .ranks import compress_ranks
-from .worker import format_size
-
 from .records import BusbwFloor, RankTableCheck, SizeRow, Straggler, TrainVerdict
+from .worker import format_size
 
 CONNECTIVITY = "connectivity"
 WRONG_ELEMENTS = "wrong_elements"
@@ -75,8 +74,14 @@ class GateResult:
         return self.blocking and not self.ok
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "figure": self.figure, "reasons": list(self.reasons),
-                "warnings": list(self.warnings), "blocking": self.blocking}
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "figure": self.figure,
+            "reasons": list(self.reasons),
+            "warnings": list(self.warnings),
+            "blocking": self.blocking,
+        }
 
 
 def connectivity_gate(world_size: Optional[int], reported: int, problems: Sequence[str]) -> GateResult:
@@ -91,12 +96,17 @@ def connectivity_gate(world_size: Optional[int], reported: int, problems: Sequen
 def wrong_elements_gate(rows: Sequence["SizeRow"], failures: Sequence[str] = ()) -> GateResult:
     """Zero wrong elements over every size and rank; no measured size is no proof (fails)."""
     if not rows:
-        return GateResult(WRONG_ELEMENTS, False, "none measured",
-                          ("no message size was measured, so correctness is unproven",) + tuple(failures))
+        return GateResult(
+            WRONG_ELEMENTS,
+            False,
+            "none measured",
+            ("no message size was measured, so correctness is unproven",) + tuple(failures),
+        )
     wrong = [row for row in rows if row.wrong_elements]
     total = sum(row.wrong_elements for row in wrong)
-    reasons = ((f"{total} wrong elements at sizes " + ", ".join(format_size(row.bytes) for row in wrong),)
-               if wrong else ()) + tuple(failures)
+    reasons = (
+        (f"{total} wrong elements at sizes " + ", ".join(format_size(row.bytes) for row in wrong),) if wrong else ()
+    ) + tuple(failures)
     return GateResult(WRONG_ELEMENTS, not reasons, str(total), reasons)
 
 
@@ -113,8 +123,11 @@ def training_gate(train: Sequence["TrainVerdict"], failures: Sequence[str] = ())
     """Every training mode that ran passed on every rank; skipped modes are warnings."""
     if not train and not failures:
         return GateResult(TRAINING, True, "not run")
-    reasons = tuple(f"training {t.mode} failed on ranks {compress_ranks(t.ranks_failed) or '?'}: {t.reason}"
-                    for t in train if t.status == "fail") + tuple(failures)
+    reasons = tuple(
+        f"training {t.mode} failed on ranks {compress_ranks(t.ranks_failed) or '?'}: {t.reason}"
+        for t in train
+        if t.status == "fail"
+    ) + tuple(failures)
     warnings = tuple(f"training {t.mode} skipped: {t.reason}" for t in train if t.status == "skipped")
     figure = ", ".join(f"{t.mode} {t.status}" for t in train) or "no result"
     return GateResult(TRAINING, not reasons, figure, reasons, warnings)
@@ -122,8 +135,11 @@ def training_gate(train: Sequence["TrainVerdict"], failures: Sequence[str] = ())
 
 def stragglers_gate(stragglers: Sequence["Straggler"]) -> GateResult:
     """A warning per straggling rank (see ``results.StragglerRule``); never fails the verdict."""
-    reasons = tuple(f"rank {s.rank} ({s.node}) straggles at {', '.join(format_size(b) for b in s.sizes)}: "
-                    f"up to {s.worst_ratio:.1f}x the median time" for s in stragglers)
+    reasons = tuple(
+        f"rank {s.rank} ({s.node}) straggles at {', '.join(format_size(b) for b in s.sizes)}: "
+        f"up to {s.worst_ratio:.1f}x the median time"
+        for s in stragglers
+    )
     figure = f"{len(stragglers)} rank{'' if len(stragglers) == 1 else 's'}"
     return GateResult(STRAGGLERS, not reasons, figure, reasons, blocking=False)
 
@@ -132,14 +148,20 @@ def self_test_gate(injected: Sequence[str]) -> GateResult:
     """A run with injected faults tests ascendprep, not the cluster: it never passes."""
     if not injected:
         return GateResult(SELF_TEST, True, "none injected")
-    return GateResult(SELF_TEST, False, ", ".join(injected),
-                      (f"self-test faults were injected ({', '.join(injected)}): "
-                       "this run is a test of ascendprep, not a verdict on the cluster",))
+    return GateResult(
+        SELF_TEST,
+        False,
+        ", ".join(injected),
+        (
+            f"self-test faults were injected ({', '.join(injected)}): "
+            "this run is a test of ascendprep, not a verdict on the cluster",
+        ),
+    )
 
 
-def rank_table_gate(backend: Optional[str],
-                    ranks: Sequence[Tuple[int, str, Optional["RankTableCheck"]]],
-                    dropped_at: Sequence[str] = ()) -> GateResult:
+def rank_table_gate(
+    backend: Optional[str], ranks: Sequence[Tuple[int, str, Optional["RankTableCheck"]]], dropped_at: Sequence[str] = ()
+) -> GateResult:
     """``ranks``: (rank, node, its check or None when it had no ``RANK_TABLE_FILE``);
     ``dropped_at``: log lines where torch_npu said it fell back from the table."""
     using = [(rank, node, check) for rank, node, check in ranks if check is not None]
@@ -148,20 +170,26 @@ def rank_table_gate(backend: Optional[str],
     reasons: List[str] = []
     without = sorted(rank for rank, _, check in ranks if check is None)
     if without:
-        reasons.append(f"ranks {compress_ranks(without)} had no RANK_TABLE_FILE while the others "
-                       "had one: set_env.sh differs between nodes")
+        reasons.append(
+            f"ranks {compress_ranks(without)} had no RANK_TABLE_FILE while the others "
+            "had one: set_env.sh differs between nodes"
+        )
     paths = sorted({check.path for _, _, check in using})
     if len(paths) > 1:
         reasons.append(f"the ranks were given different rank tables: {', '.join(paths)}")
     bad = sorted((rank, node, check) for rank, node, check in using if not check.ok)
-    for rank, node, check in bad[:limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS]:
+    for rank, node, check in bad[: limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS]:
         reasons.append(f"rank {rank} ({node}): {check.reason}")
     if len(bad) > limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS:
-        reasons.append(f"and {len(bad) - limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS} more ranks: "
-                       f"{compress_ranks([rank for rank, _, _ in bad[limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS:]])}")
+        reasons.append(
+            f"and {len(bad) - limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS} more ranks: "
+            f"{compress_ranks([rank for rank, _, _ in bad[limits.ALLREDUCE_RANK_TABLE_NAMED_RANKS :]])}"
+        )
     if backend == "hccl" and dropped_at:
-        reasons.append(f"torch_npu dropped the rank table and built the communicator without it "
-                       f"('switch to original interface' at {', '.join(dropped_at[:4])})")
+        reasons.append(
+            f"torch_npu dropped the rank table and built the communicator without it "
+            f"('switch to original interface' at {', '.join(dropped_at[:4])})"
+        )
     unchecked = sorted(rank for rank, _, check in using if check.warning)
     warnings: Tuple[str, ...] = ()
     if unchecked:

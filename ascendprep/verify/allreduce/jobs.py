@@ -15,15 +15,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from ascendprep.compat import ThresholdsError, min_busbw_gbps
+from ascendprep.facts.netaddr import interface_holding, ip_literal, is_loopback
+from ascendprep.inventory.load import Inventory
 from ascendprep.verify.allreduce.bisection import GroupResult
 from ascendprep.verify.allreduce.diagnosis import LaunchResult, NodeProblem, launch_problem, primary_problems
 from ascendprep.verify.allreduce.options import AllreduceOptions, RunSettings, resolve_settings
 from ascendprep.verify.allreduce.outcome import NodeReport
 from ascendprep.verify.allreduce.results import AllreduceVerdict, CollectedOutput, build_verdict, parse_worker_output
 from ascendprep.verify.allreduce.scripts import run_dir
-from ascendprep.compat import ThresholdsError, min_busbw_gbps
-from ascendprep.inventory.load import Inventory
-from ascendprep.facts.netaddr import interface_holding, ip_literal, is_loopback
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,9 @@ def option_problems(inventory: Inventory, options: Any) -> List[str]:
     For a command to refuse bad input (exit 2) before it connects to anything.
     """
     product_floor, floor_problem = product_busbw_floor(inventory)
-    _, problems = resolve_settings(AllreduceOptions.coerce(options),
-                                   [(n.name, n.npus) for n in inventory.nodes], product_floor)
+    _, problems = resolve_settings(
+        AllreduceOptions.coerce(options), [(n.name, n.npus) for n in inventory.nodes], product_floor
+    )
     return problems + ([floor_problem] if floor_problem else [])
 
 
@@ -97,8 +98,7 @@ def product_busbw_floor(inventory: Inventory) -> Tuple[Optional[float], Optional
         return None, f"bandwidth threshold: {exc}"
 
 
-def cluster_job(inventory: Inventory, settings: RunSettings, run_id: str,
-                names: Optional[Sequence[str]] = None) -> Job:
+def cluster_job(inventory: Inventory, settings: RunSettings, run_id: str, names: Optional[Sequence[str]] = None) -> Job:
     """The job over ``names`` (default: every node), master first (torchrun's node rank 0)."""
     wanted = list(names) if names is not None else [n.name for n in inventory.nodes]
     master = inventory.master.name if inventory.master.name in wanted else wanted[0]
@@ -123,8 +123,11 @@ def join_problems(problems: List[NodeProblem]) -> NodeProblem:
     first = problems[0]
     if len(problems) == 1:
         return first
-    return replace(first, message="; ".join(p.message for p in problems),
-                   fix="; ".join(dict.fromkeys(p.fix for p in problems if p.fix)))
+    return replace(
+        first,
+        message="; ".join(p.message for p in problems),
+        fix="; ".join(dict.fromkeys(p.fix for p in problems if p.fix)),
+    )
 
 
 def node_address(host: str) -> Optional[str]:
@@ -161,7 +164,6 @@ def binding_of(node: JobNode, pre: Any) -> Union[Tuple[str, str], str]:
     return address, ifname
 
 
-
 # --- judging ------------------------------------------------------------------------------------
 
 
@@ -173,12 +175,22 @@ def judge_job(result: JobResult, settings: RunSettings) -> None:
         launch = result.launches[node.name]
         collected = collected.merged(parse_worker_output(launch.output.log or "", source=f"{node.name} torchrun log"))
     result.collected = collected
-    result.verdict = build_verdict(collected, expected_world_size=job.world_size,
-                                   expected_nodes=[n.name for n in job.nodes], min_busbw_GBps=settings.min_busbw)
+    result.verdict = build_verdict(
+        collected,
+        expected_world_size=job.world_size,
+        expected_nodes=[n.name for n in job.nodes],
+        min_busbw_GBps=settings.min_busbw,
+    )
     found = {}
     for node in job.nodes:
-        problem = launch_problem(result.launches[node.name], node.nproc, collected, result.master_addr,
-                                 result.master_port, settings.timeouts.overall)
+        problem = launch_problem(
+            result.launches[node.name],
+            node.nproc,
+            collected,
+            result.master_addr,
+            result.master_port,
+            settings.timeouts.overall,
+        )
         if problem is not None:
             found[node.name] = problem
     result.problems.update(primary_problems(found))
@@ -209,13 +221,24 @@ def node_reports(result: JobResult, problems: Dict[str, NodeProblem], inventory:
             status = "ok"
         else:
             status = "suspect" if problem.kind == "suspect" else "failed"
-        reports.append(NodeReport(
-            node=node.name, host=node.host, node_rank=job_node.node_rank, nproc=job_node.nproc, status=status,
-            problem=problem, exit_code=launch.output.exit_code if launch else None,
-            timed_out=launch.timed_out if launch else False, killed=launch.killed if launch else 0,
-            ranks_reported=ranks, seconds=launch.seconds if launch else 0.0,
-            log_tail=problem.log_tail if problem is not None else "",
-            bound=result.bindings.get(node.name), unbound_reason=result.unbound.get(node.name)))
+        reports.append(
+            NodeReport(
+                node=node.name,
+                host=node.host,
+                node_rank=job_node.node_rank,
+                nproc=job_node.nproc,
+                status=status,
+                problem=problem,
+                exit_code=launch.output.exit_code if launch else None,
+                timed_out=launch.timed_out if launch else False,
+                killed=launch.killed if launch else 0,
+                ranks_reported=ranks,
+                seconds=launch.seconds if launch else 0.0,
+                log_tail=problem.log_tail if problem is not None else "",
+                bound=result.bindings.get(node.name),
+                unbound_reason=result.unbound.get(node.name),
+            )
+        )
     return reports
 
 
@@ -233,5 +256,6 @@ def group_result(group: Tuple[str, ...], result: JobResult) -> GroupResult:
     largest = max(complete, key=lambda row: row.bytes) if complete else None
     # Groups are compared with each other (bisect.judge), not with the cluster's gate.
     reason = "" if functional else "; ".join(verdict.reasons[:2])
-    return GroupResult(group, functional, largest.busbw_GBps if largest else None,
-                       largest.bytes if largest else None, reason)
+    return GroupResult(
+        group, functional, largest.busbw_GBps if largest else None, largest.bytes if largest else None, reason
+    )

@@ -106,9 +106,16 @@ class RunSettings:
 
     def worker_arguments(self, node: str) -> List[str]:
         """Arguments after ``worker.py`` for ``node`` (validated values only)."""
-        args = ["--node-name", node, "--backend", self.backend,
-                "--init-timeout", _seconds(self.timeouts.init),
-                "--op-timeout", _seconds(self.timeouts.op)]
+        args = [
+            "--node-name",
+            node,
+            "--backend",
+            self.backend,
+            "--init-timeout",
+            _seconds(self.timeouts.init),
+            "--op-timeout",
+            _seconds(self.timeouts.op),
+        ]
         if self.sizes_spec is not None:
             args += ["--sizes", self.sizes_spec]
         if self.warmup is not None:
@@ -129,17 +136,24 @@ class RunSettings:
             "backend": self.backend,
             "nproc_per_node": dict(self.nproc_by_node),
             "world_size": self.world_size,
-            "timeouts_s": {"overall": self.timeouts.overall, "init": self.timeouts.init,
-                           "op": self.timeouts.op, "train": self.timeouts.train,
-                           "grace": self.timeouts.grace},
+            "timeouts_s": {
+                "overall": self.timeouts.overall,
+                "init": self.timeouts.init,
+                "op": self.timeouts.op,
+                "train": self.timeouts.train,
+                "grace": self.timeouts.grace,
+            },
             "min_busbw_GBps": self.min_busbw,
             "min_busbw_source": self.min_busbw_source,
             "train": self.train,
             "bisect": self.bisect,
             "warmup": self.warmup,
             "iters": self.iters,
-            "injected": {k: v for k, v in (("inject_wrong", self.inject_wrong),
-                                           ("inject_stall", self.inject_stall)) if v is not None},
+            "injected": {
+                k: v
+                for k, v in (("inject_wrong", self.inject_wrong), ("inject_stall", self.inject_stall))
+                if v is not None
+            },
         }
 
 
@@ -160,8 +174,9 @@ def derive_timeouts(overall: float) -> Timeouts:
     return Timeouts(overall=overall, init=init, op=op, train=train, grace=op + GRACE_BEYOND_OP_S)
 
 
-def resolve_settings(options: AllreduceOptions, nodes: Sequence[Tuple[str, int]],
-                     product_min_busbw: Optional[float]) -> Tuple[Optional[RunSettings], List[str]]:
+def resolve_settings(
+    options: AllreduceOptions, nodes: Sequence[Tuple[str, int]], product_min_busbw: Optional[float]
+) -> Tuple[Optional[RunSettings], List[str]]:
     """Check ``options`` against the nodes (name, NPUs); returns (settings, []) or (None, problems).
 
     Every problem names the option, so the user can fix it without reading code.
@@ -209,13 +224,21 @@ def resolve_settings(options: AllreduceOptions, nodes: Sequence[Tuple[str, int]]
     if problems:
         return None, problems
     return RunSettings(
-        sizes_spec=spec, sizes=sizes, backend=backend, nproc_by_node=nproc_by_node,
-        timeouts=derive_timeouts(float(timeout)), min_busbw=min_busbw, min_busbw_source=source,
-        train=bool(options.train), bisect=bool(options.bisect), warmup=options.warmup,
-        iters=options.iters, inject_wrong=options.inject_wrong, inject_stall=options.inject_stall,
+        sizes_spec=spec,
+        sizes=sizes,
+        backend=backend,
+        nproc_by_node=nproc_by_node,
+        timeouts=derive_timeouts(float(timeout)),
+        min_busbw=min_busbw,
+        min_busbw_source=source,
+        train=bool(options.train),
+        bisect=bool(options.bisect),
+        warmup=options.warmup,
+        iters=options.iters,
+        inject_wrong=options.inject_wrong,
+        inject_stall=options.inject_stall,
     ), []
 
 
 def _positive_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and value > 0)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0

@@ -17,22 +17,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ascendprep.base.findings import Finding, Severity
 from ascendprep.verify.allreduce.bisection import BisectReport
 from ascendprep.verify.allreduce.diagnosis import CULPRIT_KINDS, NodeProblem
-from ascendprep.verify.allreduce.options import RunSettings
 from ascendprep.verify.allreduce.gates import BUSBW, CONNECTIVITY, RANK_TABLE, WRONG_ELEMENTS
+from ascendprep.verify.allreduce.options import RunSettings
 from ascendprep.verify.allreduce.results import AllreduceVerdict
 from ascendprep.verify.allreduce.sizes import format_size
-from ascendprep.base.findings import Finding, Severity
 
 OUTCOME_SCHEMA_VERSION = 1
 
-FIX_CONNECTIVITY = ("see the node findings and log lines: check the management network between nodes, "
-                    "HCCL_IF_IP / HCCL_SOCKET_IFNAME, and that every node runs the same software")
-FIX_WRONG = ("a data-corruption fault: check NPU health (npu-smi info), device links (hccn_tool -link -g) and "
-             "that every node runs the same CANN / driver / torch_npu")
-FIX_BUSBW = ("find the slow link: run again with --bisect, and check link speed, RoCE settings (PFC/ECN) "
-             "and the switch ports of the nodes involved")
+FIX_CONNECTIVITY = (
+    "see the node findings and log lines: check the management network between nodes, "
+    "HCCL_IF_IP / HCCL_SOCKET_IFNAME, and that every node runs the same software"
+)
+FIX_WRONG = (
+    "a data-corruption fault: check NPU health (npu-smi info), device links (hccn_tool -link -g) and "
+    "that every node runs the same CANN / driver / torch_npu"
+)
+FIX_BUSBW = (
+    "find the slow link: run again with --bisect, and check link speed, RoCE settings (PFC/ECN) "
+    "and the switch ports of the nodes involved"
+)
 FIX_STRAGGLER = "check that node's load (other jobs, CPU frequency), its NPUs' health and its network link"
 
 
@@ -58,13 +64,20 @@ class NodeReport:
 
     def to_dict(self) -> Dict[str, Any]:
         return {
-            "node": self.node, "host": self.host, "node_rank": self.node_rank, "nproc": self.nproc,
+            "node": self.node,
+            "host": self.host,
+            "node_rank": self.node_rank,
+            "nproc": self.nproc,
             "status": self.status,
-            "problem": None if self.problem is None else {
-                "kind": self.problem.kind, "message": self.problem.message, "fix": self.problem.fix},
-            "exit_code": self.exit_code, "timed_out": self.timed_out,
-            "leftover_processes_killed": self.killed, "ranks_reported": self.ranks_reported,
-            "seconds": round(self.seconds, 3), "log_tail": self.log_tail,
+            "problem": None
+            if self.problem is None
+            else {"kind": self.problem.kind, "message": self.problem.message, "fix": self.problem.fix},
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "leftover_processes_killed": self.killed,
+            "ranks_reported": self.ranks_reported,
+            "seconds": round(self.seconds, 3),
+            "log_tail": self.log_tail,
             "bound": None if self.bound is None else {"address": self.bound[0], "interface": self.bound[1]},
             "unbound_reason": self.unbound_reason,
         }
@@ -91,8 +104,12 @@ class AllreduceOutcome:
 
     @property
     def passed(self) -> bool:
-        return self.stage == "done" and self.verdict is not None and self.verdict.passed \
+        return (
+            self.stage == "done"
+            and self.verdict is not None
+            and self.verdict.passed
             and not any(f.severity is Severity.ERROR for f in self.findings)
+        )
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -124,18 +141,27 @@ def brief(reasons: Sequence[str], count: int = 3, width: int = 200) -> str:
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
 
 
-FIX_RANK_TABLE = ("run 'ascendprep plan' and 'apply' so that the rank table follows the inventory's node order and "
-                  "devices, and launch with as many processes per node as the table has devices (verify's "
-                  "job.rank_table and superpod.rank_table check the file itself)")
+FIX_RANK_TABLE = (
+    "run 'ascendprep plan' and 'apply' so that the rank table follows the inventory's node order and "
+    "devices, and launch with as many processes per node as the table has devices (verify's "
+    "job.rank_table and superpod.rank_table check the file itself)"
+)
 
 
 def option_findings(problems: Sequence[str]) -> List[Finding]:
-    return [Finding("allreduce.options", Severity.ERROR, problem, "correct the option and run again")
-            for problem in problems]
+    return [
+        Finding("allreduce.options", Severity.ERROR, problem, "correct the option and run again")
+        for problem in problems
+    ]
 
 
-def build_findings(*, verdict: Optional[AllreduceVerdict], problems: Mapping[str, NodeProblem],
-                   nodes: Sequence[str], bisect: Optional[BisectReport] = None) -> List[Finding]:
+def build_findings(
+    *,
+    verdict: Optional[AllreduceVerdict],
+    problems: Mapping[str, NodeProblem],
+    nodes: Sequence[str],
+    bisect: Optional[BisectReport] = None,
+) -> List[Finding]:
     """Every problem of a run as findings, node-specific ones first."""
     findings: List[Finding] = []
     for node in nodes:
@@ -144,64 +170,139 @@ def build_findings(*, verdict: Optional[AllreduceVerdict], problems: Mapping[str
             continue
         culprit = problem.kind in CULPRIT_KINDS
         message = problem.text if culprit else f"{node} is the likely origin: {problem.message}"
-        findings.append(Finding("allreduce.node_failed", Severity.ERROR, message, problem.fix, node=node,
-                                evidence={"kind": problem.kind, "log_tail": problem.log_tail}))
+        findings.append(
+            Finding(
+                "allreduce.node_failed",
+                Severity.ERROR,
+                message,
+                problem.fix,
+                node=node,
+                evidence={"kind": problem.kind, "log_tail": problem.log_tail},
+            )
+        )
     if verdict is None:
         if findings:
-            findings.append(Finding(
-                "allreduce.connectivity", Severity.ERROR,
-                f"the all-reduce did not run: {len(findings)} node(s) cannot launch it",
-                "fix the node findings above, then run verify --allreduce again"))
+            findings.append(
+                Finding(
+                    "allreduce.connectivity",
+                    Severity.ERROR,
+                    f"the all-reduce did not run: {len(findings)} node(s) cannot launch it",
+                    "fix the node findings above, then run verify --allreduce again",
+                )
+            )
         return findings + _bisect_findings(bisect)
     reasons = list(verdict.reasons)
     connectivity = verdict.gate_named(CONNECTIVITY)
     if not connectivity.ok:
-        findings.append(Finding("allreduce.connectivity", Severity.ERROR,
-                                "not every rank could join and complete the all-reduce: " + brief(connectivity.reasons),
-                                FIX_CONNECTIVITY, evidence={"reasons": list(connectivity.reasons),
-                                                            "missing_ranks": list(verdict.missing_ranks),
-                                                            "missing_nodes": list(verdict.missing_nodes)}))
+        findings.append(
+            Finding(
+                "allreduce.connectivity",
+                Severity.ERROR,
+                "not every rank could join and complete the all-reduce: " + brief(connectivity.reasons),
+                FIX_CONNECTIVITY,
+                evidence={
+                    "reasons": list(connectivity.reasons),
+                    "missing_ranks": list(verdict.missing_ranks),
+                    "missing_nodes": list(verdict.missing_nodes),
+                },
+            )
+        )
     wrong = [row for row in verdict.sizes if row.wrong_elements]
     correctness = verdict.gate_named(WRONG_ELEMENTS)
     if wrong:
         total = sum(row.wrong_elements for row in wrong)
-        findings.append(Finding("allreduce.wrong_elements", Severity.ERROR,
-                                f"{total} wrong elements in all-reduce results at sizes "
-                                + ", ".join(format_size(row.bytes) for row in wrong),
-                                FIX_WRONG, evidence={"sizes": {format_size(r.bytes): r.wrong_elements for r in wrong}}))
+        findings.append(
+            Finding(
+                "allreduce.wrong_elements",
+                Severity.ERROR,
+                f"{total} wrong elements in all-reduce results at sizes "
+                + ", ".join(format_size(row.bytes) for row in wrong),
+                FIX_WRONG,
+                evidence={"sizes": {format_size(r.bytes): r.wrong_elements for r in wrong}},
+            )
+        )
     elif not correctness.ok and connectivity.ok:
-        findings.append(Finding("allreduce.wrong_elements", Severity.ERROR, brief(correctness.reasons), FIX_WRONG,
-                                evidence={"reasons": list(correctness.reasons)}))
+        findings.append(
+            Finding(
+                "allreduce.wrong_elements",
+                Severity.ERROR,
+                brief(correctness.reasons),
+                FIX_WRONG,
+                evidence={"reasons": list(correctness.reasons)},
+            )
+        )
     if not verdict.gate_named(BUSBW).ok and verdict.busbw_floor is not None:
-        findings.append(Finding("allreduce.busbw", Severity.ERROR, verdict.busbw_floor.reason, FIX_BUSBW,
-                                evidence=dict(vars(verdict.busbw_floor))))
+        findings.append(
+            Finding(
+                "allreduce.busbw",
+                Severity.ERROR,
+                verdict.busbw_floor.reason,
+                FIX_BUSBW,
+                evidence=dict(vars(verdict.busbw_floor)),
+            )
+        )
     table = verdict.gate_named(RANK_TABLE)
     if not table.ok:
-        findings.append(Finding("allreduce.rank_table", Severity.ERROR,
-                                "the ranks did not all find themselves in the rank table (torch_npu would drop it "
-                                "silently or build the wrong ring): " + brief(table.reasons), FIX_RANK_TABLE,
-                                evidence={"reasons": list(table.reasons), "figure": table.figure}))
+        findings.append(
+            Finding(
+                "allreduce.rank_table",
+                Severity.ERROR,
+                "the ranks did not all find themselves in the rank table (torch_npu would drop it "
+                "silently or build the wrong ring): " + brief(table.reasons),
+                FIX_RANK_TABLE,
+                evidence={"reasons": list(table.reasons), "figure": table.figure},
+            )
+        )
     for train in verdict.train:
         if train.status == "fail":
-            findings.append(Finding("allreduce.train", Severity.ERROR,
-                                    f"{train.mode} training failed: {train.reason}",
-                                    "see the ranks' reasons; DDP/FSDP failures with a working all-reduce point "
-                                    "at torch / torch_npu versions", evidence={"mode": train.mode}))
+            findings.append(
+                Finding(
+                    "allreduce.train",
+                    Severity.ERROR,
+                    f"{train.mode} training failed: {train.reason}",
+                    "see the ranks' reasons; DDP/FSDP failures with a working all-reduce point "
+                    "at torch / torch_npu versions",
+                    evidence={"mode": train.mode},
+                )
+            )
         elif train.status == "skipped":
-            findings.append(Finding("allreduce.train", Severity.WARNING,
-                                    f"{train.mode} training was skipped: {train.reason}", "",
-                                    evidence={"mode": train.mode}))
+            findings.append(
+                Finding(
+                    "allreduce.train",
+                    Severity.WARNING,
+                    f"{train.mode} training was skipped: {train.reason}",
+                    "",
+                    evidence={"mode": train.mode},
+                )
+            )
     for straggler in verdict.stragglers:
-        findings.append(Finding("allreduce.straggler", Severity.WARNING,
-                                f"{straggler.node}: rank {straggler.rank} takes up to {straggler.worst_ratio:.1f}x "
-                                f"the median time at {', '.join(format_size(b) for b in straggler.sizes)}",
-                                FIX_STRAGGLER, node=straggler.node,
-                                evidence={"rank": straggler.rank, "sizes": list(straggler.sizes),
-                                          "worst_ratio": straggler.worst_ratio, "source": "timing"}))
+        findings.append(
+            Finding(
+                "allreduce.straggler",
+                Severity.WARNING,
+                f"{straggler.node}: rank {straggler.rank} takes up to {straggler.worst_ratio:.1f}x "
+                f"the median time at {', '.join(format_size(b) for b in straggler.sizes)}",
+                FIX_STRAGGLER,
+                node=straggler.node,
+                evidence={
+                    "rank": straggler.rank,
+                    "sizes": list(straggler.sizes),
+                    "worst_ratio": straggler.worst_ratio,
+                    "source": "timing",
+                },
+            )
+        )
     findings += _bisect_findings(bisect)
     if not verdict.passed and not any(f.severity is Severity.ERROR for f in findings):
-        findings.append(Finding("allreduce.verdict", Severity.ERROR, brief(reasons) or "the all-reduce failed",
-                                "see the reasons", evidence={"reasons": reasons}))
+        findings.append(
+            Finding(
+                "allreduce.verdict",
+                Severity.ERROR,
+                brief(reasons) or "the all-reduce failed",
+                "see the reasons",
+                evidence={"reasons": reasons},
+            )
+        )
     return findings
 
 
@@ -211,10 +312,14 @@ def _bisect_findings(bisect: Optional[BisectReport]) -> List[Finding]:
     findings = []
     for node, why in bisect.suspects.items():
         failed = node in bisect.broken
-        findings.append(Finding(
-            "allreduce.node_failed" if failed else "allreduce.straggler",
-            Severity.ERROR if failed else Severity.WARNING,
-            f"{node} {'breaks' if failed else 'slows'} the all-reduce: {why}",
-            FIX_CONNECTIVITY if failed else FIX_STRAGGLER, node=node,
-            evidence={"source": "bisect", "note": bisect.note}))
+        findings.append(
+            Finding(
+                "allreduce.node_failed" if failed else "allreduce.straggler",
+                Severity.ERROR if failed else Severity.WARNING,
+                f"{node} {'breaks' if failed else 'slows'} the all-reduce: {why}",
+                FIX_CONNECTIVITY if failed else FIX_STRAGGLER,
+                node=node,
+                evidence={"source": "bisect", "note": bisect.note},
+            )
+        )
     return findings

@@ -109,8 +109,6 @@ class RankRecord:
     rank_table: Optional["RankTableCheck"] = None
 
 
-
-
 @dataclass(frozen=True)
 class WorkerError:
     """An ``ASCENDPREP_ERROR`` line: the one-line reason a rank gave for failing."""
@@ -133,16 +131,18 @@ class CollectedOutput:
 
     def merged(self, other: "CollectedOutput") -> "CollectedOutput":
         """Combine output collected from several nodes."""
-        return CollectedOutput(self.records + other.records, self.errors + other.errors,
-                               self.problems + other.problems,
-                               self.rank_table_dropped + other.rank_table_dropped)
+        return CollectedOutput(
+            self.records + other.records,
+            self.errors + other.errors,
+            self.problems + other.problems,
+            self.rank_table_dropped + other.rank_table_dropped,
+        )
 
 
 _MISSING = object()
 
 
-def _field(data: Mapping[str, Any], key: str, kinds: Tuple[type, ...], where: str,
-           optional: bool = False) -> Any:
+def _field(data: Mapping[str, Any], key: str, kinds: Tuple[type, ...], where: str, optional: bool = False) -> Any:
     value = data.get(key, _MISSING)
     if value is _MISSING or value is None:
         if optional:
@@ -164,13 +164,14 @@ def record_from_dict(data: Any, where: str = "record") -> RankRecord:
         raise RecordError(f"{where}: expected a JSON object, got {type(data).__name__}")
     version = data.get("schema_version")
     if version != RECORD_SCHEMA_VERSION:
-        raise RecordError(f"{where}: record schema_version {version!r}, this ascendprep reads "
-                          f"{RECORD_SCHEMA_VERSION} (worker and control side differ in version)")
+        raise RecordError(
+            f"{where}: record schema_version {version!r}, this ascendprep reads "
+            f"{RECORD_SCHEMA_VERSION} (worker and control side differ in version)"
+        )
     error = _field(data, "error", (dict,), where, optional=True) or {}
     if data.get("rank") is None:
         reason = error.get("reason", "no reason given")
-        raise RecordError(f"{where}: record has no rank (was the worker started by torchrun?); "
-                          f"its error: {reason}")
+        raise RecordError(f"{where}: record has no rank (was the worker started by torchrun?); its error: {reason}")
     rank = _field(data, "rank", (int,), where)
     where = f"{where} (rank {rank})"
     phases = {}
@@ -207,8 +208,7 @@ def record_from_dict(data: Any, where: str = "record") -> RankRecord:
         phases=phases,
         sizes=tuple(sizes),
         train=_train_from_dict(_field(data, "train", (dict,), where, optional=True), where),
-        injected=tuple(str(item) for item in _field(data, "injected", (list,), where,
-                                                    optional=True) or ()),
+        injected=tuple(str(item) for item in _field(data, "injected", (list,), where, optional=True) or ()),
         rank_table=_rank_table_from_dict(_field(data, "rank_table", (dict,), where, optional=True), where),
     )
 
@@ -217,16 +217,18 @@ def _rank_table_from_dict(data: Optional[Mapping[str, Any]], where: str) -> Opti
     if data is None:
         return None
     at = f"{where} rank_table"
-    check = RankTableCheck(path=_field(data, "path", (str,), at), ok=_field(data, "ok", (bool,), at),
-                           reason=_field(data, "reason", (str,), at, optional=True),
-                           warning=_field(data, "warning", (str,), at, optional=True))
+    check = RankTableCheck(
+        path=_field(data, "path", (str,), at),
+        ok=_field(data, "ok", (bool,), at),
+        reason=_field(data, "reason", (str,), at, optional=True),
+        warning=_field(data, "warning", (str,), at, optional=True),
+    )
     if not check.ok and not check.reason:
         raise RecordError(f"{at}: not ok without a reason")
     return check
 
 
-def _train_from_dict(data: Optional[Mapping[str, Any]],
-                     where: str) -> Optional[Mapping[str, TrainOutcome]]:
+def _train_from_dict(data: Optional[Mapping[str, Any]], where: str) -> Optional[Mapping[str, TrainOutcome]]:
     if data is None:
         return None
     modes = {}
@@ -264,17 +266,18 @@ def parse_worker_output(text: str, source: str = "output") -> CollectedOutput:
         at = line.find(RESULT_MARKER)
         if at >= 0:
             try:
-                data = json.loads(line[at + len(RESULT_MARKER):])
+                data = json.loads(line[at + len(RESULT_MARKER) :])
                 records.append(record_from_dict(data, where))
             except json.JSONDecodeError as exc:
-                problems.append(f"{where}: result record is not valid JSON ({exc.msg}); "
-                                "output of several ranks may be interleaved")
+                problems.append(
+                    f"{where}: result record is not valid JSON ({exc.msg}); output of several ranks may be interleaved"
+                )
             except RecordError as exc:
                 problems.append(str(exc))
             continue
         at = line.find(ERROR_MARKER)
         if at >= 0:
-            match = _ERROR_LINE.match(line[at + len(ERROR_MARKER):].strip())
+            match = _ERROR_LINE.match(line[at + len(ERROR_MARKER) :].strip())
             if match is None:
                 problems.append(f"{where}: unreadable error line: {line.strip()}")
                 continue
@@ -319,20 +322,12 @@ class StragglerRule:
     min_ranks: int = 3
 
 
-
-
-
-
-
-
 @dataclass(frozen=True)
 class RankFailure:
     rank: Optional[int]
     node: str
     phase: str
     reason: str
-
-
 
 
 @dataclass(frozen=True)
@@ -376,8 +371,9 @@ class AllreduceVerdict:
     @property
     def warnings(self) -> Tuple[str, ...]:
         """What a passing run should still tell: non-blocking gates' reasons, every gate's warnings."""
-        return tuple(reason for gate in self.gates if not gate.blocking for reason in gate.reasons) + \
-            tuple(warning for gate in self.gates for warning in gate.warnings)
+        return tuple(reason for gate in self.gates if not gate.blocking for reason in gate.reasons) + tuple(
+            warning for gate in self.gates for warning in gate.warnings
+        )
 
     @property
     def connectivity_passed(self) -> bool:
@@ -405,8 +401,10 @@ class AllreduceVerdict:
             "missing_ranks": list(self.missing_ranks),
             "missing_nodes": list(self.missing_nodes),
             "connectivity": {"passed": self.connectivity_passed},
-            "correctness": {"passed": self.correctness_passed,
-                            "wrong_elements": sum(row.wrong_elements for row in self.sizes)},
+            "correctness": {
+                "passed": self.correctness_passed,
+                "wrong_elements": sum(row.wrong_elements for row in self.sizes),
+            },
             "failures": [vars(failure).copy() for failure in self.failures],
             "sizes": [vars(row).copy() for row in self.sizes],
             "stragglers": [dict(vars(s), sizes=list(s.sizes)) for s in self.stragglers],
@@ -427,10 +425,14 @@ def bus_bandwidth(algbw_GBps: float, world_size: int) -> float:
     return algbw_GBps * bus_bandwidth_factor(world_size)
 
 
-def build_verdict(collected: CollectedOutput, *, expected_world_size: Optional[int] = None,
-                  expected_nodes: Optional[Sequence[str]] = None,
-                  min_busbw_GBps: Optional[float] = None,
-                  straggler_rule: StragglerRule = StragglerRule()) -> AllreduceVerdict:
+def build_verdict(
+    collected: CollectedOutput,
+    *,
+    expected_world_size: Optional[int] = None,
+    expected_nodes: Optional[Sequence[str]] = None,
+    min_busbw_GBps: Optional[float] = None,
+    straggler_rule: StragglerRule = StragglerRule(),
+) -> AllreduceVerdict:
     """Judge one run from everything the ranks said: gather the evidence, ask each gate.
 
     ``expected_world_size`` and ``expected_nodes`` come from the launcher (nodes x processes
@@ -439,8 +441,7 @@ def build_verdict(collected: CollectedOutput, *, expected_world_size: Optional[i
     because its number is missing from 0..world_size-1.
     """
     if min_busbw_GBps is not None and not (math.isfinite(min_busbw_GBps) and min_busbw_GBps > 0):
-        raise ValueError(
-            f"min_busbw_GBps must be a positive number of GB/s, got {min_busbw_GBps!r}")
+        raise ValueError(f"min_busbw_GBps must be a positive number of GB/s, got {min_busbw_GBps!r}")
     joining: List[str] = list(collected.problems)
 
     records, duplicates = _unique_by_rank(collected.records)
@@ -451,8 +452,7 @@ def build_verdict(collected: CollectedOutput, *, expected_world_size: Optional[i
     if not records:
         joining.append("no rank reported a result")
     if missing:
-        joining.append(f"{len(missing)} of {world_size} ranks sent no result: "
-                       f"ranks {compress_ranks(missing)}")
+        joining.append(f"{len(missing)} of {world_size} ranks sent no result: ranks {compress_ranks(missing)}")
     seen_nodes = {r.node for r in records}
     missing_nodes = tuple(n for n in (expected_nodes or ()) if n not in seen_nodes)
     if missing_nodes:
@@ -468,11 +468,16 @@ def build_verdict(collected: CollectedOutput, *, expected_world_size: Optional[i
     other_failures = [f for f in failures if f not in wrong_failures and f not in train_failures]
     joining.extend(_describe_failures(other_failures))
     failed_ranks = {f.rank for f in failures}
-    unjoined = [r.rank for r in records if r.rank not in failed_ranks and not all(
-        r.phases.get(name, PhaseOutcome("not_run")).status == "pass" for name in CONNECTIVITY_PHASES)]
+    unjoined = [
+        r.rank
+        for r in records
+        if r.rank not in failed_ranks
+        and not all(r.phases.get(name, PhaseOutcome("not_run")).status == "pass" for name in CONNECTIVITY_PHASES)
+    ]
     if unjoined:
-        joining.append(f"ranks {compress_ranks(unjoined)} did not pass {', '.join(CONNECTIVITY_PHASES)} "
-                       "and gave no reason")
+        joining.append(
+            f"ranks {compress_ranks(unjoined)} did not pass {', '.join(CONNECTIVITY_PHASES)} and gave no reason"
+        )
 
     rows = _size_rows(records, world_size)
     stragglers = find_stragglers(records, straggler_rule)
@@ -488,8 +493,7 @@ def build_verdict(collected: CollectedOutput, *, expected_world_size: Optional[i
             training_gate(train, _describe_failures(train_failures)),
             stragglers_gate(stragglers),
             self_test_gate(injected),
-            rank_table_gate(backend, [(r.rank, r.node, r.rank_table) for r in records],
-                            collected.rank_table_dropped),
+            rank_table_gate(backend, [(r.rank, r.node, r.rank_table) for r in records], collected.rank_table_dropped),
         ),
         world_size=world_size,
         backend=backend,
@@ -511,20 +515,20 @@ def _unique_by_rank(records: Iterable[RankRecord]) -> Tuple[List[RankRecord], Li
     for record in records:
         first = by_rank.setdefault(record.rank, record)
         if first is not record:
-            problems.append(f"rank {record.rank} reported more than once "
-                            f"(nodes {first.node} and {record.node}); the first record is used")
+            problems.append(
+                f"rank {record.rank} reported more than once "
+                f"(nodes {first.node} and {record.node}); the first record is used"
+            )
     return sorted(by_rank.values(), key=lambda r: r.rank), problems
 
 
-def _world_size(records: Sequence[RankRecord], expected: Optional[int],
-                reasons: List[str]) -> Optional[int]:
+def _world_size(records: Sequence[RankRecord], expected: Optional[int], reasons: List[str]) -> Optional[int]:
     claimed = sorted({r.world_size for r in records})
     if len(claimed) > 1:
         reasons.append(f"ranks disagree on the world size: {', '.join(map(str, claimed))}")
     if expected is not None:
         if claimed and claimed != [expected]:
-            reasons.append(f"ranks report world size {', '.join(map(str, claimed))} "
-                           f"but {expected} were launched")
+            reasons.append(f"ranks report world size {', '.join(map(str, claimed))} but {expected} were launched")
         return expected
     return max(claimed) if claimed else None
 
@@ -545,9 +549,11 @@ def _backend(records: Sequence[RankRecord], reasons: List[str]) -> Optional[str]
 
 def _failures(records: Sequence[RankRecord], errors: Sequence[WorkerError]) -> List[RankFailure]:
     """One entry per failed rank: its record's error, or its error line when no record came."""
-    failures = [RankFailure(r.rank, r.node, r.error_phase or "unknown",
-                            r.error_reason or "failed without a reason")
-                for r in records if not r.ok]
+    failures = [
+        RankFailure(r.rank, r.node, r.error_phase or "unknown", r.error_reason or "failed without a reason")
+        for r in records
+        if not r.ok
+    ]
     with_record = {r.rank for r in records}
     seen = set()
     for error in errors:
@@ -586,22 +592,23 @@ def _size_rows(records: Sequence[RankRecord], world_size: Optional[int]) -> List
         entries = by_size[nbytes]
         slowest_record, slowest = max(entries, key=lambda e: e[1].time_us)
         algbw = algorithm_bandwidth(nbytes, slowest.time_us)
-        rows.append(SizeRow(
-            bytes=nbytes,
-            time_us=slowest.time_us,
-            algbw_GBps=algbw,
-            busbw_GBps=bus_bandwidth(algbw, world_size or len(entries)),
-            wrong_elements=sum(m.wrong_elements for _, m in entries),
-            ranks_reporting=len(entries),
-            median_us=statistics.median(m.time_us for _, m in entries),
-            slowest_rank=slowest_record.rank,
-            slowest_node=slowest_record.node,
-        ))
+        rows.append(
+            SizeRow(
+                bytes=nbytes,
+                time_us=slowest.time_us,
+                algbw_GBps=algbw,
+                busbw_GBps=bus_bandwidth(algbw, world_size or len(entries)),
+                wrong_elements=sum(m.wrong_elements for _, m in entries),
+                ranks_reporting=len(entries),
+                median_us=statistics.median(m.time_us for _, m in entries),
+                slowest_rank=slowest_record.rank,
+                slowest_node=slowest_record.node,
+            )
+        )
     return rows
 
 
-def find_stragglers(records: Sequence[RankRecord],
-                    rule: StragglerRule = StragglerRule()) -> List[Straggler]:
+def find_stragglers(records: Sequence[RankRecord], rule: StragglerRule = StragglerRule()) -> List[Straggler]:
     """Apply :class:`StragglerRule` at every size; one entry per flagged rank."""
     by_size: Dict[int, List[Tuple[RankRecord, float]]] = {}
     for record in records:
@@ -618,28 +625,35 @@ def find_stragglers(records: Sequence[RankRecord],
                 _, sizes, worst = flagged.setdefault(record.rank, (record, [], 0.0))
                 sizes.append(nbytes)
                 flagged[record.rank] = (record, sizes, max(worst, time_us / median))
-    return [Straggler(rank, record.node, tuple(sizes), round(worst, 3))
-            for rank, (record, sizes, worst) in sorted(flagged.items())]
+    return [
+        Straggler(rank, record.node, tuple(sizes), round(worst, 3))
+        for rank, (record, sizes, worst) in sorted(flagged.items())
+    ]
 
 
-def evaluate_busbw_floor(rows: Sequence[SizeRow], world_size: Optional[int],
-                         min_busbw_GBps: float) -> BusbwFloor:
+def evaluate_busbw_floor(rows: Sequence[SizeRow], world_size: Optional[int], min_busbw_GBps: float) -> BusbwFloor:
     """Compare the busbw of the largest size measured by every rank with the threshold.
 
     Fails closed: without such a size there is nothing to vouch for the fabric.
     """
     row = largest_complete_row(rows, world_size)
     if row is None:
-        return BusbwFloor(min_busbw_GBps, False,
-                          f"--min-busbw {min_busbw_GBps:g} GB/s asked for, but no message size was "
-                          "measured by every rank, so bandwidth is unproven")
+        return BusbwFloor(
+            min_busbw_GBps,
+            False,
+            f"--min-busbw {min_busbw_GBps:g} GB/s asked for, but no message size was "
+            "measured by every rank, so bandwidth is unproven",
+        )
     passed = row.busbw_GBps >= min_busbw_GBps
     relation = "reaches" if passed else "is below"
     return BusbwFloor(
-        min_busbw_GBps, passed,
+        min_busbw_GBps,
+        passed,
         f"bus bandwidth {row.busbw_GBps:.3f} GB/s at {format_size(row.bytes)} {relation} "
         f"--min-busbw {min_busbw_GBps:g} GB/s",
-        measured_busbw_GBps=row.busbw_GBps, at_bytes=row.bytes)
+        measured_busbw_GBps=row.busbw_GBps,
+        at_bytes=row.bytes,
+    )
 
 
 def _train_verdicts(records: Sequence[RankRecord]) -> List[TrainVerdict]:
@@ -647,8 +661,9 @@ def _train_verdicts(records: Sequence[RankRecord]) -> List[TrainVerdict]:
     modes: List[str] = []
     for record in trained:
         modes.extend(m for m in record.train or {} if m not in modes)
-    return [_train_verdict(mode, [(r.rank, (r.train or {}).get(mode, _NO_TRAIN_RESULT))
-                                  for r in trained]) for mode in modes]
+    return [
+        _train_verdict(mode, [(r.rank, (r.train or {}).get(mode, _NO_TRAIN_RESULT)) for r in trained]) for mode in modes
+    ]
 
 
 _NO_TRAIN_RESULT = TrainOutcome("not_run", "no result for this mode")
@@ -663,15 +678,17 @@ def _train_verdict(mode: str, outcomes: Sequence[Tuple[int, TrainOutcome]]) -> T
         status, reason = "fail", failed[0][1].reason
     elif statuses == {"pass"}:
         digests = {o.param_digest for _, o in outcomes}
-        status, reason = ("pass", None) if len(digests) == 1 else (
-            "fail", f"parameter digests differ between ranks ({len(digests)} distinct)")
+        status, reason = (
+            ("pass", None)
+            if len(digests) == 1
+            else ("fail", f"parameter digests differ between ranks ({len(digests)} distinct)")
+        )
     elif len(statuses) == 1:
         status = first.status
         reason = "; ".join(sorted({o.reason or "no reason given" for _, o in outcomes}))
     else:
         status = "fail"
         reason = "ranks disagree: " + ", ".join(
-            f"{s} on ranks {compress_ranks(rank for rank, o in outcomes if o.status == s)}"
-            for s in sorted(statuses))
-    return TrainVerdict(mode, status, reason, tuple(rank for rank, _ in failed),
-                        first.api, first.amp)
+            f"{s} on ranks {compress_ranks(rank for rank, o in outcomes if o.status == s)}" for s in sorted(statuses)
+        )
+    return TrainVerdict(mode, status, reason, tuple(rank for rank, _ in failed), first.api, first.amp)

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.base import limits
+from ascendprep.base.paths import SET_ENV_SH
 from ascendprep.facts.model import InterfaceAddress
 from ascendprep.facts.netaddr import IFNAME_RE, ip_literal, parse_ip_addr
-from ascendprep.base.paths import SET_ENV_SH
 from ascendprep.facts.text import UnexpectedOutput
 
 MARK = "@ascendprep-allreduce"
@@ -43,6 +43,8 @@ LOG_END = f"{MARK} log-end"
 RUN_DIR_PREFIX = "/tmp/ascendprep-allreduce-"
 LOG_NAME = "torchrun.log"
 WORKER_NAME = "worker.py"
+
+
 def _log_tail_bytes() -> int:
     """limits.ALLREDUCE_LOG_TAIL, or its environment override when that is a positive number."""
     text = os.environ.get(limits.ALLREDUCE_LOG_TAIL_ENV, "").strip()
@@ -83,8 +85,11 @@ def process_pattern(directory: str) -> str:
 
 
 def _check_run_dir(directory: str) -> None:
-    if not directory.startswith(RUN_DIR_PREFIX) or not re.fullmatch(r"/[A-Za-z0-9._/-]+", directory) \
-            or ".." in directory:
+    if (
+        not directory.startswith(RUN_DIR_PREFIX)
+        or not re.fullmatch(r"/[A-Za-z0-9._/-]+", directory)
+        or ".." in directory
+    ):
         raise ValueError(f"{directory!r} is not an all-reduce run directory")
 
 
@@ -203,21 +208,34 @@ def parse_preflight(stdout: str) -> Preflight:
 # --- launch -----------------------------------------------------------------------------------
 
 
-def torchrun_arguments(*, nnodes: int, node_rank: int, nproc: int, master_addr: str,
-                       master_port: int, rendezvous_timeout: int) -> List[str]:
+def torchrun_arguments(
+    *, nnodes: int, node_rank: int, nproc: int, master_addr: str, master_port: int, rendezvous_timeout: int
+) -> List[str]:
     """torchrun's own options for one node (static rendezvous, as ``desired.torchrun`` has it)."""
-    for label, value, low in (("nnodes", nnodes, 1), ("node_rank", node_rank, 0), ("nproc", nproc, 1),
-                              ("master_port", master_port, 1), ("rendezvous_timeout", rendezvous_timeout, 1)):
+    for label, value, low in (
+        ("nnodes", nnodes, 1),
+        ("node_rank", node_rank, 0),
+        ("nproc", nproc, 1),
+        ("master_port", master_port, 1),
+        ("rendezvous_timeout", rendezvous_timeout, 1),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{label} {value!r} is not a whole number >= {low}")
     if node_rank >= nnodes or master_port > 65535:
         raise ValueError(f"node_rank {node_rank} / master_port {master_port} out of range")
-    return [f"--nnodes={nnodes}", f"--node_rank={node_rank}", f"--nproc_per_node={nproc}",
-            f"--master_addr={master_addr}", f"--master_port={master_port}",
-            f"--rdzv_conf=timeout={rendezvous_timeout}", "--max_restarts=0"]
+    return [
+        f"--nnodes={nnodes}",
+        f"--node_rank={node_rank}",
+        f"--nproc_per_node={nproc}",
+        f"--master_addr={master_addr}",
+        f"--master_port={master_port}",
+        f"--rdzv_conf=timeout={rendezvous_timeout}",
+        "--max_restarts=0",
+    ]
 
 
-_KILL_FUNCTIONS = """\
+_KILL_FUNCTIONS = (
+    """\
 ap_pids() {
   if command -v pgrep >/dev/null 2>&1; then
     pgrep -f -- "$pat"
@@ -246,9 +264,12 @@ ap_print_log() {
     echo "MARKER log-end"
   fi
 }
-""".replace("LOG_CUT", LOG_CUT_LINE.format(LOG_MAX_BYTES)).replace("KILL_GRACE", str(KILL_GRACE_S)) \
-    .replace("LOG_MAX", str(LOG_MAX_BYTES)) \
-    .replace("MARKER", MARK).replace("LOG_FILE", LOG_NAME)
+""".replace("LOG_CUT", LOG_CUT_LINE.format(LOG_MAX_BYTES))
+    .replace("KILL_GRACE", str(KILL_GRACE_S))
+    .replace("LOG_MAX", str(LOG_MAX_BYTES))
+    .replace("MARKER", MARK)
+    .replace("LOG_FILE", LOG_NAME)
+)
 
 
 def interface_exports(address: str, ifname: str) -> str:
@@ -264,15 +285,22 @@ def interface_exports(address: str, ifname: str) -> str:
     if checked is None or not IFNAME_RE.match(ifname):
         raise ValueError(f"cannot bind to {ifname!r} / {address!r}: not an interface name and IPv4 address")
     q = shlex.quote
-    return (f'export ASCENDPREP_NODE_ADDRESS={q(checked)}\n'  # the worker matches it to the rank table's server
-            f'export GLOO_SOCKET_IFNAME="${{GLOO_SOCKET_IFNAME:-{ifname}}}"\n'
-            f'export NCCL_SOCKET_IFNAME="${{NCCL_SOCKET_IFNAME:-={ifname}}}"\n'
-            'if [ -z "${HCCL_IF_IP-}" ] && [ -z "${HCCL_SOCKET_IFNAME-}" ]; then '
-            f'export HCCL_IF_IP={q(checked)}; fi\n')
+    return (
+        f"export ASCENDPREP_NODE_ADDRESS={q(checked)}\n"  # the worker matches it to the rank table's server
+        f'export GLOO_SOCKET_IFNAME="${{GLOO_SOCKET_IFNAME:-{ifname}}}"\n'
+        f'export NCCL_SOCKET_IFNAME="${{NCCL_SOCKET_IFNAME:-={ifname}}}"\n'
+        'if [ -z "${HCCL_IF_IP-}" ] && [ -z "${HCCL_SOCKET_IFNAME-}" ]; then '
+        f"export HCCL_IF_IP={q(checked)}; fi\n"
+    )
 
 
-def render_launch_script(directory: str, python_path: str, torchrun_args: Sequence[str],
-                         worker_args: Sequence[str], bind: Optional[Tuple[str, str]] = None) -> str:
+def render_launch_script(
+    directory: str,
+    python_path: str,
+    torchrun_args: Sequence[str],
+    worker_args: Sequence[str],
+    bind: Optional[Tuple[str, str]] = None,
+) -> str:
     """Source set_env.sh, run torchrun (output to the log), then tidy up and report.
 
     ``bind``: (the node's inventory address, the interface holding it), see :func:`interface_exports`.

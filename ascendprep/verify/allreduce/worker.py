@@ -94,7 +94,7 @@ DEFAULT_SIZES_CPU = "1K:4M:x4"
 PATTERN_PERIOD = 13
 FP32_BYTES = 4
 #: fp32 represents every integer up to 2**24 exactly; the reduced values must stay below it.
-FP32_EXACT_LIMIT = 2 ** 24
+FP32_EXACT_LIMIT = 2**24
 
 MAX_SWEEP_SIZES = 64
 #: torch's own timeouts are set this much beyond ours, so that the watchdog, which names the
@@ -113,7 +113,7 @@ class SizeSpecError(ValueError):
 
 
 _SIZE_RE = re.compile(r"^(\d+)\s*([kmgt]?)(i?b)?$", re.IGNORECASE)
-_UNIT = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
+_UNIT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
 def parse_size(text: str) -> int:
@@ -126,8 +126,7 @@ def parse_size(text: str) -> int:
     match = _SIZE_RE.match(text.strip())
     if match is None:
         raise SizeSpecError(
-            f"{text!r} is not a size (use a whole number of bytes with an optional K, M, G or T "
-            "suffix, e.g. 64M)"
+            f"{text!r} is not a size (use a whole number of bytes with an optional K, M, G or T suffix, e.g. 64M)"
         )
     value = int(match.group(1)) * _UNIT[match.group(2).lower()]
     if value <= 0:
@@ -163,9 +162,7 @@ def parse_size_spec(spec: str, max_sizes: int = MAX_SWEEP_SIZES) -> List[int]:
             break
         sizes.append(nxt)
         if len(sizes) > max_sizes:
-            raise SizeSpecError(
-                f"size spec {spec!r} gives more than {max_sizes} sizes; use a larger step"
-            )
+            raise SizeSpecError(f"size spec {spec!r} gives more than {max_sizes} sizes; use a larger step")
     return sizes
 
 
@@ -173,9 +170,7 @@ def _parse_step(spec: str, step: str) -> Callable[[int], int]:
     if step[:1] in ("x", "X", "*"):
         digits = step[1:].strip()
         if not digits.isdigit() or int(digits) < 2:
-            raise SizeSpecError(
-                f"size spec {spec!r}: step {step!r} must be a whole factor of at least 2, e.g. x2"
-            )
+            raise SizeSpecError(f"size spec {spec!r}: step {step!r} must be a whole factor of at least 2, e.g. x2")
         factor = int(digits)
         return lambda size: size * factor
     if step[:1] == "+":
@@ -184,14 +179,12 @@ def _parse_step(spec: str, step: str) -> Callable[[int], int]:
         except SizeSpecError as exc:
             raise SizeSpecError(f"size spec {spec!r}: step {step!r}: {exc}") from None
         return lambda size: size + increment
-    raise SizeSpecError(
-        f"size spec {spec!r}: step {step!r} must be xFACTOR (e.g. x4) or +SIZE (e.g. +1M)"
-    )
+    raise SizeSpecError(f"size spec {spec!r}: step {step!r} must be xFACTOR (e.g. x4) or +SIZE (e.g. +1M)")
 
 
 def format_size(nbytes: int) -> str:
     """Print bytes the way a size spec is written: 1024 -> '1K', 268435456 -> '256M'."""
-    for suffix, unit in (("T", 1024 ** 4), ("G", 1024 ** 3), ("M", 1024 ** 2), ("K", 1024)):
+    for suffix, unit in (("T", 1024**4), ("G", 1024**3), ("M", 1024**2), ("K", 1024)):
         if nbytes >= unit and nbytes % unit == 0:
             return f"{nbytes // unit}{suffix}"
     return str(nbytes)
@@ -226,8 +219,14 @@ class RankReport:
     run, so emission is guarded by a lock and happens once.
     """
 
-    def __init__(self, rank: Optional[int], local_rank: Optional[int], world_size: Optional[int],
-                 local_world_size: Optional[int], node: str) -> None:
+    def __init__(
+        self,
+        rank: Optional[int],
+        local_rank: Optional[int],
+        world_size: Optional[int],
+        local_world_size: Optional[int],
+        node: str,
+    ) -> None:
         self._lock = threading.Lock()
         self._emitted = False
         self.current_phase = "setup"
@@ -289,13 +288,16 @@ class RankReport:
                 try:
                     _write_result_file(result_dir, self.data.get("rank"), payload)
                 except OSError as exc:  # stdout already has the record; say why the file lacks it
-                    _write_all(2, f"ascendprep worker: could not write the result file in "
-                                  f"{result_dir}: {exc}\n".encode())
+                    _write_all(
+                        2, f"ascendprep worker: could not write the result file in {result_dir}: {exc}\n".encode()
+                    )
             error = self.data["error"]
             if error is not None:
                 rank = "?" if self.data["rank"] is None else self.data["rank"]
-                line = (f"{ERROR_MARKER}phase={error['phase']} rank={rank} "
-                        f"node={self.data['node']} reason={_one_line(error['reason'])}\n")
+                line = (
+                    f"{ERROR_MARKER}phase={error['phase']} rank={rank} "
+                    f"node={self.data['node']} reason={_one_line(error['reason'])}\n"
+                )
                 _write_all(2, line.encode())
             return True
 
@@ -385,8 +387,10 @@ class Watchdog:
             with self._lock:
                 step = self._step
             if step is not None and time.monotonic() > step.deadline:
-                self._end(step.phase, f"timed out after {step.timeout_s:g}s in {step.what} "
-                                      "(a peer rank is dead, hung or unreachable)")
+                self._end(
+                    step.phase,
+                    f"timed out after {step.timeout_s:g}s in {step.what} (a peer rank is dead, hung or unreachable)",
+                )
 
     def _stopped_by(self, signum: signal.Signals) -> None:
         with self._lock:
@@ -431,8 +435,9 @@ def read_torchrun_env(environ: Dict[str, str]) -> TorchrunEnv:
     """Read RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE; a missing one means no torchrun."""
     for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         if not environ.get(name):
-            raise UsageError(f"{name} is not set: run this worker under torchrun "
-                             "(python -m torch.distributed.run ... worker.py)")
+            raise UsageError(
+                f"{name} is not set: run this worker under torchrun (python -m torch.distributed.run ... worker.py)"
+            )
     values = {}
     for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"):
         # LOCAL_WORLD_SIZE is absent only when started by hand; then all ranks are local.
@@ -440,13 +445,11 @@ def read_torchrun_env(environ: Dict[str, str]) -> TorchrunEnv:
         if not raw.isdigit():
             raise UsageError(f"{name}={raw!r} is not a non-negative integer")
         values[name] = int(raw)
-    env = TorchrunEnv(values["RANK"], values["LOCAL_RANK"], values["WORLD_SIZE"],
-                      values["LOCAL_WORLD_SIZE"])
+    env = TorchrunEnv(values["RANK"], values["LOCAL_RANK"], values["WORLD_SIZE"], values["LOCAL_WORLD_SIZE"])
     if env.world_size < 1 or env.rank >= env.world_size:
         raise UsageError(f"RANK={env.rank} is outside WORLD_SIZE={env.world_size}")
     if env.local_world_size < 1 or env.local_rank >= env.local_world_size:
-        raise UsageError(f"LOCAL_RANK={env.local_rank} is outside "
-                         f"LOCAL_WORLD_SIZE={env.local_world_size}")
+        raise UsageError(f"LOCAL_RANK={env.local_rank} is outside LOCAL_WORLD_SIZE={env.local_world_size}")
     return env
 
 
@@ -480,11 +483,17 @@ def probe_npu() -> "tuple[bool, Optional[str], bool]":
 
         importlib.import_module("torch_npu")  # registers torch.npu and the hccl backend
     except Exception as exc:  # torch_npu raises many kinds when CANN is missing or mismatched
-        return False, (f"torch_npu is installed but failed to import ({describe_exception(exc)}); "
-                       "is CANN's set_env.sh sourced?"), True
+        return (
+            False,
+            (f"torch_npu is installed but failed to import ({describe_exception(exc)}); is CANN's set_env.sh sourced?"),
+            True,
+        )
     if not torch.npu.is_available() or torch.npu.device_count() == 0:  # type: ignore[attr-defined]  # torch_npu adds torch.npu
-        return False, ("torch_npu imported but no NPU is visible "
-                       "(check npu-smi info and ASCEND_RT_VISIBLE_DEVICES)"), True
+        return (
+            False,
+            ("torch_npu imported but no NPU is visible (check npu-smi info and ASCEND_RT_VISIBLE_DEVICES)"),
+            True,
+        )
     return True, None, True
 
 
@@ -505,15 +514,13 @@ def choose_runtime(requested: str, local_rank: int) -> Runtime:
             torch.npu.set_device(local_rank)  # type: ignore[attr-defined]  # torch_npu adds torch.npu
             return Runtime("hccl", f"npu:{local_rank}", "npu")
         if requested == "hccl" or installed:
-            hint = "" if requested == "hccl" else \
-                " (pass --backend gloo to test host networking only)"
+            hint = "" if requested == "hccl" else " (pass --backend gloo to test host networking only)"
             raise PhaseFailed(f"hccl backend unavailable: {why_not}{hint}")
     if requested in ("auto", "nccl"):
         if torch.cuda.is_available():
             count = torch.cuda.device_count()
             if local_rank >= count:
-                raise PhaseFailed(
-                    f"LOCAL_RANK {local_rank} but only {count} CUDA devices are visible")
+                raise PhaseFailed(f"LOCAL_RANK {local_rank} but only {count} CUDA devices are visible")
             torch.cuda.set_device(local_rank)
             return Runtime("nccl", f"cuda:{local_rank}", "cuda")
         if requested == "nccl":
@@ -567,8 +574,9 @@ def read_die_sdid(device_id: int) -> "tuple[Optional[int], Optional[str]]":
     npu, chip = divmod(device_id, 2)
     command = ["npu-smi", "info", "-t", "spod-info", "-i", str(npu), "-c", str(chip)]
     try:
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=SPOD_INFO_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=SPOD_INFO_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"{' '.join(command)}: {describe_exception(exc)}"
     text = done.stdout[:65536].decode("utf-8", "replace")
@@ -595,9 +603,13 @@ def _table_entries(doc: Any) -> "tuple[Dict[int, List[Dict[str, Any]]], Optional
     return by_rank, None
 
 
-def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identities: Sequence[str],
-                     read_sdid: Callable[[int], "tuple[Optional[int], Optional[str]]"] = read_die_sdid,
-                     ) -> Optional[Dict[str, Any]]:
+def check_rank_table(
+    environ: Dict[str, str],
+    rank: int,
+    local_rank: int,
+    identities: Sequence[str],
+    read_sdid: Callable[[int], "tuple[Optional[int], Optional[str]]"] = read_die_sdid,
+) -> Optional[Dict[str, Any]]:
     """Whether the rank table this rank was given (``RANK_TABLE_FILE``) describes this rank.
 
     torch_npu builds the communicator from the table with rank = torch's global rank, and drops
@@ -612,8 +624,16 @@ def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identi
     if not path:
         return None
     device_id = local_device_id(environ, local_rank)
-    result: Dict[str, Any] = {"path": path, "ok": False, "reason": None, "device_id": device_id,
-                              "server_id": None, "super_device_id": None, "sdid": None, "warning": None}
+    result: Dict[str, Any] = {
+        "path": path,
+        "ok": False,
+        "reason": None,
+        "device_id": device_id,
+        "server_id": None,
+        "super_device_id": None,
+        "sdid": None,
+        "warning": None,
+    }
 
     def refuse(reason: str) -> Dict[str, Any]:
         # the table's values are echoed: one line, capped, whatever the file holds
@@ -636,25 +656,34 @@ def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identi
         return refuse(f"{path} {shape_problem}")
     entries = by_rank.get(rank, [])
     if len(entries) != 1:
-        return refuse(f"{path} has no device with rank_id {rank}" if not entries else
-                      f"{path} has {len(entries)} devices with rank_id {rank} (HCCL refuses the table)")
+        return refuse(
+            f"{path} has no device with rank_id {rank}"
+            if not entries
+            else f"{path} has {len(entries)} devices with rank_id {rank} (HCCL refuses the table)"
+        )
     server, device = entries[0]["server"], entries[0]["device"]
     server_id = server.get("server_id")
     result["server_id"] = server_id[:RANK_TABLE_REASON_MAX_CHARS] if isinstance(server_id, str) else None
     wanted = str(device.get("device_id"))
     if device_id is None:
-        return refuse(f"ASCEND_RT_VISIBLE_DEVICES={environ.get('ASCEND_RT_VISIBLE_DEVICES')!r} "
-                      f"names no device for local rank {local_rank}")
+        return refuse(
+            f"ASCEND_RT_VISIBLE_DEVICES={environ.get('ASCEND_RT_VISIBLE_DEVICES')!r} "
+            f"names no device for local rank {local_rank}"
+        )
     if wanted != str(device_id):
-        return refuse(f"rank_id {rank} is device_id {wanted} in {path}, but rank {rank} runs on "
-                      f"device {device_id} (local rank {local_rank}): the table's ranks are not "
-                      "in torchrun's node-rank and local-rank order")
+        return refuse(
+            f"rank_id {rank} is device_id {wanted} in {path}, but rank {rank} runs on "
+            f"device {device_id} (local rank {local_rank}): the table's ranks are not "
+            "in torchrun's node-rank and local-rank order"
+        )
     names = {name for name in identities if name}
     servers = {str(server.get(key)) for key in ("server_id", "host_ip") if server.get(key) is not None}
     if not servers & names:
-        return refuse(f"rank_id {rank} is on server {sorted(servers)} in {path}, but rank {rank} runs "
-                      f"on this node ({', '.join(sorted(names))}): the table's servers are not in "
-                      "torchrun's node-rank order")
+        return refuse(
+            f"rank_id {rank} is on server {sorted(servers)} in {path}, but rank {rank} runs "
+            f"on this node ({', '.join(sorted(names))}): the table's servers are not in "
+            "torchrun's node-rank order"
+        )
     if "super_device_id" in device:
         result["super_device_id"] = str(device["super_device_id"])
         sdid, why_not = read_sdid(device_id)
@@ -662,8 +691,10 @@ def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identi
         if sdid is None:
             result["warning"] = f"super_device_id not compared with the die's SDID: {why_not}"
         elif str(sdid) != str(device["super_device_id"]):
-            return refuse(f"rank_id {rank} has super_device_id {device['super_device_id']} in {path}, "
-                          f"but device {device_id} reports SDID {sdid} (spod-info)")
+            return refuse(
+                f"rank_id {rank} has super_device_id {device['super_device_id']} in {path}, "
+                f"but device {device_id} reports SDID {sdid} (spod-info)"
+            )
     result["ok"] = True
     return result
 
@@ -671,8 +702,7 @@ def check_rank_table(environ: Dict[str, str], rank: int, local_rank: int, identi
 def node_identities(environ: Dict[str, str], node: str) -> List[str]:
     """The names and addresses the rank table may call this node: the inventory name, the
     address the launcher bound (``ASCENDPREP_NODE_ADDRESS``), ``HCCL_IF_IP``, the hostname."""
-    names = [node, socket.gethostname(), environ.get("ASCENDPREP_NODE_ADDRESS", ""),
-             environ.get("HCCL_IF_IP", "")]
+    names = [node, socket.gethostname(), environ.get("ASCENDPREP_NODE_ADDRESS", ""), environ.get("HCCL_IF_IP", "")]
     return [name.strip() for name in names if name and name.strip()]
 
 
@@ -705,8 +735,9 @@ def init_process_group(runtime: Runtime, torch_timeout_s: float) -> None:
     dist.init_process_group(runtime.backend, timeout=timedelta(seconds=torch_timeout_s))
 
 
-def run_connectivity(runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog,
-                     first_timeout_s: float, timeout_s: float) -> Optional[str]:
+def run_connectivity(
+    runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog, first_timeout_s: float, timeout_s: float
+) -> Optional[str]:
     """Each rank r adds r+1 at index r; returns a reason if any rank's contribution is absent.
 
     HCCL and NCCL build their communicator lazily, inside the first collective, and under
@@ -719,8 +750,7 @@ def run_connectivity(runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog,
     tensor = torch.zeros(env.world_size, dtype=torch.float32)
     tensor[env.rank] = env.rank + 1
     tensor = tensor.to(runtime.device)
-    with watchdog.step("connectivity", "the first all_reduce (communicator set-up)",
-                       first_timeout_s):
+    with watchdog.step("connectivity", "the first all_reduce (communicator set-up)", first_timeout_s):
         dist.all_reduce(tensor)
         runtime.synchronize()
     with watchdog.step("connectivity", "the connectivity barrier", timeout_s):
@@ -729,8 +759,7 @@ def run_connectivity(runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog,
     got = tensor.cpu().tolist()
     wrong = [r for r, value in enumerate(got) if value != r + 1]
     if wrong:
-        return (f"connectivity all_reduce returned wrong values for the contributions of ranks "
-                f"{_rank_list(wrong)}")
+        return f"connectivity all_reduce returned wrong values for the contributions of ranks {_rank_list(wrong)}"
     return None
 
 
@@ -749,8 +778,9 @@ class SweepSettings:
     stall_s: float  # self-test: sleep this long before the sweep (0: do not)
 
 
-def run_performance(runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog,
-                    settings: SweepSettings, report: RankReport) -> None:
+def run_performance(
+    runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog, settings: SweepSettings, report: RankReport
+) -> None:
     """The size sweep; wrong elements fail the phase but the sweep continues to the end."""
     import torch
     import torch.distributed as dist
@@ -798,14 +828,16 @@ def run_performance(runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog,
         del buffer
         time_us = elapsed / settings.iters * 1e6
         algbw = nbytes / time_us / 1e3  # bytes/us -> GB/s (1e9 bytes per second)
-        report.data["sizes"].append({
-            "bytes": nbytes,
-            "elements": count,
-            "time_us": round(time_us, 3),
-            "algbw_GBps": round(algbw, 6),
-            "busbw_GBps": round(algbw * bus_factor, 6),
-            "wrong_elements": wrong,
-        })
+        report.data["sizes"].append(
+            {
+                "bytes": nbytes,
+                "elements": count,
+                "time_us": round(time_us, 3),
+                "algbw_GBps": round(algbw, 6),
+                "busbw_GBps": round(algbw * bus_factor, 6),
+                "wrong_elements": wrong,
+            }
+        )
         if wrong:
             wrong_sizes.append(f"{wrong} at {format_size(nbytes)}")
     if wrong_sizes:
@@ -831,8 +863,9 @@ def _toy_model() -> Any:
     return nn.Sequential(nn.Linear(10, 10), nn.ReLU(), nn.Linear(10, 5))
 
 
-def run_training(runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog,
-                 settings: TrainSettings, report: RankReport) -> None:
+def run_training(
+    runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog, settings: TrainSettings, report: RankReport
+) -> None:
     """Run DDP, FSDP and HSDP in turn; a mode that raises ends training, a failed check does not."""
     results: Dict[str, Dict[str, Any]] = {}
     report.data["train"] = results
@@ -845,9 +878,12 @@ def run_training(runtime: Runtime, env: TorchrunEnv, watchdog: Watchdog,
         except _Skip as skip:
             result = {"status": "skipped", "reason": str(skip)}
         except Exception as exc:
-            results[mode] = {"status": "fail", "reason": describe_exception(exc),
-                             "seconds": round(time.perf_counter() - started, 6)}
-            for later in TRAIN_MODES[TRAIN_MODES.index(mode) + 1:]:
+            results[mode] = {
+                "status": "fail",
+                "reason": describe_exception(exc),
+                "seconds": round(time.perf_counter() - started, 6),
+            }
+            for later in TRAIN_MODES[TRAIN_MODES.index(mode) + 1 :]:
                 results[later] = {"status": "not_run", "reason": f"{mode} failed before it"}
             raise PhaseFailed(f"{mode}: {describe_exception(exc)}") from exc
         result["seconds"] = round(time.perf_counter() - started, 6)
@@ -880,14 +916,17 @@ def _train_fsdp(runtime: Runtime, env: TorchrunEnv, settings: TrainSettings) -> 
 
 def _train_hsdp(runtime: Runtime, env: TorchrunEnv, settings: TrainSettings) -> Dict[str, Any]:
     if env.world_size % env.local_world_size:
-        raise _Skip(f"WORLD_SIZE {env.world_size} is not a multiple of LOCAL_WORLD_SIZE "
-                    f"{env.local_world_size}: nodes run different process counts")
+        raise _Skip(
+            f"WORLD_SIZE {env.world_size} is not a multiple of LOCAL_WORLD_SIZE "
+            f"{env.local_world_size}: nodes run different process counts"
+        )
     nodes = env.world_size // env.local_world_size
     return _train_sharded(runtime, env, settings, mesh_shape=(nodes, env.local_world_size))
 
 
-def _train_sharded(runtime: Runtime, env: TorchrunEnv, settings: TrainSettings,
-                   mesh_shape: Optional["tuple[int, int]"]) -> Dict[str, Any]:
+def _train_sharded(
+    runtime: Runtime, env: TorchrunEnv, settings: TrainSettings, mesh_shape: Optional["tuple[int, int]"]
+) -> Dict[str, Any]:
     """FSDP (mesh_shape None) or HSDP over a (nodes, procs per node) DeviceMesh.
 
     On NPU/GPU this uses ``FullyShardedDataParallel`` as the Ascend samples do. That class
@@ -907,8 +946,9 @@ def _init_mesh(runtime: Runtime, shape: "tuple[int, ...]", names: "tuple[str, ..
     return init_device_mesh(runtime.device_type, shape, mesh_dim_names=names)
 
 
-def _train_fsdp1(runtime: Runtime, env: TorchrunEnv, settings: TrainSettings,
-                 mesh_shape: Optional["tuple[int, int]"]) -> Dict[str, Any]:
+def _train_fsdp1(
+    runtime: Runtime, env: TorchrunEnv, settings: TrainSettings, mesh_shape: Optional["tuple[int, int]"]
+) -> Dict[str, Any]:
     import inspect
 
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -922,8 +962,9 @@ def _train_fsdp1(runtime: Runtime, env: TorchrunEnv, settings: TrainSettings,
         if "device_mesh" not in inspect.signature(FSDP.__init__).parameters:
             raise _Skip("FullyShardedDataParallel has no device_mesh argument (torch < 2.2)")
         mesh = _init_mesh(runtime, mesh_shape, ("replicate", "shard"))
-        wrapped = FSDP(model, device_mesh=mesh, device_id=env.local_rank,
-                       sharding_strategy=ShardingStrategy.HYBRID_SHARD)
+        wrapped = FSDP(
+            model, device_mesh=mesh, device_id=env.local_rank, sharding_strategy=ShardingStrategy.HYBRID_SHARD
+        )
         note = {"api": "FullyShardedDataParallel(HYBRID_SHARD)", "mesh": list(mesh_shape)}
     loss = _train_steps(wrapped, runtime, env, settings.steps, contextlib.nullcontext, None)
     with FSDP.summon_full_params(wrapped):
@@ -933,13 +974,16 @@ def _train_fsdp1(runtime: Runtime, env: TorchrunEnv, settings: TrainSettings,
     return result
 
 
-def _train_fully_shard(runtime: Runtime, env: TorchrunEnv, settings: TrainSettings,
-                       mesh_shape: Optional["tuple[int, int]"]) -> Dict[str, Any]:
+def _train_fully_shard(
+    runtime: Runtime, env: TorchrunEnv, settings: TrainSettings, mesh_shape: Optional["tuple[int, int]"]
+) -> Dict[str, Any]:
     try:
         from torch.distributed.fsdp import fully_shard
     except ImportError:
-        raise _Skip("FullyShardedDataParallel needs an accelerator and this torch has no "
-                    "fully_shard (torch < 2.6) to shard on CPU")
+        raise _Skip(
+            "FullyShardedDataParallel needs an accelerator and this torch has no "
+            "fully_shard (torch < 2.6) to shard on CPU"
+        )
     if mesh_shape is None:
         mesh = _init_mesh(runtime, (env.world_size,), ("shard",))
         note: Dict[str, Any] = {"api": "fully_shard"}
@@ -978,14 +1022,17 @@ def _amp_for(runtime: Runtime, wanted: bool) -> "tuple[Callable[[], Any], Any, D
     if runtime.device_type == "cuda":
         scaler_cls = getattr(getattr(torch, "amp", None), "GradScaler", None)
         scaler = scaler_cls("cuda") if scaler_cls is not None else torch.cuda.amp.GradScaler()
-        return (lambda: torch.autocast("cuda", dtype=torch.float16), scaler,
-                {"status": "on", "api": "torch.autocast(cuda, float16)"})
-    return contextlib.nullcontext, None, {
-        "status": "skipped", "reason": "AMP is exercised on NPU/GPU only (CPU run)"}
+        return (
+            lambda: torch.autocast("cuda", dtype=torch.float16),
+            scaler,
+            {"status": "on", "api": "torch.autocast(cuda, float16)"},
+        )
+    return contextlib.nullcontext, None, {"status": "skipped", "reason": "AMP is exercised on NPU/GPU only (CPU run)"}
 
 
-def _train_steps(model: Any, runtime: Runtime, env: TorchrunEnv, steps: int,
-                 autocast: Callable[[], Any], scaler: Any) -> float:
+def _train_steps(
+    model: Any, runtime: Runtime, env: TorchrunEnv, steps: int, autocast: Callable[[], Any], scaler: Any
+) -> float:
     """A few SGD steps on per-rank random data (as the samples do); returns the last loss."""
     import torch
     import torch.nn.functional as F
@@ -1066,8 +1113,7 @@ _NODE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 def _node_name(text: str) -> str:
     """Inventory names are host-like; anything else would break the one-line error format."""
     if not _NODE_NAME_RE.match(text):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a node name (letters, digits, '.', '_', ':', '-')")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a node name (letters, digits, '.', '_', ':', '-')")
     return text
 
 
@@ -1087,6 +1133,7 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
         if not value > 0:
             raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
         return value
+
     return convert
 
 
@@ -1098,53 +1145,84 @@ def _non_negative_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(
-        prog="worker.py",
-        description="One rank of the ascendprep all-reduce check; run it under torchrun.")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto",
-                        help="process-group backend "
-                             "(default: hccl on NPU, nccl on CUDA, gloo on CPU)")
-    parser.add_argument("--sizes", type=_size_spec, default=None,
-                        help=f"sweep: SIZE, START:END (x4 steps), START:END:xF or START:END:+STEP; "
-                             f"fp32, so sizes round down to whole 4-byte elements "
-                             f"(default {DEFAULT_SIZES_ACCELERATOR} on NPU/GPU, "
-                             f"{DEFAULT_SIZES_CPU} on CPU)")
-    parser.add_argument("--warmup", type=_non_negative_int, default=5,
-                        help="warm-up all-reduces per size (default 5)")
-    parser.add_argument("--iters", type=_positive(int), default=20,
-                        help="timed all-reduces per size (default 20)")
-    parser.add_argument("--init-timeout", type=_positive(float), default=300.0,
-                        help="seconds to wait for every rank to join (default 300)")
-    parser.add_argument("--op-timeout", type=_positive(float), default=120.0,
-                        help="seconds for each collective step: one check, one warm-up or one "
-                             "timed batch (default 120)")
-    parser.add_argument("--train", action="store_true",
-                        help="also train a tiny model with DDP, FSDP and HSDP")
+        prog="worker.py", description="One rank of the ascendprep all-reduce check; run it under torchrun."
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="process-group backend (default: hccl on NPU, nccl on CUDA, gloo on CPU)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_size_spec,
+        default=None,
+        help=f"sweep: SIZE, START:END (x4 steps), START:END:xF or START:END:+STEP; "
+        f"fp32, so sizes round down to whole 4-byte elements "
+        f"(default {DEFAULT_SIZES_ACCELERATOR} on NPU/GPU, "
+        f"{DEFAULT_SIZES_CPU} on CPU)",
+    )
+    parser.add_argument("--warmup", type=_non_negative_int, default=5, help="warm-up all-reduces per size (default 5)")
+    parser.add_argument("--iters", type=_positive(int), default=20, help="timed all-reduces per size (default 20)")
+    parser.add_argument(
+        "--init-timeout",
+        type=_positive(float),
+        default=300.0,
+        help="seconds to wait for every rank to join (default 300)",
+    )
+    parser.add_argument(
+        "--op-timeout",
+        type=_positive(float),
+        default=120.0,
+        help="seconds for each collective step: one check, one warm-up or one timed batch (default 120)",
+    )
+    parser.add_argument("--train", action="store_true", help="also train a tiny model with DDP, FSDP and HSDP")
     parser.add_argument("--train-steps", type=_positive(int), default=5)
-    parser.add_argument("--train-timeout", type=_positive(float), default=300.0,
-                        help="seconds for each training mode (default 300)")
+    parser.add_argument(
+        "--train-timeout", type=_positive(float), default=300.0, help="seconds for each training mode (default 300)"
+    )
     parser.add_argument("--no-amp", action="store_true", help="train DDP without AMP")
-    parser.add_argument("--node-name", type=_node_name, default=None,
-                        help="name reported for this node (default: hostname); the launcher "
-                             "passes the inventory name")
-    parser.add_argument("--result-dir", default=None,
-                        help="also write rank-<N>.json here (atomically), for launchers that "
-                             "fetch files instead of reading stdout")
+    parser.add_argument(
+        "--node-name",
+        type=_node_name,
+        default=None,
+        help="name reported for this node (default: hostname); the launcher passes the inventory name",
+    )
+    parser.add_argument(
+        "--result-dir",
+        default=None,
+        help="also write rank-<N>.json here (atomically), for launchers that fetch files instead of reading stdout",
+    )
     selftest = parser.add_argument_group(
-        "self-test (fault injection to prove the checks fail; never for a real verdict)")
-    selftest.add_argument("--inject-wrong", type=_non_negative_int, metavar="RANK", default=None,
-                          help="this rank corrupts two input elements of every checked all-reduce")
-    selftest.add_argument("--inject-stall", type=_non_negative_int, metavar="RANK", default=None,
-                          help="this rank stops responding before the performance phase "
-                               "(for 3 x --op-timeout + 30 s)")
+        "self-test (fault injection to prove the checks fail; never for a real verdict)"
+    )
+    selftest.add_argument(
+        "--inject-wrong",
+        type=_non_negative_int,
+        metavar="RANK",
+        default=None,
+        help="this rank corrupts two input elements of every checked all-reduce",
+    )
+    selftest.add_argument(
+        "--inject-stall",
+        type=_non_negative_int,
+        metavar="RANK",
+        default=None,
+        help="this rank stops responding before the performance phase (for 3 x --op-timeout + 30 s)",
+    )
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     environ = dict(os.environ)
     node_default = socket.gethostname()
-    report = RankReport(_int_or_none(environ.get("RANK")), _int_or_none(environ.get("LOCAL_RANK")),
-                        _int_or_none(environ.get("WORLD_SIZE")),
-                        _int_or_none(environ.get("LOCAL_WORLD_SIZE")), node_default)
+    report = RankReport(
+        _int_or_none(environ.get("RANK")),
+        _int_or_none(environ.get("LOCAL_RANK")),
+        _int_or_none(environ.get("WORLD_SIZE")),
+        _int_or_none(environ.get("LOCAL_WORLD_SIZE")),
+        node_default,
+    )
     try:
         args = build_parser().parse_args(argv)
         if args.node_name:
@@ -1164,25 +1242,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def _run_phases(args: argparse.Namespace, env: TorchrunEnv, report: RankReport,
-                watchdog: Watchdog) -> None:
+def _run_phases(args: argparse.Namespace, env: TorchrunEnv, report: RankReport, watchdog: Watchdog) -> None:
     with phase(report, "setup"):
         largest = max_exact_world_size()
         if env.world_size > largest:
-            raise PhaseFailed(f"WORLD_SIZE {env.world_size} exceeds {largest}, the largest for "
-                              "which the exact fp32 check holds")
+            raise PhaseFailed(
+                f"WORLD_SIZE {env.world_size} exceeds {largest}, the largest for which the exact fp32 check holds"
+            )
         runtime = choose_runtime(args.backend, env.local_rank)
         report.data["backend"] = runtime.backend
         report.data["device"] = runtime.device
         report.data["versions"].update(installed_versions())
         report.data["rank_table"] = check_rank_table(
-            dict(os.environ), env.rank, env.local_rank, node_identities(dict(os.environ), report.data["node"]))
+            dict(os.environ), env.rank, env.local_rank, node_identities(dict(os.environ), report.data["node"])
+        )
         for flag in ("inject_wrong", "inject_stall"):
             if getattr(args, flag) is not None:
                 report.data["injected"].append(f"{flag}={getattr(args, flag)}")
     with phase(report, "init"):
-        with watchdog.step("init", "init_process_group (rendezvous with every rank)",
-                           args.init_timeout):
+        with watchdog.step("init", "init_process_group (rendezvous with every rank)", args.init_timeout):
             longest = max(args.init_timeout, args.op_timeout, args.train_timeout)
             init_process_group(runtime, longest + TIMEOUT_GRACE_S)
     with phase(report, "connectivity"):
@@ -1191,9 +1269,13 @@ def _run_phases(args: argparse.Namespace, env: TorchrunEnv, report: RankReport,
             report.fail("connectivity", wrong)
     default_sizes = DEFAULT_SIZES_CPU if runtime.device_type == "cpu" else DEFAULT_SIZES_ACCELERATOR
     sweep = SweepSettings(
-        sizes=args.sizes or parse_size_spec(default_sizes), warmup=args.warmup, iters=args.iters,
-        timeout_s=args.op_timeout, inject_wrong=args.inject_wrong == env.rank,
-        stall_s=3 * args.op_timeout + TIMEOUT_GRACE_S if args.inject_stall == env.rank else 0.0)
+        sizes=args.sizes or parse_size_spec(default_sizes),
+        warmup=args.warmup,
+        iters=args.iters,
+        timeout_s=args.op_timeout,
+        inject_wrong=args.inject_wrong == env.rank,
+        stall_s=3 * args.op_timeout + TIMEOUT_GRACE_S if args.inject_stall == env.rank else 0.0,
+    )
     with phase(report, "performance"):
         run_performance(runtime, env, watchdog, sweep, report)
     if args.train:
@@ -1225,8 +1307,10 @@ if __name__ == "__main__":
     try:
         exit_code = main()
     except Exception:  # a bug in this worker: still one line naming it, then the traceback
-        sys.stderr.write(f"{ERROR_MARKER}phase=worker rank={os.environ.get('RANK', '?')} "
-                         f"node={socket.gethostname()} reason=internal error, traceback follows\n")
+        sys.stderr.write(
+            f"{ERROR_MARKER}phase=worker rank={os.environ.get('RANK', '?')} "
+            f"node={socket.gethostname()} reason=internal error, traceback follows\n"
+        )
         traceback.print_exc()
         exit_code = EXIT_FAILED
     _exit_without_teardown(exit_code)

@@ -19,13 +19,19 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ascendprep.base.findings import Severity
+from ascendprep.facts.model import HostFacts
 from ascendprep.inventory.hccl_env import hccl_env_problems
 from ascendprep.verify.checks.context import ClusterContext
 from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
-from ascendprep.facts.model import HostFacts
-from ascendprep.base.findings import Severity
 
-A3_VARIABLES = ("HCCL_INTER_HCCS_DISABLE", "HCCL_LOGIC_SUPERPOD_ID", "HCCL_OP_RETRY_ENABLE", "HCCL_OP_EXPANSION_MODE", "HCCL_INTRA_PCIE_ENABLE")
+A3_VARIABLES = (
+    "HCCL_INTER_HCCS_DISABLE",
+    "HCCL_LOGIC_SUPERPOD_ID",
+    "HCCL_OP_RETRY_ENABLE",
+    "HCCL_OP_EXPANSION_MODE",
+    "HCCL_INTRA_PCIE_ENABLE",
+)
 #: Settings every node of one job must share.
 MUST_AGREE = ("HCCL_INTER_HCCS_DISABLE", "HCCL_OP_RETRY_ENABLE", "HCCL_OP_EXPANSION_MODE")
 #: Characters of a host's value shown in a message.
@@ -67,14 +73,24 @@ def hccl_env(ctx: ClusterContext) -> List[Verdict]:
         if values is not None:
             envs[name] = values
     if not envs:
-        return [skipped("the A3 HCCL variables were not read on any node (the job environment probes did not run or answer)")]
+        return [
+            skipped(
+                "the A3 HCCL variables were not read on any node (the job environment probes did not run or answer)"
+            )
+        ]
     verdicts: List[Verdict] = []
     verdicts += _disagreements(envs)
     verdicts += _node_rules(envs)
     verdicts += _logical_pods(ctx, envs)
     if not verdicts:
         shown = {var: _shown(next(iter(envs.values()))[var]) for var in MUST_AGREE}
-        verdicts.append(passed(f"the A3 HCCL settings agree on {len(envs)} node(s): " + ", ".join(f"{k}={v}" for k, v in shown.items()), {"nodes": len(envs)}))
+        verdicts.append(
+            passed(
+                f"the A3 HCCL settings agree on {len(envs)} node(s): "
+                + ", ".join(f"{k}={v}" for k, v in shown.items()),
+                {"nodes": len(envs)},
+            )
+        )
     return verdicts
 
 
@@ -85,15 +101,20 @@ def _disagreements(envs: Dict[str, Dict[str, Optional[str]]]) -> List[Verdict]:
         for node, values in envs.items():
             by_value.setdefault(values[var], []).append(node)
         if len(by_value) > 1:
-            parts = [f"{_shown(value)} on {_nodes(nodes)}" for value, nodes in sorted(by_value.items(), key=lambda item: -len(item[1]))]
+            parts = [
+                f"{_shown(value)} on {_nodes(nodes)}"
+                for value, nodes in sorted(by_value.items(), key=lambda item: -len(item[1]))
+            ]
             minority = min(by_value.values(), key=len)
-            out.append(failed(
-                f"{var} differs across nodes: " + "; ".join(parts) + " (HCCL needs one setting for the whole job)",
-                {"values": {_shown(value): nodes for value, nodes in by_value.items()}},
-                fix=f"set {var} once in the inventory's env (env.sh) and remove other exports (grep -rn {var} /etc/profile /etc/profile.d ~/.bashrc)",
-                subject=var,
-                node=minority[0] if len(minority) == 1 else None,
-            ))
+            out.append(
+                failed(
+                    f"{var} differs across nodes: " + "; ".join(parts) + " (HCCL needs one setting for the whole job)",
+                    {"values": {_shown(value): nodes for value, nodes in by_value.items()}},
+                    fix=f"set {var} once in the inventory's env (env.sh) and remove other exports (grep -rn {var} /etc/profile /etc/profile.d ~/.bashrc)",
+                    subject=var,
+                    node=minority[0] if len(minority) == 1 else None,
+                )
+            )
     return out
 
 
@@ -101,10 +122,18 @@ def _node_rules(envs: Dict[str, Dict[str, Optional[str]]]) -> List[Verdict]:
     by_problem: Dict[tuple[str, str], List[str]] = {}
     for node, values in envs.items():
         present = {key: value for key, value in values.items() if value is not None and key != "RANK_TABLE_FILE"}
-        for var, message in hccl_env_problems(present, a3=True, physical_pods=0, rank_table=values.get("RANK_TABLE_FILE") is not None):
+        for var, message in hccl_env_problems(
+            present, a3=True, physical_pods=0, rank_table=values.get("RANK_TABLE_FILE") is not None
+        ):
             by_problem.setdefault((var, message), []).append(node)
     return [
-        failed(f"{var}: {message} (on {_nodes(nodes)})", {"nodes": nodes}, fix=f"correct {var} in the inventory's env and re-apply", subject=var, node=nodes[0] if len(nodes) == 1 else None)
+        failed(
+            f"{var}: {message} (on {_nodes(nodes)})",
+            {"nodes": nodes},
+            fix=f"correct {var} in the inventory's env and re-apply",
+            subject=var,
+            node=nodes[0] if len(nodes) == 1 else None,
+        )
         for (var, message), nodes in by_problem.items()
     ]
 
@@ -119,13 +148,18 @@ def _logical_pods(ctx: ClusterContext, envs: Dict[str, Dict[str, Optional[str]]]
     out = []
     for logical, pods in members.items():
         if len(pods) > 1:
-            parts = [f"physical pod {pod if pod is not None else '(not planned)'}: {_nodes(nodes)}" for pod, nodes in pods.items()]
-            out.append(failed(
-                f"HCCL_LOGIC_SUPERPOD_ID={_shown(logical)} joins servers of {len(pods)} physical super-pods ({'; '.join(parts)}): HCCL picks the HCCS vNIC link between them and both ends time out",
-                {"logical": logical[:SHOWN_CHARS], "physical": {str(pod): nodes for pod, nodes in pods.items()}},
-                fix="give each physical pod its own logical ids (nodes[].logical_super_pod in the inventory) and re-apply",
-                subject="HCCL_LOGIC_SUPERPOD_ID",
-            ))
+            parts = [
+                f"physical pod {pod if pod is not None else '(not planned)'}: {_nodes(nodes)}"
+                for pod, nodes in pods.items()
+            ]
+            out.append(
+                failed(
+                    f"HCCL_LOGIC_SUPERPOD_ID={_shown(logical)} joins servers of {len(pods)} physical super-pods ({'; '.join(parts)}): HCCL picks the HCCS vNIC link between them and both ends time out",
+                    {"logical": logical[:SHOWN_CHARS], "physical": {str(pod): nodes for pod, nodes in pods.items()}},
+                    fix="give each physical pod its own logical ids (nodes[].logical_super_pod in the inventory) and re-apply",
+                    subject="HCCL_LOGIC_SUPERPOD_ID",
+                )
+            )
     return out
 
 
@@ -136,6 +170,14 @@ def _applies(desired) -> Optional[str]:
 
 
 CHECKS: List[Check] = [
-    Check("superpod.hccl_env", ("superpod", "job", "cluster"), "cluster", Severity.ERROR, "A3 HCCL settings agree across nodes and never join physical super-pods",
-          "set the A3 HCCL variables once in the inventory's env", hccl_env, applies=_applies),
+    Check(
+        "superpod.hccl_env",
+        ("superpod", "job", "cluster"),
+        "cluster",
+        Severity.ERROR,
+        "A3 HCCL settings agree across nodes and never join physical super-pods",
+        "set the A3 HCCL variables once in the inventory's env",
+        hccl_env,
+        applies=_applies,
+    ),
 ]

@@ -12,12 +12,12 @@ from collections import defaultdict
 from typing import Dict, Hashable, List, Mapping, Optional, Tuple, TypeVar
 
 from ascendprep import compat
+from ascendprep.base.findings import Severity
+from ascendprep.desired.state import SOFTWARE_KEYS
 from ascendprep.verify.checks.context import ClusterContext
 from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
 from ascendprep.verify.checks.software import PROBES, installed_version
 from ascendprep.verify.checks.text import SOFTWARE_NAMES, compact_names, who_differs
-from ascendprep.desired.state import SOFTWARE_KEYS
-from ascendprep.base.findings import Severity
 
 K = TypeVar("K", bound=Hashable)
 
@@ -49,16 +49,20 @@ def versions(ctx: ClusterContext) -> List[Verdict]:
         distinct = set(values.values())
         evidence = {"key": key, "versions": values}
         if len(distinct) == 1:
-            verdicts.append(passed(f"{name} {distinct.pop()} on all {len(values)} nodes that report it", evidence, subject=key))
+            verdicts.append(
+                passed(f"{name} {distinct.pop()} on all {len(values)} nodes that report it", evidence, subject=key)
+            )
             continue
         sentence = who_differs(values, compact_names, name)
-        verdicts.append(failed(
-            sentence,
-            evidence,
-            fix=f"install the same {name} on every node (HCCL checks version consistency at link setup: EI0008)",
-            subject=key,
-            node=_odd_one_out(values),
-        ))
+        verdicts.append(
+            failed(
+                sentence,
+                evidence,
+                fix=f"install the same {name} on every node (HCCL checks version consistency at link setup: EI0008)",
+                subject=key,
+                node=_odd_one_out(values),
+            )
+        )
     return verdicts
 
 
@@ -97,14 +101,16 @@ def compatibility(ctx: ClusterContext) -> List[Verdict]:
         if not issues:
             verdicts.append(passed(f"the stack is a documented combination{where}", evidence_base))
         for issue in issues:
-            verdicts.append(failed(
-                f"{issue.message}{where}",
-                {**evidence_base, "issue": issue.id, "sources": list(issue.sources)},
-                fix=issue.fix,
-                severity=Severity(issue.severity),
-                subject=issue.id,
-                node=nodes[0] if len(nodes) == 1 and len(stacks) > 1 else None,
-            ))
+            verdicts.append(
+                failed(
+                    f"{issue.message}{where}",
+                    {**evidence_base, "issue": issue.id, "sources": list(issue.sources)},
+                    fix=issue.fix,
+                    severity=Severity(issue.severity),
+                    subject=issue.id,
+                    node=nodes[0] if len(nodes) == 1 and len(stacks) > 1 else None,
+                )
+            )
     return verdicts
 
 
@@ -151,20 +157,54 @@ def duplicate_ips(ctx: ClusterContext) -> List[Verdict]:
     for address, owners in sorted(holders.items()):
         if len(owners) > 1:
             names = ", ".join(f"{node} npu {npu}" for node, npu in owners)
-            verdicts.append(failed(
-                f"device IP {address} is configured on {names}",
-                {"ip": address, "holders": [{"node": node, "npu": npu} for node, npu in owners]},
-                fix="give every NPU its own address: run 'ascendprep plan' and 'ascendprep apply'",
-                subject=address,
-            ))
+            verdicts.append(
+                failed(
+                    f"device IP {address} is configured on {names}",
+                    {"ip": address, "holders": [{"node": node, "npu": npu} for node, npu in owners]},
+                    fix="give every NPU its own address: run 'ascendprep plan' and 'ascendprep apply'",
+                    subject=address,
+                )
+            )
     if not verdicts:
         verdicts.append(passed(f"all {len(holders)} device IPs are distinct", {"count": len(holders)}))
     return verdicts
 
 
 CHECKS: List[Check] = [
-    Check("cluster.versions", ("cluster", "software"), "cluster", Severity.ERROR, "every version is the same on every node", "", versions),
-    Check("cluster.compat", ("cluster", "software"), "cluster", Severity.ERROR, "the software stack is a compatible combination", "", compatibility),
-    Check("cluster.tls", ("cluster", "network"), "cluster", Severity.ERROR, "the TLS switch is the same on every NPU", "", tls_consistent),
-    Check("cluster.duplicate_ip", ("cluster", "network"), "cluster", Severity.ERROR, "no device IP is used twice", "", duplicate_ips),
+    Check(
+        "cluster.versions",
+        ("cluster", "software"),
+        "cluster",
+        Severity.ERROR,
+        "every version is the same on every node",
+        "",
+        versions,
+    ),
+    Check(
+        "cluster.compat",
+        ("cluster", "software"),
+        "cluster",
+        Severity.ERROR,
+        "the software stack is a compatible combination",
+        "",
+        compatibility,
+    ),
+    Check(
+        "cluster.tls",
+        ("cluster", "network"),
+        "cluster",
+        Severity.ERROR,
+        "the TLS switch is the same on every NPU",
+        "",
+        tls_consistent,
+    ),
+    Check(
+        "cluster.duplicate_ip",
+        ("cluster", "network"),
+        "cluster",
+        Severity.ERROR,
+        "no device IP is used twice",
+        "",
+        duplicate_ips,
+    ),
 ]

@@ -7,13 +7,13 @@ bundle (:mod:`ascendprep.run.bundle`), so that both evaluate exactly the same wa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import date
+from functools import cached_property
 from typing import Dict, Optional, Tuple
 
 from ascendprep.desired.state import DesiredState, HccnSettings, NodeDesired
-from ascendprep.plan.drift import NpuPort, npu_port
 from ascendprep.facts.model import HccsPingResult, HostFacts, PingResult
+from ascendprep.plan.drift import NpuPort, npu_port
 from ascendprep.verify.mesh import PingPlan
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from ascendprep.base.findings import Severity
+from ascendprep.facts import port_stats
+from ascendprep.facts.model import CounterSample
 from ascendprep.inventory import thresholds as grey_thresholds
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
-from ascendprep.facts.model import CounterSample
-from ascendprep.base.findings import Severity
-from ascendprep.facts import port_stats
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,14 @@ def sample_pair(samples: Tuple[CounterSample, ...]) -> Tuple[Optional[CounterSam
 def counter_rate(counter: str, first: int, second: int, interval_s: float) -> CounterRate:
     """Growth per second; a counter that went down (cleared or wrapped) has no rate."""
     if second < first:
-        return CounterRate(counter, first, second, interval_s, None, f"went down from {first} to {second} (cleared or wrapped between the reads)")
+        return CounterRate(
+            counter,
+            first,
+            second,
+            interval_s,
+            None,
+            f"went down from {first} to {second} (cleared or wrapped between the reads)",
+        )
     return CounterRate(counter, first, second, interval_s, (second - first) / interval_s)
 
 
@@ -137,7 +144,11 @@ def port_counters(ctx: NodeContext, npu: int) -> List[Verdict]:
     first, second = sample_pair(samples)
     reference = first or second
     if reference is None:
-        return [skipped(f"hccn_tool -i {npu} -stat -g was read, but in no pass verify knows ({sorted({s.pass_number for s in samples})})")]
+        return [
+            skipped(
+                f"hccn_tool -i {npu} -stat -g was read, but in no pass verify knows ({sorted({s.pass_number for s in samples})})"
+            )
+        ]
     counts = reference.counters
     judged = [j for j in JUDGED if j.counter in counts]
     since_boot = {j.metric: counts[j.counter] for j in judged}
@@ -146,14 +157,26 @@ def port_counters(ctx: NodeContext, npu: int) -> List[Verdict]:
     if not judged:
         return [skipped(f"-stat -g lists none of the judged counters ({len(reference.counters)} others)", base)]
     if first is None or second is None:
-        return [skipped("counters were read once (--sample-interval 0): no rates; counts since boot are information only", base)]
+        return [
+            skipped(
+                "counters were read once (--sample-interval 0): no rates; counts since boot are information only", base
+            )
+        ]
     measured = rates(first, second)
     if not measured:
         return [skipped("the two reads carry no usable time stamps: no rates", base)]
     interval = next(iter(measured.values())).interval_s
     limits, shown_limits = _limits(ctx.desired)
-    known = {j.metric: _round(measured[j.counter].rate_per_s) for j in judged if j.counter in measured and measured[j.counter].rate_per_s is not None}  # type: ignore[arg-type]
-    unknown = {j.metric: measured[j.counter].problem or "not in both reads" for j in judged if j.counter not in measured or measured[j.counter].rate_per_s is None}
+    known: Dict[str, float] = {}
+    for j in judged:
+        per_s = measured[j.counter].rate_per_s if j.counter in measured else None
+        if per_s is not None:
+            known[j.metric] = _round(per_s)
+    unknown = {
+        j.metric: measured[j.counter].problem or "not in both reads"
+        for j in judged
+        if j.counter not in measured or measured[j.counter].rate_per_s is None
+    }
     evidence = {**base, "interval_s": _round(interval), "rates_per_s": known, "unknown": unknown}
     verdicts: List[Verdict] = []
     for item in judged:
@@ -181,9 +204,18 @@ def port_counters(ctx: NodeContext, npu: int) -> List[Verdict]:
             )
     if verdicts:
         return verdicts
-    note = f"; rate unknown for {', '.join(sorted(unknown))} ({'; '.join(sorted(set(unknown.values())))})" if unknown else ""
+    note = (
+        f"; rate unknown for {', '.join(sorted(unknown))} ({'; '.join(sorted(set(unknown.values())))})"
+        if unknown
+        else ""
+    )
     thresholds = {name: shown_limits[name] for name in dict.fromkeys(j.threshold for j in judged)}
-    return [passed(f"{len(known)} error and pause counters steady over {interval:.1f}s{note}", {**evidence, "thresholds": thresholds})]
+    return [
+        passed(
+            f"{len(known)} error and pause counters steady over {interval:.1f}s{note}",
+            {**evidence, "thresholds": thresholds},
+        )
+    ]
 
 
 CHECKS: List[Check] = [

@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ascendprep.base.findings import Severity
+from ascendprep.facts.model import HccsPingResult, HostFacts
+from ascendprep.inventory.superpods import vnic_address
 from ascendprep.verify.checks.context import ClusterContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
-from ascendprep.facts.model import HccsPingResult, HostFacts
-from ascendprep.base.findings import Severity
-from ascendprep.inventory.superpods import vnic_address
 
 A3 = "atlas-a3"
 
@@ -73,12 +73,16 @@ def _die(facts: Mapping[str, Optional[HostFacts]], node: str, devid: int) -> Die
     return Die(node, devid, npu.vnic_ip if npu is not None else None)
 
 
-def plan_hccs(nodes: Sequence[str], devids: Mapping[str, Sequence[int]], facts: Mapping[str, Optional[HostFacts]]) -> Tuple[HccsPair, ...]:
+def plan_hccs(
+    nodes: Sequence[str], devids: Mapping[str, Sequence[int]], facts: Mapping[str, Optional[HostFacts]]
+) -> Tuple[HccsPair, ...]:
     """The rings of each pod (see the module docstring); ``devids``: each node's planned device ids."""
     return _rings(pods_of(nodes, facts).values(), devids, lambda node, devid: _die(facts, node, devid))
 
 
-def _rings(pods: Iterable[Sequence[str]], devids: Mapping[str, Sequence[int]], die: Callable[[str, int], Die]) -> Tuple[HccsPair, ...]:
+def _rings(
+    pods: Iterable[Sequence[str]], devids: Mapping[str, Sequence[int]], die: Callable[[str, int], Die]
+) -> Tuple[HccsPair, ...]:
     """The pairs of each pod's ring (its servers in inventory order); ``die`` gives a die its vNIC."""
     pairs: List[HccsPair] = []
     seen = set()
@@ -165,27 +169,43 @@ def _evidence(pair: HccsPair, result: Optional[HccsPingResult]) -> Dict[str, obj
         "to": {"node": pair.target.node, "device": pair.target.devid, "vnic": pair.target.vnic},
     }
     if result is not None:
-        evidence.update({"sent": result.sent, "received": result.received, "loss_percent": result.loss_percent,
-                         "average_us": result.average_us, "max_us": result.max_us, "error": result.error})
+        evidence.update(
+            {
+                "sent": result.sent,
+                "received": result.received,
+                "loss_percent": result.loss_percent,
+                "average_us": result.average_us,
+                "max_us": result.max_us,
+                "error": result.error,
+            }
+        )
     return evidence
 
 
-_FIX = ("check the HCCS link of both dies (npu-smi info -t health, the device log) and that both "
-        "servers are in the same super-pod; by hand: hccn_tool -i {die} -hccs_ping -g address {vnic}")
+_FIX = (
+    "check the HCCS link of both dies (npu-smi info -t health, the device log) and that both "
+    "servers are in the same super-pod; by hand: hccn_tool -i {die} -hccs_ping -g address {vnic}"
+)
 
 
 def _judge(pair: HccsPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], HccsPingResult]]) -> Verdict:
     arrow = f"{pair.source} ↔ {pair.target}"
     subject = pair.subject
     if pair.target.vnic is None:
-        return could_not_check(f"{arrow}: the vNIC of {pair.target.node} device {pair.target.devid} could not be read", _evidence(pair, None), subject=subject)
+        return could_not_check(
+            f"{arrow}: the vNIC of {pair.target.node} device {pair.target.devid} could not be read",
+            _evidence(pair, None),
+            subject=subject,
+        )
     host = ctx.hosts.get(pair.source.node)
     if host is None or host.hccs_pings is None:
         reason = (host.hccs_error if host is not None else None) or "the HCCS ping phase did not run there"
         return could_not_check(f"{arrow}: {reason}", _evidence(pair, None), subject=subject)
     result = indexes[pair.source.node].get((pair.source.devid, pair.target.vnic))
     if result is None:
-        return could_not_check(f"{arrow}: the HCCS script did not report this ping", _evidence(pair, None), subject=subject)
+        return could_not_check(
+            f"{arrow}: the HCCS script did not report this ping", _evidence(pair, None), subject=subject
+        )
     evidence = _evidence(pair, result)
     if result.ok:
         latency = f", average {result.average_us:g} us" if result.average_us is not None else ""
@@ -194,7 +214,9 @@ def _judge(pair: HccsPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[in
     error = result.error or "failed"
     if result.sent is None and any(mark in error for mark in ("timed out", "still busy", "not run:", "not installed")):
         return could_not_check(f"{arrow}: {error}", evidence, subject=subject, fix=fix)
-    return failed(f"HCCS {arrow}: {error}", evidence, fix=fix, subject=subject, node=pair.target.node, npu=pair.target.devid)
+    return failed(
+        f"HCCS {arrow}: {error}", evidence, fix=fix, subject=subject, node=pair.target.node, npu=pair.target.devid
+    )
 
 
 def not_a3(desired) -> Optional[str]:
@@ -213,7 +235,11 @@ def hccs(ctx: ClusterContext) -> List[Verdict]:
         if not any(node_pod(f) is not None for f in facts.values()):
             return [skipped("no node reported a super-pod (spod-info), so there is no HCCS plane to ping")]
         return [skipped("no pod has two dies to pair")]
-    indexes = {name: {(r.npu, r.target): r for r in host.hccs_pings} for name, host in ctx.hosts.items() if host.hccs_pings is not None}
+    indexes = {
+        name: {(r.npu, r.target): r for r in host.hccs_pings}
+        for name, host in ctx.hosts.items()
+        if host.hccs_pings is not None
+    }
     verdicts = [_judge(pair, ctx, indexes) for pair in pairs]
     failed_subjects = {v.subject for v in verdicts if v.node is not None}
     blame = suspects(pairs, failed_subjects)
@@ -225,13 +251,23 @@ def hccs(ctx: ClusterContext) -> List[Verdict]:
         ends = [die for die in (pair.source, pair.target) if (die.node, die.devid) in blame]
         if len(ends) == 1:
             die = ends[0]
-            message = f"{verdict.message}; every HCCS pair of {die.node} device {die.devid} failed: its link is the suspect"
+            message = (
+                f"{verdict.message}; every HCCS pair of {die.node} device {die.devid} failed: its link is the suspect"
+            )
             verdict = replace(verdict, message=message, node=die.node, npu=die.devid)
         out.append(verdict)
     return out
 
 
 CHECKS: List[Check] = [
-    Check("cluster.hccs", ("cluster", "superpod"), "cluster", Severity.ERROR,
-          "every die reaches its pod peers over HCCS (-hccs_ping to their vNICs)", "", hccs, applies=not_a3),
+    Check(
+        "cluster.hccs",
+        ("cluster", "superpod"),
+        "cluster",
+        Severity.ERROR,
+        "every die reaches its pod peers over HCCS (-hccs_ping to their vNICs)",
+        "",
+        hccs,
+        applies=not_a3,
+    ),
 ]

@@ -26,7 +26,16 @@ DATA_PACKAGE = "ascendprep"
 DATA_PATH = "data/health_codes.yaml"
 
 #: The vendor's levels from the least to the most severe; the worst code of a chip decides.
-LEVEL_ORDER = ("NotHandle", "SubHealth", "RestartRequest", "RestartBusiness", "FreeRestartNPU", "RestartNPU", "PreSeparateNPU", "SeparateNPU")
+LEVEL_ORDER = (
+    "NotHandle",
+    "SubHealth",
+    "RestartRequest",
+    "RestartBusiness",
+    "FreeRestartNPU",
+    "RestartNPU",
+    "PreSeparateNPU",
+    "SeparateNPU",
+)
 UNKNOWN = "unknown"
 #: Codes one health answer may carry that are decoded (the rest are named as not decoded).
 MAX_CODES = 32
@@ -79,7 +88,11 @@ def parse_table(text: str, origin: str = DATA_PATH) -> CodeTable:
     levels: Dict[str, Level] = {}
     for name in LEVEL_ORDER:
         entry = (raw.get("levels") or {}).get(name)
-        if not isinstance(entry, dict) or entry.get("severity") not in ("error", "warning", "info") or not isinstance(entry.get("action"), str):
+        if (
+            not isinstance(entry, dict)
+            or entry.get("severity") not in ("error", "warning", "info")
+            or not isinstance(entry.get("action"), str)
+        ):
             raise HealthCodesError(f"{origin}: levels.{name}: needs severity (error|warning|info) and action")
         levels[name] = Level(name, Severity(entry["severity"]), entry["action"])
     codes: Dict[str, Tuple[str, Optional[str]]] = {}
@@ -126,12 +139,30 @@ def decode(error_code: Optional[str], npu: object = "<npu>", chip: object = "<ch
         entry = known.codes.get(code) if code else None
         if entry is None:
             what = "a code" if code else "not a hex or decimal code"
-            meanings.append(CodeMeaning(word, code, UNKNOWN, Severity.ERROR, f"unknown: {what} that the vendor's fault table (faultCode.json) does not list; read the device log (msnpureport) or ask the vendor"))
+            meanings.append(
+                CodeMeaning(
+                    word,
+                    code,
+                    UNKNOWN,
+                    Severity.ERROR,
+                    f"unknown: {what} that the vendor's fault table (faultCode.json) does not list; read the device log (msnpureport) or ask the vendor",
+                )
+            )
             continue
         level = known.levels[entry[0]]
-        meanings.append(CodeMeaning(word, code, level.name, level.severity, level.action.format(npu=npu, chip=chip), entry[1]))
+        meanings.append(
+            CodeMeaning(word, code, level.name, level.severity, level.action.format(npu=npu, chip=chip), entry[1])
+        )
     if len(words) > MAX_CODES:
-        meanings.append(CodeMeaning(f"(+{len(words) - MAX_CODES} more)", None, UNKNOWN, Severity.ERROR, "not decoded: more codes than ascendprep reads"))
+        meanings.append(
+            CodeMeaning(
+                f"(+{len(words) - MAX_CODES} more)",
+                None,
+                UNKNOWN,
+                Severity.ERROR,
+                "not decoded: more codes than ascendprep reads",
+            )
+        )
     return meanings
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
-from ascendprep.plan import drift
-from ascendprep.inventory import sysctl as sysctl_rules
-from ascendprep.verify.checks.context import NodeContext
-from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed
-from ascendprep.desired.state import DesiredState
 from ascendprep.base.findings import Severity
 from ascendprep.base.paths import SYSCTL_FILE
+from ascendprep.desired.state import DesiredState
+from ascendprep.inventory import sysctl as sysctl_rules
+from ascendprep.plan import drift
+from ascendprep.verify.checks.context import NodeContext
+from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed
 
 _APPLY = "run 'ascendprep plan' and 'ascendprep apply'"
 _NEEDS = ("node.reachable",)
@@ -33,7 +33,14 @@ def sysctl_minimum(ctx: NodeContext) -> List[Verdict]:
             verdicts.append(could_not_check(item.unknown, subject=key))
         elif item.drifted:
             relation = "at least " if isinstance(want, int) else ""
-            verdicts.append(failed(f"{key} is {item.have or '(empty)'}; it must be {relation}{want}", {"key": key, "live": have, "wanted": want}, fix=_APPLY, subject=key))
+            verdicts.append(
+                failed(
+                    f"{key} is {item.have or '(empty)'}; it must be {relation}{want}",
+                    {"key": key, "live": have, "wanted": want},
+                    fix=_APPLY,
+                    subject=key,
+                )
+            )
         else:
             verdicts.append(passed(f"{key} = {item.have}", {"key": key, "live": have, "wanted": want}, subject=key))
     return verdicts
@@ -64,13 +71,19 @@ def sysctl_persisted(ctx: NodeContext) -> Verdict:
     values = drift.sysctl_drifts(ctx.node, ctx.facts)
     item = drift.sysctl_file(ctx.node, ctx.facts, values)
     if saved is None:
-        return failed(f"{SYSCTL_FILE} does not exist: the kernel settings are lost at the next reboot", {"file": None}, fix=_APPLY)
+        return failed(
+            f"{SYSCTL_FILE} does not exist: the kernel settings are lost at the next reboot", {"file": None}, fix=_APPLY
+        )
     if item.unknown is not None:
         return could_not_check(item.unknown, {"file": SYSCTL_FILE})
     evidence = {"file": SYSCTL_FILE, "values": dict(saved.values), "sha256": item.have, "planned_sha256": item.want}
     if item.drifted:
         problems = drift.sysctl_file_problems(ctx.facts, values)
-        what = f"does not persist the planned values: {', '.join(problems)}" if problems else "differs from what apply writes (edited by hand?)"
+        what = (
+            f"does not persist the planned values: {', '.join(problems)}"
+            if problems
+            else "differs from what apply writes (edited by hand?)"
+        )
         return failed(f"{SYSCTL_FILE} {what}", evidence, fix=_APPLY)
     return passed(f"{SYSCTL_FILE} persists the planned values", evidence)
 
@@ -84,12 +97,25 @@ def firewall(ctx: NodeContext) -> List[Verdict]:
     for item in drift.firewall(policy, ctx.facts):
         name = item.key.split(":", 1)[1]
         state = getattr(ctx.facts.firewall, name)
-        evidence: Dict[str, Any] = {"tool": name, "active": item.have, "detail": state.detail if state else None, "policy": policy}
+        evidence: Dict[str, Any] = {
+            "tool": name,
+            "active": item.have,
+            "detail": state.detail if state else None,
+            "policy": policy,
+        }
         severity = drift.firewall_severity(policy, name)
         if item.unknown is not None:
             verdicts.append(replace(could_not_check(item.unknown, evidence, subject=name), severity=severity))
         elif item.drifted:
-            verdicts.append(failed(drift.firewall_problem(name, evidence["detail"]), evidence, fix=drift.firewall_fix(ctx.desired, name), severity=severity, subject=name))
+            verdicts.append(
+                failed(
+                    drift.firewall_problem(name, evidence["detail"]),
+                    evidence,
+                    fix=drift.firewall_fix(ctx.desired, name),
+                    severity=severity,
+                    subject=name,
+                )
+            )
         else:
             verdicts.append(passed(f"{name} is installed but not active", evidence, subject=name))
     if not verdicts:
@@ -112,16 +138,71 @@ def managed_files(ctx: NodeContext) -> List[Verdict]:
         elif item.have is None:
             verdicts.append(failed(f"{wanted.path} is missing", evidence, fix=_APPLY, subject=wanted.path))
         elif item.drifted:
-            verdicts.append(failed(f"{wanted.path} differs from the plan (edited by hand, or the inventory changed)", evidence, fix=_APPLY, subject=wanted.path))
+            verdicts.append(
+                failed(
+                    f"{wanted.path} differs from the plan (edited by hand, or the inventory changed)",
+                    evidence,
+                    fix=_APPLY,
+                    subject=wanted.path,
+                )
+            )
         else:
             verdicts.append(passed(f"{wanted.path} is as planned", evidence, subject=wanted.path))
     return verdicts
 
 
 CHECKS: List[Check] = [
-    Check("sysctl.minimum", ("sysctl",), "node", Severity.ERROR, "kernel settings at least as planned", _APPLY, sysctl_minimum, requires=_NEEDS),
-    Check("sysctl.reserved_ports", ("sysctl",), "node", Severity.ERROR, "reserved ports cover HCCL's host ports", _APPLY, reserved_ports, probes=(f"sysctl:{sysctl_rules.RESERVED_PORTS}",), requires=_NEEDS),
-    Check("sysctl.persisted", ("sysctl",), "node", Severity.WARNING, f"{SYSCTL_FILE} keeps the planned values over a reboot", _APPLY, sysctl_persisted, probes=("sysctl_file",), requires=_NEEDS),
-    Check("firewall.active", ("firewall",), "node", Severity.ERROR, "no firewall in the way, per the inventory's policy", "", firewall, requires=_NEEDS, applies=_firewall_policy),
-    Check("files.managed", ("files",), "node", Severity.ERROR, "managed files exist and equal the plan", _APPLY, managed_files, requires=_NEEDS),
+    Check(
+        "sysctl.minimum",
+        ("sysctl",),
+        "node",
+        Severity.ERROR,
+        "kernel settings at least as planned",
+        _APPLY,
+        sysctl_minimum,
+        requires=_NEEDS,
+    ),
+    Check(
+        "sysctl.reserved_ports",
+        ("sysctl",),
+        "node",
+        Severity.ERROR,
+        "reserved ports cover HCCL's host ports",
+        _APPLY,
+        reserved_ports,
+        probes=(f"sysctl:{sysctl_rules.RESERVED_PORTS}",),
+        requires=_NEEDS,
+    ),
+    Check(
+        "sysctl.persisted",
+        ("sysctl",),
+        "node",
+        Severity.WARNING,
+        f"{SYSCTL_FILE} keeps the planned values over a reboot",
+        _APPLY,
+        sysctl_persisted,
+        probes=("sysctl_file",),
+        requires=_NEEDS,
+    ),
+    Check(
+        "firewall.active",
+        ("firewall",),
+        "node",
+        Severity.ERROR,
+        "no firewall in the way, per the inventory's policy",
+        "",
+        firewall,
+        requires=_NEEDS,
+        applies=_firewall_policy,
+    ),
+    Check(
+        "files.managed",
+        ("files",),
+        "node",
+        Severity.ERROR,
+        "managed files exist and equal the plan",
+        _APPLY,
+        managed_files,
+        requires=_NEEDS,
+    ),
 ]

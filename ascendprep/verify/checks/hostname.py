@@ -19,11 +19,11 @@ from __future__ import annotations
 import weakref
 from typing import Any, Dict, List, Optional
 
+from ascendprep.base.findings import Severity
+from ascendprep.facts.netaddr import held_by, interface_holding, ip_literal, is_loopback
+from ascendprep.inventory.load import Inventory
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
-from ascendprep.base.findings import Severity
-from ascendprep.inventory.load import Inventory
-from ascendprep.facts.netaddr import held_by, interface_holding, ip_literal, is_loopback
 
 #: The last inventory's address -> node name map (built once per run: rebuilding it for every
 #: node made this check quadratic in the node count).
@@ -43,6 +43,7 @@ def _address_owners(inventory: Inventory) -> Dict[str, str]:
         _owners_cache[:] = [weakref.ref(inventory), owners]
     return _owners_cache[1]
 
+
 _FIX = "edit /etc/hosts (or DNS) so that the node's hostname maps to its own cluster address"
 
 
@@ -50,8 +51,7 @@ def _fix(node: str, hostname: str, address: Optional[str], loopback: List[str]) 
     if address is None:
         return f"on {node}, map '{hostname}' to the node's own cluster address in /etc/hosts (or DNS)"
     if loopback:
-        return (f"on {node}, edit /etc/hosts: replace the line '{loopback[0]} {hostname}' with "
-                f"'{address} {hostname}'")
+        return f"on {node}, edit /etc/hosts: replace the line '{loopback[0]} {hostname}' with '{address} {hostname}'"
     return f"on {node}, add the line '{address} {hostname}' to /etc/hosts (or fix its DNS record)"
 
 
@@ -69,8 +69,12 @@ def hostname_resolves(ctx: NodeContext) -> Verdict:
     owners = _address_owners(ctx.desired.inventory)
     others = {a: owners[a] for a in resolved if owners.get(a, name) != name}
     held = held_by(facts.addresses)
-    evidence: Dict[str, Any] = {"hostname": hostname, "resolves_to": resolved, "inventory_address": address,
-                                "interface": interface_holding(address, facts.addresses) if address else None}
+    evidence: Dict[str, Any] = {
+        "hostname": hostname,
+        "resolves_to": resolved,
+        "inventory_address": address,
+        "interface": interface_holding(address, facts.addresses) if address else None,
+    }
     # set_env.sh binds the sockets only where it knows the node's address (see the docstring).
     severity = Severity.WARNING if address is not None else Severity.ERROR
     loopback = [a for a in resolved if is_loopback(a)]
@@ -86,15 +90,29 @@ def hostname_resolves(ctx: NodeContext) -> Verdict:
         problem = f"hostname '{hostname}' resolves to {', '.join(foreign)}, which no interface of {name} holds"
     else:
         return passed(f"hostname '{hostname}' resolves to {', '.join(resolved)}", evidence)
-    protected = ("; set_env.sh and verify --allreduce bind the node's interface, other launchers do not"
-                 if address is not None else
-                 "; nothing binds this node's interface (the inventory names it by hostname, not address)")
-    return failed(problem + ", so its ranks advertise an address their peers cannot reach" + protected,
-                  evidence, fix=_fix(name, hostname, address, loopback), severity=severity)
+    protected = (
+        "; set_env.sh and verify --allreduce bind the node's interface, other launchers do not"
+        if address is not None
+        else "; nothing binds this node's interface (the inventory names it by hostname, not address)"
+    )
+    return failed(
+        problem + ", so its ranks advertise an address their peers cannot reach" + protected,
+        evidence,
+        fix=_fix(name, hostname, address, loopback),
+        severity=severity,
+    )
 
 
 CHECKS: List[Check] = [
-    Check("node.hostname", ("node",), "node", Severity.WARNING,
-          "the node's hostname resolves to its own address, not loopback", _FIX, hostname_resolves,
-          probes=("hostname.resolve",), requires=("node.reachable",)),
+    Check(
+        "node.hostname",
+        ("node",),
+        "node",
+        Severity.WARNING,
+        "the node's hostname resolves to its own address, not loopback",
+        _FIX,
+        hostname_resolves,
+        probes=("hostname.resolve",),
+        requires=("node.reachable",),
+    ),
 ]

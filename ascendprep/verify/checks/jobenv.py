@@ -19,14 +19,14 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
+from ascendprep.base.findings import Severity
+from ascendprep.base.paths import RANK_TABLE, SET_ENV_SH
 from ascendprep.desired import envfiles
+from ascendprep.facts.jobenv import import_error_line
+from ascendprep.facts.jobenv_model import JobEnv, ShellEnv, Visibility
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.verify.checks.software import installed_version
-from ascendprep.base.findings import Severity
-from ascendprep.facts.jobenv import import_error_line
-from ascendprep.facts.jobenv_model import JobEnv, ShellEnv, Visibility
-from ascendprep.base.paths import RANK_TABLE, SET_ENV_SH
 
 _NOT_READ = "the job environment was not read (a gather from an older ascendprep)"
 _PROFILE_GREP = "grep -rn {var} /etc/profile /etc/profile.d /etc/environment ~/.profile ~/.bash_profile ~/.bashrc"
@@ -65,7 +65,9 @@ def rank_table(ctx: NodeContext) -> Verdict:
     }
     problems: List[str] = []
     if login is not None and login != planned:
-        why = "the inventory does not ask for rank-table launch" if planned is None else f"the plan's table is {planned}"
+        why = (
+            "the inventory does not ask for rank-table launch" if planned is None else f"the plan's table is {planned}"
+        )
         problems.append(f"the login environment sets RANK_TABLE_FILE={login!r} (a site profile), but {why}")
     if job.launch is not None and launch != planned:
         if planned is None:
@@ -78,14 +80,18 @@ def rank_table(ctx: NodeContext) -> Verdict:
         return failed(
             "; ".join(problems) + " (HCCL then initialises from a table that does not match the job: EI0014)",
             evidence,
-            fix=("remove the export (" + _PROFILE_GREP.format(var="RANK_TABLE_FILE") + ") and run 'ascendprep apply'"
-                 if planned is None else "run 'ascendprep apply' and remove other RANK_TABLE_FILE exports from the profiles"),
+            fix=(
+                "remove the export (" + _PROFILE_GREP.format(var="RANK_TABLE_FILE") + ") and run 'ascendprep apply'"
+                if planned is None
+                else "run 'ascendprep apply' and remove other RANK_TABLE_FILE exports from the profiles"
+            ),
         )
     if strays:
         return failed(
             f"rank tables the plan does not use: {', '.join(repr(p) for p in strays)} (a job pointed at one fails with EI0014 or starts a stale cluster)",
             evidence,
-            fix=f"remove the stale tables ({' '.join(strays)})" + ("" if planned else "; set training.rank_table: true in the inventory if you launch from a rank table"),
+            fix=f"remove the stale tables ({' '.join(strays)})"
+            + ("" if planned else "; set training.rank_table: true in the inventory if you launch from a rank table"),
             severity=Severity.WARNING,
         )
     if planned is None:
@@ -135,22 +141,30 @@ def connect_timeout(ctx: NodeContext) -> Verdict:
         elif seconds < required:
             problems.append(f"HCCL_CONNECT_TIMEOUT is {shown} in {where}")
     if job.launch is None and login is None:
-        problems.append(f"HCCL_CONNECT_TIMEOUT is unset in the login environment (HCCL's default {envfiles.HCCL_CONNECT_TIMEOUT_DEFAULT_S} s) and {SET_ENV_SH} is not there")
+        problems.append(
+            f"HCCL_CONNECT_TIMEOUT is unset in the login environment (HCCL's default {envfiles.HCCL_CONNECT_TIMEOUT_DEFAULT_S} s) and {SET_ENV_SH} is not there"
+        )
     if problems:
         return failed(
-            "; ".join(problems) + f"; {nodes} node(s) need at least {required} s to start (else 'wait socket establish timeout', EI0006)",
+            "; ".join(problems)
+            + f"; {nodes} node(s) need at least {required} s to start (else 'wait socket establish timeout', EI0006)",
             evidence,
             fix=f"remove or raise the export ({_PROFILE_GREP.format(var='HCCL_CONNECT_TIMEOUT')}); 'ascendprep apply' writes {envfiles.connect_timeout_for(nodes)} s to env.sh",
         )
     effective = launch if job.launch is not None else login
-    return passed(f"HCCL_CONNECT_TIMEOUT is {effective} s where jobs start (at least the {required} s {nodes} node(s) need)", evidence)
+    return passed(
+        f"HCCL_CONNECT_TIMEOUT is {effective} s where jobs start (at least the {required} s {nodes} node(s) need)",
+        evidence,
+    )
 
 
 # --- job.container ----------------------------------------------------------------------------
 
 
 def _davinci(items: Tuple[str, ...]) -> List[str]:
-    return sorted((i for i in items if re.fullmatch(r"dev:/dev/davinci[0-9]+", i)), key=lambda i: int(i.rsplit("davinci", 1)[1]))
+    return sorted(
+        (i for i in items if re.fullmatch(r"dev:/dev/davinci[0-9]+", i)), key=lambda i: int(i.rsplit("davinci", 1)[1])
+    )
 
 
 def _label(item: str) -> str:
@@ -173,7 +187,14 @@ def container(ctx: NodeContext) -> Verdict:
     missing = [item for item in host.present if item not in seen and item not in host_npus]
     if len(inside_npus) < min(ctx.node.nproc, len(host_npus)):
         missing = [item for item in host_npus if item not in seen] + missing
-    evidence = {"via": via, "missing": missing, "host_sees": list(host.present), "wrapper_sees": list(inside.present), "npu_devices_inside": len(inside_npus), "planned_npus": ctx.node.nproc}
+    evidence = {
+        "via": via,
+        "missing": missing,
+        "host_sees": list(host.present),
+        "wrapper_sees": list(inside.present),
+        "npu_devices_inside": len(inside_npus),
+        "planned_npus": ctx.node.nproc,
+    }
     if missing:
         return failed(
             f"{via} does not see what the host has: {', '.join(_label(i) for i in missing)}",
@@ -181,7 +202,9 @@ def container(ctx: NodeContext) -> Verdict:
             fix="start the container with them: --device for each /dev/davinci<N>, /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc; "
             "-v (read-only) /usr/local/Ascend/driver, hccn_tool, /etc/hccn.conf and /etc/ascendprep",
         )
-    return passed(f"{via} sees what the host has ({len(inside.present)} items, {len(inside_npus)} NPU devices)", evidence)
+    return passed(
+        f"{via} sees what the host has ({len(inside.present)} items, {len(inside_npus)} NPU devices)", evidence
+    )
 
 
 # --- job.nnal ---------------------------------------------------------------------------------
@@ -222,7 +245,12 @@ def torch_npu_import(ctx: NodeContext) -> Verdict:
     python = ctx.facts.python
     metadata = python.packages.get("torch_npu") if python is not None else None
     result = job.torch_npu
-    evidence = {"interpreter": ctx.desired.inventory.model.software.python_path, "torch_npu_metadata": metadata, "rc": result.rc, "output": result.error}
+    evidence = {
+        "interpreter": ctx.desired.inventory.model.software.python_path,
+        "torch_npu_metadata": metadata,
+        "rc": result.rc,
+        "output": result.error,
+    }
     if result.ok:
         return passed(f"import torch_npu works (torch_npu {result.version})", {**evidence, "version": result.version})
     cause = import_error_line(result.error)
@@ -236,17 +264,59 @@ def torch_npu_import(ctx: NodeContext) -> Verdict:
 
 
 CHECKS: List[Check] = [
-    Check("job.rank_table", ("job", "files"), "node", Severity.ERROR, "RANK_TABLE_FILE only as planned, no stray rank tables",
-          "remove stray RANK_TABLE_FILE exports and rank tables", rank_table,
-          probes=("job.login", "job.launch", "job.rank_tables"), requires=("node.reachable",)),
-    Check("job.connect_timeout", ("job",), "node", Severity.ERROR, "HCCL_CONNECT_TIMEOUT in effect covers the cluster's start",
-          "raise HCCL_CONNECT_TIMEOUT where the site profile sets it", connect_timeout,
-          probes=("job.login", "job.launch"), requires=("node.reachable",)),
-    Check("job.container", ("job",), "node", Severity.ERROR, "the --exec-via container sees the devices, tools, driver and env files",
-          "pass the devices and mounts into the container", container,
-          probes=("job.visible", "job.host_visible"), requires=("node.reachable",)),
-    Check("job.nnal", ("job", "software"), "node", Severity.WARNING, "NNAL/ATB matches CANN (when installed)",
-          "install the NNAL package of the installed CANN", nnal, probes=("job.nnal",), requires=("node.reachable",)),
-    Check("job.torch_npu_import", ("job", "software"), "node", Severity.ERROR, "import torch_npu works in the training interpreter",
-          "install a torch_npu that matches torch and CANN", torch_npu_import, probes=("job.torch_npu",), requires=("node.reachable",)),
+    Check(
+        "job.rank_table",
+        ("job", "files"),
+        "node",
+        Severity.ERROR,
+        "RANK_TABLE_FILE only as planned, no stray rank tables",
+        "remove stray RANK_TABLE_FILE exports and rank tables",
+        rank_table,
+        probes=("job.login", "job.launch", "job.rank_tables"),
+        requires=("node.reachable",),
+    ),
+    Check(
+        "job.connect_timeout",
+        ("job",),
+        "node",
+        Severity.ERROR,
+        "HCCL_CONNECT_TIMEOUT in effect covers the cluster's start",
+        "raise HCCL_CONNECT_TIMEOUT where the site profile sets it",
+        connect_timeout,
+        probes=("job.login", "job.launch"),
+        requires=("node.reachable",),
+    ),
+    Check(
+        "job.container",
+        ("job",),
+        "node",
+        Severity.ERROR,
+        "the --exec-via container sees the devices, tools, driver and env files",
+        "pass the devices and mounts into the container",
+        container,
+        probes=("job.visible", "job.host_visible"),
+        requires=("node.reachable",),
+    ),
+    Check(
+        "job.nnal",
+        ("job", "software"),
+        "node",
+        Severity.WARNING,
+        "NNAL/ATB matches CANN (when installed)",
+        "install the NNAL package of the installed CANN",
+        nnal,
+        probes=("job.nnal",),
+        requires=("node.reachable",),
+    ),
+    Check(
+        "job.torch_npu_import",
+        ("job", "software"),
+        "node",
+        Severity.ERROR,
+        "import torch_npu works in the training interpreter",
+        "install a torch_npu that matches torch and CANN",
+        torch_npu_import,
+        probes=("job.torch_npu",),
+        requires=("node.reachable",),
+    ),
 ]

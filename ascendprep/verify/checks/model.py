@@ -75,7 +75,13 @@ class Verdict:
 # verdicts per host, and keyword arguments through ``**where`` cost more.
 
 
-def passed(message: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, node: Optional[str] = None, npu: Optional[int] = None) -> Verdict:
+def passed(
+    message: str,
+    evidence: Optional[Dict[str, Any]] = None,
+    subject: Optional[str] = None,
+    node: Optional[str] = None,
+    npu: Optional[int] = None,
+) -> Verdict:
     return Verdict(_PASSED, message, evidence or NO_EVIDENCE, None, None, subject, node, npu)
 
 
@@ -91,12 +97,25 @@ def failed(
     return Verdict(_FAILED, message, evidence or NO_EVIDENCE, severity, fix, subject, node, npu)
 
 
-def could_not_check(reason: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, fix: Optional[str] = None, node: Optional[str] = None, npu: Optional[int] = None) -> Verdict:
+def could_not_check(
+    reason: str,
+    evidence: Optional[Dict[str, Any]] = None,
+    subject: Optional[str] = None,
+    fix: Optional[str] = None,
+    node: Optional[str] = None,
+    npu: Optional[int] = None,
+) -> Verdict:
     """A failure: the check needed a value that a probe could not read."""
     return Verdict(_FAILED, COULD_NOT_CHECK + reason, evidence or NO_EVIDENCE, None, fix, subject, node, npu)
 
 
-def skipped(reason: str, evidence: Optional[Dict[str, Any]] = None, subject: Optional[str] = None, node: Optional[str] = None, npu: Optional[int] = None) -> Verdict:
+def skipped(
+    reason: str,
+    evidence: Optional[Dict[str, Any]] = None,
+    subject: Optional[str] = None,
+    node: Optional[str] = None,
+    npu: Optional[int] = None,
+) -> Verdict:
     return Verdict(_SKIPPED, reason, evidence or NO_EVIDENCE, None, None, subject, node, npu)
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ascendprep.base.findings import Severity
+from ascendprep.base.paths import HCCN_CONF
+from ascendprep.desired.state import DesiredState
+from ascendprep.facts.model import LinkRecord, LinkStat, NpuFacts
 from ascendprep.plan import drift
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.verify.checks.text import parse_asctime
-from ascendprep.desired.state import DesiredState
-from ascendprep.facts.model import LinkRecord, LinkStat, NpuFacts
-from ascendprep.base.findings import Severity
-from ascendprep.base.paths import HCCN_CONF
 
 #: A link that went down within this window before the tool's current time counts as a flap.
 FLAP_WINDOW = timedelta(hours=24)
@@ -50,7 +50,9 @@ def ip(ctx: NodeContext, npu: int) -> Verdict:
     planned = {"ip": want.ip, "netmask": want.netmask}
     evidence = {"live": _same({"ip": live.ip, "netmask": live.netmask}, planned), "planned": planned}
     if item.have["device"] != item.want:
-        return failed(f"device IP is {_cidr(live.ip, live.netmask)}; the plan says {want.ip}/{want.netmask}", evidence, fix=_APPLY)
+        return failed(
+            f"device IP is {_cidr(live.ip, live.netmask)}; the plan says {want.ip}/{want.netmask}", evidence, fix=_APPLY
+        )
     return passed(f"device IP {want.ip}/{want.netmask} as planned", evidence)
 
 
@@ -65,12 +67,20 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
     if unread:
         return could_not_check("; ".join(dict.fromkeys(e.message for e in unread)), {"file": None})
     if conf is None:
-        return failed(f"{HCCN_CONF} does not exist: the device settings are lost at the next driver restart", {"file": None}, fix=_APPLY)
+        return failed(
+            f"{HCCN_CONF} does not exist: the device settings are lost at the next driver restart",
+            {"file": None},
+            fix=_APPLY,
+        )
     planned = {"address": want.ip, "netmask": want.netmask, "gateway": want.gateway, "netdetect": want.netdetect}
     in_file = port.in_file
     file_values = {key: in_file.get(key) for key, _ in drift.HCCN_CONF_KEYS}
     live_values = {key: getattr(live, attribute) for key, attribute in drift.HCCN_CONF_KEYS}
-    evidence: Dict[str, Any] = {"file": _same(file_values, planned), "device": _same(live_values, planned), "planned": planned}
+    evidence: Dict[str, Any] = {
+        "file": _same(file_values, planned),
+        "device": _same(live_values, planned),
+        "planned": planned,
+    }
     problems = []
     for key in port.stale:
         file_value, on_device = file_values[key], live_values[key]
@@ -81,7 +91,11 @@ def hccn_conf(ctx: NodeContext, npu: int) -> Verdict:
         evidence["duplicates"] = doubled
         problems.append(f"{', '.join(doubled)} appear more than once (hand edits)")
     if problems:
-        return failed(f"{HCCN_CONF} is stale: " + "; ".join(problems), evidence, fix=f"{_APPLY} (it rewrites the file through hccn_tool)")
+        return failed(
+            f"{HCCN_CONF} is stale: " + "; ".join(problems),
+            evidence,
+            fix=f"{_APPLY} (it rewrites the file through hccn_tool)",
+        )
     return passed(f"{HCCN_CONF} matches the device", evidence)
 
 
@@ -104,7 +118,11 @@ def gateway(ctx: NodeContext, npu: int) -> Verdict:
     if item is not None and item.want is None:
         evidence = {"live": live, "planned": None}
         if live is not None:
-            return failed(f"gateway is {live}; the plan has none (device_network.gateway is not set for this NPU)", evidence, fix=_APPLY)
+            return failed(
+                f"gateway is {live}; the plan has none (device_network.gateway is not set for this NPU)",
+                evidence,
+                fix=_APPLY,
+            )
         return passed("no gateway, as planned", evidence)
     return _as_planned(item, "gateway", "no gateway is planned (device_network.gateway is not set)", live)
 
@@ -138,7 +156,11 @@ def net_health(ctx: NodeContext, npu: int) -> Verdict:
     else:
         target = live.netdetect or "the detect IP"
         fix = f"check that {target} answers: hccn_tool -i {npu} -ping -g address {target}"
-    return failed(f"net health status is {live.net_health or 'unknown'} (detect IP {live.netdetect or 'not set'})", evidence, fix=fix)
+    return failed(
+        f"net health status is {live.net_health or 'unknown'} (detect IP {live.netdetect or 'not set'})",
+        evidence,
+        fix=fix,
+    )
 
 
 def _no_neighbour(npu: int, link: Optional[str], expected: Optional[Dict[str, str]]) -> Verdict:
@@ -153,7 +175,11 @@ def _no_neighbour(npu: int, link: Optional[str], expected: Optional[Dict[str, st
             fix=f"enable LLDP on the switch port{port} (e.g. 'lldp enable' globally and on the interface), then check with hccn_tool -i {npu} -lldp -g",
         )
     if link == "DOWN":
-        return failed("no LLDP neighbour: the link is down", evidence, fix="bring the link up first (network.link): check the cable and the switch port")
+        return failed(
+            "no LLDP neighbour: the link is down",
+            evidence,
+            fix="bring the link up first (network.link): check the cable and the switch port",
+        )
     return failed(
         "no LLDP neighbour (link state unknown)",
         evidence,
@@ -195,10 +221,19 @@ def tls(ctx: NodeContext, npu: int) -> Verdict:
         return skipped("no TLS switch is planned for this NPU")
     if state is None or item.unknown is not None:
         return failed("TLS state unknown", {"planned": item.want}, fix=_APPLY)
-    evidence = {"switch": state.switch, "certificates": state.certificates, "enabled": state.enabled, "planned": item.want}
+    evidence = {
+        "switch": state.switch,
+        "certificates": state.certificates,
+        "enabled": state.enabled,
+        "planned": item.want,
+    }
     words = {0: "disabled", 1: "enabled"}
     if item.drifted:
-        return failed(f"TLS is {words[item.have]}; the plan says {words[item.want]}", evidence, fix=f"{_APPLY} (hccn_tool -i {npu} -tls -s enable {item.want})")
+        return failed(
+            f"TLS is {words[item.have]}; the plan says {words[item.want]}",
+            evidence,
+            fix=f"{_APPLY} (hccn_tool -i {npu} -tls -s enable {item.want})",
+        )
     return passed(f"TLS switch {item.want} as planned", evidence)
 
 
@@ -291,19 +326,49 @@ def _planned_anywhere(attribute: str, reason: str) -> Callable[[DesiredState], O
     return applies
 
 
-def _npu_check(id: str, title: str, run: Any, probes: Tuple[str, ...], severity: Severity = Severity.ERROR, applies: Optional[Callable[[DesiredState], Optional[str]]] = None) -> Check:
+def _npu_check(
+    id: str,
+    title: str,
+    run: Any,
+    probes: Tuple[str, ...],
+    severity: Severity = Severity.ERROR,
+    applies: Optional[Callable[[DesiredState], Optional[str]]] = None,
+) -> Check:
     return Check(id, ("network",), "npu", severity, title, _APPLY, run, probes=probes, requires=_NEEDS, applies=applies)
 
 
 CHECKS: List[Check] = [
     _npu_check("network.ip", "live device IP and netmask equal the plan", ip, ("hccn.ip",)),
-    _npu_check("network.hccn_conf", f"{HCCN_CONF} holds the live values (what a driver restart re-applies)", hccn_conf, ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn_conf")),
+    _npu_check(
+        "network.hccn_conf",
+        f"{HCCN_CONF} holds the live values (what a driver restart re-applies)",
+        hccn_conf,
+        ("hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn_conf"),
+    ),
     _npu_check("network.gateway", "gateway as planned (none where none is planned)", gateway, ("hccn.gateway",)),
-    _npu_check("network.netdetect", "detect IP as planned", netdetect, ("hccn.netdetect",), applies=_planned_anywhere("netdetect", "no detect IP is planned")),
+    _npu_check(
+        "network.netdetect",
+        "detect IP as planned",
+        netdetect,
+        ("hccn.netdetect",),
+        applies=_planned_anywhere("netdetect", "no detect IP is planned"),
+    ),
     _npu_check("network.link", "link is UP", link, ("hccn.link",)),
     _npu_check("network.net_health", "net health status is Success", net_health, ("hccn.net_health",)),
-    _npu_check("network.lldp", "a switch is seen over LLDP (the planned one when cabling is given)", lldp, ("hccn.lldp",)),
-    _npu_check("network.tls", "TLS switch as planned", tls, ("hccn.tls",), applies=_planned_anywhere("tls", "the inventory does not set device_network.tls (cluster.tls still checks that all NPUs agree)")),
-    _npu_check("network.link_flaps", "no recent link flaps", link_flaps, ("hccn.link_stat",), severity=Severity.WARNING),
+    _npu_check(
+        "network.lldp", "a switch is seen over LLDP (the planned one when cabling is given)", lldp, ("hccn.lldp",)
+    ),
+    _npu_check(
+        "network.tls",
+        "TLS switch as planned",
+        tls,
+        ("hccn.tls",),
+        applies=_planned_anywhere(
+            "tls", "the inventory does not set device_network.tls (cluster.tls still checks that all NPUs agree)"
+        ),
+    ),
+    _npu_check(
+        "network.link_flaps", "no recent link flaps", link_flaps, ("hccn.link_stat",), severity=Severity.WARNING
+    ),
     _npu_check("network.optical", "optical module present", optical, ("hccn.optical",)),
 ]

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ascendprep.base.findings import Severity
+from ascendprep.base.paths import HCCN_TOOL_IN_HOME, NPU_SMI_IN_HOME
 from ascendprep.verify.checks import health_codes
 from ascendprep.verify.checks.context import NodeContext, chip_devids
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed
-from ascendprep.base.findings import Severity
-from ascendprep.base.paths import HCCN_TOOL_IN_HOME, NPU_SMI_IN_HOME
 
 _REACH_FIX = {
     "unreachable": "check that the host is up and sshd listens on the inventory's address and port",
@@ -29,7 +29,11 @@ def reachable(ctx: NodeContext) -> Verdict:
     if host.facts is None:
         kind = host.error_kind or "error"
         fix = _REACH_FIX.get(kind, "read the error; run 'ascendprep verify' again once it is fixed")
-        return failed(f"{ctx.name} ({host.address}) could not be read: {host.error or 'unknown error'}", {**where, "kind": kind, "error": host.error}, fix=fix)
+        return failed(
+            f"{ctx.name} ({host.address}) could not be read: {host.error or 'unknown error'}",
+            {**where, "kind": kind, "error": host.error},
+            fix=fix,
+        )
     cut = host.facts.errors_for("gather")
     if cut:
         return failed(
@@ -37,7 +41,10 @@ def reachable(ctx: NodeContext) -> Verdict:
             {**where, "errors": [e.message for e in cut]},
             fix="run the gather again; if it keeps stopping, look at the host's shell and /tmp (the script needs mktemp)",
         )
-    return passed(f"{ctx.name} answered and its facts were gathered in {host.seconds:.1f}s", {**where, "seconds": round(host.seconds, 2), "hostname": host.facts.hostname})
+    return passed(
+        f"{ctx.name} answered and its facts were gathered in {host.seconds:.1f}s",
+        {**where, "seconds": round(host.seconds, 2), "hostname": host.facts.hostname},
+    )
 
 
 def _tool(ctx: NodeContext, attribute: str, probe: str, name: str, fallback: str) -> Verdict:
@@ -49,7 +56,11 @@ def _tool(ctx: NodeContext, attribute: str, probe: str, name: str, fallback: str
     if errors:
         return could_not_check(f"locating {name}: {errors[0].message}", {"errors": [e.message for e in errors]})
     home = facts.ascend_home or "/usr/local/Ascend"
-    return failed(f"{name} is not installed (not on PATH, not at {home}/{fallback})", {"path": None}, fix="install the Ascend driver package (it ships hccn_tool and npu-smi)")
+    return failed(
+        f"{name} is not installed (not on PATH, not at {home}/{fallback})",
+        {"path": None},
+        fix="install the Ascend driver package (it ships hccn_tool and npu-smi)",
+    )
 
 
 def hccn_tool(ctx: NodeContext) -> Verdict:
@@ -65,7 +76,12 @@ def npu_count(ctx: NodeContext) -> Verdict:
     if listing is None:
         return could_not_check("npu-smi info -l printed nothing usable")
     devids = sorted(chip_devids(ctx.facts).values())
-    evidence = {"npu_smi_total": listing.total_count, "npus_listed": len(listing.devices), "device_ids": devids, "planned": ctx.node.nproc}
+    evidence = {
+        "npu_smi_total": listing.total_count,
+        "npus_listed": len(listing.devices),
+        "device_ids": devids,
+        "planned": ctx.node.nproc,
+    }
     if len(devids) != ctx.node.nproc:
         chips = "" if len(devids) == len(listing.devices) else f" ({len(listing.devices)} NPUs)"
         return failed(
@@ -83,13 +99,19 @@ def npu_health(ctx: NodeContext, npu: int) -> Verdict:
         errors = facts.errors_for("npu_smi.list")
         if errors or facts.npu_smi is None:
             return could_not_check(errors[0].message if errors else "npu-smi info -l printed nothing usable")
-        return failed(f"npu-smi does not list device id {npu}", {"listed": sorted(chip_devids(facts).values())}, fix="look for the missing NPU in npu-smi info (seating, power, driver load)")
+        return failed(
+            f"npu-smi does not list device id {npu}",
+            {"listed": sorted(chip_devids(facts).values())},
+            fix="look for the missing NPU in npu-smi info (seating, power, driver load)",
+        )
     npu_id, chip = where
     health = next((h for h in facts.npu_health if h.npu_id == npu_id and h.chip == chip), None)
     evidence: Dict[str, Optional[object]] = {"npu_smi_id": npu_id, "chip": chip}
     if health is None:
         errors = facts.errors_for("npu_smi.health", npu_id)
-        return could_not_check(errors[0].message if errors else f"npu-smi gave no health for NPU {npu_id} chip {chip}", evidence)
+        return could_not_check(
+            errors[0].message if errors else f"npu-smi gave no health for NPU {npu_id} chip {chip}", evidence
+        )
     evidence.update({"health": health.health, "error_code": health.error_code, "error_info": health.error_info})
     meanings = health_codes.decode(health.error_code, npu_id, chip)
     if meanings:
@@ -101,16 +123,65 @@ def npu_health(ctx: NodeContext, npu: int) -> Verdict:
         return failed(
             f"npu-smi health is {health.health}{detail}{info}",
             evidence,
-            fix=(decider.action if decider is not None else f"read 'npu-smi info -i {npu_id} -c {chip} -t health' and the device log; an Alarm/Critical NPU needs a reset or a replacement"),
+            fix=(
+                decider.action
+                if decider is not None
+                else f"read 'npu-smi info -i {npu_id} -c {chip} -t health' and the device log; an Alarm/Critical NPU needs a reset or a replacement"
+            ),
             severity=health_codes.severity_of(health.health, meanings),
         )
     return passed("npu-smi health is OK", evidence)
 
 
 CHECKS: List[Check] = [
-    Check("node.reachable", ("node",), "node", Severity.ERROR, "the node answers over SSH and its facts are gathered", "", reachable),
-    Check("node.hccn_tool", ("node",), "node", Severity.ERROR, "hccn_tool is installed", "install the Ascend driver package", hccn_tool, requires=("node.reachable",)),
-    Check("node.npu_smi", ("node",), "node", Severity.ERROR, "npu-smi is installed", "install the Ascend driver package", npu_smi, requires=("node.reachable",)),
-    Check("npu.count", ("npu", "node"), "node", Severity.ERROR, "npu-smi lists as many NPUs as the inventory", "", npu_count, probes=("npu_smi.list",), requires=("node.reachable", "node.npu_smi")),
-    Check("npu.health", ("npu",), "npu", Severity.ERROR, "npu-smi health is OK", "", npu_health, requires=("node.reachable", "node.npu_smi")),
+    Check(
+        "node.reachable",
+        ("node",),
+        "node",
+        Severity.ERROR,
+        "the node answers over SSH and its facts are gathered",
+        "",
+        reachable,
+    ),
+    Check(
+        "node.hccn_tool",
+        ("node",),
+        "node",
+        Severity.ERROR,
+        "hccn_tool is installed",
+        "install the Ascend driver package",
+        hccn_tool,
+        requires=("node.reachable",),
+    ),
+    Check(
+        "node.npu_smi",
+        ("node",),
+        "node",
+        Severity.ERROR,
+        "npu-smi is installed",
+        "install the Ascend driver package",
+        npu_smi,
+        requires=("node.reachable",),
+    ),
+    Check(
+        "npu.count",
+        ("npu", "node"),
+        "node",
+        Severity.ERROR,
+        "npu-smi lists as many NPUs as the inventory",
+        "",
+        npu_count,
+        probes=("npu_smi.list",),
+        requires=("node.reachable", "node.npu_smi"),
+    ),
+    Check(
+        "npu.health",
+        ("npu",),
+        "npu",
+        Severity.ERROR,
+        "npu-smi health is OK",
+        "",
+        npu_health,
+        requires=("node.reachable", "node.npu_smi"),
+    ),
 ]

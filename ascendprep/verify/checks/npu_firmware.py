@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, List, Tuple
 
-from ascendprep.verify.checks.context import ClusterContext
-from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
-from ascendprep.verify.checks.context import chip_devids
 from ascendprep.base.findings import Severity
+from ascendprep.verify.checks.context import ClusterContext, chip_devids
+from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
 
 PROBE = "npu_smi.board"
 
@@ -38,17 +37,22 @@ def npu_firmware(ctx: ClusterContext) -> List[Verdict]:
         return [passed(f"firmware {counts[0][0]} on all {len(versions)} NPUs", evidence_all)]
     common, common_count = counts[0]
     if common_count * 2 <= len(versions):
-        return [failed(
-            "NPU firmware differs with no majority: " + ", ".join(f"{count} NPUs on {value}" for value, count in counts),
-            evidence_all,
-            fix="install and activate one firmware package on every node (npu-smi upgrade, then a reboot)",
-        )]
+        return [
+            failed(
+                "NPU firmware differs with no majority: "
+                + ", ".join(f"{count} NPUs on {value}" for value, count in counts),
+                evidence_all,
+                fix="install and activate one firmware package on every node (npu-smi upgrade, then a reboot)",
+            )
+        ]
     return [
         failed(
             f"NPU firmware is {version}, unlike {common} on the other {common_count} NPUs",
             {"firmware": version, "fleet_firmware": common, "npu_smi_id": npu_id},
             fix="upgrade this NPU's firmware to the fleet's and reboot to activate it (npu-smi upgrade -t firmware ...)",
-            node=node, npu=devid_of[(node, npu_id)], subject=f"{node} npu {npu_id}",
+            node=node,
+            npu=devid_of[(node, npu_id)],
+            subject=f"{node} npu {npu_id}",
         )
         for (node, npu_id), version in versions.items()
         if version != common
@@ -56,5 +60,13 @@ def npu_firmware(ctx: ClusterContext) -> List[Verdict]:
 
 
 CHECKS: List[Check] = [
-    Check("firmware.npus", ("firmware", "cluster", "software"), "cluster", Severity.ERROR, "every NPU runs the same firmware", "", npu_firmware),
+    Check(
+        "firmware.npus",
+        ("firmware", "cluster", "software"),
+        "cluster",
+        Severity.ERROR,
+        "every NPU runs the same firmware",
+        "",
+        npu_firmware,
+    ),
 ]

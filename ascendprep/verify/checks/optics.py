@@ -21,12 +21,12 @@ from dataclasses import asdict, dataclass, fields
 from statistics import median
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ascendprep.inventory import thresholds as grey_thresholds
-from ascendprep.verify.checks.context import NodeContext
-from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
 from ascendprep.base.findings import Severity
 from ascendprep.facts.model import OpticalInfo, OpticalLane
 from ascendprep.facts.optics import flagged_lanes
+from ascendprep.inventory import thresholds as grey_thresholds
+from ascendprep.verify.checks.context import NodeContext
+from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,10 @@ def _not_optical(info: Optional[OpticalInfo]) -> Optional[Verdict]:
     if medium == "absent":
         return skipped("no module in the port (network.optical reports it)", {"present": False})
     if medium == "electrical":
-        return passed("electrical (copper/DAC) port: the tool prints no optical power to judge", {"medium": "electrical", "present_line": info.present_line})
+        return passed(
+            "electrical (copper/DAC) port: the tool prints no optical power to judge",
+            {"medium": "electrical", "present_line": info.present_line},
+        )
     return None
 
 
@@ -164,7 +167,13 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
         else:
             continue
         where = _lane_name(lane)
-        evidence = {"lane": lane.lane, "reading_mw": value, "reading_dbm": _dbm(value), "low_alarm_mw": low, "high_alarm_mw": high}
+        evidence = {
+            "lane": lane.lane,
+            "reading_mw": value,
+            "reading_dbm": _dbm(value),
+            "low_alarm_mw": low,
+            "high_alarm_mw": high,
+        }
         if severity is not None:
             evidence["margin_db"] = margin_db
         message = f"{word} power of {where} is {value:.4f} mW" + (": " if value <= 0 else ", ") + what
@@ -179,11 +188,21 @@ def _power_findings(info: OpticalInfo, direction: str, margins: OpticsMargins) -
         reference = median(siblings)
         below = _db(reference / value)
         if below >= margins.lane_spread_db:
-            verdicts.append(failed(
-                f"{word} power of {_lane_name(lane)} is {value:.4f} mW, {below:.1f} dB below its sibling lanes (median {reference:.4f} mW)",
-                {"lane": lane.lane, "reading_mw": value, "siblings_median_mw": round(reference, 4), "below_db": round(below, 2), "spread_db": margins.lane_spread_db},
-                fix=_FIX_POWER, severity=Severity.WARNING, subject=f"{_lane_name(lane)} {direction} spread",
-            ))
+            verdicts.append(
+                failed(
+                    f"{word} power of {_lane_name(lane)} is {value:.4f} mW, {below:.1f} dB below its sibling lanes (median {reference:.4f} mW)",
+                    {
+                        "lane": lane.lane,
+                        "reading_mw": value,
+                        "siblings_median_mw": round(reference, 4),
+                        "below_db": round(below, 2),
+                        "spread_db": margins.lane_spread_db,
+                    },
+                    fix=_FIX_POWER,
+                    severity=Severity.WARNING,
+                    subject=f"{_lane_name(lane)} {direction} spread",
+                )
+            )
     return verdicts
 
 
@@ -216,7 +235,12 @@ def power(ctx: NodeContext, npu: int) -> List[Verdict]:
     return [passed(f"Tx/Rx power of {lanes} lane{'s' if lanes != 1 else ''} within the module's thresholds", evidence)]
 
 
-_FLAG_WORDS = {"rx_los": "Rx loss of signal (LoS)", "tx_los": "Tx loss of signal (LoS)", "rx_lol": "Rx loss of lock (LoL)", "tx_lol": "Tx loss of lock (LoL)"}
+_FLAG_WORDS = {
+    "rx_los": "Rx loss of signal (LoS)",
+    "tx_los": "Tx loss of signal (LoS)",
+    "rx_lol": "Rx loss of lock (LoL)",
+    "tx_lol": "Tx loss of lock (LoL)",
+}
 
 
 def signal(ctx: NodeContext, npu: int) -> List[Verdict]:
@@ -242,17 +266,29 @@ def signal(ctx: NodeContext, npu: int) -> List[Verdict]:
             where = f"lane{'s' if len(lanes) > 1 else ''} {', '.join(str(bit) for bit in lanes)}"
         else:
             lanes, where = [], "the module (the tool prints no lane numbers)"
-        evidence: Dict[str, Any] = {"flag": name, "mask": f"{mask:#x}", "lanes": lanes, "rx_power_mw": {str(l.lane): l.rx_power_mw for l in info.lanes}}
+        evidence: Dict[str, Any] = {
+            "flag": name,
+            "mask": f"{mask:#x}",
+            "lanes": lanes,
+            "rx_power_mw": {str(lane.lane): lane.rx_power_mw for lane in info.lanes},
+        }
         if not info.present_line:
             # The presence bit and the flags come from the same status read, which here says
             # "not present" beside live readings: a warning to look, not a verdict on the lane.
             evidence["present_line"] = False
-            verdicts.append(failed(
-                f"{words} flag set on {where} (flag {mask:#x}), but the module also reports 'not present' while giving readings: its status flags are not to be trusted",
-                evidence, fix=_FIX_FLAGS.format(npu=npu), severity=Severity.WARNING, subject=name,
-            ))
+            verdicts.append(
+                failed(
+                    f"{words} flag set on {where} (flag {mask:#x}), but the module also reports 'not present' while giving readings: its status flags are not to be trusted",
+                    evidence,
+                    fix=_FIX_FLAGS.format(npu=npu),
+                    severity=Severity.WARNING,
+                    subject=name,
+                )
+            )
             continue
-        verdicts.append(failed(f"{words} on {where} (flag {mask:#x})", evidence, fix=_FIX_FLAGS.format(npu=npu), subject=name))
+        verdicts.append(
+            failed(f"{words} on {where} (flag {mask:#x})", evidence, fix=_FIX_FLAGS.format(npu=npu), subject=name)
+        )
     if verdicts:
         return verdicts
     shown = {name: (f"{mask:#x}" if mask is not None else None) for name, mask in info.flags.items()}
@@ -279,28 +315,82 @@ def module(ctx: NodeContext, npu: int) -> List[Verdict]:
     temp_evidence = {"temperature_c": temp, "high_c": t.temp_high_c, "low_c": t.temp_low_c}
     if temp is None:
         if (info.temperature_note or "").lower() == "get failed":
-            verdicts.append(failed("the module's temperature could not be read ('get failed')", {**temp_evidence, "note": info.temperature_note}, fix=_FIX_MODULE, severity=Severity.WARNING, subject="temperature"))
+            verdicts.append(
+                failed(
+                    "the module's temperature could not be read ('get failed')",
+                    {**temp_evidence, "note": info.temperature_note},
+                    fix=_FIX_MODULE,
+                    severity=Severity.WARNING,
+                    subject="temperature",
+                )
+            )
     elif t.temp_high_c is not None and temp > t.temp_high_c:
-        verdicts.append(failed(f"module temperature {temp:g} °C is over its high threshold {t.temp_high_c:g} °C", temp_evidence, fix=_FIX_MODULE, subject="temperature"))
+        verdicts.append(
+            failed(
+                f"module temperature {temp:g} °C is over its high threshold {t.temp_high_c:g} °C",
+                temp_evidence,
+                fix=_FIX_MODULE,
+                subject="temperature",
+            )
+        )
     elif t.temp_low_c is not None and temp < t.temp_low_c:
-        verdicts.append(failed(f"module temperature {temp:g} °C is under its low threshold {t.temp_low_c:g} °C", temp_evidence, fix=_FIX_MODULE, subject="temperature"))
+        verdicts.append(
+            failed(
+                f"module temperature {temp:g} °C is under its low threshold {t.temp_low_c:g} °C",
+                temp_evidence,
+                fix=_FIX_MODULE,
+                subject="temperature",
+            )
+        )
     elif t.temp_high_c is not None and t.temp_high_c - temp < margins.temp_margin_c:
-        verdicts.append(failed(f"module temperature {temp:g} °C is within {margins.temp_margin_c:g} °C of its high threshold {t.temp_high_c:g} °C", {**temp_evidence, "margin_c": margins.temp_margin_c}, fix=_FIX_MODULE, severity=Severity.WARNING, subject="temperature"))
+        verdicts.append(
+            failed(
+                f"module temperature {temp:g} °C is within {margins.temp_margin_c:g} °C of its high threshold {t.temp_high_c:g} °C",
+                {**temp_evidence, "margin_c": margins.temp_margin_c},
+                fix=_FIX_MODULE,
+                severity=Severity.WARNING,
+                subject="temperature",
+            )
+        )
     vcc = info.vcc_mv
     vcc_evidence = {"vcc_mv": vcc, "high_mv": t.vcc_high_mv, "low_mv": t.vcc_low_mv}
     if vcc is not None:
         if (t.vcc_high_mv is not None and vcc > t.vcc_high_mv) or (t.vcc_low_mv is not None and vcc < t.vcc_low_mv):
             over = t.vcc_high_mv is not None and vcc > t.vcc_high_mv
             bound = t.vcc_high_mv if over else t.vcc_low_mv
-            verdicts.append(failed(f"module supply {vcc:g} mV is {'over' if over else 'under'} its {'high' if over else 'low'} threshold {bound:g} mV", vcc_evidence, fix=_FIX_MODULE, subject="vcc"))
+            verdicts.append(
+                failed(
+                    f"module supply {vcc:g} mV is {'over' if over else 'under'} its {'high' if over else 'low'} threshold {bound:g} mV",
+                    vcc_evidence,
+                    fix=_FIX_MODULE,
+                    subject="vcc",
+                )
+            )
         else:
-            near = [bound for bound in (t.vcc_low_mv, t.vcc_high_mv) if bound and abs(vcc - bound) < bound * margins.vcc_margin_pct / 100]
+            near = [
+                bound
+                for bound in (t.vcc_low_mv, t.vcc_high_mv)
+                if bound and abs(vcc - bound) < bound * margins.vcc_margin_pct / 100
+            ]
             if near:
-                verdicts.append(failed(f"module supply {vcc:g} mV is within {margins.vcc_margin_pct:g} % of its threshold {near[0]:g} mV", {**vcc_evidence, "margin_pct": margins.vcc_margin_pct}, fix=_FIX_MODULE, severity=Severity.WARNING, subject="vcc"))
+                verdicts.append(
+                    failed(
+                        f"module supply {vcc:g} mV is within {margins.vcc_margin_pct:g} % of its threshold {near[0]:g} mV",
+                        {**vcc_evidence, "margin_pct": margins.vcc_margin_pct},
+                        fix=_FIX_MODULE,
+                        severity=Severity.WARNING,
+                        subject="vcc",
+                    )
+                )
     verdicts += _bias_findings(info.lanes, margins)
     if verdicts:
         return verdicts
-    evidence = {**temp_evidence, **vcc_evidence, "tx_bias_ma": {str(l.lane): l.tx_bias_ma for l in info.lanes if l.tx_bias_ma is not None}, "margins": shown_margins}
+    evidence = {
+        **temp_evidence,
+        **vcc_evidence,
+        "tx_bias_ma": {str(lane.lane): lane.tx_bias_ma for lane in info.lanes if lane.tx_bias_ma is not None},
+        "margins": shown_margins,
+    }
     shown = f"{temp:g} °C" if temp is not None else f"'{info.temperature_note or 'not printed'}'"
     return [passed(f"module temperature {shown} and supply within the module's thresholds", evidence)]
 
@@ -314,20 +404,37 @@ def _bias_findings(lanes: Sequence[OpticalLane], margins: OpticsMargins) -> List
             continue
         reference = median(siblings)
         if value < reference * margins.bias_spread_ratio:
-            verdicts.append(failed(
-                f"laser bias of {_lane_name(lane)} is {value:.4f} mA, under {margins.bias_spread_ratio:g} x its sibling lanes' median {reference:.4f} mA",
-                {"lane": lane.lane, "bias_ma": value, "siblings_median_ma": round(reference, 4), "ratio": margins.bias_spread_ratio},
-                fix=_FIX_MODULE, severity=Severity.WARNING, subject=f"{_lane_name(lane)} bias",
-            ))
+            verdicts.append(
+                failed(
+                    f"laser bias of {_lane_name(lane)} is {value:.4f} mA, under {margins.bias_spread_ratio:g} x its sibling lanes' median {reference:.4f} mA",
+                    {
+                        "lane": lane.lane,
+                        "bias_ma": value,
+                        "siblings_median_ma": round(reference, 4),
+                        "ratio": margins.bias_spread_ratio,
+                    },
+                    fix=_FIX_MODULE,
+                    severity=Severity.WARNING,
+                    subject=f"{_lane_name(lane)} bias",
+                )
+            )
     return verdicts
 
 
 def _check(id: str, title: str, run: Any) -> Check:
-    return Check(id, ("optics", "network"), "npu", Severity.ERROR, title, _FIX_POWER, run, probes=_PROBES, requires=_NEEDS)
+    return Check(
+        id, ("optics", "network"), "npu", Severity.ERROR, title, _FIX_POWER, run, probes=_PROBES, requires=_NEEDS
+    )
 
 
 CHECKS: List[Check] = [
-    _check("optics.power", "each lane's Tx/Rx power is inside the module's own thresholds and near its siblings", power),
+    _check(
+        "optics.power", "each lane's Tx/Rx power is inside the module's own thresholds and near its siblings", power
+    ),
     _check("optics.signal", "no lane has loss of signal or loss of lock", signal),
-    _check("optics.module", "module temperature and supply inside the module's thresholds; laser bias even across lanes", module),
+    _check(
+        "optics.module",
+        "module temperature and supply inside the module's thresholds; laser bias even across lanes",
+        module,
+    ),
 ]

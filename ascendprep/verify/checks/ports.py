@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Dict, List, Optional, Tuple
 
+from ascendprep.base.findings import Severity
 from ascendprep.verify.checks.context import ClusterContext, NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
-from ascendprep.base.findings import Severity
 
 _NEEDS = ("node.reachable", "node.hccn_tool")
 Port = Tuple[str, int]
@@ -35,9 +35,14 @@ def speed(ctx: NodeContext, npu: int) -> Verdict:
     nominal = _nominal(ctx.desired)
     evidence = {"npu_chip_link_speed": value, "nominal_mbps": nominal}
     if value is None:
-        return skipped("the port reports no speed ('Speed: Unknown!': the link is down, network.link reports it)", evidence)
+        return skipped(
+            "the port reports no speed ('Speed: Unknown!': the link is down, network.link reports it)", evidence
+        )
     if nominal is None:
-        return passed(f"port runs at {_gbps(value)} (no nominal rate known for this product; cluster check compares the fleet)", evidence)
+        return passed(
+            f"port runs at {_gbps(value)} (no nominal rate known for this product; cluster check compares the fleet)",
+            evidence,
+        )
     if value < nominal:
         return failed(
             f"port trained at {_gbps(value)}, below the product's {_gbps(nominal)}",
@@ -53,7 +58,11 @@ def duplex(ctx: NodeContext, npu: int) -> Verdict:
     if value is None:
         return skipped("the port reports no duplex ('Duplex: Unknown!': the link is down)", {"duplex": None})
     if value != "full":
-        return failed(f"port runs {value} duplex", {"duplex": value}, fix="a RoCE port must run full duplex: check the switch port's settings and the cable")
+        return failed(
+            f"port runs {value} duplex",
+            {"duplex": value},
+            fix="a RoCE port must run full duplex: check the switch port's settings and the cable",
+        )
     return passed("port runs full duplex", {"duplex": value})
 
 
@@ -86,24 +95,39 @@ def speed_fleet(ctx: ClusterContext) -> List[Verdict]:
     evidence_all = {"speeds_mbps": {f"{node}:{npu}": value for (node, npu), value in speeds.items()}}
     if common is None:
         groups = Counter(speeds.values())
-        return [failed(
-            "port speeds are split with no majority: " + ", ".join(f"{count} at {_gbps(value)}" for value, count in sorted(groups.items())),
-            evidence_all,
-            fix="bring every port to the same rate (module, cable, switch port speed)",
-            severity=Severity.WARNING,
-        )]
+        return [
+            failed(
+                "port speeds are split with no majority: "
+                + ", ".join(f"{count} at {_gbps(value)}" for value, count in sorted(groups.items())),
+                evidence_all,
+                fix="bring every port to the same rate (module, cable, switch port speed)",
+                severity=Severity.WARNING,
+            )
+        ]
     verdicts = []
     for (node, npu), value in speeds.items():
         if value == common or (nominal is not None and value < nominal):
             continue
-        verdicts.append(failed(
-            f"port runs at {_gbps(value)}, unlike the {_gbps(common)} of the rest of the fleet",
-            {"npu_chip_link_speed": value, "fleet_mbps": common, "nominal_mbps": nominal},
-            fix="bring every port to the same rate (module, cable, switch port speed)",
-            severity=Severity.WARNING, node=node, npu=npu, subject=f"{node} npu {npu}",
-        ))
+        verdicts.append(
+            failed(
+                f"port runs at {_gbps(value)}, unlike the {_gbps(common)} of the rest of the fleet",
+                {"npu_chip_link_speed": value, "fleet_mbps": common, "nominal_mbps": nominal},
+                fix="bring every port to the same rate (module, cable, switch port speed)",
+                severity=Severity.WARNING,
+                node=node,
+                npu=npu,
+                subject=f"{node} npu {npu}",
+            )
+        )
     if not verdicts:
-        verdicts.append(passed(f"{sum(1 for v in speeds.values() if v == common)} of {len(speeds)} ports run at {_gbps(common)}; the others are named by ports.speed" if len(set(speeds.values())) > 1 else f"all {len(speeds)} ports run at {_gbps(common)}", evidence_all))
+        verdicts.append(
+            passed(
+                f"{sum(1 for v in speeds.values() if v == common)} of {len(speeds)} ports run at {_gbps(common)}; the others are named by ports.speed"
+                if len(set(speeds.values())) > 1
+                else f"all {len(speeds)} ports run at {_gbps(common)}",
+                evidence_all,
+            )
+        )
     return verdicts
 
 
@@ -119,27 +143,36 @@ def fec(ctx: ClusterContext) -> List[Verdict]:
     verdicts: List[Verdict] = []
     if len(groups) > 1:
         if common is None:
-            verdicts.append(failed(
-                "FEC modes are split with no majority: " + ", ".join(f"{len(ports)} ports {mode}" for mode, ports in sorted(groups.items())),
-                evidence_all,
-                fix="set one FEC mode on every port and its switch port (hccn_tool -i N -fec -s encoding rs)",
-            ))
+            verdicts.append(
+                failed(
+                    "FEC modes are split with no majority: "
+                    + ", ".join(f"{len(ports)} ports {mode}" for mode, ports in sorted(groups.items())),
+                    evidence_all,
+                    fix="set one FEC mode on every port and its switch port (hccn_tool -i N -fec -s encoding rs)",
+                )
+            )
         else:
             for (node, npu), mode in modes.items():
                 if mode != common:
-                    verdicts.append(failed(
-                        f"FEC mode is '{mode}', unlike '{common}' on the other {len(groups[common])} ports",
-                        {"fec": mode, "fleet_fec": common},
-                        fix=f"set the fleet's FEC mode: hccn_tool -i {npu} -fec -s encoding {'off' if common == 'no' else common} (and the same on the switch port)",
-                        node=node, npu=npu, subject=f"{node} npu {npu}",
-                    ))
+                    verdicts.append(
+                        failed(
+                            f"FEC mode is '{mode}', unlike '{common}' on the other {len(groups[common])} ports",
+                            {"fec": mode, "fleet_fec": common},
+                            fix=f"set the fleet's FEC mode: hccn_tool -i {npu} -fec -s encoding {'off' if common == 'no' else common} (and the same on the switch port)",
+                            node=node,
+                            npu=npu,
+                            subject=f"{node} npu {npu}",
+                        )
+                    )
     elif common == "no":
-        verdicts.append(failed(
-            f"no FEC on any of the {len(modes)} ports: MindCluster's fault rules treat 'no FEC mode' on a RoCE port as a fault",
-            evidence_all,
-            fix="enable RS-FEC on every port and switch port: hccn_tool -i N -fec -s encoding rs",
-            severity=Severity.WARNING,
-        ))
+        verdicts.append(
+            failed(
+                f"no FEC on any of the {len(modes)} ports: MindCluster's fault rules treat 'no FEC mode' on a RoCE port as a fault",
+                evidence_all,
+                fix="enable RS-FEC on every port and switch port: hccn_tool -i N -fec -s encoding rs",
+                severity=Severity.WARNING,
+            )
+        )
     if not verdicts:
         verdicts.append(passed(f"FEC mode '{common}' on all {len(modes)} ports", evidence_all))
     return verdicts
@@ -147,10 +180,40 @@ def fec(ctx: ClusterContext) -> List[Verdict]:
 
 #: Per-NPU checks (run with the network checks) and fleet checks (run with the cluster checks).
 CHECKS: List[Check] = [
-    Check("ports.speed", ("ports", "network"), "npu", Severity.ERROR, "each port runs at the product's nominal rate", "", speed, probes=("hccn.speed",), requires=_NEEDS),
-    Check("ports.duplex", ("ports", "network"), "npu", Severity.ERROR, "each port runs full duplex", "", duplex, probes=("hccn.duplex",), requires=_NEEDS),
+    Check(
+        "ports.speed",
+        ("ports", "network"),
+        "npu",
+        Severity.ERROR,
+        "each port runs at the product's nominal rate",
+        "",
+        speed,
+        probes=("hccn.speed",),
+        requires=_NEEDS,
+    ),
+    Check(
+        "ports.duplex",
+        ("ports", "network"),
+        "npu",
+        Severity.ERROR,
+        "each port runs full duplex",
+        "",
+        duplex,
+        probes=("hccn.duplex",),
+        requires=_NEEDS,
+    ),
 ]
 CLUSTER_CHECKS: List[Check] = [
-    Check("ports.speed_fleet", ("ports", "cluster", "network"), "cluster", Severity.WARNING, "every port runs at the same rate as the rest of the fleet", "", speed_fleet),
-    Check("ports.fec", ("ports", "cluster", "network"), "cluster", Severity.ERROR, "one FEC mode on every port", "", fec),
+    Check(
+        "ports.speed_fleet",
+        ("ports", "cluster", "network"),
+        "cluster",
+        Severity.WARNING,
+        "every port runs at the same rate as the rest of the fleet",
+        "",
+        speed_fleet,
+    ),
+    Check(
+        "ports.fec", ("ports", "cluster", "network"), "cluster", Severity.ERROR, "one FEC mode on every port", "", fec
+    ),
 ]

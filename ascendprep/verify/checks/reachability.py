@@ -7,13 +7,13 @@ hung or stayed busy) fails as "could not check", naming the pair.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
-from ascendprep.verify.checks.context import ClusterContext
-from ascendprep.verify.mesh import Endpoint, PingPair
-from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
-from ascendprep.facts.model import PingResult
 from ascendprep.base.findings import Severity
+from ascendprep.facts.model import PingResult
+from ascendprep.verify.checks.context import ClusterContext
+from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
+from ascendprep.verify.mesh import Endpoint, PingPair
 
 _FIX = "check both ports (network.link, network.lldp) and the switch path between them; ping by hand: hccn_tool -i {npu} -ping -g address {ip}"
 #: Error texts of a ping that never ran to a verdict on the fabric.
@@ -36,7 +36,9 @@ def _end(end: Endpoint, ends: _Ends) -> Tuple[Dict[str, object], str]:
     return shown
 
 
-def _judge(pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]], ends: _Ends) -> Verdict:
+def _judge(
+    pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]], ends: _Ends
+) -> Verdict:
     subject = pair.subject
     shown_a, shown_b = _end(pair.a, ends), _end(pair.b, ends)
     evidence: Dict[str, object] = {"a": shown_a[0], "b": shown_b[0]}
@@ -62,7 +64,9 @@ def _judge(pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[in
     result = indexes[source.node].get((source.npu, target.ip))
     if result is None:
         return could_not_check(f"{arrow}: the ping script did not report this ping", evidence, subject=subject)
-    evidence.update({"sent": result.sent, "received": result.received, "loss_percent": result.loss_percent, "error": result.error})
+    evidence.update(
+        {"sent": result.sent, "received": result.received, "loss_percent": result.loss_percent, "error": result.error}
+    )
     if result.ok:
         return passed(f"{arrow}: {result.received}/{result.sent} replies", evidence, subject=subject)
     error = result.error or "failed"
@@ -84,5 +88,13 @@ def reachability(ctx: ClusterContext) -> List[Verdict]:
 
 
 CHECKS: List[Check] = [
-    Check("cluster.reachability", ("cluster", "network"), "cluster", Severity.ERROR, "every NPU pair of the mesh reaches each other", "", reachability),
+    Check(
+        "cluster.reachability",
+        ("cluster", "network"),
+        "cluster",
+        Severity.ERROR,
+        "every NPU pair of the mesh reaches each other",
+        "",
+        reachability,
+    ),
 ]

@@ -11,13 +11,44 @@ import difflib
 from dataclasses import dataclass
 from typing import FrozenSet, Iterable, List, Tuple
 
-from ascendprep.verify.checks import a3env, blockers, cluster, counters, hccs, host, hostname, jobenv, network, node, npu_firmware, optics, ports, reachability, software, superpod
+from ascendprep.verify.checks import (
+    a3env,
+    blockers,
+    cluster,
+    counters,
+    hccs,
+    host,
+    hostname,
+    jobenv,
+    network,
+    node,
+    npu_firmware,
+    optics,
+    ports,
+    reachability,
+    software,
+    superpod,
+)
 from ascendprep.verify.checks.model import Check
 
 CHECKS: Tuple[Check, ...] = tuple(
-    node.CHECKS + network.CHECKS + optics.CHECKS + ports.CHECKS + counters.CHECKS + host.CHECKS + hostname.CHECKS + blockers.CHECKS
-    + software.CHECKS + jobenv.CHECKS + cluster.CHECKS + ports.CLUSTER_CHECKS + npu_firmware.CHECKS + reachability.CHECKS
-    + superpod.CHECKS + hccs.CHECKS + a3env.CHECKS  # A3 super-pods
+    node.CHECKS
+    + network.CHECKS
+    + optics.CHECKS
+    + ports.CHECKS
+    + counters.CHECKS
+    + host.CHECKS
+    + hostname.CHECKS
+    + blockers.CHECKS
+    + software.CHECKS
+    + jobenv.CHECKS
+    + cluster.CHECKS
+    + ports.CLUSTER_CHECKS
+    + npu_firmware.CHECKS
+    + reachability.CHECKS
+    + superpod.CHECKS
+    + hccs.CHECKS
+    + a3env.CHECKS  # A3 super-pods
 )
 BY_ID = {check.id: check for check in CHECKS}
 GROUPS: Tuple[str, ...] = tuple(dict.fromkeys(group for check in CHECKS for group in check.groups))

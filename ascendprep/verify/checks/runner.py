@@ -15,13 +15,22 @@ from __future__ import annotations
 from datetime import date
 from typing import Dict, Iterable, List, Mapping, Optional, Union
 
-from ascendprep.verify.checks.context import ClusterContext, HostEvidence, NodeContext
-from ascendprep.verify.mesh import PingPlan
-from ascendprep.verify.checks.model import COULD_NOT_CHECK, Check, CheckResult, Status, Verdict, could_not_check, skipped
-from ascendprep.verify.checks.registry import Selection
+from ascendprep.base.findings import Severity
 from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import HostFacts, ProbeError
-from ascendprep.base.findings import Severity
+from ascendprep.verify.checks.context import ClusterContext, HostEvidence, NodeContext
+from ascendprep.verify.checks.model import (
+    COULD_NOT_CHECK,
+    Check,
+    CheckResult,
+    Status,
+    Verdict,
+    could_not_check,
+    skipped,
+)
+from ascendprep.verify.checks.registry import Selection
+from ascendprep.verify.mesh import PingPlan
+
 
 def _probe_errors(check: Check, facts: HostFacts, npu: Optional[int]) -> List[ProbeError]:
     errors: List[ProbeError] = []
@@ -36,7 +45,14 @@ _FAILED = Status.FAILED
 _Outcome = Union[Verdict, List[Verdict]]
 
 
-def _add(results: List[CheckResult], check: Check, outcome: Optional[_Outcome], context: object, node: Optional[str], npu: Optional[int]) -> None:
+def _add(
+    results: List[CheckResult],
+    check: Check,
+    outcome: Optional[_Outcome],
+    context: object,
+    node: Optional[str],
+    npu: Optional[int],
+) -> None:
     """Append the results of ``check`` on one node, NPU or the cluster: ``outcome`` when a
     shared rule decided it, else the check function's verdicts (node and cluster checks take the
     context, NPU checks the NPU too).
@@ -54,17 +70,19 @@ def _add(results: List[CheckResult], check: Check, outcome: Optional[_Outcome], 
             outcome = could_not_check(f"the check itself failed: {type(exc).__name__}: {exc}")
     check_id, severity, fix = check.id, check.severity, check.fix
     for verdict in (outcome,) if isinstance(outcome, Verdict) else outcome:
-        results.append(CheckResult(
-            check_id,
-            verdict.status,
-            verdict.severity or severity,
-            verdict.message,
-            verdict.node if verdict.node is not None else node,
-            verdict.npu if verdict.npu is not None else npu,
-            verdict.subject,
-            verdict.fix if verdict.fix is not None else (fix if verdict.status is _FAILED else ""),
-            verdict.evidence,
-        ))
+        results.append(
+            CheckResult(
+                check_id,
+                verdict.status,
+                verdict.severity or severity,
+                verdict.message,
+                verdict.node if verdict.node is not None else node,
+                verdict.npu if verdict.npu is not None else npu,
+                verdict.subject,
+                verdict.fix if verdict.fix is not None else (fix if verdict.status is _FAILED else ""),
+                verdict.evidence,
+            )
+        )
 
 
 # The rules every check shares, split by what they depend on: the node's (a failed
@@ -91,7 +109,10 @@ def _probe_rule(check: Check, facts: HostFacts, npu: Optional[int]) -> Optional[
     errors = _probe_errors(check, facts, npu)
     real = [e for e in errors if e.kind != "unsupported"]
     if real:
-        return could_not_check("; ".join(dict.fromkeys(e.message for e in real)), {"probe_errors": [{"probe": e.probe, "kind": e.kind, "message": e.message} for e in real]})
+        return could_not_check(
+            "; ".join(dict.fromkeys(e.message for e in real)),
+            {"probe_errors": [{"probe": e.probe, "kind": e.kind, "message": e.message} for e in real]},
+        )
     if errors:
         return skipped(f"not supported on this product: {errors[0].message}")
     return None
@@ -139,7 +160,9 @@ def run_checks(
                     failed_here[check.id] = results[index].message.removeprefix(COULD_NOT_CHECK)
                     break
         # Per NPU check, the node's rule is the same on every NPU: asked once here.
-        gated = [(check, _node_rule(check, ctx, failed_here), probe_errors and bool(check.probes)) for check in npu_checks]
+        gated = [
+            (check, _node_rule(check, ctx, failed_here), probe_errors and bool(check.probes)) for check in npu_checks
+        ]
         for npu in ctx.npus:
             for check, early, probed in gated:
                 outcome = early

@@ -12,12 +12,12 @@ import functools
 from typing import Callable, List, Optional
 
 from ascendprep import compat
+from ascendprep.base.findings import Severity
+from ascendprep.desired.state import SOFTWARE_KEYS
+from ascendprep.facts.model import HostFacts
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, failed, passed, skipped
 from ascendprep.verify.checks.text import SOFTWARE_NAMES
-from ascendprep.desired.state import SOFTWARE_KEYS
-from ascendprep.facts.model import HostFacts
-from ascendprep.base.findings import Severity
 
 #: Installed without being asked for: only these are required even when no version is expected.
 REQUIRED = ("cann", "driver", "firmware", "python", "torch", "torch_npu")
@@ -107,7 +107,11 @@ def _software_check(key: str) -> Callable[[NodeContext], Verdict]:
                 return skipped(f"{name} is not installed and the inventory expects none", evidence)
             return failed(_why_absent(facts, key), evidence, fix=_INSTALL_FIX[key])
         if expected is not None and not same_version(key, have, expected):
-            return failed(f"{name} is {have}; the inventory expects {expected}", evidence, fix=f"install {name} {expected} (or change software.{key} in the inventory)")
+            return failed(
+                f"{name} is {have}; the inventory expects {expected}",
+                evidence,
+                fix=f"install {name} {expected} (or change software.{key} in the inventory)",
+            )
         return passed(f"{name} {have}" + (" as expected" if expected else ""), evidence)
 
     run.__name__ = f"software_{key}"
@@ -120,7 +124,9 @@ CHECKS: List[Check] = [
         ("software",),
         "node",
         Severity.ERROR,
-        f"{SOFTWARE_NAMES[key]} installed" + ("" if key in REQUIRED else " (when expected)") + " at the expected version",
+        f"{SOFTWARE_NAMES[key]} installed"
+        + ("" if key in REQUIRED else " (when expected)")
+        + " at the expected version",
         _INSTALL_FIX[key],
         _software_check(key),
         probes=PROBES[key],
@@ -128,4 +134,3 @@ CHECKS: List[Check] = [
     )
     for key in SOFTWARE_KEYS
 ]
-

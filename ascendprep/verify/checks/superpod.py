@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
+from ascendprep.base.findings import Severity
+from ascendprep.base.paths import RANK_TABLE
+from ascendprep.desired.ranktable import server_ids
+from ascendprep.facts.model import NpuFacts, SuperPodDie
 from ascendprep.plan import drift
 from ascendprep.verify.checks.context import ClusterContext, NodeContext
 from ascendprep.verify.checks.hccs import node_pod, not_a3
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
-from ascendprep.facts.model import NpuFacts, SuperPodDie
-from ascendprep.base.findings import Severity
-from ascendprep.base.paths import RANK_TABLE
-from ascendprep.desired.ranktable import server_ids
 
 
 def expected_vnic(server_index: int, devid: int) -> str:
@@ -56,16 +56,25 @@ def identity(ctx: NodeContext) -> Verdict:
         evidence = {"missing": missing, "errors": [e.message for e in errors[:4]]}
         if errors:
             return could_not_check(f"super-pod identity of {names} could not be read: {errors[0].message}", evidence)
-        return failed(f"npu-smi gave no super-pod identity (spod-info) for {names}", evidence,
-                      fix="run npu-smi info -t spod-info -i <NPU> -c <chip> there; a server outside a super-pod needs HCCL's 1.0 rank table")
+        return failed(
+            f"npu-smi gave no super-pod identity (spod-info) for {names}",
+            evidence,
+            fix="run npu-smi info -t spod-info -i <NPU> -c <chip> there; a server outside a super-pod needs HCCL's 1.0 rank table",
+        )
     places = {(die.super_pod_id, die.server_index) for die in facts.superpod.values()}
     evidence = {"pods": sorted({p for p, _ in places}), "server_indexes": sorted({s for _, s in places})}
     if len(places) != 1:
-        return failed(f"the dies of one server disagree on their pod/server index: {sorted(places)}", evidence,
-                      fix="read npu-smi info -t spod-info on every die; a mixed answer is a driver or BIOS fault")
+        return failed(
+            f"the dies of one server disagree on their pod/server index: {sorted(places)}",
+            evidence,
+            fix="read npu-smi info -t spod-info on every die; a mixed answer is a driver or BIOS fault",
+        )
     pod, index = places.pop()
     if not all(die.in_pod for die in facts.superpod.values()):
-        return passed(f"in no super-pod (server index {index}): HCCL wants a 1.0 rank table here, and there is no HCCS plane to ping", evidence)
+        return passed(
+            f"in no super-pod (server index {index}): HCCL wants a 1.0 rank table here, and there is no HCCS plane to ping",
+            evidence,
+        )
     return passed(f"super-pod {pod}, server index {index}, {len(facts.superpod)} dies", evidence)
 
 
@@ -83,8 +92,11 @@ def vnic(ctx: NodeContext, npu: int) -> Verdict:
     want = expected_vnic(die.server_index, npu)
     evidence = {"vnic": live.vnic_ip, "expected": want, "server_index": die.server_index}
     if live.vnic_ip != want:
-        return failed(f"{_die_name(npu)}: vNIC {live.vnic_ip}, but server index {die.server_index} gives {want}", evidence,
-                      fix="the driver derives the vNIC from the server index: check spod-info and the driver version on this server")
+        return failed(
+            f"{_die_name(npu)}: vNIC {live.vnic_ip}, but server index {die.server_index} gives {want}",
+            evidence,
+            fix="the driver derives the vNIC from the server index: check spod-info and the driver version on this server",
+        )
     return passed(f"vNIC {live.vnic_ip}", evidence)
 
 
@@ -99,11 +111,14 @@ def die_subnets(ctx: NodeContext) -> List[Verdict]:
             continue
         network = ipaddress.IPv4Network(f"{first.ip}/{first.netmask}", strict=False)
         if ipaddress.IPv4Address(second.ip) in network:
-            verdicts.append(failed(
-                f"NPU {devid // 2}: both dies in {network} (device {devid} {first.ip}, device {devid + 1} {second.ip})",
-                {"network": str(network), "die0": first.ip, "die1": second.ip}, npu=devid,
-                fix="give the two dies of an NPU addresses in different subnets (plan does: re-run plan and apply)",
-            ))
+            verdicts.append(
+                failed(
+                    f"NPU {devid // 2}: both dies in {network} (device {devid} {first.ip}, device {devid + 1} {second.ip})",
+                    {"network": str(network), "die0": first.ip, "die1": second.ip},
+                    npu=devid,
+                    fix="give the two dies of an NPU addresses in different subnets (plan does: re-run plan and apply)",
+                )
+            )
     return verdicts or [passed("the two dies of every NPU are in different subnets")]
 
 
@@ -125,17 +140,22 @@ def sdid(ctx: ClusterContext) -> List[Verdict]:
             continue
         names = " and ".join(f"{node} {_die_name(devid)}" for node, devid in dies)
         node, devid = dies[-1]
-        verdicts.append(failed(
-            f"super-pod {pod}: SDID {value} reported by {names} (HCCL refuses the rank table: EI0014)",
-            {"pod": pod, "sdid": value, "dies": [{"node": n, "device": d} for n, d in dies]},
-            fix="SDIDs come from the hardware: check spod-info on those dies and the server indexes of the pod",
-            subject=f"pod {pod} sdid {value}", node=node, npu=devid,
-        ))
+        verdicts.append(
+            failed(
+                f"super-pod {pod}: SDID {value} reported by {names} (HCCL refuses the rank table: EI0014)",
+                {"pod": pod, "sdid": value, "dies": [{"node": n, "device": d} for n, d in dies]},
+                fix="SDIDs come from the hardware: check spod-info on those dies and the server indexes of the pod",
+                subject=f"pod {pod} sdid {value}",
+                node=node,
+                npu=devid,
+            )
+        )
     return verdicts or [passed(f"SDIDs unique within each pod ({read} servers)")]
 
 
-def rank_table_disagreements(table: Mapping[str, Any], server_id: str, superpod: Mapping[int, SuperPodDie],
-                             npus: Mapping[int, NpuFacts]) -> Tuple[List[Tuple[int, str]], int]:
+def rank_table_disagreements(
+    table: Mapping[str, Any], server_id: str, superpod: Mapping[int, SuperPodDie], npus: Mapping[int, NpuFacts]
+) -> Tuple[List[Tuple[int, str]], int]:
     """([(device id, what disagrees)], devices compared) for ``server_id``'s devices in ``table``.
 
     Pure. A device whose die was not read is not compared (superpod.identity and the network
@@ -158,16 +178,33 @@ def rank_table_disagreements(table: Mapping[str, Any], server_id: str, superpod:
         compared += 1
         wanted_sdid = device.get("super_device_id")
         if die is not None and wanted_sdid is not None and str(wanted_sdid) != str(die.sdid):
-            found.append((devid, f"{_die_name(devid)}: the rank table's super_device_id {wanted_sdid}, "
-                                 f"but the die reports SDID {die.sdid} (server index {die.server_index})"))
+            found.append(
+                (
+                    devid,
+                    f"{_die_name(devid)}: the rank table's super_device_id {wanted_sdid}, "
+                    f"but the die reports SDID {die.sdid} (server index {die.server_index})",
+                )
+            )
         wanted_ip = device.get("device_ip")
         if live is not None and live.ip is not None and wanted_ip is not None and str(wanted_ip) != live.ip:
-            found.append((devid, f"{_die_name(devid)}: the rank table's device_ip {wanted_ip}, but the die has {live.ip}"))
+            found.append(
+                (devid, f"{_die_name(devid)}: the rank table's device_ip {wanted_ip}, but the die has {live.ip}")
+            )
         # op-retry's backup path is the other die of the same NPU (docs/a3-superpod.md §1)
         wanted_backup, partner = device.get("backup_device_ip"), npus.get(devid ^ 1)
-        if partner is not None and partner.ip is not None and wanted_backup is not None and str(wanted_backup) != partner.ip:
-            found.append((devid, f"{_die_name(devid)}: the rank table's backup_device_ip {wanted_backup}, but its partner "
-                                 f"{_die_name(devid ^ 1)} has {partner.ip}"))
+        if (
+            partner is not None
+            and partner.ip is not None
+            and wanted_backup is not None
+            and str(wanted_backup) != partner.ip
+        ):
+            found.append(
+                (
+                    devid,
+                    f"{_die_name(devid)}: the rank table's backup_device_ip {wanted_backup}, but its partner "
+                    f"{_die_name(devid ^ 1)} has {partner.ip}",
+                )
+            )
     return found, compared
 
 
@@ -179,7 +216,11 @@ def rank_table(ctx: NodeContext) -> List[Verdict]:
     if state.unknown is not None:
         return [could_not_check(f"{RANK_TABLE} could not be read: {state.unknown}")]
     if not state.in_sync:
-        return [skipped(f"{RANK_TABLE} on the node is not the planned one (files.managed names it): its ids are not compared")]
+        return [
+            skipped(
+                f"{RANK_TABLE} on the node is not the planned one (files.managed names it): its ids are not compared"
+            )
+        ]
     table = json.loads(wanted.content)
     if table.get("version") != "1.2":
         return [skipped(f"a {table.get('version')} rank table (servers outside a super-pod) has no super_device_id")]
@@ -189,27 +230,80 @@ def rank_table(ctx: NodeContext) -> List[Verdict]:
     except ValueError as exc:
         return [failed(f"{RANK_TABLE}: {exc}", {"server_id": server_id}, fix="re-run plan and apply")]
     evidence = {"path": RANK_TABLE, "server_id": server_id, "devices_compared": compared}
-    fix = ("the table is planned from the inventory's super_pod/server_index and the NPU addresses: correct the "
-           "inventory (or the server's spod-info), then plan and apply")
+    fix = (
+        "the table is planned from the inventory's super_pod/server_index and the NPU addresses: correct the "
+        "inventory (or the server's spod-info), then plan and apply"
+    )
     if found:
-        return [failed(f"{RANK_TABLE}: {message}", evidence, npu=devid if devid >= 0 else None, fix=fix)
-                for devid, message in found]
+        return [
+            failed(f"{RANK_TABLE}: {message}", evidence, npu=devid if devid >= 0 else None, fix=fix)
+            for devid, message in found
+        ]
     if not compared:
         return [could_not_check(f"no die of server {server_id} was read, so {RANK_TABLE} was not compared", evidence)]
-    return [passed(f"{RANK_TABLE}: {compared} devices, super_device_id, device_ip and backup_device_ip as the hardware reports", evidence)]
+    return [
+        passed(
+            f"{RANK_TABLE}: {compared} devices, super_device_id, device_ip and backup_device_ip as the hardware reports",
+            evidence,
+        )
+    ]
 
 
 _REQUIRES = ("node.reachable", "node.npu_smi")
 
 CHECKS: List[Check] = [
-    Check("superpod.identity", ("superpod",), "node", Severity.ERROR, "every die reports its super-pod identity (spod-info)", "",
-          identity, requires=_REQUIRES, applies=not_a3),
-    Check("superpod.vnic", ("superpod",), "npu", Severity.ERROR, "the die's HCCS vNIC is the one its server index gives", "",
-          vnic, requires=("node.reachable", "node.hccn_tool"), applies=not_a3),
-    Check("superpod.die_subnets", ("superpod", "network"), "node", Severity.ERROR, "the two dies of each NPU are in different subnets", "",
-          die_subnets, requires=("node.reachable",), applies=not_a3),
-    Check("superpod.rank_table", ("superpod", "files"), "node", Severity.ERROR, "the rank table's super_device_id and device_ip are the hardware's", "",
-          rank_table, requires=_REQUIRES, applies=not_a3),
-    Check("cluster.sdid", ("cluster", "superpod"), "cluster", Severity.ERROR, "SDIDs are unique within each super-pod", "",
-          sdid, applies=not_a3),
+    Check(
+        "superpod.identity",
+        ("superpod",),
+        "node",
+        Severity.ERROR,
+        "every die reports its super-pod identity (spod-info)",
+        "",
+        identity,
+        requires=_REQUIRES,
+        applies=not_a3,
+    ),
+    Check(
+        "superpod.vnic",
+        ("superpod",),
+        "npu",
+        Severity.ERROR,
+        "the die's HCCS vNIC is the one its server index gives",
+        "",
+        vnic,
+        requires=("node.reachable", "node.hccn_tool"),
+        applies=not_a3,
+    ),
+    Check(
+        "superpod.die_subnets",
+        ("superpod", "network"),
+        "node",
+        Severity.ERROR,
+        "the two dies of each NPU are in different subnets",
+        "",
+        die_subnets,
+        requires=("node.reachable",),
+        applies=not_a3,
+    ),
+    Check(
+        "superpod.rank_table",
+        ("superpod", "files"),
+        "node",
+        Severity.ERROR,
+        "the rank table's super_device_id and device_ip are the hardware's",
+        "",
+        rank_table,
+        requires=_REQUIRES,
+        applies=not_a3,
+    ),
+    Check(
+        "cluster.sdid",
+        ("cluster", "superpod"),
+        "cluster",
+        Severity.ERROR,
+        "SDIDs are unique within each super-pod",
+        "",
+        sdid,
+        applies=not_a3,
+    ),
 ]

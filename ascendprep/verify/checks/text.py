@@ -60,7 +60,9 @@ def _span(start: int, end: int) -> str:
     return str(start) if start == end else f"{start}-{end}"
 
 
-def who_differs(values: Mapping[K, str], describe: Callable[[List[K]], str], what: str, repeat_what: bool = False) -> str:
+def who_differs(
+    values: Mapping[K, str], describe: Callable[[List[K]], str], what: str, repeat_what: bool = False
+) -> str:
     """A sentence naming the odd ones out: ``node7 has CANN 8.0.RC2, the other 63 have 8.0.RC3``.
 
     ``values`` maps each member (node, or (node, npu)) to its value; ``describe`` names a list of
@@ -85,7 +87,12 @@ def who_differs(values: Mapping[K, str], describe: Callable[[List[K]], str], wha
     return ", ".join(phrases)
 
 
-_MONTHS = {name: index for index, name in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_MONTHS = {
+    name: index
+    for index, name in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
+    )
+}
 
 
 def parse_asctime(text: str) -> Optional[Tuple[int, int, int, int, int, int]]:
