@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep.facts.model import LinkRecord, LinkStat, LldpNeighbor, TlsState
@@ -72,7 +73,7 @@ def parse_ip(stdout: str) -> Fields:
     if not values and stdout.strip():
         raise not_as_expected("'ipaddr:<ip>' and 'netmask:<mask>' lines", stdout)
     netmask = values.get("netmask")
-    return {"ip": values.get("ipaddr"), "netmask": netmask}
+    return {"ip": values.get("ipaddr"), "netmask": sys.intern(netmask) if netmask is not None else None}
 
 
 _GATEWAY_FORM = "'default gateway:<ip>, Iface:eth<k>'"
@@ -87,7 +88,7 @@ def parse_gateway(stdout: str) -> Fields:
             continue
         if match.group(2) is None:
             raise UnexpectedOutput(f"expected ', Iface:eth<k>' after the gateway in {_GATEWAY_FORM}, got {line!r}")
-        return {"gateway": _ipv4(match.group(1).rstrip(","), "gateway"), "gateway_iface": match.group(2)}
+        return {"gateway": _ipv4(match.group(1).rstrip(","), "gateway"), "gateway_iface": sys.intern(match.group(2))}
     if stdout.strip():
         raise not_as_expected(_GATEWAY_FORM, stdout)
     return {"gateway": None, "gateway_iface": None}
@@ -114,7 +115,7 @@ def parse_link(stdout: str) -> Fields:
     match = _LINK_RE.search(stdout)
     if not match:
         raise not_as_expected("'link status: UP|DOWN'", stdout)
-    return {"link": match.group(1).upper()}
+    return {"link": sys.intern(match.group(1).upper())}
 
 
 _NET_HEALTH_RE = re.compile(r"net health status:\s*(.+)", re.IGNORECASE)
@@ -134,7 +135,7 @@ def parse_net_health(stdout: str) -> Fields:
     for known in NET_HEALTH_STATES:
         if status.lower() == known.lower():
             status = known
-    return {"net_health": status}
+    return {"net_health": sys.intern(status)}
 
 
 def parse_lldp(stdout: str) -> Fields:
@@ -150,13 +151,13 @@ def parse_lldp(stdout: str) -> Fields:
     following: Dict[str, str] = {}
     for index, line in enumerate(lines[:-1]):
         if line.endswith("TLV"):
-            following.setdefault(line.lower(), lines[index + 1])
+            following.setdefault(line.lower(), sys.intern(lines[index + 1]))
     if not following:
         raise not_as_expected("LLDP TLV lines ('Chassis ID TLV', 'Port ID TLV', ...)", stdout)
     port_id = following.get("port id tlv")
     port_ifname = None
     if port_id and port_id.lower().startswith("ifname:"):
-        port_ifname = port_id.split(":", 1)[1].strip()
+        port_ifname = sys.intern(port_id.split(":", 1)[1].strip())
     system_name = following.get("system name tlv")
     if system_name is not None and system_name.endswith("TLV"):
         system_name = None  # the TLV is present but empty
@@ -207,7 +208,7 @@ def parse_link_stat(stdout: str) -> Fields:
             continue
         record = _LINK_RECORD_RE.match(line)
         if record:
-            records.append(LinkRecord(time=record.group("time"), state=record.group("state").upper()))
+            records.append(LinkRecord(time=record.group("time"), state=sys.intern(record.group("state").upper())))
             continue
         key, sep, value = line.partition(" : ")
         if not sep:

@@ -8,6 +8,7 @@ the digits after the *last* underscore. hccn_tool ignores ``#`` lines and lines 
 
 from __future__ import annotations
 
+import sys
 from typing import Dict, List
 
 from ascendprep.facts.model import HccnConf
@@ -29,5 +30,5 @@ def parse_hccn_conf(text: str) -> HccnConf:
         settings = devices.setdefault(int(devid), {})
         if key in settings and name not in duplicates:
             duplicates.append(name)
-        settings[key] = value
+        settings[sys.intern(key)] = value
     return HccnConf(raw=text, devices=devices, duplicates=tuple(duplicates), other_lines=tuple(other))

@@ -10,6 +10,7 @@ address their peers cannot reach: "Gloo connectFullMesh failed", "1/8 clients jo
 from __future__ import annotations
 
 import ipaddress
+import sys
 from typing import List, Tuple
 
 from ascendprep.base.limits import MAX_HOST_LINKS
@@ -33,7 +34,7 @@ def parse_ip_link(text: str) -> Tuple[LinkState, ...]:
             raise UnexpectedOutput(f"interface name {ifname[:40]!r} has characters an interface name cannot have")
         flags = tuple(flag for flag in words[2].strip("<>").split(",") if flag)
         state = words[words.index("state") + 1] if "state" in words[:-1] else "UNKNOWN"
-        links.append(LinkState(ifname, tuple(flags), state))
+        links.append(LinkState(sys.intern(ifname), tuple(map(sys.intern, flags)), sys.intern(state)))
         if len(links) > MAX_HOST_LINKS:
             raise UnexpectedOutput(f"more than {MAX_HOST_LINKS} interfaces")
     return tuple(links)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -185,7 +186,7 @@ def parse_visibility(text: str) -> Visibility:
         parts = line.split(" ", 2)
         if len(parts) != 3 or parts[0] not in ("dev", "tool", "file", "lib"):
             continue
-        item = f"{parts[0]}:{parts[2]}"
+        item = sys.intern(f"{parts[0]}:{parts[2]}")
         (present if parts[1] == "present" else absent).append(item)
     if not present and not absent:
         raise ValueError("no item lines")

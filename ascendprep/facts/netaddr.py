@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import sys
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ascendprep.base.limits import MAX_HOST_ADDRESSES
@@ -44,7 +45,7 @@ def parse_ip_addr(text: str) -> Tuple[InterfaceAddress, ...]:
         if not IFNAME_RE.match(ifname):
             raise UnexpectedOutput(f"interface name {ifname[:40]!r} has characters an interface name cannot have")
         address, prefixlen = _address_prefix(words[3], ifname)
-        found.append(InterfaceAddress(ifname, family, address, prefixlen))
+        found.append(InterfaceAddress(sys.intern(ifname), sys.intern(family), address, prefixlen))
         if len(found) > MAX_HOST_ADDRESSES:
             raise UnexpectedOutput(f"more than {MAX_HOST_ADDRESSES} interface addresses")
     return tuple(found)

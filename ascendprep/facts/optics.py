@@ -23,6 +23,7 @@ anyway it is refused as an unsupported format rather than misread.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Dict, List, Optional
 
 from ascendprep.facts.model import OpticalInfo, OpticalLane, OpticalThresholds
@@ -126,7 +127,7 @@ def parse_optical_info(stdout: str) -> OpticalInfo:
         elif key in _TEXT_KEYS:
             name = _TEXT_KEYS[key]
             # vendor, part number and module type repeat across a fleet; serial numbers do not
-            values[name] = value or None
+            values[name] = (value if name == "serial_number" else sys.intern(value)) or None
         elif key in _THRESHOLD_KEYS:
             name, unit = _THRESHOLD_KEYS[key]
             thresholds[name] = _reading(key, value, unit)

@@ -11,6 +11,7 @@ tables are refused as an unsupported format, never misread (§4.7).
 from __future__ import annotations
 
 import re
+import sys
 from typing import Dict, Optional
 
 from ascendprep.facts.text import UnexpectedOutput, content_lines, not_as_expected, split_colon
@@ -32,7 +33,7 @@ def parse_duplex(stdout: str) -> Dict[str, Optional[str]]:
         match = _DUPLEX_RE.match(line)
         if match:
             word = match.group(1).rstrip("!").lower()
-            return {"duplex": None if word == "unknown" else word}
+            return {"duplex": None if word == "unknown" else sys.intern(word)}
     raise not_as_expected("'Duplex: Full|Half|Unknown!'", stdout)
 
 
@@ -42,7 +43,7 @@ def parse_fec(stdout: str) -> Dict[str, Optional[str]]:
     for line in content_lines(stdout):
         match = _FEC_RE.match(line)
         if match:
-            return {"fec": match.group(1).lower()}
+            return {"fec": sys.intern(match.group(1).lower())}
     raise not_as_expected("'fec mode: rs|no|auto FEC mode'", stdout)
 
 
@@ -59,5 +60,5 @@ def parse_board_firmware(stdout: str) -> Optional[str]:
                 return None
             if not _FIRMWARE_VERSION_RE.fullmatch(value):
                 raise UnexpectedOutput(f"firmware version {value!r} is not a version")
-            return value
+            return sys.intern(value)
     raise not_as_expected("'Firmware Version : <version>'", stdout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from typing import Dict, List, Optional
 
 from ascendprep.base.limits import ENV_SH_MAX_VARIABLES
@@ -36,7 +37,7 @@ def parse_os_release(text: str) -> Dict[str, str]:
             words = shlex.split(value)
         except ValueError:
             continue
-        values[key] = " ".join(words)
+        values[sys.intern(key)] = sys.intern(" ".join(words))
     return values
 
 

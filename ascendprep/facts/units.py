@@ -33,6 +33,7 @@ Section names are unique; :func:`by_section` refuses duplicates.
 from __future__ import annotations
 
 import shlex
+import sys
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ascendprep.base import paths
@@ -190,7 +191,7 @@ NPU_SMI_LIST = ProbeUnit(
 
 def _parse_health(stdout: str, where: Where) -> NpuHealth:
     health, code, info = npu_smi.parse_health(stdout)
-    return NpuHealth(npu_id=where.npu, chip=where.chip, health=health, error_code=code, error_info=info)  # type: ignore[arg-type]
+    return NpuHealth(npu_id=where.npu, chip=where.chip, health=sys.intern(health), error_code=code, error_info=info)  # type: ignore[arg-type]
 
 
 def _fill_health(draft: Draft, where: Where, health: NpuHealth) -> None:
@@ -338,7 +339,7 @@ HCCN_CONF = ProbeUnit(
 
 
 def _fill_sysctl(draft: Draft, where: Where, value: str) -> None:
-    draft.sysctl[where.attrs.get("key", "?")] = value
+    draft.sysctl[sys.intern(where.attrs.get("key", "?"))] = sys.intern(value)
 
 
 SYSCTL = ProbeUnit(
@@ -371,7 +372,7 @@ def _managed_settle(section: Section) -> Optional[Given]:
 
 
 def _fill_managed(draft: Draft, where: Where, managed: ManagedFile) -> None:
-    draft.managed_files[managed.path] = managed
+    draft.managed_files[sys.intern(managed.path)] = managed
 
 
 MANAGED = ProbeUnit(
