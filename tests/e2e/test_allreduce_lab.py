@@ -182,7 +182,7 @@ def test_ctrl_c_stops_every_process_on_every_node(cluster: Cluster) -> None:
         from rich.console import Console
         from ascendprep.run.allreduce import AllreduceOptions, run_allreduce
         from ascendprep.run.hosts import host_accesses
-        from ascendprep.inventory.model import load_inventory
+        from ascendprep.inventory.load import load_inventory
         from ascendprep.run.fanout import Session
         inventory = load_inventory({str(cluster.inventory)!r})
         with Session(host_accesses(inventory), 8) as session:
