@@ -235,10 +235,7 @@ def tear_down(paths: LabPaths, progress: Progress = quiet) -> bool:
     if not (netns or links or mounted or paths.lab_dir.exists() or paths.run_dir.exists()):
         return False
 
-    processes = _lab_processes(paths, netns)
-    if processes:
-        progress(f"stopping {len(processes)} processes")
-        stop_processes(processes)
+    _stop_lab_processes(paths, netns, progress)
     if netns or links:
         progress(f"removing {len(netns)} namespaces and {len(links)} links")
     network.delete_links(sorted(links))
@@ -257,6 +254,25 @@ def tear_down(paths: LabPaths, progress: Progress = quiet) -> bool:
 def _is_lab_link(lab: str, name: str) -> bool:
     digest = short_hash(lab)
     return name == f"apb{digest}" or (name.startswith(f"apv{digest}n") and name[len(digest) + 4 :].isdigit())
+
+
+def _stop_lab_processes(paths: LabPaths, netns: set[str], progress: Progress, rounds: int = 5) -> None:
+    """Stop every process of the lab, looking again after each stop.
+
+    When ``lab up`` was killed midway, the node starters it left behind (``nsenter`` on its way
+    into a namespace, a daemon forking) can enter the lab's namespaces after a scan saw them
+    outside; one scan would leave them running and pin the namespaces.
+    """
+    for _ in range(rounds):
+        processes = _lab_processes(paths, netns)
+        if not processes:
+            return
+        progress(f"stopping {len(processes)} processes")
+        stop_processes(processes)
+        time.sleep(0.1)
+    left = _lab_processes(paths, netns)
+    if left:
+        raise LabError(f"processes {', '.join(str(r.pid) for r in left)} keep entering the lab's namespaces")
 
 
 def _lab_processes(paths: LabPaths, netns: set[str]) -> list[ProcessRef]:
