@@ -33,7 +33,8 @@ from ascendprep.base.text import visible
 from ascendprep.desired.state import DesiredState
 from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.verify.checks.counters import JUDGED
-from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.verify.checks.hccs import node_pod
+from ascendprep.verify.checks.model import COULD_NOT_CHECK, CheckResult, Status
 from ascendprep.verify.mesh import PingPlan
 
 #: Up to this many nodes every node has its grid row; above, healthy nodes are folded into ranges.
@@ -55,6 +56,11 @@ MATRIX_SIDE_MAX = 512
 MATRIX_CELLS_MAX = 6000
 #: Failed pairs listed under the matrix.
 PAIRS_LISTED_MAX = 200
+#: A3 super-pods whose HCCS matrix is drawn, those with a failing pair first; every pod has its
+#: row in the table above them.
+HCCS_PODS_DRAWN_MAX = 4
+#: Cells of one super-pod's HCCS matrix at most: its nodes are grouped until it holds.
+HCCS_CELLS_MAX = 3000
 #: Optical lanes charted: those closest to their module's receive-power thresholds.
 LANES_CHARTED = 40
 #: Counter results charted: the highest rate against its threshold.
@@ -66,8 +72,11 @@ _RANK = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
 #: Grid/matrix cell class per worst rank: ok, info, warning, error; ``x``: nothing gathered.
 _CLASS = {0: "ok", 1: "info", 2: "warn", 3: "err"}
 _COUNTERS_CHECK = "network.counters"
+_HCCS_CHECK = "cluster.hccs"
 #: A judged counter's metric name (as a passed result's evidence lists its rate) -> its threshold's name.
 _THRESHOLD_OF = {judged.metric: judged.threshold for judged in JUDGED}
+#: A judged pair of a heat map: plane, node, peer plane, peer node (indexes), level, its text.
+Judged = Tuple[int, int, int, int, int, str]
 
 
 @dataclass
@@ -135,6 +144,7 @@ def page_model(data: HtmlInput) -> Dict[str, Any]:
         "blockers": _blockers(failed, data.allreduce_findings),
         "grid": _grid(data, failed),
         "matrix": _matrix(data),
+        "hccs": _hccs(data),
         "allreduce": _allreduce(data),
         "optics": _optics(data),
         "counters": _counters(data.results),
@@ -270,7 +280,7 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
     for name, host in data.hosts.items():
         for ping in host.pings or ():
             answers[(name, ping.npu, ping.target)] = ping
-    judged: List[Tuple[int, int, int, int, int, str]] = []  # plane, node, peer plane, peer node, level, text
+    judged: List[Judged] = []
     bad: List[Dict[str, Any]] = []
     for pair in data.pings.pairs:
         if pair.a.node not in position or pair.b.node not in position:
@@ -291,21 +301,37 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
         judged.append(
             (plane_index[pair.a.npu], position[pair.a.node], plane_index[pair.b.npu], position[pair.b.node], level, tip)
         )
-    # Nodes are grouped until the picture fits: at most MATRIX_SIDE_MAX rows and MATRIX_CELLS_MAX cells.
-    per_column = max(1, math.ceil(len(nodes) * len(planes) / MATRIX_SIDE_MAX))
+    return {
+        **_heat_map(judged, len(nodes), planes, MATRIX_SIDE_MAX, MATRIX_CELLS_MAX),
+        "mesh": data.pings.mesh,
+        "pairs": len(data.pings.pairs),
+        "bad": bad[:PAIRS_LISTED_MAX],
+        "bad_count": len(bad),
+        "first_node": nodes[0] if nodes else "",
+        "last_node": nodes[-1] if nodes else "",
+    }
+
+
+def _heat_map(
+    judged: Sequence[Judged], node_count: int, planes: Sequence[int], side_max: int, cells_max: int
+) -> Dict[str, Any]:
+    """The cells of a reachability heat map: one band per plane, the nodes in order within it, a
+    cell the worst level of its pairs (drawn both ways). Nodes are grouped (2, 4, ... per row and
+    column) until the picture has at most ``side_max`` rows and ``cells_max`` cells."""
+    per_column = max(1, math.ceil(node_count * len(planes) / side_max))
     while True:
-        columns = math.ceil(len(nodes) / per_column)
+        columns = math.ceil(node_count / per_column)
         cells: Dict[Tuple[int, int], Dict[str, Any]] = {}
         for plane_a, node_a, plane_b, node_b, level, tip in judged:
             a, b = plane_a * columns + node_a // per_column, plane_b * columns + node_b // per_column
-            for key in ((a, b), (b, a)):
+            for key in ((a, b), (b, a)) if a != b else ((a, b),):
                 cell = cells.setdefault(key, {"level": 0, "pairs": 0, "bad": 0, "tip": tip})
                 cell["pairs"] += 1
                 if level:
                     cell["bad"] += 1
                 if level > cell["level"]:
                     cell["level"], cell["tip"] = level, tip
-        if len(cells) <= MATRIX_CELLS_MAX or per_column >= len(nodes):
+        if len(cells) <= cells_max or per_column >= node_count:
             break
         per_column *= 2
     size = columns * len(planes)
@@ -325,17 +351,105 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
         for i, npu in enumerate(planes)
     ]
     return {
-        "mesh": data.pings.mesh,
         "step": round(step, 2),
         "side": round(size * step, 2),
         "rects": rects,
         "bands": bands,
         "per_column": per_column,
-        "pairs": len(data.pings.pairs),
-        "bad": bad[:PAIRS_LISTED_MAX],
-        "bad_count": len(bad),
-        "first_node": nodes[0] if nodes else "",
-        "last_node": nodes[-1] if nodes else "",
+    }
+
+
+def _hccs_level(result: CheckResult) -> int:
+    """A pair's level as the RoCE matrix colours it: answered, some loss, no answer, not pinged."""
+    if result.status is Status.PASSED:
+        return 0
+    if result.message.startswith(COULD_NOT_CHECK):
+        return 4
+    loss, received = result.evidence.get("loss_percent"), result.evidence.get("received")
+    if isinstance(loss, (int, float)) and loss < 100 and isinstance(received, int) and received > 0:
+        return 2
+    return 3
+
+
+def _die_end(value: Any) -> Optional[Tuple[str, int]]:
+    """``(node, device id)`` of a ``cluster.hccs`` result's ``from``/``to`` evidence, or None."""
+    if not isinstance(value, dict):
+        return None
+    node, device = value.get("node"), value.get("device")
+    if isinstance(node, str) and isinstance(device, int) and not isinstance(device, bool):
+        return node, device
+    return None
+
+
+def _hccs(data: HtmlInput) -> Optional[Dict[str, Any]]:
+    """The A3 HCCS plane per super-pod: the ``cluster.hccs`` pairs (each die to the same die of the
+    next server of its pod, and to the next die of its plane in its own server) as one heat map
+    per pod, drawn like the RoCE matrix (a band per device id, the pod's nodes in inventory order
+    within it). Every pod gets a row of the overview; the pods with failing pairs are drawn
+    first, at most :data:`HCCS_PODS_DRAWN_MAX`, each grouped down to :data:`HCCS_CELLS_MAX` cells."""
+    pairs: List[Tuple[Tuple[str, int], Tuple[str, int], CheckResult]] = []
+    for result in data.results:
+        if result.check != _HCCS_CHECK or result.subject is None:
+            continue
+        source, target = _die_end(result.evidence.get("from")), _die_end(result.evidence.get("to"))
+        if source is not None and target is not None:
+            pairs.append((source, target, result))
+    if not pairs:
+        return None
+    position = {name: i for i, name in enumerate(data.node_order)}
+
+    def pod_of(node: str) -> Optional[int]:
+        host = data.hosts.get(node)
+        return node_pod(host.facts) if host is not None else None
+
+    by_pod: Dict[Optional[int], List[Tuple[Tuple[str, int], Tuple[str, int], CheckResult]]] = {}
+    for source, target, result in pairs:
+        by_pod.setdefault(pod_of(source[0]), []).append((source, target, result))
+    pods: List[Dict[str, Any]] = []
+    for pod, members in by_pod.items():
+        nodes = sorted({end[0] for s, t, _ in members for end in (s, t)}, key=lambda n: position.get(n, len(position)))
+        index = {name: i for i, name in enumerate(nodes)}
+        planes = sorted({end[1] for s, t, _ in members for end in (s, t)})
+        plane_index = {devid: i for i, devid in enumerate(planes)}
+        judged: List[Judged] = []
+        bad: List[Dict[str, Any]] = []
+        for source, target, result in members:
+            level = _hccs_level(result)
+            text = _short(result.message, EVIDENCE_CHARS)
+            if level:
+                bad.append({"pair": result.subject, "text": text, "cls": _LEVEL_CLASS[level]})
+            judged.append(
+                (plane_index[source[1]], index[source[0]], plane_index[target[1]], index[target[0]], level, text)
+            )
+        pods.append(
+            {
+                "pod": "?" if pod is None else str(pod),
+                "nodes": compressed(nodes),
+                "node_count": len(nodes),
+                "pairs": len(members),
+                "bad": bad,
+                "bad_count": len(bad),
+                "worst": _LEVEL_CLASS[max((j[4] for j in judged), default=0)],
+                "judged": judged,
+                "planes": planes,
+            }
+        )
+    pods.sort(key=lambda p: (-p["bad_count"], p["pod"] == "?", int(p["pod"]) if p["pod"] != "?" else 0))
+    listed = 0
+    for rank, pod_row in enumerate(pods):
+        judged, planes = pod_row.pop("judged"), pod_row.pop("planes")
+        pod_row["anchor"] = f"hccs-pod-{rank}"
+        pod_row["drawn"] = rank < HCCS_PODS_DRAWN_MAX
+        if pod_row["drawn"]:
+            pod_row["map"] = _heat_map(judged, pod_row["node_count"], planes, MATRIX_SIDE_MAX, HCCS_CELLS_MAX)
+        shown = pod_row["bad"][: max(0, PAIRS_LISTED_MAX - listed)]
+        listed += len(shown)
+        pod_row["bad"] = shown
+    return {
+        "pods": pods,
+        "pairs": len(pairs),
+        "bad_count": sum(p["bad_count"] for p in pods),
+        "drawn": sum(1 for p in pods if p["drawn"]),
     }
 
 

@@ -61,3 +61,65 @@ def test_large_fleet_folds_healthy_nodes() -> None:
     hosts = {**data.hosts, **{name: replace(healthy, node=name) for name in names}}
     page = render_html(replace(data, hosts=hosts, node_order=[*data.node_order, *names], desired=data.desired))
     assert "nodes with no finding on the node or any NPU" in page and "extra[0000-0299]" in page
+
+
+def test_hccs_matrix_per_super_pod_marks_the_dead_die() -> None:
+    from html_evidence import HCCS_DEAD_DIE, a3_input
+
+    node, devid = HCCS_DEAD_DIE
+    page = render_html(a3_input())
+    assert page.index('<section id="reachability">') < page.index('id="hccs"') < page.index('<section id="allreduce">')
+    pods = re.findall(r'<tr class="([a-z]*)" data-pod="(\d)"><td>\d</td><td class="mono">([^<]*)</td>', page)
+    assert pods == [("err", "1", "n[3-4] (2)"), ("", "0", "n[1-2] (2)")]
+    one = page[page.index('<div class="hccs-pod" id="hccs-pod-0" data-pod="1">') : page.index('id="hccs-pod-1"')]
+    marked = re.findall(r'<rect class="mcell err bad"[^>]*><title>([^<]*)</title>', one)
+    # each failing pair drawn both ways: n3:1<->n4:1 and n3:1<->n3:3
+    assert len(marked) == 4 and all(f"{node} device {devid} " in title for title in marked)
+    assert one.count('<rect class="mcell ok"') == 12
+    assert "n3:1&lt;-&gt;n4:1" in one and "every HCCS pair of n3 device 1 failed" in one
+
+
+def test_hccs_draws_the_failing_pods_first_and_lists_every_pod() -> None:
+    from dataclasses import replace
+
+    from html_evidence import a3_input
+
+    from ascendprep.report import html
+    from ascendprep.verify.checks.model import CheckResult, Status
+
+    data = a3_input()
+    template = next(r for r in data.results if r.status is Status.PASSED)
+    extra: list[CheckResult] = []
+    hosts = dict(data.hosts)
+    for pod in range(2, 12):
+        a, b = f"p{pod}a", f"p{pod}b"
+        for name in (a, b):
+            facts = data.hosts["n1"].facts
+            assert facts is not None and facts.superpod is not None
+            superpod = {d: replace(die, super_pod_id=pod) for d, die in facts.superpod.items()}
+            hosts[name] = replace(data.hosts["n1"], node=name, facts=replace(facts, superpod=superpod))
+        extra.append(
+            replace(
+                template,
+                subject=f"{a}:0<->{b}:0",
+                evidence={"from": {"node": a, "device": 0}, "to": {"node": b, "device": 0}},
+            )
+        )
+    model = html.page_model(replace(data, results=[*data.results, *extra], hosts=hosts))["hccs"]
+    assert len(model["pods"]) == 12 and model["drawn"] == html.HCCS_PODS_DRAWN_MAX
+    assert model["pods"][0]["pod"] == "1" and model["pods"][0]["drawn"]
+    assert [p["drawn"] for p in model["pods"]].count(True) == html.HCCS_PODS_DRAWN_MAX
+
+
+def test_a_large_super_pod_is_grouped_to_the_cell_budget() -> None:
+    from ascendprep.report.html import HCCS_CELLS_MAX, MATRIX_SIDE_MAX, _heat_map
+
+    # a 48-server pod of 16 dies: the ring's pairs (same die, next server; next die of the plane)
+    judged = []
+    for server in range(48):
+        for die in range(16):
+            judged.append((die, server, die, (server + 1) % 48, 3 if (server, die) == (7, 5) else 0, "t"))
+            judged.append((die, server, (die + 2) % 16, server, 0, "t"))
+    shown = _heat_map(judged, 48, list(range(16)), MATRIX_SIDE_MAX, HCCS_CELLS_MAX)
+    assert len(shown["rects"]) <= HCCS_CELLS_MAX and shown["per_column"] >= 2
+    assert sum(r["marked"] for r in shown["rects"]) in (1, 2)
