@@ -142,3 +142,31 @@ def a3_input() -> HtmlInput:
     hosts = {n: HostEvidence(n, f"10.0.0.{11 + i}", read[n], hccs_pings=tuple(sent[n])) for i, n in enumerate(names)}
     results = run_checks(desired, hosts, None, Selection(frozenset({"cluster.hccs"})), date(2026, 1, 1))
     return HtmlInput(desired, results, hosts, names, None, 0 if no_errors(results) else 1, source="unit test")
+
+
+def saved_plan():
+    """A plan as ``ascendprep plan`` saves it: node2's NPU 3 address and a sysctl to set (the
+    kernel's old value hostile), node4 not planned (its error hostile), node1 and node3 unchanged."""
+    from ascendprep.plan.changes import SetNpuAddress, SetSysctl
+    from ascendprep.plan.planfile import PlanFile, SavedHost
+
+    return PlanFile(
+        "/x/inventory.yaml",
+        "0" * 64,
+        "unit",
+        "2026-01-01T00:00:00+00:00",
+        [
+            SavedHost("node1", "10.0.0.11", True, []),
+            SavedHost(
+                "node2",
+                "10.0.0.12",
+                True,
+                [
+                    SetNpuAddress("node2", {"device": None, "file": None}, 3, "10.20.0.4", "255.255.255.0"),
+                    SetSysctl("node2", HOSTILE, "net.core.somaxconn", "65535"),
+                ],
+            ),
+            SavedHost("node3", "10.0.0.13", True, []),
+            SavedHost("node4", "10.0.0.14", False, [], error=f"unreachable: {HOSTILE}"),
+        ],
+    )

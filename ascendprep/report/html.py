@@ -31,6 +31,7 @@ from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.hostrange import compressed
 from ascendprep.base.text import visible
 from ascendprep.desired.state import DesiredState
+from ascendprep.plan.planfile import PlanFile
 from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.verify.checks.counters import JUDGED
 from ascendprep.verify.checks.hccs import node_pod
@@ -65,6 +66,10 @@ HCCS_CELLS_MAX = 3000
 LANES_CHARTED = 40
 #: Counter results charted: the highest rate against its threshold.
 COUNTERS_CHARTED = 40
+#: Hosts of a plan listed with their changes, and changes listed over all of them (the plan file
+#: has every one; ``ascendprep plan`` prints them).
+PLAN_HOSTS_LISTED_MAX = 512
+PLAN_CHANGES_LISTED_MAX = 2000
 #: An evidence value longer than this is cut (a host can print megabytes).
 VALUE_MAX_CHARS = 2000
 
@@ -92,6 +97,9 @@ class HtmlInput:
     allreduce_doc: Optional[Dict[str, Any]] = None
     allreduce_findings: Sequence[Finding] = ()
     source: str = ""
+    #: ``--plan FILE``: the saved plan whose changes the page lists, and the path it was given as.
+    plan: Optional[PlanFile] = None
+    plan_path: str = ""
     generated: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
 
@@ -149,6 +157,7 @@ def page_model(data: HtmlInput) -> Dict[str, Any]:
         "optics": _optics(data),
         "counters": _counters(data.results),
         "versions": _versions(data),
+        "plan": _plan(data),
     }
 
 
@@ -690,4 +699,52 @@ def _versions(data: HtmlInput) -> Dict[str, Any]:
             {"stack": list(key), "count": len(names), "nodes": compressed(names), "odd": i > 0}
             for i, (key, names) in enumerate(rows)
         ],
+    }
+
+
+def _plan(data: HtmlInput) -> Optional[Dict[str, Any]]:
+    """``--plan FILE``: the saved plan's changes per host, each as the line its own kind writes
+    (:meth:`Change.describe`, the text ``plan`` printed and ``apply`` confirms), hosts without a
+    change folded into a range. The plan file says whether ``apply`` has carried it out."""
+    saved = data.plan
+    if saved is None:
+        return None
+    rows: List[Dict[str, Any]] = []
+    quiet: List[str] = []
+    budget = PLAN_CHANGES_LISTED_MAX
+    for host in saved.hosts:
+        if not host.changes and host.reachable and not host.incomplete and host.error is None:
+            quiet.append(host.node)
+            continue
+        listed = host.changes[: max(0, budget)] if len(rows) < PLAN_HOSTS_LISTED_MAX else []
+        budget -= len(listed)
+        rows.append(
+            {
+                "node": host.node,
+                "address": host.address,
+                "reachable": host.reachable,
+                "error": host.error,
+                "incomplete": host.incomplete[:20],
+                "changes": [
+                    {"kind": change.kind, "target": change.target, "text": change.describe()} for change in listed
+                ],
+                "count": len(host.changes),
+                "more": len(host.changes) - len(listed),
+            }
+        )
+    shown = rows[:PLAN_HOSTS_LISTED_MAX]
+    return {
+        "path": data.plan_path,
+        "cluster": saved.cluster,
+        "other_cluster": saved.cluster != data.desired.inventory.name,
+        "created_at": saved.created_at,
+        "applied_at": saved.applied_at,
+        "changes": saved.change_count,
+        "complete": saved.complete,
+        "hosts": shown,
+        "hosts_count": len(saved.hosts),
+        "not_listed": compressed([r["node"] for r in rows[PLAN_HOSTS_LISTED_MAX:]]),
+        "not_listed_count": max(0, len(rows) - PLAN_HOSTS_LISTED_MAX),
+        "quiet": compressed(quiet) if quiet else "",
+        "quiet_count": len(quiet),
     }

@@ -123,3 +123,38 @@ def test_a_large_super_pod_is_grouped_to_the_cell_budget() -> None:
     shown = _heat_map(judged, 48, list(range(16)), MATRIX_SIDE_MAX, HCCS_CELLS_MAX)
     assert len(shown["rects"]) <= HCCS_CELLS_MAX and shown["per_column"] >= 2
     assert sum(r["marked"] for r in shown["rects"]) in (1, 2)
+
+
+def test_the_plans_changes_per_host_read_by_the_plan_loader(tmp_path) -> None:
+    from dataclasses import replace
+
+    from html_evidence import saved_plan
+
+    from ascendprep.plan.planfile import read_plan, write_plan
+
+    path = tmp_path / "plan.json"
+    write_plan(saved_plan(), path)
+    page = render_html(replace(faulty_input(), plan=read_plan(path, owned=False), plan_path=str(path)))
+    assert page.index('<section id="versions">') < page.index('<section id="plan">') < page.index('id="evidence"')
+    section = page[page.index('<section id="plan">') : page.index('<section id="evidence">')]
+    assert "<b>Not applied</b>: what <span" in section and "2 changes on 4 hosts" in section
+    assert "2 hosts with nothing to change" in section and "node[1,3]" in section
+    rows = re.findall(r'<tr><td class="mono">([^<]*)</td><td class="mono">([^<]*)</td><td>([^<]*)</td></tr>', section)
+    assert [(kind, target) for kind, target, _ in rows] == [("hccn.ip", "npu 3"), ("sysctl", "net.core.somaxconn")]
+    assert "10.20.0.4" in rows[0][2] and "65535" in rows[1][2]
+    # what a host printed (the kernel's old value, the reason it was not planned) is text, never markup
+    assert HOSTILE not in section and "<script" not in section and "&lt;script&gt;alert(1)" in section
+    assert "not planned: unreachable: &lt;script&gt;" in section and r"\x1b]0;pwn\x07\x00" in section
+
+
+def test_no_plan_no_section_and_an_applied_plan_says_so() -> None:
+    from dataclasses import replace
+
+    from html_evidence import saved_plan
+
+    assert '<section id="plan">' not in render_html(faulty_input())
+    plan = saved_plan()
+    plan.applied_at, plan.cluster = "2026-01-02T00:00:00+00:00", "other"
+    page = render_html(replace(faulty_input(), plan=plan, plan_path="p.json"))
+    assert "<b>Applied</b> 2026-01-02T00:00:00+00:00: what apply did" in page
+    assert "This plan is of cluster other, not of the inventory verified here (unit)" in page
