@@ -52,6 +52,12 @@ def allreduce_doc() -> Dict[str, Any]:
             "sizes": sizes,
             "stragglers": [{"rank": 17, "node": "node3", "sizes": [1 << 28], "worst_ratio": 2.0}],
             "straggler_rule": {"ratio": 1.5, "floor_us": 100.0, "min_ranks": 3},
+            # every rank at 256M: 8 per node, rank 17 (node3) twice the median
+            "rank_times": {
+                "bytes": 1 << 28,
+                "median_us": 960.0,
+                "ranks": [[r, f"node{r // 8 + 1}", 1920.0 if r == 17 else 950.0 + (r % 3) * 10] for r in range(32)],
+            },
             "busbw_floor": {
                 "min_busbw_GBps": 15.0,
                 "passed": True,

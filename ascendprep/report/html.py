@@ -64,6 +64,10 @@ HCCS_PODS_DRAWN_MAX = 4
 HCCS_CELLS_MAX = 3000
 #: Optical lanes charted: those closest to their module's receive-power thresholds.
 LANES_CHARTED = 40
+#: Points of the per-rank time chart; above, each point is the slowest of consecutive ranks.
+RANK_POINTS_MAX = 1024
+#: Straggler ranks listed under the per-rank chart.
+RANK_STRAGGLERS_LISTED_MAX = 50
 #: Counter results charted: the highest rate against its threshold.
 COUNTERS_CHARTED = 40
 #: Hosts of a plan listed with their changes, and changes listed over all of them (the plan file
@@ -564,6 +568,78 @@ def _allreduce(data: HtmlInput) -> Optional[Dict[str, Any]]:
         "rule": rule,
         "stragglers": verdict.get("stragglers") or [],
         "floor": floor,
+        "per_rank": _rank_chart(verdict, rule),
+    }
+
+
+def _rank_chart(verdict: Mapping[str, Any], rule: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """Every rank's time at the largest message size against the median, the straggler rule's
+    line drawn (``ratio`` x the median and at least ``floor_us`` above it, with ``min_ranks``
+    measuring) and the ranks over it marked; ranks the rule flagged at other sizes are marked too.
+    A large world is drawn as the slowest rank of each run of consecutive ranks, so a straggler
+    stays a visible point."""
+    times = verdict.get("rank_times")
+    if not isinstance(times, dict) or not isinstance(times.get("ranks"), list) or not times["ranks"]:
+        return None
+    entries = [
+        (rank, node, float(time_us))
+        for rank, node, time_us in (e for e in times["ranks"] if isinstance(e, list) and len(e) == 3)
+        if isinstance(rank, int) and isinstance(node, str) and isinstance(time_us, (int, float))
+    ]
+    median = times.get("median_us")
+    if not entries or not isinstance(median, (int, float)) or median <= 0:
+        return None
+    ratio, floor_us = float(rule.get("ratio", 1.5)), float(rule.get("floor_us", 100.0))
+    judged = len(entries) >= int(rule.get("min_ranks", 3))
+    line = max(ratio * median, median + floor_us)
+    elsewhere = {s.get("rank") for s in verdict.get("stragglers") or [] if isinstance(s, dict)}
+
+    def straggles(time_us: float) -> bool:
+        return judged and time_us > ratio * median and time_us - median >= floor_us
+
+    per_point = max(1, math.ceil(len(entries) / RANK_POINTS_MAX))
+    width, height = 640.0, 200.0
+    top = max(max(t for _, _, t in entries), line) * 1.1
+    count = math.ceil(len(entries) / per_point)
+    points = []
+    for index in range(count):
+        run = entries[index * per_point : (index + 1) * per_point]
+        rank, node, time_us = max(run, key=lambda e: e[2])
+        slow = straggles(time_us)
+        cls = "err straggler" if slow else "warn" if any(e[0] in elsewhere for e in run) else "ok"
+        who = (
+            f"rank {rank} on {node}"
+            if per_point == 1
+            else f"ranks {run[0][0]}-{run[-1][0]}, slowest rank {rank} on {node}"
+        )
+        points.append(
+            {
+                "x": round((index + 0.5) * width / count, 2),
+                "y": round(height - time_us / top * height, 2),
+                "cls": cls,
+                "tip": f"{who}: {time_us:.4g} us, {time_us / median:.2f}x the median",
+            }
+        )
+    slow_ranks = [
+        {"rank": rank, "node": node, "time_us": time_us, "ratio": time_us / median}
+        for rank, node, time_us in entries
+        if straggles(time_us)
+    ]
+    return {
+        "size": _size_label(int(times.get("bytes") or 0)),
+        "ranks": len(entries),
+        "per_point": per_point,
+        "width": width,
+        "height": height,
+        "points": points,
+        "median": {"y": round(height - median / top * height, 2), "label": f"median {median:.4g} us"},
+        "line": {"y": round(height - line / top * height, 2), "label": f"straggler line {line:.4g} us"},
+        "yticks": [
+            {"y": round(height - top * i / 4 / top * height, 2), "label": f"{top * i / 4:.3g}"} for i in range(5)
+        ],
+        "slow": slow_ranks[:RANK_STRAGGLERS_LISTED_MAX],
+        "slow_count": len(slow_ranks),
+        "judged": judged,
     }
 
 

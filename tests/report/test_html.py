@@ -158,3 +158,32 @@ def test_no_plan_no_section_and_an_applied_plan_says_so() -> None:
     page = render_html(replace(faulty_input(), plan=plan, plan_path="p.json"))
     assert "<b>Applied</b> 2026-01-02T00:00:00+00:00: what apply did" in page
     assert "This plan is of cluster other, not of the inventory verified here (unit)" in page
+
+
+def test_every_ranks_time_with_the_straggler_marked() -> None:
+    page = render_html(faulty_input())
+    chart = page[page.index('<svg id="rank-times-chart"') : page.index("</svg>", page.index('id="rank-times-chart"'))]
+    assert chart.count('<circle class="rank point') == 32
+    marked = re.findall(r'<circle class="rank point err straggler"[^>]*><title>([^<]*)</title>', chart)
+    assert marked == ["rank 17 on node3: 1920 us, 2.00x the median"]
+    assert "straggler line 1440 us" in chart and "median 960 us" in chart
+    assert re.search(r'<table id="straggler-ranks">.*?<td>17</td><td class="mono">node3</td>', page, re.S)
+
+
+def test_a_large_world_is_drawn_as_the_slowest_of_each_run_of_ranks() -> None:
+    from ascendprep.report.html import RANK_POINTS_MAX, _rank_chart
+
+    world = 65536  # 4,096 A3 servers, 16 dies each
+    ranks = [[r, f"n{r // 16}", 2500.0 if r == 40000 else 1000.0] for r in range(world)]
+    verdict = {
+        "rank_times": {"bytes": 1 << 30, "median_us": 1000.0, "ranks": ranks},
+        "stragglers": [{"rank": 5}],
+    }
+    chart = _rank_chart(verdict, {"ratio": 1.5, "floor_us": 100.0, "min_ranks": 3})
+    assert chart is not None and len(chart["points"]) <= RANK_POINTS_MAX and chart["per_point"] == 64
+    assert [p["cls"] for p in chart["points"]].count("err straggler") == 1
+    assert chart["points"][0]["cls"] == "warn"  # rank 5 straggled at another size
+    assert "slowest rank 40000 on n2500" in next(p["tip"] for p in chart["points"] if p["cls"] == "err straggler")
+    assert chart["slow"] == [{"rank": 40000, "node": "n2500", "time_us": 2500.0, "ratio": 2.5}]
+    # hostile shapes are skipped, never a crash
+    assert _rank_chart({"rank_times": {"ranks": [["x"], 5], "median_us": 1.0}}, {}) is None

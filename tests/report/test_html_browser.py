@@ -93,6 +93,16 @@ def test_chart_has_its_points(page) -> None:
     )
 
 
+def test_the_straggler_rank_is_marked(page) -> None:
+    titles = js(page, "[...document.querySelectorAll('#rank-times-chart circle.straggler')].map(c => c.textContent)")
+    assert titles == ["rank 17 on node3: 1920 us, 2.00x the median"]
+    assert (
+        js(page, "getComputedStyle(document.querySelector('#rank-times-chart circle.straggler')).fill")
+        == "rgb(214, 40, 40)"
+    )
+    assert js(page, "document.querySelectorAll('#rank-times-chart circle.rank.point.ok').length") == 31
+
+
 def test_hostile_text_made_no_element_and_no_console_error(page) -> None:
     assert js(page, "document.scripts.length") == 0
     assert js(page, "document.images.length") == 0
