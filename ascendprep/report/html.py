@@ -60,20 +60,23 @@ PAIRS_LISTED_MAX = 200
 #: A3 super-pods whose HCCS matrix is drawn, those with a failing pair first; every pod has its
 #: row in the table above them.
 HCCS_PODS_DRAWN_MAX = 4
-#: Cells of one super-pod's HCCS matrix at most: its nodes are grouped until it holds.
-HCCS_CELLS_MAX = 3000
+#: Cells of the drawn HCCS matrices together, shared evenly: a pod's nodes are grouped until
+#: its share holds (a 48-server pod of 16 dies fits 3,072 cells ungrouped).
+HCCS_CELLS_MAX = 1600
+#: Failing HCCS pairs listed under the maps, all pods together.
+HCCS_PAIRS_LISTED_MAX = 100
 #: Optical lanes charted: those closest to their module's receive-power thresholds.
 LANES_CHARTED = 40
 #: Points of the per-rank time chart; above, each point is the slowest of consecutive ranks.
-RANK_POINTS_MAX = 1024
+RANK_POINTS_MAX = 512
 #: Straggler ranks listed under the per-rank chart.
 RANK_STRAGGLERS_LISTED_MAX = 50
 #: Counter results charted: the highest rate against its threshold.
 COUNTERS_CHARTED = 40
 #: Hosts of a plan listed with their changes, and changes listed over all of them (the plan file
 #: has every one; ``ascendprep plan`` prints them).
-PLAN_HOSTS_LISTED_MAX = 512
-PLAN_CHANGES_LISTED_MAX = 2000
+PLAN_HOSTS_LISTED_MAX = 200
+PLAN_CHANGES_LISTED_MAX = 600
 #: An evidence value longer than this is cut (a host can print megabytes).
 VALUE_MAX_CHARS = 2000
 
@@ -384,6 +387,14 @@ def _hccs_level(result: CheckResult) -> int:
     return 3
 
 
+def _hccs_outcome(result: CheckResult, level: int) -> str:
+    """A cell's few words: the pair's loss, or why it was not pinged (the list says more)."""
+    if level == 4:
+        return _short(result.message[len(COULD_NOT_CHECK) :], 80)
+    loss = result.evidence.get("loss_percent")
+    return f"{loss:g}% loss" if isinstance(loss, (int, float)) else "answered" if level == 0 else "failed"
+
+
 def _die_end(value: Any) -> Optional[Tuple[str, int]]:
     """``(node, device id)`` of a ``cluster.hccs`` result's ``from``/``to`` evidence, or None."""
     if not isinstance(value, dict):
@@ -428,11 +439,19 @@ def _hccs(data: HtmlInput) -> Optional[Dict[str, Any]]:
         bad: List[Dict[str, Any]] = []
         for source, target, result in members:
             level = _hccs_level(result)
-            text = _short(result.message, EVIDENCE_CHARS)
             if level:
-                bad.append({"pair": result.subject, "text": text, "cls": _LEVEL_CLASS[level]})
+                bad.append(
+                    {"pair": result.subject, "text": _short(result.message, EVIDENCE_CHARS), "cls": _LEVEL_CLASS[level]}
+                )
             judged.append(
-                (plane_index[source[1]], index[source[0]], plane_index[target[1]], index[target[0]], level, text)
+                (
+                    plane_index[source[1]],
+                    index[source[0]],
+                    plane_index[target[1]],
+                    index[target[0]],
+                    level,
+                    f"{result.subject}: {_hccs_outcome(result, level)}",
+                )
             )
         pods.append(
             {
@@ -449,13 +468,14 @@ def _hccs(data: HtmlInput) -> Optional[Dict[str, Any]]:
         )
     pods.sort(key=lambda p: (-p["bad_count"], p["pod"] == "?", int(p["pod"]) if p["pod"] != "?" else 0))
     listed = 0
+    share = HCCS_CELLS_MAX // min(len(pods), HCCS_PODS_DRAWN_MAX)
     for rank, pod_row in enumerate(pods):
         judged, planes = pod_row.pop("judged"), pod_row.pop("planes")
         pod_row["anchor"] = f"hccs-pod-{rank}"
         pod_row["drawn"] = rank < HCCS_PODS_DRAWN_MAX
         if pod_row["drawn"]:
-            pod_row["map"] = _heat_map(judged, pod_row["node_count"], planes, MATRIX_SIDE_MAX, HCCS_CELLS_MAX)
-        shown = pod_row["bad"][: max(0, PAIRS_LISTED_MAX - listed)]
+            pod_row["map"] = _heat_map(judged, pod_row["node_count"], planes, MATRIX_SIDE_MAX, share)
+        shown = pod_row["bad"][: max(0, HCCS_PAIRS_LISTED_MAX - listed)]
         listed += len(shown)
         pod_row["bad"] = shown
     return {

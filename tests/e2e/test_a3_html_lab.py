@@ -58,7 +58,9 @@ def test_hccs_fault_and_the_applied_plan_in_a_browser(a3_lab: Lab, tmp_path: Pat
             "[...document.querySelectorAll('.hccs-pod[data-pod=\"0\"] rect.mcell.bad')].map(r => r.textContent)"
         )
         # its cross-server pair and its two in-server ring pairs, each drawn both ways
-        assert len(titles) == 6 and all("node2 device 5 (NPU 2 die 1" in t for t in titles), titles
+        assert len(titles) == 6 and all("node2:5<->" in t or "<->node2:5:" in t for t in titles), titles
+        listed = js("document.querySelector('.hccs-pod[data-pod=\"0\"] .hccs-bad').textContent")
+        assert listed.count("node2 device 5 (NPU 2 die 1") == 3
         assert js("document.querySelectorAll('.hccs-pod[data-pod=\"1\"] rect.mcell.bad').length") == 0
         cell = 'document.querySelector(\'#grid a.c[data-node="node2"][data-npu="5"]\')'
         assert js(f"getComputedStyle({cell}).backgroundColor") == "rgb(214, 40, 40)"

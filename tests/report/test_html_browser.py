@@ -118,7 +118,7 @@ def test_faulty_hccs_pair_is_marked_in_its_pods_matrix(a3_page) -> None:
     titles = js(
         a3_page, "[...document.querySelectorAll('.hccs-pod[data-pod=\"1\"] rect.mcell.bad')].map(r => r.textContent)"
     )
-    assert titles and all(f"{node} device {devid}" in title for title in titles)
+    assert len(titles) == 4 and all(title.startswith(f"{node}:{devid}<->") for title in titles)
     assert (
         js(a3_page, "getComputedStyle(document.querySelector('.hccs-pod[data-pod=\"1\"] rect.mcell.err.bad')).fill")
         == "rgb(214, 40, 40)"
