@@ -41,7 +41,7 @@ from ascendprep.verify.mesh import PingPlan
 #: Up to this many nodes every node has its grid row; above, healthy nodes are folded into ranges.
 GRID_ALL_NODES_MAX = 256
 #: Grid rows and evidence blocks listed at most (the rest are named as ranges).
-NODES_LISTED_MAX = 512
+NODES_LISTED_MAX = 400
 #: Findings listed per node in its evidence block, while the page's budget lasts.
 FINDINGS_PER_NODE_MAX = 40
 #: Findings listed over all nodes; past it each node lists its worst few (the JSON has them all).
@@ -62,9 +62,9 @@ PAIRS_LISTED_MAX = 200
 HCCS_PODS_DRAWN_MAX = 4
 #: Cells of the drawn HCCS matrices together, shared evenly: a pod's nodes are grouped until
 #: its share holds (a 48-server pod of 16 dies fits 3,072 cells ungrouped).
-HCCS_CELLS_MAX = 1600
+HCCS_CELLS_MAX = 800
 #: Failing HCCS pairs listed under the maps, all pods together.
-HCCS_PAIRS_LISTED_MAX = 100
+HCCS_PAIRS_LISTED_MAX = 50
 #: Optical lanes charted: those closest to their module's receive-power thresholds.
 LANES_CHARTED = 40
 #: Points of the per-rank time chart; above, each point is the slowest of consecutive ranks.
@@ -75,8 +75,10 @@ RANK_STRAGGLERS_LISTED_MAX = 50
 COUNTERS_CHARTED = 40
 #: Hosts of a plan listed with their changes, and changes listed over all of them (the plan file
 #: has every one; ``ascendprep plan`` prints them).
-PLAN_HOSTS_LISTED_MAX = 200
-PLAN_CHANGES_LISTED_MAX = 600
+PLAN_HOSTS_LISTED_MAX = 100
+PLAN_CHANGES_LISTED_MAX = 300
+#: Characters of a grid cell's tooltip: its worst finding's message, cut.
+CELL_TIP_CHARS = 80
 #: An evidence value longer than this is cut (a host can print megabytes).
 VALUE_MAX_CHARS = 2000
 
@@ -232,8 +234,15 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
         for npu in npus:
             found = [r for r in mine if r.npu == npu]
             cls = "x" if not gathered else _CLASS[max(worst_npu.get(npu, 0), 0)]
-            tip = "; ".join(f"{r.check}: {r.message}" for r in found[:3]) or (
-                "not gathered" if not gathered else "no finding"
+            # the worst finding, cut: a cell per NPU of every node listed (its evidence block has them all)
+            worst = max(found, key=_rank) if found else None
+            tip = (
+                f"{worst.check}: {_short(worst.message, CELL_TIP_CHARS)}"
+                + (f" (+{len(found) - 1} more)" if len(found) > 1 else "")
+                if worst is not None
+                else "not gathered"
+                if not gathered
+                else "no finding"
             )
             cells.append({"npu": npu, "cls": cls, "tip": f"{name} npu {npu}: {tip}"})
         ordered = sorted(mine, key=lambda r: (-_rank(r), r.npu if r.npu is not None else -1, r.check))

@@ -40,7 +40,7 @@ def page(browser, tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("html") / "report.html"
     write_file(path, render_html(faulty_input()))
     session = cdp.open_page(browser, path.as_uri())
-    yield browser, session
+    # taken now: once another test opens its tab, this one is in the background and is not drawn
     shot = base64.b64decode(
         browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)[
             "data"
@@ -49,6 +49,7 @@ def page(browser, tmp_path_factory: pytest.TempPathFactory):
     folder = Path(os.environ.get("ASCENDPREP_ARTIFACTS") or path.parent)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "verify-html.png").write_bytes(shot)
+    return browser, session
 
 
 @pytest.fixture(scope="module")
