@@ -664,7 +664,7 @@ def _rank_chart(verdict: Mapping[str, Any], rule: Mapping[str, Any]) -> Optional
         "median": {"y": round(height - median / top * height, 2), "label": f"median {median:.4g} us"},
         "line": {"y": round(height - line / top * height, 2), "label": f"straggler line {line:.4g} us"},
         "yticks": [
-            {"y": round(height - top * i / 4 / top * height, 2), "label": f"{top * i / 4:.3g}"} for i in range(5)
+            {"y": round(height - top * i / 4 / top * height, 2), "label": f"{top * i / 4:.0f}"} for i in range(5)
         ],
         "slow": slow_ranks[:RANK_STRAGGLERS_LISTED_MAX],
         "slow_count": len(slow_ranks),
