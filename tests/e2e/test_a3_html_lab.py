@@ -1,19 +1,23 @@
 """verify --html --plan on an A3 lab of 4 servers in 2 super-pods with one die's HCCS link down
 (node2 device 5), opened in headless Chromium: the HCCS map of node2's pod marks that die's
 pairs, its grid cell is red, the applied plan's changes are listed, and the page raised no
-console error. The screenshot goes to $ASCENDPREP_ARTIFACTS."""
+console error; the page made again from the saved run marks the same cells. The screenshot goes
+to $ASCENDPREP_ARTIFACTS."""
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 from pathlib import Path
 from typing import Iterator
 
 import cdp
 import pytest
+from click.testing import CliRunner
 from labsupport import start_test_lab, verify_json
 
+from ascendprep.commands.verify import verify_command
 from ascendprep.lab.lab import Lab
 from ascendprep.lab.testing import fault_injected
 from ascendprep.run.apply import run_apply
@@ -45,6 +49,16 @@ def test_hccs_fault_and_the_applied_plan_in_a_browser(a3_lab: Lab, tmp_path: Pat
     with fault_injected(a3_lab, "node2", "hccs-link-down", npu=5):
         code, _ = verify_json(a3_lab, tmp_path, "--html", str(page), "--plan", str(plan))
     assert code == 1
+    # the same page from the saved run (no host contacted): the same HCCS cells marked
+    (run,) = (tmp_path / ".ascendprep" / "runs").iterdir()
+    again = tmp_path / "again.html"
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(run), "--html", str(again), "--plan", str(plan)])
+    assert outcome.exit_code == 1, outcome.output
+
+    def marked(text: str) -> list:
+        return sorted(re.findall(r'<rect class="mcell [a-z]+ bad"[^>]*><title>([^<]*)</title>', text))
+
+    assert marked(again.read_text()) == marked(page.read_text()) != []
     browser = cdp.Browser(binary)
     try:
         session = cdp.open_page(browser, page.as_uri())
