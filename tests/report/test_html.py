@@ -188,3 +188,22 @@ def test_a_large_world_is_drawn_as_the_slowest_of_each_run_of_ranks() -> None:
     assert chart["slow"] == [{"rank": 40000, "node": "n2500", "time_us": 2500.0, "ratio": 2.5}]
     # hostile shapes are skipped, never a crash
     assert _rank_chart({"rank_times": {"ranks": [["x"], 5], "median_us": 1.0}}, {}) is None
+
+
+def test_hostile_text_in_an_hccs_result_is_escaped() -> None:
+    from dataclasses import replace
+
+    from html_evidence import a3_input
+
+    from ascendprep.verify.checks.model import Status
+
+    data = a3_input()
+    results = [
+        replace(r, message=f"HCCS {HOSTILE}", evidence={**r.evidence, "error": HOSTILE})
+        if r.status is Status.FAILED
+        else r
+        for r in data.results
+    ]
+    page = render_html(replace(data, results=results))
+    assert HOSTILE not in page and "<script" not in page.lower()
+    assert "HCCS &lt;script&gt;alert(1)&lt;/script&gt;" in page and r"\x1b]0;pwn\x07\x00" in page
