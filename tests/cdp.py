@@ -86,15 +86,21 @@ class Browser:
                 return reply.get("result", {})
             self.events.append(reply)
 
-    def wait_event(self, method: str, timeout: float = 30.0) -> Dict[str, Any]:
+    def wait_event(self, method: str, timeout: float = 30.0, session: Optional[str] = None) -> Dict[str, Any]:
+        """The first ``method`` event (of that tab's ``session`` when given: a second tab must not
+        take the first tab's load event for its own)."""
+
+        def wanted(event: Dict[str, Any]) -> bool:
+            return event.get("method") == method and (session is None or event.get("sessionId") == session)
+
         for event in self.events:
-            if event.get("method") == method:
+            if wanted(event):
                 return event
         deadline = time.monotonic() + timeout
         while True:
             event = self._read_message(deadline)
             self.events.append(event)
-            if event.get("method") == method:
+            if wanted(event):
                 return event
 
     def close(self) -> None:
@@ -119,7 +125,7 @@ def open_page(browser: Browser, url: str) -> str:
     for domain in ("Page", "Runtime", "Log"):
         browser.send(f"{domain}.enable", session=session)
     browser.send("Page.navigate", {"url": url}, session=session)
-    browser.wait_event("Page.loadEventFired")
+    browser.wait_event("Page.loadEventFired", session=session)
     return session
 
 

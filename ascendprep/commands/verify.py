@@ -113,6 +113,14 @@ _SELECT_HELP = "Check ids or groups ({}), comma separated; repeatable.".format("
     help="Also write the report as one self-contained HTML page here (0600: it holds host evidence): verdict, NPU grid, reachability heat map, all-reduce and optics charts.",
 )
 @click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="With --html: add this saved plan's changes per host to the page (what apply would do, or did); read as apply reads it, never implied. Also with --from-bundle.",
+)
+@click.option(
     "--mesh",
     type=click.Choice(list(MESHES)),
     default=None,
@@ -215,6 +223,7 @@ def verify_command(
     prometheus_file: Optional[Path],
     junit: Optional[Path],
     html: Optional[Path],
+    plan_file: Optional[Path],
     mesh: Optional[str],
     from_bundle: Optional[Path],
     keep_runs: int,
@@ -296,6 +305,8 @@ def verify_command(
         raise click.UsageError("--from-bundle contacts no host: --sample-interval does not apply")
     if from_bundle is not None and exec_via is not None:
         raise click.UsageError("--from-bundle contacts no host: --exec-via does not apply")
+    if plan_file is not None and html is None:
+        raise click.UsageError("--plan only applies with --html (it adds the plan's changes to the page)")
     if launcher is not None and not allreduce:
         raise click.UsageError("--launcher only applies with --allreduce")
     via = None
@@ -326,6 +337,7 @@ def verify_command(
         prometheus_file=prometheus_file,
         junit=junit,
         html=html,
+        plan=plan_file,
         mesh=mesh,
         from_bundle=from_bundle,
         keep_runs=keep_runs,

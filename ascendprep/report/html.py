@@ -31,15 +31,17 @@ from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.hostrange import compressed
 from ascendprep.base.text import visible
 from ascendprep.desired.state import DesiredState
+from ascendprep.plan.planfile import PlanFile
 from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.verify.checks.counters import JUDGED
-from ascendprep.verify.checks.model import CheckResult, Status
+from ascendprep.verify.checks.hccs import node_pod
+from ascendprep.verify.checks.model import COULD_NOT_CHECK, CheckResult, Status
 from ascendprep.verify.mesh import PingPlan
 
 #: Up to this many nodes every node has its grid row; above, healthy nodes are folded into ranges.
 GRID_ALL_NODES_MAX = 256
 #: Grid rows and evidence blocks listed at most (the rest are named as ranges).
-NODES_LISTED_MAX = 512
+NODES_LISTED_MAX = 400
 #: Findings listed per node in its evidence block, while the page's budget lasts.
 FINDINGS_PER_NODE_MAX = 40
 #: Findings listed over all nodes; past it each node lists its worst few (the JSON has them all).
@@ -55,10 +57,28 @@ MATRIX_SIDE_MAX = 512
 MATRIX_CELLS_MAX = 6000
 #: Failed pairs listed under the matrix.
 PAIRS_LISTED_MAX = 200
+#: A3 super-pods whose HCCS matrix is drawn, those with a failing pair first; every pod has its
+#: row in the table above them.
+HCCS_PODS_DRAWN_MAX = 4
+#: Cells of the drawn HCCS matrices together, shared evenly: a pod's nodes are grouped until
+#: its share holds (a 48-server pod of 16 dies fits 3,072 cells ungrouped).
+HCCS_CELLS_MAX = 800
+#: Failing HCCS pairs listed under the maps, all pods together.
+HCCS_PAIRS_LISTED_MAX = 50
 #: Optical lanes charted: those closest to their module's receive-power thresholds.
 LANES_CHARTED = 40
+#: Points of the per-rank time chart; above, each point is the slowest of consecutive ranks.
+RANK_POINTS_MAX = 512
+#: Straggler ranks listed under the per-rank chart.
+RANK_STRAGGLERS_LISTED_MAX = 50
 #: Counter results charted: the highest rate against its threshold.
 COUNTERS_CHARTED = 40
+#: Hosts of a plan listed with their changes, and changes listed over all of them (the plan file
+#: has every one; ``ascendprep plan`` prints them).
+PLAN_HOSTS_LISTED_MAX = 100
+PLAN_CHANGES_LISTED_MAX = 300
+#: Characters of a grid cell's tooltip: its worst finding's message, cut.
+CELL_TIP_CHARS = 80
 #: An evidence value longer than this is cut (a host can print megabytes).
 VALUE_MAX_CHARS = 2000
 
@@ -66,8 +86,11 @@ _RANK = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
 #: Grid/matrix cell class per worst rank: ok, info, warning, error; ``x``: nothing gathered.
 _CLASS = {0: "ok", 1: "info", 2: "warn", 3: "err"}
 _COUNTERS_CHECK = "network.counters"
+_HCCS_CHECK = "cluster.hccs"
 #: A judged counter's metric name (as a passed result's evidence lists its rate) -> its threshold's name.
 _THRESHOLD_OF = {judged.metric: judged.threshold for judged in JUDGED}
+#: A judged pair of a heat map: plane, node, peer plane, peer node (indexes), level, its text.
+Judged = Tuple[int, int, int, int, int, str]
 
 
 @dataclass
@@ -83,6 +106,9 @@ class HtmlInput:
     allreduce_doc: Optional[Dict[str, Any]] = None
     allreduce_findings: Sequence[Finding] = ()
     source: str = ""
+    #: ``--plan FILE``: the saved plan whose changes the page lists, and the path it was given as.
+    plan: Optional[PlanFile] = None
+    plan_path: str = ""
     generated: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
 
@@ -135,10 +161,12 @@ def page_model(data: HtmlInput) -> Dict[str, Any]:
         "blockers": _blockers(failed, data.allreduce_findings),
         "grid": _grid(data, failed),
         "matrix": _matrix(data),
+        "hccs": _hccs(data),
         "allreduce": _allreduce(data),
         "optics": _optics(data),
         "counters": _counters(data.results),
         "versions": _versions(data),
+        "plan": _plan(data),
     }
 
 
@@ -206,8 +234,15 @@ def _grid(data: HtmlInput, failed: Sequence[CheckResult]) -> Dict[str, Any]:
         for npu in npus:
             found = [r for r in mine if r.npu == npu]
             cls = "x" if not gathered else _CLASS[max(worst_npu.get(npu, 0), 0)]
-            tip = "; ".join(f"{r.check}: {r.message}" for r in found[:3]) or (
-                "not gathered" if not gathered else "no finding"
+            # the worst finding, cut: a cell per NPU of every node listed (its evidence block has them all)
+            worst = max(found, key=_rank) if found else None
+            tip = (
+                f"{worst.check}: {_short(worst.message, CELL_TIP_CHARS)}"
+                + (f" (+{len(found) - 1} more)" if len(found) > 1 else "")
+                if worst is not None
+                else "not gathered"
+                if not gathered
+                else "no finding"
             )
             cells.append({"npu": npu, "cls": cls, "tip": f"{name} npu {npu}: {tip}"})
         ordered = sorted(mine, key=lambda r: (-_rank(r), r.npu if r.npu is not None else -1, r.check))
@@ -270,7 +305,7 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
     for name, host in data.hosts.items():
         for ping in host.pings or ():
             answers[(name, ping.npu, ping.target)] = ping
-    judged: List[Tuple[int, int, int, int, int, str]] = []  # plane, node, peer plane, peer node, level, text
+    judged: List[Judged] = []
     bad: List[Dict[str, Any]] = []
     for pair in data.pings.pairs:
         if pair.a.node not in position or pair.b.node not in position:
@@ -291,21 +326,37 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
         judged.append(
             (plane_index[pair.a.npu], position[pair.a.node], plane_index[pair.b.npu], position[pair.b.node], level, tip)
         )
-    # Nodes are grouped until the picture fits: at most MATRIX_SIDE_MAX rows and MATRIX_CELLS_MAX cells.
-    per_column = max(1, math.ceil(len(nodes) * len(planes) / MATRIX_SIDE_MAX))
+    return {
+        **_heat_map(judged, len(nodes), planes, MATRIX_SIDE_MAX, MATRIX_CELLS_MAX),
+        "mesh": data.pings.mesh,
+        "pairs": len(data.pings.pairs),
+        "bad": bad[:PAIRS_LISTED_MAX],
+        "bad_count": len(bad),
+        "first_node": nodes[0] if nodes else "",
+        "last_node": nodes[-1] if nodes else "",
+    }
+
+
+def _heat_map(
+    judged: Sequence[Judged], node_count: int, planes: Sequence[int], side_max: int, cells_max: int
+) -> Dict[str, Any]:
+    """The cells of a reachability heat map: one band per plane, the nodes in order within it, a
+    cell the worst level of its pairs (drawn both ways). Nodes are grouped (2, 4, ... per row and
+    column) until the picture has at most ``side_max`` rows and ``cells_max`` cells."""
+    per_column = max(1, math.ceil(node_count * len(planes) / side_max))
     while True:
-        columns = math.ceil(len(nodes) / per_column)
+        columns = math.ceil(node_count / per_column)
         cells: Dict[Tuple[int, int], Dict[str, Any]] = {}
         for plane_a, node_a, plane_b, node_b, level, tip in judged:
             a, b = plane_a * columns + node_a // per_column, plane_b * columns + node_b // per_column
-            for key in ((a, b), (b, a)):
+            for key in ((a, b), (b, a)) if a != b else ((a, b),):
                 cell = cells.setdefault(key, {"level": 0, "pairs": 0, "bad": 0, "tip": tip})
                 cell["pairs"] += 1
                 if level:
                     cell["bad"] += 1
                 if level > cell["level"]:
                     cell["level"], cell["tip"] = level, tip
-        if len(cells) <= MATRIX_CELLS_MAX or per_column >= len(nodes):
+        if len(cells) <= cells_max or per_column >= node_count:
             break
         per_column *= 2
     size = columns * len(planes)
@@ -325,17 +376,122 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
         for i, npu in enumerate(planes)
     ]
     return {
-        "mesh": data.pings.mesh,
         "step": round(step, 2),
         "side": round(size * step, 2),
         "rects": rects,
         "bands": bands,
         "per_column": per_column,
-        "pairs": len(data.pings.pairs),
-        "bad": bad[:PAIRS_LISTED_MAX],
-        "bad_count": len(bad),
-        "first_node": nodes[0] if nodes else "",
-        "last_node": nodes[-1] if nodes else "",
+    }
+
+
+def _hccs_level(result: CheckResult) -> int:
+    """A pair's level as the RoCE matrix colours it: answered, some loss, no answer, not pinged."""
+    if result.status is Status.PASSED:
+        return 0
+    if result.message.startswith(COULD_NOT_CHECK):
+        return 4
+    loss, received = result.evidence.get("loss_percent"), result.evidence.get("received")
+    if isinstance(loss, (int, float)) and loss < 100 and isinstance(received, int) and received > 0:
+        return 2
+    return 3
+
+
+def _hccs_outcome(result: CheckResult, level: int) -> str:
+    """A cell's few words: the pair's loss, or why it was not pinged (the list says more)."""
+    if level == 4:
+        return _short(result.message[len(COULD_NOT_CHECK) :], 80)
+    loss = result.evidence.get("loss_percent")
+    return f"{loss:g}% loss" if isinstance(loss, (int, float)) else "answered" if level == 0 else "failed"
+
+
+def _die_end(value: Any) -> Optional[Tuple[str, int]]:
+    """``(node, device id)`` of a ``cluster.hccs`` result's ``from``/``to`` evidence, or None."""
+    if not isinstance(value, dict):
+        return None
+    node, device = value.get("node"), value.get("device")
+    if isinstance(node, str) and isinstance(device, int) and not isinstance(device, bool):
+        return node, device
+    return None
+
+
+def _hccs(data: HtmlInput) -> Optional[Dict[str, Any]]:
+    """The A3 HCCS plane per super-pod: the ``cluster.hccs`` pairs (each die to the same die of the
+    next server of its pod, and to the next die of its plane in its own server) as one heat map
+    per pod, drawn like the RoCE matrix (a band per device id, the pod's nodes in inventory order
+    within it). Every pod gets a row of the overview; the pods with failing pairs are drawn
+    first, at most :data:`HCCS_PODS_DRAWN_MAX`, each grouped down to :data:`HCCS_CELLS_MAX` cells."""
+    pairs: List[Tuple[Tuple[str, int], Tuple[str, int], CheckResult]] = []
+    for result in data.results:
+        if result.check != _HCCS_CHECK or result.subject is None:
+            continue
+        source, target = _die_end(result.evidence.get("from")), _die_end(result.evidence.get("to"))
+        if source is not None and target is not None:
+            pairs.append((source, target, result))
+    if not pairs:
+        return None
+    position = {name: i for i, name in enumerate(data.node_order)}
+
+    def pod_of(node: str) -> Optional[int]:
+        host = data.hosts.get(node)
+        return node_pod(host.facts) if host is not None else None
+
+    by_pod: Dict[Optional[int], List[Tuple[Tuple[str, int], Tuple[str, int], CheckResult]]] = {}
+    for source, target, result in pairs:
+        by_pod.setdefault(pod_of(source[0]), []).append((source, target, result))
+    pods: List[Dict[str, Any]] = []
+    for pod, members in by_pod.items():
+        nodes = sorted({end[0] for s, t, _ in members for end in (s, t)}, key=lambda n: position.get(n, len(position)))
+        index = {name: i for i, name in enumerate(nodes)}
+        planes = sorted({end[1] for s, t, _ in members for end in (s, t)})
+        plane_index = {devid: i for i, devid in enumerate(planes)}
+        judged: List[Judged] = []
+        bad: List[Dict[str, Any]] = []
+        for source, target, result in members:
+            level = _hccs_level(result)
+            if level:
+                bad.append(
+                    {"pair": result.subject, "text": _short(result.message, EVIDENCE_CHARS), "cls": _LEVEL_CLASS[level]}
+                )
+            judged.append(
+                (
+                    plane_index[source[1]],
+                    index[source[0]],
+                    plane_index[target[1]],
+                    index[target[0]],
+                    level,
+                    f"{result.subject}: {_hccs_outcome(result, level)}",
+                )
+            )
+        pods.append(
+            {
+                "pod": "?" if pod is None else str(pod),
+                "nodes": compressed(nodes),
+                "node_count": len(nodes),
+                "pairs": len(members),
+                "bad": bad,
+                "bad_count": len(bad),
+                "worst": _LEVEL_CLASS[max((j[4] for j in judged), default=0)],
+                "judged": judged,
+                "planes": planes,
+            }
+        )
+    pods.sort(key=lambda p: (-p["bad_count"], p["pod"] == "?", int(p["pod"]) if p["pod"] != "?" else 0))
+    listed = 0
+    share = HCCS_CELLS_MAX // min(len(pods), HCCS_PODS_DRAWN_MAX)
+    for rank, pod_row in enumerate(pods):
+        judged, planes = pod_row.pop("judged"), pod_row.pop("planes")
+        pod_row["anchor"] = f"hccs-pod-{rank}"
+        pod_row["drawn"] = rank < HCCS_PODS_DRAWN_MAX
+        if pod_row["drawn"]:
+            pod_row["map"] = _heat_map(judged, pod_row["node_count"], planes, MATRIX_SIDE_MAX, share)
+        shown = pod_row["bad"][: max(0, HCCS_PAIRS_LISTED_MAX - listed)]
+        listed += len(shown)
+        pod_row["bad"] = shown
+    return {
+        "pods": pods,
+        "pairs": len(pairs),
+        "bad_count": sum(p["bad_count"] for p in pods),
+        "drawn": sum(1 for p in pods if p["drawn"]),
     }
 
 
@@ -441,6 +597,78 @@ def _allreduce(data: HtmlInput) -> Optional[Dict[str, Any]]:
         "rule": rule,
         "stragglers": verdict.get("stragglers") or [],
         "floor": floor,
+        "per_rank": _rank_chart(verdict, rule),
+    }
+
+
+def _rank_chart(verdict: Mapping[str, Any], rule: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """Every rank's time at the largest message size against the median, the straggler rule's
+    line drawn (``ratio`` x the median and at least ``floor_us`` above it, with ``min_ranks``
+    measuring) and the ranks over it marked; ranks the rule flagged at other sizes are marked too.
+    A large world is drawn as the slowest rank of each run of consecutive ranks, so a straggler
+    stays a visible point."""
+    times = verdict.get("rank_times")
+    if not isinstance(times, dict) or not isinstance(times.get("ranks"), list) or not times["ranks"]:
+        return None
+    entries = [
+        (rank, node, float(time_us))
+        for rank, node, time_us in (e for e in times["ranks"] if isinstance(e, list) and len(e) == 3)
+        if isinstance(rank, int) and isinstance(node, str) and isinstance(time_us, (int, float))
+    ]
+    median = times.get("median_us")
+    if not entries or not isinstance(median, (int, float)) or median <= 0:
+        return None
+    ratio, floor_us = float(rule.get("ratio", 1.5)), float(rule.get("floor_us", 100.0))
+    judged = len(entries) >= int(rule.get("min_ranks", 3))
+    line = max(ratio * median, median + floor_us)
+    elsewhere = {s.get("rank") for s in verdict.get("stragglers") or [] if isinstance(s, dict)}
+
+    def straggles(time_us: float) -> bool:
+        return judged and time_us > ratio * median and time_us - median >= floor_us
+
+    per_point = max(1, math.ceil(len(entries) / RANK_POINTS_MAX))
+    width, height = 640.0, 200.0
+    top = max(max(t for _, _, t in entries), line) * 1.1
+    count = math.ceil(len(entries) / per_point)
+    points = []
+    for index in range(count):
+        run = entries[index * per_point : (index + 1) * per_point]
+        rank, node, time_us = max(run, key=lambda e: e[2])
+        slow = straggles(time_us)
+        cls = "err straggler" if slow else "warn" if any(e[0] in elsewhere for e in run) else "ok"
+        who = (
+            f"rank {rank} on {node}"
+            if per_point == 1
+            else f"ranks {run[0][0]}-{run[-1][0]}, slowest rank {rank} on {node}"
+        )
+        points.append(
+            {
+                "x": round((index + 0.5) * width / count, 2),
+                "y": round(height - time_us / top * height, 2),
+                "cls": cls,
+                "tip": f"{who}: {time_us:.4g} us, {time_us / median:.2f}x the median",
+            }
+        )
+    slow_ranks = [
+        {"rank": rank, "node": node, "time_us": time_us, "ratio": time_us / median}
+        for rank, node, time_us in entries
+        if straggles(time_us)
+    ]
+    return {
+        "size": _size_label(int(times.get("bytes") or 0)),
+        "ranks": len(entries),
+        "per_point": per_point,
+        "width": width,
+        "height": height,
+        "points": points,
+        "median": {"y": round(height - median / top * height, 2), "label": f"median {median:.4g} us"},
+        "line": {"y": round(height - line / top * height, 2), "label": f"straggler line {line:.4g} us"},
+        "yticks": [
+            {"y": round(height - top * i / 4 / top * height, 2), "label": f"{top * i / 4:.0f}"} for i in range(5)
+        ],
+        "slow": slow_ranks[:RANK_STRAGGLERS_LISTED_MAX],
+        "slow_count": len(slow_ranks),
+        "judged": judged,
     }
 
 
@@ -576,4 +804,52 @@ def _versions(data: HtmlInput) -> Dict[str, Any]:
             {"stack": list(key), "count": len(names), "nodes": compressed(names), "odd": i > 0}
             for i, (key, names) in enumerate(rows)
         ],
+    }
+
+
+def _plan(data: HtmlInput) -> Optional[Dict[str, Any]]:
+    """``--plan FILE``: the saved plan's changes per host, each as the line its own kind writes
+    (:meth:`Change.describe`, the text ``plan`` printed and ``apply`` confirms), hosts without a
+    change folded into a range. The plan file says whether ``apply`` has carried it out."""
+    saved = data.plan
+    if saved is None:
+        return None
+    rows: List[Dict[str, Any]] = []
+    quiet: List[str] = []
+    budget = PLAN_CHANGES_LISTED_MAX
+    for host in saved.hosts:
+        if not host.changes and host.reachable and not host.incomplete and host.error is None:
+            quiet.append(host.node)
+            continue
+        listed = host.changes[: max(0, budget)] if len(rows) < PLAN_HOSTS_LISTED_MAX else []
+        budget -= len(listed)
+        rows.append(
+            {
+                "node": host.node,
+                "address": host.address,
+                "reachable": host.reachable,
+                "error": host.error,
+                "incomplete": host.incomplete[:20],
+                "changes": [
+                    {"kind": change.kind, "target": change.target, "text": change.describe()} for change in listed
+                ],
+                "count": len(host.changes),
+                "more": len(host.changes) - len(listed),
+            }
+        )
+    shown = rows[:PLAN_HOSTS_LISTED_MAX]
+    return {
+        "path": data.plan_path,
+        "cluster": saved.cluster,
+        "other_cluster": saved.cluster != data.desired.inventory.name,
+        "created_at": saved.created_at,
+        "applied_at": saved.applied_at,
+        "changes": saved.change_count,
+        "complete": saved.complete,
+        "hosts": shown,
+        "hosts_count": len(saved.hosts),
+        "not_listed": compressed([r["node"] for r in rows[PLAN_HOSTS_LISTED_MAX:]]),
+        "not_listed_count": max(0, len(rows) - PLAN_HOSTS_LISTED_MAX),
+        "quiet": compressed(quiet) if quiet else "",
+        "quiet_count": len(quiet),
     }

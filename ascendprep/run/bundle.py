@@ -1150,6 +1150,17 @@ def _check_allreduce_doc(fields: _Fields, value: Any) -> Dict[str, Any]:
         if size.get("busbw_GBps") is not None:
             fields.number(size.get("busbw_GBps"), f"verdict.sizes[{index}].busbw_GBps")
     fields.count(verdict.get("world_size"), "verdict.world_size", optional=True)
+    times = fields.mapping(verdict.get("rank_times"), "verdict.rank_times", optional=True)
+    if times:
+        fields.count(times.get("bytes"), "verdict.rank_times.bytes")
+        fields.number(times.get("median_us"), "verdict.rank_times.median_us")
+        for index, entry in enumerate(fields.sequence(times.get("ranks"), "verdict.rank_times.ranks")):
+            where = f"verdict.rank_times.ranks[{index}]"
+            if not isinstance(entry, list) or len(entry) != 3:
+                raise fields.refuse(where, "must be [rank, node, time_us]")
+            fields.count(entry[0], f"{where}[0]")
+            fields.text(entry[1], f"{where}[1]")
+            fields.number(entry[2], f"{where}[2]")
     return doc
 
 

@@ -41,6 +41,7 @@ import time
 from ascendprep import __version__
 from ascendprep.base.outputfile import write_file
 from ascendprep.inventory.load import inventory_from_text
+from ascendprep.plan.planfile import PlanFile, read_plan
 from ascendprep.report.html import HtmlInput, render_html
 from ascendprep.report.jsondoc import write_json
 from ascendprep.report.junit import render_junit
@@ -316,6 +317,9 @@ def _run_verify(options: VerifyOptions) -> int:
     try:
         explicit = bool(options.only or options.skip)
         selection = Selection.parse(options.only, options.skip) if explicit or options.from_bundle is None else None
+        # Shown, never acted on: held to apply's checks of the file's type, size, mode and
+        # fields, but not to its ownership rule (that guards what apply runs).
+        saved_plan = read_plan(options.plan, owned=False) if options.plan is not None else None
         if options.from_bundle is not None:
             run = _from_bundle(options, selection, err)
         elif options.local:
@@ -332,7 +336,7 @@ def _run_verify(options: VerifyOptions) -> int:
     if run is None:
         return exitcodes.INVALID
     try:
-        return _report(run, options, err)
+        return _report(run, options, err, saved_plan)
     finally:
         if run.bundle_writer is not None:
             run.bundle_writer.abandon()  # a no-op once the bundle is in place; else no half bundle stays
@@ -425,7 +429,7 @@ def _only_hosts(run: VerifyRun, results: List[CheckResult], chosen: set) -> Tupl
     return replace(run, hosts=hosts, allreduce_findings=findings), kept
 
 
-def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
+def _report(run: VerifyRun, options: VerifyOptions, err: Console, saved_plan: Optional[PlanFile] = None) -> int:
 
     if run.local_node is not None:
         results: List[CheckResult] = node_results(
@@ -471,6 +475,8 @@ def _report(run: VerifyRun, options: VerifyOptions, err: Console) -> int:
             run.allreduce_doc,
             shown.allreduce_findings,
             run.from_bundle or run.inventory_path,
+            plan=saved_plan,
+            plan_path=str(options.plan) if options.plan is not None else "",
         )
         try:
             write_file(options.html, render_html(page), mode=0o600)  # host evidence

@@ -64,6 +64,8 @@ class VerifyOptions:
     prometheus_file: Optional[Path] = None
     #: ``--html``: where the report is also written as one self-contained HTML page.
     html: Optional[Path] = None
+    #: ``--plan``: a saved plan whose changes the HTML page lists (read before any host is contacted).
+    plan: Optional[Path] = None
     #: ``--launcher``: how the all-reduce reaches the nodes (ssh, or slurm: srun in the allocation).
     launcher: str = "ssh"
 

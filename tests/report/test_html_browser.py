@@ -14,36 +14,49 @@ from pathlib import Path
 
 import cdp
 import pytest
-from html_evidence import FAULTY_NODE, FAULTY_NPU, LOST_PAIR, faulty_input
+from html_evidence import FAULTY_NODE, FAULTY_NPU, HCCS_DEAD_DIE, LOST_PAIR, a3_input, faulty_input
 
 from ascendprep.base.outputfile import write_file
 from ascendprep.report.html import render_html
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory):
+def browser():
     binary = cdp.find_chromium()
     if binary is None:
         message = "no chromium on PATH (apt-get install chromium; scripts/setup.sh installs it)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)
-    path = tmp_path_factory.mktemp("html") / "report.html"
-    write_file(path, render_html(faulty_input()))
     browser = cdp.Browser(binary)
     try:
-        session = cdp.open_page(browser, path.as_uri())
-        yield browser, session
-        shot = base64.b64decode(
-            browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)[
-                "data"
-            ]
-        )
-        folder = Path(os.environ.get("ASCENDPREP_ARTIFACTS") or path.parent)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "verify-html.png").write_bytes(shot)
+        yield browser
     finally:
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser, tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("html") / "report.html"
+    write_file(path, render_html(faulty_input()))
+    session = cdp.open_page(browser, path.as_uri())
+    # taken now: once another test opens its tab, this one is in the background and is not drawn
+    shot = base64.b64decode(
+        browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)[
+            "data"
+        ]
+    )
+    folder = Path(os.environ.get("ASCENDPREP_ARTIFACTS") or path.parent)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "verify-html.png").write_bytes(shot)
+    return browser, session
+
+
+@pytest.fixture(scope="module")
+def a3_page(browser, tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("html") / "a3.html"
+    write_file(path, render_html(a3_input()))
+    return browser, cdp.open_page(browser, path.as_uri())
 
 
 def js(page, expression: str):
@@ -81,9 +94,39 @@ def test_chart_has_its_points(page) -> None:
     )
 
 
+def test_the_straggler_rank_is_marked(page) -> None:
+    titles = js(page, "[...document.querySelectorAll('#rank-times-chart circle.straggler')].map(c => c.textContent)")
+    assert titles == ["rank 17 on node3: 1920 us, 2.00x the median"]
+    assert (
+        js(page, "getComputedStyle(document.querySelector('#rank-times-chart circle.straggler')).fill")
+        == "rgb(214, 40, 40)"
+    )
+    assert js(page, "document.querySelectorAll('#rank-times-chart circle.rank.point.ok').length") == 31
+
+
 def test_hostile_text_made_no_element_and_no_console_error(page) -> None:
     assert js(page, "document.scripts.length") == 0
     assert js(page, "document.images.length") == 0
     assert "<script>alert(1)</script>" in js(page, "document.querySelector('#versions').textContent")
     browser, _ = page
+    assert cdp.console_errors(browser) == []
+
+
+def test_faulty_hccs_pair_is_marked_in_its_pods_matrix(a3_page) -> None:
+    node, devid = HCCS_DEAD_DIE
+    pod = js(a3_page, "document.querySelector('#hccs-pods tr[data-pod]').dataset.pod")
+    assert pod == "1"  # the pod with the failing pairs comes first
+    titles = js(
+        a3_page, "[...document.querySelectorAll('.hccs-pod[data-pod=\"1\"] rect.mcell.bad')].map(r => r.textContent)"
+    )
+    assert len(titles) == 4 and all(title.startswith(f"{node}:{devid}<->") for title in titles)
+    assert (
+        js(a3_page, "getComputedStyle(document.querySelector('.hccs-pod[data-pod=\"1\"] rect.mcell.err.bad')).fill")
+        == "rgb(214, 40, 40)"
+    )
+    assert js(a3_page, "document.querySelectorAll('.hccs-pod[data-pod=\"0\"] rect.mcell.bad').length") == 0
+    assert js(a3_page, "document.querySelectorAll('.hccs-pod[data-pod=\"0\"] rect.mcell.ok').length") == 16
+    cell = f'document.querySelector(\'#grid a.c[data-node="{node}"][data-npu="{devid}"]\')'
+    assert js(a3_page, f"getComputedStyle({cell}).backgroundColor") == "rgb(214, 40, 40)"
+    browser, _ = a3_page
     assert cdp.console_errors(browser) == []

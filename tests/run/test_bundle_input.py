@@ -249,6 +249,16 @@ def test_crafted_numbers_and_shapes_in_run_json_are_located_errors(saved, change
             "the number 1e400 is beyond a double's range",
         ),
         (
+            '{"verdict": {"rank_times": {"bytes": 8, "median_us": 1.0, "ranks": [[0, "<b>n</b>", "slow"]]}}}',
+            "verdict.rank_times.ranks[0][2]: ",
+            "must be a number (0 or more), not text",
+        ),
+        (
+            '{"verdict": {"rank_times": {"bytes": 8, "median_us": 1.0, "ranks": [[0, "n"]]}}}',
+            "verdict.rank_times.ranks[0]: ",
+            "must be [rank, node, time_us]",
+        ),
+        (
             '{"verdict": {"world_size": ' + BIG + "}}",
             "verdict.world_size: ",
             "the number 10000000000000000000… (401 characters) is more than 24 digits",

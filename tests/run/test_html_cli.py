@@ -56,3 +56,39 @@ def test_a_page_that_cannot_be_written_is_said_and_fails(saved: Path, tmp_path: 
 def test_a_folder_is_refused(saved: Path, tmp_path: Path) -> None:
     outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(saved), "--html", str(tmp_path)])
     assert outcome.exit_code == 2 and "--html" in outcome.output
+
+
+def test_from_bundle_with_a_plan_lists_its_changes(saved: Path, tmp_path: Path) -> None:
+    from html_evidence import saved_plan
+
+    from ascendprep.plan.planfile import write_plan
+
+    plan, target = tmp_path / "plan.json", tmp_path / "report.html"
+    write_plan(saved_plan(), plan)
+    outcome = CliRunner().invoke(
+        verify_command, ["--from-bundle", str(saved), "--html", str(target), "--plan", str(plan)]
+    )
+    assert outcome.exit_code == 1, outcome.output  # the verdict's code, unchanged by --plan
+    page = target.read_text()
+    assert '<div class="plan-host" data-node="node2">' in page and "net.core.somaxconn" in page
+
+
+def test_a_bad_plan_is_a_located_error_before_anything_runs(saved: Path, tmp_path: Path) -> None:
+    plan, target = tmp_path / "plan.json", tmp_path / "report.html"
+    plan.write_text('{"kind": "ascendprep-plan", "schema_version": 2, "hosts": [{"node": 1}], "inventory": {}}')
+    plan.chmod(0o600)
+    outcome = CliRunner().invoke(
+        verify_command, ["--from-bundle", str(saved), "--html", str(target), "--plan", str(plan)]
+    )
+    assert outcome.exit_code == 2, outcome.output
+    assert f"error: {plan}: " in outcome.stderr and "hosts[0]" in outcome.stderr
+    assert "Traceback" not in outcome.output and not target.exists()
+    missing = CliRunner().invoke(
+        verify_command, ["--from-bundle", str(saved), "--html", str(target), "--plan", str(tmp_path / "none.json")]
+    )
+    assert missing.exit_code == 2 and "no such plan file" in missing.stderr
+
+
+def test_plan_without_html_is_a_usage_error(saved: Path, tmp_path: Path) -> None:
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(saved), "--plan", str(tmp_path / "p.json")])
+    assert outcome.exit_code == 2 and "--plan only applies with --html" in outcome.output

@@ -257,3 +257,19 @@ def test_compress_ranks():
     assert compress_ranks([7, 0, 1, 2, 3, 9, 10]) == "0-3, 7, 9-10"
     assert compress_ranks([5]) == "5"
     assert compress_ranks([]) == ""
+
+
+def test_every_ranks_time_at_the_largest_size_is_kept_for_the_report():
+    four = [record(r, times={MB: 100.0, 64 * MB: t}) for r, t in enumerate([1000.0, 1010.0, 990.0, 2600.0])]
+    verdict = build_verdict(collected(*reversed(four)))
+    times = verdict.rank_times
+    assert times is not None and times.bytes == 64 * MB and times.median_us == pytest.approx(1005.0)
+    assert [(t.rank, t.node, t.time_us) for t in times.ranks] == [
+        (0, "node0", 1000.0),
+        (1, "node0", 1010.0),
+        (2, "node1", 990.0),
+        (3, "node1", 2600.0),
+    ]
+    doc = verdict.to_dict()["rank_times"]
+    assert doc["ranks"][3] == [3, "node1", 2600.0] and json.loads(json.dumps(doc)) == doc
+    assert build_verdict(collected()).rank_times is None

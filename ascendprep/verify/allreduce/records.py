@@ -40,6 +40,23 @@ class Straggler:
 
 
 @dataclass(frozen=True)
+class RankTime:
+    rank: int
+    node: str
+    time_us: float
+
+
+@dataclass(frozen=True)
+class RankTimes:
+    """Every rank's time at one message size, the largest measured: what the straggler rule
+    compares with the median, kept so a report can draw each rank against it."""
+
+    bytes: int
+    median_us: float
+    ranks: Tuple[RankTime, ...]  # by rank
+
+
+@dataclass(frozen=True)
 class BusbwFloor:
     """The bandwidth floor's judgement in figures: the ``busbw`` gate's details."""
 

@@ -42,7 +42,7 @@ from .gates import (
     wrong_elements_gate,
 )
 from .ranks import compress_ranks, short_list
-from .records import BusbwFloor, RankTableCheck, SizeRow, Straggler, TrainVerdict
+from .records import BusbwFloor, RankTableCheck, RankTime, RankTimes, SizeRow, Straggler, TrainVerdict
 from .worker import (
     ERROR_MARKER,
     RECORD_SCHEMA_VERSION,
@@ -351,6 +351,7 @@ class AllreduceVerdict:
     busbw_floor: Optional[BusbwFloor]
     train: Tuple[TrainVerdict, ...]
     straggler_rule: StragglerRule = StragglerRule()
+    rank_times: Optional[RankTimes] = None
     schema_version: int = VERDICT_SCHEMA_VERSION
 
     def gate_named(self, name: str) -> GateResult:
@@ -410,6 +411,13 @@ class AllreduceVerdict:
             "stragglers": [dict(vars(s), sizes=list(s.sizes)) for s in self.stragglers],
             "straggler_nodes": list(self.straggler_nodes),
             "straggler_rule": vars(self.straggler_rule).copy(),
+            "rank_times": None
+            if self.rank_times is None
+            else {
+                "bytes": self.rank_times.bytes,
+                "median_us": self.rank_times.median_us,
+                "ranks": [[r.rank, r.node, r.time_us] for r in self.rank_times.ranks],
+            },
             "busbw_floor": vars(self.busbw_floor).copy() if self.busbw_floor is not None else None,
             "train": [dict(vars(t), ranks_failed=list(t.ranks_failed)) for t in self.train],
         }
@@ -506,7 +514,21 @@ def build_verdict(
         busbw_floor=floor,
         train=tuple(train),
         straggler_rule=straggler_rule,
+        rank_times=largest_size_times(records),
     )
+
+
+def largest_size_times(records: Sequence[RankRecord]) -> Optional[RankTimes]:
+    """Each rank's time at the largest message size any rank measured (where a rank slow on its
+    own side stands out most), with the median the straggler rule compares it to."""
+    largest = max((m.bytes for r in records for m in r.sizes), default=None)
+    if largest is None:
+        return None
+    ranks = sorted(
+        (RankTime(r.rank, r.node, m.time_us) for r in records for m in r.sizes if m.bytes == largest),
+        key=lambda t: t.rank,
+    )
+    return RankTimes(largest, statistics.median(t.time_us for t in ranks), tuple(ranks))
 
 
 def _unique_by_rank(records: Iterable[RankRecord]) -> Tuple[List[RankRecord], List[str]]:
