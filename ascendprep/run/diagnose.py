@@ -1,0 +1,256 @@
+"""``ascendprep diagnose``: read the log trees given, diagnose each job, print the answer.
+
+A tree is a collect bundle (``manifest.json`` of kind ``ascendprep-collect``, ``nodes/<node>/``
+with ``plog/``, ``device/``, ``console/``, ``kernel.log`` and ``state.json``) or a plain tree as
+users keep one: one folder per node, any names inside; a folder that holds the logs themselves
+(plogs, ``rank-N.txt``, ``plog/``, ``debug/``, ``run/``) is one node, named after the folder.
+
+Every file is streamed (scan.py); a link that leads out of its tree is not followed and is named,
+a link to a folder inside it is not followed either (no loops), binary files and files that are
+not logs are named and skipped. ``--inventory`` maps device IPs to the inventory's nodes and NPUs
+(the desired state's addresses); the collected NPU state (``state.json``) gives the TLS switch
+and the device IPs each node had.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ascendprep.base import exitcodes
+from ascendprep.base.jsoninput import read_json_file
+from ascendprep.base.limits import DIAGNOSE_MAX_FILES
+from ascendprep.base.yamlsource import InputError, Located
+from ascendprep.desired.state import build_desired
+from ascendprep.diagnose.analyse import Diagnosis, diagnose
+from ascendprep.diagnose.model import CONSOLE, DEVICE, KERNEL, PLOG, Event, FileStats, LogFile, Skipped
+from ascendprep.diagnose.scan import HEAD_BYTES, Scanner, kind_of
+from ascendprep.facts.model import HostFacts
+from ascendprep.inventory.load import load_inventory
+from ascendprep.report.diagnose import print_diagnosis, write_json_diagnosis
+from ascendprep.run.common import fail_input
+from ascendprep.verify.knowledge import knowledge
+
+#: Folder names that mean "this folder holds one node's logs" in a plain tree.
+_LOG_FOLDERS = {"plog", "debug", "run", "log", "logs", "device_log", "process_log", "console", "hisi_logs"}
+_BUNDLE_KINDS = {"plog": PLOG, "device": DEVICE, "console": CONSOLE}
+
+
+@dataclass
+class Tree:
+    """The files found under the directories given, and those skipped."""
+
+    files: List[Tuple[Path, LogFile]] = field(default_factory=list)
+    states: Dict[str, Path] = field(default_factory=dict)
+    skipped: List[Skipped] = field(default_factory=list)
+
+
+def _bundle_manifest(root: Path) -> Optional[Dict[str, Any]]:
+    manifest = root / "manifest.json"
+    if not manifest.is_file():
+        return None
+    data = read_json_file(manifest)
+    if not isinstance(data, dict) or data.get("kind") != "ascendprep-collect":
+        return None
+    if data.get("schema_version") != 1:
+        raise InputError([Located(str(manifest), None, "schema_version", "not a collect bundle of schema_version 1")])
+    return data
+
+
+def _is_one_node(root: Path) -> bool:
+    """A folder whose own entries are logs or log folders is one node's folder."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError as exc:
+        raise InputError([Located(str(root), None, "", f"cannot read the folder: {exc.strerror}")]) from None
+    for entry in entries:
+        if entry.is_file(follow_symlinks=False):
+            kind, _pid, _rank = kind_of(entry.name, b"")
+            if kind is not None or entry.name.startswith("plog-"):
+                return True
+        elif entry.is_dir(follow_symlinks=False) and (entry.name in _LOG_FOLDERS or entry.name.startswith("device-")):
+            return True
+    return False
+
+
+def _walk(root: Path, tree: Tree, limit: int) -> None:
+    """Every regular file under ``root`` (links inside the tree to files followed, links to
+    folders and links out of the tree named and skipped), as (path, relative parts)."""
+    manifest = _bundle_manifest(root)
+    cut: Dict[Tuple[str, str], bool] = {}
+    if manifest is not None:
+        for node, record in (manifest.get("nodes") or {}).items():
+            if not isinstance(record, dict):
+                continue
+            if record.get("status") == "failed":
+                tree.skipped.append(
+                    Skipped(f"nodes/{node}", f"collect could not read this node: {record.get('error')}")
+                )
+            for item in record.get("files") or []:
+                if isinstance(item, dict) and isinstance(item.get("path"), str):
+                    cut[(str(node), item["path"])] = bool(item.get("cut"))
+    one_node = manifest is None and _is_one_node(root)
+    real_root = os.path.realpath(root)
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        for name in sorted(dirs):
+            if (here / name).is_symlink():
+                tree.skipped.append(Skipped(str(here / name), "a link to a folder: not followed"))
+        dirs.sort()
+        for name in sorted(names):
+            path = here / name
+            rel = path.relative_to(root)
+            if path.is_symlink():
+                target = os.path.realpath(path)
+                if os.path.commonpath([real_root, target]) != real_root:
+                    tree.skipped.append(Skipped(str(path), f"a link out of the tree (to {target}): not read"))
+                    continue
+            if not path.is_file():
+                tree.skipped.append(Skipped(str(path), "not a regular file"))
+                continue
+            if manifest is not None:
+                _bundle_file(root, rel, path, tree, cut)
+            else:
+                node = root.resolve().name if one_node or len(rel.parts) == 1 else rel.parts[0]
+                _plain_file(path, rel, node, tree)
+            if len(tree.files) > limit:
+                raise InputError([Located(str(root), None, "", f"more than {limit:,} log files; give a smaller tree")])
+
+
+def _head(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(HEAD_BYTES)
+
+
+def _classified(path: Path, rel: Path, node: str, tree: Tree, cut: bool = False, forced: Optional[str] = None) -> None:
+    try:
+        head = _head(path)
+    except OSError as exc:
+        tree.skipped.append(Skipped(str(path), f"cannot be read: {exc.strerror}"))
+        return
+    if b"\x00" in head:
+        tree.skipped.append(Skipped(str(path), "binary (NUL bytes at its start): not a log"))
+        return
+    if head[:2] == b"\x1f\x8b":
+        tree.skipped.append(Skipped(str(path), "compressed (gzip): unpack it first"))
+        return
+    under_device = any(
+        part == "device" or part.startswith("device-") or part == "device_log" for part in rel.parts[:-1]
+    )
+    kind, pid, rank = kind_of(path.name, head, under_device)
+    if forced is not None:
+        kind = forced
+    if kind is None:
+        tree.skipped.append(
+            Skipped(str(path), "not a log diagnose reads (its name and first lines match no known kind)")
+        )
+        return
+    tree.files.append((path, LogFile(str(path), node, kind, pid, rank, cut)))
+
+
+def _plain_file(path: Path, rel: Path, node: str, tree: Tree) -> None:
+    if path.name == "state.json":
+        tree.states[node] = path
+        return
+    _classified(path, rel, node, tree)
+
+
+def _bundle_file(root: Path, rel: Path, path: Path, tree: Tree, cut: Dict[Tuple[str, str], bool]) -> None:
+    parts = rel.parts
+    if parts == ("manifest.json",):
+        return
+    if len(parts) < 3 or parts[0] != "nodes":
+        tree.skipped.append(Skipped(str(path), "outside nodes/<node>/ of a collect bundle"))
+        return
+    node, inner = parts[1], Path(*parts[2:])
+    if inner.parts == ("state.json",):
+        tree.states[node] = path
+        return
+    forced = (
+        KERNEL
+        if inner.parts == ("kernel.log",)
+        else _BUNDLE_KINDS.get(inner.parts[0])
+        if len(inner.parts) > 1
+        else None
+    )
+    if forced == PLOG and any(part.startswith("device-") for part in inner.parts[:-1]):
+        forced = DEVICE
+    _classified(path, inner, node, tree, cut.get((node, inner.as_posix()), False), forced)
+
+
+def read_trees(roots: Sequence[Path], limit: int = DIAGNOSE_MAX_FILES) -> Tree:
+    tree = Tree()
+    for root in roots:
+        if not root.is_dir():
+            raise InputError([Located(str(root), None, "", "not a folder (give a collect bundle or a folder of logs)")])
+        _walk(root, tree, limit)
+    return tree
+
+
+def scan_tree(tree: Tree) -> Tuple[List[Event], Dict[str, FileStats]]:
+    """Every event of every file, in file order; a file that cannot be read is named, not fatal."""
+    scanner = Scanner(knowledge())
+    events: List[Event] = []
+    stats: Dict[str, FileStats] = {}
+    for path, log in tree.files:
+        try:
+            with path.open("rb") as handle:
+                stats[log.path] = scanner.scan(handle, log, events.append)
+        except OSError as exc:
+            tree.skipped.append(Skipped(str(path), f"cannot be read: {exc.strerror}"))
+    return events, stats
+
+
+def inventory_ips(inventory_path: Optional[Path]) -> Dict[str, Tuple[str, int]]:
+    """device IP -> (node, NPU) of the inventory's desired state."""
+    if inventory_path is None:
+        return {}
+    desired = build_desired(load_inventory(inventory_path))
+    return {hccn.ip: (name, hccn.npu) for name, node in desired.nodes.items() for hccn in node.hccn}
+
+
+def collected_state(tree: Tree) -> Tuple[Dict[Tuple[str, int], int], Dict[str, Tuple[str, int]], Dict[str, HostFacts]]:
+    """From each node's ``state.json``: the TLS switch per (node, NPU), device IP -> (node, NPU),
+    and the facts themselves. A state that cannot be read is named among the skipped files."""
+    tls: Dict[Tuple[str, int], int] = {}
+    ips: Dict[str, Tuple[str, int]] = {}
+    facts: Dict[str, HostFacts] = {}
+    for node, path in sorted(tree.states.items()):
+        try:
+            host = HostFacts.from_dict(read_json_file(path))
+        except (InputError, ValueError, TypeError, KeyError) as exc:
+            tree.skipped.append(Skipped(str(path), f"the NPU state cannot be read: {str(exc).splitlines()[0][:200]}"))
+            continue
+        facts[node] = host
+        for devid, npu in host.npus.items():
+            if npu.tls is not None and npu.tls.switch is not None:
+                tls[(node, devid)] = 1 if npu.tls.enabled else 0
+            if npu.ip:
+                ips[npu.ip] = (node, devid)
+    return tls, ips, facts
+
+
+def run_diagnose(roots: Sequence[Path], inventory: Optional[Path], output_format: str) -> int:
+    """Diagnose the trees; the exit code: a root named (0), no root decided (1), bad input (2)."""
+    try:
+        tree = read_trees(roots)
+        ips = inventory_ips(inventory)
+    except InputError as error:
+        fail_input(error)
+    if not tree.files:
+        fail_input(
+            InputError([Located(", ".join(map(str, roots)), None, "", "no log diagnose can read in the tree(s)")])
+        )
+    events, stats = scan_tree(tree)
+    tls, state_ips, _facts = collected_state(tree)
+    resolved = {**state_ips, **ips}
+    jobs = diagnose(events, [log for _p, log in tree.files], knowledge(), resolved, tls)
+    result = Diagnosis(jobs, [log for _p, log in tree.files], tree.skipped, stats)
+    if output_format == "json":
+        write_json_diagnosis(result, sys.stdout)
+    else:
+        print_diagnosis(result)
+    return exitcodes.OK if result.decided else exitcodes.FAILED
