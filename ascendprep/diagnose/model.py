@@ -101,7 +101,8 @@ class Event:
 
 @dataclass
 class FileStats:
-    """What reading one file came to: lines read, lines cut at the line cap, events found."""
+    """What reading one file came to: lines read, lines cut at the line cap, knowledge-base
+    matches found (all of them, also those past the evidence kept)."""
 
     lines: int = 0
     truncated_lines: int = 0

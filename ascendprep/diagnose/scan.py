@@ -242,7 +242,7 @@ class Scanner:
         if tail and not skipping:
             lineno = self._block(tail.decode("utf-8", "replace") + "\n", lineno, handle, stats)
         stats.lines = lineno
-        stats.events += sum(counts.values())
+        stats.events += sum(count for key, count in counts.items() if not key.startswith("fact:"))
         return stats
 
     def _block(self, text: str, lineno: int, handle: Callable[[str, int], None], stats: FileStats) -> int:

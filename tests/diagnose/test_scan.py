@@ -1,0 +1,108 @@
+"""Reading a log: kinds of file, every knowledge-base family on real lines, hostile bytes."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ascendprep.base.limits import DIAGNOSE_LINE_MAX_CHARS, DIAGNOSE_READ_CHUNK_BYTES
+from ascendprep.diagnose.model import CONSOLE, DEVICE, KERNEL, PLOG, LogFile
+from ascendprep.diagnose.scan import Scanner, component_of, kind_of
+from ascendprep.verify.knowledge import knowledge
+
+LINES = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "diagnose" / "kb_lines.yaml").read_text())
+
+
+def scan(text, kind=PLOG, name="plog-1_2.log", **extra):
+    events = []
+    stats = Scanner(knowledge()).scan(
+        io.BytesIO(text if isinstance(text, bytes) else text.encode()),
+        LogFile(name, "n1", kind, **extra),
+        events.append,
+    )
+    return events, stats
+
+
+def test_every_entry_has_a_line_from_its_source_in_the_fixture():
+    assert set(LINES) == {entry.key for entry in knowledge().entries}
+
+
+@pytest.mark.parametrize("key", sorted(LINES))
+def test_each_entry_matches_its_lines_and_reads_their_fields(key):
+    for sample in LINES[key]:
+        events, _ = scan("noise before\n" + sample["line"] + "\nnoise after\n", kind=sample["kind"])
+        matched = [e for e in events if e.key is not None]
+        assert [e.key for e in matched] == [key], (sample["line"], [e.key for e in matched])
+        assert matched[0].line == 2
+        for name, value in (sample.get("attrs") or {}).items():
+            assert matched[0].attr(name) == value, name
+
+
+def test_the_torch_npu_line_gives_pid_device_and_rank_and_a_cann_code_its_component():
+    events, _ = scan(
+        LINES["torch.dist_hccl_failed"][0]["line"] + "\n" + LINES["cann.code"][0]["line"] + "\n", kind=CONSOLE
+    )
+    torch, cann = [e for e in events if e.key]
+    assert (torch.pid, torch.device, torch.rank) == (540989, 0, 1)
+    assert cann.code == "EE9999" and cann.component == "Runtime" and component_of("EI0002") == "HCCL"
+
+
+def test_a_kernel_line_outside_a_kernel_log_is_not_matched():
+    events, _ = scan(LINES["kernel.oom_killer"][0]["line"] + "\n", kind=PLOG)
+    assert [e.key for e in events if e.key] == []
+
+
+def test_line_numbers_hold_across_chunks_and_lines_without_a_literal_are_never_split():
+    filler = "[INFO] GE(1,python):2025-10-24-11:00:00.000.000 nothing to see here\n"
+    count = DIAGNOSE_READ_CHUNK_BYTES // len(filler) + 7
+    text = filler * count + LINES["hccl.cqe_error"][0]["line"] + "\n" + filler * 3
+    events, stats = scan(text)
+    (cqe,) = [e for e in events if e.key]
+    assert cqe.line == count + 1 and stats.lines == count + 4
+
+
+def test_non_utf8_bytes_are_replaced_and_the_line_still_matches():
+    raw = b"\xff\xfe garbage \xc3\x28\n" + LINES["hccl.cqe_error"][0]["line"].encode() + b" \xe9\xe9\n"
+    events, stats = scan(raw)
+    assert [e.key for e in events if e.key] == ["hccl.cqe_error"] and stats.lines == 2
+
+
+def test_a_line_longer_than_the_cap_is_cut_counted_and_the_next_line_read(monkeypatch):
+    huge = b"x" * (DIAGNOSE_LINE_MAX_CHARS * 3) + b" cqe error status[12] tail\n"
+    events, stats = scan(huge + LINES["hccl.cqe_error"][0]["line"].encode() + b"\n")
+    assert stats.truncated_lines == 1
+    assert [(e.key, e.line) for e in events if e.key] == [("hccl.cqe_error", 2)]
+
+
+def test_a_last_line_without_newline_is_read():
+    events, stats = scan(LINES["hccl.cqe_error"][0]["line"])
+    assert [e.line for e in events if e.key] == [1] and stats.lines == 1
+
+
+def test_a_file_that_repeats_an_error_keeps_only_the_first_events_as_evidence():
+    events, stats = scan((LINES["hccl.cqe_error"][0]["line"] + "\n") * 500)
+    assert len([e for e in events if e.key]) == 20 and stats.events == 500
+
+
+@pytest.mark.parametrize(
+    ("name", "head", "under", "want"),
+    [
+        ("plog-40013_20251024111652406.log", b"", False, (PLOG, 40013, None)),
+        ("plog-40013_20251024111652406.log", b"", True, (DEVICE, 40013, None)),
+        ("device-77_20251024111652406.log", b"", False, (DEVICE, 77, None)),
+        ("rank-12.txt", b"", False, (CONSOLE, None, 12)),
+        ("worker-3.log", b"", False, (CONSOLE, None, 3)),
+        ("messages-20251024", b"", False, (KERNEL, None, None)),
+        ("dmesg", b"", False, (KERNEL, None, None)),
+        ("job.out", b"[ERROR] HCCL(1,python):2025-10-24-11:00:00.000.000 x", False, (PLOG, None, None)),
+        ("boot.txt", b"[    1.000000] Linux version 5.10", False, (KERNEL, None, None)),
+        ("train.out", b"step 1\nTraceback (most recent call last):\n", False, (CONSOLE, None, None)),
+        ("model.bin", b"\x00\x01\x02", False, (None, None, None)),
+        ("notes.txt", b"hello", False, (None, None, None)),
+    ],
+)
+def test_kind_of_a_file_from_its_name_else_its_first_bytes(name, head, under, want):
+    assert kind_of(name, head, under) == want
