@@ -3,7 +3,9 @@ those faults nothing else in the job explains.
 
 A fault is explained when another fault found in the same job "can cause" it (the knowledge
 base's edges, as MindCluster's knowledge graph draws them: a link down causes error CQEs, which
-cause notify-wait timeouts, which make torch_npu's HCCL call fail). The faults nothing explains
+cause notify-wait timeouts, which make torch_npu's HCCL call fail) and the two meet in place: a
+fault seen on one node only is explained by a fault on that node, a fault seen on several nodes
+(every rank waiting in the same collective) by one anywhere in the job. The faults nothing explains
 are the root causes (in-degree 0); a catch-all entry (any CANN code, any torch_npu ERR code) is
 one only when nothing specific was found. When no HCCL rule names the root rank, a root cause
 that names its own place (an OOM kill of a rank's pid, an NPU's hardware event, a kernel event of
@@ -76,10 +78,22 @@ def causes_of(events: Sequence[Event], kb: KnowledgeBase) -> List[Cause]:
         cause.count += 1
     specific = [key for key in grouped if not by_key[key].generic]
     for key, cause in grouped.items():
-        cause.explained_by = sorted(other for other in grouped if other != key and key in by_key[other].can_cause)
+        cause.explained_by = sorted(
+            other
+            for other in grouped
+            if other != key and key in by_key[other].can_cause and _reaches(grouped[other], cause)
+        )
         cause.root = not cause.explained_by and not (by_key[key].generic and specific)
     order = {layer: i for i, layer in enumerate(kb.layers)}
     return sorted(grouped.values(), key=lambda c: (not c.root, order.get(c.layer, 99), by_key[c.key].generic, c.key))
+
+
+def _reaches(src: Cause, dst: Cause) -> bool:
+    """Whether ``src`` can be the cause of ``dst`` by place: a fault seen on one node only is
+    explained only by a fault on that node; a fault seen on several nodes (the symptom of a
+    collective that every rank waits in) by a fault anywhere in the job."""
+    nodes = {event.node for event in dst.events}
+    return len(nodes) > 1 or bool(nodes & {event.node for event in src.events})
 
 
 def _located(cause: Cause, ctx: Context) -> List[Culprit]:
