@@ -131,11 +131,11 @@ def _classified(path: Path, rel: Path, node: str, tree: Tree, cut: bool = False,
     except OSError as exc:
         tree.skipped.append(Skipped(str(path), f"cannot be read: {exc.strerror}"))
         return
-    if b"\x00" in head:
-        tree.skipped.append(Skipped(str(path), "binary (NUL bytes at its start): not a log"))
-        return
     if head[:2] == b"\x1f\x8b":
         tree.skipped.append(Skipped(str(path), "compressed (gzip): unpack it first"))
+        return
+    if b"\x00" in head:
+        tree.skipped.append(Skipped(str(path), "binary (NUL bytes at its start): not a log"))
         return
     under_device = any(
         part == "device" or part.startswith("device-") or part == "device_log" for part in rel.parts[:-1]
