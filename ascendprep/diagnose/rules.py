@@ -161,7 +161,7 @@ def rule_cluster_exception(ctx: Context) -> Optional[Verdict]:
     """HCCL's cluster heartbeat names the rank where the fault started (``Cluster Exception
     Location[IP/ID]``); the location most reports agree on is the root."""
     events = ctx.events("hccl.cluster_exception")
-    votes = Counter(e.attr("peer_ip") for e in events if e.attr("peer_ip"))
+    votes = Counter(e.attr("peer_ip") or "" for e in events if e.attr("peer_ip"))
     if not votes:
         return None
     (ip, count), *rest = votes.most_common()
@@ -347,9 +347,9 @@ def rule_tls_minority(ctx: Context) -> Optional[Verdict]:
         if process.device is not None and (process.node, process.device) in ctx.tls:
             states[(process.node, process.device)] = ctx.tls[(process.node, process.device)]
     for event in ctx.facts("tls"):
-        process = ctx.process_of(event)
-        if process is not None and process.device is not None and (event.attr("tls") or "").isdigit():
-            states.setdefault((process.node, process.device), int(event.attr("tls") or 0))
+        owner = ctx.process_of(event)
+        if owner is not None and owner.device is not None and (event.attr("tls") or "").isdigit():
+            states.setdefault((owner.node, owner.device), int(event.attr("tls") or 0))
     counts = Counter(states.values())
     if len(counts) < 2:
         return None
@@ -359,8 +359,8 @@ def rule_tls_minority(ctx: Context) -> Optional[Verdict]:
     culprits = []
     for (node, device), value in sorted(states.items()):
         if value == minority:
-            process = next((p for p in ctx.job.processes.values() if p.node == node and p.device == device), None)
-            culprits.append(ctx.culprit(process) if process else Culprit(node=node, device=device))
+            holder = next((p for p in ctx.job.processes.values() if p.node == node and p.device == device), None)
+            culprits.append(ctx.culprit(holder) if holder else Culprit(node=node, device=device))
     evidence = tuple(ctx.events("hccl.tls_inconsistent")[:4])
     return Verdict(
         "tls-minority",
