@@ -20,6 +20,14 @@ from ascendprep.run.diagnose import run_diagnose
     help="The inventory: device IPs in the logs resolve to its nodes and NPUs.",
 )
 @click.option(
+    "--baseline",
+    "baseline",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A verify run made before the job (its bundle folder, or its --format json output): say whether the "
+    "root rank's node and NPU already had a finding then, or drifted since.",
+)
+@click.option(
     "--format",
     "output_format",
     type=click.Choice(["text", "json"]),
@@ -27,7 +35,9 @@ from ascendprep.run.diagnose import run_diagnose
     show_default=True,
     help="text for people (the answer first), json for machines (with schema_version).",
 )
-def diagnose_command(dirs: Tuple[Path, ...], inventory: Optional[Path], output_format: str) -> None:
+def diagnose_command(
+    dirs: Tuple[Path, ...], inventory: Optional[Path], baseline: Optional[Path], output_format: str
+) -> None:
     """Name the root-cause rank, its node and NPU, the fault and the fix from a failed job's logs.
 
     DIR is a collect bundle or a plain tree of logs as kept: one folder per node holding CANN plogs,
@@ -40,4 +50,4 @@ def diagnose_command(dirs: Tuple[Path, ...], inventory: Optional[Path], output_f
       1  no rule decided (the suspects are listed)
       2  bad input (no folder, no log in it, an unreadable inventory)
     """
-    sys.exit(run_diagnose(list(dirs), inventory, output_format))
+    sys.exit(run_diagnose(list(dirs), inventory, output_format, baseline))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ascendprep.diagnose.baseline import BaselineNote
 from ascendprep.diagnose.job import Job, split_jobs
 from ascendprep.diagnose.model import Cause, Culprit, Event, FileStats, LogFile, Skipped, Verdict
 from ascendprep.diagnose.rules import Context, decide, erroring
@@ -34,6 +35,8 @@ class JobDiagnosis:
     causes: List[Cause]
     #: The root cause at the root rank (or the first root cause when no rank was named).
     fault: Optional[Cause] = None
+    #: What the ``--baseline`` verify run said about each culprit's node and NPU.
+    baseline: List[BaselineNote] = field(default_factory=list)
 
     @property
     def root_causes(self) -> List[Cause]:

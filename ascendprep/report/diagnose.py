@@ -58,6 +58,8 @@ def _answer(console: Console, result: JobDiagnosis, many: bool) -> None:
             console.print(f"Verify would have caught it before the job: {markup_safe(', '.join(fault.checks))}")
     if verdict is not None:
         console.print(f"Decided by rule [bold]{verdict.rule}[/bold]: {markup_safe(verdict.reason)}")
+    for note in result.baseline:
+        console.print(f"Baseline (verify before the job): {markup_safe(note.sentence())}", highlight=False)
     evidence = list(verdict.evidence if verdict is not None else ())
     if fault is not None:
         evidence += [e for e in fault.events if e not in evidence][:2]
@@ -158,6 +160,17 @@ def diagnosis_document(result: Diagnosis) -> Dict[str, Any]:
                 "root": _verdict_dict(job.verdict) if job.verdict else None,
                 "fault": _cause_dict(job.fault) if job.fault else None,
                 "suspects": [c.to_dict() for c in job.suspects],
+                "baseline": [
+                    {
+                        "node": note.node,
+                        "npu": note.npu,
+                        "in_baseline": note.known,
+                        "findings": [f.to_dict() for f in note.findings],
+                        "drift": list(note.drift),
+                        "compared": note.compared,
+                    }
+                    for note in job.baseline
+                ],
                 "rules": [_verdict_dict(v) for v in job.verdicts],
                 "causes": [_cause_dict(c) for c in job.causes],
                 "processes": [

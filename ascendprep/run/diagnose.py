@@ -21,16 +21,19 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.base import exitcodes
+from ascendprep.base.findings import Finding
 from ascendprep.base.jsoninput import read_json_file
 from ascendprep.base.limits import DIAGNOSE_MAX_FILES
 from ascendprep.base.yamlsource import InputError, Located
 from ascendprep.desired.state import build_desired
 from ascendprep.diagnose.analyse import Diagnosis, diagnose
+from ascendprep.diagnose.baseline import note_for
 from ascendprep.diagnose.model import CONSOLE, DEVICE, KERNEL, PLOG, Event, FileStats, LogFile, Skipped
 from ascendprep.diagnose.scan import HEAD_BYTES, Scanner, kind_of
 from ascendprep.facts.model import HostFacts
 from ascendprep.inventory.load import load_inventory
 from ascendprep.report.diagnose import print_diagnosis, write_json_diagnosis
+from ascendprep.run.bundle import BundleError, read_bundle, read_saved_verdict
 from ascendprep.run.common import fail_input
 from ascendprep.verify.knowledge import knowledge
 
@@ -233,11 +236,59 @@ def collected_state(tree: Tree) -> Tuple[Dict[Tuple[str, int], int], Dict[str, T
     return tls, ips, facts
 
 
-def run_diagnose(roots: Sequence[Path], inventory: Optional[Path], output_format: str) -> int:
+@dataclass
+class Baseline:
+    """A verify run made before the job: its findings, the nodes it read, and their facts (a
+    bundle holds facts; the ``--format json`` output does not)."""
+
+    path: str
+    findings: List[Finding]
+    nodes: List[str]
+    facts: Dict[str, Optional[HostFacts]] = field(default_factory=dict)
+
+
+def _findings(doc: Any, where: str) -> List[Finding]:
+    if not isinstance(doc, dict) or doc.get("kind") != "verify" or not isinstance(doc.get("findings"), list):
+        raise InputError([Located(where, None, "", "not the --format json output of ascendprep verify (kind: verify)")])
+    try:
+        return [Finding.from_dict(item) for item in doc["findings"]]
+    except (TypeError, ValueError, KeyError) as exc:
+        raise InputError([Located(where, None, "findings", f"a finding that cannot be read: {exc}")]) from None
+
+
+def read_baseline(path: Path) -> Baseline:
+    """A verify bundle folder (the findings it saved then, and its hosts' facts) or a ``verify
+    --format json`` file (its findings; it holds no facts, so no drift is judged)."""
+    if path.is_dir():
+        try:
+            bundle = read_bundle(path)
+            verdict = read_saved_verdict(path)
+        except BundleError as exc:
+            raise InputError([Located(str(path), None, "", f"not a verify bundle that can be read: {exc}")]) from None
+        facts = {name: host.facts for name, host in bundle.hosts.items()}
+        return Baseline(str(path), _findings(verdict, str(path / "results.json")), sorted(bundle.hosts), facts)
+    doc = read_json_file(path)
+    nodes = doc.get("hosts") if isinstance(doc, dict) else None
+    return Baseline(str(path), _findings(doc, str(path)), sorted(str(name) for name in (nodes or {})))
+
+
+def baseline_notes(result: Diagnosis, baseline: Baseline, now: Dict[str, HostFacts]) -> None:
+    for job in result.jobs:
+        culprits = list(job.verdict.culprits) if job.verdict else []
+        for culprit in culprits:
+            note = note_for(culprit, baseline.findings, baseline.nodes, baseline.facts, now)
+            if note is not None:
+                job.baseline.append(note)
+
+
+def run_diagnose(
+    roots: Sequence[Path], inventory: Optional[Path], output_format: str, baseline_path: Optional[Path] = None
+) -> int:
     """Diagnose the trees; the exit code: a root named (0), no root decided (1), bad input (2)."""
     try:
         tree = read_trees(roots)
         ips = inventory_ips(inventory)
+        baseline = read_baseline(baseline_path) if baseline_path is not None else None
     except InputError as error:
         fail_input(error)
     if not tree.files:
@@ -245,10 +296,12 @@ def run_diagnose(roots: Sequence[Path], inventory: Optional[Path], output_format
             InputError([Located(", ".join(map(str, roots)), None, "", "no log diagnose can read in the tree(s)")])
         )
     events, stats = scan_tree(tree)
-    tls, state_ips, _facts = collected_state(tree)
+    tls, state_ips, now = collected_state(tree)
     resolved = {**state_ips, **ips}
     jobs = diagnose(events, [log for _p, log in tree.files], knowledge(), resolved, tls)
     result = Diagnosis(jobs, [log for _p, log in tree.files], tree.skipped, stats)
+    if baseline is not None:
+        baseline_notes(result, baseline, now)
     if output_format == "json":
         write_json_diagnosis(result, sys.stdout)
     else:
