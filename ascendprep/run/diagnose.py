@@ -306,4 +306,4 @@ def run_diagnose(
         write_json_diagnosis(result, sys.stdout)
     else:
         print_diagnosis(result)
-    return exitcodes.OK if result.decided else exitcodes.FAILED
+    return exitcodes.ROOT_NAMED if result.decided else exitcodes.NO_ROOT_DECIDED
