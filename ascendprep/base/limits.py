@@ -253,6 +253,14 @@ DIAGNOSE_LINE_MAX_CHARS = 64 * 1024
 #: the file is (multi-GB plogs are streamed, never loaded).
 DIAGNOSE_READ_CHUNK_BYTES = 4 * 1024 * 1024
 
+#: Bytes of logs from which diagnose reads its files in several processes (one per core, at most
+#: :data:`DIAGNOSE_MAX_WORKERS`); a smaller tree is read in one, which starts faster.
+DIAGNOSE_PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+#: Processes diagnose reads files with at most, however many cores the machine has (each holds
+#: its own chunk buffer, so memory grows with it).
+DIAGNOSE_MAX_WORKERS = 16
+
 #: Files diagnose reads from one tree; a tree with more is refused with the count (a job of
 #: 64 nodes x 16 ranks has a few thousand plogs, console and device logs).
 DIAGNOSE_MAX_FILES = 200_000

@@ -12,7 +12,10 @@ split), decoded with undecodable bytes replaced, and searched once with an Aho-C
 of every literal the knowledge base and the HCCL facts need (``pyahocorasick``). Only the lines
 that hold a literal are cut out and looked at; an entry's own regular expression runs on those
 lines only. A line longer than :data:`~ascendprep.base.limits.DIAGNOSE_LINE_MAX_CHARS` is read up
-to the cap, the rest skipped, and counted as truncated.
+to the cap, the rest skipped, and counted as truncated. In a CANN log (plog, device log), whose
+lines all start with their level, a fault is matched only on ERROR, WARNING and EVENT lines and the
+INFO lines are read for the facts HCCL prints there (rank, communicator, device IP, timeouts):
+those lines are found with ``bytes.find`` before anything is decoded.
 
 Pure but for reading the binary stream it is given.
 """
@@ -95,6 +98,19 @@ FACT_LITERALS: Dict[str, str] = {
     "tls switch[": "tls",
     "TlsStatus": "tls",
 }
+
+#: What finds, in a CANN log's INFO lines, the lines with the facts of :data:`FACT_LITERALS` that
+#: HCCL prints at INFO (the rest are on its ERROR lines, read anyway); fewer, shorter needles:
+#: ``_TIMEOUT`` finds both HCCL_EXEC_TIMEOUT and HCCL_CONNECT_TIMEOUT.
+INFO_FACT_NEEDLES = (
+    "Entry-HcclCommInit",
+    "deviceIp[",
+    "_TIMEOUT",
+    "TimeOut is set",
+    "tls switch[",
+    "TlsStatus",
+    "connected rankinfo",
+)
 
 _FIELD = {
     "rank": re.compile(r"(?<![A-Za-z])rank\[(\d+)\]"),
@@ -180,6 +196,11 @@ def cqe_attrs(line: str) -> Dict[str, str]:
     return found
 
 
+#: Where a CANN log line that can hold a fault starts (after a newline), and the levels whose
+#: lines hold only facts (CANN log levels: DEBUG, INFO, WARNING, ERROR, EVENT).
+_LEVEL_MARKERS = (b"\n[ERROR]", b"\n[WARNING]", b"\n[EVENT]")
+_QUIET_LEVELS = ("[INFO]", "[DEBUG]", "[TRACE]")
+
 # --- the scanner --------------------------------------------------------------------------------------
 
 Sink = Callable[[Event], None]
@@ -201,6 +222,7 @@ class Scanner:
         for literal, owned in owners.items():
             self.automaton.add_word(literal, tuple(owned))
         self.automaton.make_automaton()
+        self.fact_bytes = tuple(literal.encode() for literal in INFO_FACT_NEEDLES)
 
     def scan(self, stream: BinaryIO, log: LogFile, sink: Sink, stats: Optional[FileStats] = None) -> FileStats:
         """Every event of ``stream`` (the file ``log``) handed to ``sink`` in the file's order."""
@@ -238,12 +260,51 @@ class Scanner:
                 first = block.find(b"\n")
                 block = block[first + 1 :]
                 skipping = False
-            lineno = self._block(block.decode("utf-8", "replace"), lineno, handle, stats)
+            lineno = self._any_block(block, lineno, handle, stats, log.kind)
         if tail and not skipping:
-            lineno = self._block(tail.decode("utf-8", "replace") + "\n", lineno, handle, stats)
+            lineno = self._any_block(tail + b"\n", lineno, handle, stats, log.kind)
         stats.lines = lineno
         stats.events += sum(count for key, count in counts.items() if not key.startswith("fact:"))
         return stats
+
+    def _any_block(
+        self, block: bytes, lineno: int, handle: Callable[[str, int], None], stats: FileStats, kind: str
+    ) -> int:
+        if kind in (PLOG, DEVICE):
+            return self._plog_block(block, lineno, handle, stats)
+        return self._block(block.decode("utf-8", "replace"), lineno, handle, stats)
+
+    def _plog_block(self, block: bytes, lineno: int, handle: Callable[[str, int], None], stats: FileStats) -> int:
+        """A CANN log's whole lines: only its ERROR, WARNING and EVENT lines can hold a fault, and
+        its INFO lines only the facts :data:`FACT_LITERALS` names. Both are found with
+        ``bytes.find`` (memchr-fast), so the INFO and DEBUG lines that are nearly all of a plog
+        are never decoded; the lines found go through the automaton like any other."""
+        starts = set()
+        for marker in _LEVEL_MARKERS:
+            if block.startswith(marker[1:]):
+                starts.add(0)
+            pos = block.find(marker)
+            while pos >= 0:
+                starts.add(pos + 1)
+                pos = block.find(marker, pos + 1)
+        for literal in self.fact_bytes:
+            pos = block.find(literal)
+            while pos >= 0:
+                start = block.rfind(b"\n", 0, pos) + 1
+                starts.add(start)
+                pos = block.find(b"\n", pos)
+                pos = block.find(literal, pos) if pos >= 0 else -1
+        counted_to = 0
+        for start in sorted(starts):
+            end = block.find(b"\n", start)
+            lineno += block.count(b"\n", counted_to, start) + 1
+            counted_to = end + 1
+            raw = block[start:end]
+            if len(raw) > DIAGNOSE_LINE_MAX_CHARS:
+                stats.truncated_lines += 1
+                raw = raw[:DIAGNOSE_LINE_MAX_CHARS]
+            handle(raw.decode("utf-8", "replace").rstrip("\r"), lineno)
+        return lineno + block.count(b"\n", counted_to)
 
     def _block(self, text: str, lineno: int, handle: Callable[[str, int], None], stats: FileStats) -> int:
         """Hand each line of ``text`` (whole lines) that holds a literal to ``handle``; the
@@ -278,6 +339,8 @@ class Scanner:
         owned = set()
         for _end, owners in self.automaton.iter(line):
             owned.update(owners)
+        if log.kind in (PLOG, DEVICE) and line.startswith(_QUIET_LEVELS):
+            owned = {owner for owner in owned if owner[0] == "fact"}
         base = _base_fields(line, log)
         matched: List[Tuple[Entry, Dict[str, str]]] = []
         for kind, owner in owned:

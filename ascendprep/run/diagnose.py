@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -23,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ascendprep.base import exitcodes
 from ascendprep.base.findings import Finding
 from ascendprep.base.jsoninput import read_json_file
-from ascendprep.base.limits import DIAGNOSE_MAX_FILES
+from ascendprep.base.limits import DIAGNOSE_MAX_FILES, DIAGNOSE_MAX_WORKERS, DIAGNOSE_PARALLEL_MIN_BYTES
 from ascendprep.base.yamlsource import InputError, Located
 from ascendprep.desired.state import build_desired
 from ascendprep.diagnose.analyse import Diagnosis, diagnose
@@ -193,17 +194,69 @@ def read_trees(roots: Sequence[Path], limit: int = DIAGNOSE_MAX_FILES) -> Tree:
     return tree
 
 
-def scan_tree(tree: Tree) -> Tuple[List[Event], Dict[str, FileStats]]:
-    """Every event of every file, in file order; a file that cannot be read is named, not fatal."""
-    scanner = Scanner(knowledge())
+_SCANNER: Optional[Scanner] = None
+
+
+def _scan_files(batch: List[Tuple[Path, LogFile]]) -> Tuple[List[Event], Dict[str, FileStats], List[Skipped]]:
+    """Scan ``batch`` (in a worker process, or here): its events in file order, its stats, and
+    the files that could not be read."""
+    global _SCANNER
+    if _SCANNER is None:
+        _SCANNER = Scanner(knowledge())
     events: List[Event] = []
     stats: Dict[str, FileStats] = {}
-    for path, log in tree.files:
+    unread: List[Skipped] = []
+    for path, log in batch:
         try:
             with path.open("rb") as handle:
-                stats[log.path] = scanner.scan(handle, log, events.append)
+                stats[log.path] = _SCANNER.scan(handle, log, events.append)
         except OSError as exc:
-            tree.skipped.append(Skipped(str(path), f"cannot be read: {exc.strerror}"))
+            unread.append(Skipped(str(path), f"cannot be read: {exc.strerror}"))
+    return events, stats, unread
+
+
+def _batches(files: List[Tuple[Path, LogFile]], count: int) -> List[List[Tuple[Path, LogFile]]]:
+    """``files`` in ``count`` batches of about equal bytes, each in the tree's order."""
+    sizes = []
+    for path, _log in files:
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:
+            sizes.append(0)
+    share = max(1, sum(sizes) // count)
+    batches: List[List[Tuple[Path, LogFile]]] = [[]]
+    held = 0
+    for item, size in zip(files, sizes):
+        if held >= share and len(batches) < count:
+            batches.append([])
+            held = 0
+        batches[-1].append(item)
+        held += size
+    return batches
+
+
+def scan_tree(tree: Tree, workers: Optional[int] = None) -> Tuple[List[Event], Dict[str, FileStats]]:
+    """Every event of every file, in file order; a file that cannot be read is named, not fatal.
+    A tree over :data:`~ascendprep.base.limits.DIAGNOSE_PARALLEL_MIN_BYTES` is read by one
+    process per core (each file by one process, start to end)."""
+    total = 0
+    for path, _log in tree.files:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            pass
+    count = workers if workers is not None else min(os.cpu_count() or 1, DIAGNOSE_MAX_WORKERS)
+    if count <= 1 or total < DIAGNOSE_PARALLEL_MIN_BYTES or len(tree.files) < 2:
+        events, stats, unread = _scan_files(tree.files)
+        tree.skipped.extend(unread)
+        return events, stats
+    events = []
+    stats = {}
+    with ProcessPoolExecutor(max_workers=count) as pool:
+        for part_events, part_stats, unread in pool.map(_scan_files, _batches(tree.files, count * 4)):
+            events.extend(part_events)
+            stats.update(part_stats)
+            tree.skipped.extend(unread)
     return events, stats
 
 

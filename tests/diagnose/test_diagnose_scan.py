@@ -71,7 +71,7 @@ def test_non_utf8_bytes_are_replaced_and_the_line_still_matches():
 
 
 def test_a_line_longer_than_the_cap_is_cut_counted_and_the_next_line_read(monkeypatch):
-    huge = b"x" * (DIAGNOSE_LINE_MAX_CHARS * 3) + b" cqe error status[12] tail\n"
+    huge = b"[ERROR] " + b"x" * (DIAGNOSE_LINE_MAX_CHARS * 3) + b" cqe error status[12] tail\n"
     events, stats = scan(huge + LINES["hccl.cqe_error"][0]["line"].encode() + b"\n")
     assert stats.truncated_lines == 1
     assert [(e.key, e.line) for e in events if e.key] == [("hccl.cqe_error", 2)]
@@ -106,3 +106,17 @@ def test_a_file_that_repeats_an_error_keeps_only_the_first_events_as_evidence():
 )
 def test_kind_of_a_file_from_its_name_else_its_first_bytes(name, head, under, want):
     assert kind_of(name, head, under) == want
+
+
+def test_a_plog_matches_faults_on_error_lines_and_reads_facts_on_info_lines_only():
+    info_fault = "[INFO] HCCL(7,python):2025-10-24-11:00:00.000.000 [x.cc:1] [7]cqe error status[12] seen in a trace\n"
+    fact = "[INFO] HCCL(7,python):2025-10-24-11:00:00.000.000 [x.cc:2] [7]rank[3], server[10.0.0.1], logicDevId[3], deviceIp[192.168.3.9]\n"
+    events, _ = scan(info_fault + fact + LINES["hccl.cqe_error"][0]["line"] + "\n")
+    assert [(e.key, e.line) for e in events if e.key] == [("hccl.cqe_error", 3)]
+    assert [(e.attr("fact"), e.attr("device_ip"), e.line) for e in events if e.key is None][0] == ("device_ip", "192.168.3.9", 2)
+
+
+def test_a_very_long_line_in_a_console_log_is_cut_and_counted():
+    huge = b"y" * (DIAGNOSE_LINE_MAX_CHARS * 2) + b" EI0002 at the end\n"
+    events, stats = scan(huge * 2 + LINES["hccl.socket_timeout"][0]["line"].encode() + b"\n", kind=CONSOLE)
+    assert [(e.key, e.line) for e in events if e.key] == [("hccl.socket_timeout", 3)] and stats.truncated_lines == 2

@@ -132,3 +132,14 @@ def test_a_state_json_that_is_not_facts_is_named_not_fatal(tmp_path):
     tree = read_trees([root])
     collected_state(tree)
     assert any(s.path.endswith("node1/state.json") and "NPU state cannot be read" in s.reason for s in tree.skipped)
+
+
+def test_reading_in_several_processes_gives_the_same_events_as_in_one(tmp_path, monkeypatch):
+    plog = {r.rank: timeout_lines(r, 8, t(40, 30)) for r in JOB}
+    plog[2] = [cqe_line(JOB[2], JOB[5], t(40, 1))] + plog[2]
+    write_job(tmp_path, JOB, plog, {r.rank: console_lines(r, t(40, 31)) for r in JOB})
+    alone = scan_tree(read_trees([tmp_path]), workers=1)
+    monkeypatch.setattr("ascendprep.run.diagnose.DIAGNOSE_PARALLEL_MIN_BYTES", 0)
+    shared = scan_tree(read_trees([tmp_path]), workers=3)
+    assert [(e.file, e.line, e.key) for e in shared[0]] == [(e.file, e.line, e.key) for e in alone[0]]
+    assert shared[1] == alone[1]
