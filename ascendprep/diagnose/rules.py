@@ -17,6 +17,7 @@ Pure: a job in, verdicts out.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -279,24 +280,42 @@ def _rank_in(ctx: Context, process: Process, group: Optional[str]) -> Optional[i
 
 
 def rule_died(ctx: Context) -> Optional[Verdict]:
-    """Init (root info): ranks missing from the root's list of connected ranks that left no plog
-    are processes that died before they joined."""
+    """Init (root info): the root rank lists the ranks that reached it (``connected
+    rankinfo[LINE n]: [id],[id],...;``, eight per line, after ``need connect rankNum is [N]``).
+    Ranks missing from it that left no plog are processes that died or never started; when every
+    missing rank left a plog (they ran, but could not reach the root), the root rank's host side
+    is at fault (its network, TCP backlog or open files)."""
     lists = [e for e in ctx.facts("connected") if e.attr("connected")]
-    size = ctx.job.world_size
-    if not lists or not size:
+    if not lists:
         return None
-    connected = {int(x) for x in (lists[-1].attr("connected") or "").replace(" ", "").split(",") if x.isdigit()}
+    connected = {int(rank) for e in lists for rank in re.findall(r"\[(\d+)\]", e.attr("connected") or "")}
+    needed = [int(e.attr("need") or 0) for e in ctx.facts("need_connect") if (e.attr("need") or "").isdigit()]
+    size = max(needed) if needed else ctx.job.world_size
+    if not size:
+        return None
     have_log = {p.rank for p in ctx.job.processes.values() if p.rank is not None}
-    missing = [rank for rank in range(size) if rank not in connected and rank not in have_log]
+    missing = [rank for rank in range(size) if rank not in connected]
     if not missing:
+        return None
+    dead = [rank for rank in missing if rank not in have_log]
+    if dead:
+        return Verdict(
+            "died",
+            tuple(Culprit(node=None, rank=rank) for rank in dead),
+            f"{len(connected)} of {size} ranks reached the root rank; ranks "
+            + ", ".join(map(str, dead))
+            + " did not and left no plog: their processes died or never started",
+            tuple(lists[:2]),
+        )
+    root = ctx.process_of(lists[0])
+    if root is None:
         return None
     return Verdict(
         "died",
-        tuple(Culprit(node=None, rank=rank) for rank in missing),
-        "ranks "
-        + ", ".join(map(str, missing))
-        + " never connected to the root rank and left no plog: their processes died or never started",
-        (lists[-1],),
+        (ctx.culprit(root),),
+        "ranks " + ", ".join(map(str, missing)) + " ran but never reached the root rank: its host network, "
+        "TCP backlog or open files (ulimit -n) are the likely cause",
+        tuple(lists[:2]),
     )
 
 

@@ -90,6 +90,7 @@ FACT_LITERALS: Dict[str, str] = {
     "opData information is": "op_data",
     "base information is streamID": "base_info",
     "connected rankinfo": "connected",
+    "need connect rankNum is [": "need_connect",
     "HCCL_EXEC_TIMEOUT": "exec_timeout",
     "ExecTimeOut is set": "exec_timeout",
     "HCCL_CONNECT_TIMEOUT is set": "connect_timeout",
@@ -125,7 +126,8 @@ _FIELD = {
     "device_ip": re.compile(r"deviceIp\[([0-9a-fA-F.:]+)\]"),
     "remote_rank": re.compile(r"remote rank[:\s]*\[(\w+)\]"),
     "seconds": re.compile(r"(?:HCCL_EXEC_TIMEOUT|ExecTimeOut|HCCL_CONNECT_TIMEOUT)\D{0,40}?(\d{1,7})"),
-    "connected": re.compile(r"connected rankinfo\s*[:=]?\s*\[?([\d,\s]*)"),
+    "connected": re.compile(r"connected rankinfo\[LINE \d+\]:\s*((?:\[\d+\][,;\s]*)+)"),
+    "need": re.compile(r"need connect rankNum is \[(\d+)\]"),
     "tls": re.compile(r"(?:tls switch|TlsStatus)\D{0,4}(\d)"),
 }
 
@@ -163,6 +165,7 @@ def fact_attrs(fact: str, line: str) -> Dict[str, str]:
         "op_data": ("device", "index"),
         "base_info": ("tag",),
         "connected": ("connected",),
+        "need_connect": ("need",),
         "exec_timeout": ("seconds",),
         "connect_timeout": ("seconds",),
         "remote_rank": ("remote_rank",),

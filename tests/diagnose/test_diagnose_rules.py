@@ -184,3 +184,34 @@ def test_two_faults_at_once_are_both_root_causes(tmp_path):
     write_job(tmp_path, JOB, plog, extra={"node0/dmesg": oom})
     (job,) = run(tmp_path)
     assert {c.key for c in job.root_causes} == {"hccl.cqe_error", "kernel.oom_killer"}
+
+
+def _root_info_lines(connected, need=8):
+    root = JOB[0]
+    prefix = f"[ERROR] HCCL({root.pid},all_reduce_test):2025-11-21-01:20:01.625.145 [topoinfo_exchange_server.cc:517] [1041362]"
+    ids = ",".join(f"[{rank:016d}]" for rank in connected)
+    return [
+        prefix + "[InitGroupStage][Connection]topo exchange server get socket timeout! timeout[120 s]",
+        prefix + f"[InitGroupStage][DisplayConnectionedRank]need connect rankNum is [{need}]",
+        prefix + f"[InitGroupStage][DisplayConnectionedRank]connected rankinfo[LINE 0]: {ids};",
+    ]
+
+
+def test_ranks_that_never_reached_the_root_and_left_no_plog_died(tmp_path):
+    small = JOB[:8]
+    plog = {r.rank: [] for r in small if r.rank not in (3, 5)}
+    plog[0] = _root_info_lines([0, 1, 2, 4, 6, 7])
+    write_job(tmp_path, small, plog)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "died" and [c.rank for c in job.verdict.culprits] == [3, 5]
+    assert "6 of 8 ranks reached the root rank" in job.verdict.reason
+
+
+def test_ranks_that_ran_but_never_reached_the_root_blame_the_roots_host(tmp_path):
+    small = JOB[:8]
+    plog = {r.rank: [] for r in small}
+    plog[0] = _root_info_lines([0, 2, 4, 6])
+    write_job(tmp_path, small, plog)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "died" and roots(job) == [("node0", 0, 0)]
+    assert "TCP backlog" in job.verdict.reason

@@ -113,7 +113,11 @@ def test_a_plog_matches_faults_on_error_lines_and_reads_facts_on_info_lines_only
     fact = "[INFO] HCCL(7,python):2025-10-24-11:00:00.000.000 [x.cc:2] [7]rank[3], server[10.0.0.1], logicDevId[3], deviceIp[192.168.3.9]\n"
     events, _ = scan(info_fault + fact + LINES["hccl.cqe_error"][0]["line"] + "\n")
     assert [(e.key, e.line) for e in events if e.key] == [("hccl.cqe_error", 3)]
-    assert [(e.attr("fact"), e.attr("device_ip"), e.line) for e in events if e.key is None][0] == ("device_ip", "192.168.3.9", 2)
+    assert [(e.attr("fact"), e.attr("device_ip"), e.line) for e in events if e.key is None][0] == (
+        "device_ip",
+        "192.168.3.9",
+        2,
+    )
 
 
 def test_a_very_long_line_in_a_console_log_is_cut_and_counted():
