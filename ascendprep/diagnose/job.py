@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ascendprep.diagnose.model import CONSOLE, DEVICE, KERNEL, PLOG, Event, LogFile, Process
 
@@ -67,50 +67,72 @@ class Job:
 
 
 def processes(events: Sequence[Event], files: Iterable[LogFile]) -> Dict[ProcKey, Process]:
-    """One :class:`Process` per plog (and per device log), from the facts its lines print."""
-    found: Dict[ProcKey, Dict[str, object]] = {}
+    """One :class:`Process` per plog (and per device log), from the facts its lines print; and one
+    per console log of a rank that no plog tells of (a tree of console logs only: the rank from
+    the file's name or torch_npu's ``(PID:p, Device:d, RankID:r)`` lines)."""
+    found: Dict[ProcKey, Dict[str, Any]] = {}
+    consoles: Dict[ProcKey, Dict[str, Any]] = {}
     for log in files:
         if log.kind in (PLOG, DEVICE):
-            found[(log.node, log.path)] = {"pid": log.pid, "comms": {}, "node": log.node}
+            found[(log.node, log.path)] = {"pid": log.pid, "comms": {}, "ips": []}
+        elif log.kind == CONSOLE:
+            consoles[(log.node, log.path)] = {"pid": None, "comms": {}, "ips": [], "rank": log.rank}
     for event in events:
-        record = found.get((event.node, event.file))
+        record = found.get((event.node, event.file)) or consoles.get((event.node, event.file))
         if record is None:
             continue
         if record.get("pid") is None and event.pid is not None:
             record["pid"] = event.pid
+        if "rank" in record and record["rank"] is None and event.rank is not None:
+            record["rank"] = event.rank
+        if event.device is not None and event.key is not None:
+            record.setdefault("device", event.device)
         fact = event.attr("fact")
-        comms = record["comms"]
-        assert isinstance(comms, dict)
         if fact == "comm_init" and event.attr("identifier"):
-            ranks = _int(event.attr("ranks")) or 0
-            comms[event.attr("identifier")] = (ranks, _int(event.attr("rank")))
+            record["comms"][event.attr("identifier")] = (_int(event.attr("ranks")) or 0, _int(event.attr("rank")))
             if event.attr("device") is not None:
                 record.setdefault("device", _int(event.attr("device")))
         elif fact == "device_ip" and event.attr("device_ip"):
-            record.setdefault("device_ip", event.attr("device_ip"))
+            record["ips"].append((_int(event.attr("rank")), event.attr("device_ip")))
         elif fact == "op_data" and event.attr("device") is not None:
             record.setdefault("device", _int(event.attr("device")))
         elif event.key in ("hccl.cqe_error", "hccl.ei0013") and event.attr("local_ip"):
-            record.setdefault("device_ip", event.attr("local_ip"))
+            record["ips"].insert(0, (None, event.attr("local_ip")))
+            if (event.attr("local_device") or "").isdigit():
+                record.setdefault("device", _int(event.attr("local_device")))
     result: Dict[ProcKey, Process] = {}
     for key, record in found.items():
-        comms = record["comms"]
-        assert isinstance(comms, dict)
-        world = max(comms.items(), key=lambda item: item[1][0]) if comms else None
-        pid = record.get("pid")
-        device = record.get("device")
-        device_ip = record.get("device_ip")
-        result[key] = Process(
-            node=key[0],
-            pid=pid if isinstance(pid, int) else None,
-            rank=world[1][1] if world else None,
-            device=device if isinstance(device, int) else None,
-            device_ip=device_ip if isinstance(device_ip, str) else None,
-            file=key[1],
-            communicators=tuple(sorted(comms)),
-            rank_size=world[1][0] if world else None,
-        )
+        result[key] = _process(key, record)
+    seen = {(p.node, p.pid) for p in result.values()} | {(p.node, p.rank) for p in result.values()}
+    for key, record in consoles.items():
+        process = _process(key, record)
+        if process.rank is None or (process.node, process.pid) in seen or (process.node, process.rank) in seen:
+            continue
+        result[key] = process
     return result
+
+
+def _process(key: ProcKey, record: Dict[str, Any]) -> Process:
+    comms = record["comms"]
+    world = max(comms.items(), key=lambda item: item[1][0]) if comms else None
+    rank = world[1][1] if world else record.get("rank")
+    ips = record["ips"]
+    own = (
+        [ip for r, ip in ips if r is not None and r == rank]
+        + [ip for r, ip in ips if r is None]
+        + [ip for _r, ip in ips]
+    )
+    pid, device = record.get("pid"), record.get("device")
+    return Process(
+        node=key[0],
+        pid=pid if isinstance(pid, int) else None,
+        rank=rank if isinstance(rank, int) else None,
+        device=device if isinstance(device, int) else None,
+        device_ip=own[0] if own else None,
+        file=key[1],
+        communicators=tuple(sorted(comms)),
+        rank_size=world[1][0] if world else None,
+    )
 
 
 def split_jobs(events: Sequence[Event], files: Sequence[LogFile]) -> List[Job]:
@@ -159,11 +181,15 @@ def split_jobs(events: Sequence[Event], files: Sequence[LogFile]) -> List[Job]:
         for process in job.processes.values():
             if job not in node_jobs[process.node]:
                 node_jobs[process.node].append(job)
+    for key, process in procs.items():
+        if not process.communicators:
+            hosts = node_jobs.get(process.node) or (list(groups.values()) if len(groups) == 1 else [])
+            if len(hosts) == 1:
+                hosts[0].processes[key] = process
+                jobs_of_file[process.file] = hosts
     for event in events:
-        owners = jobs_of_file.get(event.file)
-        if owners is None:
-            owners = _owners(event, groups.values(), node_jobs)
-        for job in owners:
+        known = jobs_of_file.get(event.file)
+        for job in known if known is not None else _owners(event, groups.values(), node_jobs):
             job.events.append(event)
     return sorted(groups.values(), key=lambda job: job.name)
 

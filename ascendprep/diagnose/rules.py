@@ -61,15 +61,20 @@ class Context:
                 return ip
         return None
 
+    def process_by_ip(self, ip: str) -> Optional[Process]:
+        """The process whose NPU has device IP ``ip``: as its own log printed it, else the
+        inventory's (node, NPU) for that IP."""
+        process = self.job.by_ip(ip)
+        inv = self.inventory_ips.get(ip)
+        if process is None and inv is not None:
+            for candidate in self.job.processes.values():
+                if candidate.node == inv[0] and candidate.device == inv[1]:
+                    return candidate
+        return process
+
     def by_ip(self, ip: str) -> Culprit:
         """The process whose NPU has device IP ``ip``, else the inventory's NPU, else the bare IP."""
-        process = self.job.by_ip(ip)
-        if process is None:
-            inv = self.inventory_ips.get(ip)
-            for candidate in self.job.processes.values():
-                if inv and candidate.node == inv[0] and candidate.device == inv[1]:
-                    process = candidate
-                    break
+        process = self.process_by_ip(ip)
         if process is not None:
             return self.culprit(process)
         inv = self.inventory_ips.get(ip)
@@ -140,7 +145,7 @@ def rule_cqe_links(ctx: Context) -> Optional[Verdict]:
     if len(sources) == 1:
         src = next(iter(sources))
         process = ctx.job.processes[src]
-        peers = [ctx.job.by_ip(peer) for (_s, peer) in links]
+        peers = [ctx.process_by_ip(peer) for (_s, peer) in links]
         reported = {(p.node, p.file) for p in _reporters(ctx)}
         if all(peer is not None and (peer.node, peer.file) in reported for peer in peers):
             return Verdict(

@@ -215,3 +215,20 @@ def test_ranks_that_ran_but_never_reached_the_root_blame_the_roots_host(tmp_path
     (job,) = run(tmp_path)
     assert job.verdict.rule == "died" and roots(job) == [("node0", 0, 0)]
     assert "TCP backlog" in job.verdict.reason
+
+
+def test_console_logs_alone_name_the_rank_when_the_inventory_resolves_the_peer(tmp_path):
+    def ei0013(r, peer):
+        return (
+            f"[rank{r.rank}]: [PID: {r.pid}] 2025-12-04-21:59:08.232.310 Execution Error ROCE CQE(EI0013): An error CQE "
+            f"occurred during operator execution. Local information: server {r.server}, device ID {r.device}, device IP "
+            f"{r.device_ip}. Peer information: server {peer.server}, device ID {peer.device}, device IP {peer.device_ip}."
+        )
+
+    console = {r.rank: console_lines(r, t(40, 31)) for r in JOB}
+    console[13] = [ei0013(JOB[13], JOB[21])] + console[13]
+    write_job(tmp_path, JOB, {}, console)
+    ips = {r.device_ip: (r.node, r.device) for r in JOB}
+    (job,) = run(tmp_path, ips=ips)
+    assert job.verdict.rule == "cqe-links" and roots(job) == [("node1", 13, 5)]
+    assert job.fault.key == "hccl.ei0013"
