@@ -92,6 +92,12 @@ def processes(events: Sequence[Event], files: Iterable[LogFile]) -> Dict[ProcKey
             record["comms"][event.attr("identifier")] = (_int(event.attr("ranks")) or 0, _int(event.attr("rank")))
             if event.attr("device") is not None:
                 record.setdefault("device", _int(event.attr("device")))
+        elif fact == "group_rank" and event.attr("group") and (event.attr("rank_id") or "").isdigit():
+            # A plog whose init lines are gone (cut by collect, or a WARNING log level) still names
+            # the rank in its task exception: group, rankSize, rankId.
+            record["comms"].setdefault(
+                event.attr("group"), (_int(event.attr("rank_size")) or 0, _int(event.attr("rank_id")))
+            )
         elif fact == "device_ip" and event.attr("device_ip"):
             record["ips"].append((_int(event.attr("rank")), event.attr("device_ip")))
         elif fact == "op_data" and event.attr("device") is not None:

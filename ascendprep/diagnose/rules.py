@@ -442,6 +442,57 @@ def rule_notify_tag(ctx: Context) -> Optional[Verdict]:
     )
 
 
+def rule_notify_remote(ctx: Context) -> Optional[Verdict]:
+    """Each timed-out rank names the rank it waited for (``remote rank [N]``, or ``local``: its own
+    secondary stream). A rank that waits on itself and is waited on by others is the root; else
+    the rank where every wait chain ends is, and a cycle is a deadlock (ops called in different
+    orders): no root, the ranks of the cycle are suspects."""
+    reporting = _first_per_process(ctx, ctx.events("hccl.notify_wait_timeout"))
+    waits: Dict[int, str] = {}
+    for event in ctx.facts("remote_rank"):
+        process = ctx.process_of(event)
+        value = (event.attr("remote_rank") or "").lower()
+        if process is None or process.rank is None or (process.node, process.file) not in reporting:
+            continue
+        if value.isdigit() or value == "local":
+            waits.setdefault(process.rank, value)
+    if len(waits) < 2:
+        return None
+    waited = {int(value) for value in waits.values() if value.isdigit()}
+    selfish = sorted(rank for rank, value in waits.items() if value == "local" and rank in waited)
+    if selfish:
+        return Verdict(
+            "notify-remote",
+            tuple(_rank_culprit(ctx, rank) for rank in selfish),
+            f"rank(s) {', '.join(map(str, selfish))} waited on their own secondary stream while the others waited on them",
+        )
+    ends = set()
+    for start in sorted(waits):
+        path = [start]
+        while waits.get(path[-1], "").isdigit():
+            nxt = int(waits[path[-1]])
+            if nxt in path:
+                cycle = path[path.index(nxt) :]
+                return Verdict(
+                    "notify-remote",
+                    (),
+                    "notify waits form a cycle "
+                    + " -> ".join(map(str, cycle + [nxt]))
+                    + ": a deadlock (ops called in different orders), no single root",
+                    suspects=tuple(_rank_culprit(ctx, rank) for rank in cycle),
+                )
+            path.append(nxt)
+        ends.add(path[-1])
+    if len(ends) != 1 or next(iter(ends)) in waits:
+        return None
+    end = next(iter(ends))
+    return Verdict(
+        "notify-remote",
+        (_rank_culprit(ctx, end),),
+        f"every notify wait chain ends at rank {end}, which waits on nobody",
+    )
+
+
 #: The rules in the order they are tried; the first that decides names the root.
 RULES: Tuple[Tuple[str, Callable[[Context], Optional[Verdict]]], ...] = (
     ("cqe-links", rule_cqe_links),
@@ -453,6 +504,7 @@ RULES: Tuple[Tuple[str, Callable[[Context], Optional[Verdict]]], ...] = (
     ("last-reporter", rule_last_reporter),
     ("notify-index", rule_notify_index),
     ("notify-tag", rule_notify_tag),
+    ("notify-remote", rule_notify_remote),
 )
 
 

@@ -232,3 +232,48 @@ def test_console_logs_alone_name_the_rank_when_the_inventory_resolves_the_peer(t
     (job,) = run(tmp_path, ips=ips)
     assert job.verdict.rule == "cqe-links" and roots(job) == [("node1", 13, 5)]
     assert job.fault.key == "hccl.ei0013"
+
+
+def test_plogs_cut_before_their_init_lines_still_give_rank_and_communicator(tmp_path):
+    write_job(tmp_path, JOB, {**everyone_times_out(skip=(17,)), 17: []})
+    for path in tmp_path.glob("*/plog/*.log"):  # collect kept only the tail: the init lines are gone
+        path.write_text("\n".join(path.read_text().splitlines()[2:]) + "\n")
+    (job,) = run(tmp_path)
+    assert job.job.name == GROUP and job.verdict.rule == "silent-ranks"
+    assert [c.rank for c in job.verdict.culprits] == [17]
+
+
+def _waiting_for(r, remote):
+    """The console's EI0002 line (HCCL troubleshooting guide sample) naming the rank waited for."""
+    return (
+        f"[rank{r.rank}]: EI0002: [PID: {r.pid}] 2025-10-24-11:40:31.000.000 The wait execution of the Notify register "
+        f"times out. Reason: The Notify register has not received the Notify record from remote rank [{remote}]."
+    )
+
+
+def test_notify_wait_chain_ends_at_the_rank_that_waits_on_nobody(tmp_path):
+    small = JOB[:4]
+    plog = {r.rank: timeout_lines(r, 4, t(40, 30)) for r in small}
+    console = {0: [_waiting_for(small[0], 1)], 1: [_waiting_for(small[1], 2)], 2: [_waiting_for(small[2], 3)]}
+    write_job(tmp_path, small, plog, console)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "notify-remote" and roots(job) == [("node0", 3, 3)]
+
+
+def test_a_rank_waiting_on_itself_while_others_wait_on_it_is_the_root_and_a_cycle_is_no_verdict(tmp_path):
+    from ascendprep.diagnose.rules import Context, rule_notify_remote
+
+    small = JOB[:4]
+    write_job(tmp_path / "a", small, {r.rank: timeout_lines(r, 4, t(40, 30)) for r in small},
+              {0: [_waiting_for(small[0], 2)], 1: [_waiting_for(small[1], 2)], 2: [_waiting_for(small[2], "local")],
+               3: [_waiting_for(small[3], 2)]})  # fmt: skip
+    (job,) = run(tmp_path / "a")
+    verdict = rule_notify_remote(Context(job.job))
+    assert verdict is not None and [c.rank for c in verdict.culprits] == [2]
+    write_job(tmp_path / "b", small, {r.rank: timeout_lines(r, 4, t(40, 30)) for r in small},
+              {0: [_waiting_for(small[0], 1)], 1: [_waiting_for(small[1], 0)], 2: [_waiting_for(small[2], 0)],
+               3: [_waiting_for(small[3], 0)]})  # fmt: skip
+    (job,) = run(tmp_path / "b")
+    verdict = rule_notify_remote(Context(job.job))
+    assert verdict is not None and not verdict.decided and "deadlock" in verdict.reason
+    assert sorted(s.rank for s in verdict.suspects) == [0, 1]
