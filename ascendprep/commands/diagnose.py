@@ -47,7 +47,7 @@ def diagnose_command(
     \b
     Exit codes:
       0  a root-cause rank was named for every job that failed
-      1  no rule decided (the suspects are listed)
+      1  no rule decided (the suspects are listed), or no error in the logs
       2  bad input (no folder, no log in it, an unreadable inventory)
     """
     sys.exit(run_diagnose(list(dirs), inventory, output_format, baseline))

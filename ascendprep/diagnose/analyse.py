@@ -52,7 +52,9 @@ class Diagnosis:
 
     @property
     def decided(self) -> bool:
-        return bool(self.jobs) and all(job.verdict is not None for job in self.jobs if job.causes)
+        """A root was named for every job with errors (and there was at least one)."""
+        failed = [job for job in self.jobs if job.causes]
+        return bool(failed) and all(job.verdict is not None for job in failed)
 
 
 def causes_of(events: Sequence[Event], kb: KnowledgeBase) -> List[Cause]:

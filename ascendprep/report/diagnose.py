@@ -42,6 +42,9 @@ def _answer(console: Console, result: JobDiagnosis, many: bool) -> None:
     console.print(f"[bold]{title}[/bold]" + (f" ({size} ranks)" if size else ""))
     verdict: Optional[Verdict] = result.verdict
     fault: Optional[Cause] = result.fault
+    if verdict is None and not result.causes:
+        console.print("No error in this job's logs that diagnose knows of.")
+        return
     if verdict is not None:
         console.print(f"[bold red]Root cause[/bold red]: {_culprits(list(verdict.culprits))}")
     else:

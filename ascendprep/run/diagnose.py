@@ -14,12 +14,14 @@ and the device IPs each node had.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.base import exitcodes
 from ascendprep.base.findings import Finding
@@ -124,8 +126,22 @@ def _walk(root: Path, tree: Tree, limit: int) -> None:
                 raise InputError([Located(str(root), None, "", f"more than {limit:,} log files; give a smaller tree")])
 
 
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file (a FIFO or device put in its place after
+    the walk is refused at once, never waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _head(path: Path) -> bytes:
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         return handle.read(HEAD_BYTES)
 
 
@@ -208,7 +224,7 @@ def _scan_files(batch: List[Tuple[Path, LogFile]]) -> Tuple[List[Event], Dict[st
     unread: List[Skipped] = []
     for path, log in batch:
         try:
-            with path.open("rb") as handle:
+            with open_regular(path) as handle:
                 stats[log.path] = _SCANNER.scan(handle, log, events.append)
         except OSError as exc:
             unread.append(Skipped(str(path), f"cannot be read: {exc.strerror}"))

@@ -70,3 +70,18 @@ def test_terminal_control_characters_in_a_log_are_spelled_out(tmp_path):
     ] + plog[13]
     result = CliRunner().invoke(main, ["diagnose", str(write_job(tmp_path, JOB, plog))])
     assert result.exit_code == 0 and "\x1b" not in result.output and "\\x1b" in result.output
+
+
+def test_logs_without_an_error_are_exit_1_and_say_so(tmp_path):
+    result = CliRunner().invoke(main, ["diagnose", str(write_job(tmp_path, JOB, {r.rank: [] for r in JOB}))])
+    assert result.exit_code == 1 and "No error in this job's logs" in result.output
+    assert "Root cause" not in result.output
+
+
+def test_a_missing_baseline_or_a_file_for_dir_is_bad_input(tmp_path):
+    tree = issue_tree(tmp_path / "logs")
+    result = CliRunner().invoke(main, ["diagnose", "--baseline", str(tmp_path / "nope.json"), str(tree)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    (tmp_path / "file").write_text("x")
+    result = CliRunner().invoke(main, ["diagnose", str(tmp_path / "file")])
+    assert result.exit_code == 2

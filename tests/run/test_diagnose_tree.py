@@ -143,3 +143,10 @@ def test_reading_in_several_processes_gives_the_same_events_as_in_one(tmp_path, 
     shared = scan_tree(read_trees([tmp_path]), workers=3)
     assert [(e.file, e.line, e.key) for e in shared[0]] == [(e.file, e.line, e.key) for e in alone[0]]
     assert shared[1] == alone[1]
+
+
+def test_a_fifo_in_the_tree_is_skipped_never_waited_on(tmp_path):
+    write_job(tmp_path, JOB, {r.rank: [] for r in JOB})
+    os.mkfifo(tmp_path / "node0" / "plog" / "plog-77_1.log")
+    tree = read_trees([tmp_path])
+    assert any(s.path.endswith("plog-77_1.log") and s.reason == "not a regular file" for s in tree.skipped)
