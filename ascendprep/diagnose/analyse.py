@@ -23,6 +23,7 @@ from ascendprep.diagnose.baseline import BaselineNote
 from ascendprep.diagnose.job import Job, split_jobs
 from ascendprep.diagnose.model import Cause, Culprit, Event, FileStats, LogFile, Skipped, Verdict
 from ascendprep.diagnose.rules import Context, decide, erroring
+from ascendprep.verify.checks.health_codes import decode
 from ascendprep.verify.knowledge import KnowledgeBase
 
 
@@ -81,6 +82,8 @@ def causes_of(events: Sequence[Event], kb: KnowledgeBase) -> List[Cause]:
             )
         cause.events.append(event)
         cause.count += 1
+        if cause.vendor_level is None:
+            _vendor(cause, entry.health_code or event.attr("event"), event.device)
     specific = [key for key in grouped if not by_key[key].generic]
     for key, cause in grouped.items():
         cause.explained_by = sorted(
@@ -91,6 +94,17 @@ def causes_of(events: Sequence[Event], kb: KnowledgeBase) -> List[Cause]:
         cause.root = not cause.explained_by and not (by_key[key].generic and specific)
     order = {layer: i for i, layer in enumerate(kb.layers)}
     return sorted(grouped.values(), key=lambda c: (not c.root, order.get(c.layer, 99), by_key[c.key].generic, c.key))
+
+
+def _vendor(cause: Cause, code: Optional[str], npu: Optional[int]) -> None:
+    """The vendor's level and action for an NPU event code (the npu.health check's table), and the
+    code's own meaning in the title of a catch-all hardware event."""
+    meaning = next(iter(decode(code, npu if npu is not None else "<npu>", 0)), None) if code else None
+    if meaning is None:
+        return
+    cause.vendor_level = f"{meaning.level}: {meaning.action}"
+    if cause.key == "npu.hardware_event":
+        cause.title = f"NPU hardware event 0x{meaning.code or code}" + (f": {meaning.cause}" if meaning.cause else "")
 
 
 def _reaches(src: Cause, dst: Cause) -> bool:

@@ -197,6 +197,9 @@ class Cause:
     count: int = 0
     root: bool = True
     explained_by: List[str] = field(default_factory=list)
+    #: The vendor's fault level of the NPU event code (data/health_codes.yaml): "RestartNPU: reset
+    #: the NPU ..."; None for a fault that is no NPU event.
+    vendor_level: Optional[str] = None
 
     def places(self) -> List[Tuple[str, Optional[int], Optional[int]]]:
         """(node, rank, device) of each event, first seen first, each once."""

@@ -57,6 +57,8 @@ def _answer(console: Console, result: JobDiagnosis, many: bool) -> None:
     if fault is not None:
         console.print(f"Fault: {markup_safe(fault.title)} ({markup_safe(fault.component)}): {markup_safe(fault.cause)}")
         console.print(f"Fix: {markup_safe(fault.fix)}")
+        if fault.vendor_level:
+            console.print(f"Vendor's fault level: {markup_safe(fault.vendor_level)}")
         if fault.checks:
             console.print(f"Verify would have caught it before the job: {markup_safe(', '.join(fault.checks))}")
     if verdict is not None:
@@ -145,6 +147,7 @@ def _cause_dict(cause: Cause) -> Dict[str, Any]:
         "verify_checks": list(cause.checks),
         "source": cause.source,
         "root": cause.root,
+        "vendor_level": cause.vendor_level,
         "explained_by": cause.explained_by,
         "count": cause.count,
         "evidence": [e.to_dict() for e in cause.events],

@@ -124,3 +124,15 @@ def test_a_very_long_line_in_a_console_log_is_cut_and_counted():
     huge = b"y" * (DIAGNOSE_LINE_MAX_CHARS * 2) + b" EI0002 at the end\n"
     events, stats = scan(huge * 2 + LINES["hccl.socket_timeout"][0]["line"].encode() + b"\n", kind=CONSOLE)
     assert [(e.key, e.line) for e in events if e.key] == [("hccl.socket_timeout", 3)] and stats.truncated_lines == 2
+
+
+def test_an_npu_event_code_carries_the_vendors_fault_level_from_the_health_code_table():
+    from ascendprep.diagnose.analyse import causes_of
+
+    events, _ = scan(
+        LINES["npu.hardware_event"][0]["line"] + "\n" + LINES["npu.hbm_ecc"][0]["line"] + "\n", kind=DEVICE
+    )
+    causes = {c.key: c for c in causes_of(events, knowledge())}
+    assert causes["npu.hardware_event"].title == "NPU hardware event 0x80CB8009: AIV bus access error"
+    assert causes["npu.hardware_event"].vendor_level.startswith("RestartRequest: ")
+    assert causes["npu.hbm_ecc"].vendor_level.startswith("RestartBusiness: ")
