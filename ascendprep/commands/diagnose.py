@@ -28,6 +28,13 @@ from ascendprep.run.diagnose import run_diagnose
     "root rank's node and NPU already had a finding then, or drifted since.",
 )
 @click.option(
+    "--html",
+    "html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the diagnosis as one self-contained HTML page (verify --html's style), mode 0600.",
+)
+@click.option(
     "--format",
     "output_format",
     type=click.Choice(["text", "json"]),
@@ -36,7 +43,11 @@ from ascendprep.run.diagnose import run_diagnose
     help="text for people (the answer first), json for machines (with schema_version).",
 )
 def diagnose_command(
-    dirs: Tuple[Path, ...], inventory: Optional[Path], baseline: Optional[Path], output_format: str
+    dirs: Tuple[Path, ...],
+    inventory: Optional[Path],
+    baseline: Optional[Path],
+    html: Optional[Path],
+    output_format: str,
 ) -> None:
     """Name the root-cause rank, its node and NPU, the fault and the fix from a failed job's logs.
 
@@ -50,4 +61,4 @@ def diagnose_command(
       1  no rule decided (the suspects are listed), or no error in the logs
       2  bad input (no folder, no log in it, an unreadable inventory)
     """
-    sys.exit(run_diagnose(list(dirs), inventory, output_format, baseline))
+    sys.exit(run_diagnose(list(dirs), inventory, output_format, baseline, html))

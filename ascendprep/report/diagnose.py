@@ -10,8 +10,11 @@ first), the files skipped and why. Text from the logs reaches the terminal throu
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, TextIO
 
+import jinja2
+import markupsafe
 from rich.console import Console
 
 from ascendprep.base.text import markup_safe, visible
@@ -25,6 +28,8 @@ SCHEMA_VERSION = 1
 SHOWN_EVIDENCE = 4
 #: Characters of one evidence line shown on the terminal.
 SHOWN_LINE_CHARS = 240
+#: Characters of one value from the logs on the --html page.
+HTML_VALUE_MAX_CHARS = 2000
 
 
 def _line(event: Event) -> str:
@@ -212,9 +217,31 @@ def diagnosis_document(result: Diagnosis) -> Dict[str, Any]:
     }
 
 
+def _finalize(value: Any) -> Any:
+    """Strings from the logs with control characters spelled out and cut (as verify's page does)."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible(value, HTML_VALUE_MAX_CHARS)
+    return value
+
+
+def render_html(result: Diagnosis, generated: Optional[datetime] = None) -> str:
+    """The ``--html`` page: one self-contained file (inline CSS, no script), verify's page style."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("ascendprep.report", "templates"),
+        autoescape=True,
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    when = (generated or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    doc = diagnosis_document(result)
+    return env.get_template("diagnose.html.j2").render(doc=doc, title="ascendprep diagnose", generated=when)
+
+
 def write_json_diagnosis(result: Diagnosis, stream: TextIO) -> None:
     write_json(diagnosis_document(result), stream)
     stream.write("\n")
 
 
-__all__ = ["print_diagnosis", "write_json_diagnosis", "diagnosis_document", "visible"]
+__all__ = ["print_diagnosis", "write_json_diagnosis", "diagnosis_document", "render_html"]

@@ -27,6 +27,8 @@ from ascendprep.base import exitcodes
 from ascendprep.base.findings import Finding
 from ascendprep.base.jsoninput import read_json_file
 from ascendprep.base.limits import DIAGNOSE_MAX_FILES, DIAGNOSE_MAX_WORKERS, DIAGNOSE_PARALLEL_MIN_BYTES
+from ascendprep.base.outputfile import write_file
+from ascendprep.base.text import markup_safe
 from ascendprep.base.yamlsource import InputError, Located
 from ascendprep.desired.state import build_desired
 from ascendprep.diagnose.analyse import Diagnosis, diagnose
@@ -35,9 +37,9 @@ from ascendprep.diagnose.model import CONSOLE, DEVICE, KERNEL, PLOG, Event, File
 from ascendprep.diagnose.scan import HEAD_BYTES, Scanner, kind_of
 from ascendprep.facts.model import HostFacts
 from ascendprep.inventory.load import load_inventory
-from ascendprep.report.diagnose import print_diagnosis, write_json_diagnosis
+from ascendprep.report.diagnose import print_diagnosis, render_html, write_json_diagnosis
 from ascendprep.run.bundle import BundleError, read_bundle, read_saved_verdict
-from ascendprep.run.common import fail_input
+from ascendprep.run.common import fail_input, stderr_console
 from ascendprep.verify.knowledge import knowledge
 
 #: Folder names that mean "this folder holds one node's logs" in a plain tree.
@@ -351,7 +353,11 @@ def baseline_notes(result: Diagnosis, baseline: Baseline, now: Dict[str, HostFac
 
 
 def run_diagnose(
-    roots: Sequence[Path], inventory: Optional[Path], output_format: str, baseline_path: Optional[Path] = None
+    roots: Sequence[Path],
+    inventory: Optional[Path],
+    output_format: str,
+    baseline_path: Optional[Path] = None,
+    html: Optional[Path] = None,
 ) -> int:
     """Diagnose the trees; the exit code: a root named (0), no root decided (1), bad input (2)."""
     try:
@@ -375,4 +381,14 @@ def run_diagnose(
         write_json_diagnosis(result, sys.stdout)
     else:
         print_diagnosis(result)
-    return exitcodes.ROOT_NAMED if result.decided else exitcodes.NO_ROOT_DECIDED
+    code = exitcodes.ROOT_NAMED if result.decided else exitcodes.NO_ROOT_DECIDED
+    if html is not None:
+        try:
+            write_file(html, render_html(result), mode=0o600)  # log lines: the job's own evidence
+        except OSError as exc:
+            stderr_console().print(
+                f"[bold red]error:[/] --html {markup_safe(str(html))}: {markup_safe(str(exc.strerror or exc))}",
+                soft_wrap=True,
+            )
+            code = exitcodes.FAILED
+    return code

@@ -85,3 +85,17 @@ def test_a_missing_baseline_or_a_file_for_dir_is_bad_input(tmp_path):
     (tmp_path / "file").write_text("x")
     result = CliRunner().invoke(main, ["diagnose", str(tmp_path / "file")])
     assert result.exit_code == 2
+
+
+def test_html_page_answers_first_and_escapes_the_logs(tmp_path):
+    plog = {r.rank: timeout_lines(r, 32, t(40, 30)) for r in JOB}
+    plog[13] = [cqe_line(JOB[13], JOB[21], t(40, 12)).replace("(40013,python)", "(40013,<script>x</script>)")] + plog[13]
+    page = tmp_path / "out" / "diagnosis.html"
+    page.parent.mkdir()
+    tree = write_job(tmp_path / "logs", JOB, plog)
+    result = CliRunner().invoke(main, ["diagnose", "--html", str(page), str(tree)])
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert html.index("Root cause: rank 13, node node1, NPU 5") < html.index("Faults found")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert oct(page.stat().st_mode & 0o777) == "0o600"
