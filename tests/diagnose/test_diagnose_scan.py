@@ -136,3 +136,47 @@ def test_an_npu_event_code_carries_the_vendors_fault_level_from_the_health_code_
     assert causes["npu.hardware_event"].title == "NPU hardware event 0x80CB8009: AIV bus access error"
     assert causes["npu.hardware_event"].vendor_level.startswith("RestartRequest: ")
     assert causes["npu.hbm_ecc"].vendor_level.startswith("RestartBusiness: ")
+
+
+class _Endless(io.RawIOBase):
+    """A plog of ``size`` bytes made on the fly: INFO lines, one error at the very end."""
+
+    def __init__(self, size: int, last: bytes) -> None:
+        self.left = size
+        self.last = last
+        self.block = (
+            b"[INFO] HCCL(7,python):2025-10-24-11:17:00.305.623 [x.cc:56][7]Entry-HcclAllReduce: tag[t], count[1]\n"
+            * 4096
+        )
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.left <= 0:
+            data, self.last = self.last, b""
+        else:
+            data = self.block[: min(len(buffer), self.left)]
+            self.left -= len(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _peak(chunks: int) -> int:
+    import tracemalloc
+
+    size = chunks * DIAGNOSE_READ_CHUNK_BYTES
+    stream = io.BufferedReader(_Endless(size, LINES["hccl.cqe_error"][0]["line"].encode() + b"\n"))
+    events = []
+    tracemalloc.start()
+    stats = Scanner(knowledge()).scan(stream, LogFile("plog-7_1.log", "n1", PLOG), events.append)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [e.key for e in events if e.key] == ["hccl.cqe_error"] and stats.lines > size // 200
+    return peak
+
+
+def test_memory_stays_at_a_few_chunks_however_long_the_file():
+    # The chunk read, the chunk joined to the last one's partial line, and its whole lines: ~4 chunks.
+    small, large = _peak(4), _peak(24)
+    assert large < 5 * DIAGNOSE_READ_CHUNK_BYTES and large < small * 1.1, (small, large)
