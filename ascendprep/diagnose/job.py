@@ -98,6 +98,8 @@ def processes(events: Sequence[Event], files: Iterable[LogFile]) -> Dict[ProcKey
             record["comms"].setdefault(
                 event.attr("group"), (_int(event.attr("rank_size")) or 0, _int(event.attr("rank_id")))
             )
+        elif fact == "link_row" and event.attr("src_ip"):
+            record["ips"].append((_int(event.attr("src_rank")), event.attr("src_ip")))
         elif fact == "device_ip" and event.attr("device_ip"):
             record["ips"].append((_int(event.attr("rank")), event.attr("device_ip")))
         elif fact == "op_data" and event.attr("device") is not None:

@@ -191,26 +191,70 @@ def rule_cluster_exception(ctx: Context) -> Optional[Verdict]:
     return Verdict("cluster-exception", (culprit,), reason, tuple(e for e in events if e.attr("peer_ip") == ip)[:8])
 
 
+def _walk(edges: Mapping[int, int]) -> Tuple[List[int], List[int]]:
+    """Where the wait chains of ``edges`` (rank -> the rank it waits on) end, and the first
+    cycle met (empty when none); each rank's chain is followed, none of the chains' starts is
+    preferred (their times come from different clocks)."""
+    ends: List[int] = []
+    for start in sorted(edges):
+        path = [start]
+        while path[-1] in edges:
+            nxt = edges[path[-1]]
+            if nxt in path:
+                return ends, path[path.index(nxt) :]
+            path.append(nxt)
+        if path[-1] not in ends:
+            ends.append(path[-1])
+    return ends, []
+
+
+def _chain_verdict(ctx: Context, rule: str, what: str, edges: Mapping[int, int], evidence: Sequence[Event]) -> Verdict:
+    ends, cycle = _walk(edges)
+    if cycle:
+        reason = f"{what} wait chain " + " -> ".join(map(str, cycle + [cycle[0]])) + " is a mutual wait"
+        return Verdict(rule, tuple(_rank_culprit(ctx, rank) for rank in cycle), reason, tuple(evidence[:8]))
+    if len(ends) == 1:
+        reason = f"every {what} wait chain ends at rank {ends[0]}, which waits on nobody"
+        return Verdict(rule, (_rank_culprit(ctx, ends[0]),), reason, tuple(evidence[:8]))
+    reason = f"the {what} wait chains end at ranks {', '.join(map(str, ends))}"
+    return Verdict(rule, (), reason, tuple(evidence[:8]), tuple(_rank_culprit(ctx, rank) for rank in ends))
+
+
 def rule_transport_chain(ctx: Context) -> Optional[Verdict]:
-    """Transport init errors name local -> peer: follow the chain from the first; its end (a rank
-    that waits on nobody) or a mutual-wait cycle is the root."""
+    """Transport init errors name local -> peer rank: the end of the wait chains (a rank that
+    waits on nobody), or a mutual-wait cycle, is the root."""
     events = [e for e in ctx.events("hccl.transport_init") if e.attr("peer_rank") and e.attr("local_rank")]
     if not events:
         return None
     edges: Dict[int, int] = {}
-    for event in sorted(events, key=lambda e: e.seq):
+    for event in events:
         edges.setdefault(int(event.attr("local_rank") or 0), int(event.attr("peer_rank") or 0))
-    start = min(edges, key=lambda rank: next(e.seq for e in events if int(e.attr("local_rank") or 0) == rank))
-    path = [start]
-    while path[-1] in edges and edges[path[-1]] not in path:
-        path.append(edges[path[-1]])
-    if path[-1] in edges:
-        cycle = path[path.index(edges[path[-1]]) :]
-        culprits = tuple(_rank_culprit(ctx, rank) for rank in cycle)
-        reason = "transport wait chain " + " -> ".join(map(str, path + [edges[path[-1]]])) + " is a mutual wait"
-        return Verdict("transport-chain", culprits, reason, tuple(events[:8]))
-    reason = "transport wait chain " + " -> ".join(map(str, path)) + f": rank {path[-1]} waits on nobody"
-    return Verdict("transport-chain", (_rank_culprit(ctx, path[-1]),), reason, tuple(events[:8]))
+    return _chain_verdict(ctx, "transport-chain", "transport", edges, events)
+
+
+def rule_socket_chain(ctx: Context) -> Optional[Verdict]:
+    """The socket table HCCL prints when links time out (``LINK_ERROR_INFO``: dest_ip(rank) |
+    dest_port | src_ip(rank) | src_port | role | status | TLS) names the rank each rank waited
+    for: the end of the wait chains, or a mutual-wait cycle, is the root."""
+    rows = [e for e in ctx.facts("link_row") if (e.attr("dest_rank") or "").isdigit()]
+    if not rows:
+        return None
+    edges: Dict[int, int] = {}
+    for event in rows:
+        process = ctx.process_of(event)
+        local = (
+            process.rank if process is not None and process.rank is not None else _int_or_none(event.attr("src_rank"))
+        )
+        if local is not None:
+            edges.setdefault(local, int(event.attr("dest_rank") or 0))
+    edges = {local: peer for local, peer in edges.items() if local != peer}
+    if not edges:
+        return None
+    return _chain_verdict(ctx, "socket-chain", "socket", edges, rows)
+
+
+def _int_or_none(value: Optional[str]) -> Optional[int]:
+    return int(value) if value is not None and value.isdigit() else None
 
 
 def _rank_culprit(ctx: Context, rank: int) -> Culprit:
@@ -370,10 +414,12 @@ def rule_tls_minority(ctx: Context) -> Optional[Verdict]:
     for process in ctx.job.processes.values():
         if process.device is not None and (process.node, process.device) in ctx.tls:
             states[(process.node, process.device)] = ctx.tls[(process.node, process.device)]
-    for event in ctx.facts("tls"):
+    for event in ctx.facts("tls") + ctx.facts("link_row"):
         owner = ctx.process_of(event)
-        if owner is not None and owner.device is not None and (event.attr("tls") or "").isdigit():
-            states.setdefault((owner.node, owner.device), int(event.attr("tls") or 0))
+        word = (event.attr("tls") or "").upper()
+        word = {"ENABLE": "1", "DISABLE": "0"}.get(word, word)
+        if owner is not None and owner.device is not None and word.isdigit():
+            states.setdefault((owner.node, owner.device), int(word))
     counts = Counter(states.values())
     if len(counts) < 2:
         return None
@@ -501,6 +547,7 @@ RULES: Tuple[Tuple[str, Callable[[Context], Optional[Verdict]]], ...] = (
     ("silent-ranks", rule_silent_ranks),
     ("died", rule_died),
     ("tls-minority", rule_tls_minority),
+    ("socket-chain", rule_socket_chain),
     ("last-reporter", rule_last_reporter),
     ("notify-index", rule_notify_index),
     ("notify-tag", rule_notify_tag),

@@ -91,6 +91,8 @@ FACT_LITERALS: Dict[str, str] = {
     "base information is streamID": "base_info",
     "connected rankinfo": "connected",
     "need connect rankNum is [": "need_connect",
+    "| client |": "link_row",
+    "| server |": "link_row",
     "HCCL_EXEC_TIMEOUT": "exec_timeout",
     "ExecTimeOut is set": "exec_timeout",
     "HCCL_CONNECT_TIMEOUT is set": "connect_timeout",
@@ -128,6 +130,10 @@ _FIELD = {
     "seconds": re.compile(r"(?:HCCL_EXEC_TIMEOUT|ExecTimeOut|HCCL_CONNECT_TIMEOUT)\D{0,40}?(\d{1,7})"),
     "connected": re.compile(r"connected rankinfo\[LINE \d+\]:\s*((?:\[\d+\][,;\s]*)+)"),
     "need": re.compile(r"need connect rankNum is \[(\d+)\]"),
+    "link_row": re.compile(
+        r"\|\s*(?P<dest_ip>[0-9a-fA-F.:]+)\((?P<dest_rank>\d+)\)\s*\|\s*\d+\s*\|\s*(?P<src_ip>[0-9a-fA-F.:]+)"
+        r"\((?P<src_rank>\d+)\)\s*\|\s*\d+\s*\|\s*(?P<role>\w+)\s*\|\s*(?P<status>[\w ]+?)\s*\|(?:\s*(?P<tls>[A-Z]+)\s*\|)?"
+    ),
     "tls": re.compile(r"(?:tls switch|TlsStatus)\D{0,4}(\d)"),
 }
 
@@ -166,6 +172,7 @@ def fact_attrs(fact: str, line: str) -> Dict[str, str]:
         "base_info": ("tag",),
         "connected": ("connected",),
         "need_connect": ("need",),
+        "link_row": ("link_row",),
         "exec_timeout": ("seconds",),
         "connect_timeout": ("seconds",),
         "remote_rank": ("remote_rank",),
@@ -175,7 +182,9 @@ def fact_attrs(fact: str, line: str) -> Dict[str, str]:
     found: Dict[str, str] = {}
     for name in names:
         match = _FIELD[name].search(line)
-        if match:
+        if match and match.groupdict():
+            found.update({key: value for key, value in match.groupdict().items() if value is not None})
+        elif match:
             found[name] = match.group(1).strip()
     return found
 

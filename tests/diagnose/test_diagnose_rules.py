@@ -277,3 +277,39 @@ def test_a_rank_waiting_on_itself_while_others_wait_on_it_is_the_root_and_a_cycl
     verdict = rule_notify_remote(Context(job.job))
     assert verdict is not None and not verdict.decided and "deadlock" in verdict.reason
     assert sorted(s.rank for s in verdict.suspects) == [0, 1]
+
+
+def _link_rows(r, dest, tls="DISABLE"):
+    """The LINK_ERROR_INFO table HCCL prints when a link times out (a published plog sample's
+    layout: header, then one row per peer)."""
+    prefix = f"[ERROR] HCCL({r.pid},python3):2026-03-18-10:33:52.113.653 [hccl_socket_manager.cc:626] [{r.pid}]"
+    return [
+        f"[ERROR] HCCL({r.pid},python3):2026-03-18-10:33:52.113.403 [hccl_socket_manager.cc:797] [{r.pid}][Wait][LinkEstablish]"
+        f"wait socket establish timeout, role[1] rank[{r.rank}] timeout[120 s]",
+        prefix + " _________________________LINK_ERROR_INFO___________________________",
+        prefix + " | dest_ip(user_rank) | dest_port | src_ip(user_rank) | src_port | MyRole | Status | TlsStatus |",
+        prefix
+        + f" | {dest.device_ip}({dest.rank}) | 16666 | {r.device_ip}({r.rank}) | 3234403008 | client | time out | {tls} | LinkInfo",
+    ]
+
+
+def test_socket_wait_chains_end_at_one_rank_or_form_a_mutual_wait(tmp_path):
+    small = JOB[:4]
+    write_job(tmp_path / "a", small, {0: _link_rows(small[0], small[1]), 1: _link_rows(small[1], small[3]),
+                                      2: _link_rows(small[2], small[3]), 3: _link_rows(small[3], small[0])[:1]})  # fmt: skip
+    # rank 3 timed out too but names no peer: it waits on nobody, every chain ends there.
+    (job,) = run(tmp_path / "a")
+    assert job.verdict.rule == "socket-chain" and roots(job) == [("node0", 3, 3)]
+    write_job(tmp_path / "b", small, {0: _link_rows(small[0], small[1]), 1: _link_rows(small[1], small[0]),
+                                      2: _link_rows(small[2], small[0]), 3: _link_rows(small[3], small[1])})  # fmt: skip
+    (job,) = run(tmp_path / "b")
+    assert job.verdict.rule == "socket-chain" and "mutual wait" in job.verdict.reason
+    assert sorted(c.rank for c in job.verdict.culprits) == [0, 1]
+
+
+def test_tls_status_in_the_link_table_that_differs_on_one_rank_is_the_root(tmp_path):
+    small = JOB[:4]
+    plog = {r.rank: _link_rows(r, small[(r.rank + 1) % 4], "ENABLE" if r.rank == 2 else "DISABLE") for r in small}
+    write_job(tmp_path, small, plog)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "tls-minority" and roots(job) == [("node0", 2, 2)]
