@@ -313,3 +313,15 @@ def test_tls_status_in_the_link_table_that_differs_on_one_rank_is_the_root(tmp_p
     write_job(tmp_path, small, plog)
     (job,) = run(tmp_path)
     assert job.verdict.rule == "tls-minority" and roots(job) == [("node0", 2, 2)]
+
+
+def test_the_guide_lists_every_rule_in_the_order_they_are_tried():
+    import re
+    from pathlib import Path
+
+    from ascendprep.diagnose.rules import RULES
+
+    guide = (Path(__file__).parents[2] / "docs" / "when-a-job-fails.md").read_text()
+    guide = guide.split("**How the root rank is decided.**")[1].split("Clocks of different nodes")[0]
+    listed = re.findall(r"^\| `([a-z-]+)` \| ", guide, flags=re.M)
+    assert listed == [name for name, _rule in RULES] + ["fault-event"]
