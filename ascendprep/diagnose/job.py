@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ascendprep.diagnose.model import CONSOLE, DEVICE, KERNEL, PLOG, Event, LogFile, Process
+from ascendprep.diagnose.model import CONSOLE, DEVICE, PLOG, Event, LogFile, Process
 
 ProcKey = Tuple[str, str]  # (node, file) of a plog
 
@@ -217,7 +217,3 @@ def _owners(event: Event, jobs: Iterable[Job], node_jobs: Dict[str, List[Job]]) 
         return here
     all_jobs = list(jobs)
     return all_jobs if len(all_jobs) == 1 else []
-
-
-def console_like(kind: str) -> bool:
-    return kind in (CONSOLE, KERNEL)

@@ -200,10 +200,3 @@ class Cause:
     #: The vendor's fault level of the NPU event code (data/health_codes.yaml): "RestartNPU: reset
     #: the NPU ..."; None for a fault that is no NPU event.
     vendor_level: Optional[str] = None
-
-    def places(self) -> List[Tuple[str, Optional[int], Optional[int]]]:
-        """(node, rank, device) of each event, first seen first, each once."""
-        seen: Dict[Tuple[str, Optional[int], Optional[int]], None] = {}
-        for event in self.events:
-            seen.setdefault((event.node, event.rank, event.device), None)
-        return list(seen)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Callable, Dict, List, Optional, Tuple
 
 import ahocorasick
 
@@ -75,10 +75,6 @@ def kind_of(
     if _CONSOLE_HEAD.search(head):
         return CONSOLE, None, None
     return None, None, None
-
-
-def is_binary(head: bytes) -> bool:
-    return b"\x00" in head
 
 
 # --- the facts HCCL prints about a process (read, not matched against the knowledge base) --------
@@ -479,7 +475,3 @@ def _event(
         time=base.get("time"),
         attrs=tuple(sorted(attrs.items())),
     )
-
-
-def kinds_known() -> Sequence[str]:
-    return (PLOG, DEVICE, CONSOLE, KERNEL)
