@@ -198,6 +198,14 @@ def diagnose(
     kb: KnowledgeBase,
     inventory_ips: Optional[Mapping[str, Tuple[str, int]]] = None,
     tls: Optional[Mapping[Tuple[str, int], int]] = None,
+    stats: Optional[Mapping[str, FileStats]] = None,
 ) -> List[JobDiagnosis]:
-    """Every job of the tree, diagnosed on its own."""
-    return [diagnose_job(job, kb, inventory_ips or {}, tls or {}) for job in split_jobs(events, files)]
+    """Every job of the tree, diagnosed on its own. ``stats``: each file's match counts, so that
+    a fault's count is every line that matched, not only the lines kept as evidence."""
+    jobs = [diagnose_job(job, kb, inventory_ips or {}, tls or {}) for job in split_jobs(events, files)]
+    if stats:
+        for result in jobs:
+            for cause in result.causes:
+                seen = {event.file for event in cause.events}
+                cause.count = sum(stats[f].matches.get(cause.key, 0) for f in seen if f in stats) or cause.count
+    return jobs

@@ -107,6 +107,8 @@ class FileStats:
     lines: int = 0
     truncated_lines: int = 0
     events: int = 0
+    #: Matches per knowledge-base entry, all of them (the events kept are the first few).
+    matches: Dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,10 @@ class Scanner:
         if tail and not skipping:
             lineno = self._any_block(tail + b"\n", lineno, handle, stats, log.kind)
         stats.lines = lineno
-        stats.events += sum(count for key, count in counts.items() if not key.startswith("fact:"))
+        for key, count in counts.items():
+            if not key.startswith("fact:"):
+                stats.matches[key] = stats.matches.get(key, 0) + count
+                stats.events += count
         return stats
 
     def _any_block(

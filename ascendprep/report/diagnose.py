@@ -87,7 +87,7 @@ def _rest(console: Console, result: JobDiagnosis) -> None:
             places = sorted({e.node for e in cause.events})
             where = ", ".join(places[:6]) + (f" +{len(places) - 6}" if len(places) > 6 else "")
             console.print(
-                f"  {markup_safe(cause.key)}: {markup_safe(cause.title)} x{cause.count} on {markup_safe(where)} ({markup_safe(mark)})",
+                f"  {markup_safe(cause.key)}: {markup_safe(cause.title)}, {cause.count} line(s) on {markup_safe(where)} ({markup_safe(mark)})",
                 highlight=False,
             )
     undecided = [v for v in result.verdicts if not v.decided]

@@ -373,7 +373,7 @@ def run_diagnose(
     events, stats = scan_tree(tree)
     tls, state_ips, now = collected_state(tree)
     resolved = {**state_ips, **ips}
-    jobs = diagnose(events, [log for _p, log in tree.files], knowledge(), resolved, tls)
+    jobs = diagnose(events, [log for _p, log in tree.files], knowledge(), resolved, tls, stats)
     result = Diagnosis(jobs, [log for _p, log in tree.files], tree.skipped, stats)
     if baseline is not None:
         baseline_notes(result, baseline, now)

@@ -150,3 +150,14 @@ def test_a_fifo_in_the_tree_is_skipped_never_waited_on(tmp_path):
     os.mkfifo(tmp_path / "node0" / "plog" / "plog-77_1.log")
     tree = read_trees([tmp_path])
     assert any(s.path.endswith("plog-77_1.log") and s.reason == "not a regular file" for s in tree.skipped)
+
+
+def test_a_faults_count_is_every_line_that_matched_not_only_the_evidence_kept(tmp_path):
+    plog = {r.rank: timeout_lines(r, 8, t(40, 30)) for r in JOB}
+    plog[2] = [cqe_line(JOB[2], JOB[5], t(40, 1))] * 500 + plog[2]
+    write_job(tmp_path, JOB, plog)
+    tree = read_trees([tmp_path])
+    events, stats = scan_tree(tree)
+    (job,) = diagnose(events, [log for _p, log in tree.files], knowledge(), stats=stats)
+    cqe = next(c for c in job.causes if c.key == "hccl.cqe_error")
+    assert cqe.count == 500 and len(cqe.events) == 20
