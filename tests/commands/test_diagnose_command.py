@@ -89,7 +89,8 @@ def test_a_missing_baseline_or_a_file_for_dir_is_bad_input(tmp_path):
 
 def test_html_page_answers_first_and_escapes_the_logs(tmp_path):
     plog = {r.rank: timeout_lines(r, 32, t(40, 30)) for r in JOB}
-    plog[13] = [cqe_line(JOB[13], JOB[21], t(40, 12)).replace("(40013,python)", "(40013,<script>x</script>)")] + plog[13]
+    hostile = cqe_line(JOB[13], JOB[21], t(40, 12)).replace("(40013,python)", "(40013,<script>x</script>)")
+    plog[13] = [hostile] + plog[13]
     page = tmp_path / "out" / "diagnosis.html"
     page.parent.mkdir()
     tree = write_job(tmp_path / "logs", JOB, plog)
