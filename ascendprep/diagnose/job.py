@@ -143,10 +143,40 @@ def _process(key: ProcKey, record: Dict[str, Any]) -> Process:
     )
 
 
+#: Facts of a failure (not of who the process is) that a resumed process's earlier lines hold.
+_FAILURE_FACTS = frozenset(
+    {"group_rank", "op_data", "base_info", "remote_rank", "link_row", "connected", "need_connect"}
+)
+
+
+def after_resume(events: Sequence[Event]) -> List[Event]:
+    """``events`` without what a process logged before it last resumed (resumable training:
+    ``attr init success`` / ``HcclCommResume:success``; MindCluster's root-cluster parser ignores
+    those lines too): a failure it recovered from is not the one that ended the job. Who the
+    process is (rank, communicator, device IP, timeouts) is kept."""
+    resumed: Dict[Tuple[str, str], int] = {}
+    for event in events:
+        if event.attr("fact") == "resume":
+            key = (event.node, event.file)
+            resumed[key] = max(resumed.get(key, 0), event.seq)
+    if not resumed:
+        return list(events)
+    kept = []
+    for event in events:
+        mark = resumed.get((event.node, event.file))
+        earlier = mark is not None and event.seq < mark
+        if earlier and (event.key is not None or event.attr("fact") in _FAILURE_FACTS):
+            continue
+        kept.append(event)
+    return kept
+
+
 def split_jobs(events: Sequence[Event], files: Sequence[LogFile]) -> List[Job]:
     """The jobs of the tree: processes joined by the communicators they share; the events of
     each. Files that name no communicator go to the job of their node (all of them where the
-    node ran more than one), or to one unnamed job when the tree holds no HCCL facts at all."""
+    node ran more than one), or to one unnamed job when the tree holds no HCCL facts at all.
+    What a process logged before it last resumed is left out (:func:`after_resume`)."""
+    events = after_resume(events)
     procs = processes(events, files)
     parent: Dict[str, str] = {}
 

@@ -87,6 +87,8 @@ FACT_LITERALS: Dict[str, str] = {
     "base information is streamID": "base_info",
     "connected rankinfo": "connected",
     "need connect rankNum is [": "need_connect",
+    "attr init success": "resume",
+    "HcclCommResume:success": "resume",
     "| client |": "link_row",
     "| server |": "link_row",
     "HCCL_EXEC_TIMEOUT": "exec_timeout",
@@ -102,6 +104,8 @@ FACT_LITERALS: Dict[str, str] = {
 #: HCCL prints at INFO (the rest are on its ERROR lines, read anyway); fewer, shorter needles:
 #: ``_TIMEOUT`` finds both HCCL_EXEC_TIMEOUT and HCCL_CONNECT_TIMEOUT.
 INFO_FACT_NEEDLES = (
+    "attr init success",
+    "HcclCommResume:success",
     "Entry-HcclCommInit",
     "deviceIp[",
     "_TIMEOUT",
@@ -126,6 +130,7 @@ _FIELD = {
     "seconds": re.compile(r"(?:HCCL_EXEC_TIMEOUT|ExecTimeOut|HCCL_CONNECT_TIMEOUT)\D{0,40}?(\d{1,7})"),
     "connected": re.compile(r"connected rankinfo\[LINE \d+\]:\s*((?:\[\d+\][,;\s]*)+)"),
     "need": re.compile(r"need connect rankNum is \[(\d+)\]"),
+    "resume": re.compile(r"(attr init success|HcclCommResume:success)"),
     "link_row": re.compile(
         r"\|\s*(?P<dest_ip>[0-9a-fA-F.:]+)\((?P<dest_rank>\d+)\)\s*\|\s*\d+\s*\|\s*(?P<src_ip>[0-9a-fA-F.:]+)"
         r"\((?P<src_rank>\d+)\)\s*\|\s*\d+\s*\|\s*(?P<role>\w+)\s*\|\s*(?P<status>[\w ]+?)\s*\|(?:\s*(?P<tls>[A-Z]+)\s*\|)?"
@@ -169,6 +174,7 @@ def fact_attrs(fact: str, line: str) -> Dict[str, str]:
         "connected": ("connected",),
         "need_connect": ("need",),
         "link_row": ("link_row",),
+        "resume": ("resume",),
         "exec_timeout": ("seconds",),
         "connect_timeout": ("seconds",),
         "remote_rank": ("remote_rank",),

@@ -325,3 +325,15 @@ def test_the_guide_lists_every_rule_in_the_order_they_are_tried():
     guide = guide.split("**How the root rank is decided.**")[1].split("Clocks of different nodes")[0]
     listed = re.findall(r"^\| `([a-z-]+)` \| ", guide, flags=re.M)
     assert listed == [name for name, _rule in RULES] + ["fault-event"]
+
+
+def test_a_failure_the_job_resumed_from_is_not_the_one_that_ended_it(tmp_path):
+    plog = everyone_times_out(skip=(17,))
+    plog[17] = []
+    # Rank 13 had an error CQE earlier, then the job resumed (resumable training); the CQE is history.
+    resumed = f"[INFO] HCCL({JOB[13].pid},python):{t(30, 0)} [op_base.cc:1] [{JOB[13].pid}]HcclCommResume:success, take time [2 s]"
+    plog[13] = [cqe_line(JOB[13], JOB[21], t(20, 0)), resumed] + plog[13]
+    write_job(tmp_path, JOB, plog)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "silent-ranks" and [c.rank for c in job.verdict.culprits] == [17]
+    assert "hccl.cqe_error" not in {c.key for c in job.causes}
