@@ -40,6 +40,11 @@ COMMANDS = {
         "verify_command",
         "Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.",
     ),
+    "diagnose": LazyCommand(
+        "ascendprep.commands.diagnose",
+        "diagnose_command",
+        "Name the root-cause rank, its node and NPU, the fault and the fix from a failed job's logs.",
+    ),
     "lab": LazyCommand(
         "ascendprep.lab.cli",
         "lab_group",
