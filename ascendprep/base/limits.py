@@ -241,3 +241,13 @@ TOOL_LATENCY_MAX_MS = 5000
 #: host with that layout shares (facts/model.py CounterValues): a fleet has one per driver version,
 #: and without the sharing a 4,096-host verify's facts pass 1 GB.
 SHARED_COUNTER_LAYOUTS = 64
+
+# --- inventory import -----------------------------------------------------------------------------
+
+#: Bytes of a vendor deployer ``inventory_file`` or a ``--hosts`` list file that ``inventory
+#: import`` reads: a 4,096-host file with eight device IPs a line is under 1 MB.
+IMPORT_TEXT_MAX_BYTES = 8 * 1024 * 1024
+
+#: Times the compactor re-plans an imported inventory, making the nodes the plan still places
+#: elsewhere explicit each time, before it gives up (the first plan is nearly always exact).
+IMPORT_ROUND_TRIP_TRIES = 8
