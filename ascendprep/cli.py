@@ -40,6 +40,9 @@ COMMANDS = {
         "verify_command",
         "Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.",
     ),
+    "inventory": LazyCommand(
+        "ascendprep.commands.inventory", "inventory_group", "Write inventories: import one from a running cluster."
+    ),
     "lab": LazyCommand(
         "ascendprep.lab.cli",
         "lab_group",
