@@ -684,14 +684,31 @@ def _versions(nodes: Sequence[_Node]) -> tuple[dict[str, str], list[str]]:
 # --- the whole --------------------------------------------------------------------------------------------
 
 
-def _mismatches(nodes: Sequence[_Node], plan: IpPlan) -> tuple[set[str], set[str]]:
+#: Conflict kind -> the values of the node it names that no inventory can give back (reported,
+#: so not counted against the round trip).
+_EXCUSED = {"gateway": {"gateway", "detect"}, "plane_rule": {"netmask", "gateway", "detect"}}
+
+
+def _mismatches(nodes: Sequence[_Node], plan: IpPlan, conflicts: Sequence[Conflict]) -> tuple[set[str], set[str]]:
     """Nodes whose planned addresses (ip, netmask, gateway) differ from what was said, and those
-    whose detect IPs differ."""
+    whose detect IPs differ; values a conflict already names are left out."""
     address: set[str] = set()
     detect: set[str] = set()
+    excused: dict[Optional[str], set[str]] = {}
+    for conflict in conflicts:
+        excused.setdefault(conflict.node, set()).update(_EXCUSED.get(conflict.kind, ()))
     for node in nodes:
         planned = {a.npu: a for a in plan.by_node.get(node.seen.name, [])}
-        for devid, npu in node.seen.npus.items():
+        skip = excused.get(node.seen.name, set())
+        for devid, seen_npu in node.seen.npus.items():
+            npu = NpuSeen(
+                devid,
+                seen_npu.ip,
+                seen_npu.netmask,
+                seen_npu.gateway,
+                seen_npu.detect,
+                seen_npu.said - skip,
+            )
             got = planned.get(devid)
             if got is None:
                 address.add(node.seen.name)
@@ -833,7 +850,7 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
         except InputError as error:
             raise RoundTripError(f"the imported inventory does not load: {error}\n{text}") from None
         plan = plan_device_ips(inventory)
-        address, detect = _mismatches(nodes, plan)
+        address, detect = _mismatches(nodes, plan, base_conflicts)
         if not address and not detect:
             conflicts = base_conflicts + [
                 Conflict("plan", f"the imported inventory breaks a rule: {f.message}", f.node)
