@@ -14,7 +14,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from ascendprep.adopt.compact import Imported, RoundTripError, SshSettings, compact
 from ascendprep.adopt.deployer import read_deployer
@@ -120,9 +120,15 @@ def _quoted(text: str) -> str:
 
 
 def read_hosts(
-    hosts: list[str], product: str, ssh: SshSettings, accept_new_host_keys: bool, forks: Optional[int]
+    hosts: list[str],
+    product: str,
+    ssh: SshSettings,
+    accept_new_host_keys: bool,
+    forks: Optional[int],
+    transport_factory: Optional[Callable[[HostAccess], Transport]] = None,
 ) -> Seen:
-    """Gather every host (read-only) and read what it says; unreachable hosts are named."""
+    """Gather every host (read-only) and read what it says; unreachable hosts are named.
+    ``transport_factory``: how to reach a host (default: SSH, as plan does)."""
     inventory = _reading_inventory(hosts, product, ssh)
     units = tuple(unit for unit in UNITS if unit.section in IMPORT_SECTIONS)
     script = fresh_nonce_scripts(
@@ -139,7 +145,7 @@ def read_hosts(
 
     accesses = host_accesses(inventory, accept_new_host_keys)
     deadline = hosts_deadline(inventory, None, forks, 1)
-    with Session(accesses, forks or inventory.model.ssh.forks, deadline=deadline) as session:
+    with Session(accesses, forks or inventory.model.ssh.forks, transport_factory, deadline=deadline) as session:
         outcomes = session.run(job, progress_for_terminal("reading hosts"), step="reading hosts")
     facts = {name: o.value for name, o in outcomes.items() if o.ok and o.value is not None}
     unreachable = {
