@@ -31,15 +31,18 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import yaml
 
 from ascendprep.adopt.seen import VERSION_KEYS, Conflict, NodeSeen, NpuSeen, Seen
 from ascendprep.base import hostrange
 from ascendprep.base.limits import IMPORT_ROUND_TRIP_TRIES
 from ascendprep.base.text import visible
-from ascendprep.base.yamlsource import InputError
+from ascendprep.base.yamlsource import InputError, YamlDocument
 from ascendprep.inventory.addressing import IpPlan, plan_device_ips
-from ascendprep.inventory.load import Inventory, inventory_from_text
+from ascendprep.inventory.load import Inventory, inventory_from_document, inventory_from_text
 from ascendprep.inventory.model import NAME_RE, VERSION_TEXT_RE
 from ascendprep.inventory.products import PRODUCTS, RESERVED_VNIC_SUBNET, Product, SubnetRule
 
@@ -745,6 +748,28 @@ def _duplicates(seen: Seen, conflicts: list[Conflict]) -> list[NodeSeen]:
     return nodes
 
 
+def _load(text: str, fast: bool) -> Inventory:
+    """The inventory ``text`` is. ``fast``: parsed by libyaml (a try of the search; a 4,096-node
+    text with per-node entries takes seconds in the pure-Python loader), else by the loader
+    ``plan`` uses, line numbers and bounds included (the proof)."""
+    try:
+        if fast and getattr(yaml, "CSafeLoader", None) is not None:
+            data = yaml.load(text, Loader=yaml.CSafeLoader)  # noqa: S506 - the safe loader, in C
+            return inventory_from_document(YamlDocument("imported inventory", _text_keys(data)), Path("."))
+        return inventory_from_text(text, "imported inventory")
+    except InputError as error:
+        raise RoundTripError(f"the imported inventory does not load: {error}\n{text}") from None
+
+
+def _text_keys(data: Any) -> Any:
+    """Mapping keys as text, as the inventory loader's YAML reader gives them (``0:`` -> "0")."""
+    if isinstance(data, dict):
+        return {str(key): _text_keys(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_text_keys(value) for value in data]
+    return data
+
+
 def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSettings = SshSettings()) -> Imported:
     """The most compact inventory text that reproduces ``seen``, proven by loading and planning it."""
     product = PRODUCTS[product_id]
@@ -845,13 +870,14 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
         text = _render(
             seen, product, name, ssh, nodes, groups, count, npus_per_node, choices, detects, conflicts, software, odd
         )
-        try:
-            inventory = inventory_from_text(text, "imported inventory")
-        except InputError as error:
-            raise RoundTripError(f"the imported inventory does not load: {error}\n{text}") from None
-        plan = plan_device_ips(inventory)
+        plan = plan_device_ips(_load(text, fast=True))
         address, detect = _mismatches(nodes, plan, base_conflicts)
         if not address and not detect:
+            # the proof proper: the text as `plan` loads it, planned once more
+            inventory = _load(text, fast=False)
+            plan = plan_device_ips(inventory)
+            if any(_mismatches(nodes, plan, base_conflicts)):
+                raise RoundTripError("the imported inventory, loaded as plan loads it, plans other addresses")
             conflicts = base_conflicts + [
                 Conflict("plan", f"the imported inventory breaks a rule: {f.message}", f.node)
                 for f in plan.findings
@@ -873,7 +899,7 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
                     software,
                     odd,
                 )
-                inventory = inventory_from_text(text, "imported inventory")
+                inventory = _load(text, fast=False)
             return Imported(
                 text,
                 inventory,

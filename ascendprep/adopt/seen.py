@@ -11,7 +11,9 @@ disagree on, or what no inventory could reproduce, is a :class:`Conflict`, kept 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import socket
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -32,12 +34,25 @@ class NpuSeen:
     #: set"; one it does not state means "not known": a rank table says nothing of gateways).
     said: frozenset[str] = frozenset(("ip", "netmask", "gateway", "detect"))
 
-    @property
+    @functools.cached_property
     def network(self) -> Optional[ipaddress.IPv4Network]:
-        """The NPU's subnet, when both its address and netmask are known."""
+        """The NPU's subnet, when both its address and netmask are known (computed once, and the
+        same object for every NPU of one subnet: a 4,096-server import asks for 32,768)."""
         if self.ip is None or self.netmask is None:
             return None
-        return ipaddress.IPv4Network(f"{self.ip}/{self.netmask}", strict=False)
+        mask, prefix = _mask(self.netmask)
+        return _subnet(int.from_bytes(socket.inet_pton(socket.AF_INET, self.ip), "big") & mask, prefix)
+
+
+@functools.lru_cache(maxsize=64)
+def _mask(netmask: str) -> tuple[int, int]:
+    network = ipaddress.IPv4Network(f"0.0.0.0/{netmask}")
+    return int(network.netmask), network.prefixlen
+
+
+@functools.lru_cache(maxsize=65536)
+def _subnet(first: int, prefix: int) -> ipaddress.IPv4Network:
+    return ipaddress.IPv4Network((first, prefix))
 
 
 @dataclass(frozen=True)
