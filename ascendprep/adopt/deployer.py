@@ -1,8 +1,8 @@
 """The vendor deployer's inventory (ascend-deployer's ``inventory_file``) read as what is there.
 
 ascend-deployer (MindCluster 7.3 user guide, "Configuring the inventory file",
-hiascend.com ``…/mindcluster/730/ascenddeployer/deployerug/deployer_0025.html``) is an Ansible
-INI file. The sections read here:
+hiascend.com ``…/mindcluster/730/ascenddeployer/deployerug/deployer_0025.html``; the format as
+read here is docs/inventory-import.md §2) is an Ansible INI file. The sections read here:
 
 * ``[worker]`` (and ``[master]``): the servers, one per line, ``IP ansible_ssh_user="root"``;
 * ``[hccn]``: one line per server whose NPUs it addresses,
