@@ -870,14 +870,17 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
         text = _render(
             seen, product, name, ssh, nodes, groups, count, npus_per_node, choices, detects, conflicts, software, odd
         )
-        plan = plan_device_ips(_load(text, fast=True))
+        tried = _load(text, fast=True)
+        plan = plan_device_ips(tried)
         address, detect = _mismatches(nodes, plan, base_conflicts)
         if not address and not detect:
-            # the proof proper: the text as `plan` loads it, planned once more
+            # the proof proper: the text as `plan` loads it; the same model and nodes plan the
+            # same addresses (the planner is a pure function of them), else it is planned again
             inventory = _load(text, fast=False)
-            plan = plan_device_ips(inventory)
-            if any(_mismatches(nodes, plan, base_conflicts)):
-                raise RoundTripError("the imported inventory, loaded as plan loads it, plans other addresses")
+            if (inventory.model, inventory.nodes) != (tried.model, tried.nodes):
+                plan = plan_device_ips(inventory)
+                if any(_mismatches(nodes, plan, base_conflicts)):
+                    raise RoundTripError("the imported inventory, loaded as plan loads it, plans other addresses")
             conflicts = base_conflicts + [
                 Conflict("plan", f"the imported inventory breaks a rule: {f.message}", f.node)
                 for f in plan.findings
