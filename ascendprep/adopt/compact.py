@@ -464,11 +464,17 @@ def _node_runs(nodes: Sequence[_Node], attributes: Sequence[tuple]) -> list[list
                 and attributes[last] == attributes[index]
                 and _follows(previous.seen.name, node.seen.name)
                 and _follows(previous.seen.host, node.seen.host)
+                and _counts_on(previous.seen.server_index, node.seen.server_index)
             ):
                 runs[-1].append(index)
                 continue
         runs.append([index])
     return runs
+
+
+def _counts_on(previous: Optional[int], index: Optional[int]) -> bool:
+    """A range entry's A3 server indexes count up from its first (``server_index`` + offset)."""
+    return previous is None and index is None or (previous is not None and index == previous + 1)
 
 
 def _pattern(values: list[str]) -> Optional[str]:
@@ -758,7 +764,16 @@ def _load(text: str, fast: bool) -> Inventory:
             return inventory_from_document(YamlDocument("imported inventory", _text_keys(data)), Path("."))
         return inventory_from_text(text, "imported inventory")
     except InputError as error:
-        raise RoundTripError(f"the imported inventory does not load: {error}\n{text}") from None
+        raise Unloadable(error) from None
+
+
+class Unloadable(Exception):
+    """The inventory that reproduces what is there breaks a rule the loader enforces (an A3 device
+    IP in a range the driver reserves, say): what is there is itself wrong, a conflict to report."""
+
+    def __init__(self, error: InputError):
+        super().__init__(str(error))
+        self.problems = [problem.message for problem in error.problems]
 
 
 def _text_keys(data: Any) -> Any:
@@ -866,71 +881,95 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
     choices = _Choices(form, layout, False, rule)
     detects: dict[str, dict[int, str]] = {}
     base_conflicts = list(conflicts)
-    for attempt in range(IMPORT_ROUND_TRIP_TRIES + 2):
+    try:
+        for attempt in range(IMPORT_ROUND_TRIP_TRIES + 2):
+            text = _render(
+                seen,
+                product,
+                name,
+                ssh,
+                nodes,
+                groups,
+                count,
+                npus_per_node,
+                choices,
+                detects,
+                conflicts,
+                software,
+                odd,
+            )
+            tried = _load(text, fast=True)
+            plan = plan_device_ips(tried)
+            address, detect = _mismatches(nodes, plan, base_conflicts)
+            if not address and not detect:
+                # the proof proper: the text as `plan` loads it; the same model and nodes plan the
+                # same addresses (the planner is a pure function of them), else it is planned again
+                inventory = _load(text, fast=False)
+                if (inventory.model, inventory.nodes) != (tried.model, tried.nodes):
+                    plan = plan_device_ips(inventory)
+                    if any(_mismatches(nodes, plan, base_conflicts)):
+                        raise RoundTripError("the imported inventory, loaded as plan loads it, plans other addresses")
+                conflicts = base_conflicts + [
+                    Conflict("plan", f"the imported inventory breaks a rule: {f.message}", f.node)
+                    for f in plan.findings
+                    if f.severity.value == "error"
+                ]
+                if len(conflicts) != len(base_conflicts):
+                    text = _render(
+                        seen,
+                        product,
+                        name,
+                        ssh,
+                        nodes,
+                        groups,
+                        count,
+                        npus_per_node,
+                        choices,
+                        detects,
+                        conflicts,
+                        software,
+                        odd,
+                    )
+                    inventory = _load(text, fast=False)
+                return Imported(
+                    text,
+                    inventory,
+                    [n.seen.name for n in nodes if n.explicit],
+                    conflicts,
+                    dict(seen.unreachable),
+                    form,
+                    layout,
+                )
+            if address:
+                wrong = [n for n in nodes if n.seen.name in address and not n.explicit]
+                if not wrong:
+                    break
+                # the first server the plan places elsewhere shifts the ones after it: make it
+                # explicit and plan again; after a few tries, all of them at once
+                for node in wrong if attempt >= IMPORT_ROUND_TRIP_TRIES else wrong[:1]:
+                    node.explicit = True
+                continue
+            if choices.detect_explicit:
+                break
+            choices.detect_explicit = True
+            for node in nodes:
+                planned = {a.npu: a for a in plan.by_node.get(node.seen.name, [])}
+                detects[node.seen.name] = {
+                    devid: (npu.detect if npu.detect is not None else planned[devid].detect or planned[devid].ip)
+                    for devid, npu in node.seen.npus.items()
+                }
+            conflicts = list(base_conflicts)
+    except Unloadable as bad:
+        conflicts = base_conflicts + [
+            Conflict("does_not_load", f"what is there breaks a rule of the inventory: {problem}")
+            for problem in bad.problems
+        ]
         text = _render(
             seen, product, name, ssh, nodes, groups, count, npus_per_node, choices, detects, conflicts, software, odd
         )
-        tried = _load(text, fast=True)
-        plan = plan_device_ips(tried)
-        address, detect = _mismatches(nodes, plan, base_conflicts)
-        if not address and not detect:
-            # the proof proper: the text as `plan` loads it; the same model and nodes plan the
-            # same addresses (the planner is a pure function of them), else it is planned again
-            inventory = _load(text, fast=False)
-            if (inventory.model, inventory.nodes) != (tried.model, tried.nodes):
-                plan = plan_device_ips(inventory)
-                if any(_mismatches(nodes, plan, base_conflicts)):
-                    raise RoundTripError("the imported inventory, loaded as plan loads it, plans other addresses")
-            conflicts = base_conflicts + [
-                Conflict("plan", f"the imported inventory breaks a rule: {f.message}", f.node)
-                for f in plan.findings
-                if f.severity.value == "error"
-            ]
-            if len(conflicts) != len(base_conflicts):
-                text = _render(
-                    seen,
-                    product,
-                    name,
-                    ssh,
-                    nodes,
-                    groups,
-                    count,
-                    npus_per_node,
-                    choices,
-                    detects,
-                    conflicts,
-                    software,
-                    odd,
-                )
-                inventory = _load(text, fast=False)
-            return Imported(
-                text,
-                inventory,
-                [n.seen.name for n in nodes if n.explicit],
-                conflicts,
-                dict(seen.unreachable),
-                form,
-                layout,
-            )
-        if address:
-            wrong = [n for n in nodes if n.seen.name in address and not n.explicit]
-            if not wrong:
-                break
-            # the first server the plan places elsewhere shifts the ones after it: make it
-            # explicit and plan again; after a few tries, all of them at once
-            for node in wrong if attempt >= IMPORT_ROUND_TRIP_TRIES else wrong[:1]:
-                node.explicit = True
-            continue
-        if choices.detect_explicit:
-            break
-        choices.detect_explicit = True
-        for node in nodes:
-            planned = {a.npu: a for a in plan.by_node.get(node.seen.name, [])}
-            detects[node.seen.name] = {
-                devid: (npu.detect if npu.detect is not None else planned[devid].detect or planned[devid].ip)
-                for devid, npu in node.seen.npus.items()
-            }
-        conflicts = list(base_conflicts)
+        return Imported(
+            text, None, [n.seen.name for n in nodes if n.explicit], conflicts, dict(seen.unreachable), form, layout
+        )
     raise RoundTripError(
         f"the imported inventory does not give back what was read (addresses of {sorted(address)[:8]}, "
         f"detect IPs of {sorted(detect)[:8]})"

@@ -10,6 +10,7 @@ firmware and CANN versions.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Mapping, Optional
 
 from ascendprep.adopt.seen import Conflict, NodeSeen, NpuSeen, Seen
@@ -17,6 +18,15 @@ from ascendprep.facts.model import HostFacts
 
 #: hccn.conf key (``address_0=…``) for each live value it should equal.
 _CONF_KEYS = (("ip", "address"), ("netmask", "netmask"), ("gateway", "gateway"), ("detect", "netdetect"))
+
+
+def _is_ipv4(text: str, netmask: bool = False) -> bool:
+    """Whether a host's value is a dotted IPv4 address (a netmask: contiguous ones)."""
+    try:
+        ipaddress.IPv4Network(f"0.0.0.0/{text}") if netmask else ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def product_of_facts(facts: HostFacts) -> Optional[str]:
@@ -31,7 +41,18 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
     """One host's NodeSeen; what cannot be read, or disagrees with hccn.conf, goes to ``conflicts``."""
     npus: dict[int, NpuSeen] = {}
     for devid, npu in sorted(facts.npus.items()):
-        seen = NpuSeen(devid, ip=npu.ip, netmask=npu.netmask, gateway=npu.gateway, detect=npu.netdetect)
+        values = {"ip": npu.ip, "netmask": npu.netmask, "gateway": npu.gateway, "detect": npu.netdetect}
+        for key, value in values.items():
+            if value is not None and not _is_ipv4(value, netmask=key == "netmask"):
+                conflicts.append(
+                    Conflict(
+                        "not_ipv4",
+                        f"{name} NPU {devid}: {key} {value[:64]!r} is not an IPv4 address; not imported",
+                        name,
+                    )
+                )
+                values[key] = None
+        seen = NpuSeen(devid, values["ip"], values["netmask"], values["gateway"], values["detect"])
         npus[devid] = seen
         errors = [
             e for e in facts.errors_for("hccn.", devid) if e.probe in ("hccn.ip", "hccn.gateway", "hccn.netdetect")

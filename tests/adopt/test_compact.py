@@ -184,3 +184,32 @@ def test_outside_text_in_a_conflict_cannot_break_out_of_its_comment() -> None:
     seen = Seen(nodes, sources=["hosts"], unreachable={"node02": "bad\nproduct: atlas-800\x1b[2J"})
     result = compact(seen, "atlas-a2")
     assert "\nproduct: atlas-800" not in result.text and "\x1b" not in result.text
+
+
+def test_what_breaks_a_load_rule_is_written_as_a_conflict_not_hidden() -> None:
+    """A3 servers in a super-pod may not use 192.0.0.0/8 (the driver reserves it for the HCCS
+    virtual NICs, docs/a3-superpod.md): a cluster that does is reported, the inventory not loaded."""
+    nodes = [
+        NodeSeen(
+            f"s{n}",
+            f"10.0.0.{n + 1}",
+            {d: npu(d, f"192.{168 + d % 2}.50.{n * 8 + d // 2 + 1}") for d in range(16)},
+            super_pod=0,
+        )
+        for n in range(2)
+    ]
+    result = compact(Seen(nodes, sources=["test"]), "atlas-a3")
+    assert result.inventory is None and not result.complete
+    assert any(c.kind == "does_not_load" for c in result.conflicts) and "# CONFLICTS" in result.text
+
+
+def test_a3_servers_run_together_only_while_their_server_indexes_count_up(tmp_path: Path) -> None:
+    def server(n: int, index: int) -> NodeSeen:
+        npus = {d: npu(d, f"10.{80 + d % 2}.0.{n * 8 + d // 2 + 1}") for d in range(16)}
+        return NodeSeen(f"s{n}", f"10.0.0.{n + 1}", npus, super_pod=3, server_index=index)
+
+    nodes = [server(0, 0), server(1, 1), server(2, 5), server(3, 6)]
+    result = compact(Seen(nodes, sources=["test"]), "atlas-a3")
+    assert result.text.count("super_pod: 3") == 2 and "server_index: 5" in result.text
+    inventory = load_inventory(write(tmp_path, result.text))
+    assert [n.server_index for n in inventory.nodes] == [0, 1, 5, 6]

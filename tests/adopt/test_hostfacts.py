@@ -66,3 +66,13 @@ def test_an_unread_probe_is_named_and_a3_super_pods_are_read() -> None:
     node = seen.nodes[0]
     assert (node.product, node.super_pod, node.server_index) == ("atlas-a3", 5, 3)
     assert any(c.kind == "unread" and "hccn.gateway could not be read (timeout)" in c.message for c in seen.conflicts)
+
+
+def test_a_value_that_is_not_ipv4_is_a_conflict_and_not_imported() -> None:
+    facts = host(1)
+    npus = dict(facts.npus)
+    npus[0] = NpuFacts(devid=0, ip="10.20.0.1\nproduct: atlas-800", netmask="255.0.255.0", gateway="fe80::1")
+    seen = seen_from_facts({"n1": "a"}, {"n1": HostFacts(npus=npus)}, {})
+    npu = seen.nodes[0].npus[0]
+    assert (npu.ip, npu.netmask, npu.gateway) == (None, None, None)
+    assert sum(c.kind == "not_ipv4" for c in seen.conflicts) == 3
