@@ -490,6 +490,8 @@ class _Choices:
     layout: str
     detect_explicit: bool
     rule: Optional[dict[str, str]]
+    #: The TLS switch every NPU read has (None: none read, nothing written).
+    tls: Optional[int] = None
 
 
 def _render(
@@ -576,6 +578,8 @@ def _render(
                 out += _comment("some subnets of this group have no gateway: none is imported for it", "      ")
     if product.subnet_rule is SubnetRule.FOUR_PLANES:
         out.append(f"  layout: {choices.layout}")
+    if choices.tls is not None:
+        out.append(f"  tls: {'true' if choices.tls else 'false'}")
     if choices.detect_explicit:
         out.append("  detect: explicit")
     off = [n for n in nodes if n.explicit]
@@ -688,6 +692,25 @@ def _versions(nodes: Sequence[_Node]) -> tuple[dict[str, str], list[str]]:
         if missing:
             odd.append(f"software.{key}: not found on {hostrange.compressed(missing)}")
     return chosen, odd
+
+
+def _tls_switch(nodes: Sequence[_Node], conflicts: list[Conflict]) -> Optional[int]:
+    """``device_network.tls``: the switch every NPU read has; with both, the most common, the
+    others a conflict (an inventory sets one switch for the cluster, and plan would turn theirs)."""
+    found = Counter(value for node in nodes for value in node.seen.tls.values())
+    if not found:
+        return None
+    value = found.most_common(1)[0][0]
+    odd = [n.seen.name for n in nodes if any(v != value for v in n.seen.tls.values())]
+    if odd:
+        conflicts.append(
+            Conflict(
+                "tls",
+                f"TLS is {'on' if value else 'off'} on most NPUs but not on {hostrange.compressed(odd)}; "
+                "the inventory sets one switch for every NPU",
+            )
+        )
+    return value
 
 
 # --- the whole --------------------------------------------------------------------------------------------
@@ -878,7 +901,7 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
             )
         )
     software, odd = _versions(nodes)
-    choices = _Choices(form, layout, False, rule)
+    choices = _Choices(form, layout, False, rule, _tls_switch(nodes, conflicts))
     detects: dict[str, dict[int, str]] = {}
     base_conflicts = list(conflicts)
     try:

@@ -4,8 +4,8 @@ Per NPU: the live device IP and netmask (``hccn_tool -i N -ip -g``), the gateway
 -g``), the detect IP (``-netdetect -g``), and ``/etc/hccn.conf``, which hccn_tool re-applies at
 boot (docs/ascend-reference.md §2): an NPU whose live value differs from the file is a conflict,
 since the next reboot would change it. Per server: the NPU count, whether its NPUs have two dies
-(A3), the A3 super-pod and server index (``npu-smi info -t spod-info``), and the driver,
-firmware and CANN versions.
+(A3), the A3 super-pod and server index (``npu-smi info -t spod-info``), the TLS switch of the NPU ports
+(``-tls -g``), and the driver, firmware and CANN versions.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import ipaddress
 from typing import Mapping, Optional
 
 from ascendprep.adopt.seen import Conflict, NodeSeen, NpuSeen, Seen
-from ascendprep.facts.model import HostFacts
+from ascendprep.facts.model import HostFacts, TlsState
 
 #: hccn.conf key (``address_0=…``) for each live value it should equal.
 _CONF_KEYS = (("ip", "address"), ("netmask", "netmask"), ("gateway", "gateway"), ("detect", "netdetect"))
@@ -78,6 +78,7 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
                             name,
                         )
                     )
+    tls = {devid: _tls(npu.tls) for devid, npu in facts.npus.items() if npu.tls is not None}
     super_pod = server_index = None
     dies = [die for die in facts.superpod.values() if die.in_pod]
     if dies:
@@ -103,7 +104,16 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
         versions=versions,
         where=f"host {name}",
         aliases=aliases,
+        tls={devid: value for devid, value in tls.items() if value is not None},
     )
+
+
+def _tls(state: TlsState) -> Optional[int]:
+    """The switch in effect: off without certificates ("No certificate found", docs/ascend-reference.md
+    §1.4 -tls), else the switch; None when the tool did not say."""
+    if not state.certificates:
+        return 0
+    return None if state.switch is None else (1 if state.switch == 1 else 0)
 
 
 def seen_from_facts(hosts: Mapping[str, str], facts: Mapping[str, HostFacts], unreachable: Mapping[str, str]) -> Seen:

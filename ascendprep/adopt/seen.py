@@ -73,6 +73,9 @@ class NodeSeen:
     #: Other addresses the node is known by (its interfaces' IPv4 addresses), to match it with
     #: a rank table's ``server_id``/``host_ip`` or a deployer file's host.
     aliases: tuple[str, ...] = ()
+    #: Device id -> the TLS switch in effect (1 on, 0 off: ``hccn_tool -i N -tls -g``, a port
+    #: without certificates runs without TLS), for the NPUs whose state was read.
+    tls: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ def merge(base: Seen, over: Seen) -> Seen:
                 super_pod=node.super_pod if node.super_pod is not None else other.super_pod,
                 server_index=node.server_index if node.server_index is not None else other.server_index,
                 versions={**other.versions, **{k: v for k, v in node.versions.items() if v is not None}},
+                tls={**other.tls, **node.tls},
             )
         )
     nodes += [node for node in over.nodes if node.name not in used]

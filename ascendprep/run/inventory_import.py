@@ -55,6 +55,7 @@ IMPORT_SECTIONS = frozenset(
         "hccn.ip",
         "hccn.gateway",
         "hccn.netdetect",
+        "hccn.tls",
         "file.hccn_conf",
         "version.driver",
         "version.firmware",
@@ -119,6 +120,13 @@ def _quoted(text: str) -> str:
     return json.dumps(text)
 
 
+def import_gather_script(nonce: str) -> str:
+    """The read-only gather script of the import: the NPUs found from npu-smi's list, and only
+    the sections of :data:`IMPORT_SECTIONS`."""
+    units = tuple(unit for unit in UNITS if unit.section in IMPORT_SECTIONS)
+    return render_gather_script(npus=None, python_path="/usr/bin/python3", units=units, phase=VERIFY, nonce=nonce)
+
+
 def read_hosts(
     hosts: list[str],
     product: str,
@@ -130,12 +138,7 @@ def read_hosts(
     """Gather every host (read-only) and read what it says; unreachable hosts are named.
     ``transport_factory``: how to reach a host (default: SSH, as plan does)."""
     inventory = _reading_inventory(hosts, product, ssh)
-    units = tuple(unit for unit in UNITS if unit.section in IMPORT_SECTIONS)
-    script = fresh_nonce_scripts(
-        lambda nonce: render_gather_script(
-            npus=None, python_path="/usr/bin/python3", units=units, phase=VERIFY, nonce=nonce
-        )
-    )
+    script = fresh_nonce_scripts(import_gather_script)
 
     def job(transport: Transport, access: HostAccess) -> HostFacts:
         result = transport.run_script(script())

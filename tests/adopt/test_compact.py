@@ -213,3 +213,11 @@ def test_a3_servers_run_together_only_while_their_server_indexes_count_up(tmp_pa
     assert result.text.count("super_pod: 3") == 2 and "server_index: 5" in result.text
     inventory = load_inventory(write(tmp_path, result.text))
     assert [n.server_index for n in inventory.nodes] == [0, 1, 5, 6]
+
+
+def test_the_tls_switch_is_imported_and_a_mixed_one_is_a_conflict() -> None:
+    nodes = [NodeSeen(n.name, n.host, n.npus, tls={d: 0 for d in n.npus}) for n in dense_a2(nodes=3)]
+    assert "tls: false" in compact(Seen(nodes, sources=["hosts"]), "atlas-a2").text
+    nodes[2] = NodeSeen(nodes[2].name, nodes[2].host, nodes[2].npus, tls={0: 1})
+    result = compact(Seen(nodes, sources=["hosts"]), "atlas-a2")
+    assert not result.complete and any(c.kind == "tls" and "not on node03" in c.message for c in result.conflicts)

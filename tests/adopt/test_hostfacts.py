@@ -12,6 +12,7 @@ from ascendprep.facts.model import (
     NpuSmiList,
     ProbeError,
     SuperPodDie,
+    TlsState,
     VersionFile,
     Versions,
 )
@@ -76,3 +77,12 @@ def test_a_value_that_is_not_ipv4_is_a_conflict_and_not_imported() -> None:
     npu = seen.nodes[0].npus[0]
     assert (npu.ip, npu.netmask, npu.gateway) == (None, None, None)
     assert sum(c.kind == "not_ipv4" for c in seen.conflicts) == 3
+
+
+def test_the_tls_switch_in_effect_is_read() -> None:
+    npus = {
+        0: NpuFacts(devid=0, ip="10.20.0.1", netmask="255.255.255.0", tls=TlsState(switch=1)),
+        1: NpuFacts(devid=1, ip="10.20.0.2", netmask="255.255.255.0", tls=TlsState(switch=1, certificates=False)),
+    }
+    seen = seen_from_facts({"n1": "a"}, {"n1": HostFacts(npus=npus)}, {})
+    assert seen.nodes[0].tls == {0: 1, 1: 0}
