@@ -112,6 +112,10 @@ def parse_deployer(text: str, file: str, product: Optional[Product]) -> Seen:
     return seen
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
 def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -247,8 +251,8 @@ def _servers(
             conflicts.append(
                 Conflict(
                     "npu_count",
-                    f"{node.name} ({node.where}) lists {len(node.npus)} device IPs where the other hosts list {usual}: "
-                    f"imported as a server of {len(node.npus)} NPUs; is an NPU missing?",
+                    f"{node.name} ({node.where}) lists {_count(len(node.npus), 'device IP')} where the other hosts list "
+                    f"{usual}: imported as a server of {_count(len(node.npus), 'NPU')}; is an NPU missing?",
                     node.name,
                     error=False,
                 )
