@@ -41,6 +41,7 @@ from ascendprep.base import hostrange
 from ascendprep.base.limits import IMPORT_ROUND_TRIP_TRIES
 from ascendprep.base.text import visible
 from ascendprep.base.yamlsource import InputError, YamlDocument
+from ascendprep.desired.ranktable import build_rank_table
 from ascendprep.inventory.addressing import IpPlan, plan_device_ips
 from ascendprep.inventory.load import Inventory, inventory_from_document, inventory_from_text
 from ascendprep.inventory.model import NAME_RE, VERSION_TEXT_RE
@@ -713,6 +714,37 @@ def _tls_switch(nodes: Sequence[_Node], conflicts: list[Conflict]) -> Optional[i
     return value
 
 
+def _rank_conflicts(inventory: Inventory, plan: IpPlan, nodes: Sequence[_Node]) -> list[Conflict]:
+    """The rank table this inventory writes against the one read: every rank on the same server
+    and device, every SDID the same (an inventory numbers ranks server by server, device by
+    device, and SDIDs from the server index)."""
+    if not any(node.seen.ranks for node in nodes):
+        return []
+    table = build_rank_table(inventory, plan)
+    by_name = {node.seen.name: node for node in nodes}
+    wrong: list[str] = []
+    for server, planned in zip(table["server_list"], inventory.nodes):
+        node = by_name.get(planned.name)
+        if node is None:
+            continue
+        for device in server["device"]:
+            devid = int(device["device_id"])
+            rank = node.seen.ranks.get(devid)
+            if rank is not None and rank != int(device["rank_id"]):
+                wrong.append(
+                    f"{planned.name} device {devid}: rank {rank} in the table read, {device['rank_id']} written"
+                )
+            sdid = node.seen.sdids.get(devid)
+            if sdid is not None and str(sdid) != device.get("super_device_id"):
+                wrong.append(
+                    f"{planned.name} device {devid}: SDID {sdid} in the table read, {device.get('super_device_id')} written"
+                )
+    if not wrong:
+        return []
+    more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
+    return [Conflict("ranks", "the rank table this inventory writes differs: " + "; ".join(wrong[:3]) + more)]
+
+
 # --- the whole --------------------------------------------------------------------------------------------
 
 
@@ -937,6 +969,7 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
                     for f in plan.findings
                     if f.severity.value == "error"
                 ]
+                conflicts += _rank_conflicts(inventory, plan, nodes)
                 if len(conflicts) != len(base_conflicts):
                     text = _render(
                         seen,

@@ -24,6 +24,7 @@ from ascendprep.base.yamlsource import InputError, Located
 from ascendprep.inventory.model import NAME_RE
 from ascendprep.inventory.products import PRODUCTS, Product
 from ascendprep.inventory.ranktable_rules import check_rank_table
+from ascendprep.inventory.superpods import sdid
 
 #: A rank table states device IPs only.
 _IP_ONLY = frozenset(("ip",))
@@ -67,6 +68,7 @@ def rank_table_seen(table: Any, file: str, product: Optional[Product]) -> Seen:
             continue
         npus: dict[int, NpuSeen] = {}
         ranks: list[tuple[int, int]] = []
+        sdids: dict[int, int] = {}
         for device in server.get("device") or []:
             devid = int(device["device_id"])
             address = device.get("device_ip")
@@ -82,6 +84,8 @@ def rank_table_seen(table: Any, file: str, product: Optional[Product]) -> Seen:
                 continue
             npus[devid] = NpuSeen(devid, ip=address if isinstance(address, str) else None, said=_IP_ONLY)
             ranks.append((int(device["rank_id"]), devid))
+            if isinstance(device.get("super_device_id"), str):
+                sdids[devid] = int(device["super_device_id"])
         pod = pods.get(server_id)
         super_pod: Optional[int] = None
         if pod is not None:
@@ -95,6 +99,16 @@ def rank_table_seen(table: Any, file: str, product: Optional[Product]) -> Seen:
                         name,
                     )
                 )
+        server_index = _server_index(sdids)
+        if sdids and server_index is None:
+            conflicts.append(
+                Conflict(
+                    "sdid",
+                    f"{name}: super_device_ids {sorted(sdids.values())[:4]}… are not one server's SDIDs as the A3 driver "
+                    "numbers them (server index << 22 | NPU << 18 | chip << 16 | die, docs/a3-superpod.md §2)",
+                    name,
+                )
+            )
         ranks.sort()
         if [devid for _, devid in ranks] != sorted(npus):
             conflicts.append(
@@ -106,9 +120,17 @@ def rank_table_seen(table: Any, file: str, product: Optional[Product]) -> Seen:
                 )
             )
         first_rank = ranks[0][0] if ranks else 1 << 40
-        entries.append(
-            (first_rank, NodeSeen(name=name, host=host, npus=npus, super_pod=super_pod, where=f"{file} {where}"))
+        node = NodeSeen(
+            name=name,
+            host=host,
+            npus=npus,
+            super_pod=super_pod,
+            server_index=server_index if super_pod is not None else None,
+            where=f"{file} {where}",
+            ranks={devid: rank for rank, devid in ranks},
+            sdids=sdids,
         )
+        entries.append((first_rank, node))
     if problems:
         raise InputError(problems)
     ordered = [node for _, node in sorted(entries, key=lambda pair: pair[0])]
@@ -127,6 +149,15 @@ def rank_table_seen(table: Any, file: str, product: Optional[Product]) -> Seen:
         conflicts=conflicts,
         rank_table=True,
     )
+
+
+def _server_index(sdids: dict[int, int]) -> Optional[int]:
+    """The server index every die's SDID names (the driver's numbering, inverted), or None."""
+    indexes = {value >> 22 for value in sdids.values()}
+    if len(indexes) != 1:
+        return None
+    index = indexes.pop()
+    return index if all(value == sdid(index, devid) for devid, value in sdids.items()) else None
 
 
 def _is_ipv4(text: str) -> bool:

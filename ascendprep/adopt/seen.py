@@ -76,6 +76,9 @@ class NodeSeen:
     #: Device id -> the TLS switch in effect (1 on, 0 off: ``hccn_tool -i N -tls -g``, a port
     #: without certificates runs without TLS), for the NPUs whose state was read.
     tls: dict[int, int] = field(default_factory=dict)
+    #: Device id -> its ``rank_id`` and (1.2) ``super_device_id``, when a rank table gave them.
+    ranks: dict[int, int] = field(default_factory=dict)
+    sdids: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,8 @@ def merge(base: Seen, over: Seen) -> Seen:
                 server_index=node.server_index if node.server_index is not None else other.server_index,
                 versions={**other.versions, **{k: v for k, v in node.versions.items() if v is not None}},
                 tls={**other.tls, **node.tls},
+                ranks=node.ranks or other.ranks,
+                sdids=node.sdids or other.sdids,
             )
         )
     nodes += [node for node in over.nodes if node.name not in used]

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from ascendprep.adopt.compact import compact
 from ascendprep.adopt.ranktable import rank_table_seen, read_rank_table
 from ascendprep.base.yamlsource import InputError
 from ascendprep.inventory.products import PRODUCTS
+from ascendprep.inventory.superpods import sdid
 
 A2 = PRODUCTS["atlas-a2"]
 
@@ -72,7 +74,9 @@ def test_a_12_table_gives_super_pods_and_implies_a3(tmp_path: Path) -> None:
     table["version"] = "1.2"
     for s, server in enumerate(table["server_list"]):
         for device in server["device"]:
-            device["super_device_id"] = str(s * 16 + int(device["device_id"]))
+            device["super_device_id"] = str(sdid(s + 4, int(device["device_id"])))
+            die = int(device["device_id"])
+            device["device_ip"] = f"10.{30 + die % 2}.0.{s * 8 + die // 2 + 1}"  # the dies in two planes
     table["super_pod_list"] = [
         {"super_pod_id": "7", "server_list": [{"server_id": "10.0.0.1"}, {"server_id": "10.0.0.2"}]}
     ]
@@ -80,6 +84,32 @@ def test_a_12_table_gives_super_pods_and_implies_a3(tmp_path: Path) -> None:
     path.write_text(json.dumps(table))
     seen = read_rank_table(path, None)
     assert seen.product == "atlas-a3" and [n.super_pod for n in seen.nodes] == [7, 7]
+    # the server index is the SDIDs' (the A3 driver's numbering, docs/a3-superpod.md §2)
+    assert [n.server_index for n in seen.nodes] == [4, 5] and not seen.conflicts
+    result = compact(seen, "atlas-a3")
+    assert result.complete, result.conflicts
+    assert "super_pod: 7" in result.text and "server_index: 4" in result.text
+
+
+def test_sdids_not_of_the_driver_s_form_and_ranks_an_inventory_cannot_write_are_conflicts() -> None:
+    table = table_10(servers=2, devices=16)
+    table["version"] = "1.2"
+    for s, server in enumerate(table["server_list"]):
+        for device in server["device"]:
+            device["super_device_id"] = str(s * 16 + int(device["device_id"]))
+    table["super_pod_list"] = [
+        {"super_pod_id": "7", "server_list": [{"server_id": "10.0.0.1"}, {"server_id": "10.0.0.2"}]}
+    ]
+    assert any(c.kind == "sdid" for c in rank_table_seen(table, "rt.json", None).conflicts)
+    table = table_10()
+    first = table["server_list"][0]["device"]
+    first[0]["rank_id"], first[1]["rank_id"] = first[1]["rank_id"], first[0]["rank_id"]
+    result = compact(rank_table_seen(table, "rt.json", A2), "atlas-a2")
+    assert not result.complete
+    assert any(
+        c.kind == "ranks" and "10.0.0.1 device 0: rank 1 in the table read, 0 written" in c.message
+        for c in result.conflicts
+    )
 
 
 def test_not_json_and_deep_json_are_located_errors(tmp_path: Path) -> None:
