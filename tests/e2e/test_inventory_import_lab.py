@@ -1,5 +1,6 @@
 """``inventory import --hosts`` against the lab: a cluster addressed by hand, one node off the rule,
-imported; ``plan`` of the imported inventory then changes no NPU address, gateway or detect IP.
+imported (with one address where no server answers: named, the rest imported, exit 1); ``plan``
+of the imported inventory then changes no NPU address, gateway or detect IP.
 
 The lab's hccn_tool keeps what it is told in the node's /etc/hccn.conf and answers ``-ip -g``,
 ``-gateway -g`` and ``-netdetect -g`` as the vendor tool does, so the import reads what a real
@@ -61,14 +62,18 @@ def test_an_imported_lab_plans_no_npu_change(lab: Lab, tmp_path: Path) -> None:
     by_hand = address_by_hand(lab)
     hosts = tmp_path / "hosts"
     mgmt = {lab.node(name).mgmt_ip: name for name in by_hand}
-    hosts.write_text("".join(f"{ip}\n" for ip in mgmt))
+    # and one address of the lab's network where no server answers: named, the rest imported
+    silent = ".".join(lab.node("node1").mgmt_ip.split(".")[:3] + ["250"])
+    hosts.write_text("".join(f"{ip}\n" for ip in [*mgmt, silent]))
     out = tmp_path / "imported.yaml"
     done = run_cli(
         "inventory", "import", "--hosts", str(hosts), "--key", str(lab.key_path),
         "--known-hosts", str(lab.known_hosts_path), "-o", str(out), cwd=tmp_path,
     )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"not read: {silent}" in done.stderr and "The import is incomplete" in done.stderr
     text = out.read_text()
+    assert "# INCOMPLETE" in text and f"#   {silent}:" in text
     node3 = lab.node("node3").mgmt_ip
     assert f"# off the pattern: {node3}" in text and '0: "10.66.0.200"' in text
     assert 'subnet: "10.66.0.0/24"' in text and 'gateway: "10.66.0.254"' in text
