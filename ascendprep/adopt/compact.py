@@ -30,7 +30,7 @@ import ipaddress
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -106,7 +106,7 @@ def _plane(product: Product, devid: int, count: int) -> int:
     return product.plane_of(devid, count)
 
 
-def _nets_by_plane(node: NodeSeen, product: Product, count: int) -> Optional[dict[int, set[Net]]]:
+def _nets_by_plane(node: NodeSeen, product: Product, count: int) -> dict[int, set[Net]]:
     planes: dict[int, set[Net]] = {}
     for devid, npu in node.npus.items():
         network = npu.network
@@ -118,7 +118,6 @@ def _nets_by_plane(node: NodeSeen, product: Product, count: int) -> Optional[dic
 def _fits(node: NodeSeen, product: Product, count: int) -> bool:
     """Whether the node's NPUs sit one subnet per plane, each plane's subnet apart from the others."""
     planes = _nets_by_plane(node, product, count)
-    assert planes is not None
     if any(len(nets) > 1 for nets in planes.values()):
         return False
     nets = [next(iter(n)) for n in planes.values()]
@@ -182,8 +181,6 @@ def _fill_unknown_netmasks(seen: Seen, product: Product, count: int, conflicts: 
 
 
 def _with_npus(node: NodeSeen, npus: dict[int, NpuSeen]) -> NodeSeen:
-    from dataclasses import replace
-
     return replace(node, npus=npus)
 
 
@@ -604,7 +601,6 @@ def _render(
     ]
     runs = _node_runs(nodes, attributes) if not detects else [[i] for i in range(len(nodes))]
     for run in runs:
-        first = nodes[run[0]]
         names = [nodes[i].seen.name for i in run]
         hosts = [nodes[i].seen.host for i in run]
         name_pattern, host_pattern = _pattern(names), _pattern(hosts)
@@ -643,7 +639,6 @@ def _render(
             if detects:
                 mine = detects.get(node.seen.name, {})
                 out.append("    detect_ips: {" + ", ".join(f"{d}: {_q(ip)}" for d, ip in sorted(mine.items())) + "}")
-        _ = first
     if software:
         out.append("software:")
         for key, value in software.items():
