@@ -88,6 +88,8 @@ def host_list(spec: str) -> list[str]:
         if not hosts:
             raise InputError([Located(str(path), None, "", "no host in the file")])
         return list(dict.fromkeys(hosts))
+    if "/" in spec:
+        raise InputError([Located(spec, None, "", "no such file (a host range has no '/')")])
     try:
         return [check_host(h) for h in hostrange.expand(spec)]
     except (ValueError, hostrange.HostRangeError) as exc:

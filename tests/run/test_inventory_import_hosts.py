@@ -83,3 +83,8 @@ def test_a_host_list_file_has_comments_ranges_and_located_errors(tmp_path) -> No
     path.write_text("node01\nnode;reboot\n")
     with pytest.raises(InputError, match=f"{path}:2:"):
         host_list(str(path))
+
+
+def test_a_missing_host_file_is_not_taken_for_a_host_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match="no such file"):
+        host_list(str(tmp_path / "hosts.txt"))
