@@ -10,7 +10,9 @@ since the next reboot would change it. Per server: the NPU count, whether its NP
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import socket
 from typing import Mapping, Optional
 
 from ascendprep.adopt.seen import Conflict, NodeSeen, NpuSeen, Seen
@@ -21,9 +23,21 @@ _CONF_KEYS = (("ip", "address"), ("netmask", "netmask"), ("gateway", "gateway"),
 
 
 def _is_ipv4(text: str, netmask: bool = False) -> bool:
-    """Whether a host's value is a dotted IPv4 address (a netmask: contiguous ones)."""
+    """Whether a host's value is a dotted IPv4 address (a netmask: contiguous ones); inet_pton,
+    which takes only the four-part dotted form, as the 32,768 NPUs of a large fleet need it fast."""
+    if netmask:
+        return _is_netmask(text)
     try:
-        ipaddress.IPv4Network(f"0.0.0.0/{text}") if netmask else ipaddress.IPv4Address(text)
+        socket.inet_pton(socket.AF_INET, text)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _is_netmask(text: str) -> bool:
+    try:
+        ipaddress.IPv4Network(f"0.0.0.0/{text}")
     except ValueError:
         return False
     return True
