@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import socket
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -115,8 +116,10 @@ def merge(base: Seen, over: Seen) -> Seen:
     """
     conflicts = list(base.conflicts) + list(over.conflicts)
     by_key: dict[str, NodeSeen] = {}
+    # an address every host has (docker0's 172.17.0.1, say) names none of them
+    shared = Counter(alias for node in over.nodes for alias in set(node.aliases))
     for node in over.nodes:
-        for key in (node.name, node.host, *node.aliases):
+        for key in (node.name, node.host, *(a for a in node.aliases if shared[a] == 1)):
             by_key.setdefault(key, node)
     used: set[str] = set()
     nodes = []

@@ -31,7 +31,7 @@ def test_the_hosts_fill_in_what_the_rank_table_does_not_say_matched_by_address()
                     for d in range(2)
                 },
                 versions={"driver": "24.1.rc2"},
-                aliases=(f"10.0.0.{n + 1}",),
+                aliases=(f"10.0.0.{n + 1}", "172.17.0.1"),
             )
             for n in reversed(range(2))
         ],
