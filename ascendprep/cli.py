@@ -45,6 +45,9 @@ COMMANDS = {
         "diagnose_command",
         "Name the root-cause rank, its node and NPU, the fault and the fix from a failed job's logs.",
     ),
+    "inventory": LazyCommand(
+        "ascendprep.commands.inventory", "inventory_group", "Write inventories: import one from a running cluster."
+    ),
     "lab": LazyCommand(
         "ascendprep.lab.cli",
         "lab_group",

@@ -274,3 +274,12 @@ DIAGNOSE_EVENTS_PER_ENTRY = 20
 #: times two nodes printed (the last-reporter rule): a spread of reports must exceed the HCCL
 #: timeout by more than this before a late rank is named, since node clocks may differ.
 DIAGNOSE_CLOCK_SKEW_S = 60
+# --- inventory import -----------------------------------------------------------------------------
+
+#: Bytes of a vendor deployer ``inventory_file`` or a ``--hosts`` list file that ``inventory
+#: import`` reads: a 4,096-host file with eight device IPs a line is under 1 MB.
+IMPORT_TEXT_MAX_BYTES = 8 * 1024 * 1024
+
+#: Times the compactor re-plans an imported inventory, making the nodes the plan still places
+#: elsewhere explicit each time, before it gives up (the first plan is nearly always exact).
+IMPORT_ROUND_TRIP_TRIES = 8

@@ -1,0 +1,88 @@
+"""What the hosts say: live device network, /etc/hccn.conf against it, product, super-pod, versions."""
+
+from __future__ import annotations
+
+from ascendprep.adopt.hostfacts import seen_from_facts
+from ascendprep.facts.model import (
+    HccnConf,
+    HostFacts,
+    InterfaceAddress,
+    NpuFacts,
+    NpuSmiDevice,
+    NpuSmiList,
+    ProbeError,
+    SuperPodDie,
+    TlsState,
+    VersionFile,
+    Versions,
+)
+
+
+def host(base: int, chips: int = 1, conf_ip: str | None = None, **extra) -> HostFacts:  # type: ignore[no-untyped-def]
+    npus = {
+        d: NpuFacts(
+            devid=d, ip=f"10.20.0.{base + d}", netmask="255.255.255.0", gateway="10.20.0.254", netdetect="10.20.0.254"
+        )
+        for d in range(2)
+    }
+    conf = {d: {"address": f"10.20.0.{base + d}", "netmask": "255.255.255.0"} for d in range(2)}
+    if conf_ip is not None:
+        conf[1]["address"] = conf_ip
+    return HostFacts(
+        npus=npus,
+        hccn_conf=HccnConf(raw="", devices=conf),
+        npu_smi=NpuSmiList(total_count=1, devices=(NpuSmiDevice(npu_id=0, chip_count=chips),)),
+        versions=Versions(driver=VersionFile("/d", {"Version": "24.1.rc2"})),
+        addresses=(InterfaceAddress("eth0", "inet", "10.0.0.9", 24), InterfaceAddress("lo", "inet", "127.0.0.1", 8)),
+        **extra,
+    )
+
+
+def test_live_values_are_read_and_an_address_that_differs_from_hccn_conf_is_a_conflict() -> None:
+    seen = seen_from_facts(
+        {"n1": "10.0.0.1", "n2": "10.0.0.2"}, {"n1": host(1), "n2": host(3, conf_ip="10.20.0.99")}, {}
+    )
+    n2 = seen.nodes[1]
+    assert n2.npus[1].ip == "10.20.0.4" and n2.versions["driver"] == "24.1.rc2" and n2.aliases == ("10.0.0.9",)
+    (conflict,) = seen.conflicts
+    assert conflict.kind == "live_vs_conf" and "n2 NPU 1: live ip 10.20.0.4" in conflict.message
+    assert "address_1=10.20.0.99" in conflict.message
+
+
+def test_hosts_of_two_products_are_a_conflict_and_unreachable_hosts_are_kept() -> None:
+    seen = seen_from_facts(
+        {"n1": "a", "n2": "b", "n3": "c"}, {"n1": host(1), "n2": host(3, chips=2)}, {"n3": "connection refused"}
+    )
+    assert [n.name for n in seen.nodes] == ["n1", "n2"] and seen.unreachable == {"n3": "connection refused"}
+    assert any(c.kind == "two_products" and "atlas-a3: n2" in c.message for c in seen.conflicts)
+
+
+def test_an_unread_probe_is_named_and_a3_super_pods_are_read() -> None:
+    dies = {
+        d: SuperPodDie(npu_id=d // 2, chip=d % 2, sdid=100 + d, super_pod_id=5, server_index=3, pod_size=384)
+        for d in range(2)
+    }
+    facts = host(1, chips=2, superpod=dies, errors=(ProbeError("hccn.gateway", "timeout", "no answer", npu=0),))
+    seen = seen_from_facts({"n1": "a"}, {"n1": facts}, {})
+    node = seen.nodes[0]
+    assert (node.product, node.super_pod, node.server_index) == ("atlas-a3", 5, 3)
+    assert any(c.kind == "unread" and "hccn.gateway could not be read (timeout)" in c.message for c in seen.conflicts)
+
+
+def test_a_value_that_is_not_ipv4_is_a_conflict_and_not_imported() -> None:
+    facts = host(1)
+    npus = dict(facts.npus)
+    npus[0] = NpuFacts(devid=0, ip="10.20.0.1\nproduct: atlas-800", netmask="255.0.255.0", gateway="fe80::1")
+    seen = seen_from_facts({"n1": "a"}, {"n1": HostFacts(npus=npus)}, {})
+    npu = seen.nodes[0].npus[0]
+    assert (npu.ip, npu.netmask, npu.gateway) == (None, None, None)
+    assert sum(c.kind == "not_ipv4" for c in seen.conflicts) == 3
+
+
+def test_the_tls_switch_in_effect_is_read() -> None:
+    npus = {
+        0: NpuFacts(devid=0, ip="10.20.0.1", netmask="255.255.255.0", tls=TlsState(switch=1)),
+        1: NpuFacts(devid=1, ip="10.20.0.2", netmask="255.255.255.0", tls=TlsState(switch=1, certificates=False)),
+    }
+    seen = seen_from_facts({"n1": "a"}, {"n1": HostFacts(npus=npus)}, {})
+    assert seen.nodes[0].tls == {0: 1, 1: 0}
