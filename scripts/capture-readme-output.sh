@@ -26,7 +26,8 @@ work=$(mktemp -d)
 cleanup() { status=$?; ascendprep lab down --name "$LAB" >/dev/null || status=1; rm -rf "$work"; exit "$status"; }
 trap cleanup EXIT
 
-lab_inventory=$(ascendprep lab up --name "$LAB" --nodes 2 --product atlas-a2 | tail -n 1)
+NODES=2
+lab_inventory=$(ascendprep lab up --name "$LAB" --nodes "$NODES" --product atlas-a2 | tail -n 1)
 labdir=$(dirname "$lab_inventory")
 # A hand-written inventory, as for a real cluster: only what differs from the defaults.
 "$PYTHON" - "$lab_inventory" "$labdir/cluster.yaml" <<'EOF'
@@ -56,6 +57,26 @@ EOF
 mkdir -p "$OUT"
 cp "$labdir/cluster.yaml" "$OUT/inventory.yaml"
 
+lab_diagnostics() {  # what a reader needs when a node did not answer: the lab's view and sshd's own log
+  ascendprep lab status --name "$LAB" || true
+  for log in /run/ascendprep-lab/"$LAB"/nodes/*/sshd.log; do
+    [ -f "$log" ] && { echo "== $log (last lines)"; tail -n 20 "$log"; }
+  done
+}
+# The capture starts from a lab whose every node takes a login, so that what it records is what the
+# commands print, not a node still starting; a node that never does stops the capture, explained.
+for node in $(seq -f 'node%g' 1 "$NODES"); do
+  for try in $(seq 1 40); do
+    ascendprep lab ssh --name "$LAB" "$node" true >/dev/null 2>&1 && break
+    if [ "$try" -eq 40 ]; then
+      echo "capture-readme-output: $node takes no SSH login after 20 s" >&2
+      lab_diagnostics >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+done
+
 run() {  # run NAME COMMAND...: its output (stdout and stderr) and exit code into docs/output/NAME.txt
   local name=$1; shift
   local rc=0
@@ -65,5 +86,11 @@ run() {  # run NAME COMMAND...: its output (stdout and stderr) and exit code int
 }
 inventory=$labdir/cluster.yaml
 run plan plan "$inventory"
+if grep -q "not in this plan\|connection refused\|timed out in connect" "$OUT/plan.txt"; then
+  echo "capture-readme-output: plan could not read every node; the capture would not show what users see" >&2
+  cat "$OUT/plan.txt" >&2
+  lab_diagnostics >&2
+  exit 1
+fi
 run apply apply
 run verify verify "$inventory"
