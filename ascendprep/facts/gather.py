@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.base import paths
 from ascendprep.base.limits import SAMPLE_INTERVAL_MAX_S
-from ascendprep.facts import jobenv, port_stats
+from ascendprep.facts import jobenv, port_stats, ub_units
 from ascendprep.facts.failures import over_cap_error
 from ascendprep.facts.model import Firewall, HostFacts, NpuFacts, Versions
 from ascendprep.facts.sections import new_nonce, parse_transcript
@@ -44,7 +44,12 @@ _SYSCTL_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
 #: The unit after whose lines the hccn_tool loop over device ids runs (it sets $AP_HCCN).
 _HCCN_LOOP_AFTER = "tool.hccn_tool"
 #: The units that call the helper functions defined outside the units (port counters, resolve).
-_PORT_STATS_SECTIONS = {port_stats.SECTION, port_stats.SECOND_SECTION}
+_PORT_STATS_SECTIONS = {
+    port_stats.SECTION,
+    port_stats.SECOND_SECTION,
+    ub_units.STAT_SECTION,
+    ub_units.STAT2_SECTION,
+}
 _RESOLVE_SECTION = "hostname.resolve"
 #: The unit before whose lines the chip loop runs (the loop collects the device ids it prints).
 _CHIP_LOOP_BEFORE = "npus"
@@ -194,7 +199,8 @@ def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]
         lines += ["\t" + line for line in unit.script_lines(ctx)]
     if not npu_units:
         lines.append("\t:")
-    return lines + ["}", 'if [ -n "$AP_HCCN" ]; then', "\tap_each_npu ap_npu_probes", "fi"]
+    # not on an Ascend 950 host: its tool refuses these forms (facts/ub_units.py reads its ports)
+    return lines + ["}", 'if [ -n "$AP_HCCN" ] && [ -z "$AP_A5" ]; then', "\tap_each_npu ap_npu_probes", "fi"]
 
 
 _GATHER_FUNCTIONS = r"""# ap_os_release: /etc/os-release, or the spec's fallback /usr/lib/os-release.

@@ -25,6 +25,7 @@ from pydantic_core import SchemaSerializer, core_schema
 from ascendprep.base.limits import SHARED_COUNTER_LAYOUTS
 from ascendprep.facts.blocker_model import LinkState, NpuProcessTable, PortSockets, RouteLookup
 from ascendprep.facts.jobenv_model import JobEnv
+from ascendprep.facts.ub_model import UbFacts
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
 FACTS_SCHEMA_VERSION = 1
@@ -303,6 +304,9 @@ class NpuFacts:
     #: down.``, exit 22, docs/ascend-reference.md §1.2): no neighbour could be asked, which is not
     #: "no neighbour" (``lldp`` is None either way).
     lldp_link_down: bool = False
+    #: Ascend 950 only: the device's UB ports (``-ub_connect``, ``-dev_info``, the per-port
+    #: tables, ``sio-info``; :mod:`ascendprep.facts.ub_model`); None on 910 generations.
+    ub: Optional[UbFacts] = None
 
 
 @dataclass(frozen=True, slots=True)

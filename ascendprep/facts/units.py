@@ -51,6 +51,7 @@ from ascendprep.facts import (
     superpod,
     sysctl,
     system,
+    ub_units,
     versions,
 )
 from ascendprep.facts.blockers import JOB_UNITS
@@ -165,7 +166,7 @@ NPU_SMI_TOOL = ProbeUnit(
     comment="NPUs: npu-smi's list gives NPU ids and chips; health is asked per chip.",
     command=lambda ctx: f'ap_locate npu-smi "$AP_HOME/{paths.NPU_SMI_IN_HOME}"',
     after=(
-        "AP_NPUSMI= AP_CHIPS= AP_SPOD=",
+        "AP_NPUSMI= AP_CHIPS= AP_SPOD= AP_A5=",
         'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_NPUSMI=$(cat "$AP_TMP/out"); fi',
     ),
     probe=fixed("npu_smi"),
@@ -179,7 +180,11 @@ NPU_SMI_LIST = ProbeUnit(
     section="npu_smi.list",
     command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -l',
     guard='[ -n "$AP_NPUSMI" ]',
-    after=('if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_CHIPS=$(ap_npu_chips <"$AP_TMP/out"); fi',),
+    after=(
+        'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_CHIPS=$(ap_npu_chips <"$AP_TMP/out"); fi',
+        # an Ascend 950 host: the UB probes (facts/ub_units.py) run instead of the 910 per-NPU loop
+        f'if [ "$ap_rc" -eq 0 ] && grep -q {shlex.quote(ub_units.A5_PRODUCT_NAME)} "$AP_TMP/out"; then AP_A5=1; fi',
+    ),
     describe=fixed("npu-smi info -l"),
     parse=text_only(npu_smi.parse_list),
     # Some builds print the DCMI failure with exit 0.
@@ -579,6 +584,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     *HCCN_QUERIES,
     superpod.VNIC,
     port_stats.FIRST_READ,
+    *ub_units.UNITS,
     HCCN_CONF,
     SYSCTL,
     SYSCTL_FILE,
@@ -592,6 +598,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     *JOB_UNITS,
     *jobenv.JOBENV_UNITS,
     port_stats.SECOND_READ,
+    ub_units.UB_STAT2,
 )
 
 
