@@ -167,6 +167,8 @@ class UbPing:
     src_eid: str
     dst_eid: str
     ok: bool
+    #: The NPU (logical id, same host) whose EID was the destination.
+    peer: Optional[int] = None
     sent: Optional[int] = None
     received: Optional[int] = None
     loss_percent: Optional[float] = None
@@ -183,6 +185,8 @@ class UbFacts:
     dev_info: Optional[UbDevInfo] = None
     ports: Dict[str, UbPortFacts] = field(default_factory=dict)
     sio: Optional[SioInfo] = None
+    #: ``-ub_ping`` from this device's first EID to each other device's on the same host.
+    pings: Tuple[UbPing, ...] = ()
 
 
 def port_key(udie: int, port: int) -> str:

@@ -37,13 +37,13 @@ _SUMMARY_RE = re.compile(
 _AVERAGE_RE = re.compile(r"^average time (\d{1,9}(?:\.\d{1,9})?)ms$", re.MULTILINE)
 
 
-def parse_ub_ping(src_eid: str, dst_eid: str, rc: Optional[int], stdout: str) -> UbPing:
+def parse_ub_ping(src_eid: str, dst_eid: str, rc: Optional[int], stdout: str, peer: Optional[int] = None) -> UbPing:
     """The result of one ping; never raises (an unreadable answer is a failed ping)."""
     text = "\n".join(line.strip() for line in stdout.splitlines())
     summary = _SUMMARY_RE.search(text)
     if summary is None:
         reason = first_line(stdout) or f"exit status {rc}"
-        return UbPing(src_eid=src_eid, dst_eid=dst_eid, ok=False, error=f"no ping summary: {reason}")
+        return UbPing(src_eid=src_eid, dst_eid=dst_eid, ok=False, peer=peer, error=f"no ping summary: {reason}")
     sent, received, loss = int(summary.group(1)), int(summary.group(2)), float(summary.group(3))
     average = _AVERAGE_RE.search(text)
     ok = rc == 0 and sent > 0 and received == sent
@@ -54,6 +54,7 @@ def parse_ub_ping(src_eid: str, dst_eid: str, rc: Optional[int], stdout: str) ->
         src_eid=src_eid,
         dst_eid=dst_eid,
         ok=ok,
+        peer=peer,
         sent=sent,
         received=received,
         loss_percent=loss,

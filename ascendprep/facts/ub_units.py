@@ -13,7 +13,10 @@ runs, instead of the 910 loop, per device:
 
 and per port ``-speed``, ``-fec``, ``-link_stat``, ``-port_info`` and ``-stat``, the last read a
 second time at the script's end like the 910 counters (:mod:`ascendprep.facts.port_stats`), so
-that verify judges their growth rather than their totals.
+that verify judges their growth rather than their totals. Then the UB ping matrix: every device
+pings, from its first EID, the first EID of every other device of the host (``hccn_tool -t
+-ub_ping``). The Atlas 350's UB links join the cards of one server (2- or 4-card mesh), so the
+matrix is per host; each device sends one ping at a time, within the tool's eight at once.
 """
 
 from __future__ import annotations
@@ -21,11 +24,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ascendprep.facts import sio_info, ub_connect, ub_dev_info, ub_fec, ub_link_stat, ub_port_info, ub_speed, ub_stat
+from ascendprep.facts import (
+    sio_info,
+    ub_connect,
+    ub_dev_info,
+    ub_fec,
+    ub_link_stat,
+    ub_ping,
+    ub_port_info,
+    ub_speed,
+    ub_stat,
+)
 from ascendprep.facts.port_stats import FIRST, sample_time
+from ascendprep.facts.sections import Section, id_number
 from ascendprep.facts.text import UnexpectedOutput
-from ascendprep.facts.ub_model import UbCounterRead, UbFacts, UbPortFacts, port_key
-from ascendprep.facts.unit import HOST, VERIFY_ONLY, Draft, ProbeUnit, RenderContext, Where
+from ascendprep.facts.ub_model import UbCounterRead, UbFacts, UbPing, UbPortFacts, port_key
+from ascendprep.facts.unit import HOST, VERIFY_ONLY, Draft, Given, ProbeUnit, RenderContext, Where
 
 #: The shell test that holds on a 950 host (``AP_A5`` is set from ``npu-smi info -l``).
 IS_A5 = '[ -n "$AP_A5" ]'
@@ -40,6 +54,8 @@ _PORT_QUERIES = (
     ("hccn.ub_port_info", "-port_info"),
 )
 STAT_SECTION, STAT2_SECTION = "hccn.ub_stat", "hccn.ub_stat2"
+#: Packets per UB ping and the gap between them (ms): 3 packets 100 ms apart, ~0.3 s a pair.
+PING_COUNT, PING_INTERVAL_MS = 3, 100
 
 SHELL_FUNCTIONS = r"""# ap_ub_probes: the UB queries of 950 device $ap_dev (ap_each_npu runs it per device): the device's
 # interconnect state and port table, its die-to-die link, then each port of the table in turn.
@@ -51,6 +67,11 @@ ap_ub_probes() {
 		ap_ub_ports=$(sed -n 's/^| *\([0-9][0-9]*\) *| *\([0-9][0-9]*\) *|.*/\1:\2/p' "$AP_TMP/out")
 	fi
 	printf '%s\n' $ap_ub_ports >"$AP_ROOT/ub_ports.$ap_dev"
+	if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then
+		# the device's first EID (index 0 of its UDMA table), for the ping matrix: hex and colons only
+		ap_ub_eid=$(sed -n 's/^| *udma[0-9]* *| *0 *| *\([0-9A-Fa-f:]*\) *|$/\1/p' "$AP_TMP/out" | head -n 1)
+		case $ap_ub_eid in '' | *[!0-9A-Fa-f:]*) ;; *) printf '%s\n' "$ap_ub_eid" >"$AP_ROOT/ub_eid.$ap_dev" ;; esac
+	fi
 	if [ -n "$AP_NPUSMI" ]; then
 		ap_run npu_smi.sio_info " npu=$ap_dev" ap_tool "$AP_NPUSMI" info -t sio-info -i "$ap_dev"
 	fi
@@ -63,6 +84,18 @@ ap_ub_probes() {
 		ap_now
 		printf '%s\n' "$AP_NOW" >"$AP_ROOT/ub_stat_t.$ap_dev"
 		ap_run hccn.ub_stat " npu=$ap_dev udie=$ap_u port=$ap_p pass=1 t=$AP_NOW" ap_hccn -g -stat -i "$ap_dev" -u "$ap_u" -p "$ap_p"
+	done
+}
+
+# ap_ub_pings: UB-ping from device $ap_dev's first EID to every other device's on this host, one
+# at a time per device (the tool allows 8 at once per device; ap_each_npu runs the devices side by side).
+ap_ub_pings() {
+	if [ ! -r "$AP_ROOT/ub_eid.$ap_dev" ]; then return 0; fi
+	read -r ap_src <"$AP_ROOT/ub_eid.$ap_dev"
+	for ap_peer in $AP_DEVS; do
+		if [ "$ap_peer" = "$ap_dev" ] || [ ! -r "$AP_ROOT/ub_eid.$ap_peer" ]; then continue; fi
+		read -r ap_dst <"$AP_ROOT/ub_eid.$ap_peer"
+		ap_run hccn.ub_ping " npu=$ap_dev peer=$ap_peer src=$ap_src dst=$ap_dst" ap_hccn -t -ub_ping -i "$ap_dev" -src_eid "$ap_src" -dst_eid "$ap_dst" -cnt PING_COUNT -interval PING_INTERVAL_MS
 	done
 }
 
@@ -80,7 +113,7 @@ ap_ub_stat_second() {
 		done
 	done
 }
-"""
+""".replace("PING_COUNT", str(PING_COUNT)).replace("PING_INTERVAL_MS", str(PING_INTERVAL_MS))
 
 
 class _UbUnit(ProbeUnit):
@@ -173,6 +206,7 @@ def _render_probes(ctx: RenderContext) -> List[str]:
         "# Ascend 950 (A5): the UB ports, per device then per port (the 910 per-NPU loop did not run).",
         f'if [ -n "$AP_HCCN" ] && {IS_A5}; then',
         "\tap_each_npu ap_ub_probes",
+        "\tap_each_npu ap_ub_pings",
         "fi",
     ]
 
@@ -279,5 +313,34 @@ UB_STAT2 = _UbUnit(
     phases=VERIFY_ONLY,
 )
 
+
+def _settle_ping(section: Section) -> Optional[Given]:
+    """Every answer is a ping result (a failed or unreadable ping is a failed ping, not an error)."""
+    attrs = section.attrs
+    peer = id_number(attrs.get("peer", ""))
+    return Given(ub_ping.parse_ub_ping(attrs.get("src", ""), attrs.get("dst", ""), section.rc, section.stdout, peer))
+
+
+def _fill_ping(draft: Draft, where: Where, ping: UbPing) -> None:
+    ub = _ub(draft, where)
+    _store(draft, where, replace(ub, pings=ub.pings + (ping,)))
+
+
+UB_PING = _UbUnit(
+    section="hccn.ub_ping",
+    scope=HOST,
+    command=lambda ctx: 'ap_hccn -t -ub_ping -i "$ap_dev" -src_eid "$ap_src" -dst_eid "$ap_dst"',
+    render=_nothing,
+    describe=lambda where: (
+        f"hccn_tool -t -ub_ping -i {where.npu} -src_eid {where.attrs.get('src', '?')}"
+        f" -dst_eid {where.attrs.get('dst', '?')} -cnt {PING_COUNT} -interval {PING_INTERVAL_MS}"
+    ),
+    parse=lambda stdout, where: None,
+    settle=_settle_ping,
+    fill=_fill_ping,
+    fact="npus[devid].ub.pings[]",
+    phases=VERIFY_ONLY,
+)
+
 #: The units run early (after the 910 per-NPU loop's place), in the order the block runs them.
-UNITS = (UB_CONNECT, UB_DEV_INFO, SIO_INFO, *PORT_UNITS, UB_STAT)
+UNITS = (UB_CONNECT, UB_DEV_INFO, SIO_INFO, *PORT_UNITS, UB_STAT, UB_PING)

@@ -332,3 +332,17 @@ def test_a5_host_reads_its_ub_ports_mode_first_and_never_the_910_forms(tmp_path,
     assert [e.probe for e in facts.errors if e.probe.startswith("hccn.ub")] == []
     # and it survives the facts file
     assert type(facts).from_dict(facts.to_dict()).npus[0].ub == ub
+
+
+def test_a5_host_pings_between_its_cards_eids(tmp_path, fixtures_dir):
+    """Two 950 cards: each UB-pings the other's first EID (-dev_info's udma table, index 0); a card
+    whose pings get no reply has them recorded as failed pings, not as probe errors."""
+    home, env = _fake_host(tmp_path, fixtures_dir)
+    env.update(FAKE_A5="1", FAKE_NPU_LIST="a5_list.out", FAKE_UB_PING_LOST="1")
+    facts = parse_gather_output(_run("sh", render_gather_script(2, "python3", 5, ascend_home=str(home)), env))
+    eid = "0000:0000:0000:0000:0010:0000:dfdf:0020"  # both fake cards print the documented table
+    (ping,) = facts.npus[0].ub.pings
+    assert (ping.peer, ping.src_eid, ping.dst_eid, ping.ok, ping.received) == (1, eid, eid, True, 6)
+    (lost,) = facts.npus[1].ub.pings
+    assert (lost.peer, lost.ok, lost.error) == (0, False, "3 of 3 packets lost")
+    assert not [e for e in facts.errors if e.probe.startswith("hccn.ub")]

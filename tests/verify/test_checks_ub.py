@@ -99,5 +99,5 @@ def test_a_failed_ub_probe_is_could_not_check(verify_cluster):
 def test_on_a_910_inventory_each_ub_check_is_skipped_once(verify_cluster, monkeypatch):
     monkeypatch.undo()
     results = [r for r in verify_cluster.judge(selection=Selection.parse(only=["ub"])) if r.check.startswith("ub.")]
-    assert sorted(r.check for r in results) == ["ub.counters", "ub.lanes", "ub.link", "ub.sio"]
+    assert sorted(r.check for r in results) == ["ub.counters", "ub.lanes", "ub.link", "ub.ping", "ub.sio"]
     assert {r.message for r in results} == {"atlas-a2 has no UB ports (Ascend 950 only)"}

@@ -13,6 +13,8 @@ and ``Ascend_950_npu-smi``; copied facts in docs/ascend950-verify.md):
 * ``ub.counters``: each port's ``-stat`` error counters read twice, their growth per second
   against ``ub_crc_errors_per_s``, ``ub_retries_per_s`` and ``ub_drops_per_s``
   (``data/grey_thresholds.yaml``), as ``network.counters`` does for 910 ports.
+* ``ub.ping``: ``hccn_tool -t -ub_ping`` from the NPU's first EID to every other card's of the
+  host (the gather's matrix; the Atlas 350's UB links join the cards of one server).
 * ``ub.sio``: ``npu-smi info -t sio-info``: errors on the link between the chip's two dies.
 
 The checks apply to Ascend 950 inventories only (elsewhere each is skipped once, saying why). An
@@ -57,6 +59,7 @@ FIXES = {
     "ub_crc_errors_per_s": "frames arrive corrupted on this UB link: reseat or replace the cable; read 'hccn_tool -g -bit_err -i {npu} -u {udie} -p {port}'",
     "ub_retries_per_s": "the link retransmits: a marginal lane or cable; read 'hccn_tool -g -port_info -i {npu} -u {udie} -p {port}' and replace the cable if it persists",
     "ub_drops_per_s": "packets are dropped on this UB port: check the peer card's health and the port's credit ('hccn_tool -g -credit')",
+    "ping": "NPU {npu} cannot reach NPU {peer} over UB: look at ub.link and ub.lanes of both cards, reseat the UB cables between them, and run 'hccn_tool -g -ub_connect -i {npu}'",
     "sio": "the two dies of this NPU report link errors between them: a hardware fault of the card; collect 'npu-smi info -t sio-info -i {npu}' over time and contact the vendor if the count grows",
 }
 
@@ -235,6 +238,33 @@ def sio(ctx: NodeContext, npu: int) -> List[Verdict]:
     return [passed("no die-to-die (SIO) link errors", evidence)]
 
 
+def ping(ctx: NodeContext, npu: int) -> List[Verdict]:
+    ub, verdict = _ub(ctx, npu, "hccn.ub_ping")
+    if verdict is not None:
+        return [verdict]
+    pings = ub.pings  # type: ignore[union-attr]
+    if not pings:
+        return [skipped("no UB ping from this NPU (no other card with an EID on the host, or a single card)")]
+    evidence = {
+        "pings": [
+            {"peer": p.peer, "src_eid": p.src_eid, "dst_eid": p.dst_eid, "ok": p.ok, "avg_ms": p.avg_ms} for p in pings
+        ]
+    }
+    verdicts = [
+        failed(
+            f"UB ping to NPU {p.peer} failed ({p.src_eid} -> {p.dst_eid}): {p.error}",
+            {"peer": p.peer, "src_eid": p.src_eid, "dst_eid": p.dst_eid, "error": p.error},
+            FIXES["ping"].format(npu=npu, peer=p.peer),
+            subject=f"to npu {p.peer}",
+        )
+        for p in pings
+        if not p.ok
+    ]
+    if verdicts:
+        return verdicts
+    return [passed(f"UB ping to {len(pings)} other NPUs of the host answered", evidence)]
+
+
 CHECKS: List[Check] = [
     Check(
         "ub.link",
@@ -269,6 +299,18 @@ CHECKS: List[Check] = [
         "reseat or replace the UB cable of the port named; raise the threshold only where the fabric is known to be noisy",
         counters,
         probes=("hccn.ub_dev_info",),
+        requires=_NEEDS,
+        applies=only_950,
+    ),
+    Check(
+        "ub.ping",
+        ("ub", "network"),
+        "npu",
+        Severity.ERROR,
+        "the NPU's first EID reaches every other card's of the host (hccn_tool -t -ub_ping)",
+        "look at ub.link and ub.lanes of both cards; reseat the UB cables between them",
+        ping,
+        probes=(),
         requires=_NEEDS,
         applies=only_950,
     ),
