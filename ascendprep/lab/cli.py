@@ -206,7 +206,17 @@ def status_command(name: str, output: str) -> None:
     "--size", default=None, help="hccn-flood: what each hccn_tool call prints, e.g. 512K or 30M (the default)."
 )
 @click.option(
-    "--port", type=int, default=None, help="port-listener: the TCP port a process listens on (60000, the default)."
+    "--port",
+    type=int,
+    default=None,
+    help="port-listener: the TCP port a process listens on (60000, the default); ub-*: the UB port (default all).",
+)
+@click.option(
+    "--recover-after",
+    "recover_s",
+    type=click.FloatRange(0, 86400),
+    default=None,
+    help="ub-partial-link: seconds after which the port is back on all its lanes (default never).",
 )
 def fault_command(
     node: str,
@@ -217,10 +227,13 @@ def fault_command(
     version: Optional[str],
     size: Optional[str],
     port: Optional[int],
+    recover_s: Optional[float],
 ) -> None:
     """Inject fault KIND on NODE."""
     record = _guarded(
-        lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version, size=size, port=port)
+        lambda: Lab.open(name).fault(
+            node, kind, npu=npu, rate=rate, version=version, size=size, port=port, recover_s=recover_s
+        )
     )
     click.echo(f"fault in force: {_describe(record)}")
 
@@ -269,6 +282,8 @@ def _describe(record: dict[str, Any]) -> str:
     for key in ("rate", "version", "size"):
         if record.get(key):
             text += f" {key} {record[key]}"
+    if str(record.get("kind", "")).startswith("ub-") and record.get("port") is not None:
+        text += f" port {record['port']}"
     return visible(text)
 
 
