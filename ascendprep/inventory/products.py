@@ -164,6 +164,7 @@ PRODUCTS: dict[str, Product] = {
         # Rank table 2.0 ``device_id`` (physical) is at most 64 (HCOMM ``new_rank_info.cc``).
         max_rank_device_id=64,
         generation=Generation.ASCEND_950,
+        compat_chip="atlas-350",
         ranktable_version="2.0",
         topology_files=((1, "atlas_350_1.json"), (2, "atlas_350_2.json"), (4, "atlas_350_3.json")),
         pci_device_ids=("d806",),
