@@ -268,11 +268,26 @@ def _fill_health(draft: Draft, where: Where, health: NpuHealth) -> None:
     draft.npu_health.append(health)
 
 
+def _render_health(ctx: RenderContext) -> list:
+    """Health per chip; the Ascend 950 npu-smi takes no ``-c`` (card-level queries only: 950 guide,
+    querying-the-device-health-status.md, ``npu-smi info -t health -i <id>``)."""
+    if ctx.is_950:
+        return ['ap_run npu_smi.health " npu=$ap_id chip=$ap_c card=1" ap_tool "$AP_NPUSMI" info -t health -i "$ap_id"']
+    return ['ap_run npu_smi.health " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t health']
+
+
+def _describe_health(where: Where) -> str:
+    if "card" in where.attrs:
+        return f"npu-smi info -t health -i {where.npu}"
+    return f"npu-smi info -i {where.npu} -c {where.chip} -t health"
+
+
 NPU_SMI_HEALTH = ProbeUnit(
     section="npu_smi.health",
     scope=CHIP,
     command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t health',
-    describe=lambda where: f"npu-smi info -i {where.npu} -c {where.chip} -t health",
+    render=_render_health,
+    describe=_describe_health,
     parse=_parse_health,
     fill=_fill_health,
     fact="npu_health[]",

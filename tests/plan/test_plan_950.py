@@ -186,3 +186,13 @@ def test_950_inventory_refuses_a_tls_switch_at_load():
     }
     with pytest.raises(InputError, match="inv.yaml:5: device_network.tls: .*TLS switch"):
         inventory_from_text(yaml.safe_dump(data, sort_keys=False), file="inv.yaml")
+
+
+def test_the_950_verify_script_asks_health_per_card_without_c():
+    script = render_gather_script(2, "python3", phase="verify", generation="950")
+    health = [line for line in script.splitlines() if "npu_smi.health" in line and "ap_run" in line]
+    assert health == [
+        '\tap_run npu_smi.health " npu=$ap_id chip=$ap_c card=1" ap_tool "$AP_NPUSMI" info -t health -i "$ap_id"'
+    ]
+    a2 = render_gather_script(2, "python3", phase="verify")
+    assert 'info -i "$ap_id" -c "$ap_c" -t health' in a2
