@@ -68,6 +68,20 @@ class NpuUb:
     addresses: tuple[DieAddress, ...]
 
 
+def addresses_from_dev_info(ub_ports: Sequence[tuple[int, int]], eids: Sequence[str]) -> tuple[DieAddress, ...]:
+    """An NPU's rank-table addresses from ``hccn_tool -g -dev_info -i N``: its UB ports (the port
+    table's ``UDie ID``/``Port ID`` rows, in the order printed) and its EIDs (the EID table, in
+    order), one address per port.
+
+    The pairing is inferred, not documented: the vendor's ``-dev_info`` example lists ports 0/4,
+    0/5, 0/6 and EIDs ``...dfdf:0020``, ``...0028``, ``...0030``, ``...0051``, and the HCCL guide's
+    2.0 example binds exactly the first three, in that order, to ports ``0/4``, ``0/5``, ``0/6``.
+    An EID beyond the UB ports is left out; fewer EIDs than ports is refused."""
+    if len(eids) < len(ub_ports):
+        raise RankTableInputError(f"{len(ub_ports)} UB ports but only {len(eids)} EIDs in -dev_info")
+    return tuple(DieAddress(normalise_eid(eid), (f"{die}/{port}",)) for (die, port), eid in zip(ub_ports, eids))
+
+
 def _address(address: DieAddress, where: str) -> dict[str, Any]:
     if not address.ports or not all(_DIE_PORT.match(port) for port in address.ports):
         raise RankTableInputError(f"{where}: ports {list(address.ports)} must be 'die/port' values such as '0/4'")

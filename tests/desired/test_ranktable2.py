@@ -222,3 +222,16 @@ def test_a_950_inventory_asking_for_a_rank_table_launch_is_refused_at_load():
     }
     with pytest.raises(InputError, match=r"inv.yaml:\d+: training.rank_table: .*rank table 2.0"):
         inventory_from_text(yaml.safe_dump(data, sort_keys=False), file="inv.yaml")
+
+
+def test_addresses_from_the_vendor_dev_info_example_match_the_hccl_guide():
+    """-dev_info's example (ports 0/4-0/6; four EIDs) gives the guide's three addresses."""
+    from ascendprep.desired.ranktable2 import addresses_from_dev_info
+
+    eids = [f"0000:0000:0000:0000:0010:0000:dfdf:00{low}" for low in ("20", "28", "30", "51")]
+    addresses = addresses_from_dev_info([(0, 4), (0, 5), (0, 6)], eids)
+    example = json.loads((FIXTURES / "hccl_guide_eid_example.json").read_text())["table"]
+    guide = example["rank_list"][0]["level_list"][0]["rank_addr_list"]
+    assert [(a.eid, list(a.ports)) for a in addresses] == [(g["addr"], g["ports"]) for g in guide]
+    with pytest.raises(RankTableInputError, match="3 UB ports but only 2 EIDs"):
+        addresses_from_dev_info([(0, 4), (0, 5), (0, 6)], eids[:2])
