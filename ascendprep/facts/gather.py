@@ -35,6 +35,10 @@ from ascendprep.facts.sections import new_nonce, parse_transcript
 from ascendprep.facts.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
 from ascendprep.facts.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext
 from ascendprep.facts.units import UNITS, by_section
+from ascendprep.inventory.products import Generation
+
+#: The generations a script can be rendered for.
+GENERATIONS = tuple(g.value for g in Generation)
 
 KIND = "gather"
 
@@ -68,6 +72,7 @@ def render_gather_script(
     phase: str = VERIFY,
     parallel: Optional[int] = None,
     nonce: Optional[str] = None,
+    generation: Optional[str] = None,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -90,7 +95,11 @@ def render_gather_script(
     ``nonce``: the transcript's marker nonce (16 hex digits); None: a fresh one. Given, for a
     script rendered once and sent to many hosts, each with its own nonce put in its place
     (:func:`ascendprep.run.hosts.gather_facts`).
+    ``generation``: the inventory product's chip generation; "950" renders the Ascend 950 forms
+    (``npu-smi info -m`` for the slots, mode-first hccn_tool on ``bond<slot>``).
     """
+    if generation is not None and generation not in GENERATIONS:
+        raise UnsafeValue(f"generation {generation!r} is not one of {', '.join(GENERATIONS)}")
     check_int("sample_interval", sample_interval, 0, SAMPLE_INTERVAL_MAX_S)
     for key in sysctl_keys:
         if not _SYSCTL_KEY.match(key):
@@ -104,6 +113,7 @@ def render_gather_script(
         sysctl_keys=tuple(sysctl_keys),
         job_probes=job_probes,
         sample_interval=sample_interval,
+        generation=generation,
     )
     if nonce is None:
         nonce = new_nonce()
@@ -195,11 +205,27 @@ def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]
         "# ap_npu_probes: the per-NPU queries of device $ap_dev (ap_each_npu runs it per NPU).",
         "ap_npu_probes() {",
     ]
-    for unit in npu_units:
-        lines += ["\t" + line for line in unit.script_lines(ctx)]
-    if not npu_units:
+    if ctx.is_950:
+        # Ascend 950: the NPU's IPv4 settings live on bond<slot>, the slot from npu-smi info -m
+        # ($AP_SLOTS: "NPU:SLOT" words, set after the npu_smi.map unit); empty when not listed.
+        lines += [
+            "\tap_slot=",
+            "\tfor ap_pair in $AP_SLOTS; do",
+            '\t\tif [ "${ap_pair%%:*}" = "$ap_dev" ]; then ap_slot=${ap_pair#*:}; break; fi',
+            "\tdone",
+        ]
+    rendered = [unit.script_lines(ctx) for unit in npu_units]
+    if ctx.is_950:
+        # only the queries with a 950 form (mode first): the 950 tool refuses the 910 ones, and its
+        # ports are read per port by facts/ub_units.py
+        rendered = [unit_lines for unit_lines in rendered if any(" ap_hccn -g " in line for line in unit_lines)]
+    for unit_lines in rendered:
+        lines += ["\t" + line for line in unit_lines]
+    if not rendered:
         lines.append("\t:")
-    # not on an Ascend 950 host: its tool refuses these forms (facts/ub_units.py reads its ports)
+    if ctx.is_950:
+        return lines + ["}", 'if [ -n "$AP_HCCN" ]; then', "\tap_each_npu ap_npu_probes", "fi"]
+    # a host that says it is an Ascend 950 (npu-smi) gets none of the 910 forms, which its tool refuses
     return lines + ["}", 'if [ -n "$AP_HCCN" ] && [ -z "$AP_A5" ]; then', "\tap_each_npu ap_npu_probes", "fi"]
 
 

@@ -94,6 +94,23 @@ def parse_gateway(stdout: str) -> Fields:
     return {"gateway": None, "gateway_iface": None}
 
 
+_GATEWAY_950_RE = re.compile(r"^\s*default gateway:\s*(\S+)\s*$", re.IGNORECASE)
+
+
+def parse_gateway_950(stdout: str) -> Fields:
+    """Ascend 950 ``hccn_tool -g -gateway -i N -d bond<slot>``: ``default gateway:G``, without the
+    910B's ``, Iface:`` part (hicann/driver ``ascend950/hccn_tool/tool_shell_ops.c``
+    ``tool_get_gateway_exec``). ``0.0.0.0`` (an unset address read back as a number) means none."""
+    for line in content_lines(stdout):
+        match = _GATEWAY_950_RE.match(line)
+        if match:
+            gateway = _ipv4(match.group(1), "gateway")
+            return {"gateway": None if gateway == "0.0.0.0" else gateway, "gateway_iface": None}
+    if stdout.strip():
+        raise not_as_expected("'default gateway:<ip>'", stdout)
+    return {"gateway": None, "gateway_iface": None}
+
+
 _NETDETECT_RE = re.compile(r"netdetect addr(?:ess)?:\s*(\S+)", re.IGNORECASE)
 
 

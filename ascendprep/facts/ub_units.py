@@ -200,11 +200,16 @@ def _port_describe(flag: str) -> Callable[[Where], str]:
     )
 
 
+def _a5_guard(ctx: RenderContext) -> str:
+    """The 950 reads run on a host rendered for a 950 inventory, or one whose npu-smi names an A5 card."""
+    return 'if [ -n "$AP_HCCN" ]; then' if ctx.is_950 else f'if [ -n "$AP_HCCN" ] && {IS_A5}; then'
+
+
 def _render_probes(ctx: RenderContext) -> List[str]:
     return [
         SHELL_FUNCTIONS,
         "# Ascend 950 (A5): the UB ports, per device then per port (the 910 per-NPU loop did not run).",
-        f'if [ -n "$AP_HCCN" ] && {IS_A5}; then',
+        _a5_guard(ctx),
         "\tap_each_npu ap_ub_probes",
         "\tap_each_npu ap_ub_pings",
         "fi",
@@ -217,7 +222,7 @@ def _render_second(ctx: RenderContext) -> List[str]:
         return []
     return [
         f"# UB port counters, second read: {interval}s after each device's first (their growth is a rate).",
-        f'if [ -n "$AP_HCCN" ] && {IS_A5}; then',
+        _a5_guard(ctx),
         f"\tap_ub_stat_second {int(interval)}",
         "fi",
     ]

@@ -164,6 +164,7 @@ PRODUCTS: dict[str, Product] = {
         # Rank table 2.0 ``device_id`` (physical) is at most 64 (HCOMM ``new_rank_info.cc``).
         max_rank_device_id=64,
         generation=Generation.ASCEND_950,
+        compat_chip="atlas-350",
         ranktable_version="2.0",
         topology_files=((1, "atlas_350_1.json"), (2, "atlas_350_2.json"), (4, "atlas_350_3.json")),
         pci_device_ids=("d806",),
@@ -231,6 +232,12 @@ def product_problem(name: str) -> Optional[str]:
 
 #: The device vNIC's host side lives in 192.168.1.0/24; hccn_tool refuses device IPs there.
 RESERVED_VNIC_SUBNET = "192.168.1.0/24"
+
+#: The Ascend 950 device vNIC (``end0v0``) in the vendor's ``hccn_tool -g -dev_info`` example is
+#: 192.168.2.199/24, and the 950 driver refuses a bond address inside the vNIC's subnet
+#: (``DEV_EXE_CONFLICT_IP_ADDR_ERR``, hicann/driver ``ascend950/hccn_tool/tool_shell_ops.c``
+#: ``is_ipaddr_conflict``); the host side of the vNIC is ``RESERVED_VNIC_SUBNET`` as before.
+VNIC_SUBNET_950 = "192.168.2.0/24"
 
 #: The conventional Atlas 800 layout from the CANN install guide and ModelZoo: four /24s.
 CONVENTIONAL_910_SUBNETS = ("192.168.100.0/24", "192.168.101.0/24", "192.168.102.0/24", "192.168.103.0/24")
