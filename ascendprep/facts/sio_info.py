@@ -6,7 +6,7 @@ dies-of-a-device.md``)::
     TX Error Count : 0
     RX Error Count : 0
 
-The query is card level, ``-i`` only: 950's npu-smi takes no ``-c`` (docs/ascend950-verify.md).
+The query is card level, ``-i`` only: 950's npu-smi takes no ``-c`` (docs/ascend950.md).
 """
 
 from __future__ import annotations

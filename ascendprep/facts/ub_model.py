@@ -3,7 +3,7 @@
 On 950 the NPU's network side is a set of UB ports per die, queried one port at a time
 (``hccn_tool -g -<cmd> -i <dev> -u <udie> -p <port>``), instead of the one RoCE port per device
 of the 910 generations. Source: hicann/driver ``docs/en/Ascend_950_HCCN_Tool`` (the Atlas 350
-card's hccn_tool manual). Copied facts: docs/ascend950-verify.md.
+card's hccn_tool manual). Copied facts: docs/ascend950.md.
 
 These are plain frozen dataclasses like :mod:`ascendprep.facts.model`, which holds them in
 ``NpuFacts.ub`` (this module imports nothing of the model, so the model can import it).

@@ -2,7 +2,7 @@
 :mod:`ascendprep.facts.ub_units`.
 
 What each judges, with the vendor page it rests on (hicann/driver ``docs/en/Ascend_950_HCCN_Tool``
-and ``Ascend_950_npu-smi``; copied facts in docs/ascend950-verify.md):
+and ``Ascend_950_npu-smi``; copied facts in docs/ascend950.md):
 
 * ``ub.link``: ``-ub_connect``: every valid port ``UP``. ``DOWN`` is a port without a link;
   ``PARTIAL UP`` a port that came up on fewer lanes (the overall state is then ``PARTIAL LINK``).
