@@ -78,6 +78,9 @@ def test_ip_gateway_netdetect_on_the_bond_device_and_hccn_conf_by_slot(lab4):
         == "address_2=10.50.0.12\nnetmask_2=255.255.255.0\ngateway_2=10.50.0.1\nnetdetect_2=10.50.0.1\n"
     )
     assert _get(lab4, "-g", "-ip", "-i", "2", "-d", "bond2") == "ipaddr:10.50.0.12\nnetmask:255.255.255.0\n"
+    assert _get(lab4, "-g", "-gateway", "-i", "2", "-d", "bond2") == "default gateway:10.50.0.1\n"
+    assert _get(lab4, "-g", "-ip", "-i", "3", "-d", "bond3") == "ipaddr:0.0.0.0\nnetmask:0.0.0.0\n"
+    assert _get(lab4, "-g", "-netdetect", "-i", "3") == "netdetect addr: 0.0.0.0\n"
     wrong = lab4.hccn(
         "node1", "-s", "-ip", "-i", "2", "-d", "bond1", "-address", "10.50.0.9", "-netmask", "255.255.255.0"
     )

@@ -30,9 +30,9 @@ port is back on four lanes, with the flap in ``-link_stat``), ``ub-crc-growing``
 (``crc_error_sum`` grows by ``rate`` a second since injection) and ``ub-crc-static`` (a
 ``crc_error_sum`` of 5000 that does not grow: counts since boot, not a live fault). Not
 documented anywhere, so [I]: the output of a failed ``-ub_ping`` (here the documented summary
-with nothing received, then ``Cmd execute failed!`` on stderr, exit 1) and of ``-g -ip``/
-``-g -gateway`` on a bond device (here the 910 ``ipaddr:``/``netmask:`` and ``default gateway:``
-lines).
+with nothing received, then ``Cmd execute failed!`` on stderr, exit 1). The queries of the bond
+device print what the tool's source prints: ``ipaddr:``/``netmask:``, ``default gateway:`` (no
+``Iface``) and ``netdetect addr:``, ``0.0.0.0`` for a value never set.
 
 Only stdlib imports: this module is on the start-up path of every simulated tool call.
 """
@@ -57,6 +57,7 @@ PORTS_BY_CARDS = {1: (), 2: (4, 5, 6, 8), 4: (4, 5, 6)}
 VNIC_NET = ipaddress.IPv4Network("192.168.2.0/24")
 HOST_VNIC_NET = ipaddress.IPv4Network("192.168.1.0/24")
 STATIC_CRC = 5000
+UNSET = "0.0.0.0"
 DEFAULT_CRC_RATE = 100.0
 PORT_COMMANDS = ("-speed", "-fec", "-link_stat", "-port_info", "-stat", "-link")
 DEVICE_COMMANDS = ("-ub_connect", "-dev_info", "-netdetect", "-ub_ping")
@@ -407,12 +408,15 @@ def query(call: Call, doc: dict, now: float) -> str:
     if call.cmd == "-dev_info":
         return dev_info(doc, devid, now)
     device = doc["devices"][devid]
+    # the tool prints the stored value as a dotted quad, 0.0.0.0 when none is set
+    # (ascend950/hccn_tool/tool_shell_ops.c tool_get_ip_exec / tool_get_gateway_exec,
+    # tool_tcpip_ops.c's netdetect query)
     if call.cmd == "-netdetect":
-        return f"netdetect address: {device.get('netdetect') or ''}\n"
+        return f"netdetect addr: {device.get('netdetect') or UNSET}\n"
     _bond(call)
     if call.cmd == "-ip":
-        return f"ipaddr:{device.get('ip') or ''}\nnetmask:{device.get('netmask') or ''}\n"
-    return f"default gateway:{device.get('gateway') or ''}, Iface:bond{devid}\n"
+        return f"ipaddr:{device.get('ip') or UNSET}\nnetmask:{device.get('netmask') or UNSET}\n"
+    return f"default gateway:{device.get('gateway') or UNSET}\n"
 
 
 def run(argv: list[str], identity, doc: dict, out, err, now: float | None = None) -> int:
