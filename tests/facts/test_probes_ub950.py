@@ -190,3 +190,16 @@ def test_ub_ping_loss_and_garbage_are_failures(fixture_text):
 def test_910_parsers_refuse_the_950_tables(fixture_text, parse, raw):
     with pytest.raises(UnexpectedOutput):
         parse(fixture_text(raw))
+
+
+def test_950_ping_script_names_the_source_address_mode_first():
+    from ascendprep.facts.ping import render_ping_script
+    from ascendprep.facts.shell import UnsafeValue
+
+    script = render_ping_script([(1, "10.20.0.3")], 5, sources={1: "10.20.0.2"})
+    assert 'ap_tool "$AP_HCCN" -t -ping -i "$1" -src_address "$3" -dst_address "$2"' in script
+    assert "ap_ping 1 10.20.0.3 10.20.0.2" in script
+    assert "-ping -g address" not in script
+    assert "-ping -g address" in render_ping_script([(1, "10.20.0.3")], 5)  # the 910 form, unchanged
+    with pytest.raises(UnsafeValue):
+        render_ping_script([(1, "10.20.0.3")], 5, sources={1: "10.20.0.2; reboot"})

@@ -176,3 +176,14 @@ def test_ub_faults_need_an_atlas_350_node(make_lab):
     a2 = make_lab(product="atlas-a2", nodes=("node1",), npus=8)
     with pytest.raises(state.LabStateError, match="atlas-350"):
         state.set_fault(a2.state_dir, "node1", "ub-port-down", npu=0, port=4)
+
+
+def test_icmp_ping_from_the_bond_address(make_lab):
+    lab = make_lab(product="atlas-350", nodes=("node1", "node2"), npus=2)
+    for node, last in (("node1", 1), ("node2", 2)):
+        lab.ok(node, "-s", "-ip", "-i", "0", "-d", "bond0", "-address", f"10.70.0.{last}", "-netmask", "255.255.255.0")
+    answered = lab.hccn("node1", "-t", "-ping", "-i", "0", "-src_address", "10.70.0.1", "-dst_address", "10.70.0.2")
+    assert answered.returncode == 0 and "3 packets transmitted, 3 received, 0.00% packet loss" in answered.stdout
+    lost = lab.hccn("node1", "-t", "-ping", "-i", "0", "-src_address", "10.70.0.1", "-dst_address", "10.70.0.9")
+    assert lost.returncode == 1 and "3 packets transmitted, 0 received, 100.00% packet loss" in lost.stdout
+    assert lab.hccn("node1", "-i", "0", "-ping", "-g", "address", "10.70.0.2").returncode == 2  # the 910 form

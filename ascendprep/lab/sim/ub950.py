@@ -43,8 +43,8 @@ import ipaddress
 import time
 import zlib
 
-from . import hccnconf
-from .state import edit_node
+from . import fabric, hccnconf
+from .state import edit_node, read_all_nodes
 
 #: The lab product this module simulates.
 PRODUCT = "atlas-350"
@@ -60,7 +60,7 @@ STATIC_CRC = 5000
 UNSET = "0.0.0.0"
 DEFAULT_CRC_RATE = 100.0
 PORT_COMMANDS = ("-speed", "-fec", "-link_stat", "-port_info", "-stat", "-link")
-DEVICE_COMMANDS = ("-ub_connect", "-dev_info", "-netdetect", "-ub_ping")
+DEVICE_COMMANDS = ("-ub_connect", "-dev_info", "-netdetect", "-ub_ping", "-ping")
 BOND_COMMANDS = ("-ip", "-gateway")
 
 
@@ -331,6 +331,27 @@ def ub_ping(doc: dict, call: Call, now: float) -> tuple[int, str]:
     return 0, head + "\n".join(lines + summary) + "\n"
 
 
+def ip_ping(call: Call, identity, doc: dict) -> tuple[int, str]:
+    """``-t -ping -i N -src_address S -dst_address D``: three ICMP echoes from the NPU's bond
+    address over the simulated fabric (the bond plane is modelled like the 910 RoCE plane [I]);
+    the summary line is the one ``tool_product.c`` prints."""
+    source = _address(call.options.get("-src_address", ""))
+    target = _address(call.options.get("-dst_address", ""))
+    device = doc["devices"][call.devid]
+    if str(source) != device.get("ip"):
+        raise ToolError(DEV_EXE_ERR, f"The source address {source} is not an address of device {call.devid}.")
+    nodes = read_all_nodes(identity.state_dir)
+    reachable = fabric.can_reach(nodes, identity.node, call.devid, str(target))
+    count = 3
+    lines = [f"device {call.devid} PING {target}"]
+    lines += [f"recv seq={seq},time=0.031000ms" if reachable else f"recv time out seq={seq}" for seq in range(count)]
+    received = count if reachable else 0
+    lines.append(
+        f"{count} packets transmitted, {received} received, {100.0 * (count - received) / count:.2f}% packet loss"
+    )
+    return (0 if reachable else 1), "\n".join(lines) + "\n"
+
+
 def _bond(call: Call) -> int:
     name = call.options.get("-d", "")
     if not name.startswith("bond"):
@@ -425,9 +446,9 @@ def run(argv: list[str], identity, doc: dict, out, err, now: float | None = None
     try:
         call = Call(argv, doc)
         if call.mode == "-t":
-            if call.cmd != "-ub_ping":
+            if call.cmd not in ("-ub_ping", "-ping"):
                 raise ToolError(CMD_TYPE_ERR, "Please specify a valid cmd.")
-            status, text = ub_ping(doc, call, now)
+            status, text = ub_ping(doc, call, now) if call.cmd == "-ub_ping" else ip_ping(call, identity, doc)
             out.write(text)
             if status:
                 err.write("Cmd execute failed!\n")
@@ -438,7 +459,7 @@ def run(argv: list[str], identity, doc: dict, out, err, now: float | None = None
             set_values(call, identity, doc)
             out.write("Cmd executed successfully!\n")
             return 0
-        if call.cmd == "-ub_ping":
+        if call.cmd in ("-ub_ping", "-ping"):
             raise ToolError(CMD_TYPE_ERR, "Please specify a valid cmd.")
         out.write(query(call, doc, now))
         return 0
