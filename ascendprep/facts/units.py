@@ -424,7 +424,9 @@ def hccn_query(
 #: real driver; add one only for a fact a check needs. ``plan`` runs only the four it diffs
 #: (ip, gateway, netdetect, tls); the rest are verify's.
 HCCN_QUERIES = (
-    hccn_query("hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask", on_950="bond"),
+    hccn_query(
+        "hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask", on_950="bond", parse_950=hccn.parse_ip_950
+    ),
     hccn_query(
         "hccn.gateway",
         ("-gateway", "-g"),
@@ -433,7 +435,14 @@ HCCN_QUERIES = (
         on_950="bond",
         parse_950=hccn.parse_gateway_950,
     ),
-    hccn_query("hccn.netdetect", ("-netdetect", "-g"), hccn.parse_netdetect, "npus[devid].netdetect", on_950="device"),
+    hccn_query(
+        "hccn.netdetect",
+        ("-netdetect", "-g"),
+        hccn.parse_netdetect,
+        "npus[devid].netdetect",
+        on_950="device",
+        parse_950=hccn.parse_netdetect_950,
+    ),
     hccn_query("hccn.link", ("-link", "-g"), hccn.parse_link, "npus[devid].link", VERIFY_ONLY),
     hccn_query("hccn.net_health", ("-net_health", "-g"), hccn.parse_net_health, "npus[devid].net_health", VERIFY_ONLY),
     hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
