@@ -34,7 +34,7 @@ from ascendprep.facts.model import Firewall, HostFacts, NpuFacts, Versions
 from ascendprep.facts.sections import new_nonce, parse_transcript
 from ascendprep.facts.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
 from ascendprep.facts.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext
-from ascendprep.facts.units import UNITS, by_section
+from ascendprep.facts.units import NPU_SECTIONS_950, UNITS, by_section
 from ascendprep.inventory.products import Generation
 
 #: The generations a script can be rendered for.
@@ -201,6 +201,7 @@ def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]
         "ap_npu_probes() {",
     ]
     if ctx.is_950:
+        npu_units = [unit for unit in npu_units if unit.section in NPU_SECTIONS_950]
         # Ascend 950: the NPU's IPv4 settings live on bond<slot>, the slot from npu-smi info -m
         # ($AP_SLOTS: "NPU:SLOT" words, set after the npu_smi.map unit); empty when not listed.
         lines += [

@@ -457,6 +457,11 @@ HCCN_QUERIES = (
 )
 
 
+#: The per-NPU units a script rendered for the Ascend 950 runs: those with a 950 form. The 910
+#: forms of the others (``-i N -link -g``, ``-stat -g``, ...) are refused by the 950 hccn_tool.
+NPU_SECTIONS_950 = frozenset({"hccn.ip", "hccn.gateway", "hccn.netdetect"})
+
+
 # -- files and kernel settings ----------------------------------------------------------------
 
 HCCN_CONF = ProbeUnit(

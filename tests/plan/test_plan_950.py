@@ -196,3 +196,11 @@ def test_the_950_verify_script_asks_health_per_card_without_c():
     ]
     a2 = render_gather_script(2, "python3", phase="verify")
     assert 'info -i "$ap_id" -c "$ap_c" -t health' in a2
+
+
+def test_a_950_script_sends_no_910_form_per_npu_query():
+    script = render_gather_script(2, "python3", phase="verify", generation="950")
+    body = script[script.index("ap_npu_probes() {") : script.index("ap_each_npu ap_npu_probes")]
+    runs = [line.split()[1] for line in body.splitlines() if line.strip().startswith("ap_run")]
+    assert runs == ["hccn.ip", "hccn.gateway", "hccn.netdetect"]
+    assert "-tls -g" not in body and "-stat -g" not in body
