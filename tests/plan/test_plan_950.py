@@ -204,3 +204,10 @@ def test_a_950_script_sends_no_910_form_per_npu_query():
     runs = [line.split()[1] for line in body.splitlines() if line.strip().startswith("ap_run")]
     assert runs == ["hccn.ip", "hccn.gateway", "hccn.netdetect"]
     assert "-tls -g" not in body and "-stat -g" not in body
+
+
+def test_a_950_change_names_the_bond_device_for_people():
+    change = SetNpuAddress("n1", {"device": None, "file": None}, 1, "10.20.0.3", "255.255.255.0", bond_slot=7)
+    assert change.describe() == "npu 1 (bond7): ip none → 10.20.0.3/255.255.255.0"
+    a2 = SetNpuAddress("n1", {"device": None, "file": None}, 1, "10.20.0.3", "255.255.255.0")
+    assert a2.describe() == "npu 1: ip none → 10.20.0.3/255.255.255.0"
