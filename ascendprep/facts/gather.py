@@ -34,7 +34,7 @@ from ascendprep.facts.model import Firewall, HostFacts, NpuFacts, Versions
 from ascendprep.facts.sections import new_nonce, parse_transcript
 from ascendprep.facts.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
 from ascendprep.facts.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext
-from ascendprep.facts.units import UNITS, by_section
+from ascendprep.facts.units import NPU_SECTIONS_950, UNITS, by_section
 from ascendprep.inventory.products import Generation
 
 #: The generations a script can be rendered for.
@@ -206,6 +206,7 @@ def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]
         "ap_npu_probes() {",
     ]
     if ctx.is_950:
+        npu_units = [unit for unit in npu_units if unit.section in NPU_SECTIONS_950]
         # Ascend 950: the NPU's IPv4 settings live on bond<slot>, the slot from npu-smi info -m
         # ($AP_SLOTS: "NPU:SLOT" words, set after the npu_smi.map unit); empty when not listed.
         lines += [
@@ -214,14 +215,9 @@ def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]
             '\t\tif [ "${ap_pair%%:*}" = "$ap_dev" ]; then ap_slot=${ap_pair#*:}; break; fi',
             "\tdone",
         ]
-    rendered = [unit.script_lines(ctx) for unit in npu_units]
-    if ctx.is_950:
-        # only the queries with a 950 form (mode first): the 950 tool refuses the 910 ones, and its
-        # ports are read per port by facts/ub_units.py
-        rendered = [unit_lines for unit_lines in rendered if any(" ap_hccn -g " in line for line in unit_lines)]
-    for unit_lines in rendered:
-        lines += ["\t" + line for line in unit_lines]
-    if not rendered:
+    for unit in npu_units:
+        lines += ["\t" + line for line in unit.script_lines(ctx)]
+    if not npu_units:
         lines.append("\t:")
     if ctx.is_950:
         return lines + ["}", 'if [ -n "$AP_HCCN" ]; then', "\tap_each_npu ap_npu_probes", "fi"]

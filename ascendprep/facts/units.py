@@ -429,7 +429,9 @@ def hccn_query(
 #: real driver; add one only for a fact a check needs. ``plan`` runs only the four it diffs
 #: (ip, gateway, netdetect, tls); the rest are verify's.
 HCCN_QUERIES = (
-    hccn_query("hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask", on_950="bond"),
+    hccn_query(
+        "hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask", on_950="bond", parse_950=hccn.parse_ip_950
+    ),
     hccn_query(
         "hccn.gateway",
         ("-gateway", "-g"),
@@ -438,7 +440,14 @@ HCCN_QUERIES = (
         on_950="bond",
         parse_950=hccn.parse_gateway_950,
     ),
-    hccn_query("hccn.netdetect", ("-netdetect", "-g"), hccn.parse_netdetect, "npus[devid].netdetect", on_950="device"),
+    hccn_query(
+        "hccn.netdetect",
+        ("-netdetect", "-g"),
+        hccn.parse_netdetect,
+        "npus[devid].netdetect",
+        on_950="device",
+        parse_950=hccn.parse_netdetect_950,
+    ),
     hccn_query("hccn.link", ("-link", "-g"), hccn.parse_link, "npus[devid].link", VERIFY_ONLY),
     hccn_query("hccn.net_health", ("-net_health", "-g"), hccn.parse_net_health, "npus[devid].net_health", VERIFY_ONLY),
     hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
@@ -451,6 +460,11 @@ HCCN_QUERIES = (
     hccn_query("hccn.duplex", ("-duplex", "-g"), port_state.parse_duplex, "npus[devid].duplex", VERIFY_ONLY),
     hccn_query("hccn.fec", ("-fec", "-g"), port_state.parse_fec, "npus[devid].fec", VERIFY_ONLY),
 )
+
+
+#: The per-NPU units a script rendered for the Ascend 950 runs: those with a 950 form. The 910
+#: forms of the others (``-i N -link -g``, ``-stat -g``, ...) are refused by the 950 hccn_tool.
+NPU_SECTIONS_950 = frozenset({"hccn.ip", "hccn.gateway", "hccn.netdetect"})
 
 
 # -- files and kernel settings ----------------------------------------------------------------

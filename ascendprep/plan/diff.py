@@ -19,7 +19,7 @@ from ascendprep.facts.generation import host_generation, npu_slots
 from ascendprep.facts.model import HostFacts
 from ascendprep.facts.system import parse_env_sh
 from ascendprep.inventory import sysctl as sysctl_rules
-from ascendprep.inventory.products import PRODUCTS, Product
+from ascendprep.inventory.products import PRODUCTS, Generation, Product
 from ascendprep.plan import drift
 from ascendprep.plan.changes import (
     NPU_KINDS,
@@ -58,11 +58,14 @@ GENERATION_MISMATCH = "product.generation_mismatch"
 
 
 def generation_finding(product: Product, node: str, facts: HostFacts) -> Optional[Finding]:
-    """An error when the host's NPUs are not of the product's generation: a 910B inventory on an
-    Ascend 950 host would run npu-smi ``-c`` and set IPs on the NPU id instead of ``bond<slot>``,
-    and a 950 inventory on a 910B host the reverse; neither is sent to the host."""
+    """An error when the host's NPUs are Ascend 950 and the product is not, or the reverse: a 910B
+    inventory on a 950 host would run npu-smi ``-c`` and set IPs on the NPU id instead of
+    ``bond<slot>``, and a 950 inventory on a 910B host the reverse; neither is sent to the host."""
     seen = host_generation(facts)
-    if seen is None or seen.generation == product.generation.value:
+    # The 950 line is the one that matters (another tool syntax, another addressing) and the one
+    # the sources confirm (d806, 'A5 PCIe Card'); the 910-family ids are less certain (d802/d803
+    # are [U]/[I] in docs/ascend-reference.md §4.5), so those generations are not told apart here.
+    if seen is None or (seen.generation == Generation.ASCEND_950.value) == product.is_950:
         return None
     fitting = sorted(p.id for p in PRODUCTS.values() if p.generation.value == seen.generation)
     fix = (

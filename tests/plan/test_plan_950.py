@@ -196,3 +196,33 @@ def test_the_950_verify_script_asks_health_per_card_without_c():
     ]
     a2 = render_gather_script(2, "python3", phase="verify")
     assert 'info -i "$ap_id" -c "$ap_c" -t health' in a2
+
+
+def test_a_950_script_sends_no_910_form_per_npu_query():
+    script = render_gather_script(2, "python3", phase="verify", generation="950")
+    body = script[script.index("ap_npu_probes() {") : script.index("ap_each_npu ap_npu_probes")]
+    runs = [line.split()[1] for line in body.splitlines() if line.strip().startswith("ap_run")]
+    assert runs == ["hccn.ip", "hccn.gateway", "hccn.netdetect"]
+    assert "-tls -g" not in body and "-stat -g" not in body
+
+
+def test_a_950_change_names_the_bond_device_for_people():
+    change = SetNpuAddress("n1", {"device": None, "file": None}, 1, "10.20.0.3", "255.255.255.0", bond_slot=7)
+    assert change.describe() == "npu 1 (bond7): ip none → 10.20.0.3/255.255.255.0"
+    a2 = SetNpuAddress("n1", {"device": None, "file": None}, 1, "10.20.0.3", "255.255.255.0")
+    assert a2.describe() == "npu 1: ip none → 10.20.0.3/255.255.255.0"
+
+
+def test_within_the_910_family_the_pci_id_is_not_held_against_the_product():
+    """d802/d803 are not confirmed ids (docs/ascend-reference.md §4.5): an A3 inventory on a host
+    showing d802 is not refused for it; only the 950 boundary is."""
+    a3 = {
+        "name": "t",
+        "product": "atlas-a3",
+        "npus_per_node": 2,
+        "device_network": {"subnets": ["10.20.0.0/24", "10.21.0.0/24"]},
+        "nodes": [{"name": "n1", "host": "10.0.0.11"}],
+    }
+    desired = build_desired(inventory_from_text(yaml.safe_dump(a3)))
+    plan = diff_host(desired, "n1", HostFacts(npu_pci_ids=("d802",)))
+    assert GENERATION_MISMATCH not in [f.id for f in plan.findings]
