@@ -187,3 +187,32 @@ def test_icmp_ping_from_the_bond_address(make_lab):
     lost = lab.hccn("node1", "-t", "-ping", "-i", "0", "-src_address", "10.70.0.1", "-dst_address", "10.70.0.9")
     assert lost.returncode == 1 and "3 packets transmitted, 0 received, 100.00% packet loss" in lost.stdout
     assert lab.hccn("node1", "-i", "0", "-ping", "-g", "address", "10.70.0.2").returncode == 2  # the 910 form
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0000:0000:0000:0000:0010:0000:dfdf:0020",
+        "::10:0:dfdf:20",
+        "::40:10:0:dfdf:90",
+        "1:0:0:2:0:0:0:3",
+        "fe80::1",
+        "::",
+        "1:2:3:4:5:6:7:8",
+    ],
+)
+def test_eid_forms_agree_with_the_standard_library(text):
+    import ipaddress
+
+    from ascendprep.lab.sim import ub950
+
+    address = ipaddress.IPv6Address(text)
+    assert ub950.eid_words(text) == tuple(int(address.exploded.split(":")[i], 16) for i in range(8))
+    assert ub950._short(address.exploded) == str(address)
+
+
+@pytest.mark.parametrize("text", ["", "1::2::3", "12345::", "1:2:3:4:5:6:7", "g::1", "1:2:3:4:5:6:7:8:9"])
+def test_what_is_not_an_eid_is_refused(text):
+    from ascendprep.lab.sim import ub950
+
+    assert ub950.eid_words(text) is None

@@ -39,11 +39,10 @@ Only stdlib imports: this module is on the start-up path of every simulated tool
 
 from __future__ import annotations
 
-import ipaddress
 import time
 import zlib
 
-from . import fabric, hccnconf
+from . import fabric, hccnconf, ipv4
 from .state import edit_node, read_all_nodes
 
 #: The lab product this module simulates.
@@ -54,8 +53,9 @@ PRIVATE_ARGS_ERR, DEV_EXE_ERR = 16, 1
 LANES = 4
 SPEED_GBPS = 400
 PORTS_BY_CARDS = {1: (), 2: (4, 5, 6, 8), 4: (4, 5, 6)}
-VNIC_NET = ipaddress.IPv4Network("192.168.2.0/24")
-HOST_VNIC_NET = ipaddress.IPv4Network("192.168.1.0/24")
+#: The device vNIC's subnet and the vNIC host side's, where the tool refuses a bond address.
+VNIC_NETS = ("192.168.2.0", "192.168.1.0")
+VNIC_MASK = "255.255.255.0"
 STATIC_CRC = 5000
 UNSET = "0.0.0.0"
 DEFAULT_CRC_RATE = 100.0
@@ -104,8 +104,40 @@ def eids(doc: dict, devid: int) -> list[str]:
     return [f"0000:0000:0000:0000:{0x1000 + node:04x}:0000:dfdf:{base + step:04x}" for step in (0, 8, 0x10, 0x31)]
 
 
+def eid_words(text: str) -> tuple[int, ...] | None:
+    """The eight 16-bit words of an EID in either printed form (``0000:...:0020`` or the
+    IPv6-like ``::10:0:dfdf:20``); None when it is not one (the ``ipaddress`` module is too slow
+    to import on every simulated call)."""
+    if text.count("::") > 1 or not text or len(text) > 39:
+        return None
+    head, sep, tail = text.partition("::")
+    left = head.split(":") if head else []
+    right = tail.split(":") if tail else []
+    missing = 8 - len(left) - len(right)
+    if (sep and missing < 1) or (not sep and missing != 0):
+        return None
+    words = left + ["0"] * missing + right
+    if any(not w or len(w) > 4 or any(c not in "0123456789abcdefABCDEF" for c in w) for w in words):
+        return None
+    return tuple(int(w, 16) for w in words)
+
+
 def _short(eid: str) -> str:
-    return str(ipaddress.IPv6Address(eid))
+    """``::10:0:dfdf:20``: the form ``-dev_info`` shows for ``ipourma0`` (the longest zero run
+    compressed, as inet_ntop does)."""
+    words = eid_words(eid) or (0,) * 8
+    best, length, start = -1, 0, None
+    for index, word in enumerate(words + (1,)):
+        if word == 0 and start is None:
+            start = index
+        elif word != 0 and start is not None:
+            if index - start > length and index - start > 1:
+                best, length = start, index - start
+            start = None
+    texts = [f"{word:x}" for word in words]
+    if best < 0:
+        return ":".join(texts)
+    return ":".join(texts[:best]) + "::" + ":".join(texts[best + length :])
 
 
 def peer_ports(doc: dict, devid: int, peer: int) -> tuple[int, ...]:
@@ -303,11 +335,10 @@ def ub_ping(doc: dict, call: Call, now: float) -> tuple[int, str]:
     count = call.options.get("-cnt", "3")
     if not count.isdigit() or not 1 <= int(count) <= 1000:
         raise ToolError(PRIVATE_ARGS_ERR, "Enter [ hccn_tool -h -ub_ping ] for more details.")
-    try:
-        src_eid, dst_eid = ipaddress.IPv6Address(src), ipaddress.IPv6Address(dst)
-    except ValueError:
-        raise ToolError(PRIVATE_ARGS_ERR, "Enter [ hccn_tool -h -ub_ping ] for more details.") from None
-    owner = {ipaddress.IPv6Address(e): n for n in range(len(doc["devices"])) for e in eids(doc, n)}
+    src_eid, dst_eid = eid_words(src), eid_words(dst)
+    if src_eid is None or dst_eid is None:
+        raise ToolError(PRIVATE_ARGS_ERR, "Enter [ hccn_tool -h -ub_ping ] for more details.")
+    owner = {eid_words(e): n for n in range(len(doc["devices"])) for e in eids(doc, n)}
     if owner.get(src_eid) != call.devid:
         raise ToolError(DEV_EXE_ERR, "Cmd execute failed!")
     peer = owner.get(dst_eid)
@@ -317,7 +348,7 @@ def ub_ping(doc: dict, call: Call, now: float) -> tuple[int, str]:
         and any(lanes_up(doc, peer, back, now) for back in peer_ports(doc, peer, call.devid))
         for port in peer_ports(doc, call.devid, peer)
     )
-    head = f"device {call.devid} dev  EID {src_eid} to {dst_eid}\n"
+    head = f"device {call.devid} dev  EID {src} to {dst}\n"
     if not reachable:
         return 1, head + f"{sent} packets transmitted, 0 received, 100.00% packet loss\n"
     lines = [f"recv seq:{seq},time:0.286000ms" for seq in range(sent)]
@@ -338,10 +369,10 @@ def ip_ping(call: Call, identity, doc: dict) -> tuple[int, str]:
     source = _address(call.options.get("-src_address", ""))
     target = _address(call.options.get("-dst_address", ""))
     device = doc["devices"][call.devid]
-    if str(source) != device.get("ip"):
+    if source != device.get("ip"):
         raise ToolError(DEV_EXE_ERR, f"The source address {source} is not an address of device {call.devid}.")
     nodes = read_all_nodes(identity.state_dir)
-    reachable = fabric.can_reach(nodes, identity.node, call.devid, str(target))
+    reachable = fabric.can_reach(nodes, identity.node, call.devid, target)
     count = 3
     lines = [f"device {call.devid} PING {target}"]
     lines += [f"recv seq={seq},time=0.031000ms" if reachable else f"recv time out seq={seq}" for seq in range(count)]
@@ -361,11 +392,10 @@ def _bond(call: Call) -> int:
     return call.devid
 
 
-def _address(text: str) -> ipaddress.IPv4Address:
-    try:
-        return ipaddress.IPv4Address(text)
-    except ValueError:
-        raise ToolError(PRIVATE_ARGS_ERR, f"{text!r} is not an IPv4 address.") from None
+def _address(text: str) -> str:
+    if ipv4.parse(text) is None:
+        raise ToolError(PRIVATE_ARGS_ERR, f"{text!r} is not an IPv4 address.")
+    return text
 
 
 def set_values(call: Call, identity, doc: dict) -> None:
@@ -378,16 +408,15 @@ def set_values(call: Call, identity, doc: dict) -> None:
         if call.cmd == "-ip":
             _bond(call)
             address = _address(call.options.get("-address", ""))
-            try:
-                network = ipaddress.IPv4Network(f"{address}/{call.options.get('-netmask', '')}", strict=False)
-            except ValueError:
-                raise ToolError(PRIVATE_ARGS_ERR, "The netmask is invalid.") from None
-            if address in HOST_VNIC_NET or address in VNIC_NET:
+            netmask = call.options.get("-netmask", "")
+            if not ipv4.is_valid_netmask(netmask):
+                raise ToolError(PRIVATE_ARGS_ERR, "The netmask is invalid.")
+            if any(ipv4.same_subnet(address, net, VNIC_MASK) for net in VNIC_NETS):
                 raise ToolError(DEV_EXE_ERR, "The IP address conflicts with the vnic network segment.")
-            device["ip"], device["netmask"] = str(address), str(network.netmask)
-            conf = hccnconf.set_value(conf, "address", slot, str(address))
-            conf = hccnconf.set_value(conf, "netmask", slot, str(network.netmask))
-            if device.get("gateway") and ipaddress.IPv4Address(device["gateway"]) not in network:
+            device["ip"], device["netmask"] = address, netmask
+            conf = hccnconf.set_value(conf, "address", slot, address)
+            conf = hccnconf.set_value(conf, "netmask", slot, netmask)
+            if device.get("gateway") and not ipv4.same_subnet(device["gateway"], address, netmask):
                 device["gateway"] = None
                 conf = hccnconf.delete_value(conf, "gateway", slot)
         elif call.cmd == "-gateway":
@@ -395,8 +424,7 @@ def set_values(call: Call, identity, doc: dict) -> None:
             gateway = _address(call.options.get("-address", ""))
             if not device.get("ip"):
                 raise ToolError(DEV_EXE_ERR, "Please configure the IP address first.")
-            network = ipaddress.IPv4Network(f"{device['ip']}/{device['netmask']}", strict=False)
-            if gateway not in network:
+            if not ipv4.same_subnet(gateway, device["ip"], device["netmask"]):
                 raise ToolError(DEV_EXE_ERR, "The gateway and the IP address are not in the same network segment.")
             device["gateway"] = str(gateway)
             conf = hccnconf.set_value(conf, "gateway", slot, str(gateway))
