@@ -127,13 +127,19 @@ class _UbUnit(ProbeUnit):
         return None if where.npu is not None else "section without an NPU id"
 
 
+def _npu(where: Where) -> int:
+    if where.npu is None:  # the unit refuses such a section before parsing it
+        raise UnexpectedOutput("section without an NPU id")
+    return where.npu
+
+
 def _ub(draft: Draft, where: Where) -> UbFacts:
-    current = draft.npu(where.npu).get("ub")  # type: ignore[arg-type]
+    current = draft.npu(_npu(where)).get("ub")
     return current if current is not None else UbFacts()
 
 
 def _store(draft: Draft, where: Where, ub: UbFacts) -> None:
-    draft.npu(where.npu)["ub"] = ub  # type: ignore[arg-type]
+    draft.npu(_npu(where))["ub"] = ub
 
 
 def _fill_device(field: str) -> Callable[[Draft, Where, Any], None]:

@@ -101,3 +101,15 @@ def test_on_a_910_inventory_each_ub_check_is_skipped_once(verify_cluster, monkey
     results = [r for r in verify_cluster.judge(selection=Selection.parse(only=["ub"])) if r.check.startswith("ub.")]
     assert sorted(r.check for r in results) == ["ub.counters", "ub.lanes", "ub.link", "ub.ping", "ub.sio"]
     assert {r.message for r in results} == {"atlas-a2 has no UB ports (Ascend 950 only)"}
+
+
+def test_a_port_read_that_failed_is_could_not_check_for_that_port(verify_cluster):
+    ub = UbFacts(
+        connect=UbConnect("UP", {4: "UP", 5: "UP"}),
+        ports={"0/4": _port(4), "0/5": UbPortFacts(udie=0, port=5)},
+        sio=SioInfo(0, 0),
+    )
+    error = ProbeError("hccn.ub_speed", "timeout", "hccn_tool -g -speed -i 2 -u 0 -p 5 timed out after 10s", npu=2)
+    results = _by_check(_judge(verify_cluster, ub, [error]))
+    assert results["ub.lanes"].failed
+    assert results["ub.lanes"].message == "could not check: hccn_tool -g -speed -i 2 -u 0 -p 5 timed out after 10s"

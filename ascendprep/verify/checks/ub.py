@@ -24,7 +24,7 @@ failed); facts of a 910 NPU, which has none, skip it.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ascendprep.base.findings import Severity
 from ascendprep.facts.ub_model import PORT_DOWN, PORT_PARTIAL_UP, PORT_UP, UbCounterRead, UbFacts, port_key
@@ -70,28 +70,28 @@ def only_950(desired: Any) -> Optional[str]:
     return None if product.is_950 else f"{product.id} has no UB ports (Ascend 950 only)"
 
 
-def _ub(ctx: NodeContext, npu: int, probe: str) -> Tuple[Optional[UbFacts], Optional[Verdict]]:
+def _ub(ctx: NodeContext, npu: int, probe: str) -> Union[UbFacts, Verdict]:
     """The NPU's UB facts, or the verdict when there are none: skipped on a 910 NPU, "could not
     check" when the probe failed or the inventory is a 950 one."""
     npu_facts = ctx.facts.npus.get(npu)
     ub = npu_facts.ub if npu_facts is not None else None
     if ub is not None:
-        return ub, None
+        return ub
     errors = ctx.facts.errors_for(probe, npu)
     if errors:
-        return None, could_not_check(errors[0].message)
+        return could_not_check(errors[0].message)
     if ctx.desired.inventory.product.is_950:
-        return None, could_not_check(
+        return could_not_check(
             f"no UB facts for NPU {npu}: the host's 'npu-smi info -l' did not name an A5 card, so its UB ports were not read"
         )
-    return None, skipped("not an Ascend 950 NPU (no UB ports)")
+    return skipped("not an Ascend 950 NPU (no UB ports)")
 
 
 def link(ctx: NodeContext, npu: int) -> List[Verdict]:
-    ub, verdict = _ub(ctx, npu, "hccn.ub_connect")
-    if verdict is not None:
-        return [verdict]
-    connect = ub.connect  # type: ignore[union-attr]
+    ub = _ub(ctx, npu, "hccn.ub_connect")
+    if isinstance(ub, Verdict):
+        return [ub]
+    connect = ub.connect
     if connect is None:
         return [could_not_check(f"hccn_tool -g -ub_connect -i {npu} was not read")]
     evidence: Dict[str, Any] = {
@@ -121,14 +121,14 @@ def link(ctx: NodeContext, npu: int) -> List[Verdict]:
 
 
 def lanes(ctx: NodeContext, npu: int) -> List[Verdict]:
-    ub, verdict = _ub(ctx, npu, "hccn.ub_speed")
-    if verdict is not None:
-        return [verdict]
-    if not ub.ports:  # type: ignore[union-attr]
+    ub = _ub(ctx, npu, "hccn.ub_speed")
+    if isinstance(ub, Verdict):
+        return [ub]
+    if not ub.ports:
         return [skipped("no UB port listed by -dev_info")]
     verdicts: List[Verdict] = []
     seen: Dict[str, Any] = {}
-    for key, port in sorted(ub.ports.items()):  # type: ignore[union-attr]
+    for key, port in sorted(ub.ports.items()):
         facts: Dict[str, Any] = {}
         problems: List[str] = []
         if port.speed is not None:
@@ -154,11 +154,21 @@ def lanes(ctx: NodeContext, npu: int) -> List[Verdict]:
                     subject=key,
                 )
             )
+    verdicts += _port_probe_failures(ctx, npu, ("hccn.ub_speed", "hccn.ub_port_info"))
     if verdicts:
         return verdicts
     if not any(seen.values()):
         return [could_not_check(f"neither -speed nor -port_info was read for NPU {npu}'s UB ports")]
     return [passed(f"{len(seen)} UB ports on all their lanes", {"ports": seen})]
+
+
+def _port_probe_failures(ctx: NodeContext, npu: int, probes: Tuple[str, ...]) -> List[Verdict]:
+    """A per-port read that failed leaves that port unjudged: "could not check", naming the command."""
+    return [
+        could_not_check(error.message, subject=error.probe)
+        for probe in probes
+        for error in ctx.facts.errors_for(probe, npu)
+    ]
 
 
 def _pair(samples: Tuple[UbCounterRead, ...]) -> Tuple[Optional[UbCounterRead], Optional[UbCounterRead]]:
@@ -168,14 +178,14 @@ def _pair(samples: Tuple[UbCounterRead, ...]) -> Tuple[Optional[UbCounterRead], 
 
 
 def counters(ctx: NodeContext, npu: int) -> List[Verdict]:
-    ub, verdict = _ub(ctx, npu, "hccn.ub_stat")
-    if verdict is not None:
-        return [verdict]
+    ub = _ub(ctx, npu, "hccn.ub_stat")
+    if isinstance(ub, Verdict):
+        return [ub]
     limits = grey_thresholds.effective(ctx.desired.inventory.model.thresholds)
     verdicts: List[Verdict] = []
     steady: Dict[str, Dict[str, float]] = {}
     read_once = []
-    for key, port in sorted(ub.ports.items()):  # type: ignore[union-attr]
+    for key, port in sorted(ub.ports.items()):
         first, second = _pair(port.stat_samples)
         if first is None or second is None or first.at_s is None or second.at_s is None or second.at_s <= first.at_s:
             if port.stat_samples:
@@ -209,6 +219,7 @@ def counters(ctx: NodeContext, npu: int) -> List[Verdict]:
                     )
                 )
         steady[key] = port_rates
+    verdicts += _port_probe_failures(ctx, npu, ("hccn.ub_stat",))
     if verdicts:
         return verdicts
     if not steady:
@@ -219,10 +230,10 @@ def counters(ctx: NodeContext, npu: int) -> List[Verdict]:
 
 
 def sio(ctx: NodeContext, npu: int) -> List[Verdict]:
-    ub, verdict = _ub(ctx, npu, "npu_smi.sio_info")
-    if verdict is not None:
-        return [verdict]
-    info = ub.sio  # type: ignore[union-attr]
+    ub = _ub(ctx, npu, "npu_smi.sio_info")
+    if isinstance(ub, Verdict):
+        return [ub]
+    info = ub.sio
     if info is None:
         errors = ctx.facts.errors_for("npu_smi.sio_info", npu)
         return [could_not_check(errors[0].message if errors else f"npu-smi info -t sio-info -i {npu} was not read")]
@@ -239,10 +250,10 @@ def sio(ctx: NodeContext, npu: int) -> List[Verdict]:
 
 
 def ping(ctx: NodeContext, npu: int) -> List[Verdict]:
-    ub, verdict = _ub(ctx, npu, "hccn.ub_ping")
-    if verdict is not None:
-        return [verdict]
-    pings = ub.pings  # type: ignore[union-attr]
+    ub = _ub(ctx, npu, "hccn.ub_ping")
+    if isinstance(ub, Verdict):
+        return [ub]
+    pings = ub.pings
     if not pings:
         return [skipped("no UB ping from this NPU (no other card with an EID on the host, or a single card)")]
     evidence = {
