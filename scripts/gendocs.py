@@ -147,8 +147,8 @@ def commands_page() -> str:
 #: the schema must be here and every key here in the schema: the generator refuses otherwise.
 KEY_MEANINGS: dict[str, str] = {
     "name": "cluster name (letters, digits, `.`, `_`, `-`; up to 64)",
-    "product": "`atlas-800` (Ascend 910), `atlas-a2` (910B), `atlas-a3` (910_93, two dies per NPU)",
-    "npus_per_node": "NPUs (hccn device ids) per node: 910: 1, 2, 4, 8; A2: 1–8; A3: 1–16. Default 8 (A3: 16)",
+    "product": "`atlas-800` (Ascend 910), `atlas-a2` (910B), `atlas-a3` (910_93, two dies per NPU), `atlas-350` (Ascend 950PR card, [950](ascend950.md)); `atlas-850` and `atlas-950-superpod` are refused as not documented yet",
+    "npus_per_node": "NPUs (hccn device ids) per node: 910: 1, 2, 4, 8; A2: 1–8; A3: 1–16; Atlas 350: 1, 2, 4. Default 8 (A3: 16, Atlas 350: 4)",
     "device_network": "the NPUs' RoCE network: flat `subnet(s)`/`gateway(s)`, explicit `groups`, or a `rule` ([rules](rules.md#device-address-groups-routed-fabrics))",
     "device_network.subnet": "the pool device IPs come from (A2/A3; required there unless `subnets`, `groups` or `rule`)",
     "device_network.subnets": "list: 910 four planes (default 192.168.100–103.0/24); A2 rails (NPU i in subnet i mod k); A3 two die planes",

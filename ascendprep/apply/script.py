@@ -166,21 +166,27 @@ _ap_write() {{
 _ap_sysctl() {{
   printf '%s\\n' "$2" > "$3" && echo "$1 = $2"
 }}
-# _ap_ungateway NPU TOOL FILE: remove NPU's gateway. hccn_tool has no command for it (-gateway
+# _ap_ungateway NPU TOOL FILE [SLOT]: remove NPU's gateway (SLOT: an Ascend 950 NPU's bond
+# slot, which names its FILE keys and its bond device). hccn_tool has no command for it (-gateway
 # only sets and reads): FILE (/etc/hccn.conf, what the driver re-applies at its start) loses its
 # gateway_NPU line, written like every file (_ap_write), so no driver start brings it back; then
 # the device is asked (-gateway -g, its answer cut at 4 KB): a gateway it still routes through
 # fails the step, saying why. Run again (busy retries), it finds the line gone and asks again.
 _ap_ungateway() {{
-  if [ -f "$3" ] && grep -q "^gateway_$1=" "$3"; then
+  _ap_key=${{4:-$1}}
+  if [ -f "$3" ] && grep -q "^gateway_$_ap_key=" "$3"; then
     _ap_mode=$(stat -c %a "$3") || return 1
-    _ap_new=$(grep -v "^gateway_$1=" "$3"; _ap_g=$?; printf x; [ "$_ap_g" -le 1 ]) || return 1
+    _ap_new=$(grep -v "^gateway_$_ap_key=" "$3"; _ap_g=$?; printf x; [ "$_ap_g" -le 1 ]) || return 1
     _ap_write "$3" "$_ap_mode" "${{_ap_new%x}}" 0 || return 1
-    echo "took gateway_$1 out of $3"
+    echo "took gateway_$_ap_key out of $3"
   else
-    echo "$3 holds no gateway_$1"
+    echo "$3 holds no gateway_$_ap_key"
   fi
-  _ap_gw=$({{ timeout {hccn_timeout} "$2" -i "$1" -gateway -g 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c 4096)
+  if [ -n "${{4:-}}" ]; then
+    _ap_gw=$({{ timeout {hccn_timeout} "$2" -g -gateway -i "$1" -d "bond$4" 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c 4096)
+  else
+    _ap_gw=$({{ timeout {hccn_timeout} "$2" -i "$1" -gateway -g 2>&1; printf '\n@@ap-rc=%s' "$?"; }} | tail -c 4096)
+  fi
   _ap_grc=${{_ap_gw##*@@ap-rc=}}
   _ap_gw=${{_ap_gw%"$_ap_nl"@@ap-rc=*}}
   _ap_gw=${{_ap_gw%"$_ap_nl"}}

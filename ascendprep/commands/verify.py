@@ -55,6 +55,7 @@ GROUPS = (
     "cluster",
     "firmware",
     "superpod",
+    "ub",
 )
 MESHES = ("ring", "full")
 #: verify's ``--timeout`` also bounds the all-reduce, and the report and bundle are still written.

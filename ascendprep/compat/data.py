@@ -10,7 +10,7 @@ a KeyError in the middle of a check.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
 from pathlib import Path
@@ -140,6 +140,16 @@ class TorchBuildRules:
 
 
 @dataclass(frozen=True)
+class ChipMinimum:
+    """The oldest CANN and NPU driver a product runs on at all (``chip_minimums``)."""
+
+    name: str
+    cann: Version
+    driver: Version
+    sources: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CompatData:
     """Everything check_stack needs, parsed and cross-checked."""
 
@@ -154,6 +164,8 @@ class CompatData:
     cann_hdk: Tuple[CannHdkRow, ...]
     cann_hdk_official_sources: Tuple[str, ...]
     torch_build_rules: TorchBuildRules
+    #: A product's ``compat_chip`` → its minimums; empty when the data has none.
+    chip_minimums: Mapping[str, ChipMinimum] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,6 +359,18 @@ class _Reader:
             cann_hdk=hdk_rows,
             cann_hdk_official_sources=self.source_list(top, "cann_hdk_official_sources", "top level"),
             torch_build_rules=build_rules,
+            chip_minimums={
+                chip: ChipMinimum(
+                    name=self.string(entry.get("name"), f"chip_minimums.{chip}.name"),
+                    cann=self.version("cann", entry.get("cann"), f"chip_minimums.{chip}.cann"),
+                    driver=self.version("driver", entry.get("driver"), f"chip_minimums.{chip}.driver"),
+                    sources=self.source_list(entry, "source", f"chip_minimums.{chip}"),
+                )
+                for chip, entry in (
+                    (str(chip), self.mapping(raw_entry, f"chip_minimums.{chip}"))
+                    for chip, raw_entry in self.mapping(top.get("chip_minimums", {}), "chip_minimums").items()
+                )
+            },
         )
 
     def release(self, raw: Any, where: str) -> TorchNpuRelease:

@@ -105,3 +105,36 @@ def cann_firmware(ctx: StackContext) -> List[CompatIssue]:
             sources=row.sources,
         )
     ]
+
+
+def chip_minimum(ctx: StackContext) -> List[CompatIssue]:
+    """CANN and the NPU driver against the oldest the product runs on (``chip_minimums``): the
+    Atlas 350 (Ascend 950PR) needs CANN 9.0.0 (its operators, HCCL and runtime) and the 25.7
+    Ascend HDK line or newer; anything older predates the card."""
+    minimum = ctx.data.chip_minimums.get(ctx.chip or "")
+    if minimum is None:
+        return []
+    issues = []
+    cann = ctx.stack.get("cann")
+    if cann is not None and older_than(cann, minimum.cann):
+        issues.append(
+            CompatIssue(
+                id="compat.chip_cann",
+                severity=ERROR,
+                message=f"CANN {cann} predates the {minimum.name}: it needs CANN {minimum.cann} or newer",
+                fix=f"install CANN {minimum.cann} or newer (with the product's operator package)",
+                sources=minimum.sources,
+            )
+        )
+    driver = ctx.stack.get("driver")
+    if driver is not None and older_than(driver, minimum.driver):
+        issues.append(
+            CompatIssue(
+                id="compat.chip_driver",
+                severity=ERROR,
+                message=f"NPU driver {driver} predates the {minimum.name}: its Ascend HDK line starts at {minimum.driver}",
+                fix=f"install the {minimum.name}'s Ascend HDK (driver and firmware), {minimum.driver} or newer",
+                sources=minimum.sources,
+            )
+        )
+    return issues

@@ -47,6 +47,7 @@ CHECKS: Tuple[Callable[[StackContext], List[CompatIssue]], ...] = (
     torch_checks.torch_python,
     hdk_checks.cann_driver,
     hdk_checks.cann_firmware,
+    hdk_checks.chip_minimum,
     torch_checks.torch_line_eol,
 )
 

@@ -16,6 +16,7 @@ from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 from ascendprep.desired import envfiles
 from ascendprep.desired.ranktable import build_rank_table, render_rank_table
+from ascendprep.desired.ranktable2 import topology_files
 from ascendprep.inventory import sysctl
 from ascendprep.inventory.addressing import IpPlan, plan_device_ips
 from ascendprep.inventory.load import Inventory
@@ -154,6 +155,20 @@ def rank_table_findings(table: dict, inventory: Inventory, rendered_bytes: Optio
     ]
 
 
+def v2_rank_table_pending(inventory: Inventory) -> Finding:
+    """Ascend 950: why plan writes no rank table. HCCL there accepts only version 2.0 (EI0014
+    otherwise), whose addresses are the NPUs' UB EIDs, read from the hosts (``hccn_tool -g
+    -dev_info``); :func:`ascendprep.desired.ranktable2.build_rank_table_v2` builds and checks it
+    from them. A 1.0 table, which the earlier generations get here, would only make HCCL fail."""
+    files = ", ".join(topology_files(inventory)) or "none documented"
+    return Finding(
+        "ranktable.v2_from_hosts",
+        Severity.INFO,
+        f"{inventory.product.title}: HCCL reads only rank table 2.0, whose addresses are each NPU's EIDs read on the hosts; plan writes no 1.0 table for it. HCCL also reads the factory topology file ({files})",
+        "launch with root-info (no RANK_TABLE_FILE), or build the 2.0 table from the EIDs of 'hccn_tool -g -dev_info -i N' (docs/ascend950.md)",
+    )
+
+
 def build_desired(inventory: Inventory) -> DesiredState:
     """Everything the cluster should look like once applied, plus every rule finding."""
     plan = plan_device_ips(inventory)
@@ -164,14 +179,17 @@ def build_desired(inventory: Inventory) -> DesiredState:
     ports = required_port_ranges(inventory)
     minimums = sysctl.minimums(model.sysctl)
     env_sh = envfiles.render_env_sh(model.env, nodes=nnodes)
-    table = build_rank_table(inventory, plan)
-    rank_table = render_rank_table(table)
-    # Address rule errors are reported once, by the IP plan (a duplicate address would repeat as R11).
-    table_findings = (
-        []
-        if any(f.severity is Severity.ERROR for f in plan.findings)
-        else rank_table_findings(table, inventory, len(rank_table))
-    )
+    rank_table: Optional[str] = None
+    table_findings: list[Finding] = []
+    if inventory.product.is_950:
+        # HCCL on the 950 reads only 2.0, built from the NPUs' EIDs (desired.ranktable2): never a 1.x table.
+        table_findings.append(v2_rank_table_pending(inventory))
+    else:
+        table = build_rank_table(inventory, plan)
+        rank_table = render_rank_table(table)
+        # Address rule errors are reported once, by the IP plan (a duplicate address would repeat as R11).
+        if not any(f.severity is Severity.ERROR for f in plan.findings):
+            table_findings = rank_table_findings(table, inventory, len(rank_table))
     python_path = model.software.python_path
 
     nodes: dict[str, NodeDesired] = {}
@@ -194,8 +212,9 @@ def build_desired(inventory: Inventory) -> DesiredState:
         files = [
             FileToWrite(ENV_SH, env_sh, scope="cluster"),
             FileToWrite(SET_ENV_SH, envfiles.render_set_env_sh(rendezvous, bind_address=if_ip)),
-            FileToWrite(RANK_TABLE, rank_table, scope="cluster"),
         ]
+        if rank_table is not None:
+            files.append(FileToWrite(RANK_TABLE, rank_table, scope="cluster"))
         nodes[node.name] = NodeDesired(
             node=node,
             rank=rank,

@@ -28,13 +28,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ascendprep.base import paths
 from ascendprep.base.limits import SAMPLE_INTERVAL_MAX_S
-from ascendprep.facts import jobenv, port_stats
+from ascendprep.facts import jobenv, port_stats, ub_units
 from ascendprep.facts.failures import over_cap_error
 from ascendprep.facts.model import Firewall, HostFacts, NpuFacts, Versions
 from ascendprep.facts.sections import new_nonce, parse_transcript
 from ascendprep.facts.shell import MAX_DEVID, UnsafeValue, check_command, check_int, main_block, preamble
 from ascendprep.facts.unit import BOTH, CHIP, HOST, NPU, VERIFY, Draft, ProbeUnit, RenderContext
-from ascendprep.facts.units import UNITS, by_section
+from ascendprep.facts.units import NPU_SECTIONS_950, UNITS, by_section
+from ascendprep.inventory.products import Generation
+
+#: The generations a script can be rendered for.
+GENERATIONS = tuple(g.value for g in Generation)
 
 KIND = "gather"
 
@@ -44,7 +48,12 @@ _SYSCTL_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
 #: The unit after whose lines the hccn_tool loop over device ids runs (it sets $AP_HCCN).
 _HCCN_LOOP_AFTER = "tool.hccn_tool"
 #: The units that call the helper functions defined outside the units (port counters, resolve).
-_PORT_STATS_SECTIONS = {port_stats.SECTION, port_stats.SECOND_SECTION}
+_PORT_STATS_SECTIONS = {
+    port_stats.SECTION,
+    port_stats.SECOND_SECTION,
+    ub_units.STAT_SECTION,
+    ub_units.STAT2_SECTION,
+}
 _RESOLVE_SECTION = "hostname.resolve"
 #: The unit before whose lines the chip loop runs (the loop collects the device ids it prints).
 _CHIP_LOOP_BEFORE = "npus"
@@ -63,6 +72,7 @@ def render_gather_script(
     phase: str = VERIFY,
     parallel: Optional[int] = None,
     nonce: Optional[str] = None,
+    generation: Optional[str] = None,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -85,7 +95,11 @@ def render_gather_script(
     ``nonce``: the transcript's marker nonce (16 hex digits); None: a fresh one. Given, for a
     script rendered once and sent to many hosts, each with its own nonce put in its place
     (:func:`ascendprep.run.hosts.gather_facts`).
+    ``generation``: the inventory product's chip generation; "950" renders the Ascend 950 forms
+    (``npu-smi info -m`` for the slots, mode-first hccn_tool on ``bond<slot>``).
     """
+    if generation is not None and generation not in GENERATIONS:
+        raise UnsafeValue(f"generation {generation!r} is not one of {', '.join(GENERATIONS)}")
     check_int("sample_interval", sample_interval, 0, SAMPLE_INTERVAL_MAX_S)
     for key in sysctl_keys:
         if not _SYSCTL_KEY.match(key):
@@ -99,6 +113,7 @@ def render_gather_script(
         sysctl_keys=tuple(sysctl_keys),
         job_probes=job_probes,
         sample_interval=sample_interval,
+        generation=generation,
     )
     if nonce is None:
         nonce = new_nonce()
@@ -190,11 +205,24 @@ def _devid_loop(ctx: RenderContext, npu_units: Sequence[ProbeUnit]) -> List[str]
         "# ap_npu_probes: the per-NPU queries of device $ap_dev (ap_each_npu runs it per NPU).",
         "ap_npu_probes() {",
     ]
+    if ctx.is_950:
+        npu_units = [unit for unit in npu_units if unit.section in NPU_SECTIONS_950]
+        # Ascend 950: the NPU's IPv4 settings live on bond<slot>, the slot from npu-smi info -m
+        # ($AP_SLOTS: "NPU:SLOT" words, set after the npu_smi.map unit); empty when not listed.
+        lines += [
+            "\tap_slot=",
+            "\tfor ap_pair in $AP_SLOTS; do",
+            '\t\tif [ "${ap_pair%%:*}" = "$ap_dev" ]; then ap_slot=${ap_pair#*:}; break; fi',
+            "\tdone",
+        ]
     for unit in npu_units:
         lines += ["\t" + line for line in unit.script_lines(ctx)]
     if not npu_units:
         lines.append("\t:")
-    return lines + ["}", 'if [ -n "$AP_HCCN" ]; then', "\tap_each_npu ap_npu_probes", "fi"]
+    if ctx.is_950:
+        return lines + ["}", 'if [ -n "$AP_HCCN" ]; then', "\tap_each_npu ap_npu_probes", "fi"]
+    # a host that says it is an Ascend 950 (npu-smi) gets none of the 910 forms, which its tool refuses
+    return lines + ["}", 'if [ -n "$AP_HCCN" ] && [ -z "$AP_A5" ]; then', "\tap_each_npu ap_npu_probes", "fi"]
 
 
 _GATHER_FUNCTIONS = r"""# ap_os_release: /etc/os-release, or the spec's fallback /usr/lib/os-release.

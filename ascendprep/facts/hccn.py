@@ -94,6 +94,57 @@ def parse_gateway(stdout: str) -> Fields:
     return {"gateway": None, "gateway_iface": None}
 
 
+_GATEWAY_950_RE = re.compile(r"^\s*default gateway:\s*(\S*?)\s*(?:,\s*Iface:\s*\S*)?\s*$", re.IGNORECASE)
+#: What an unset Ascend 950 value may read as: the source prints the stored number as a dotted
+#: quad (0.0.0.0 when none); an empty value is taken the same way [I].
+_UNSET_950 = ("", "0.0.0.0")
+
+
+def _value_950(value: str, what: str) -> Optional[str]:
+    return None if value in _UNSET_950 else _ipv4(value, what)
+
+
+def parse_ip_950(stdout: str) -> Fields:
+    """Ascend 950 ``hccn_tool -g -ip -i N -d bond<slot>``: ``ipaddr:A`` / ``netmask:M`` (hicann/driver
+    ``ascend950/hccn_tool/tool_shell_ops.c``); an unset address reads as ``0.0.0.0`` or empty."""
+    values: Dict[str, Optional[str]] = {}
+    for line in content_lines(stdout):
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("ipaddr", "netmask"):
+            values[key.strip()] = _value_950(value.strip(), key.strip())
+    if "ipaddr" not in values:
+        raise not_as_expected("'ipaddr:<ip>' and 'netmask:<mask>' lines", stdout)
+    ip, netmask = values.get("ipaddr"), values.get("netmask")
+    if ip is None:
+        return {"ip": None, "netmask": None}
+    return {"ip": ip, "netmask": sys.intern(netmask) if netmask is not None else None}
+
+
+def parse_gateway_950(stdout: str) -> Fields:
+    """Ascend 950 ``hccn_tool -g -gateway -i N -d bond<slot>``: ``default gateway:G`` (hicann/driver
+    ``ascend950/hccn_tool/tool_shell_ops.c`` ``tool_get_gateway_exec``; a trailing ``, Iface:...``
+    as the 910B prints is accepted). ``0.0.0.0`` or an empty value means none."""
+    for line in content_lines(stdout):
+        match = _GATEWAY_950_RE.match(line)
+        if match:
+            return {"gateway": _value_950(match.group(1), "gateway"), "gateway_iface": None}
+    if stdout.strip():
+        raise not_as_expected("'default gateway:<ip>'", stdout)
+    return {"gateway": None, "gateway_iface": None}
+
+
+_NETDETECT_950_RE = re.compile(r"netdetect addr(?:ess)?:[ \t]*(\S*)", re.IGNORECASE)
+
+
+def parse_netdetect_950(stdout: str) -> Fields:
+    """Ascend 950 ``hccn_tool -g -netdetect -i N``: ``netdetect addr: A`` (hicann/driver
+    ``ascend950/hccn_tool/tool_tcpip_ops.c``); ``0.0.0.0`` or an empty value means not set."""
+    match = _NETDETECT_950_RE.search(stdout)
+    if not match:
+        raise not_as_expected("'netdetect addr: <ip>'", stdout)
+    return {"netdetect": _value_950(match.group(1), "netdetect address")}
+
+
 _NETDETECT_RE = re.compile(r"netdetect addr(?:ess)?:\s*(\S+)", re.IGNORECASE)
 
 

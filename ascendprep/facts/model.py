@@ -25,6 +25,7 @@ from pydantic_core import SchemaSerializer, core_schema
 from ascendprep.base.limits import SHARED_COUNTER_LAYOUTS
 from ascendprep.facts.blocker_model import LinkState, NpuProcessTable, PortSockets, RouteLookup
 from ascendprep.facts.jobenv_model import JobEnv
+from ascendprep.facts.ub_model import UbFacts
 
 #: Bumped whenever a field changes meaning or disappears; readers refuse other versions.
 FACTS_SCHEMA_VERSION = 1
@@ -303,6 +304,9 @@ class NpuFacts:
     #: down.``, exit 22, docs/ascend-reference.md §1.2): no neighbour could be asked, which is not
     #: "no neighbour" (``lldp`` is None either way).
     lldp_link_down: bool = False
+    #: Ascend 950 only: the device's UB ports (``-ub_connect``, ``-dev_info``, the per-port
+    #: tables, ``sio-info``; :mod:`ascendprep.facts.ub_model`); None on 910 generations.
+    ub: Optional[UbFacts] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +341,23 @@ class NpuSmiDevice:
 class NpuSmiList:
     total_count: Optional[int] = None
     devices: Tuple[NpuSmiDevice, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NpuSmiChip:
+    """One row of ``npu-smi info -m``: which chip an NPU id is, and on the Ascend 950 its slot.
+
+    910/910B print ``NPU ID / Chip ID / Chip Logic ID / Chip Name`` (an ``Mcu`` row has ``-`` as
+    its logic id); the 950 prints ``NPU ID / Slot ID / Chip ID / Chip Phy-ID / Chip Name``, and
+    the slot names the NPU's IPv4 bond device (``bond<slot>``) and its ``/etc/hccn.conf`` keys.
+    ``npu_id`` -1 is an NPU the tool marks unavailable."""
+
+    npu_id: int
+    chip_id: int
+    chip_name: str
+    slot_id: Optional[int] = None
+    chip_phy_id: Optional[int] = None
+    chip_logic_id: Optional[int] = None
 
 
 #: ``A3_SUPERPOD_MAX_NUMS`` of the A3 driver: servers a super-pod holds at most.
@@ -567,6 +588,10 @@ class HostFacts:
     npus: Dict[int, NpuFacts] = field(default_factory=dict)
     hccn_conf: Optional[HccnConf] = None
     npu_smi: Optional[NpuSmiList] = None
+    #: ``npu-smi info -m`` (read on Ascend 950 inventories, for the NPUs' slots); None when not read.
+    npu_chips: Optional[Tuple[NpuSmiChip, ...]] = None
+    #: PCI device ids of the Huawei NPUs in the host (``d802``, ``d806``; sysfs), None when not read.
+    npu_pci_ids: Optional[Tuple[str, ...]] = None
     npu_health: Tuple[NpuHealth, ...] = ()
     #: A3 only: hccn device id (NPU id x 2 + chip) → the die's super-pod identity (spod-info);
     #: empty when the NPUs have one chip, or when it could not be read (then with an error).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import shlex
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, TypeVar
 
 from ascendprep.base.paths import DEFAULT_ASCEND_HOME
 from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
@@ -58,6 +58,20 @@ ap_ping() {
 """
 
 
+#: Ascend 950: the mode comes first and the source address is named (``hccn_tool -t -ping -i N
+#: -src_address S -dst_address D``; hicann/driver ``ascend950/hccn_tool/tool_tcpip_ops.c``), the
+#: summary line is the same (``tool_product.c``).
+_PING_FUNCTION_950 = r"""# ap_ping NPU ADDRESS SOURCE: one Ascend 950 hccn_tool ping (exit 127 when hccn_tool is absent).
+ap_ping() {
+	if [ -z "$AP_HCCN" ]; then
+		echo 'hccn_tool: not installed' >&2
+		return 127
+	fi
+	ap_tool "$AP_HCCN" -t -ping -i "$1" -src_address "$3" -dst_address "$2"
+}
+"""
+
+
 def _check_target(target: object) -> str:
     if not isinstance(target, str):
         raise UnsafeValue(f"ping target must be an IPv4 address string, not {target!r}")
@@ -73,13 +87,18 @@ def render_ping_script(
     busy_retries: int = 5,
     ascend_home: str = DEFAULT_ASCEND_HOME,
     parallel: Optional[int] = None,
+    sources: Optional[Mapping[int, str]] = None,
 ) -> str:
     """A POSIX sh script pinging each ``(npu devid, target IPv4)`` from this node.
 
     Each NPU's pings run in the order given; ``parallel`` NPUs ping at once (1: every ping in turn;
     None: :data:`~ascendprep.base.limits.NPU_PROBE_JOBS` or ``$ASCENDPREP_NPU_PROBE_JOBS``).
+    ``sources``: Ascend 950 only, each NPU's own (bond) address, which its tool's ping names.
     """
     checked = [(check_devid(npu), _check_target(target)) for npu, target in pairs]
+    source_of = {check_devid(npu): _check_target(ip) for npu, ip in (sources or {}).items()}
+    if sources is not None and any(npu not in source_of for npu, _ in checked):
+        raise UnsafeValue("an Ascend 950 ping needs the source address of every pinging NPU")
     q = shlex.quote
     by_npu: Dict[int, List[str]] = {}
     for npu, target in checked:
@@ -96,13 +115,14 @@ def render_ping_script(
         lines.append(f"\t{npu})")
         for target in targets:
             attrs = render_attrs(npu=npu, target=target)
-            lines.append(f"\t\tap_run ping {q(attrs)} ap_ping {npu} {q(target)}")
+            source = f" {q(source_of[npu])}" if sources is not None else ""
+            lines.append(f"\t\tap_run ping {q(attrs)} ap_ping {npu} {q(target)}{source}")
         lines.append("\t\t;;")
     lines += ["\tesac", "}", f"AP_DEVS={q(' '.join(str(npu) for npu in by_npu))}", "ap_each_npu ap_ping_npu"]
     return "\n".join(
         [
             preamble(KIND, new_nonce(), per_command_timeout, busy_retries, ascend_home, parallel=parallel),
-            _PING_FUNCTION,
+            _PING_FUNCTION if sources is None else _PING_FUNCTION_950,
             main_block("\n".join(lines) + "\n"),
         ]
     )

@@ -156,7 +156,7 @@ def _second_pass(ctx: RenderContext) -> List[str]:
         return []
     return [
         f"# Port counters, second read: {interval}s after each NPU's first (their growth is a rate).",
-        'if [ -n "$AP_HCCN" ]; then',
+        'if [ -n "$AP_HCCN" ] && [ -z "$AP_A5" ]; then',
         f"\tap_stat_second {int(interval)}",
         "fi",
     ]

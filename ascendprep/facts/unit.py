@@ -66,6 +66,14 @@ class RenderContext:
     job_probes: Optional[Any] = None
     #: Seconds between the two reads of the port counters (probes/port_stats.py); 0: one read.
     sample_interval: int = 0
+    #: The inventory product's chip generation (``inventory.products.Generation`` value): "950"
+    #: renders the Ascend 950 tool syntax (mode-first hccn_tool, bond devices by slot); None or
+    #: an earlier generation renders the 910/910B/910_93 syntax.
+    generation: Optional[str] = None
+
+    @property
+    def is_950(self) -> bool:
+        return self.generation == "950"
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,14 @@ from ascendprep.facts import (
     netaddr,
     npu_smi,
     optics,
+    pci,
     port_state,
     port_stats,
     python_pkgs,
     superpod,
     sysctl,
     system,
+    ub_units,
     versions,
 )
 from ascendprep.facts.blockers import JOB_UNITS
@@ -165,7 +167,7 @@ NPU_SMI_TOOL = ProbeUnit(
     comment="NPUs: npu-smi's list gives NPU ids and chips; health is asked per chip.",
     command=lambda ctx: f'ap_locate npu-smi "$AP_HOME/{paths.NPU_SMI_IN_HOME}"',
     after=(
-        "AP_NPUSMI= AP_CHIPS= AP_SPOD=",
+        "AP_NPUSMI= AP_CHIPS= AP_SPOD= AP_A5=",
         'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_NPUSMI=$(cat "$AP_TMP/out"); fi',
     ),
     probe=fixed("npu_smi"),
@@ -179,13 +181,86 @@ NPU_SMI_LIST = ProbeUnit(
     section="npu_smi.list",
     command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -l',
     guard='[ -n "$AP_NPUSMI" ]',
-    after=('if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_CHIPS=$(ap_npu_chips <"$AP_TMP/out"); fi',),
+    after=(
+        'if [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then AP_CHIPS=$(ap_npu_chips <"$AP_TMP/out"); fi',
+        # an Ascend 950 host: the UB probes (facts/ub_units.py) run instead of the 910 per-NPU loop
+        f'if [ "$ap_rc" -eq 0 ] && grep -q {shlex.quote(ub_units.A5_PRODUCT_NAME)} "$AP_TMP/out"; then AP_A5=1; fi',
+    ),
     describe=fixed("npu-smi info -l"),
     parse=text_only(npu_smi.parse_list),
     # Some builds print the DCMI failure with exit 0.
     answered=lambda section: section.rc == 0 and dcmi_failure(section.text) is None,
     fill=set_field("npu_smi"),
     fact="npu_smi",
+)
+
+
+def _render_pci(ctx: RenderContext) -> list:
+    """The Huawei PCI functions of the host, ``<vendor> <device>`` per line (sysfs, no tool)."""
+    return [
+        "# ap_pci_ids: vendor and device id of every Huawei PCI function (in a subshell: globbing on).",
+        "ap_pci_ids() (",
+        "\tset +f",
+        "\tfor ap_p in /sys/bus/pci/devices/*; do",
+        '\t\tif [ -r "$ap_p/vendor" ] && [ -r "$ap_p/device" ]; then',
+        '\t\t\tap_v=$(cat "$ap_p/vendor")',
+        '\t\t\tcase $ap_v in 0x19e5) printf \'%s %s\\n\' "$ap_v" "$(cat "$ap_p/device")" ;; esac',
+        "\t\tfi",
+        "\tdone",
+        ")",
+        "ap_run pci.npus '' ap_pci_ids",
+    ]
+
+
+#: Which Ascend generation the host's NPUs are, whatever the inventory says: an inventory for
+#: one generation must never drive another's tool syntax (plan refuses the host).
+PCI_NPUS = ProbeUnit(
+    section="pci.npus",
+    command=lambda ctx: "ap_pci_ids",
+    render=_render_pci,
+    describe=fixed("the Huawei NPUs' PCI device ids (/sys/bus/pci/devices)"),
+    parse=text_only(pci.parse_pci_ids),
+    fill=set_field("npu_pci_ids"),
+    fact="npu_pci_ids",
+)
+
+
+def _render_map(ctx: RenderContext) -> list:
+    """Ascend 950 only: ``npu-smi info -m``, and ``$AP_SLOTS`` ("NPU:SLOT" words) from its rows
+    when its header is the 950 one (``NPU ID  Slot ID ...``)."""
+    if not ctx.is_950:
+        return []
+    return [
+        "AP_SLOTS=",
+        'if [ -n "$AP_NPUSMI" ]; then',
+        "\tap_run npu_smi.map '' ap_tool \"$AP_NPUSMI\" info -m",
+        '\tif [ "$ap_rc" -eq 0 ] && [ -z "$ap_over" ]; then',
+        "\t\tap_hdr=",
+        '\t\twhile IFS= read -r ap_line || [ -n "$ap_line" ]; do',
+        "\t\t\tset -- $ap_line",
+        '\t\t\tif [ -z "$ap_hdr" ]; then',
+        '\t\t\t\tif [ "$#" -eq 0 ]; then continue; fi',
+        '\t\t\t\tcase "${1-} ${2-} ${3-} ${4-}" in "NPU ID Slot ID") ap_hdr=1 ;; *) ap_hdr=0 ;; esac',
+        "\t\t\t\tcontinue",
+        "\t\t\tfi",
+        '\t\t\tif [ "$ap_hdr" != 1 ]; then break; fi',
+        '\t\t\tcase "${1-}:${2-}" in *[!0-9:]* | :* | *:) continue ;; esac',
+        '\t\t\tAP_SLOTS="$AP_SLOTS $1:$2"',
+        '\t\tdone <"$AP_TMP/out"',
+        "\tfi",
+        "fi",
+    ]
+
+
+NPU_SMI_MAP = ProbeUnit(
+    section="npu_smi.map",
+    command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -m',
+    render=_render_map,
+    describe=fixed("npu-smi info -m"),
+    parse=text_only(npu_smi.parse_map),
+    answered=lambda section: section.rc == 0 and dcmi_failure(section.text) is None,
+    fill=set_field("npu_chips"),
+    fact="npu_chips",
 )
 
 
@@ -198,11 +273,26 @@ def _fill_health(draft: Draft, where: Where, health: NpuHealth) -> None:
     draft.npu_health.append(health)
 
 
+def _render_health(ctx: RenderContext) -> list:
+    """Health per chip; the Ascend 950 npu-smi takes no ``-c`` (card-level queries only: 950 guide,
+    querying-the-device-health-status.md, ``npu-smi info -t health -i <id>``)."""
+    if ctx.is_950:
+        return ['ap_run npu_smi.health " npu=$ap_id chip=$ap_c card=1" ap_tool "$AP_NPUSMI" info -t health -i "$ap_id"']
+    return ['ap_run npu_smi.health " npu=$ap_id chip=$ap_c" ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t health']
+
+
+def _describe_health(where: Where) -> str:
+    if "card" in where.attrs:
+        return f"npu-smi info -t health -i {where.npu}"
+    return f"npu-smi info -i {where.npu} -c {where.chip} -t health"
+
+
 NPU_SMI_HEALTH = ProbeUnit(
     section="npu_smi.health",
     scope=CHIP,
     command=lambda ctx: 'ap_tool "$AP_NPUSMI" info -i "$ap_id" -c "$ap_c" -t health',
-    describe=lambda where: f"npu-smi info -i {where.npu} -c {where.chip} -t health",
+    render=_render_health,
+    describe=_describe_health,
     parse=_parse_health,
     fill=_fill_health,
     fact="npu_health[]",
@@ -285,15 +375,49 @@ def _hccn_settle(name: str):
     return settle
 
 
-def hccn_query(name: str, args: Tuple[str, ...], parse: Any, fact: str, phases: frozenset = BOTH) -> ProbeUnit:
-    """A per-NPU ``hccn_tool -i <devid> <args>`` query whose parser returns NpuFacts fields."""
+def hccn_query(
+    name: str,
+    args: Tuple[str, ...],
+    parse: Any,
+    fact: str,
+    phases: frozenset = BOTH,
+    on_950: Optional[str] = None,
+    parse_950: Any = None,
+) -> ProbeUnit:
+    """A per-NPU ``hccn_tool -i <devid> <args>`` query whose parser returns NpuFacts fields.
+
+    ``on_950``: how the Ascend 950 tool asks the same (its syntax puts the mode first,
+    ``hccn_tool -g -<cmd> -i <id>``): ``"bond"`` for the commands of the NPU's bond device
+    (``-d bond<slot>``, the slot from ``npu-smi info -m``), ``"device"`` for the per-device ones
+    (hicann/driver ``src/custom/network/hccn/ascend950``, ``tool_shell_ops.c``). None: the
+    query has no 950 form here and is rendered as before. ``parse_950``: the parser of the 950
+    answer where it differs (a 950 section carries ``slot=``)."""
     words = " ".join(args)
+
+    def parse_either(stdout: str, where: Where) -> Any:
+        return (parse_950 if parse_950 is not None and "slot" in where.attrs else parse)(stdout)
+
+    command = args[0]
+
+    def render(ctx: RenderContext) -> list:
+        if ctx.is_950 and on_950 is not None:
+            bond = ' -d "bond$ap_slot"' if on_950 == "bond" else ""
+            return [f'ap_run {name} " npu=$ap_dev slot=$ap_slot" ap_hccn -g {command} -i "$ap_dev"{bond}']
+        return [f'ap_run {name} " npu=$ap_dev" ap_hccn -i "$ap_dev" {words}']
+
+    def describe(where: Where) -> str:
+        if "slot" not in where.attrs:
+            return f"hccn_tool -i {where.npu} {words}"
+        bond = f" -d bond{where.attrs['slot']}" if on_950 == "bond" else ""
+        return f"hccn_tool -g {command} -i {where.npu}{bond}"
+
     return ProbeUnit(
         section=name,
         scope=NPU,
         command=lambda ctx: f'ap_hccn -i "$ap_dev" {words}',
-        describe=lambda where: f"hccn_tool -i {where.npu} {words}",
-        parse=text_only(parse),
+        render=render,
+        describe=describe,
+        parse=parse_either,
         settle=_hccn_settle(name),
         fill=update_npu,
         fact=fact,
@@ -305,9 +429,25 @@ def hccn_query(name: str, args: Tuple[str, ...], parse: Any, fact: str, phases: 
 #: real driver; add one only for a fact a check needs. ``plan`` runs only the four it diffs
 #: (ip, gateway, netdetect, tls); the rest are verify's.
 HCCN_QUERIES = (
-    hccn_query("hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask"),
-    hccn_query("hccn.gateway", ("-gateway", "-g"), hccn.parse_gateway, "npus[devid].gateway, .gateway_iface"),
-    hccn_query("hccn.netdetect", ("-netdetect", "-g"), hccn.parse_netdetect, "npus[devid].netdetect"),
+    hccn_query(
+        "hccn.ip", ("-ip", "-g"), hccn.parse_ip, "npus[devid].ip, .netmask", on_950="bond", parse_950=hccn.parse_ip_950
+    ),
+    hccn_query(
+        "hccn.gateway",
+        ("-gateway", "-g"),
+        hccn.parse_gateway,
+        "npus[devid].gateway, .gateway_iface",
+        on_950="bond",
+        parse_950=hccn.parse_gateway_950,
+    ),
+    hccn_query(
+        "hccn.netdetect",
+        ("-netdetect", "-g"),
+        hccn.parse_netdetect,
+        "npus[devid].netdetect",
+        on_950="device",
+        parse_950=hccn.parse_netdetect_950,
+    ),
     hccn_query("hccn.link", ("-link", "-g"), hccn.parse_link, "npus[devid].link", VERIFY_ONLY),
     hccn_query("hccn.net_health", ("-net_health", "-g"), hccn.parse_net_health, "npus[devid].net_health", VERIFY_ONLY),
     hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
@@ -320,6 +460,11 @@ HCCN_QUERIES = (
     hccn_query("hccn.duplex", ("-duplex", "-g"), port_state.parse_duplex, "npus[devid].duplex", VERIFY_ONLY),
     hccn_query("hccn.fec", ("-fec", "-g"), port_state.parse_fec, "npus[devid].fec", VERIFY_ONLY),
 )
+
+
+#: The per-NPU units a script rendered for the Ascend 950 runs: those with a 950 form. The 910
+#: forms of the others (``-i N -link -g``, ``-stat -g``, ...) are refused by the 950 hccn_tool.
+NPU_SECTIONS_950 = frozenset({"hccn.ip", "hccn.gateway", "hccn.netdetect"})
 
 
 # -- files and kernel settings ----------------------------------------------------------------
@@ -571,6 +716,8 @@ UNITS: Tuple[ProbeUnit, ...] = (
     OS_RELEASE,
     NPU_SMI_TOOL,
     NPU_SMI_LIST,
+    PCI_NPUS,
+    NPU_SMI_MAP,
     NPU_SMI_HEALTH,
     NPU_SMI_BOARD,
     superpod.SPOD_INFO,
@@ -579,6 +726,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     *HCCN_QUERIES,
     superpod.VNIC,
     port_stats.FIRST_READ,
+    *ub_units.UNITS,
     HCCN_CONF,
     SYSCTL,
     SYSCTL_FILE,
@@ -592,6 +740,7 @@ UNITS: Tuple[ProbeUnit, ...] = (
     *JOB_UNITS,
     *jobenv.JOBENV_UNITS,
     port_stats.SECOND_READ,
+    ub_units.UB_STAT2,
 )
 
 

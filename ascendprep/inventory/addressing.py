@@ -40,10 +40,11 @@ from ascendprep.base.findings import Finding, Severity
 from ascendprep.inventory.groups import FLAT, AddressGroup, flat_group, form_of
 from ascendprep.inventory.load import Inventory
 from ascendprep.inventory.model import Node
-from ascendprep.inventory.products import RESERVED_VNIC_SUBNET, SubnetRule
+from ascendprep.inventory.products import RESERVED_VNIC_SUBNET, VNIC_SUBNET_950, SubnetRule
 
 _VNIC = ipaddress.IPv4Network(RESERVED_VNIC_SUBNET)
 _VNIC_LO, _VNIC_HI = int(_VNIC.network_address), int(_VNIC.broadcast_address)
+_VNIC_950 = ipaddress.IPv4Network(VNIC_SUBNET_950)
 #: Distinct last octets in one Atlas 800 plane: 1-254.
 _OCTETS_PER_PLANE = 254
 
@@ -160,6 +161,14 @@ def _plane_findings(planes: list[Plane], groups: Sequence[AddressGroup], invento
                     "ipplan.vnic_subnet",
                     f"device subnet {plane.network}{where} overlaps {RESERVED_VNIC_SUBNET}, which is reserved for the device vNIC; hccn_tool refuses these addresses",
                     "choose device subnets outside 192.168.1.0/24",
+                )
+            )
+        if inventory.product.is_950 and plane.network.overlaps(_VNIC_950):
+            findings.append(
+                _error(
+                    "ipplan.vnic_subnet",
+                    f"device subnet {plane.network}{where} overlaps {VNIC_SUBNET_950}, the Ascend 950 device vNIC's subnet (end0v0 192.168.2.199/24); the 950 driver refuses bond addresses there",
+                    f"choose device subnets outside {RESERVED_VNIC_SUBNET} and {VNIC_SUBNET_950}",
                 )
             )
         if plane.gateway is not None:

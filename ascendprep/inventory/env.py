@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Optional
 
-#: Families HCCL, CANN and torch_npu read (docs/ascend-reference.md §5.2, docs/a3-superpod.md §3):
-#: allowed without more.
-ENV_ALLOWED_PREFIXES = ("HCCL_", "ASCEND_", "TORCH_", "NPU_", "PYTORCH_NPU_")
+#: Families HCCL, CANN and torch_npu read (docs/ascend-reference.md §5.2, docs/a3-superpod.md §3,
+#: and ``HCOMM_`` for the Ascend 950's communication layer, docs/ascend950.md): allowed without more.
+ENV_ALLOWED_PREFIXES = ("HCCL_", "ASCEND_", "TORCH_", "NPU_", "PYTORCH_NPU_", "HCOMM_")
 
 #: Variables outside those families that the reference names for Ascend training: the rendezvous
 #: (torchrun), the rank table and its companions (docs/ascend-reference.md §6), ModelZoo's env_npu.sh

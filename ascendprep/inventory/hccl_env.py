@@ -1,5 +1,6 @@
 """HCCL's rules on the inventory's ``env:``: A3 settings HCCL would ignore, misread or that contradict
-the cluster (docs/a3-superpod.md §3), refused when the inventory loads."""
+the cluster (docs/a3-superpod.md §3), and the Ascend 950's own list (docs/ascend950.md), refused
+when the inventory loads."""
 
 from __future__ import annotations
 
@@ -110,3 +111,102 @@ def hccl_env_problems(
             )
         )
     return problems
+
+
+# --------------------------------------------------------------------------------------------
+# Ascend 950: per-variable "product support" of the HCCL environment-variable guide
+# (hicann/hccl docs/zh/user_guide/hccl_env/*.md), summarised in docs/ascend950.md.
+
+#: Variables the 950's HCCL does not support: a preparation tool must not write them for 950.
+UNSUPPORTED_ON_950 = (
+    "HCCL_INTER_HCCS_DISABLE",
+    "HCCL_INTRA_PCIE_ENABLE",
+    "HCCL_INTRA_ROCE_ENABLE",
+    "HCCL_LOGIC_SUPERPOD_ID",
+    "HCCL_OP_RETRY_ENABLE",
+    "HCCL_OP_RETRY_PARAMS",
+    "HCCL_RDMA_PCIE_DIRECT_POST_NOSTRICT",
+    "HCCL_RDMA_QP_PORT_CONFIG_PATH",
+    "HCCL_DIAGNOSE_ENABLE",
+)
+#: ``HCCL_OP_EXPANSION_MODE`` on the 950: ``AICPU_TS`` is the default, ``AI_CPU`` is to be
+#: deprecated in its favour; an unsupported value is an error there, not a fallback.
+OP_EXPANSION_MODES_950 = ("AI_CPU", "AICPU_TS", "AICPU_CacheDisable", "AIV", "CCU_MS", "CCU_SCHED")
+#: ``CCU_MS`` exists on the 950DT only, and only within one server.
+CCU_MS = "CCU_MS"
+#: The 950's UB transport timeouts (value / 8 picks 512 ms, 4 s, 8 s or 32 s; defaults 8, 16, 16).
+UB_TIMEOUT_VARIABLES = ("HCOMM_TA_CTP_UB_TIMEOUT", "HCOMM_TA_RTP_UB_TIMEOUT", "HCOMM_TA_RTP_UBOE_TIMEOUT")
+UB_TIMEOUT_MAX = 31
+#: ``HCCL_EXEC_TIMEOUT`` (seconds) by expansion mode on the 950; AICPU_TS is the default mode.
+EXEC_TIMEOUT_MAX_950 = {
+    "CCU_MS": 65535,
+    "CCU_SCHED": 65535,
+    "AI_CPU": 2147483647,
+    "AICPU_TS": 2147483647,
+    "AICPU_CacheDisable": 2147483647,
+    "AIV": 1091,
+}
+
+
+def _small_int(value: str) -> Optional[int]:
+    text = value.strip()
+    return int(text) if text.isdigit() and len(text) <= 10 else None
+
+
+def ub_timeout_problems(env: Mapping[str, str], *, a5: bool) -> list[tuple[str, str]]:
+    """The UB timeout variables: integers 0..31 on the 950, and read by no other generation."""
+    problems = []
+    for name in UB_TIMEOUT_VARIABLES:
+        value = env.get(name)
+        if value is None:
+            continue
+        if not a5:
+            problems.append((name, "only the Ascend 950 reads it (a UB transport timeout): remove it"))
+            continue
+        number = _small_int(value)
+        if number is None or number > UB_TIMEOUT_MAX:
+            problems.append(
+                (
+                    name,
+                    f"'{value}' is not an integer 0..{UB_TIMEOUT_MAX} (value / 8 picks the tier: 0 = 512 ms, 1 = 4 s, 2 = 8 s, 3 = 32 s; recommended 0, 8, 16 or 24)",
+                )
+            )
+    return problems
+
+
+def hccl_env_problems_950(env: Mapping[str, str], *, chip: str, servers: int) -> list[tuple[str, str]]:
+    """(variable, message) for HCCL settings in a 950 inventory's ``env:`` that its HCCL refuses,
+    misreads or does not support; checked at load (located at ``env.<NAME>``)."""
+    problems = [
+        (name, "is not supported on the Ascend 950 (HCCL environment-variable guide): remove it")
+        for name in UNSUPPORTED_ON_950
+        if name in env
+    ]
+    mode = env.get("HCCL_OP_EXPANSION_MODE")
+    if mode is not None:
+        if mode not in OP_EXPANSION_MODES_950:
+            problems.append(
+                (
+                    "HCCL_OP_EXPANSION_MODE",
+                    f"'{mode}' is not one of {', '.join(OP_EXPANSION_MODES_950)}: on the Ascend 950 an unsupported value is an error, not a fallback (AICPU_TS is the default)",
+                )
+            )
+        elif mode == CCU_MS and "950PR" in chip:
+            problems.append(("HCCL_OP_EXPANSION_MODE", f"CCU_MS is not available on the {chip}: use CCU_SCHED"))
+        elif mode == CCU_MS and servers > 1:
+            problems.append(
+                ("HCCL_OP_EXPANSION_MODE", f"CCU_MS works within one server only; this cluster has {servers}")
+            )
+    timeout = env.get("HCCL_EXEC_TIMEOUT")
+    if timeout is not None:
+        effective = mode if mode in EXEC_TIMEOUT_MAX_950 else "AICPU_TS"
+        limit = EXEC_TIMEOUT_MAX_950[effective]
+        seconds = _small_int(timeout)
+        if seconds is None or seconds > limit:
+            problems.append(
+                (
+                    "HCCL_EXEC_TIMEOUT",
+                    f"'{timeout}' is not an integer 0..{limit}, the range of {effective} mode on the Ascend 950",
+                )
+            )
+    return problems + ub_timeout_problems(env, a5=True)

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ascendprep.base import hostrange
-from ascendprep.inventory.products import A3_SUPERPOD_MAX_SERVERS
+from ascendprep.inventory.products import A3_SUPERPOD_MAX_SERVERS, product_problem
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 HOSTNAME_LABEL_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
@@ -273,7 +273,9 @@ class InventoryModel(_Strict):
     """The inventory file as written (before host ranges are expanded)."""
 
     name: str
-    product: Literal["atlas-800", "atlas-a2", "atlas-a3"]
+    #: A key of ``inventory.products.PRODUCTS``; a product named by the vendor but not documented
+    #: far enough to prepare is refused with what is missing.
+    product: str
     npus_per_node: Optional[int] = Field(None, ge=1, le=16)
     device_network: DeviceNetwork = Field(default_factory=DeviceNetwork)
     ssh: Ssh = Field(default_factory=Ssh)
@@ -295,6 +297,14 @@ class InventoryModel(_Strict):
     def _name(cls, value: str) -> str:
         if not NAME_RE.match(value):
             raise ValueError(f"'{value}' is not a valid cluster name (letters, digits, '.', '_', '-'; up to 64)")
+        return value
+
+    @field_validator("product")
+    @classmethod
+    def _product(cls, value: str) -> str:
+        problem = product_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("env")

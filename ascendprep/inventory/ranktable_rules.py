@@ -27,7 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from ascendprep.base.yamlsource import Located, YamlDocument
-from ascendprep.inventory.hccl_env import hccl_env_problems, op_retry_levels
+from ascendprep.inventory.hccl_env import (
+    hccl_env_problems,
+    hccl_env_problems_950,
+    op_retry_levels,
+    ub_timeout_problems,
+)
 from ascendprep.inventory.products import Product
 
 if TYPE_CHECKING:
@@ -452,9 +457,13 @@ def inventory_problems(
         )
     a3 = product.dies_per_npu > 1
     physical = {node.super_pod for node in nodes if node.super_pod is not None}
-    for key, message in hccl_env_problems(
-        model.env, a3=a3, physical_pods=len(physical), rank_table=model.training.rank_table
-    ):
+    if product.is_950:
+        env_problems = hccl_env_problems_950(model.env, chip=product.chip, servers=len(nodes))
+    else:
+        env_problems = hccl_env_problems(
+            model.env, a3=a3, physical_pods=len(physical), rank_table=model.training.rank_table
+        ) + ub_timeout_problems(model.env, a5=False)
+    for key, message in env_problems:
         problems.append(doc.problem(("env", key), message))
     try:
         retry = any(op_retry_levels(model.env.get("HCCL_OP_RETRY_ENABLE")).values())

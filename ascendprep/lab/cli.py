@@ -23,7 +23,9 @@ from ascendprep.lab.paths import LabPaths
 from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
 from ascendprep.lab.spec import (
     DEFAULT_CANN,
+    DEFAULT_CANN_950,
     DEFAULT_DRIVER,
+    DEFAULT_DRIVER_950,
     DEFAULT_FIRMWARE,
     DEFAULT_SUBNET,
     HOSTNAME_MAPPINGS,
@@ -66,8 +68,14 @@ def lab_group() -> None:
 @click.option("--product", type=click.Choice(sorted(PRODUCTS)), default="atlas-a2", show_default=True)
 @click.option("--npus", type=int, default=None, help="NPUs (device ids) per node  [default: the product's]")
 @click.option("--subnet", default=DEFAULT_SUBNET, show_default=True, help="Management subnet; node i gets .(10+i).")
-@click.option("--cann", default=DEFAULT_CANN, show_default=True, help="CANN toolkit version installed in every node.")
-@click.option("--driver", default=DEFAULT_DRIVER, show_default=True, help="Driver version.")
+@click.option(
+    "--cann",
+    default=None,
+    help=f"CANN toolkit version installed in every node  [default: {DEFAULT_CANN}; atlas-350: {DEFAULT_CANN_950}]",
+)
+@click.option(
+    "--driver", default=None, help=f"Driver version.  [default: {DEFAULT_DRIVER}; atlas-350: {DEFAULT_DRIVER_950}]"
+)
 @click.option("--firmware", default=DEFAULT_FIRMWARE, show_default=True, help="Firmware version.")
 @click.option(
     "--torch-npu",
@@ -124,8 +132,8 @@ def up_command(
     product: str,
     npus: Optional[int],
     subnet: str,
-    cann: str,
-    driver: str,
+    cann: Optional[str],
+    driver: Optional[str],
     firmware: str,
     torch_npu: Optional[str],
     driver_profile: str,
@@ -137,6 +145,11 @@ def up_command(
     pod_servers: Optional[int],
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
+    on_950 = product in PRODUCTS and PRODUCTS[product].is_950
+    if cann is None:
+        cann = DEFAULT_CANN_950 if on_950 else DEFAULT_CANN
+    if driver is None:
+        driver = DEFAULT_DRIVER_950 if on_950 else DEFAULT_DRIVER
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
     pairs = _guarded(lambda: _node_profiles(node_driver_profiles))
     spec = LabSpec(
@@ -206,7 +219,17 @@ def status_command(name: str, output: str) -> None:
     "--size", default=None, help="hccn-flood: what each hccn_tool call prints, e.g. 512K or 30M (the default)."
 )
 @click.option(
-    "--port", type=int, default=None, help="port-listener: the TCP port a process listens on (60000, the default)."
+    "--port",
+    type=int,
+    default=None,
+    help="port-listener: the TCP port a process listens on (60000, the default); ub-*: the UB port (default all).",
+)
+@click.option(
+    "--recover-after",
+    "recover_s",
+    type=click.FloatRange(0, 86400),
+    default=None,
+    help="ub-partial-link: seconds after which the port is back on all its lanes (default never).",
 )
 def fault_command(
     node: str,
@@ -217,10 +240,13 @@ def fault_command(
     version: Optional[str],
     size: Optional[str],
     port: Optional[int],
+    recover_s: Optional[float],
 ) -> None:
     """Inject fault KIND on NODE."""
     record = _guarded(
-        lambda: Lab.open(name).fault(node, kind, npu=npu, rate=rate, version=version, size=size, port=port)
+        lambda: Lab.open(name).fault(
+            node, kind, npu=npu, rate=rate, version=version, size=size, port=port, recover_s=recover_s
+        )
     )
     click.echo(f"fault in force: {_describe(record)}")
 
@@ -269,6 +295,8 @@ def _describe(record: dict[str, Any]) -> str:
     for key in ("rate", "version", "size"):
         if record.get(key):
             text += f" {key} {record[key]}"
+    if str(record.get("kind", "")).startswith("ub-") and record.get("port") is not None:
+        text += f" port {record['port']}"
     return visible(text)
 
 

@@ -62,11 +62,14 @@ def inject(
     version: Optional[str] = None,
     size: Optional[str] = None,
     port: Optional[int] = None,
+    recover_s: Optional[float] = None,
 ) -> dict[str, Any]:
     """Put fault ``kind`` in force on ``node``; returns its record (as ``lab status`` shows it).
 
     ``size`` (hccn-flood): what each hccn_tool call prints, e.g. ``30M`` (the default).
-    ``port`` (port-listener): the TCP port a process listens on (60000, the default).
+    ``port`` (port-listener): the TCP port a process listens on (60000, the default); (the
+    Ascend 950 ``ub-*`` faults): the UB port of die 0 it hits (default every port of the NPU).
+    ``recover_s`` (ub-partial-link): seconds after which the port is back on all its lanes.
     """
     target = lab.node(node)
     if kind not in FAULT_KINDS:
@@ -83,17 +86,25 @@ def inject(
         raise LabError("--version only applies to cann-drift and torch-npu-drift")
     if size is not None and kind != "hccn-flood":
         raise LabError("--size only applies to the 'hccn-flood' fault")
-    if port is not None and kind != "port-listener":
-        raise LabError("--port only applies to the 'port-listener' fault")
+    ub_fault = kind.startswith("ub-")
+    if port is not None and kind != "port-listener" and not ub_fault:
+        raise LabError("--port only applies to the 'port-listener' fault and the ub-* faults")
+    if recover_s is not None and kind != "ub-partial-link":
+        raise LabError("--recover-after only applies to the 'ub-partial-link' fault")
     if kind in DEVICE_FAULTS:
         from ascendprep.lab.sim import state
 
         flood = parse_size(size) if size is not None else None
         try:
-            state.set_fault(lab.state_dir, node, kind, npu=npu, size=flood)
+            if ub_fault:
+                state.set_fault(lab.state_dir, node, kind, npu=npu, port=port, recover_s=recover_s)
+            else:
+                state.set_fault(lab.state_dir, node, kind, npu=npu, size=flood)
         except ValueError as exc:
             raise LabError(str(exc)) from None
         record = {"node": node, "kind": kind, "npu": npu, "level": "device"}
+        if ub_fault and port is not None:
+            record["port"] = port
         if kind == "hccn-flood":
             record["size"] = flood if flood is not None else state.DEFAULT_FLOOD_BYTES
         return record

@@ -66,9 +66,12 @@ class Lab(RunningLab):
         version: Optional[str] = None,
         size: Optional[str] = None,
         port: Optional[int] = None,
+        recover_s: Optional[float] = None,
     ) -> dict[str, Any]:
         """Inject fault ``kind`` (see :data:`ascendprep.lab.faults.FAULT_KINDS`) on ``node``."""
-        return faults.inject(self, node, kind, npu=npu, rate=rate, version=version, size=size, port=port)
+        return faults.inject(
+            self, node, kind, npu=npu, rate=rate, version=version, size=size, port=port, recover_s=recover_s
+        )
 
     def heal(self, node: Optional[str] = None, kind: Optional[str] = None) -> list[dict[str, Any]]:
         """Undo faults: all, or those of one node and/or one kind. Returns what was healed."""

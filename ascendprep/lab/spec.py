@@ -32,6 +32,11 @@ POD_SERVERS_MAX = 48
 DEFAULT_CANN = "8.0.RC3"
 DEFAULT_DRIVER = "24.1.rc2"
 DEFAULT_FIRMWARE = "7.3.0.1.231"  # what the Ascend docs name for CANN 8.0.RC3 on 910B
+#: What an Ascend 950 (atlas-350) lab installs when not told: the oldest CANN and driver line the
+#: Atlas 350 runs on (CANN 9.0.0 GA added the card; the 950 hccn_tool guide shows driver
+#: 25.7.rc1: docs/ascend950.md#versions), so its verify is not about an old stack.
+DEFAULT_CANN_950 = "9.0.0"
+DEFAULT_DRIVER_950 = "25.7.rc1"
 #: torch_npu metadata version when torch itself is not installed (otherwise torch's own version).
 DEFAULT_TORCH_NPU = "2.13.0"
 #: How a node's /etc/hosts maps its own hostname (see ascendprep/lab/hostsfile.py).

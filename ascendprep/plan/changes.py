@@ -34,7 +34,7 @@ OWN_DIR = ENV_SH.rsplit("/", 1)[0] + "/"
 
 SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/+-]+$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_NPU_TARGET = re.compile(r"^npu (0|[1-9][0-9]{0,3})$")
+_NPU_TARGET = re.compile(r"^npu (0|[1-9][0-9]{0,3})(?: bond(0|[1-9][0-9]{0,3}))?$")
 _VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -127,6 +127,9 @@ def _seen(before: Any, part: str) -> Optional[str]:
 @dataclass(frozen=True)
 class _NpuChange(Change):
     npu_id: int = 0
+    #: Ascend 950: the slot of the NPU's bond device (``bond<slot>``, from ``npu-smi info -m``),
+    #: which carries its IPv4 settings and names its /etc/hccn.conf keys; None before 950.
+    bond_slot: Optional[int] = field(default=None, kw_only=True)
 
     @property
     def npu(self) -> Optional[int]:
@@ -134,13 +137,29 @@ class _NpuChange(Change):
 
     @property
     def target(self) -> str:
+        if self.bond_slot is not None:
+            return f"npu {self.npu_id} bond{self.bond_slot}"
         return f"npu {self.npu_id}"
+
+    @property
+    def who(self) -> str:
+        """The NPU as messages name it: ``npu 3``, or on the Ascend 950 ``npu 3 (bond2)``."""
+        return f"npu {self.npu_id}" if self.bond_slot is None else f"npu {self.npu_id} (bond{self.bond_slot})"
 
     def _arguments(self) -> str:
         raise NotImplementedError
 
+    def _arguments_950(self) -> str:
+        """The Ascend 950 set command after ``-i N`` (mode first: ``-s -<cmd> ...``)."""
+        raise ChangeError(f"{self.kind} has no Ascend 950 command")
+
     def _command(self, hccn_tool: str, npu: int) -> str:
-        """The step's command: one hccn_tool set command, cut off after HCCN_STEP_TIMEOUT."""
+        """The step's command: one hccn_tool set command, cut off after HCCN_STEP_TIMEOUT.
+
+        Ascend 950 puts the mode first and names the bond device: ``hccn_tool -s -ip -i N -d
+        bond<slot> -address A -netmask M`` (hicann/driver ``ascend950/hccn_tool/tool_shell_ops.c``)."""
+        if self.bond_slot is not None:
+            return f"timeout {HCCN_STEP_TIMEOUT} {_q(hccn_tool)} {self._arguments_950()}"
         return f"timeout {HCCN_STEP_TIMEOUT} {_q(hccn_tool)} -i {npu} {self._arguments()}"
 
     def fragment(self, hccn_tool: Optional[str]) -> str:
@@ -183,10 +202,16 @@ class SetNpuAddress(_NpuChange):
             note = f" (not in {HCCN_CONF})"
         else:
             note = ""
-        return f"npu {self.npu}: ip {shown}{note} → {self.after}"
+        return f"{self.who}: ip {shown}{note} → {self.after}"
 
     def _arguments(self) -> str:
         return f"-ip -s address {_q(self.address)} netmask {_q(self.netmask)}"
+
+    def _arguments_950(self) -> str:
+        return (
+            f"-s -ip -i {int(self.npu_id)} -d bond{int(self.bond_slot or 0)}"
+            f" -address {_q(self.address)} -netmask {_q(self.netmask)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -216,24 +241,26 @@ class SetNpuGateway(_NpuChange):
     def describe(self) -> str:
         device = _seen(self.before, "device")
         if not self.removes:
-            return f"npu {self.npu}: gateway {device or 'none'} → {self.after}"
+            return f"{self.who}: gateway {device or 'none'} → {self.after}"
         file = _seen(self.before, "file")
         if device is None:
-            return (
-                f"npu {self.npu}: gateway none ({HCCN_CONF} says {file}) → none: the line is taken out of {HCCN_CONF}"
-            )
+            return f"{self.who}: gateway none ({HCCN_CONF} says {file}) → none: the line is taken out of {HCCN_CONF}"
         kept = "the device keeps it until its driver restarts (hccn_tool cannot remove a gateway)"
         if file is None:
-            return f"npu {self.npu}: gateway {device} (not in {HCCN_CONF}) → none: {kept}"
+            return f"{self.who}: gateway {device} (not in {HCCN_CONF}) → none: {kept}"
         note = f" ({HCCN_CONF} says {file})" if file != device else ""
-        return f"npu {self.npu}: gateway {device}{note} → none: taken out of {HCCN_CONF}; {kept}"
+        return f"{self.who}: gateway {device}{note} → none: taken out of {HCCN_CONF}; {kept}"
 
     def _arguments(self) -> str:
         return f"-gateway -s gateway {_q(self.gateway)}"
 
+    def _arguments_950(self) -> str:
+        return f"-s -gateway -i {int(self.npu_id)} -d bond{int(self.bond_slot or 0)} -address {_q(self.gateway)}"
+
     def _command(self, hccn_tool: str, npu: int) -> str:
         if self.gateway is None:
-            return f"_ap_ungateway {npu} {_q(hccn_tool)} {_q(HCCN_CONF)}"
+            slot = "" if self.bond_slot is None else f" {int(self.bond_slot)}"
+            return f"_ap_ungateway {npu} {_q(hccn_tool)} {_q(HCCN_CONF)}{slot}"
         return super()._command(hccn_tool, npu)
 
 
@@ -250,10 +277,13 @@ class SetNpuNetdetect(_NpuChange):
         return self.address
 
     def describe(self) -> str:
-        return f"npu {self.npu}: netdetect {_seen(self.before, 'device') or 'none'} → {self.after}"
+        return f"{self.who}: netdetect {_seen(self.before, 'device') or 'none'} → {self.after}"
 
     def _arguments(self) -> str:
         return f"-netdetect -s address {_q(self.address)}"
+
+    def _arguments_950(self) -> str:
+        return f"-s -netdetect -i {int(self.npu_id)} -address {_q(self.address)}"
 
 
 @dataclass(frozen=True)
@@ -436,8 +466,14 @@ def _ipv4(value: Any, what: str) -> str:
 def _npu(target: Any) -> int:
     match = _NPU_TARGET.match(target) if isinstance(target, str) else None
     if not match:
-        raise ChangeError("target must be 'npu N'")
+        raise ChangeError("target must be 'npu N' (or 'npu N bondS' on Ascend 950)")
     return int(match.group(1))
+
+
+def _bond(target: Any) -> Optional[int]:
+    """The bond slot of an Ascend 950 NPU target (``npu 3 bond2``); None otherwise."""
+    match = _NPU_TARGET.match(target) if isinstance(target, str) else None
+    return int(match.group(2)) if match and match.group(2) is not None else None
 
 
 def _plain_value(value: Any, what: str) -> Any:
@@ -479,15 +515,24 @@ def from_saved(kind: Any, node: str, target: Any, before: Any, after: Any, varia
             raise ChangeError("after must be 'address/netmask'")
         address, netmask = after.split("/")
         return SetNpuAddress(
-            node, before, _npu(target), _ipv4(address, "after's address"), _ipv4(netmask, "after's netmask")
+            node,
+            before,
+            _npu(target),
+            _ipv4(address, "after's address"),
+            _ipv4(netmask, "after's netmask"),
+            bond_slot=_bond(target),
         )
     if kind == SetNpuGateway.kind:
-        return SetNpuGateway(node, before, _npu(target), None if after is None else _ipv4(after, "after"))
+        return SetNpuGateway(
+            node, before, _npu(target), None if after is None else _ipv4(after, "after"), bond_slot=_bond(target)
+        )
     if kind == SetNpuNetdetect.kind:
-        return SetNpuNetdetect(node, before, _npu(target), _ipv4(after, "after"))
+        return SetNpuNetdetect(node, before, _npu(target), _ipv4(after, "after"), bond_slot=_bond(target))
     if kind == SetNpuTls.kind:
         if after not in (0, 1) or isinstance(after, bool):
             raise ChangeError("after must be 0 or 1")
+        if _bond(target) is not None:
+            raise ChangeError("the TLS switch has no Ascend 950 command here")
         return SetNpuTls(node, before, _npu(target), after)
     if kind == SetSysctl.kind:
         if not isinstance(target, str) or not isinstance(after, str):

@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Collection, Optional
 
-from ascendprep.base.findings import Finding
+from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.paths import ENV_SH, SYSCTL_FILE
 from ascendprep.desired.state import DesiredState, HccnSettings, NodeDesired
+from ascendprep.facts.generation import host_generation, npu_slots
 from ascendprep.facts.model import HostFacts
 from ascendprep.facts.system import parse_env_sh
 from ascendprep.inventory import sysctl as sysctl_rules
+from ascendprep.inventory.products import PRODUCTS, Generation, Product
 from ascendprep.plan import drift
 from ascendprep.plan.changes import (
     NPU_KINDS,
@@ -51,26 +53,75 @@ class HostPlan:
     unknown: set[str] = field(default_factory=set)
 
 
-def _npu_change(name: str, item: drift.Drift, settings: HccnSettings) -> Change:
-    """The change that sets one drifted NPU item (its kind is the key's prefix)."""
+#: Finding id of a host whose NPUs are of another generation than the inventory's product.
+GENERATION_MISMATCH = "product.generation_mismatch"
+
+
+def generation_finding(product: Product, node: str, facts: HostFacts) -> Optional[Finding]:
+    """An error when the host's NPUs are Ascend 950 and the product is not, or the reverse: a 910B
+    inventory on a 950 host would run npu-smi ``-c`` and set IPs on the NPU id instead of
+    ``bond<slot>``, and a 950 inventory on a 910B host the reverse; neither is sent to the host."""
+    seen = host_generation(facts)
+    # The 950 line is the one that matters (another tool syntax, another addressing) and the one
+    # the sources confirm (d806, 'A5 PCIe Card'); the 910-family ids are less certain (d802/d803
+    # are [U]/[I] in docs/ascend-reference.md §4.5), so those generations are not told apart here.
+    if seen is None or (seen.generation == Generation.ASCEND_950.value) == product.is_950:
+        return None
+    fitting = sorted(p.id for p in PRODUCTS.values() if p.generation.value == seen.generation)
+    fix = (
+        f"set product: {' or '.join(fitting)} for this node's cluster, or take the node out of this inventory"
+        if fitting
+        else "take the node out of this inventory: its product is not one ascendprep prepares yet"
+    )
+    return Finding(
+        GENERATION_MISMATCH,
+        Severity.ERROR,
+        f"{node}: the inventory's product is {product.id} (Ascend {product.generation.value}) but the host's NPUs are Ascend {seen.generation} ({seen.evidence}): nothing is planned for it",
+        fix,
+        node=node,
+    )
+
+
+def _npu_change(name: str, item: drift.Drift, settings: HccnSettings, slot: Optional[int] = None) -> Change:
+    """The change that sets one drifted NPU item (its kind is the key's prefix); ``slot``: the
+    Ascend 950 NPU's bond slot."""
     kind = item.key.split(":")[0]
     if kind == SetNpuAddress.kind:
-        return SetNpuAddress(name, item.have, settings.npu, settings.ip, settings.netmask)
+        return SetNpuAddress(name, item.have, settings.npu, settings.ip, settings.netmask, bond_slot=slot)
     if kind == SetNpuGateway.kind:
-        return SetNpuGateway(name, item.have, settings.npu, item.set_to)
+        return SetNpuGateway(name, item.have, settings.npu, item.set_to, bond_slot=slot)
     if kind == SetNpuNetdetect.kind:
-        return SetNpuNetdetect(name, item.have, settings.npu, item.set_to)
-    return SetNpuTls(name, item.have, settings.npu, item.set_to)
+        return SetNpuNetdetect(name, item.have, settings.npu, item.set_to, bond_slot=slot)
+    return SetNpuTls(name, item.have, settings.npu, item.set_to, bond_slot=slot)
 
 
 def _hccn_changes(
-    node: NodeDesired, facts: HostFacts, plan: HostPlan, kinds: Optional[Collection[str]] = None
+    node: NodeDesired,
+    facts: HostFacts,
+    plan: HostPlan,
+    kinds: Optional[Collection[str]] = None,
+    product: Optional[Product] = None,
 ) -> list[Change]:
-    """``kinds``: judge only these NPU kinds (None: all); an unread value is not "unknown"."""
+    """``kinds``: judge only these NPU kinds (None: all); an unread value is not "unknown".
+    ``product``: on an Ascend 950 each NPU's changes name its bond slot, which ``npu-smi info
+    -m`` must give (an NPU without one cannot be planned)."""
     name = node.node.name
     judged = set(NPU_KINDS if kinds is None else kinds)
     changes: list[Change] = []
+    slots = npu_slots(facts) if product is not None and product.is_950 else None
     for want in node.hccn:
+        slot = None
+        if slots is not None:
+            slot = slots.get(want.npu)
+            if slot is None:
+                why = (
+                    "npu-smi info -m was not read"
+                    if facts.npu_chips is None
+                    else "npu-smi info -m lists no slot for it"
+                )
+                plan.incomplete.append(f"npu {want.npu}: its bond device is unknown ({why})")
+                plan.unknown |= {f"{kind}:{want.npu}" for kind in judged}
+                continue
         drifts = [d for d in drift.npu_drifts(want, facts) if d.key.split(":")[0] in judged]
         address = drifts[0] if drifts and drifts[0].key.startswith(SetNpuAddress.kind + ":") else None
         if address is not None and address.unknown is not None:
@@ -85,7 +136,7 @@ def _hccn_changes(
                 )
                 plan.unknown.add(item.key)
             elif item.drifted:
-                changes.append(_npu_change(name, item, want))
+                changes.append(_npu_change(name, item, want, slot))
     return changes
 
 
@@ -210,10 +261,16 @@ def diff_host(
     """
     node = desired.nodes[node_name]
     plan = HostPlan(node_name, node.node.host, reachable=True)
+    product = desired.inventory.product
+    mismatch = generation_finding(product, node_name, facts)
+    if mismatch is not None:
+        plan.findings.append(mismatch)
+        plan.incomplete.append(mismatch.message)
+        return plan
     wanted = set(AREAS if areas is None else areas)
     changes: list[Change] = []
     if NPU_AREA in wanted:
-        changes += _hccn_changes(node, facts, plan, npu_kinds)
+        changes += _hccn_changes(node, facts, plan, npu_kinds, product)
     if SYSCTL_AREA in wanted:
         changes += _sysctl_changes(node, facts, plan)
     if FILES_AREA in wanted:

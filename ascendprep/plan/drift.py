@@ -25,6 +25,7 @@ from ascendprep.base.findings import Severity
 from ascendprep.base.paths import SYSCTL_FILE
 from ascendprep.desired.envfiles import render_sysctl_conf
 from ascendprep.desired.state import DesiredState, FileToWrite, HccnSettings, NodeDesired
+from ascendprep.facts.generation import npu_slots
 from ascendprep.facts.model import HostFacts, NpuFacts, ProbeError
 from ascendprep.inventory import sysctl as sysctl_rules
 
@@ -121,12 +122,21 @@ class NpuPort(NamedTuple):
     stale: Tuple[str, ...]
 
 
+def conf_index(facts: HostFacts, npu: int) -> int:
+    """The number an NPU's /etc/hccn.conf keys end in: its device id, or on the Ascend 950 its
+    slot (``address_<slot>``: the 950 hccn_tool writes by ``slot_id``, hicann/driver
+    ``ascend950/hccn_tool/tool_shell_ops.c``), read from ``npu-smi info -m``."""
+    if facts.npu_chips is None:
+        return npu
+    return npu_slots(facts).get(npu, npu)
+
+
 def npu_port(facts: HostFacts, npu: int) -> NpuPort:
     """The NPU's :class:`NpuPort`. A stale file quietly undoes a fix at the next driver
     restart, so the file must hold the device's values; the device against the plan is each
     item's own judgement. A missing file is stale for every key the device has set."""
     conf = facts.hccn_conf
-    in_file = conf.devices.get(npu, _NO_ENTRY) if conf else _NO_ENTRY
+    in_file = conf.devices.get(conf_index(facts, npu), _NO_ENTRY) if conf else _NO_ENTRY
     live = npu_live(facts, npu)
     stale = []
     for key, attribute in HCCN_CONF_KEYS:

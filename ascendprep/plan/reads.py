@@ -33,6 +33,8 @@ AREA_SECTIONS: Dict[str, Tuple[str, ...]] = {
     "npu": (
         "tool.npu_smi",
         "npu_smi.list",
+        "pci.npus",
+        "npu_smi.map",
         "npus",
         "tool.hccn_tool",
         "hccn.ip",
@@ -99,7 +101,9 @@ def units_for_changes(
     chosen = _without_npu_queries(
         units_for_areas({area_of(change) for change in changes}, units), npu_kinds_for(changes)
     )
-    return _without_device_listing(chosen, npus)
+    # Ascend 950 changes name a bond slot: npu-smi info -m must be read again to confirm it.
+    on_950 = any(getattr(change, "bond_slot", None) is not None for change in changes)
+    return _without_device_listing(chosen, None if on_950 else npus)
 
 
 def planned_npu_kinds(node: "NodeDesired") -> FrozenSet[str]:
@@ -123,9 +127,14 @@ def units_for_plan(
     the NPU count (except on two-die products, whose spod-info needs npu-smi's chips), and no
     firewall probe under ``firewall: leave`` (the diff would not look)."""
     node = desired.nodes[node_name]
-    # A3 keeps npu-smi's list: its chips drive spod-info, which confirms the planned SDIDs.
-    listed = None if desired.inventory.product.dies_per_npu > 1 else node.node.npus
+    # A3 keeps npu-smi's list: its chips drive spod-info, which confirms the planned SDIDs; the
+    # Ascend 950 keeps npu-smi for its map (npu-smi info -m), which gives each NPU's bond slot.
+    product = desired.inventory.product
+    listed = None if product.dies_per_npu > 1 or product.is_950 else node.node.npus
     chosen = _without_device_listing(_without_npu_queries(units, planned_npu_kinds(node)), listed)
+    if product.is_950:
+        # A3's spod-info passes npu-smi -c, which the 950 npu-smi rejects (card-level queries only).
+        chosen = tuple(unit for unit in chosen if unit.section != "npu_smi.spod")
     if desired.firewall == "leave":
         chosen = tuple(unit for unit in chosen if unit.section not in AREA_SECTIONS["firewall"])
     return chosen

@@ -50,14 +50,24 @@ def ping_script_budget(count: int, per_ping: int = PING_TIMEOUT_S, retries: int 
 
 
 def run_pings(
-    session: Session, plan: PingPlan, progress: Optional[Progress] = None, exec_via: Optional[ExecVia] = None
+    session: Session,
+    plan: PingPlan,
+    progress: Optional[Progress] = None,
+    exec_via: Optional[ExecVia] = None,
+    mode_first: bool = False,
 ) -> Dict[str, HostOutcome[PingRun]]:
-    """Run each source node's pings (one script per node, all nodes at once), through ``exec_via`` if given."""
+    """Run each source node's pings (one script per node, all nodes at once), through ``exec_via`` if given.
+    ``mode_first``: an Ascend 950 cluster, whose tool pings ``-t -ping -i N -src_address S -dst_address D``."""
     work = plan.by_source()
 
     def job(transport: Transport, access: HostAccess) -> PingRun:
         pairs = work[access.name]
-        script = render_ping_script(pairs, per_command_timeout=PING_TIMEOUT_S, busy_retries=PING_BUSY_RETRIES)
+        sources = None
+        if mode_first:
+            sources = {p.source.npu: p.source.ip for p in plan.pairs if p.source and p.source.node == access.name}
+        script = render_ping_script(
+            pairs, per_command_timeout=PING_TIMEOUT_S, busy_retries=PING_BUSY_RETRIES, sources=sources
+        )
         script = wrap_step(script, exec_via, access.name, "ping")
         limit = max(ping_script_budget(len(pairs)), access.command_timeout or 0)
         result = transport.run_script(script, timeout=limit)
@@ -152,7 +162,10 @@ def collect(
     plan = plan_pings(desired, {name: host.facts for name, host in hosts.items()}, mesh)
     if only is not None:
         plan = within(plan, only)
-    for name, pinged in run_pings(session, plan, progress("pinging NPU pairs"), exec_via=exec_via).items():
+    mode_first = desired.inventory.product.is_950
+    for name, pinged in run_pings(
+        session, plan, progress("pinging NPU pairs"), exec_via=exec_via, mode_first=mode_first
+    ).items():
         host = hosts[name]
         if pinged.ok and pinged.value is not None:
             run = pinged.value

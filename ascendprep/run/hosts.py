@@ -142,6 +142,7 @@ def gather_facts(
                         units=chosen,
                         phase=phase,
                         nonce=nonce,
+                        generation=inventory.product.generation.value,
                     )
                 ),
             )

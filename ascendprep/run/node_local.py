@@ -319,7 +319,11 @@ def verify_local(options: "VerifyOptions", selection: "Selection", err: "Console
             pings = local_ping_plan(desired, node.name, host.facts, mesh)
             if pings.by_source():
                 pinged = run_pings(
-                    session, pings, progress_for_terminal("pinging peer NPUs"), exec_via=options.exec_via
+                    session,
+                    pings,
+                    progress_for_terminal("pinging peer NPUs"),
+                    exec_via=options.exec_via,
+                    mode_first=desired.inventory.product.is_950,
                 )[node.name]
                 if pinged.ok and pinged.value is not None:
                     run: PingRun = pinged.value

@@ -114,9 +114,27 @@ def test_an_undocumented_torch_npu_still_pins_its_torch() -> None:
 
 
 def test_a_branch_head_version_is_recognised_but_still_unknown() -> None:
-    issue = only(run(torch_npu="2.7.1.post10"), "compat.torch_npu_release")
+    issue = only(run(torch_npu="2.8.0.post5"), "compat.torch_npu_release")
     assert issue.severity == "warning"
-    assert "v2.7.1-26.1.0" in issue.message and "2.7.1.post8" in issue.fix
+    assert "v2.8.0-26.0.0" in issue.message and "2.8.0.post4" in issue.fix
+
+
+def test_the_26_1_1_packages_are_documented_with_cann_9_1() -> None:
+    """TorchNPU 26.1.1 (the 26.1.0 branches' heads, e.g. 2.7.1.post10) is a documented release now."""
+    issues = run(torch_npu="2.7.1.post10", torch="2.7.1", cann="9.1.0", python="3.11")
+    assert "compat.torch_npu_release" not in ids(issues)
+    assert "compat.torch_npu_cann" not in ids(issues)
+
+
+def test_an_atlas_350_needs_cann_9_0_and_its_25_7_driver_line() -> None:
+    old = run(chip="atlas-350", cann="8.5.0", driver="25.5.1")
+    assert only(old, "compat.chip_cann").severity == "error" and "9.0.0" in only(old, "compat.chip_cann").message
+    assert only(old, "compat.chip_driver").severity == "error"
+    assert "Atlas 350" in only(old, "compat.chip_driver").message
+    new = run(chip="atlas-350", cann="9.1.0", driver="25.7.rc1")
+    assert "compat.chip_cann" not in ids(new) and "compat.chip_driver" not in ids(new)
+    # the same old stack on a 910B is judged by the 910B rules only
+    assert "compat.chip_cann" not in ids(run(chip="910b", cann="8.5.0", driver="25.5.1"))
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from ascendprep.facts.blockers import JobProbes
 from ascendprep.facts.gather import parse_gather_output, render_gather_script
 from ascendprep.facts.ports import PortQuery
 from ascendprep.facts.unit import CHIP, NPU, VERIFY, VERIFY_ONLY, ProbeUnit, fixed, set_field, text_only, update_npu
-from ascendprep.facts.units import UNITS, by_section
+from ascendprep.facts.units import NPU_SECTIONS_950, UNITS, by_section
 
 
 def _sections_in(script: str):
@@ -22,7 +22,14 @@ def _sections_in(script: str):
 def test_every_section_the_script_prints_has_a_unit_and_every_unit_runs():
     jobs = JobProbes(PortQuery(((60000, 60031), (29500, 29500))), "10.0.0.1")  # issue 17's units need their settings
     script = render_gather_script(None, "python3", job_probes=jobs)
-    assert _sections_in(script) == set(by_section())
+    assert _sections_in(script) == set(by_section()) - {"npu_smi.map"}
+    # the Ascend 950 script adds npu-smi's map (the NPUs' bond slots) and keeps, per NPU, only
+    # the queries with a 950 form
+    on_950 = render_gather_script(None, "python3", job_probes=jobs, generation="950")
+    without_950_form = {u.section for u in UNITS if u.scope == "npu" and u.section not in NPU_SECTIONS_950}
+    # (the counters' shell helpers still name hccn.stat; without a first read nothing calls them)
+    assert "\tap_stat_first\n" not in on_950
+    assert _sections_in(on_950) - {"hccn.stat"} == set(by_section()) - without_950_form
 
 
 def test_two_units_with_one_section_are_refused():

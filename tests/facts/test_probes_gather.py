@@ -307,3 +307,42 @@ def test_per_npu_sections_without_an_npu_id_are_errors_not_facts():
         ("hccn.ip", "hccn_tool -i None -ip -g: section without an NPU id"),
         ("hccn.stat", "hccn_tool -i None -stat -g: section without an NPU id"),
     ]
+
+
+def test_a5_host_reads_its_ub_ports_mode_first_and_never_the_910_forms(tmp_path, fixtures_dir):
+    """npu-smi's list names an A5 card: the script asks hccn_tool the 950 way (mode first, -u/-p per
+    port of -dev_info's table) and does not run the 910 per-NPU queries, which that tool refuses."""
+    home, env = _fake_host(tmp_path, fixtures_dir)
+    env.update(FAKE_A5="1", FAKE_NPU_LIST="a5_list.out")
+    script = render_gather_script(None, "python3", 5, ascend_home=str(home), sample_interval=1)
+    facts = parse_gather_output(_run("sh", script, env))
+    assert sorted(facts.npus) == [0]
+    npu = facts.npus[0]
+    assert npu.ip is None and npu.link is None and npu.stat_samples == ()  # no 910 query was made
+    assert not [e for e in facts.errors if e.probe.startswith("hccn.") and not e.probe.startswith("hccn.ub_")]
+    ub = npu.ub
+    assert ub.connect.status == "PARTIAL LINK" and ub.connect.ports[6] == "PARTIAL UP"
+    assert sorted(ub.ports) == ["0/4", "0/5", "0/6"]
+    assert ub.ports["0/5"].speed.width_lanes == 4 and ub.ports["0/6"].fec.rs_mode == "128 T4"
+    assert ub.ports["0/4"].port_info.lstm_state == "LINK_ACTIVE"
+    assert [read.pass_number for read in ub.ports["0/6"].stat_samples] == [1, 2]
+    assert ub.ports["0/6"].stat_samples[0].counters["port_id"] == 6
+    assert (ub.sio.tx_errors, ub.sio.rx_errors) == (0, 0)
+    assert ub.dev_info.eids[0] == "000000000000000000100000dfdf0020"
+    assert [e.probe for e in facts.errors if e.probe.startswith("hccn.ub")] == []
+    # and it survives the facts file
+    assert type(facts).from_dict(facts.to_dict()).npus[0].ub == ub
+
+
+def test_a5_host_pings_between_its_cards_eids(tmp_path, fixtures_dir):
+    """Two 950 cards: each UB-pings the other's first EID (-dev_info's udma table, index 0); a card
+    whose pings get no reply has them recorded as failed pings, not as probe errors."""
+    home, env = _fake_host(tmp_path, fixtures_dir)
+    env.update(FAKE_A5="1", FAKE_NPU_LIST="a5_list.out", FAKE_UB_PING_LOST="1")
+    facts = parse_gather_output(_run("sh", render_gather_script(2, "python3", 5, ascend_home=str(home)), env))
+    eid = "0000:0000:0000:0000:0010:0000:dfdf:0020"  # both fake cards print the documented table
+    (ping,) = facts.npus[0].ub.pings
+    assert (ping.peer, ping.src_eid, ping.dst_eid, ping.ok, ping.received) == (1, eid, eid, True, 6)
+    (lost,) = facts.npus[1].ub.pings
+    assert (lost.peer, lost.ok, lost.error) == (0, False, "3 of 3 packets lost")
+    assert not [e for e in facts.errors if e.probe.startswith("hccn.ub")]

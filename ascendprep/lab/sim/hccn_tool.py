@@ -40,7 +40,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import counters, fabric, hccn_views, hccnconf, ipv4, optics, superpod
+from . import counters, fabric, hccn_views, hccnconf, ipv4, optics, superpod, ub950
 from .driver_profiles import is_legacy
 from .hccn_codes import (
     DSMI_EXE_ERR,
@@ -699,6 +699,13 @@ def run(argv: list[str], out, err) -> int:
         write_flood(getattr(out, "buffer", out), size)
         write_flood(getattr(err, "buffer", err), size // 4)
         return 0
+    if doc["product"] == ub950.PRODUCT:
+        # the Ascend 950 tool: mode first, per-port tables, UB, bond devices (lab/sim/ub950.py)
+        try:
+            return ub950.run(argv, identity, doc, out, err)
+        except LabStateError as exc:
+            err.write(f"hccn_tool (ascendprep lab simulator): {exc}\n")
+            return LAB_ERROR_EXIT
     try:
         code, inv, attr, option = _parse_and_run(argv, identity, doc, out, err)
     except LabStateError as exc:

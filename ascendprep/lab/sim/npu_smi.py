@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import superpod
+from . import npu_smi950, superpod
 from .driver_profiles import is_legacy
 from .identity import LabSetupError, load_identity, system_root
 from .npu_procs import process_rows
@@ -410,6 +410,12 @@ def render(args: list[str], doc: dict, root: str) -> str:
     if driver is None:
         raise UsageError(f"driver not installed: {os.path.join(root, DRIVER_VERSION_FILE)} has no Version=")
     rest = args[1:]
+    if doc["product"] == npu_smi950.PRODUCT and rest:
+        firmware = read_key(os.path.join(root, FIRMWARE_VERSION_FILE), "Version") or "NA"
+        try:
+            return npu_smi950.render(args, doc, driver, firmware, health_of)
+        except npu_smi950.Refused as exc:
+            raise UsageError(str(exc).rstrip("\n")) from None
     if not rest:
         return info_table(doc, driver)
     if rest == ["-l"]:

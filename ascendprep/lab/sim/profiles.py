@@ -75,6 +75,26 @@ PROFILES: dict[str, dict] = {
         "legacy_output": False,
         "chips": {"Ascend910": 65536},
     },
+    # Ascend 950PR on the Atlas 350 PCIe card: 1, 2 or 4 cards, UB between them (lab/sim/ub950.py);
+    # PCI device id and npu-smi forms from hicann/driver docs/en/Ascend_950_npu-smi.
+    "atlas-350": {
+        "title": "Atlas 350 PCIe card (Ascend 950PR)",
+        "chip_name": "950PR",
+        "dies_per_npu": 1,
+        "devid_counts": (1, 2, 4),
+        "port_speed_mbps": 400000,
+        "port_prefix": "UB",
+        "pci_device_id": "0xD806",
+        "hbm_mb": 86016,
+        "hbm_used_mb": 4439,
+        "ddr_mb": 0,
+        "ddr_used_mb": 0,
+        "power_w": 204.4,
+        "xsfp_identifier": "NA",
+        "legacy_output": False,
+        "a5": True,
+        "chips": {"950PR": 86016, "950DT": 86016},
+    },
 }
 
 

@@ -32,6 +32,9 @@ from .driver_profiles import DEFAULT_DRIVER_PROFILE, check_profile
 from .profiles import check_chip, profile
 from .superpod import A3_FAULTS
 
+#: The Ascend 950 UB port faults (lab/sim/ub950.py); a stdlib-only list, like A3_FAULTS.
+UB_FAULTS = ("ub-port-down", "ub-lane-downgrade", "ub-partial-link", "ub-crc-growing", "ub-crc-static")
+
 SCHEMA_VERSION = 1
 LAB_FILE = "lab.json"
 DEVICES_DIR = "devices"
@@ -64,9 +67,12 @@ FAULT_KINDS = (
     "npu-unknown-code",
     # the A3 HCCS plane and super-pod identity (lab/sim/superpod.py), per die
     *A3_FAULTS,
+    # the Ascend 950 UB ports (lab/sim/ub950.py), per port
+    *UB_FAULTS,
 )
 #: Faults whose effect grows from the moment they are injected: their record keeps ``since``.
 GROWING_FAULTS = ("fcs-errors", "pfc-storm")
+
 
 #: ``hccn-flood``: bytes each hccn_tool call prints when no size is given (more than every
 #: output cap, the controller's HOST_OUTPUT_CAP included).
@@ -396,6 +402,8 @@ def _check_fault(doc: dict, kind: str, npu: int | None) -> None:
         raise LabStateError(
             f"node {doc['node']!r}: {kind} needs an atlas-a3 node in a super-pod (lab up --product atlas-a3)"
         )
+    if kind in UB_FAULTS and doc.get("product") != "atlas-350":
+        raise LabStateError(f"node {doc['node']!r}: {kind} needs an Ascend 950 node (lab up --product atlas-350)")
     if npu is not None:
         count = len(doc["devices"])
         if not isinstance(npu, int) or isinstance(npu, bool) or not 0 <= npu < count:
@@ -403,14 +411,26 @@ def _check_fault(doc: dict, kind: str, npu: int | None) -> None:
 
 
 def set_fault(
-    state_dir: str | os.PathLike, node: str, kind: str, npu: int | None = None, size: int | None = None
+    state_dir: str | os.PathLike,
+    node: str,
+    kind: str,
+    npu: int | None = None,
+    size: int | None = None,
+    port: int | None = None,
+    recover_s: float | None = None,
 ) -> None:
     """Inject a device-level fault on one NPU (``npu``) or on every NPU of ``node`` (None).
 
     ``size``: ``hccn-flood`` only, the bytes each call prints (default :data:`DEFAULT_FLOOD_BYTES`).
+    ``port``: the UB faults only, the port (die 0) it hits; None: every port of the NPU.
+    ``recover_s``: ``ub-partial-link`` only, seconds after which the port is back on all lanes.
     """
     if size is not None and kind != "hccn-flood":
         raise LabStateError("a size only applies to the hccn-flood fault")
+    if port is not None and kind not in UB_FAULTS:
+        raise LabStateError("a port only applies to the UB faults (ub-*)")
+    if recover_s is not None and kind != "ub-partial-link":
+        raise LabStateError("a recovery time only applies to the ub-partial-link fault")
     if kind == "hccn-flood":
         size = DEFAULT_FLOOD_BYTES if size is None else size
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_FLOOD_BYTES:
@@ -418,6 +438,17 @@ def set_fault(
     with edit_node(state_dir, node) as doc:
         _check_fault(doc, kind, npu)
         fault = {"kind": kind, "npu": npu}
+        if kind in UB_FAULTS:
+            if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 8):
+                raise LabStateError(f"UB port {port!r}: a die has ports 0 to 8")
+            fault["port"] = port
+            if recover_s is not None:
+                fault["recover_s"] = float(recover_s)
+            doc["faults"] = [
+                f for f in doc["faults"] if not (f["kind"] == kind and f.get("npu") == npu and f.get("port") == port)
+            ]
+            doc["faults"].append({**fault, "since": time.time()})
+            return
         if size is not None:
             doc["faults"] = [f for f in doc["faults"] if not (f["kind"] == kind and f.get("npu") == npu)]
             fault["size"] = size
@@ -454,6 +485,7 @@ def list_faults(state_dir: str | os.PathLike) -> list[dict]:
                     "kind": fault["kind"],
                     "npu": fault.get("npu"),
                     **({"size": fault["size"]} if "size" in fault else {}),
+                    **({"port": fault["port"]} if fault.get("port") is not None else {}),
                 }
             )
     return faults

@@ -28,6 +28,7 @@ from ascendprep.verify.checks import (
     reachability,
     software,
     superpod,
+    ub,
 )
 from ascendprep.verify.checks.model import Check
 
@@ -49,6 +50,7 @@ CHECKS: Tuple[Check, ...] = tuple(
     + superpod.CHECKS
     + hccs.CHECKS
     + a3env.CHECKS  # A3 super-pods
+    + ub.CHECKS  # Ascend 950 UB ports
 )
 BY_ID = {check.id: check for check in CHECKS}
 GROUPS: Tuple[str, ...] = tuple(dict.fromkeys(group for check in CHECKS for group in check.groups))

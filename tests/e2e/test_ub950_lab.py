@@ -1,0 +1,85 @@
+"""An Atlas 350 (Ascend 950) lab: plan -> apply -> verify passes on it (bond addresses set and
+read back the 950 way, the UB ports healthy), and verify's UB checks name each UB fault on its
+node, NPU and port, and not its unlike variant (the same port down on another card is named
+there; a partial link that recovered and a CRC count that does not grow are not named at all)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Iterator, Set, Tuple
+
+import pytest
+from labsupport import start_test_lab, verify_json
+
+from ascendprep.lab.lab import Lab
+from ascendprep.lab.spec import Versions
+from ascendprep.run.apply import run_apply
+from ascendprep.run.plan import run_plan
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def ub_lab() -> Iterator[Lab]:
+    # a stack the Atlas 350 needs (CANN 9.0.0, HDK 25.7: docs/ascend950.md#versions)
+    versions = Versions(cann="9.0.0", driver="25.7.rc1", firmware="7.8.0.1.201")
+    lab = start_test_lab(nodes=2, product="atlas-350", suffix="ub950", npus=4, versions=versions)
+    try:
+        yield lab
+    finally:
+        lab.down()
+
+
+def _failed(doc: Dict[str, Any]) -> Set[Tuple[str, str, int, str]]:
+    return {
+        (c["check"], c["node"], c["npu"], c.get("subject") or "")
+        for c in doc["checks"]
+        if c["status"] == "failed" and c["check"].startswith("ub.")
+    }
+
+
+def test_plan_apply_verify_passes_on_the_950_lab(ub_lab: Lab, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    assert run_plan(ub_lab.inventory_path, plan, "text", False, False, None) == 0
+    assert run_apply(plan, False, None) == 0
+    code, doc = verify_json(ub_lab, tmp_path, "--sample-interval", "1")
+    failed = [(c["check"], c["severity"], c["message"]) for c in doc["checks"] if c["status"] == "failed"]
+    assert all(check == "cluster.compat" and severity == "warning" for check, severity, _ in failed), failed
+    passed = {c["check"] for c in doc["checks"] if c["status"] == "passed"}
+    assert {
+        "network.ip",
+        "network.hccn_conf",
+        "ub.link",
+        "ub.lanes",
+        "ub.ping",
+        "ub.sio",
+        "cluster.reachability",
+    } <= passed
+
+
+def test_each_ub_fault_is_named_and_its_unlike_variant_is_not(ub_lab: Lab, tmp_path: Path) -> None:
+    code, doc = verify_json(ub_lab, tmp_path, "--only", "ub", "--sample-interval", "2")
+    assert _failed(doc) == set(), [c["message"] for c in doc["checks"] if c["status"] == "failed"]
+    assert {c["check"] for c in doc["checks"] if c["status"] == "passed"} >= {"ub.link", "ub.lanes", "ub.ping"}
+
+    ub_lab.fault("node1", "ub-port-down", npu=1, port=5)
+    ub_lab.fault("node2", "ub-port-down", npu=3, port=5)  # the same port on another card
+    ub_lab.fault("node1", "ub-lane-downgrade", npu=2, port=6)
+    ub_lab.fault("node2", "ub-partial-link", npu=0, port=4, recover_s=0)  # already recovered
+    ub_lab.fault("node2", "ub-crc-growing", npu=1, port=6)
+    ub_lab.fault("node1", "ub-crc-static", npu=0, port=4)  # high since boot, not growing
+    try:
+        code, doc = verify_json(ub_lab, tmp_path, "--only", "ub", "--sample-interval", "2")
+    finally:
+        ub_lab.heal()
+    failed = _failed(doc)
+    assert code == 1
+    assert ("ub.link", "node1", 1, "0/5") in failed and ("ub.link", "node2", 3, "0/5") in failed
+    assert ("ub.lanes", "node1", 2, "0/6") in failed and ("ub.link", "node1", 2, "0/6") in failed
+    assert ("ub.counters", "node2", 1, "0/6 crc_error_sum") in failed
+    # port 5 of card 1 leads to card 2 (the 4-card mesh in lab/sim/ub950.py): their pings fail both ways
+    assert ("ub.ping", "node1", 1, "to npu 2") in failed and ("ub.ping", "node1", 2, "to npu 1") in failed
+    named = {(node, npu) for _, node, npu, _ in failed}
+    assert ("node2", 0) not in named  # the recovered partial link
+    assert not any(c == "ub.counters" and (n, p) == ("node1", 0) for c, n, p, _ in failed)  # the static count
+    assert all(c["fix"] for c in doc["checks"] if c["status"] == "failed" and c["check"].startswith("ub."))
