@@ -98,7 +98,21 @@ FACT_LITERALS: Dict[str, str] = {
     "deviceIp[": "device_ip",
     "tls switch[": "tls",
     "TlsStatus": "tls",
+    # A3: HCCL ops expanded on the AI CPU report their notify wait in the device log, the peer as
+    # a rank of the op's group on the next line (MindCluster fault diagnosis, rc_parse_job.py).
+    "remoteRank:": "aicpu_notify",
+    "opData information is tag:": "aicpu_op",
+    # Where a peer is named by another address than its device IP: the vNIC IP and physical id a
+    # process listens on (A3), a p2p peer's physical id, a transport peer's server IP and NPU
+    # (MindCluster fault diagnosis, root_cluster/parser.py).
+    "[Vnic]Listen on ip[": "vnic",
+    "remote physic id:": "p2p_timeout",
+    "remoteIpAddr[": "transport_remote",
+    "ReportTimeoutProc: report timeout": "report_timeout",
 }
+
+#: Facts of which the last line of a file matters (the latest report), kept past the cap.
+LAST_FACTS = frozenset({"report_timeout"})
 
 #: What finds, in a CANN log's INFO lines, the lines with the facts of :data:`FACT_LITERALS` that
 #: HCCL prints at INFO (the rest are on its ERROR lines, read anyway); fewer, shorter needles:
@@ -113,6 +127,10 @@ INFO_FACT_NEEDLES = (
     "tls switch[",
     "TlsStatus",
     "connected rankinfo",
+    "Listen on ip[",
+    "ReportTimeoutProc",
+    "remoteRank:",
+    "opData information is tag:",
 )
 
 _FIELD = {
@@ -136,6 +154,15 @@ _FIELD = {
         r"\((?P<src_rank>\d+)\)\s*\|\s*\d+\s*\|\s*(?P<role>\w+)\s*\|\s*(?P<status>[\w ]+?)\s*\|(?:\s*(?P<tls>[A-Z]+)\s*\|)?"
     ),
     "tls": re.compile(r"(?:tls switch|TlsStatus)\D{0,4}(\d)"),
+    "server": re.compile(r"\bserver\[([0-9a-fA-F.:]+)(?:%[^\]]*)?\]"),
+    "aicpu_notify": re.compile(
+        r"type:NOTIFY WAIT\b.*?localRank:\s*(?P<local_rank>\d+)\s*,\s*remoteRank:\s*(?P<remote_rank>\d+)"
+    ),
+    "aicpu_op": re.compile(r"\bgroup:\s*(?P<group>[^,\s]+)"),
+    "vnic": re.compile(r"\[Vnic\]Listen on ip\[(?P<vnic_ip>[0-9a-fA-F.:]+)\].*?devPhyId\[(?P<phy>\d+)\]"),
+    "p2p_timeout": re.compile(r"connected p2p timeout.*?remote physic id:\s*(?P<phy>\d+)"),
+    "transport_remote": re.compile(r"Transport init error.*?remoteIpAddr\[(?P<server>[0-9a-fA-F.:]+)/(?P<phy>\d+)\]"),
+    "report_timeout": re.compile(r"(ReportTimeoutProc): report timeout"),
 }
 
 _PLOG_LINE = re.compile(
@@ -178,7 +205,13 @@ def fact_attrs(fact: str, line: str) -> Dict[str, str]:
         "exec_timeout": ("seconds",),
         "connect_timeout": ("seconds",),
         "remote_rank": ("remote_rank",),
-        "device_ip": ("device_ip", "rank", "device"),
+        "device_ip": ("device_ip", "rank", "device", "server"),
+        "aicpu_notify": ("aicpu_notify",),
+        "aicpu_op": ("aicpu_op",),
+        "vnic": ("vnic",),
+        "p2p_timeout": ("p2p_timeout",),
+        "transport_remote": ("transport_remote",),
+        "report_timeout": ("report_timeout",),
         "tls": ("tls", "device_ip", "rank"),
     }[fact]
     found: Dict[str, str] = {}
@@ -247,9 +280,10 @@ class Scanner:
         tail = b""
         skipping = False  # inside a line longer than the cap, after the part kept
         seq = [0]
+        pending: Dict[str, Event] = {}
 
         def handle(text: str, number: int) -> None:
-            self._line(text, number, log, sink, kept, counts, stats, seq)
+            self._line(text, number, log, sink, kept, counts, stats, seq, pending)
 
         while True:
             chunk = stream.read(DIAGNOSE_READ_CHUNK_BYTES)
@@ -277,6 +311,8 @@ class Scanner:
             lineno = self._any_block(block, lineno, handle, stats, log.kind)
         if tail and not skipping:
             lineno = self._any_block(tail + b"\n", lineno, handle, stats, log.kind)
+        for fact in sorted(pending):
+            sink(pending[fact])
         stats.lines = lineno
         for key, count in counts.items():
             if not key.startswith("fact:"):
@@ -352,6 +388,7 @@ class Scanner:
         counts: Dict[str, int],
         stats: FileStats,
         seq: List[int],
+        pending: Dict[str, Event],
     ) -> None:
         owned = set()
         for _end, owners in self.automaton.iter(line):
@@ -379,6 +416,9 @@ class Scanner:
                 continue
             counts["fact:" + fact] += 1
             if kept["fact:" + fact] >= DIAGNOSE_EVENTS_PER_ENTRY * 10:
+                if fact in LAST_FACTS:  # past the cap, the file's last such line still counts
+                    seq[0] += 1
+                    pending[fact] = _event(line, number, log, base, seq[0], None, {"fact": fact, **attrs})
                 continue
             kept["fact:" + fact] += 1
             seq[0] += 1
