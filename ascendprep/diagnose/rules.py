@@ -23,7 +23,8 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from functools import cached_property
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ascendprep.base.limits import DIAGNOSE_CLOCK_SKEW_S
 from ascendprep.diagnose.job import Job, ProcKey
@@ -114,6 +115,7 @@ class Context:
                     return candidate
         return process
 
+    @cached_property
     def _physical_ids(self) -> Dict[ProcKey, int]:
         """Each process's physical NPU id: the ``devPhyId`` its vNIC listen line prints, else its
         logical id (MindCluster's root-cluster parser falls back the same way when no map from
@@ -131,15 +133,23 @@ class Context:
     def by_physical_id(self, node: str, phy: int) -> Optional[Process]:
         """The process on ``node`` whose NPU has physical id ``phy`` (a p2p peer is on the
         waiter's node)."""
-        for key, found in self._physical_ids().items():
+        for key, found in self._physical_ids.items():
             if found == phy and key[0] == node and key in self.job.processes:
                 return self.job.processes[key]
         return None
 
+    @cached_property
+    def _server_nodes(self) -> Dict[str, Set[str]]:
+        """server IP (as the init lines print ``server[...]``) -> the nodes whose logs print it."""
+        found: Dict[str, Set[str]] = defaultdict(set)
+        for event in self.facts("device_ip"):
+            if event.attr("server"):
+                found[event.attr("server") or ""].add(event.node)
+        return found
+
     def by_server(self, server: str, phy: int) -> Optional[Process]:
         """The process on the node whose init line printed ``server[server]``, NPU ``phy``."""
-        nodes = {e.node for e in self.facts("device_ip") if e.attr("server") == server}
-        for node in sorted(nodes):
+        for node in sorted(self._server_nodes.get(server, ())):
             process = self.by_physical_id(node, phy)
             if process is not None:
                 return process
