@@ -116,7 +116,8 @@ LAST_FACTS = frozenset({"report_timeout"})
 
 #: What finds, in a CANN log's INFO lines, the lines with the facts of :data:`FACT_LITERALS` that
 #: HCCL prints at INFO (the rest are on its ERROR lines, read anyway); fewer, shorter needles:
-#: ``_TIMEOUT`` finds both HCCL_EXEC_TIMEOUT and HCCL_CONNECT_TIMEOUT.
+#: ``_TIMEOUT`` finds both HCCL_EXEC_TIMEOUT and HCCL_CONNECT_TIMEOUT. A longer needle is
+#: found faster (``bytes.find`` skips by its length), so the vendor's whole literal is used.
 INFO_FACT_NEEDLES = (
     "attr init success",
     "HcclCommResume:success",
@@ -127,11 +128,15 @@ INFO_FACT_NEEDLES = (
     "tls switch[",
     "TlsStatus",
     "connected rankinfo",
-    "Listen on ip[",
-    "ReportTimeoutProc",
+    "[Vnic]Listen on ip[",
+    "ReportTimeoutProc: report timeout",
     "remoteRank:",
     "opData information is tag:",
 )
+
+#: Needles only a device log's lines hold (the AI CPU's notify waits): not searched in a plog,
+#: where each needle is one more pass over every block.
+DEVICE_ONLY_NEEDLES = frozenset({"remoteRank:", "opData information is tag:"})
 
 _FIELD = {
     "rank": re.compile(r"(?<![A-Za-z])rank\[(\d+)\]"),
@@ -245,7 +250,10 @@ def cqe_attrs(line: str) -> Dict[str, str]:
 
 #: Where a CANN log line that can hold a fault starts (after a newline), and the levels whose
 #: lines hold only facts (CANN log levels: DEBUG, INFO, WARNING, ERROR, EVENT).
-_LEVEL_MARKERS = (b"\n[ERROR]", b"\n[WARNING]", b"\n[EVENT]")
+_FAULT_LEVELS = (b"[ERROR]", b"[WARNING]", b"[EVENT]")
+#: What finds them: ``\n[E`` finds both ERROR and EVENT lines in one pass (no other CANN level
+#: starts with E; the level is checked after).
+_LEVEL_MARKERS = (b"\n[E", b"\n[WARNING]")
 _QUIET_LEVELS = ("[INFO]", "[DEBUG]", "[TRACE]")
 
 # --- the scanner --------------------------------------------------------------------------------------
@@ -269,7 +277,8 @@ class Scanner:
         for literal, owned in owners.items():
             self.automaton.add_word(literal, tuple(owned))
         self.automaton.make_automaton()
-        self.fact_bytes = tuple(literal.encode() for literal in INFO_FACT_NEEDLES)
+        self.device_fact_bytes = tuple(literal.encode() for literal in INFO_FACT_NEEDLES)
+        self.fact_bytes = tuple(literal.encode() for literal in INFO_FACT_NEEDLES if literal not in DEVICE_ONLY_NEEDLES)
 
     def scan(self, stream: BinaryIO, log: LogFile, sink: Sink, stats: Optional[FileStats] = None) -> FileStats:
         """Every event of ``stream`` (the file ``log``) handed to ``sink`` in the file's order."""
@@ -324,23 +333,32 @@ class Scanner:
         self, block: bytes, lineno: int, handle: Callable[[str, int], None], stats: FileStats, kind: str
     ) -> int:
         if kind in (PLOG, DEVICE):
-            return self._plog_block(block, lineno, handle, stats)
+            needles = self.fact_bytes if kind == PLOG else self.device_fact_bytes
+            return self._plog_block(block, lineno, handle, stats, needles)
         return self._block(block.decode("utf-8", "replace"), lineno, handle, stats)
 
-    def _plog_block(self, block: bytes, lineno: int, handle: Callable[[str, int], None], stats: FileStats) -> int:
+    def _plog_block(
+        self,
+        block: bytes,
+        lineno: int,
+        handle: Callable[[str, int], None],
+        stats: FileStats,
+        needles: Tuple[bytes, ...],
+    ) -> int:
         """A CANN log's whole lines: only its ERROR, WARNING and EVENT lines can hold a fault, and
         its INFO lines only the facts :data:`FACT_LITERALS` names. Both are found with
         ``bytes.find`` (memchr-fast), so the INFO and DEBUG lines that are nearly all of a plog
         are never decoded; the lines found go through the automaton like any other."""
         starts = set()
+        if block.startswith(_FAULT_LEVELS):
+            starts.add(0)
         for marker in _LEVEL_MARKERS:
-            if block.startswith(marker[1:]):
-                starts.add(0)
             pos = block.find(marker)
             while pos >= 0:
-                starts.add(pos + 1)
+                if block.startswith(_FAULT_LEVELS, pos + 1):
+                    starts.add(pos + 1)
                 pos = block.find(marker, pos + 1)
-        for literal in self.fact_bytes:
+        for literal in needles:
             pos = block.find(literal)
             while pos >= 0:
                 start = block.rfind(b"\n", 0, pos) + 1
