@@ -505,3 +505,18 @@ def test_wait_reports_within_the_window_name_no_lagging_rank_and_a_silent_one_is
     lagging = next(v for v in job.verdicts if v.rule == "lagging")
     assert job.verdict is None and not lagging.decided
     assert [s.rank for s in lagging.suspects] == [3]
+
+
+def test_diagnose_names_the_lagging_rank_and_exits_0_though_no_line_matched_a_fault(tmp_path):
+    import subprocess
+    import sys
+
+    small = JOB[:4]
+    plog = {r.rank: _reports(r, [(49, 50 + r.rank)]) for r in small}
+    plog[1] = _reports(small[1], [(20, 0)])
+    write_job(tmp_path, small, plog)
+    done = subprocess.run(
+        [sys.executable, "-m", "ascendprep", "diagnose", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "lagging" in done.stdout and "rank 1" in done.stdout
