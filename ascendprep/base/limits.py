@@ -271,8 +271,9 @@ DIAGNOSE_MAX_FILES = 200_000
 DIAGNOSE_EVENTS_PER_ENTRY = 20
 
 #: Seconds of clock difference between nodes that diagnose allows for when it compares the
-#: times two nodes printed (the last-reporter rule): a spread of reports must exceed the HCCL
-#: timeout by more than this before a late rank is named, since node clocks may differ.
+#: times two nodes printed (the last-reporter and lagging rules): a spread of reports must exceed
+#: the HCCL timeout (or the 15-minute lagging window) by more than this before a late or lagging
+#: rank is named, since node clocks may differ.
 DIAGNOSE_CLOCK_SKEW_S = 60
 # --- inventory import -----------------------------------------------------------------------------
 

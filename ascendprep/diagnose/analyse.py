@@ -53,8 +53,9 @@ class Diagnosis:
 
     @property
     def decided(self) -> bool:
-        """A root was named for every job with errors (and there was at least one)."""
-        failed = [job for job in self.jobs if job.causes]
+        """A root was named for every job with errors, or for a job whose ranks lagged without
+        one (and there was at least one such job)."""
+        failed = [job for job in self.jobs if job.causes or job.verdict is not None]
         return bool(failed) and all(job.verdict is not None for job in failed)
 
 

@@ -6,11 +6,13 @@ allow it; the order is the one MindCluster's fault diagnosis uses (Ascend/mind-c
 ``component/ascend-faultdiag``, ``pkg/diag/root_cluster``): RDMA error-CQE links, HCCL's own
 cluster-exception location, transport wait chains, then the timeouts of the communicator that
 failed first (ranks that did not report, processes that died, the last reporter, TLS, the notify
-op index and tag). A rule that cannot decide returns suspects, or nothing; where no rule decides,
+op index and tag, whom each notify wait waited for), then, where ranks erred without a timeout,
+the AI CPU's notify waits, and where none erred, the ranks whose wait reports stopped early. A rule that cannot decide returns suspects, or nothing; where no rule decides,
 the answer says so and lists the suspects.
 
-Times of two nodes are compared in one rule only (the last reporter), and only when the spread
-passes the timeout by more than :data:`~ascendprep.base.limits.DIAGNOSE_CLOCK_SKEW_S`.
+Times of two nodes are compared in two rules only (the last reporter, the lagging ranks), and
+only when the spread passes the rule's window by more than
+:data:`~ascendprep.base.limits.DIAGNOSE_CLOCK_SKEW_S`.
 
 Pure: a job in, verdicts out.
 """
@@ -21,7 +23,8 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from functools import cached_property
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ascendprep.base.limits import DIAGNOSE_CLOCK_SKEW_S
 from ascendprep.diagnose.job import Job, ProcKey
@@ -31,6 +34,14 @@ from ascendprep.diagnose.model import Culprit, Event, Process, Verdict
 #: execution timeout defaults to 1836 s; HCCL_CONNECT_TIMEOUT to 120 s).
 DEFAULT_EXEC_TIMEOUT_S = 1836
 DEFAULT_CONNECT_TIMEOUT_S = 120
+
+#: A rank whose last "report timeout" line lies further than this before the latest one of the job
+#: stopped waiting long before the others: it lags (MindCluster fault diagnosis,
+#: ``root_cluster/rc_diag_job.py``, ``filter_lagging_devices``: 15 minutes).
+LAGGING_WINDOW_S = 15 * 60
+
+#: The AI CPU's remoteRank when it names no peer (UINT32_MAX; the same source skips it).
+NO_REMOTE_RANK = 4294967295
 
 TIMEOUT_KEYS = ("hccl.notify_wait_timeout", "hccl.socket_timeout", "hccl.topo_exchange_timeout")
 
@@ -93,6 +104,70 @@ class Context:
             if event.pid is not None
             else (self.job.process_of(event.node, rank=event.rank) if event.rank is not None else None)
         )
+
+    def owner(self, event: Event) -> Optional[Process]:
+        """The rank's process an event belongs to: a device log's lines (CANN names the file after
+        the host process's pid) belong to the plog process of that pid on the same node."""
+        process = self.process_of(event)
+        if process is not None and process.rank is None and process.pid is not None:
+            for candidate in self.job.processes.values():
+                if candidate.node == process.node and candidate.pid == process.pid and candidate.rank is not None:
+                    return candidate
+        return process
+
+    @cached_property
+    def _physical_ids(self) -> Dict[ProcKey, int]:
+        """Each process's physical NPU id: the ``devPhyId`` its vNIC listen line prints, else its
+        logical id (MindCluster's root-cluster parser falls back the same way when no map from
+        logical to physical id is at hand)."""
+        found: Dict[ProcKey, int] = {}
+        for event in self.facts("vnic"):
+            process = self.owner(event)
+            if process is not None and (event.attr("phy") or "").isdigit():
+                found.setdefault((process.node, process.file), int(event.attr("phy") or 0))
+        for key, process in self.job.processes.items():
+            if process.device is not None and process.rank is not None:
+                found.setdefault(key, process.device)
+        return found
+
+    def by_physical_id(self, node: str, phy: int) -> Optional[Process]:
+        """The process on ``node`` whose NPU has physical id ``phy`` (a p2p peer is on the
+        waiter's node)."""
+        for key, found in self._physical_ids.items():
+            if found == phy and key[0] == node and key in self.job.processes:
+                return self.job.processes[key]
+        return None
+
+    @cached_property
+    def _server_nodes(self) -> Dict[str, Set[str]]:
+        """server IP (as the init lines print ``server[...]``) -> the nodes whose logs print it."""
+        found: Dict[str, Set[str]] = defaultdict(set)
+        for event in self.facts("device_ip"):
+            if event.attr("server"):
+                found[event.attr("server") or ""].add(event.node)
+        return found
+
+    def by_server(self, server: str, phy: int) -> Optional[Process]:
+        """The process on the node whose init line printed ``server[server]``, NPU ``phy``."""
+        for node in sorted(self._server_nodes.get(server, ())):
+            process = self.by_physical_id(node, phy)
+            if process is not None:
+                return process
+        return None
+
+    def by_peer_ip(self, ip: str, node: Optional[str] = None) -> Optional[Process]:
+        """The process a peer IP names: a device IP (as the logs print it, else the inventory's),
+        else a vNIC IP (A3: ``[Vnic]Listen on ip[...]``), looked up on the waiter's ``node``
+        first since vNIC IPs are only unique within a node."""
+        process = self.process_by_ip(ip)
+        if process is not None:
+            return process
+        owners = [self.owner(e) for e in self.facts("vnic") if e.attr("vnic_ip") == ip]
+        found = [p for p in owners if p is not None]
+        same = [p for p in found if p.node == node]
+        if same or len({(p.node, p.file) for p in found}) == 1:
+            return (same or found)[0]
+        return None
 
     def events(self, *keys: str) -> List[Event]:
         return [event for event in self.job.events if event.key in keys]
@@ -224,12 +299,20 @@ def rule_transport_chain(ctx: Context) -> Optional[Verdict]:
     """Transport init errors name local -> peer rank: the end of the wait chains (a rank that
     waits on nobody), or a mutual-wait cycle, is the root."""
     events = [e for e in ctx.events("hccl.transport_init") if e.attr("peer_rank") and e.attr("local_rank")]
-    if not events:
-        return None
     edges: Dict[int, int] = {}
     for event in events:
         edges.setdefault(int(event.attr("local_rank") or 0), int(event.attr("peer_rank") or 0))
-    return _chain_verdict(ctx, "transport-chain", "transport", edges, events)
+    # The plog's form names the peer by its server IP and physical NPU id: ``remoteIpAddr[ip/id]``.
+    remote = []
+    for event in ctx.facts("transport_remote"):
+        process, peer = ctx.owner(event), ctx.by_server(event.attr("server") or "", int(event.attr("phy") or 0))
+        if process is not None and process.rank is not None and peer is not None and peer.rank is not None:
+            edges.setdefault(process.rank, peer.rank)
+            remote.append(event)
+    edges = {local: peer for local, peer in edges.items() if local != peer}
+    if not edges:
+        return None
+    return _chain_verdict(ctx, "transport-chain", "transport", edges, events + remote)
 
 
 def rule_socket_chain(ctx: Context) -> Optional[Verdict]:
@@ -237,16 +320,29 @@ def rule_socket_chain(ctx: Context) -> Optional[Verdict]:
     dest_port | src_ip(rank) | src_port | role | status | TLS) names the rank each rank waited
     for: the end of the wait chains, or a mutual-wait cycle, is the root."""
     rows = [e for e in ctx.facts("link_row") if (e.attr("dest_rank") or "").isdigit()]
-    if not rows:
+    p2p = ctx.facts("p2p_timeout")
+    if not rows and not p2p:
         return None
     edges: Dict[int, int] = {}
     for event in rows:
-        process = ctx.process_of(event)
+        process = ctx.owner(event)
         local = (
             process.rank if process is not None and process.rank is not None else _int_or_none(event.attr("src_rank"))
         )
+        # The row's IP (device IP, or an A3 vNIC IP) names the peer in every communicator; the
+        # rank beside it is the peer's rank in the communicator that timed out, which is the world
+        # rank only when that communicator is the world.
+        peer = ctx.by_peer_ip(event.attr("dest_ip") or "", event.node)
+        dest = peer.rank if peer is not None and peer.rank is not None else int(event.attr("dest_rank") or 0)
         if local is not None:
-            edges.setdefault(local, int(event.attr("dest_rank") or 0))
+            edges.setdefault(local, dest)
+    for event in p2p:
+        # ``connected p2p timeout ... remote physic id:N``: a peer on the same node, by physical id.
+        process = ctx.owner(event)
+        peer = ctx.by_physical_id(event.node, int(event.attr("phy") or 0))
+        if process is not None and process.rank is not None and peer is not None and peer.rank is not None:
+            edges.setdefault(process.rank, peer.rank)
+    rows = rows + p2p
     edges = {local: peer for local, peer in edges.items() if local != peer}
     if not edges:
         return None
@@ -488,6 +584,53 @@ def rule_notify_tag(ctx: Context) -> Optional[Verdict]:
     )
 
 
+def _members(ctx: Context, group: str) -> Dict[int, Process]:
+    """rank in communicator ``group`` -> process, from the init lines (``identifier[group]``,
+    ``rank[N]``) and the task exceptions (``group:[group]``, ``rankId[N]``) each process printed."""
+    found: Dict[int, Process] = {}
+    for event in ctx.job.events:
+        fact = event.attr("fact")
+        if fact == "comm_init" and event.attr("identifier") == group:
+            rank = _int_or_none(event.attr("rank"))
+        elif fact == "group_rank" and event.attr("group") == group:
+            rank = _int_or_none(event.attr("rank_id"))
+        else:
+            continue
+        process = ctx.owner(event)
+        if rank is not None and process is not None:
+            found.setdefault(rank, process)
+    return found
+
+
+def _aicpu_waits(ctx: Context) -> Tuple[Dict[ProcKey, Process], List[Event]]:
+    """A3: HCCL ops that run on the AI CPU report a notify wait in the device log,
+    ``base information is streamId:89, ... type:NOTIFY WAIT, localRank:1, remoteRank:0``, and on
+    the next line the op's communicator, ``opData information is tag:..., group:name, opIndex:N``
+    (both lines as MindCluster's fault diagnosis reads them, ``root_cluster/rc_parse_job.py``).
+    The ranks are of that communicator; each waiting process -> the process it waited for."""
+    ops = {(e.node, e.file, e.line): e.attr("group") or "" for e in ctx.facts("aicpu_op")}
+    members: Dict[str, Dict[int, Process]] = {}
+    waits: Dict[ProcKey, Process] = {}
+    evidence: List[Event] = []
+    for event in ctx.facts("aicpu_notify"):
+        remote, local = _int_or_none(event.attr("remote_rank")), _int_or_none(event.attr("local_rank"))
+        group = ops.get((event.node, event.file, event.line + 1))
+        if remote is None or remote == NO_REMOTE_RANK or not group:
+            continue
+        if group not in members:
+            members[group] = _members(ctx, group)
+        source = ctx.owner(event)
+        if source is None or source.rank is None:
+            source = members[group].get(local) if local is not None else None
+        target = members[group].get(remote)
+        if source is None or target is None:
+            continue
+        if (source.node, source.file) not in waits:
+            waits[(source.node, source.file)] = target
+            evidence.append(event)
+    return waits, evidence
+
+
 def rule_notify_remote(ctx: Context) -> Optional[Verdict]:
     """Each timed-out rank names the rank it waited for (``remote rank [N]``, or ``local``: its own
     secondary stream). A rank that waits on itself and is waited on by others is the root; else
@@ -502,6 +645,11 @@ def rule_notify_remote(ctx: Context) -> Optional[Verdict]:
             continue
         if value.isdigit() or value == "local":
             waits.setdefault(process.rank, value)
+    aicpu, _evidence = _aicpu_waits(ctx)
+    for key, target in aicpu.items():
+        process = ctx.job.processes[key]
+        if process.rank is not None and target.rank is not None and key in reporting:
+            waits.setdefault(process.rank, "local" if target.rank == process.rank else str(target.rank))
     if len(waits) < 2:
         return None
     waited = {int(value) for value in waits.values() if value.isdigit()}
@@ -539,6 +687,74 @@ def rule_notify_remote(ctx: Context) -> Optional[Verdict]:
     )
 
 
+def rule_aicpu_notify(ctx: Context) -> Optional[Verdict]:
+    """Ranks erred but none reported a timeout: the AI CPU's notify waits (A3 device logs) still
+    say who waited for whom. The end of that wait chain, or a mutual wait, is the root."""
+    if ctx.events(*TIMEOUT_KEYS):
+        return None
+    waits, evidence = _aicpu_waits(ctx)
+    edges = {
+        ctx.job.processes[key].rank or 0: target.rank or 0
+        for key, target in waits.items()
+        if ctx.job.processes[key].rank is not None and target.rank is not None
+    }
+    edges = {local: peer for local, peer in edges.items() if local != peer}
+    if not edges:
+        return None
+    return _chain_verdict(ctx, "aicpu-notify", "AI CPU notify", edges, evidence)
+
+
+def _has_error(ctx: Context) -> bool:
+    return any(
+        (event.node, event.file) in ctx.job.processes and event.text.lstrip().startswith("[ERROR]")
+        for event in ctx.job.events
+    )
+
+
+def rule_lagging(ctx: Context) -> Optional[Verdict]:
+    """No rank logged an error, yet the job stopped: every waiting rank keeps printing ``report
+    timeout`` while it waits. A rank whose last such line lies more than the vendor's window (15
+    min, plus the allowance for clock skew) before the latest one stopped waiting long before the
+    others: it lags, and is the root. Ranks that never printed it are only suspects (their log
+    level may hide the line)."""
+    if _has_error(ctx):
+        return None
+    last: Dict[ProcKey, Tuple[datetime, Event]] = {}
+    for event in ctx.facts("report_timeout"):
+        process, when = ctx.owner(event), _clock(event.time)
+        if process is None or when is None:
+            continue
+        key = (process.node, process.file)
+        if key not in last or when > last[key][0]:
+            last[key] = (when, event)
+    if len(last) < 2:
+        return None
+    latest = max(when for when, _event in last.values())
+    window = LAGGING_WINDOW_S + DIAGNOSE_CLOCK_SKEW_S
+    lagging = sorted(key for key, (when, _e) in last.items() if (latest - when).total_seconds() > window)
+    evidence = tuple(last[key][1] for key in lagging)[:8]
+    if lagging:
+        return Verdict(
+            "lagging",
+            tuple(ctx.culprit(ctx.job.processes[key]) for key in lagging if key in ctx.job.processes),
+            f"no rank logged an error; {len(lagging)} of {len(last)} waiting ranks last reported their "
+            f"wait more than {LAGGING_WINDOW_S // 60} min (+{DIAGNOSE_CLOCK_SKEW_S} s for clock skew) "
+            "before the latest report: they lag behind the others",
+            evidence,
+        )
+    silent = [p for key, p in sorted(ctx.job.processes.items()) if key not in last and p.rank is not None]
+    if not silent:
+        return None
+    return Verdict(
+        "lagging",
+        (),
+        f"no rank logged an error; {len(last)} ranks reported their wait within {LAGGING_WINDOW_S // 60} min "
+        f"of each other and {len(silent)} never reported one",
+        tuple(sorted((e for _w, e in last.values()), key=lambda e: (e.node, e.seq)))[:4],
+        tuple(ctx.culprit(p) for p in silent),
+    )
+
+
 #: The rules in the order they are tried; the first that decides names the root.
 RULES: Tuple[Tuple[str, Callable[[Context], Optional[Verdict]]], ...] = (
     ("cqe-links", rule_cqe_links),
@@ -552,6 +768,8 @@ RULES: Tuple[Tuple[str, Callable[[Context], Optional[Verdict]]], ...] = (
     ("notify-index", rule_notify_index),
     ("notify-tag", rule_notify_tag),
     ("notify-remote", rule_notify_remote),
+    ("aicpu-notify", rule_aicpu_notify),
+    ("lagging", rule_lagging),
 )
 
 

@@ -98,11 +98,26 @@ FACT_LITERALS: Dict[str, str] = {
     "deviceIp[": "device_ip",
     "tls switch[": "tls",
     "TlsStatus": "tls",
+    # A3: HCCL ops expanded on the AI CPU report their notify wait in the device log, the peer as
+    # a rank of the op's group on the next line (MindCluster fault diagnosis, rc_parse_job.py).
+    "remoteRank:": "aicpu_notify",
+    "opData information is tag:": "aicpu_op",
+    # Where a peer is named by another address than its device IP: the vNIC IP and physical id a
+    # process listens on (A3), a p2p peer's physical id, a transport peer's server IP and NPU
+    # (MindCluster fault diagnosis, root_cluster/parser.py).
+    "[Vnic]Listen on ip[": "vnic",
+    "remote physic id:": "p2p_timeout",
+    "remoteIpAddr[": "transport_remote",
+    "ReportTimeoutProc: report timeout": "report_timeout",
 }
+
+#: Facts of which the last line of a file matters (the latest report), kept past the cap.
+LAST_FACTS = frozenset({"report_timeout"})
 
 #: What finds, in a CANN log's INFO lines, the lines with the facts of :data:`FACT_LITERALS` that
 #: HCCL prints at INFO (the rest are on its ERROR lines, read anyway); fewer, shorter needles:
-#: ``_TIMEOUT`` finds both HCCL_EXEC_TIMEOUT and HCCL_CONNECT_TIMEOUT.
+#: ``_TIMEOUT`` finds both HCCL_EXEC_TIMEOUT and HCCL_CONNECT_TIMEOUT. A longer needle is
+#: found faster (``bytes.find`` skips by its length), so the vendor's whole literal is used.
 INFO_FACT_NEEDLES = (
     "attr init success",
     "HcclCommResume:success",
@@ -113,7 +128,15 @@ INFO_FACT_NEEDLES = (
     "tls switch[",
     "TlsStatus",
     "connected rankinfo",
+    "[Vnic]Listen on ip[",
+    "ReportTimeoutProc: report timeout",
+    "remoteRank:",
+    "opData information is tag:",
 )
+
+#: Needles only a device log's lines hold (the AI CPU's notify waits): not searched in a plog,
+#: where each needle is one more pass over every block.
+DEVICE_ONLY_NEEDLES = frozenset({"remoteRank:", "opData information is tag:"})
 
 _FIELD = {
     "rank": re.compile(r"(?<![A-Za-z])rank\[(\d+)\]"),
@@ -136,6 +159,15 @@ _FIELD = {
         r"\((?P<src_rank>\d+)\)\s*\|\s*\d+\s*\|\s*(?P<role>\w+)\s*\|\s*(?P<status>[\w ]+?)\s*\|(?:\s*(?P<tls>[A-Z]+)\s*\|)?"
     ),
     "tls": re.compile(r"(?:tls switch|TlsStatus)\D{0,4}(\d)"),
+    "server": re.compile(r"\bserver\[([0-9a-fA-F.:]+)(?:%[^\]]*)?\]"),
+    "aicpu_notify": re.compile(
+        r"type:NOTIFY WAIT\b.*?localRank:\s*(?P<local_rank>\d+)\s*,\s*remoteRank:\s*(?P<remote_rank>\d+)"
+    ),
+    "aicpu_op": re.compile(r"\bgroup:\s*(?P<group>[^,\s]+)"),
+    "vnic": re.compile(r"\[Vnic\]Listen on ip\[(?P<vnic_ip>[0-9a-fA-F.:]+)\].*?devPhyId\[(?P<phy>\d+)\]"),
+    "p2p_timeout": re.compile(r"connected p2p timeout.*?remote physic id:\s*(?P<phy>\d+)"),
+    "transport_remote": re.compile(r"Transport init error.*?remoteIpAddr\[(?P<server>[0-9a-fA-F.:]+)/(?P<phy>\d+)\]"),
+    "report_timeout": re.compile(r"(ReportTimeoutProc): report timeout"),
 }
 
 _PLOG_LINE = re.compile(
@@ -178,7 +210,13 @@ def fact_attrs(fact: str, line: str) -> Dict[str, str]:
         "exec_timeout": ("seconds",),
         "connect_timeout": ("seconds",),
         "remote_rank": ("remote_rank",),
-        "device_ip": ("device_ip", "rank", "device"),
+        "device_ip": ("device_ip", "rank", "device", "server"),
+        "aicpu_notify": ("aicpu_notify",),
+        "aicpu_op": ("aicpu_op",),
+        "vnic": ("vnic",),
+        "p2p_timeout": ("p2p_timeout",),
+        "transport_remote": ("transport_remote",),
+        "report_timeout": ("report_timeout",),
         "tls": ("tls", "device_ip", "rank"),
     }[fact]
     found: Dict[str, str] = {}
@@ -212,7 +250,10 @@ def cqe_attrs(line: str) -> Dict[str, str]:
 
 #: Where a CANN log line that can hold a fault starts (after a newline), and the levels whose
 #: lines hold only facts (CANN log levels: DEBUG, INFO, WARNING, ERROR, EVENT).
-_LEVEL_MARKERS = (b"\n[ERROR]", b"\n[WARNING]", b"\n[EVENT]")
+_FAULT_LEVELS = (b"[ERROR]", b"[WARNING]", b"[EVENT]")
+#: What finds them: ``\n[E`` finds both ERROR and EVENT lines in one pass (no other CANN level
+#: starts with E; the level is checked after).
+_LEVEL_MARKERS = (b"\n[E", b"\n[WARNING]")
 _QUIET_LEVELS = ("[INFO]", "[DEBUG]", "[TRACE]")
 
 # --- the scanner --------------------------------------------------------------------------------------
@@ -236,7 +277,8 @@ class Scanner:
         for literal, owned in owners.items():
             self.automaton.add_word(literal, tuple(owned))
         self.automaton.make_automaton()
-        self.fact_bytes = tuple(literal.encode() for literal in INFO_FACT_NEEDLES)
+        self.device_fact_bytes = tuple(literal.encode() for literal in INFO_FACT_NEEDLES)
+        self.fact_bytes = tuple(literal.encode() for literal in INFO_FACT_NEEDLES if literal not in DEVICE_ONLY_NEEDLES)
 
     def scan(self, stream: BinaryIO, log: LogFile, sink: Sink, stats: Optional[FileStats] = None) -> FileStats:
         """Every event of ``stream`` (the file ``log``) handed to ``sink`` in the file's order."""
@@ -247,9 +289,10 @@ class Scanner:
         tail = b""
         skipping = False  # inside a line longer than the cap, after the part kept
         seq = [0]
+        pending: Dict[str, Event] = {}
 
         def handle(text: str, number: int) -> None:
-            self._line(text, number, log, sink, kept, counts, stats, seq)
+            self._line(text, number, log, sink, kept, counts, stats, seq, pending)
 
         while True:
             chunk = stream.read(DIAGNOSE_READ_CHUNK_BYTES)
@@ -277,6 +320,8 @@ class Scanner:
             lineno = self._any_block(block, lineno, handle, stats, log.kind)
         if tail and not skipping:
             lineno = self._any_block(tail + b"\n", lineno, handle, stats, log.kind)
+        for fact in sorted(pending):
+            sink(pending[fact])
         stats.lines = lineno
         for key, count in counts.items():
             if not key.startswith("fact:"):
@@ -288,23 +333,32 @@ class Scanner:
         self, block: bytes, lineno: int, handle: Callable[[str, int], None], stats: FileStats, kind: str
     ) -> int:
         if kind in (PLOG, DEVICE):
-            return self._plog_block(block, lineno, handle, stats)
+            needles = self.fact_bytes if kind == PLOG else self.device_fact_bytes
+            return self._plog_block(block, lineno, handle, stats, needles)
         return self._block(block.decode("utf-8", "replace"), lineno, handle, stats)
 
-    def _plog_block(self, block: bytes, lineno: int, handle: Callable[[str, int], None], stats: FileStats) -> int:
+    def _plog_block(
+        self,
+        block: bytes,
+        lineno: int,
+        handle: Callable[[str, int], None],
+        stats: FileStats,
+        needles: Tuple[bytes, ...],
+    ) -> int:
         """A CANN log's whole lines: only its ERROR, WARNING and EVENT lines can hold a fault, and
         its INFO lines only the facts :data:`FACT_LITERALS` names. Both are found with
         ``bytes.find`` (memchr-fast), so the INFO and DEBUG lines that are nearly all of a plog
         are never decoded; the lines found go through the automaton like any other."""
         starts = set()
+        if block.startswith(_FAULT_LEVELS):
+            starts.add(0)
         for marker in _LEVEL_MARKERS:
-            if block.startswith(marker[1:]):
-                starts.add(0)
             pos = block.find(marker)
             while pos >= 0:
-                starts.add(pos + 1)
+                if block.startswith(_FAULT_LEVELS, pos + 1):
+                    starts.add(pos + 1)
                 pos = block.find(marker, pos + 1)
-        for literal in self.fact_bytes:
+        for literal in needles:
             pos = block.find(literal)
             while pos >= 0:
                 start = block.rfind(b"\n", 0, pos) + 1
@@ -352,6 +406,7 @@ class Scanner:
         counts: Dict[str, int],
         stats: FileStats,
         seq: List[int],
+        pending: Dict[str, Event],
     ) -> None:
         owned = set()
         for _end, owners in self.automaton.iter(line):
@@ -379,6 +434,9 @@ class Scanner:
                 continue
             counts["fact:" + fact] += 1
             if kept["fact:" + fact] >= DIAGNOSE_EVENTS_PER_ENTRY * 10:
+                if fact in LAST_FACTS:  # past the cap, the file's last such line still counts
+                    seq[0] += 1
+                    pending[fact] = _event(line, number, log, base, seq[0], None, {"fact": fact, **attrs})
                 continue
             kept["fact:" + fact] += 1
             seq[0] += 1

@@ -337,3 +337,186 @@ def test_a_failure_the_job_resumed_from_is_not_the_one_that_ended_it(tmp_path):
     (job,) = run(tmp_path)
     assert job.verdict.rule == "silent-ranks" and [c.rank for c in job.verdict.culprits] == [17]
     assert "hccl.cqe_error" not in {c.key for c in job.causes}
+
+
+# --- peers named otherwise than by rank or device IP, the AI CPU's waits, the lagging ranks ---------
+#
+# The payloads below are the literals MindCluster's fault diagnosis reads (Ascend/mind-cluster,
+# component/ascend-faultdiag/src/ascend_fd): ``[Vnic]Listen on ip[`` with ``devPhyId[``,
+# ``connected p2p timeout`` with ``remote physic id:``, ``Transport init error`` with
+# ``remoteIpAddr[ip/id]`` and ``ReportTimeoutProc: report timeout`` (utils/regular_table.py,
+# pkg/parse/root_cluster/parser.py); the AI CPU's ``base information is streamId:89, sqid:89,
+# head:1691, tail:1695, type:NOTIFY WAIT, localRank:1, remoteRank:0`` and ``opData information is
+# tag:worldCommSendRecv_1_0_group_name, group:group_name_2881, opIndex:13004809`` (the samples in
+# pkg/parse/root_cluster/rc_parse_job.py). Each sits after CANN's common log prefix
+# ``[LEVEL] MODULE(pid,process):time [file:line] [tid]``.
+
+
+def _plog(r, level, when, text, module="HCCL"):
+    return f"[{level}] {module}({r.pid},python):{when} [hccl.cc:1] [{r.pid}]{text}"
+
+
+def _vnic(r, phy):
+    return _plog(r, "INFO", t(16, 53), f"[Vnic]Listen on ip[169.254.{r.device}.1] port[16666] devPhyId[{phy}]")
+
+
+def _vnic_rows(r, dest, shown_rank):
+    """LINK_ERROR_INFO naming the peer by its vNIC IP, and its rank in a smaller communicator."""
+    prefix = _plog(r, "ERROR", "2026-03-18-10:33:52.113.653", "")
+    return [
+        _link_rows(r, dest)[0],
+        prefix + " | dest_ip(user_rank) | dest_port | src_ip(user_rank) | src_port | MyRole | Status | TlsStatus |",
+        prefix + f" | 169.254.{dest.device}.1({shown_rank}) | 16666 | 169.254.{r.device}.1(0) | 3234403008 | client "
+        "| time out | DISABLE | LinkInfo",
+    ]
+
+
+def test_socket_peers_named_by_vnic_ip_resolve_through_the_listen_lines(tmp_path):
+    small = JOB[:4]
+    # The rank beside each vNIC IP is of another communicator (9 - world rank): it must not be
+    # read as a world rank; the IP is what names the peer.
+    waits = {0: 1, 1: 3, 2: 3}
+    plog = {r.rank: [_vnic(r, r.device)] for r in small}
+    for rank, dest in waits.items():
+        plog[rank] += _vnic_rows(small[rank], small[dest], 9 - dest)
+    plog[3] += _link_rows(small[3], small[0])[:1]  # timed out too, names no peer
+    write_job(tmp_path, small, plog)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "socket-chain" and roots(job) == [("node0", 3, 3)]
+
+
+def test_p2p_peers_named_by_physical_id_resolve_on_the_waiters_node(tmp_path):
+    small = JOB[:4]
+
+    def p2p(r, peer):  # physical ids are logical + 8 here (the second die of each A3 NPU)
+        return _plog(r, "ERROR", t(40, 30), f"[Wait][P2P]connected p2p timeout, remote physic id:{peer.device + 8}.")
+
+    plog = {r.rank: [_vnic(r, r.device + 8)] for r in small}
+    plog[0].append(p2p(small[0], small[1]))
+    plog[1].append(p2p(small[1], small[2]))
+    plog[3].append(p2p(small[3], small[2]))
+    plog[2] += _link_rows(small[2], small[0])[:1]
+    write_job(tmp_path, small, plog)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "socket-chain" and roots(job) == [("node0", 2, 2)]
+
+
+def test_transport_peers_named_by_server_ip_and_npu_resolve_to_their_rank(tmp_path):
+    def transport(r, peer):
+        return _plog(
+            r, "ERROR", t(40, 30), f"Transport init error! createLink para:rank[{r.rank}]-localIpAddr[{r.server}/"
+            f"{r.device}], dst_rank[{peer.rank}]-remoteIpAddr[{peer.server}/{peer.device}]"
+        )  # fmt: skip
+
+    plog = {r.rank: [] for r in JOB}
+    plog[3], plog[12], plog[20] = (
+        [transport(JOB[3], JOB[12])],
+        [transport(JOB[12], JOB[29])],
+        [transport(JOB[20], JOB[29])],
+    )
+    write_job(tmp_path, JOB, plog)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "transport-chain" and roots(job) == [("node3", 29, 5)]
+
+
+TP = "10.0.0.1%enp189s0f0_60001_0_1761275812718999"
+
+
+def _aicpu(r, local, remote, group, when=t(40, 29)):
+    """The AI CPU's notify wait in the device log: the rank waited for, of the op's communicator."""
+    return [
+        _plog(r, "ERROR", when, f"base information is streamId:89, sqid:89, head:1691, tail:1695, type:NOTIFY WAIT, "
+              f"localRank:{local}, remoteRank:{remote}", module="AICPU"),
+        _plog(r, "ERROR", when, f"opData information is tag:AllReduce_{group}, group:{group}, opIndex:13004809",
+              module="AICPU"),
+    ]  # fmt: skip
+
+
+def _device_logs(waits, group):
+    return {
+        f"{r.node}/device-{r.device}/device-{r.pid}_20251024111652406.log": "\n".join(_aicpu(r, local, remote, group))
+        + "\n"
+        for r, local, remote in waits
+    }
+
+
+def test_a3_aicpu_notify_waits_name_the_peer_by_its_rank_in_the_ops_communicator(tmp_path):
+    small = JOB[:8]
+    # Ranks 4..7 also form a communicator TP (ranks 0..3 there); the AI CPU names TP ranks.
+    tp_init = {
+        r.rank: f"[INFO] HCCL({r.pid},python):{t(16, 54)} [op_base.cc:1292] [{r.pid}]Entry-HcclCommInitRootInfoInner:"
+        f"ranks[4], rank[{r.rank - 4}], rootinfo: host ip[10.0.0.1] port[60001] nicDeploy[1] identifier[{TP}], "
+        f"deviceLogicId[{r.device}]"
+        for r in small[4:]
+    }
+    plog = {r.rank: ([tp_init[r.rank]] if r.rank in tp_init else []) + timeout_lines(r, 8, t(40, 30)) for r in small}
+    waits = [(small[4], 0, 1), (small[5], 1, 2), (small[6], 2, 3), (small[7], 3, 4294967295)]
+    write_job(tmp_path, small, plog, extra=_device_logs(waits, TP))
+    (job,) = run(tmp_path)
+    # TP ranks 1, 2, 3 are world ranks 5, 6, 7: read as world ranks they would end at 1, 2 and 3.
+    assert job.verdict.rule == "notify-remote" and roots(job) == [("node0", 7, 7)]
+
+
+def test_errors_without_timeouts_follow_the_aicpu_notify_waits_to_their_end_or_cycle(tmp_path):
+    small = JOB[:4]
+    write_job(tmp_path / "a", small, {r.rank: [] for r in small},
+              extra=_device_logs([(small[0], 0, 1), (small[1], 1, 2), (small[3], 3, 2)], GROUP))  # fmt: skip
+    (job,) = run(tmp_path / "a")
+    assert job.verdict.rule == "aicpu-notify" and roots(job) == [("node0", 2, 2)]
+    write_job(tmp_path / "b", small, {r.rank: [] for r in small},
+              extra=_device_logs([(small[0], 0, 1), (small[1], 1, 0)], GROUP))  # fmt: skip
+    (job,) = run(tmp_path / "b")
+    assert job.verdict.rule == "aicpu-notify" and "mutual wait" in job.verdict.reason
+    assert sorted(c.rank for c in job.verdict.culprits) == [0, 1]
+
+
+def test_aicpu_waits_are_not_read_as_a_verdict_when_ranks_reported_timeouts(tmp_path):
+    from ascendprep.diagnose.rules import Context, rule_aicpu_notify
+
+    small = JOB[:4]
+    plog = {r.rank: timeout_lines(r, 4, t(40, r.rank)) for r in small}
+    write_job(tmp_path, small, plog, extra=_device_logs([(small[0], 0, 1), (small[1], 1, 2)], GROUP))
+    (job,) = run(tmp_path)
+    assert rule_aicpu_notify(Context(job.job)) is None
+
+
+def _reports(r, minutes):
+    """``report timeout`` lines, one per (minute, second) in ``minutes``."""
+    return [_plog(r, "INFO", t(m, s), "ReportTimeoutProc: report timeout, waiting for the op") for m, s in minutes]
+
+
+def test_with_no_error_the_rank_whose_wait_reports_stopped_early_lags(tmp_path):
+    small = JOB[:4]
+    # Rank 0 reports 300 times (past the per-file cap on kept lines): its last report still counts.
+    plog = {0: _reports(small[0], [(i * 10 // 60, i * 10 % 60) for i in range(300)])}  # 11:00:00 to 11:49:50
+    plog[1], plog[3] = _reports(small[1], [(49, 50)]), _reports(small[3], [(49, 55)])
+    plog[2] = _reports(small[2], [(10, 0), (30, 0)])  # stopped 20 min before the latest
+    write_job(tmp_path, small, plog)
+    (job,) = run(tmp_path)
+    assert job.verdict.rule == "lagging" and roots(job) == [("node0", 2, 2)]
+
+
+def test_wait_reports_within_the_window_name_no_lagging_rank_and_a_silent_one_is_a_suspect(tmp_path):
+    small = JOB[:4]
+    plog = {r.rank: _reports(r, [(30 + r.rank, 0)]) for r in small[:3]}
+    plog[3] = []
+    write_job(tmp_path, small, plog)
+    (job,) = run(tmp_path)
+    lagging = next(v for v in job.verdicts if v.rule == "lagging")
+    assert job.verdict is None and not lagging.decided
+    assert [s.rank for s in lagging.suspects] == [3]
+
+
+def test_diagnose_names_the_lagging_rank_and_exits_0_though_no_line_matched_a_fault(tmp_path):
+    import subprocess
+    import sys
+
+    small = JOB[:4]
+    plog = {r.rank: _reports(r, [(49, 50 + r.rank)]) for r in small}
+    plog[1] = _reports(small[1], [(20, 0)])
+    write_job(tmp_path, small, plog)
+    done = subprocess.run(
+        [sys.executable, "-m", "ascendprep", "diagnose", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "lagging" in done.stdout and "rank 1" in done.stdout
