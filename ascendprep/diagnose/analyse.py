@@ -21,7 +21,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ascendprep.diagnose.baseline import BaselineNote
 from ascendprep.diagnose.job import Job, split_jobs
-from ascendprep.diagnose.model import Cause, Culprit, Event, FileStats, LogFile, Skipped, Verdict
+from ascendprep.diagnose.model import Cause, Culprit, Event, FileStats, LogFile, Skipped, Verdict, in_reading_order
 from ascendprep.diagnose.rules import Context, decide, erroring
 from ascendprep.verify.checks.health_codes import decode
 from ascendprep.verify.knowledge import KnowledgeBase
@@ -146,7 +146,7 @@ def _located(cause: Cause, ctx: Context) -> List[Culprit]:
             culprit = ctx.culprit(process) if process else Culprit(node=event.node, device=event.device)
         if culprit is not None:
             found.setdefault(culprit.label, culprit)
-    return list(found.values())
+    return in_reading_order(found.values())
 
 
 def _fault_at(causes: Sequence[Cause], culprits: Sequence[Culprit]) -> Optional[Cause]:

@@ -14,7 +14,7 @@ Pure data: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 #: Kinds of log file, as the collect bundle's manifest names them.
 PLOG = "plog"
@@ -163,6 +163,19 @@ class Culprit:
             "device": self.device,
             "device_ip": self.device_ip,
         }
+
+
+def in_reading_order(culprits: Iterable[Culprit]) -> List[Culprit]:
+    """Culprits as an operator reads them: by node, then rank, then NPU (rank 10 after rank 9),
+    not in the order their log files happened to be named."""
+    unknown = 1 << 62
+
+    def key(culprit: Culprit) -> Tuple[str, int, int]:
+        rank = culprit.rank if culprit.rank is not None else unknown
+        device = culprit.device if culprit.device is not None else unknown
+        return (culprit.inventory_node or culprit.node or "", rank, device)
+
+    return sorted(culprits, key=key)
 
 
 @dataclass(frozen=True)

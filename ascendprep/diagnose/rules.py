@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ascendprep.base.limits import DIAGNOSE_CLOCK_SKEW_S
 from ascendprep.diagnose.job import Job, ProcKey
-from ascendprep.diagnose.model import Culprit, Event, Process, Verdict
+from ascendprep.diagnose.model import Culprit, Event, Process, Verdict, in_reading_order
 
 #: HCCL's defaults when the logs do not print the setting (HCCL troubleshooting guide: the
 #: execution timeout defaults to 1836 s; HCCL_CONNECT_TIMEOUT to 120 s).
@@ -796,4 +796,4 @@ def erroring(ctx: Context) -> List[Culprit]:
         process = ctx.process_of(event)
         if process is not None:
             seen.setdefault((process.node, process.file), ctx.culprit(process))
-    return list(seen.values())
+    return in_reading_order(seen.values())

@@ -100,3 +100,12 @@ def test_html_page_answers_first_and_escapes_the_logs(tmp_path):
     assert html.index("Root cause: rank 13, node node1, NPU 5") < html.index("Faults found")
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert oct(page.stat().st_mode & 0o777) == "0o600"
+
+
+def test_suspects_are_listed_by_node_then_rank(tmp_path):
+    # Console logs only, rank-N.txt: file-name order would put rank 10 before rank 2.
+    job = ranks(2, 12)
+    console = {r.rank: console_lines(r, t(40, 31)) for r in job}
+    result = CliRunner().invoke(main, ["diagnose", "--format", "json", str(write_job(tmp_path, job, {}, console))])
+    (diagnosis,) = json.loads(result.output)["jobs"]
+    assert [s["rank"] for s in diagnosis["suspects"]] == list(range(24))
