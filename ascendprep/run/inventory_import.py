@@ -11,6 +11,7 @@ the output says it is incomplete (exit 1).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -96,6 +97,22 @@ def host_list(spec: str) -> list[str]:
         raise InputError([Located("--hosts", None, "", str(exc))]) from None
 
 
+def ssh_for_output(ssh: SshSettings, output: Optional[Path]) -> SshSettings:
+    """The ``ssh:`` block the written inventory needs to connect as the import did: the inventory
+    loader resolves ``key`` and ``known_hosts`` against the inventory file's folder, so a path
+    given relative to here is written relative to the output file (absolute without ``-o``,
+    since where stdout ends up is not known); ``~`` paths and absolute ones are kept."""
+
+    def moved(path: Optional[str]) -> Optional[str]:
+        if path is None or path.startswith("~") or os.path.isabs(path):
+            return path
+        if output is None:
+            return os.path.abspath(path)
+        return os.path.relpath(os.path.abspath(path), os.path.abspath(output.parent))
+
+    return SshSettings(user=ssh.user, key=moved(ssh.key), known_hosts=moved(ssh.known_hosts))
+
+
 def _name_of(host: str) -> str:
     return host if re.fullmatch(r"[0-9.]+", host) else host.split(".")[0]
 
@@ -169,8 +186,10 @@ def run_import(
     output: Optional[Path],
     accept_new_host_keys: bool = False,
     forks: Optional[int] = None,
+    transport_factory: Optional[Callable[[HostAccess], Transport]] = None,
 ) -> int:
-    """Import, write the inventory (``output`` or stdout), say what was found on stderr; the exit code."""
+    """Import, write the inventory (``output`` or stdout), say what was found on stderr; the exit code.
+    ``transport_factory``: how to reach a host (default: SSH, as plan does)."""
     err = report_console(stderr=True)
     chosen = PRODUCTS[product] if product else None
     sources: list[Seen] = []
@@ -182,7 +201,9 @@ def run_import(
         sources.append(read_deployer(deployer, chosen))
     if hosts_spec is not None:
         hosts = host_list(hosts_spec)
-        sources.append(read_hosts(hosts, chosen.id if chosen else "atlas-a2", ssh, accept_new_host_keys, forks))
+        sources.append(
+            read_hosts(hosts, chosen.id if chosen else "atlas-a2", ssh, accept_new_host_keys, forks, transport_factory)
+        )
     seen = sources[0]
     for other in sources[1:]:
         seen = merge(seen, other)
@@ -197,7 +218,7 @@ def run_import(
             )
         )
     try:
-        imported = compact(seen, product_id, ssh=ssh)
+        imported = compact(seen, product_id, ssh=ssh_for_output(ssh, output))
     except RoundTripError as error:
         err.print(f"[bold red]error:[/] {markup_safe(str(error).splitlines()[0])}", soft_wrap=True)
         err.print("This is a bug of ascendprep: the inventory it would write does not reproduce what it read.")
