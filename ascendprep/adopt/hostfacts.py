@@ -5,7 +5,8 @@ Per NPU: the live device IP and netmask (``hccn_tool -i N -ip -g``), the gateway
 boot (docs/ascend-reference.md §2): an NPU whose live value differs from the file is a conflict,
 since the next reboot would change it. Per server: the NPU count, whether its NPUs have two dies
 (A3), the A3 super-pod and server index (``npu-smi info -t spod-info``), the TLS switch of the NPU ports
-(``-tls -g``), and the driver, firmware and CANN versions.
+(``-tls -g``), the driver, firmware and CANN versions, and the training interpreter's Python,
+torch and torch_npu versions (``importlib.metadata``, as verify reads them).
 """
 
 from __future__ import annotations
@@ -106,6 +107,9 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
         "driver": facts.versions.driver_version,
         "firmware": facts.versions.firmware_version,
         "cann": facts.versions.cann_version,
+        "python": facts.python.python_version if facts.python is not None else None,
+        "torch": facts.python.packages.get("torch") if facts.python is not None else None,
+        "torch_npu": facts.python.packages.get("torch_npu") if facts.python is not None else None,
     }
     aliases = tuple(a.address for a in facts.addresses if a.family == "inet" and not a.address.startswith("127."))
     return NodeSeen(

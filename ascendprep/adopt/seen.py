@@ -18,8 +18,9 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-#: Software keys an imported inventory may pin (the inventory's ``software:``).
-VERSION_KEYS = ("driver", "firmware", "cann")
+#: Software keys an imported inventory may pin (the inventory's ``software:``): the Ascend stack
+#: and the training interpreter's Python, torch and torch_npu, as verify's software checks read them.
+VERSION_KEYS = ("driver", "firmware", "cann", "python", "torch", "torch_npu")
 
 
 @dataclass(frozen=True)

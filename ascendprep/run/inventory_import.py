@@ -63,6 +63,7 @@ IMPORT_SECTIONS = frozenset(
         "version.toolkit",
         "version.nnae",
         "version.cann",
+        "python",
         "net.addrs",
     }
 )

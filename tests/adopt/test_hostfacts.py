@@ -86,3 +86,28 @@ def test_the_tls_switch_in_effect_is_read() -> None:
     }
     seen = seen_from_facts({"n1": "a"}, {"n1": HostFacts(npus=npus)}, {})
     assert seen.nodes[0].tls == {0: 1, 1: 0}
+
+
+def test_python_torch_and_torch_npu_are_imported_as_the_majority_with_the_odd_nodes_named() -> None:
+    from ascendprep.adopt.compact import compact
+    from ascendprep.facts.model import PythonEnv
+    from ascendprep.inventory.load import inventory_from_text
+
+    def interpreter(torch: str, python: str = "3.10.12") -> PythonEnv:
+        return PythonEnv("/usr/bin/python3", python, "/usr/bin/python3", {"torch": torch, "torch_npu": "2.1.0.post3"})
+
+    hosts = {f"10.0.0.{i}": f"10.0.0.{i}" for i in range(1, 5)}
+    facts = {
+        "10.0.0.1": host(1, python=interpreter("2.1.0")),
+        "10.0.0.2": host(3, python=interpreter("2.1.0")),
+        "10.0.0.3": host(5, python=interpreter("2.4.0", python="3.11.4")),
+        "10.0.0.4": host(7),  # the interpreter did not answer
+    }
+    seen = seen_from_facts(hosts, facts, {})
+    assert seen.nodes[2].versions["torch"] == "2.4.0" and seen.nodes[3].versions["torch"] is None
+    result = compact(seen, "atlas-a2")
+    software = inventory_from_text(result.text).model.software
+    assert (software.python, software.torch, software.torch_npu) == ("3.10.12", "2.1.0", "2.1.0.post3")
+    assert "# software.torch: 10.0.0.3 run 2.4.0, not 2.1.0" in result.text
+    assert "# software.python: 10.0.0.3 run 3.11.4, not 3.10.12" in result.text
+    assert "# software.torch_npu: not found on 10.0.0.4" in result.text
