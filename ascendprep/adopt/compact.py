@@ -710,14 +710,18 @@ def _tls_switch(nodes: Sequence[_Node], conflicts: list[Conflict]) -> Optional[i
 
 
 def _rank_conflicts(inventory: Inventory, plan: IpPlan, nodes: Sequence[_Node]) -> list[Conflict]:
-    """The rank table this inventory writes against the one read: every rank on the same server
-    and device, every SDID the same (an inventory numbers ranks server by server, device by
-    device, and SDIDs from the server index)."""
-    if not any(node.seen.ranks for node in nodes):
+    """The rank table this inventory writes against what was read: every rank a table gave on
+    the same server and device, and every SDID a table or the dies themselves (A3, ``npu-smi
+    info -t spod-info``) gave the same. An inventory numbers ranks server by server, device by
+    device, and derives SDIDs from the server index as the driver does (docs/a3-superpod.md §2);
+    a die whose SDID is not that would make HCCL refuse the table it writes (EI0014), so it is
+    reported, never written over."""
+    if not any(node.seen.ranks or node.seen.sdids for node in nodes):
         return []
     table = build_rank_table(inventory, plan)
     by_name = {node.seen.name: node for node in nodes}
-    wrong: list[str] = []
+    wrong_ranks: list[str] = []
+    wrong_sdids: list[str] = []
     for server, planned in zip(table["server_list"], inventory.nodes):
         node = by_name.get(planned.name)
         if node is None:
@@ -726,18 +730,28 @@ def _rank_conflicts(inventory: Inventory, plan: IpPlan, nodes: Sequence[_Node]) 
             devid = int(device["device_id"])
             rank = node.seen.ranks.get(devid)
             if rank is not None and rank != int(device["rank_id"]):
-                wrong.append(
+                wrong_ranks.append(
                     f"{planned.name} device {devid}: rank {rank} in the table read, {device['rank_id']} written"
                 )
             sdid = node.seen.sdids.get(devid)
             if sdid is not None and str(sdid) != device.get("super_device_id"):
-                wrong.append(
-                    f"{planned.name} device {devid}: SDID {sdid} in the table read, {device.get('super_device_id')} written"
+                written = device.get("super_device_id") or "none (the server is in no super-pod)"
+                wrong_sdids.append(
+                    f"{planned.name} device {devid}: SDID {sdid} in {node.seen.sdids_from or 'what was read'}, {written} planned"
                 )
-    if not wrong:
-        return []
-    more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
-    return [Conflict("ranks", "the rank table this inventory writes differs: " + "; ".join(wrong[:3]) + more)]
+    conflicts = []
+    for kind, wrong, what in (
+        ("ranks", wrong_ranks, "the rank table this inventory writes differs"),
+        (
+            "sdid",
+            wrong_sdids,
+            "the SDIDs this inventory plans are not the ones read (HCCL refuses a wrong one, EI0014)",
+        ),
+    ):
+        if wrong:
+            more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
+            conflicts.append(Conflict(kind, f"{what}: " + "; ".join(wrong[:3]) + more))
+    return conflicts
 
 
 # --- the whole --------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import ipaddress
 import socket
 from typing import Mapping, Optional
 
-from ascendprep.adopt.seen import Conflict, NodeSeen, NpuSeen, Seen
+from ascendprep.adopt.seen import SPOD_INFO, Conflict, NodeSeen, NpuSeen, Seen
 from ascendprep.facts.model import HostFacts, TlsState
 
 #: hccn.conf key (``address_0=…``) for each live value it should equal.
@@ -123,6 +123,8 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
         where=f"host {name}",
         aliases=aliases,
         tls={devid: value for devid, value in tls.items() if value is not None},
+        sdids={die.devid: die.sdid for die in dies},
+        sdids_from=SPOD_INFO if dies else "",
     )
 
 

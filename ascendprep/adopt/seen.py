@@ -22,6 +22,9 @@ from typing import Optional
 #: and the training interpreter's Python, torch and torch_npu, as verify's software checks read them.
 VERSION_KEYS = ("driver", "firmware", "cann", "python", "torch", "torch_npu")
 
+#: ``NodeSeen.sdids_from`` of SDIDs the dies reported themselves.
+SPOD_INFO = "npu-smi spod-info"
+
 
 @dataclass(frozen=True)
 class NpuSeen:
@@ -78,9 +81,12 @@ class NodeSeen:
     #: Device id -> the TLS switch in effect (1 on, 0 off: ``hccn_tool -i N -tls -g``, a port
     #: without certificates runs without TLS), for the NPUs whose state was read.
     tls: dict[int, int] = field(default_factory=dict)
-    #: Device id -> its ``rank_id`` and (1.2) ``super_device_id``, when a rank table gave them.
+    #: Device id -> its ``rank_id``, when a rank table gave them.
     ranks: dict[int, int] = field(default_factory=dict)
+    #: A3: device id -> its SDID (``super_device_id``), from a 1.2 rank table or from the die
+    #: itself (``npu-smi info -t spod-info``); ``sdids_from`` says which, for messages.
     sdids: dict[int, int] = field(default_factory=dict)
+    sdids_from: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,18 @@ def merge(base: Seen, over: Seen) -> Seen:
                     )
                 values[key] = a if key in mine.said else b
             npus[devid] = NpuSeen(devid, **values, said=mine.said | theirs.said)
+        # the die's own word (spod-info) wins over a table's: HCCL checks the table against it
+        sdid_source = other if other.sdids and (other.sdids_from == SPOD_INFO or not node.sdids) else node
+        for devid in sorted(set(node.sdids) & set(other.sdids)):
+            if node.sdids[devid] != other.sdids[devid]:
+                conflicts.append(
+                    Conflict(
+                        "sdid",
+                        f"{node.name} die {devid}: SDID {node.sdids[devid]} in {node.sdids_from or base.sources} "
+                        f"but {other.sdids[devid]} in {other.sdids_from or over.sources}",
+                        node.name,
+                    )
+                )
         nodes.append(
             replace(
                 node,
@@ -163,7 +181,8 @@ def merge(base: Seen, over: Seen) -> Seen:
                 versions={**other.versions, **{k: v for k, v in node.versions.items() if v is not None}},
                 tls={**other.tls, **node.tls},
                 ranks=node.ranks or other.ranks,
-                sdids=node.sdids or other.sdids,
+                sdids=sdid_source.sdids,
+                sdids_from=sdid_source.sdids_from,
             )
         )
     nodes += [node for node in over.nodes if node.name not in used]
