@@ -37,6 +37,7 @@ from typing import Any, Optional, Sequence
 import yaml
 
 from ascendprep.adopt.seen import VERSION_KEYS, Conflict, NodeSeen, NpuSeen, Seen
+from ascendprep.adopt.settings import Adopted, adopt_settings
 from ascendprep.base import hostrange
 from ascendprep.base.limits import IMPORT_ROUND_TRIP_TRIES
 from ascendprep.base.text import visible
@@ -490,6 +491,8 @@ class _Choices:
     rule: Optional[dict[str, str]]
     #: The TLS switch every NPU read has (None: none read, nothing written).
     tls: Optional[int] = None
+    #: The host settings ``--adopt`` asked for, as the hosts have them.
+    adopted: Adopted = field(default_factory=Adopted)
 
 
 def _render(
@@ -645,10 +648,7 @@ def _render(
             out.append(f"  {key}: {_q(value)}")
     for line in odd_versions:
         out += _comment(line)
-    out += [
-        "# sysctl and env are not imported: `ascendprep plan` shows what it would set; the firewall is only checked.",
-        "firewall: check",
-    ]
+    out += _render_settings(choices.adopted)
     if seen.rank_table:
         out += [
             "training:",
@@ -656,6 +656,35 @@ def _render(
             "  rank_table: true",
         ]
     return "\n".join(out) + "\n"
+
+
+def _render_settings(adopted: Adopted) -> list[str]:
+    """``sysctl:``, ``env:`` and ``firewall:``: what the hosts have where ``--adopt`` asked for it,
+    else a comment that ``plan`` shows what ascendprep would set."""
+    out: list[str] = []
+    left = [what for what, done in (("sysctl", adopted.sysctl), ("env", adopted.env)) if not done]
+    if left:
+        out.append(
+            f"# {' and '.join(left)}: nothing adopted (--adopt sysctl,env imports what the hosts have); "
+            "`ascendprep plan` shows what it would set."
+        )
+    if adopted.sysctl:
+        out += ["# sysctl: what the hosts have (--adopt sysctl); ascendprep keeps each at least this", "sysctl:"]
+        out += [f"  {key}: {value if isinstance(value, int) else _q(value)}" for key, value in adopted.sysctl.items()]
+    if adopted.env:
+        out += [
+            "# env: what the hosts' /etc/ascendprep/env.sh exports beyond ascendprep's defaults (--adopt env)",
+            "env:",
+        ]
+        out += [f"  {name}: {_q(value)}" for name, value in adopted.env.items()]
+    for line in adopted.comments:
+        out += _comment(line)
+    if adopted.firewall is None:
+        out.append("# the firewall is only checked (--adopt firewall imports what the hosts have)")
+        out.append("firewall: check")
+    else:
+        out.append(f"firewall: {adopted.firewall}")
+    return out
 
 
 def _default_range(hosts: list[str]) -> Optional[str]:
@@ -849,8 +878,15 @@ def _text_keys(data: Any) -> Any:
     return data
 
 
-def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSettings = SshSettings()) -> Imported:
-    """The most compact inventory text that reproduces ``seen``, proven by loading and planning it."""
+def compact(
+    seen: Seen,
+    product_id: str,
+    name: str = "imported",
+    ssh: SshSettings = SshSettings(),
+    adopt: frozenset[str] = frozenset(),
+) -> Imported:
+    """The most compact inventory text that reproduces ``seen``, proven by loading and planning it.
+    ``adopt``: the host settings (:data:`~ascendprep.adopt.settings.ADOPTABLE`) to import too."""
     product = PRODUCTS[product_id]
     conflicts = list(seen.conflicts)
     names: set[str] = set()
@@ -942,7 +978,9 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
             )
         )
     software, odd = _versions(nodes)
-    choices = _Choices(form, layout, False, rule, _tls_switch(nodes, conflicts))
+    adopted = adopt_settings([node.seen for node in nodes], adopt)
+    conflicts += adopted.notes
+    choices = _Choices(form, layout, False, rule, _tls_switch(nodes, conflicts), adopted)
     detects: dict[str, dict[int, str]] = {}
     base_conflicts = list(conflicts)
     try:

@@ -17,6 +17,7 @@ import socket
 from typing import Mapping, Optional
 
 from ascendprep.adopt.seen import SPOD_INFO, Conflict, NodeSeen, NpuSeen, Seen
+from ascendprep.adopt.settings import FIREWALL_TOOLS
 from ascendprep.facts.model import HostFacts, TlsState
 
 #: hccn.conf key (``address_0=…``) for each live value it should equal.
@@ -111,6 +112,16 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
         "torch": facts.python.packages.get("torch") if facts.python is not None else None,
         "torch_npu": facts.python.packages.get("torch_npu") if facts.python is not None else None,
     }
+    sysctl = {key: value for key, value in facts.sysctl.items() if not facts.errors_for(f"sysctl:{key}")}
+    firewall: Optional[dict[str, Optional[bool]]] = None
+    if any(getattr(facts.firewall, tool) is not None for tool in FIREWALL_TOOLS):
+        firewall = {}
+        for tool in FIREWALL_TOOLS:
+            state = getattr(facts.firewall, tool)
+            if facts.errors_for(f"firewall.{tool}") or (state is not None and state.installed and state.active is None):
+                firewall[tool] = None
+            elif state is not None and state.installed:
+                firewall[tool] = state.active
     aliases = tuple(a.address for a in facts.addresses if a.family == "inet" and not a.address.startswith("127."))
     return NodeSeen(
         name=name,
@@ -124,6 +135,9 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
         aliases=aliases,
         tls={devid: value for devid, value in tls.items() if value is not None},
         sdids={die.devid: die.sdid for die in dies},
+        sysctl=sysctl or None,
+        env=facts.env_sh,
+        firewall=firewall,
         sdids_from=SPOD_INFO if dies else "",
     )
 

@@ -87,6 +87,12 @@ class NodeSeen:
     #: itself (``npu-smi info -t spod-info``); ``sdids_from`` says which, for messages.
     sdids: dict[int, int] = field(default_factory=dict)
     sdids_from: str = ""
+    #: The host settings ``--adopt`` can import, None where not read: the managed sysctl keys'
+    #: values, the variables of ascendprep's env.sh, and installed firewall front end -> active
+    #: (None: its state could not be read).
+    sysctl: Optional[dict[str, str]] = None
+    env: Optional[dict[str, str]] = None
+    firewall: Optional[dict[str, Optional[bool]]] = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,9 @@ def merge(base: Seen, over: Seen) -> Seen:
                 versions={**other.versions, **{k: v for k, v in node.versions.items() if v is not None}},
                 tls={**other.tls, **node.tls},
                 ranks=node.ranks or other.ranks,
+                sysctl=node.sysctl if node.sysctl is not None else other.sysctl,
+                env=node.env if node.env is not None else other.env,
+                firewall=node.firewall if node.firewall is not None else other.firewall,
                 sdids=sdid_source.sdids,
                 sdids_from=sdid_source.sdids_from,
             )

@@ -10,6 +10,7 @@ the output says it is incomplete (exit 1).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from ascendprep.adopt.deployer import read_deployer
 from ascendprep.adopt.hostfacts import seen_from_facts
 from ascendprep.adopt.ranktable import product_of_table, rank_table_seen
 from ascendprep.adopt.seen import Conflict, Seen, merge
+from ascendprep.adopt.settings import FIREWALL_TOOLS
 from ascendprep.base import exitcodes, hostrange
 from ascendprep.base.jsoninput import read_json_file
 from ascendprep.base.limits import IMPORT_TEXT_MAX_BYTES
@@ -140,10 +142,19 @@ def _quoted(text: str) -> str:
     return json.dumps(text)
 
 
-def import_gather_script(nonce: str) -> str:
+#: The gather sections each ``--adopt`` setting reads besides (the values plan compares).
+ADOPT_SECTIONS = {
+    "sysctl": frozenset({"sysctl"}),
+    "env": frozenset({"file.env"}),
+    "firewall": frozenset(f"firewall.{tool}" for tool in FIREWALL_TOOLS),
+}
+
+
+def import_gather_script(nonce: str, adopt: frozenset[str] = frozenset()) -> str:
     """The read-only gather script of the import: the NPUs found from npu-smi's list, and only
-    the sections of :data:`IMPORT_SECTIONS`."""
-    units = tuple(unit for unit in UNITS if unit.section in IMPORT_SECTIONS)
+    the sections of :data:`IMPORT_SECTIONS` (and of :data:`ADOPT_SECTIONS` for ``adopt``)."""
+    sections = IMPORT_SECTIONS.union(*(ADOPT_SECTIONS[what] for what in adopt))
+    units = tuple(unit for unit in UNITS if unit.section in sections)
     return render_gather_script(npus=None, python_path="/usr/bin/python3", units=units, phase=VERIFY, nonce=nonce)
 
 
@@ -154,11 +165,13 @@ def read_hosts(
     accept_new_host_keys: bool,
     forks: Optional[int],
     transport_factory: Optional[Callable[[HostAccess], Transport]] = None,
+    adopt: frozenset[str] = frozenset(),
 ) -> Seen:
     """Gather every host (read-only) and read what it says; unreachable hosts are named.
-    ``transport_factory``: how to reach a host (default: SSH, as plan does)."""
+    ``transport_factory``: how to reach a host (default: SSH, as plan does); ``adopt``: the
+    host settings to read too (:data:`ADOPT_SECTIONS`)."""
     inventory = _reading_inventory(hosts, product, ssh)
-    script = fresh_nonce_scripts(import_gather_script)
+    script = fresh_nonce_scripts(functools.partial(import_gather_script, adopt=adopt))
 
     def job(transport: Transport, access: HostAccess) -> HostFacts:
         result = transport.run_script(script())
@@ -188,9 +201,11 @@ def run_import(
     accept_new_host_keys: bool = False,
     forks: Optional[int] = None,
     transport_factory: Optional[Callable[[HostAccess], Transport]] = None,
+    adopt: frozenset[str] = frozenset(),
 ) -> int:
     """Import, write the inventory (``output`` or stdout), say what was found on stderr; the exit code.
-    ``transport_factory``: how to reach a host (default: SSH, as plan does)."""
+    ``transport_factory``: how to reach a host (default: SSH, as plan does); ``adopt``: the host
+    settings (sysctl, env, firewall) to import as the hosts have them (read from ``--hosts``)."""
     err = report_console(stderr=True)
     chosen = PRODUCTS[product] if product else None
     sources: list[Seen] = []
@@ -203,7 +218,9 @@ def run_import(
     if hosts_spec is not None:
         hosts = host_list(hosts_spec)
         sources.append(
-            read_hosts(hosts, chosen.id if chosen else "atlas-a2", ssh, accept_new_host_keys, forks, transport_factory)
+            read_hosts(
+                hosts, chosen.id if chosen else "atlas-a2", ssh, accept_new_host_keys, forks, transport_factory, adopt
+            )
         )
     seen = sources[0]
     for other in sources[1:]:
@@ -219,7 +236,7 @@ def run_import(
             )
         )
     try:
-        imported = compact(seen, product_id, ssh=ssh_for_output(ssh, output))
+        imported = compact(seen, product_id, ssh=ssh_for_output(ssh, output), adopt=adopt)
     except RoundTripError as error:
         err.print(f"[bold red]error:[/] {markup_safe(str(error).splitlines()[0])}", soft_wrap=True)
         err.print("This is a bug of ascendprep: the inventory it would write does not reproduce what it read.")

@@ -140,3 +140,12 @@ def test_without_o_relative_ssh_paths_are_written_absolute(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     written = ssh_for_output(SshSettings(key="k/id", known_hosts="~/.ssh/known_hosts"), None)
     assert written.key == str(tmp_path / "k" / "id") and written.known_hosts == "~/.ssh/known_hosts"
+
+
+def test_the_gather_reads_the_adopted_settings_only_when_asked() -> None:
+    from ascendprep.run.inventory_import import import_gather_script
+
+    plain = import_gather_script("0123456789abcdef")
+    adopting = import_gather_script("0123456789abcdef", frozenset({"sysctl", "env", "firewall"}))
+    for marker in ("/proc/sys/net/core/somaxconn", "/etc/ascendprep/env.sh", "ufw status", "firewall-cmd --state"):
+        assert marker not in plain and marker in adopting
