@@ -14,7 +14,8 @@ From a :class:`~ascendprep.adopt.seen.Seen` the compactor finds, in this order:
   order); a server whose addresses are not those gets explicit ``device_ips`` and is named in a
   comment "off the pattern";
 * the detect IPs: the gateway, or the peer NPU the planner picks, else ``detect: explicit``;
-* the software versions most servers run (the others named in comments).
+* the software versions most servers run (the others named in comments);
+* with ``adopt``, the host settings as the hosts have them (:mod:`~ascendprep.adopt.settings`).
 
 The round trip is the proof, checked before anything is emitted: the inventory text is loaded
 with the same loader ``plan`` uses and planned, and every address, netmask, gateway and detect

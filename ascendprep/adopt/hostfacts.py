@@ -6,7 +6,9 @@ boot (docs/ascend-reference.md §2): an NPU whose live value differs from the fi
 since the next reboot would change it. Per server: the NPU count, whether its NPUs have two dies
 (A3), the A3 super-pod and server index (``npu-smi info -t spod-info``), the TLS switch of the NPU ports
 (``-tls -g``), the driver, firmware and CANN versions, and the training interpreter's Python,
-torch and torch_npu versions (``importlib.metadata``, as verify reads them).
+torch and torch_npu versions (``importlib.metadata``, as verify reads them). When the gather
+read them (``--adopt``): the managed sysctl keys, the variables of ascendprep's env.sh and the
+firewall front ends' state (:mod:`~ascendprep.adopt.settings` turns them into inventory keys).
 """
 
 from __future__ import annotations
