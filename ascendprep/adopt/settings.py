@@ -29,6 +29,7 @@ from ascendprep.base import hostrange
 from ascendprep.desired.envfiles import DEFAULT_ENV, connect_timeout_for
 from ascendprep.inventory import sysctl as sysctl_rules
 from ascendprep.inventory.env import variable_problem
+from ascendprep.inventory.model import ENV_KEY_RE
 
 #: What ``--adopt`` takes.
 ADOPTABLE = ("sysctl", "env", "firewall")
@@ -80,7 +81,8 @@ def _adopt_sysctl(nodes: Sequence[NodeSeen], adopted: Adopted) -> None:
         for node in read:
             text = (node.sysctl or {}).get(key)
             if text is not None and text.strip().isdigit() and len(text.strip()) <= 20:
-                values[node.name] = int(text.strip())
+                if sysctl_rules.value_problem(key, int(text.strip())) is None:
+                    values[node.name] = int(text.strip())
         missing = [n for n in read if n.name not in values]
         if missing:
             _note(adopted, f"{key} could not be read as a number on {_names(missing)}: not adopted")
@@ -117,8 +119,11 @@ def _adopt_reserved_ports(read: Sequence[NodeSeen], adopted: Adopted) -> None:
     common: Optional[list[tuple[int, int]]] = None
     for ranges in per_node.values():
         common = ranges if common is None else _intersection(common, ranges)
-    if common:
-        adopted.sysctl[key] = sysctl_rules.format_port_ranges(common)
+    text = sysctl_rules.format_port_ranges(common or [])
+    if text and sysctl_rules.value_problem(key, text) is not None:
+        _note(adopted, f"{key}: {sysctl_rules.value_problem(key, text)}; not adopted")
+    elif text:
+        adopted.sysctl[key] = text
     more = [n for n in read if per_node[n.name] != (common or [])]
     if more:
         adopted.comments.append(f"sysctl {key}: {_names(more)} reserve more ports than every host does")
@@ -150,7 +155,7 @@ def _adopt_env(nodes: Sequence[NodeSeen], adopted: Adopted) -> None:
             adopted.comments.append(f"env {name}: {_names(odd)} export another value or none")
         if defaults.get(name) == value:
             continue
-        problem = variable_problem(name, ())
+        problem = variable_problem(name, ()) if ENV_KEY_RE.match(name) else "not a variable name"
         if problem is not None or "\n" in value or "\x00" in value:
             _note(adopted, f"env {name} is exported on the hosts but not adopted: {problem or 'its value'}")
             continue

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from ascendprep.adopt.compact import compact
 from ascendprep.adopt.hostfacts import seen_from_facts
 from ascendprep.base.paths import ENV_SH
@@ -125,3 +128,31 @@ def test_what_cannot_be_adopted_is_named_not_guessed() -> None:
     assert any("env LD_PRELOAD is exported on the hosts but not adopted" in m for m in notes)
     assert any("no /etc/ascendprep/env.sh was read on 10.0.0.2" in m for m in notes)
     assert model.firewall == "check" and any("could not be read on 10.0.0.2" in m for m in notes)
+
+
+SETTING_TEXT = st.sampled_from(
+    ["4096", "99999999999999999999", "-1", "", " 8192\n", "60000-60031", "8080,61000", "60000-", "1e3", "\x1b[31m",
+     "é", "'", '"', "$(reboot)", "\x00"]
+)  # fmt: skip
+ENV_LINES = st.lists(
+    st.sampled_from(
+        ["export HCCL_EXEC_TIMEOUT=1800", "export HCCL_BUFFSIZE='4 00'", "export LD_PRELOAD=/x.so", "export PATH=/x",
+         "export MY_VAR=1", "export HCCL_CONNECT_TIMEOUT=''", "export ASCEND_OPP_PATH=/tmp", "# c", "export X='a"]
+    ),
+    max_size=6,
+).map("\n".join)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(SETTING_TEXT, SETTING_TEXT, ENV_LINES), min_size=1, max_size=3))
+def test_whatever_the_hosts_hold_the_adopted_inventory_loads(hosts: list[tuple[str, str, str]]) -> None:
+    """Hostile values are adopted only where the inventory takes them: the text always loads."""
+    facts = {}
+    for n, (somaxconn, reserved, env_text) in enumerate(hosts):
+        facts[f"10.0.0.{n + 1}"] = host(n, somaxconn=somaxconn, reserved=reserved, env_text=env_text)
+    names = {name: name for name in facts}
+    result = compact(seen_from_facts(names, facts, {}), "atlas-a2", adopt=frozenset({"sysctl", "env", "firewall"}))
+    assert result.inventory is not None, result.conflicts
+    model = inventory_from_text(result.text).model
+    assert "LD_PRELOAD" not in model.env and "PATH" not in model.env and "MY_VAR" not in model.env
+    assert all("\x1b" not in line for line in result.text.splitlines())
