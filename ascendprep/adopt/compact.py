@@ -663,12 +663,10 @@ def _render_settings(adopted: Adopted) -> list[str]:
     """``sysctl:``, ``env:`` and ``firewall:``: what the hosts have where ``--adopt`` asked for it,
     else a comment that ``plan`` shows what ascendprep would set."""
     out: list[str] = []
-    left = [what for what, done in (("sysctl", adopted.sysctl), ("env", adopted.env)) if not done]
-    if left:
-        out.append(
-            f"# {' and '.join(left)}: nothing adopted (--adopt sysctl,env imports what the hosts have); "
-            "`ascendprep plan` shows what it would set."
-        )
+    for what, done in (("sysctl", adopted.sysctl), ("env", adopted.env)):
+        if not done:
+            why = "no host has one to adopt: see the notes" if what in adopted.asked else f"--adopt {what} imports it"
+            out.append(f"# {what}: nothing adopted ({why}); `ascendprep plan` shows what it would set.")
     if adopted.sysctl:
         out += ["# sysctl: what the hosts have (--adopt sysctl); ascendprep keeps each at least this", "sysctl:"]
         out += [f"  {key}: {value if isinstance(value, int) else _q(value)}" for key, value in adopted.sysctl.items()]

@@ -49,11 +49,13 @@ class Adopted:
     #: Comment lines for the inventory (hosts above a minimum, odd env values, active firewalls).
     comments: list[str] = field(default_factory=list)
     notes: list[Conflict] = field(default_factory=list)
+    #: What ``--adopt`` asked for.
+    asked: frozenset[str] = frozenset()
 
 
 def adopt_settings(nodes: Sequence[NodeSeen], what: frozenset[str]) -> Adopted:
     """The settings ``what`` names (of :data:`ADOPTABLE`) as the hosts ``nodes`` have them."""
-    adopted = Adopted()
+    adopted = Adopted(asked=what)
     if "sysctl" in what:
         _adopt_sysctl(nodes, adopted)
     if "env" in what:

@@ -93,7 +93,7 @@ def test_without_adopt_plan_proposes_ascendprep_s_defaults() -> None:
     result = compact(seen_from_facts(NAMES, facts, {}), "atlas-a2")
     model = inventory_from_text(result.text).model
     assert (model.sysctl, model.env, model.firewall) == ({}, {}, "check")
-    assert "nothing adopted (--adopt sysctl,env imports what the hosts have)" in result.text
+    assert "# env: nothing adopted (--adopt env imports it)" in result.text
     changes = changes_of(result.text, facts)
     assert {c.target for c in changes if c.kind == "sysctl"} >= {"net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog"}
     assert [c for c in changes if c.kind == "file" and c.target == ENV_SH]
@@ -156,3 +156,11 @@ def test_whatever_the_hosts_hold_the_adopted_inventory_loads(hosts: list[tuple[s
     model = inventory_from_text(result.text).model
     assert "LD_PRELOAD" not in model.env and "PATH" not in model.env and "MY_VAR" not in model.env
     assert all("\x1b" not in line for line in result.text.splitlines())
+
+
+def test_a_setting_asked_for_that_no_host_has_is_said_so() -> None:
+    facts = {name: host(n, env_text=None) for n, name in enumerate(NAMES)}
+    result = compact(seen_from_facts(NAMES, facts, {}), "atlas-a2", adopt=frozenset({"env"}))
+    assert "# env: nothing adopted (no host has one to adopt: see the notes)" in result.text
+    assert "# sysctl: nothing adopted (--adopt sysctl imports it)" in result.text
+    assert "no /etc/ascendprep/env.sh was read on 10.0.0.[1-3]" in result.text
