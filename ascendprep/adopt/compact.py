@@ -14,7 +14,8 @@ From a :class:`~ascendprep.adopt.seen.Seen` the compactor finds, in this order:
   order); a server whose addresses are not those gets explicit ``device_ips`` and is named in a
   comment "off the pattern";
 * the detect IPs: the gateway, or the peer NPU the planner picks, else ``detect: explicit``;
-* the software versions most servers run (the others named in comments).
+* the software versions most servers run (the others named in comments);
+* with ``adopt``, the host settings as the hosts have them (:mod:`~ascendprep.adopt.settings`).
 
 The round trip is the proof, checked before anything is emitted: the inventory text is loaded
 with the same loader ``plan`` uses and planned, and every address, netmask, gateway and detect
@@ -37,6 +38,7 @@ from typing import Any, Optional, Sequence
 import yaml
 
 from ascendprep.adopt.seen import VERSION_KEYS, Conflict, NodeSeen, NpuSeen, Seen
+from ascendprep.adopt.settings import Adopted, adopt_settings
 from ascendprep.base import hostrange
 from ascendprep.base.limits import IMPORT_ROUND_TRIP_TRIES
 from ascendprep.base.text import visible
@@ -490,6 +492,8 @@ class _Choices:
     rule: Optional[dict[str, str]]
     #: The TLS switch every NPU read has (None: none read, nothing written).
     tls: Optional[int] = None
+    #: The host settings ``--adopt`` asked for, as the hosts have them.
+    adopted: Adopted = field(default_factory=Adopted)
 
 
 def _render(
@@ -645,10 +649,7 @@ def _render(
             out.append(f"  {key}: {_q(value)}")
     for line in odd_versions:
         out += _comment(line)
-    out += [
-        "# sysctl and env are not imported: `ascendprep plan` shows what it would set; the firewall is only checked.",
-        "firewall: check",
-    ]
+    out += _render_settings(choices.adopted)
     if seen.rank_table:
         out += [
             "training:",
@@ -656,6 +657,33 @@ def _render(
             "  rank_table: true",
         ]
     return "\n".join(out) + "\n"
+
+
+def _render_settings(adopted: Adopted) -> list[str]:
+    """``sysctl:``, ``env:`` and ``firewall:``: what the hosts have where ``--adopt`` asked for it,
+    else a comment that ``plan`` shows what ascendprep would set."""
+    out: list[str] = []
+    for what, done in (("sysctl", adopted.sysctl), ("env", adopted.env)):
+        if not done:
+            why = "no host has one to adopt: see the notes" if what in adopted.asked else f"--adopt {what} imports it"
+            out.append(f"# {what}: nothing adopted ({why}); `ascendprep plan` shows what it would set.")
+    if adopted.sysctl:
+        out += ["# sysctl: what the hosts have (--adopt sysctl); ascendprep keeps each at least this", "sysctl:"]
+        out += [f"  {key}: {value if isinstance(value, int) else _q(value)}" for key, value in adopted.sysctl.items()]
+    if adopted.env:
+        out += [
+            "# env: what the hosts' /etc/ascendprep/env.sh exports beyond ascendprep's defaults (--adopt env)",
+            "env:",
+        ]
+        out += [f"  {name}: {_q(value)}" for name, value in adopted.env.items()]
+    for line in adopted.comments:
+        out += _comment(line)
+    if adopted.firewall is None:
+        out.append("# the firewall is only checked (--adopt firewall imports what the hosts have)")
+        out.append("firewall: check")
+    else:
+        out.append(f"firewall: {adopted.firewall}")
+    return out
 
 
 def _default_range(hosts: list[str]) -> Optional[str]:
@@ -710,14 +738,18 @@ def _tls_switch(nodes: Sequence[_Node], conflicts: list[Conflict]) -> Optional[i
 
 
 def _rank_conflicts(inventory: Inventory, plan: IpPlan, nodes: Sequence[_Node]) -> list[Conflict]:
-    """The rank table this inventory writes against the one read: every rank on the same server
-    and device, every SDID the same (an inventory numbers ranks server by server, device by
-    device, and SDIDs from the server index)."""
-    if not any(node.seen.ranks for node in nodes):
+    """The rank table this inventory writes against what was read: every rank a table gave on
+    the same server and device, and every SDID a table or the dies themselves (A3, ``npu-smi
+    info -t spod-info``) gave the same. An inventory numbers ranks server by server, device by
+    device, and derives SDIDs from the server index as the driver does (docs/a3-superpod.md §2);
+    a die whose SDID is not that would make HCCL refuse the table it writes (EI0014), so it is
+    reported, never written over."""
+    if not any(node.seen.ranks or node.seen.sdids for node in nodes):
         return []
     table = build_rank_table(inventory, plan)
     by_name = {node.seen.name: node for node in nodes}
-    wrong: list[str] = []
+    wrong_ranks: list[str] = []
+    wrong_sdids: list[str] = []
     for server, planned in zip(table["server_list"], inventory.nodes):
         node = by_name.get(planned.name)
         if node is None:
@@ -726,18 +758,28 @@ def _rank_conflicts(inventory: Inventory, plan: IpPlan, nodes: Sequence[_Node]) 
             devid = int(device["device_id"])
             rank = node.seen.ranks.get(devid)
             if rank is not None and rank != int(device["rank_id"]):
-                wrong.append(
+                wrong_ranks.append(
                     f"{planned.name} device {devid}: rank {rank} in the table read, {device['rank_id']} written"
                 )
             sdid = node.seen.sdids.get(devid)
             if sdid is not None and str(sdid) != device.get("super_device_id"):
-                wrong.append(
-                    f"{planned.name} device {devid}: SDID {sdid} in the table read, {device.get('super_device_id')} written"
+                written = device.get("super_device_id") or "none (the server is in no super-pod)"
+                wrong_sdids.append(
+                    f"{planned.name} device {devid}: SDID {sdid} in {node.seen.sdids_from or 'what was read'}, {written} planned"
                 )
-    if not wrong:
-        return []
-    more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
-    return [Conflict("ranks", "the rank table this inventory writes differs: " + "; ".join(wrong[:3]) + more)]
+    conflicts = []
+    for kind, wrong, what in (
+        ("ranks", wrong_ranks, "the rank table this inventory writes differs"),
+        (
+            "sdid",
+            wrong_sdids,
+            "the SDIDs this inventory plans are not the ones read (HCCL refuses a wrong one, EI0014)",
+        ),
+    ):
+        if wrong:
+            more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
+            conflicts.append(Conflict(kind, f"{what}: " + "; ".join(wrong[:3]) + more))
+    return conflicts
 
 
 # --- the whole --------------------------------------------------------------------------------------------
@@ -835,8 +877,15 @@ def _text_keys(data: Any) -> Any:
     return data
 
 
-def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSettings = SshSettings()) -> Imported:
-    """The most compact inventory text that reproduces ``seen``, proven by loading and planning it."""
+def compact(
+    seen: Seen,
+    product_id: str,
+    name: str = "imported",
+    ssh: SshSettings = SshSettings(),
+    adopt: frozenset[str] = frozenset(),
+) -> Imported:
+    """The most compact inventory text that reproduces ``seen``, proven by loading and planning it.
+    ``adopt``: the host settings (:data:`~ascendprep.adopt.settings.ADOPTABLE`) to import too."""
     product = PRODUCTS[product_id]
     conflicts = list(seen.conflicts)
     names: set[str] = set()
@@ -928,7 +977,9 @@ def compact(seen: Seen, product_id: str, name: str = "imported", ssh: SshSetting
             )
         )
     software, odd = _versions(nodes)
-    choices = _Choices(form, layout, False, rule, _tls_switch(nodes, conflicts))
+    adopted = adopt_settings([node.seen for node in nodes], adopt)
+    conflicts += adopted.notes
+    choices = _Choices(form, layout, False, rule, _tls_switch(nodes, conflicts), adopted)
     detects: dict[str, dict[int, str]] = {}
     base_conflicts = list(conflicts)
     try:

@@ -5,7 +5,10 @@ Per NPU: the live device IP and netmask (``hccn_tool -i N -ip -g``), the gateway
 boot (docs/ascend-reference.md §2): an NPU whose live value differs from the file is a conflict,
 since the next reboot would change it. Per server: the NPU count, whether its NPUs have two dies
 (A3), the A3 super-pod and server index (``npu-smi info -t spod-info``), the TLS switch of the NPU ports
-(``-tls -g``), and the driver, firmware and CANN versions.
+(``-tls -g``), the driver, firmware and CANN versions, and the training interpreter's Python,
+torch and torch_npu versions (``importlib.metadata``, as verify reads them). When the gather
+read them (``--adopt``): the managed sysctl keys, the variables of ascendprep's env.sh and the
+firewall front ends' state (:mod:`~ascendprep.adopt.settings` turns them into inventory keys).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import ipaddress
 import socket
 from typing import Mapping, Optional
 
-from ascendprep.adopt.seen import Conflict, NodeSeen, NpuSeen, Seen
+from ascendprep.adopt.seen import SPOD_INFO, Conflict, NodeSeen, NpuSeen, Seen
+from ascendprep.adopt.settings import FIREWALL_TOOLS
 from ascendprep.facts.model import HostFacts, TlsState
 
 #: hccn.conf key (``address_0=…``) for each live value it should equal.
@@ -106,7 +110,20 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
         "driver": facts.versions.driver_version,
         "firmware": facts.versions.firmware_version,
         "cann": facts.versions.cann_version,
+        "python": facts.python.python_version if facts.python is not None else None,
+        "torch": facts.python.packages.get("torch") if facts.python is not None else None,
+        "torch_npu": facts.python.packages.get("torch_npu") if facts.python is not None else None,
     }
+    sysctl = {key: value for key, value in facts.sysctl.items() if not facts.errors_for(f"sysctl:{key}")}
+    firewall: Optional[dict[str, Optional[bool]]] = None
+    if any(getattr(facts.firewall, tool) is not None for tool in FIREWALL_TOOLS):
+        firewall = {}
+        for tool in FIREWALL_TOOLS:
+            state = getattr(facts.firewall, tool)
+            if facts.errors_for(f"firewall.{tool}") or (state is not None and state.installed and state.active is None):
+                firewall[tool] = None
+            elif state is not None and state.installed:
+                firewall[tool] = state.active
     aliases = tuple(a.address for a in facts.addresses if a.family == "inet" and not a.address.startswith("127."))
     return NodeSeen(
         name=name,
@@ -119,6 +136,11 @@ def node_from_facts(name: str, host: str, facts: HostFacts, conflicts: list[Conf
         where=f"host {name}",
         aliases=aliases,
         tls={devid: value for devid, value in tls.items() if value is not None},
+        sdids={die.devid: die.sdid for die in dies},
+        sysctl=sysctl or None,
+        env=facts.env_sh,
+        firewall=firewall,
+        sdids_from=SPOD_INFO if dies else "",
     )
 
 

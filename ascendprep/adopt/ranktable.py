@@ -129,6 +129,7 @@ def rank_table_seen(table: Any, file: str, product: Optional[Product]) -> Seen:
             where=f"{file} {where}",
             ranks={devid: rank for rank, devid in ranks},
             sdids=sdids,
+            sdids_from=f"{file} {where}" if sdids else "",
         )
         entries.append((first_rank, node))
     if problems:

@@ -18,8 +18,12 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-#: Software keys an imported inventory may pin (the inventory's ``software:``).
-VERSION_KEYS = ("driver", "firmware", "cann")
+#: Software keys an imported inventory may pin (the inventory's ``software:``): the Ascend stack
+#: and the training interpreter's Python, torch and torch_npu, as verify's software checks read them.
+VERSION_KEYS = ("driver", "firmware", "cann", "python", "torch", "torch_npu")
+
+#: ``NodeSeen.sdids_from`` of SDIDs the dies reported themselves.
+SPOD_INFO = "npu-smi spod-info"
 
 
 @dataclass(frozen=True)
@@ -77,9 +81,18 @@ class NodeSeen:
     #: Device id -> the TLS switch in effect (1 on, 0 off: ``hccn_tool -i N -tls -g``, a port
     #: without certificates runs without TLS), for the NPUs whose state was read.
     tls: dict[int, int] = field(default_factory=dict)
-    #: Device id -> its ``rank_id`` and (1.2) ``super_device_id``, when a rank table gave them.
+    #: Device id -> its ``rank_id``, when a rank table gave them.
     ranks: dict[int, int] = field(default_factory=dict)
+    #: A3: device id -> its SDID (``super_device_id``), from a 1.2 rank table or from the die
+    #: itself (``npu-smi info -t spod-info``); ``sdids_from`` says which, for messages.
     sdids: dict[int, int] = field(default_factory=dict)
+    sdids_from: str = ""
+    #: The host settings ``--adopt`` can import, None where not read: the managed sysctl keys'
+    #: values, the variables of ascendprep's env.sh, and installed firewall front end -> active
+    #: (None: its state could not be read).
+    sysctl: Optional[dict[str, str]] = None
+    env: Optional[dict[str, str]] = None
+    firewall: Optional[dict[str, Optional[bool]]] = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,18 @@ def merge(base: Seen, over: Seen) -> Seen:
                     )
                 values[key] = a if key in mine.said else b
             npus[devid] = NpuSeen(devid, **values, said=mine.said | theirs.said)
+        # the die's own word (spod-info) wins over a table's: HCCL checks the table against it
+        sdid_source = other if other.sdids and (other.sdids_from == SPOD_INFO or not node.sdids) else node
+        for devid in sorted(set(node.sdids) & set(other.sdids)):
+            if node.sdids[devid] != other.sdids[devid]:
+                conflicts.append(
+                    Conflict(
+                        "sdid",
+                        f"{node.name} die {devid}: SDID {node.sdids[devid]} in {node.sdids_from or base.sources} "
+                        f"but {other.sdids[devid]} in {other.sdids_from or over.sources}",
+                        node.name,
+                    )
+                )
         nodes.append(
             replace(
                 node,
@@ -162,7 +187,11 @@ def merge(base: Seen, over: Seen) -> Seen:
                 versions={**other.versions, **{k: v for k, v in node.versions.items() if v is not None}},
                 tls={**other.tls, **node.tls},
                 ranks=node.ranks or other.ranks,
-                sdids=node.sdids or other.sdids,
+                sysctl=node.sysctl if node.sysctl is not None else other.sysctl,
+                env=node.env if node.env is not None else other.env,
+                firewall=node.firewall if node.firewall is not None else other.firewall,
+                sdids=sdid_source.sdids,
+                sdids_from=sdid_source.sdids_from,
             )
         )
     nodes += [node for node in over.nodes if node.name not in used]

@@ -15,11 +15,25 @@ from typing import Optional
 import click
 
 from ascendprep.adopt.compact import SshSettings
+from ascendprep.adopt.settings import ADOPTABLE
 from ascendprep.base.yamlsource import InputError
 from ascendprep.commands.common import accept_new_host_keys_option, forks_option
 from ascendprep.inventory.model import USER_RE
 from ascendprep.run.common import fail_input
 from ascendprep.run.inventory_import import run_import
+
+
+def _adopt_list(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> frozenset[str]:
+    """``--adopt sysctl,env``: the named settings, each one of :data:`ADOPTABLE`."""
+    if value is None:
+        return frozenset()
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ADOPTABLE]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"{', '.join(repr(n[:32]) for n in unknown) or 'nothing'}: choose from {', '.join(ADOPTABLE)}"
+        )
+    return frozenset(names)
 
 
 @click.group("inventory")
@@ -75,6 +89,16 @@ def inventory_group() -> None:
     default=None,
     help="Write the inventory here (default: stdout).",
 )
+@click.option(
+    "--adopt",
+    "adopt",
+    default=None,
+    metavar="WHAT",
+    callback=_adopt_list,
+    help="Also import these host settings as the hosts have them (with --hosts): a comma list of "
+    + ", ".join(ADOPTABLE)
+    + ". Without it sysctl and env are left to ascendprep's defaults and the firewall to check.",
+)
 @accept_new_host_keys_option
 @forks_option
 def import_command(
@@ -86,6 +110,7 @@ def import_command(
     rank_table: Optional[Path],
     product: Optional[str],
     output: Optional[Path],
+    adopt: frozenset[str],
     accept_new_host_keys: bool,
     forks: Optional[int],
 ) -> None:
@@ -106,6 +131,8 @@ def import_command(
         raise click.UsageError("say what to import from: --hosts, --deployer and/or --rank-table")
     if hosts_spec is None and any(v is not None for v in (user, key, known_hosts)):
         raise click.UsageError("--user, --key and --known-hosts are for --hosts")
+    if adopt and hosts_spec is None:
+        raise click.UsageError("--adopt reads the hosts: give --hosts too")
     if user is not None and not USER_RE.match(user):
         raise click.BadParameter(f"{user!r} is not a valid user name", param_hint="--user")
     try:
@@ -118,6 +145,7 @@ def import_command(
             output,
             accept_new_host_keys,
             forks,
+            adopt=adopt,
         )
     except InputError as error:
         fail_input(error)

@@ -10,7 +10,9 @@ the output says it is incomplete (exit 1).
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ from ascendprep.adopt.deployer import read_deployer
 from ascendprep.adopt.hostfacts import seen_from_facts
 from ascendprep.adopt.ranktable import product_of_table, rank_table_seen
 from ascendprep.adopt.seen import Conflict, Seen, merge
+from ascendprep.adopt.settings import FIREWALL_TOOLS
 from ascendprep.base import exitcodes, hostrange
 from ascendprep.base.jsoninput import read_json_file
 from ascendprep.base.limits import IMPORT_TEXT_MAX_BYTES
@@ -62,6 +65,7 @@ IMPORT_SECTIONS = frozenset(
         "version.toolkit",
         "version.nnae",
         "version.cann",
+        "python",
         "net.addrs",
     }
 )
@@ -96,6 +100,22 @@ def host_list(spec: str) -> list[str]:
         raise InputError([Located("--hosts", None, "", str(exc))]) from None
 
 
+def ssh_for_output(ssh: SshSettings, output: Optional[Path]) -> SshSettings:
+    """The ``ssh:`` block the written inventory needs to connect as the import did: the inventory
+    loader resolves ``key`` and ``known_hosts`` against the inventory file's folder, so a path
+    given relative to here is written relative to the output file (absolute without ``-o``,
+    since where stdout ends up is not known); ``~`` paths and absolute ones are kept."""
+
+    def moved(path: Optional[str]) -> Optional[str]:
+        if path is None or path.startswith("~") or os.path.isabs(path):
+            return path
+        if output is None:
+            return os.path.abspath(path)
+        return os.path.relpath(os.path.abspath(path), os.path.abspath(output.parent))
+
+    return SshSettings(user=ssh.user, key=moved(ssh.key), known_hosts=moved(ssh.known_hosts))
+
+
 def _name_of(host: str) -> str:
     return host if re.fullmatch(r"[0-9.]+", host) else host.split(".")[0]
 
@@ -122,10 +142,19 @@ def _quoted(text: str) -> str:
     return json.dumps(text)
 
 
-def import_gather_script(nonce: str) -> str:
+#: The gather sections each ``--adopt`` setting reads besides (the values plan compares).
+ADOPT_SECTIONS = {
+    "sysctl": frozenset({"sysctl"}),
+    "env": frozenset({"file.env"}),
+    "firewall": frozenset(f"firewall.{tool}" for tool in FIREWALL_TOOLS),
+}
+
+
+def import_gather_script(nonce: str, adopt: frozenset[str] = frozenset()) -> str:
     """The read-only gather script of the import: the NPUs found from npu-smi's list, and only
-    the sections of :data:`IMPORT_SECTIONS`."""
-    units = tuple(unit for unit in UNITS if unit.section in IMPORT_SECTIONS)
+    the sections of :data:`IMPORT_SECTIONS` (and of :data:`ADOPT_SECTIONS` for ``adopt``)."""
+    sections = IMPORT_SECTIONS.union(*(ADOPT_SECTIONS[what] for what in adopt))
+    units = tuple(unit for unit in UNITS if unit.section in sections)
     return render_gather_script(npus=None, python_path="/usr/bin/python3", units=units, phase=VERIFY, nonce=nonce)
 
 
@@ -136,11 +165,13 @@ def read_hosts(
     accept_new_host_keys: bool,
     forks: Optional[int],
     transport_factory: Optional[Callable[[HostAccess], Transport]] = None,
+    adopt: frozenset[str] = frozenset(),
 ) -> Seen:
     """Gather every host (read-only) and read what it says; unreachable hosts are named.
-    ``transport_factory``: how to reach a host (default: SSH, as plan does)."""
+    ``transport_factory``: how to reach a host (default: SSH, as plan does); ``adopt``: the
+    host settings to read too (:data:`ADOPT_SECTIONS`)."""
     inventory = _reading_inventory(hosts, product, ssh)
-    script = fresh_nonce_scripts(import_gather_script)
+    script = fresh_nonce_scripts(functools.partial(import_gather_script, adopt=adopt))
 
     def job(transport: Transport, access: HostAccess) -> HostFacts:
         result = transport.run_script(script())
@@ -169,8 +200,12 @@ def run_import(
     output: Optional[Path],
     accept_new_host_keys: bool = False,
     forks: Optional[int] = None,
+    transport_factory: Optional[Callable[[HostAccess], Transport]] = None,
+    adopt: frozenset[str] = frozenset(),
 ) -> int:
-    """Import, write the inventory (``output`` or stdout), say what was found on stderr; the exit code."""
+    """Import, write the inventory (``output`` or stdout), say what was found on stderr; the exit code.
+    ``transport_factory``: how to reach a host (default: SSH, as plan does); ``adopt``: the host
+    settings (sysctl, env, firewall) to import as the hosts have them (read from ``--hosts``)."""
     err = report_console(stderr=True)
     chosen = PRODUCTS[product] if product else None
     sources: list[Seen] = []
@@ -182,7 +217,11 @@ def run_import(
         sources.append(read_deployer(deployer, chosen))
     if hosts_spec is not None:
         hosts = host_list(hosts_spec)
-        sources.append(read_hosts(hosts, chosen.id if chosen else "atlas-a2", ssh, accept_new_host_keys, forks))
+        sources.append(
+            read_hosts(
+                hosts, chosen.id if chosen else "atlas-a2", ssh, accept_new_host_keys, forks, transport_factory, adopt
+            )
+        )
     seen = sources[0]
     for other in sources[1:]:
         seen = merge(seen, other)
@@ -197,7 +236,7 @@ def run_import(
             )
         )
     try:
-        imported = compact(seen, product_id, ssh=ssh)
+        imported = compact(seen, product_id, ssh=ssh_for_output(ssh, output), adopt=adopt)
     except RoundTripError as error:
         err.print(f"[bold red]error:[/] {markup_safe(str(error).splitlines()[0])}", soft_wrap=True)
         err.print("This is a bug of ascendprep: the inventory it would write does not reproduce what it read.")

@@ -86,3 +86,78 @@ def test_the_tls_switch_in_effect_is_read() -> None:
     }
     seen = seen_from_facts({"n1": "a"}, {"n1": HostFacts(npus=npus)}, {})
     assert seen.nodes[0].tls == {0: 1, 1: 0}
+
+
+def test_python_torch_and_torch_npu_are_imported_as_the_majority_with_the_odd_nodes_named() -> None:
+    from ascendprep.adopt.compact import compact
+    from ascendprep.facts.model import PythonEnv
+    from ascendprep.inventory.load import inventory_from_text
+
+    def interpreter(torch: str, python: str = "3.10.12") -> PythonEnv:
+        return PythonEnv("/usr/bin/python3", python, "/usr/bin/python3", {"torch": torch, "torch_npu": "2.1.0.post3"})
+
+    hosts = {f"10.0.0.{i}": f"10.0.0.{i}" for i in range(1, 5)}
+    facts = {
+        "10.0.0.1": host(1, python=interpreter("2.1.0")),
+        "10.0.0.2": host(3, python=interpreter("2.1.0")),
+        "10.0.0.3": host(5, python=interpreter("2.4.0", python="3.11.4")),
+        "10.0.0.4": host(7),  # the interpreter did not answer
+    }
+    seen = seen_from_facts(hosts, facts, {})
+    assert seen.nodes[2].versions["torch"] == "2.4.0" and seen.nodes[3].versions["torch"] is None
+    result = compact(seen, "atlas-a2")
+    software = inventory_from_text(result.text).model.software
+    assert (software.python, software.torch, software.torch_npu) == ("3.10.12", "2.1.0", "2.1.0.post3")
+    assert "# software.torch: 10.0.0.3 run 2.4.0, not 2.1.0" in result.text
+    assert "# software.python: 10.0.0.3 run 3.11.4, not 3.10.12" in result.text
+    assert "# software.torch_npu: not found on 10.0.0.4" in result.text
+
+
+def a3_host(n: int, sdid_of=None) -> HostFacts:  # type: ignore[no-untyped-def]
+    """Server ``n`` of super-pod 3 (server index n): 8 NPUs of two dies, a die per plane."""
+    from ascendprep.inventory.superpods import sdid
+
+    sdid_of = sdid_of or sdid
+    npus = {
+        d: NpuFacts(devid=d, ip=f"10.{80 + d % 2}.0.{n * 8 + d // 2 + 1}", netmask="255.255.255.0") for d in range(16)
+    }
+    dies = {
+        d: SuperPodDie(npu_id=d // 2, chip=d % 2, sdid=sdid_of(n, d), super_pod_id=3, server_index=n, pod_size=384)
+        for d in range(16)
+    }
+    smi = NpuSmiList(total_count=8, devices=tuple(NpuSmiDevice(npu_id=i, chip_count=2) for i in range(8)))
+    return HostFacts(npus=npus, npu_smi=smi, superpod=dies)
+
+
+def test_a3_sdids_read_from_the_dies_are_checked_against_the_ones_the_inventory_plans() -> None:
+    from ascendprep.adopt.compact import compact
+    from ascendprep.inventory.superpods import sdid
+
+    hosts = {f"s{n}": f"10.0.0.{n + 1}" for n in range(2)}
+    good = compact(seen_from_facts(hosts, {f"s{n}": a3_host(n) for n in range(2)}, {}), "atlas-a3")
+    assert good.complete and not [c for c in good.conflicts if c.kind == "sdid"]
+    assert "super_pod: 3" in good.text
+
+    # s1's dies 2 and 3 report each other's SDID (what HCCL would then refuse in the table written)
+    def swapped(n: int, die: int) -> int:
+        return sdid(n, {2: 3, 3: 2}.get(die, die)) if n == 1 else sdid(n, die)
+
+    facts = {"s0": a3_host(0), "s1": a3_host(1, swapped)}
+    result = compact(seen_from_facts(hosts, facts, {}), "atlas-a3")
+    (conflict,) = [c for c in result.conflicts if c.kind == "sdid"]
+    assert conflict.error and not result.complete
+    assert f"s1 device 2: SDID {sdid(1, 3)} in npu-smi spod-info, {sdid(1, 2)} planned" in conflict.message
+    assert "# CONFLICTS" in result.text and f"SDID {sdid(1, 3)} in npu-smi spod-info" in result.text
+
+
+def test_sdids_of_a_rank_table_and_of_the_dies_that_differ_are_a_conflict() -> None:
+    from ascendprep.adopt.seen import NodeSeen, Seen, merge
+
+    table = Seen([NodeSeen("s1", "10.0.0.2", {}, sdids={2: 7, 3: 8}, sdids_from="rt.json server_list[1]")])
+    hosts = seen_from_facts({"s1": "10.0.0.2"}, {"s1": a3_host(1)}, {})
+    merged = merge(table, hosts)
+    messages = [c.message for c in merged.conflicts if c.kind == "sdid"]
+    assert len(messages) == 2 and messages[0].startswith("s1 die 2: SDID 7 in rt.json server_list[1] but ")
+    assert messages[0].endswith(" in npu-smi spod-info")
+    # the dies' own word is what the import checks the inventory against
+    assert merged.nodes[0].sdids == hosts.nodes[0].sdids

@@ -110,3 +110,10 @@ def test_no_source_is_a_usage_error() -> None:
     assert result.exit_code == exitcodes.INVALID and "--hosts, --deployer and/or --rank-table" in result.output
     result = invoke("inventory", "import", "--deployer", str(DEPLOYER), "--user", "admin")
     assert result.exit_code == exitcodes.INVALID and "are for --hosts" in result.output
+
+
+def test_adopt_takes_only_sysctl_env_and_firewall_and_needs_the_hosts() -> None:
+    wrong = invoke("inventory", "import", "--hosts", "node1", "--adopt", "sysctl,kernel")
+    assert wrong.exit_code == 2 and "'kernel': choose from sysctl, env, firewall" in wrong.output
+    alone = invoke("inventory", "import", "--deployer", str(DEPLOYER), "--adopt", "env")
+    assert alone.exit_code == 2 and "--adopt reads the hosts: give --hosts too" in alone.output

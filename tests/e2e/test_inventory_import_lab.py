@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,47 @@ def test_an_imported_lab_plans_no_npu_change(lab: Lab, tmp_path: Path) -> None:
     assert {(mgmt[r[1]], int(r[2])): r[3] for r in rows} == {
         (node, npu): ip for node, ips in by_hand.items() for npu, ip in enumerate(ips)
     }
+
+
+def test_adopted_sysctl_env_and_firewall_plan_no_change(lab: Lab, tmp_path: Path) -> None:
+    """``--adopt sysctl,env,firewall`` on hosts tuned by hand (node2 above the others) and with the
+    env.sh a previous apply wrote: plan of the imported inventory changes none of them."""
+    from ascendprep.desired.envfiles import render_env_sh
+
+    address_by_hand(lab)
+    env_sh = render_env_sh({"HCCL_EXEC_TIMEOUT": "1800"}, nodes=4)
+    names = ["node1", "node2", "node3", "node4"]
+    for name in names:
+        somaxconn = 16384 if name == "node2" else 8192
+        done = lab.ssh(
+            name,
+            f"echo {somaxconn} > /proc/sys/net/core/somaxconn && echo 2048 > /proc/sys/net/ipv4/tcp_max_syn_backlog"
+            " && echo 60000-60031,61000 > /proc/sys/net/ipv4/ip_local_reserved_ports"
+            f" && mkdir -p /etc/ascendprep && printf %s {shlex.quote(env_sh)} > /etc/ascendprep/env.sh",
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"{lab.node(name).mgmt_ip}\n" for name in names))
+    out = tmp_path / "adopted.yaml"
+    done = run_cli(
+        "inventory", "import", "--hosts", str(hosts), "--key", str(lab.key_path),
+        "--known-hosts", str(lab.known_hosts_path), "--adopt", "sysctl,env,firewall", "-o", str(out), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = out.read_text()
+    assert "  net.core.somaxconn: 8192\n" in text and "  net.ipv4.tcp_max_syn_backlog: 2048\n" in text
+    assert '  net.ipv4.ip_local_reserved_ports: "60000-60031,61000"\n' in text
+    assert f"# sysctl net.core.somaxconn: {lab.node('node2').mgmt_ip} have 16384" in text
+    assert '  HCCL_EXEC_TIMEOUT: "1800"\n' in text and "\nfirewall: disable\n" in text
+
+    plan = run_cli("plan", str(out), "--format", "json", cwd=tmp_path)
+    document = json.loads(plan.stdout)
+    assert document["complete"], plan.stderr
+    changes = [c for host in document["hosts"] for c in host["changes"]]
+    adopted = [
+        c
+        for c in changes
+        if c["kind"] in ("sysctl", "firewall") or (c["kind"] == "file" and c["target"] == "/etc/ascendprep/env.sh")
+    ]
+    assert adopted == [], adopted
+    assert [c for c in changes if c["kind"] in NPU_KINDS] == []

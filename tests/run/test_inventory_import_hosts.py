@@ -88,3 +88,64 @@ def test_a_host_list_file_has_comments_ranges_and_located_errors(tmp_path) -> No
 def test_a_missing_host_file_is_not_taken_for_a_host_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match="no such file"):
         host_list(str(tmp_path / "hosts.txt"))
+
+
+def test_the_written_ssh_block_connects_as_the_import_did(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """--user/--key/--known-hosts given relative to the working folder end up in the inventory's
+    ssh: block relative to the output file, so that plan of it opens the same sessions."""
+    from pathlib import Path
+
+    from ascendprep.inventory.load import load_inventory
+    from ascendprep.run.hosts import host_accesses
+    from ascendprep.run.inventory_import import run_import
+
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "id_lab").write_text("not a real key\n")
+    (tmp_path / "keys" / "known").write_text("")
+    monkeypatch.chdir(tmp_path)
+    seen: dict[str, HostAccess] = {}
+
+    def recording(access: HostAccess) -> FakeHost:
+        seen[access.name] = access
+        return factory(access)
+
+    output = Path("out") / "cluster" / "inventory.yaml"
+    output.parent.mkdir(parents=True)
+    ssh = SshSettings(user="ops", key="keys/id_lab", known_hosts="keys/known")
+    code = run_import("10.0.0.[1-2]", ssh, None, None, "atlas-a2", output, forks=2, transport_factory=recording)
+    assert code == 0
+    text = output.read_text()
+    assert 'key: "../../keys/id_lab"' in text and 'known_hosts: "../../keys/known"' in text and 'user: "ops"' in text
+    inventory = load_inventory(output)
+    planned = {a.name: a for a in host_accesses(inventory)}
+    assert set(planned) == set(seen) == {"10.0.0.1", "10.0.0.2"}
+    for name, access in seen.items():
+        again = planned[name]
+        assert (
+            (again.user, again.address, again.port)
+            == (access.user, access.address, access.port)
+            == (
+                "ops",
+                name,
+                22,
+            )
+        )
+        assert Path(again.key_file).resolve() == Path(access.key_file).resolve() == tmp_path / "keys" / "id_lab"
+        assert Path(again.known_hosts[0]).resolve() == Path(access.known_hosts[0]).resolve()
+
+
+def test_without_o_relative_ssh_paths_are_written_absolute(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from ascendprep.run.inventory_import import ssh_for_output
+
+    monkeypatch.chdir(tmp_path)
+    written = ssh_for_output(SshSettings(key="k/id", known_hosts="~/.ssh/known_hosts"), None)
+    assert written.key == str(tmp_path / "k" / "id") and written.known_hosts == "~/.ssh/known_hosts"
+
+
+def test_the_gather_reads_the_adopted_settings_only_when_asked() -> None:
+    from ascendprep.run.inventory_import import import_gather_script
+
+    plain = import_gather_script("0123456789abcdef")
+    adopting = import_gather_script("0123456789abcdef", frozenset({"sysctl", "env", "firewall"}))
+    for marker in ("/proc/sys/net/core/somaxconn", "/etc/ascendprep/env.sh", "ufw status", "firewall-cmd --state"):
+        assert marker not in plain and marker in adopting
