@@ -6,10 +6,12 @@ variant."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from ascendprep.facts import (
+    npu_procs,
     npu_smi,
     sio_info,
     ub_connect,
@@ -21,6 +23,8 @@ from ascendprep.facts import (
     ub_stat,
 )
 from ascendprep.lab.sim import state
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "probes"
 
 
 @pytest.fixture
@@ -67,6 +71,24 @@ def test_npu_smi_names_an_a5_card_with_slots(lab4):
     assert mapping[0].split() == ["NPU", "ID", "Slot", "ID", "Chip", "ID", "Chip", "Phy-ID", "Chip", "Name"]
     board = lab4.npu_smi("node1", "info", "-t", "board", "-i", "2").stdout
     assert "PCI Device ID                  : 0xD806" in board and "Slot ID                        : 2" in board
+
+
+def test_plain_npu_smi_info_is_the_documented_card_level_box(lab4):
+    """The documented 950 box (one row pair per card, no Chip column); a busy card's process row
+    is read by the parser the job-blocker check uses, an idle card stays idle."""
+    documented = (FIXTURES / "npu_smi" / "a5_info.out").read_text().splitlines()
+    text = lab4.npu_smi("node1", "info").stdout
+    lines = text.splitlines()
+    assert lines[0] == documented[0] and lines[2:6] == documented[2:6]
+    head = lines.index(documented[10])  # the process table's header, as on the page
+    assert lines[head - 1 : head + 2] == documented[9:12] and len(lines) == head + 2 + 2 * 4
+    assert [line.split("|")[1].strip() for line in lines[6:18:3]] == ["0", "1", "2", "3"]
+    assert all(len(line) == 99 for line in lines)
+    assert npu_procs.parse_process_table(text).idle_npus == (0, 1, 2, 3)
+    state.set_fault(lab4.state_dir, "node1", "npu-busy", npu=2)
+    table = npu_procs.parse_process_table(lab4.npu_smi("node1", "info").stdout)
+    assert [(p.npu_id, p.chip, p.name) for p in table.processes] == [(2, 0, "python3")]
+    assert table.idle_npus == (0, 1, 3) and table.odd_rows == ()
 
 
 def test_ip_gateway_netdetect_on_the_bond_device_and_hccn_conf_by_slot(lab4):
