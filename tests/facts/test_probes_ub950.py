@@ -226,3 +226,11 @@ def test_plain_npu_smi_info_of_950_reads_its_card_level_process_table(fixture_te
     # a 910 row ("NPU  Chip") under the 950 header is not a process of the card
     odd = npu_procs.parse_process_table(text.replace(idle, busy.replace("| 0          ", "| 0       0  ")))
     assert odd.processes == () and len(odd.odd_rows) == 1
+
+
+def test_tls_of_950_is_the_910_form_and_reads_the_same(fixture_text):
+    """The 950 guide's -tls example: switch 0, not preset (four certificate blocks follow)."""
+    (tls,) = hccn.parse_tls(fixture_text("hccn/a5_tls.out")).values()
+    assert (tls.switch, tls.preconfigured, tls.enabled) == (0, 0, False)
+    enabled = fixture_text("hccn/a5_tls.out").replace("tls switch[0]", "tls switch[1]", 1)
+    assert hccn.parse_tls(enabled)["tls"].enabled

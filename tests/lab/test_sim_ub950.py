@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ascendprep.facts import (
+    hccn,
     npu_procs,
     npu_smi,
     sio_info,
@@ -118,6 +119,24 @@ def test_ip_gateway_netdetect_on_the_bond_device_and_hccn_conf_by_slot(lab4):
         assert refused.returncode != 0
     off = lab4.hccn("node1", "-s", "-gateway", "-i", "2", "-d", "bond2", "-address", "10.60.0.1")
     assert off.returncode != 0 and "same network segment" in off.stderr
+
+
+def test_tls_query_is_the_documented_form_and_set_persists_by_slot(lab4):
+    documented = (FIXTURES / "hccn" / "a5_tls.out").read_text().splitlines()
+    text = _get(lab4, "-g", "-tls", "-i", "1")
+    assert text.splitlines()[0] == documented[0].replace("dev_id:0", "dev_id:1")
+    assert text.splitlines()[2:7] == documented[2:7]  # the pub cert block, as on the page
+    assert hccn.parse_tls(text)["tls"].switch == 0
+    assert _get(lab4, "-s", "-tls", "-i", "1", "-enable", "1") == "Cmd executed successfully!\n"
+    assert hccn.parse_tls(_get(lab4, "-g", "-tls", "-i", "1"))["tls"].enabled
+    assert hccn.parse_tls(_get(lab4, "-g", "-tls", "-i", "2"))["tls"].switch == 0
+    assert lab4.conf("node1") == "tls_enable_1=1\n"
+    assert lab4.hccn("node1", "-s", "-tls", "-i", "1", "-enable", "2").returncode != 0
+    assert lab4.hccn("node1", "-i", "1", "-tls", "-g").returncode == 2  # the 910 form
+    # the mismatch fault: that card reports the other switch, the others their own
+    state.set_fault(lab4.state_dir, "node1", "tls-mismatch", npu=2)
+    assert hccn.parse_tls(_get(lab4, "-g", "-tls", "-i", "2"))["tls"].switch == 1
+    assert hccn.parse_tls(_get(lab4, "-g", "-tls", "-i", "3"))["tls"].switch == 0
 
 
 def test_port_down_is_that_port_on_that_card_only(lab4):
