@@ -168,6 +168,27 @@ def test_lane_downgrade_and_a_partial_link_that_recovers(lab4):
     assert history.down_count == 2 and history.events[0].state == "LINK_UP"
 
 
+def test_a_recent_flap_and_one_long_ago_in_the_link_history(lab4):
+    def history(npu, port):
+        return ub_link_stat.parse_link_stat(_get(lab4, "-g", "-link_stat", "-i", str(npu), "-u", "0", "-p", str(port)))
+
+    state.set_fault(lab4.state_dir, "node1", "ub-link-flap", npu=1, port=5)
+    flapped = history(1, 5)
+    assert (flapped.up_count, flapped.down_count) == (4, 3)
+    assert [e.state for e in flapped.events] == ["LINK_UP", "LINK_DOWN"] * 3
+    when = time.mktime(time.strptime(flapped.events[1].time, "%a %b %d %H:%M:%S %Y"))
+    assert time.time() - 600 < when < time.time()  # minutes ago, local time as the tool prints it
+    assert ub_connect.parse_ub_connect(_get(lab4, "-g", "-ub_connect", "-i", "1")).status == "UP"  # up again
+    assert history(1, 4).events == ()  # another port of the card
+    # unlike variant: one flap three days ago
+    state.clear_faults(lab4.state_dir, "node1")
+    state.set_fault(lab4.state_dir, "node1", "ub-old-flap", npu=1, port=5)
+    old = history(1, 5)
+    assert (old.down_count, len(old.events)) == (1, 2)
+    when = time.mktime(time.strptime(old.events[1].time, "%a %b %d %H:%M:%S %Y"))
+    assert time.time() - 3 * 86400 - 60 < when < time.time() - 3 * 86400 + 60
+
+
 def test_growing_crc_grows_and_a_static_count_does_not(lab4):
     def crc(port):
         return ub_stat.parse_ub_stat(_get(lab4, "-g", "-stat", "-i", "2", "-u", "0", "-p", str(port)))["crc_error_sum"]

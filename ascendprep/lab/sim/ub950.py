@@ -28,7 +28,10 @@ Lab faults (``state.set_fault`` with a ``port``): ``ub-port-down`` (the port has
 ``ub-partial-link`` (the same while the fault is younger than its ``recover_s``; after it the
 port is back on four lanes, with the flap in ``-link_stat``), ``ub-crc-growing``
 (``crc_error_sum`` grows by ``rate`` a second since injection) and ``ub-crc-static`` (a
-``crc_error_sum`` of 5000 that does not grow: counts since boot, not a live fault). Not
+``crc_error_sum`` of 5000 that does not grow: counts since boot, not a live fault),
+``ub-link-flap`` (the port went down and up three times in the minutes before injection: three
+LINK_DOWN/LINK_UP pairs in ``-link_stat``, the port up now) and ``ub-old-flap`` (one such pair
+three days before injection: a flap long past). Not
 documented anywhere, so [I]: the output of a failed ``-ub_ping`` (here the documented summary
 with nothing received, then ``Cmd execute failed!`` on stderr, exit 1). The queries of the bond
 device print what the tool's source prints: ``ipaddr:``/``netmask:``, ``default gateway:`` (no
@@ -264,8 +267,19 @@ def fec(doc: dict, devid: int, port: int) -> str:
     )
 
 
+#: ``ub-link-flap``: seconds before injection of each down (its up follows a second later).
+RECENT_FLAPS_S = (300.0, 200.0, 100.0)
+#: ``ub-old-flap``: how long before injection its one flap was.
+OLD_FLAP_S = 3 * 86400.0
+
+
 def _history(doc: dict, devid: int, port: int, now: float) -> list[tuple[float, str]]:
     events = []
+    for kind, ago in (("ub-link-flap", RECENT_FLAPS_S), ("ub-old-flap", (OLD_FLAP_S,))):
+        fault = _fault(doc, kind, devid, port)
+        if fault and "since" in fault:
+            for seconds in ago:
+                events += [(fault["since"] - seconds, "LINK_DOWN"), (fault["since"] - seconds + 1, "LINK_UP")]
     for kind in ("ub-port-down", "ub-partial-link", "ub-lane-downgrade"):
         fault = _fault(doc, kind, devid, port)
         if fault and "since" in fault:
@@ -287,7 +301,7 @@ def link_stat(doc: dict, devid: int, port: int, now: float) -> str:
         for when, state in events
     ]
     header = ["NPU", "UDie", "Port", "Link_Status", "Time_Stamp"]
-    table = _table(header, rows, [3, 4, 4, 11, 23])
+    table = _table(header, rows, [3, 4, 4, 11, max([23] + [len(row[4]) for row in rows])])
     return f"link up count :    {ups}\nlink down count :  {downs}\n" + "\n".join(table) + "\n"
 
 

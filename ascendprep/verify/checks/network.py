@@ -376,14 +376,14 @@ CHECKS: List[Check] = [
         "net health status is Success",
         net_health,
         ("hccn.net_health",),
-        applies=_not_on_950("the 950 form of -net_health is not read yet"),
+        applies=_not_on_950("the Ascend 950 HCCN Tool guide documents no -net_health output, so it is not read"),
     ),
     _npu_check(
         "network.lldp",
         "a switch is seen over LLDP (the planned one when cabling is given)",
         lldp,
         ("hccn.lldp",),
-        applies=_not_on_950("LLDP of the bond device is not read yet"),
+        applies=_not_on_950("the Ascend 950 HCCN Tool guide documents no -lldp output, so it is not read"),
     ),
     _npu_check(
         "network.tls",
@@ -400,7 +400,7 @@ CHECKS: List[Check] = [
         link_flaps,
         ("hccn.link_stat",),
         severity=Severity.WARNING,
-        applies=_not_on_950("the UB ports' link history is read per port, not judged yet"),
+        applies=_not_on_950("the UB ports' link history is ub.link_flaps'"),
     ),
     _npu_check(
         "network.optical",
