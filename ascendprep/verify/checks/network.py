@@ -15,6 +15,7 @@ from ascendprep.base.paths import HCCN_CONF
 from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import LinkRecord, LinkStat, NpuFacts
 from ascendprep.plan import drift
+from ascendprep.verify.checks.cluster import tls_command
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.verify.checks.text import parse_asctime
@@ -232,7 +233,7 @@ def tls(ctx: NodeContext, npu: int) -> Verdict:
         return failed(
             f"TLS is {words[item.have]}; the plan says {words[item.want]}",
             evidence,
-            fix=f"{_APPLY} (hccn_tool -i {npu} -tls -s enable {item.want})",
+            fix=f"{_APPLY} ({tls_command(ctx.desired.inventory.product.is_950, npu, item.want)})",
         )
     return passed(f"TLS switch {item.want} as planned", evidence)
 
