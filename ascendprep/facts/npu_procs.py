@@ -11,7 +11,10 @@ the last training process is running`` (Ascend's own words; LLaMA-Factory issue 
     | 2       0                 | 1333928       |                          | 37709                   |
     | 0       0                 | 784778        | VLLMWorker_DP            | 30112                   |
 
-npu-smi 26.x adds a fifth column, ``Process id in container``. The name is empty for a process
+npu-smi 26.x adds a fifth column, ``Process id in container``. The Ascend 950 tool's table is card
+level: its first column is ``NPU ID`` alone (hicann/driver ``docs/en/Ascend_950_npu-smi``,
+querying-basic-information.md), read as chip 0 of that NPU; that page shows only the idle line, so
+a 950 process row is read in the 910 row's layout less the chip. The name is empty for a process
 npu-smi cannot name (another PID namespace: a container). A row that is neither a process nor
 "No running processes" is kept as an odd row, never guessed at; a name holding ``|`` spans
 several cells and is put back together from the header's column count.
@@ -28,6 +31,7 @@ from ascendprep.facts.text import UnexpectedOutput, not_as_expected
 
 _IDLE_RE = re.compile(r"^No running processes found in NPU\s+(\d{1,4})$")
 _NPU_CHIP_RE = re.compile(r"^(\d{1,4})\s+(\d{1,4})$")
+_NPU_ONLY_RE = re.compile(r"^(\d{1,4})()$")
 
 
 def _cells(line: str) -> List[str]:
@@ -50,7 +54,10 @@ def parse_process_table(stdout: str) -> NpuProcessTable:
         raise not_as_expected(
             "the process table of 'npu-smi info' ('| NPU  Chip | Process id | Process name | ...')", stdout
         )
-    columns = len(_cells(lines[start]))
+    header = _cells(lines[start])
+    columns = len(header)
+    # a first column of "NPU ID" without "Chip": the card-level table of Ascend 950
+    where_re = _NPU_ONLY_RE if header[0] == "NPU ID" else _NPU_CHIP_RE
     processes: List[NpuProcess] = []
     idle: List[int] = []
     odd: List[str] = []
@@ -68,7 +75,7 @@ def parse_process_table(stdout: str) -> NpuProcessTable:
         if idle_match:
             idle.append(int(idle_match.group(1)))
             continue
-        process = _process_row(cells, columns)
+        process = _process_row(cells, columns, where_re)
         if process is None:
             odd.append(raw.rstrip())
         else:
@@ -76,12 +83,12 @@ def parse_process_table(stdout: str) -> NpuProcessTable:
     return NpuProcessTable(tuple(processes), tuple(dict.fromkeys(idle)), tuple(odd))
 
 
-def _process_row(cells: List[str], columns: int) -> Optional[NpuProcess]:
+def _process_row(cells: List[str], columns: int, where_re: "re.Pattern[str]") -> Optional[NpuProcess]:
     """A process row, or None when the row is not one. Extra cells belong to the name."""
     if columns < 4 or len(cells) < columns:
         return None
     extra = len(cells) - columns
-    where = _NPU_CHIP_RE.match(cells[0])
+    where = where_re.match(cells[0])
     pid = cells[1]
     if where is None or not pid.isdigit() or len(pid) > 10:
         return None
@@ -90,5 +97,5 @@ def _process_row(cells: List[str], columns: int) -> Optional[NpuProcess]:
     if not (memory.isdigit() or memory.upper() in ("NA", "N/A", "-")):
         return None
     return NpuProcess(
-        npu_id=int(where.group(1)), chip=int(where.group(2)), pid=int(pid), name=name, memory_mb=_memory(memory)
+        npu_id=int(where.group(1)), chip=int(where.group(2) or 0), pid=int(pid), name=name, memory_mb=_memory(memory)
     )

@@ -76,11 +76,16 @@ class UbLinkEvent:
 
 @dataclass(frozen=True, slots=True)
 class UbLinkStat:
-    """``-link_stat`` per port: the link-up and link-down counts and the last (at most 10) changes."""
+    """``-link_stat`` per port: the link-up and link-down counts and the last (at most 10) changes.
+
+    ``current_time``: the host's local clock when the gather read it (``YYYY-MM-DDTHH:MM:SS``),
+    which the flap window is measured from; the 950 answer, unlike the 910 one, prints no current
+    time. None when it was not recorded."""
 
     up_count: int
     down_count: int
     events: Tuple[UbLinkEvent, ...] = ()
+    current_time: Optional[str] = None
 
 
 @dataclass(frozen=True, slots=True)

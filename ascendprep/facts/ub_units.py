@@ -11,7 +11,8 @@ runs, instead of the 910 loop, per device:
   ``UDie:Port`` pairs the per-port queries then ask about);
 * ``npu-smi info -t sio-info -i N`` (die-to-die errors; card level, no ``-c`` on 950);
 
-and per port ``-speed``, ``-fec``, ``-link_stat``, ``-port_info`` and ``-stat``, the last read a
+and per port ``-speed``, ``-fec``, ``-link_stat`` (with the host's local clock, ``now=``: the
+950 answer prints no current time to window its flaps by), ``-port_info`` and ``-stat``, the last read a
 second time at the script's end like the 910 counters (:mod:`ascendprep.facts.port_stats`), so
 that verify judges their growth rather than their totals. Then the UB ping matrix: every device
 pings, from its first EID, the first EID of every other device of the host (``hccn_tool -t
@@ -21,6 +22,7 @@ matrix is per host; each device sends one ping at a time, within the tool's eigh
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -38,7 +40,7 @@ from ascendprep.facts import (
 from ascendprep.facts.port_stats import FIRST, sample_time
 from ascendprep.facts.sections import Section, id_number
 from ascendprep.facts.text import UnexpectedOutput
-from ascendprep.facts.ub_model import UbCounterRead, UbFacts, UbPing, UbPortFacts, port_key
+from ascendprep.facts.ub_model import UbCounterRead, UbFacts, UbLinkStat, UbPing, UbPortFacts, port_key
 from ascendprep.facts.unit import HOST, VERIFY_ONLY, Draft, Given, ProbeUnit, RenderContext, Where
 
 #: The shell test that holds on a 950 host (``AP_A5`` is set from ``npu-smi info -l``).
@@ -79,7 +81,9 @@ ap_ub_probes() {
 		ap_u=${ap_up%:*} ap_p=${ap_up#*:}
 		ap_run hccn.ub_speed " npu=$ap_dev udie=$ap_u port=$ap_p" ap_hccn -g -speed -i "$ap_dev" -u "$ap_u" -p "$ap_p"
 		ap_run hccn.ub_fec " npu=$ap_dev udie=$ap_u port=$ap_p" ap_hccn -g -fec -i "$ap_dev" -u "$ap_u" -p "$ap_p"
-		ap_run hccn.ub_link_stat " npu=$ap_dev udie=$ap_u port=$ap_p" ap_hccn -g -link_stat -i "$ap_dev" -u "$ap_u" -p "$ap_p"
+		ap_lnow=$(date +%Y-%m-%dT%H:%M:%S 2>/dev/null)
+		case $ap_lnow in *[!0-9T:-]* | '') ap_lnow=none ;; esac
+		ap_run hccn.ub_link_stat " npu=$ap_dev udie=$ap_u port=$ap_p now=$ap_lnow" ap_hccn -g -link_stat -i "$ap_dev" -u "$ap_u" -p "$ap_p"
 		ap_run hccn.ub_port_info " npu=$ap_dev udie=$ap_u port=$ap_p" ap_hccn -g -port_info -i "$ap_dev" -u "$ap_u" -p "$ap_p"
 		ap_now
 		printf '%s\n' "$AP_NOW" >"$AP_ROOT/ub_stat_t.$ap_dev"
@@ -173,6 +177,17 @@ def _plain_port_parse(parse: Callable[[str], Any]) -> Callable[[str, Where], Any
         return parse(stdout)
 
     return unit_parse
+
+
+_CLOCK_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
+
+
+def _parse_link_stat(stdout: str, where: Where) -> UbLinkStat:
+    """The port's history, with the host's clock of the read when the section carries one."""
+    _port_of(where)
+    stat = ub_link_stat.parse_link_stat(stdout)
+    now = where.attrs.get("now", "")
+    return replace(stat, current_time=now) if _CLOCK_RE.match(now) else stat
 
 
 def _fill_port(field: str) -> Callable[[Draft, Where, Any], None]:
@@ -277,7 +292,7 @@ SIO_INFO = _UbUnit(
 _PORT_PARSERS: Dict[str, Tuple[Callable[[str, Where], Any], str]] = {
     "hccn.ub_speed": (_port_parse(ub_speed.parse_speed), "speed"),
     "hccn.ub_fec": (_port_parse(ub_fec.parse_fec), "fec"),
-    "hccn.ub_link_stat": (_plain_port_parse(ub_link_stat.parse_link_stat), "link_stat"),
+    "hccn.ub_link_stat": (_parse_link_stat, "link_stat"),
     "hccn.ub_port_info": (_plain_port_parse(ub_port_info.parse_port_info), "port_info"),
 }
 

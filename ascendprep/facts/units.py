@@ -451,7 +451,9 @@ HCCN_QUERIES = (
     hccn_query("hccn.link", ("-link", "-g"), hccn.parse_link, "npus[devid].link", VERIFY_ONLY),
     hccn_query("hccn.net_health", ("-net_health", "-g"), hccn.parse_net_health, "npus[devid].net_health", VERIFY_ONLY),
     hccn_query("hccn.lldp", ("-lldp", "-g"), hccn.parse_lldp, "npus[devid].lldp", VERIFY_ONLY),
-    hccn_query("hccn.tls", ("-tls", "-g"), hccn.parse_tls, "npus[devid].tls"),
+    # the 950 tool's -tls answer is the 910 form (hicann/driver Ascend_950_HCCN_Tool,
+    # querying-the-tls-certificate-information-of-an-npu-device.md): the same parser reads it
+    hccn_query("hccn.tls", ("-tls", "-g"), hccn.parse_tls, "npus[devid].tls", on_950="device"),
     hccn_query("hccn.link_stat", ("-link_stat", "-g"), hccn.parse_link_stat, "npus[devid].link_stat", VERIFY_ONLY),
     hccn_query(
         "hccn.optical", ("-optical", "-g"), optics.parse_optical, "npus[devid].optical_present, .optics", VERIFY_ONLY
@@ -464,7 +466,7 @@ HCCN_QUERIES = (
 
 #: The per-NPU units a script rendered for the Ascend 950 runs: those with a 950 form. The 910
 #: forms of the others (``-i N -link -g``, ``-stat -g``, ...) are refused by the 950 hccn_tool.
-NPU_SECTIONS_950 = frozenset({"hccn.ip", "hccn.gateway", "hccn.netdetect"})
+NPU_SECTIONS_950 = frozenset({"hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls"})
 
 
 # -- files and kernel settings ----------------------------------------------------------------

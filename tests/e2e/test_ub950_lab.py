@@ -53,7 +53,9 @@ def test_plan_apply_verify_passes_on_the_950_lab(ub_lab: Lab, tmp_path: Path) ->
         "ub.lanes",
         "ub.ping",
         "ub.sio",
+        "ub.link_flaps",
         "cluster.reachability",
+        "cluster.tls",
     } <= passed
 
 
@@ -68,6 +70,8 @@ def test_each_ub_fault_is_named_and_its_unlike_variant_is_not(ub_lab: Lab, tmp_p
     ub_lab.fault("node2", "ub-partial-link", npu=0, port=4, recover_s=0)  # already recovered
     ub_lab.fault("node2", "ub-crc-growing", npu=1, port=6)
     ub_lab.fault("node1", "ub-crc-static", npu=0, port=4)  # high since boot, not growing
+    ub_lab.fault("node2", "ub-link-flap", npu=2, port=6)  # went down and back minutes ago
+    ub_lab.fault("node1", "ub-old-flap", npu=3, port=6)  # one flap three days ago
     try:
         code, doc = verify_json(ub_lab, tmp_path, "--only", "ub", "--sample-interval", "2")
     finally:
@@ -79,7 +83,24 @@ def test_each_ub_fault_is_named_and_its_unlike_variant_is_not(ub_lab: Lab, tmp_p
     assert ("ub.counters", "node2", 1, "0/6 crc_error_sum") in failed
     # port 5 of card 1 leads to card 2 (the 4-card mesh in lab/sim/ub950.py): their pings fail both ways
     assert ("ub.ping", "node1", 1, "to npu 2") in failed and ("ub.ping", "node1", 2, "to npu 1") in failed
-    named = {(node, npu) for _, node, npu, _ in failed}
-    assert ("node2", 0) not in named  # the recovered partial link
+    assert ("ub.link_flaps", "node2", 2, "0/6") in failed
+    assert not any(c == "ub.link_flaps" and (n, p) == ("node1", 3) for c, n, p, _ in failed)  # the old flap
+    # the recovered partial link: up on all lanes now, its down-and-back a flap (a warning) only
+    assert {c for c, n, p, _ in failed if (n, p) == ("node2", 0)} == {"ub.link_flaps"}
+    assert not any((n, p) == ("node2", 2) and c != "ub.link_flaps" for c, n, p, _ in failed)
     assert not any(c == "ub.counters" and (n, p) == ("node1", 0) for c, n, p, _ in failed)  # the static count
     assert all(c["fix"] for c in doc["checks"] if c["status"] == "failed" and c["check"].startswith("ub."))
+
+
+def test_tls_is_read_on_950_and_a_card_that_differs_is_named(ub_lab: Lab, tmp_path: Path) -> None:
+    """hccn_tool -g -tls -i N on every card: all agree on the lab (cluster.tls passes); a card that
+    reports the other switch is named by cluster.tls."""
+    ub_lab.fault("node2", "tls-mismatch", npu=3)
+    try:
+        code, doc = verify_json(ub_lab, tmp_path, "--only", "cluster.tls")
+    finally:
+        ub_lab.heal()
+    (result,) = [c for c in doc["checks"] if c["check"] == "cluster.tls"]
+    assert code == 1 and result["status"] == "failed", result
+    assert (result["node"], result["npu"]) == ("node2", 3)
+    assert len(result["evidence"]["tls"]) == 8  # every card of both nodes was read

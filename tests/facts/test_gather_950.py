@@ -47,6 +47,10 @@ case "$1 $2 $3" in
 	-gateway) echo 'default gateway:10.20.0.1' ;;
 	esac ;;
 "-g -netdetect -i") echo 'netdetect addr: 10.20.0.1' ;;
+"-g -tls -i")
+	# the first line of the 950 guide's example (querying-the-tls-certificate-information-of-an-npu-device.md)
+	[ "$#" -eq 4 ] || { echo 'Get invalid major cmd type.' >&2; exit 1; }
+	echo "dev_id:$4, tls switch[$4](0:disable, 1:enable), tls preconfigured[0](0:non-preset, 1:preset), tls alarm time threshold[60]days" ;;
 *) echo 'Get invalid major cmd type.' >&2; exit 1 ;;
 esac
 """
@@ -97,8 +101,34 @@ def test_the_950_plan_script_reads_bond_slots_from_npu_smi_map(tmp_path, shell):
     assert facts.npus[1].gateway == "10.20.0.1" and facts.npus[0].netdetect == "10.20.0.1"
     calls = log.read_text().splitlines()
     assert "-g -ip -i 1 -d bond7" in calls and "-g -gateway -i 0 -d bond3" in calls
+    assert not any("-tls" in call for call in calls)  # the inventory plans no TLS switch
     assert not any(" -c " in f" {call} " for call in calls)  # npu-smi is never given -c on a 950
 
     plan = diff_host(desired, "n1", facts, areas=("npu",))
     assert plan.incomplete == [] and plan.findings == []
     assert {c.target for c in plan.changes} <= {"npu 0 bond3", "npu 1 bond7"}
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_950_verify_script_reads_tls_per_device_mode_first(tmp_path, shell):
+    """-tls is a device command on 950 (``hccn_tool -g -tls -i N``, no bond device); its answer is
+    the 910 form, read by the same parser (the 950 guide's example)."""
+    home = tmp_path / "Ascend"
+    _tool(tmp_path / "bin" / "npu-smi", NPU_SMI)
+    _tool(home / "driver" / "tools" / "hccn_tool", HCCN_TOOL)
+    log = tmp_path / "calls.log"
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "FAKE_LOG": str(log),
+        "TMPDIR": str(tmp_path),
+    }
+    script = render_gather_script(2, "python3", per_command_timeout=10, ascend_home=str(home), generation="950")
+    result = run_node_script([shell, "-s"], input=script, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    facts = parse_gather_output(result.stdout)
+    assert [e.message for e in facts.errors if e.probe == "hccn.tls"] == []
+    assert (facts.npus[0].tls.switch, facts.npus[1].tls.switch) == (0, 1)
+    calls = log.read_text().splitlines()
+    assert "-g -tls -i 0" in calls and "-g -tls -i 1" in calls
+    assert not any(call.startswith("-i ") for call in calls)  # no 910 form was tried

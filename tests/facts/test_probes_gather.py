@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
@@ -329,6 +330,9 @@ def test_a5_host_reads_its_ub_ports_mode_first_and_never_the_910_forms(tmp_path,
     assert ub.ports["0/6"].stat_samples[0].counters["port_id"] == 6
     assert (ub.sio.tx_errors, ub.sio.rx_errors) == (0, 0)
     assert ub.dev_info.eids[0] == "000000000000000000100000dfdf0020"
+    # -link_stat prints no current time: the host's clock at the read is kept to window its flaps
+    history = ub.ports["0/4"].link_stat
+    assert history.down_count == 2 and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", history.current_time)
     assert [e.probe for e in facts.errors if e.probe.startswith("hccn.ub")] == []
     # and it survives the facts file
     assert type(facts).from_dict(facts.to_dict()).npus[0].ub == ub

@@ -8,6 +8,7 @@ import pytest
 
 from ascendprep.facts import (
     hccn,
+    npu_procs,
     optics,
     port_state,
     sio_info,
@@ -203,3 +204,33 @@ def test_950_ping_script_names_the_source_address_mode_first():
     assert "-ping -g address" in render_ping_script([(1, "10.20.0.3")], 5)  # the 910 form, unchanged
     with pytest.raises(UnsafeValue):
         render_ping_script([(1, "10.20.0.3")], 5, sources={1: "10.20.0.2; reboot"})
+
+
+def test_plain_npu_smi_info_of_950_reads_its_card_level_process_table(fixture_text):
+    """The documented box: NPU 0 idle; the process table's first column is the NPU alone."""
+    text = fixture_text("npu_smi/a5_info.out")
+    table = npu_procs.parse_process_table(text)
+    assert (table.processes, table.idle_npus, table.odd_rows) == ((), (0,), ())
+    # built: the idle line replaced by a process row in the page's columns
+    idle = "| No running processes found in NPU 0" + " " * 61 + "|"
+    busy = "| 0                         | 1333928       | python3                  | 37709                    |"
+    assert idle in text
+    (process,) = npu_procs.parse_process_table(text.replace(idle, busy)).processes
+    assert (process.npu_id, process.chip, process.pid, process.name, process.memory_mb) == (
+        0,
+        0,
+        1333928,
+        "python3",
+        37709,
+    )
+    # a 910 row ("NPU  Chip") under the 950 header is not a process of the card
+    odd = npu_procs.parse_process_table(text.replace(idle, busy.replace("| 0          ", "| 0       0  ")))
+    assert odd.processes == () and len(odd.odd_rows) == 1
+
+
+def test_tls_of_950_is_the_910_form_and_reads_the_same(fixture_text):
+    """The 950 guide's -tls example: switch 0, not preset (four certificate blocks follow)."""
+    (tls,) = hccn.parse_tls(fixture_text("hccn/a5_tls.out")).values()
+    assert (tls.switch, tls.preconfigured, tls.enabled) == (0, 0, False)
+    enabled = fixture_text("hccn/a5_tls.out").replace("tls switch[0]", "tls switch[1]", 1)
+    assert hccn.parse_tls(enabled)["tls"].enabled

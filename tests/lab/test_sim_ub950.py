@@ -6,10 +6,13 @@ variant."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from ascendprep.facts import (
+    hccn,
+    npu_procs,
     npu_smi,
     sio_info,
     ub_connect,
@@ -21,6 +24,8 @@ from ascendprep.facts import (
     ub_stat,
 )
 from ascendprep.lab.sim import state
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "probes"
 
 
 @pytest.fixture
@@ -69,6 +74,24 @@ def test_npu_smi_names_an_a5_card_with_slots(lab4):
     assert "PCI Device ID                  : 0xD806" in board and "Slot ID                        : 2" in board
 
 
+def test_plain_npu_smi_info_is_the_documented_card_level_box(lab4):
+    """The documented 950 box (one row pair per card, no Chip column); a busy card's process row
+    is read by the parser the job-blocker check uses, an idle card stays idle."""
+    documented = (FIXTURES / "npu_smi" / "a5_info.out").read_text().splitlines()
+    text = lab4.npu_smi("node1", "info").stdout
+    lines = text.splitlines()
+    assert lines[0] == documented[0] and lines[2:6] == documented[2:6]
+    head = lines.index(documented[10])  # the process table's header, as on the page
+    assert lines[head - 1 : head + 2] == documented[9:12] and len(lines) == head + 2 + 2 * 4
+    assert [line.split("|")[1].strip() for line in lines[6:18:3]] == ["0", "1", "2", "3"]
+    assert all(len(line) == 99 for line in lines)
+    assert npu_procs.parse_process_table(text).idle_npus == (0, 1, 2, 3)
+    state.set_fault(lab4.state_dir, "node1", "npu-busy", npu=2)
+    table = npu_procs.parse_process_table(lab4.npu_smi("node1", "info").stdout)
+    assert [(p.npu_id, p.chip, p.name) for p in table.processes] == [(2, 0, "python3")]
+    assert table.idle_npus == (0, 1, 3) and table.odd_rows == ()
+
+
 def test_ip_gateway_netdetect_on_the_bond_device_and_hccn_conf_by_slot(lab4):
     _get(lab4, "-s", "-ip", "-i", "2", "-d", "bond2", "-address", "10.50.0.12", "-netmask", "255.255.255.0")
     _get(lab4, "-s", "-gateway", "-i", "2", "-d", "bond2", "-address", "10.50.0.1")
@@ -98,6 +121,24 @@ def test_ip_gateway_netdetect_on_the_bond_device_and_hccn_conf_by_slot(lab4):
     assert off.returncode != 0 and "same network segment" in off.stderr
 
 
+def test_tls_query_is_the_documented_form_and_set_persists_by_slot(lab4):
+    documented = (FIXTURES / "hccn" / "a5_tls.out").read_text().splitlines()
+    text = _get(lab4, "-g", "-tls", "-i", "1")
+    assert text.splitlines()[0] == documented[0].replace("dev_id:0", "dev_id:1")
+    assert text.splitlines()[2:7] == documented[2:7]  # the pub cert block, as on the page
+    assert hccn.parse_tls(text)["tls"].switch == 0
+    assert _get(lab4, "-s", "-tls", "-i", "1", "-enable", "1") == "Cmd executed successfully!\n"
+    assert hccn.parse_tls(_get(lab4, "-g", "-tls", "-i", "1"))["tls"].enabled
+    assert hccn.parse_tls(_get(lab4, "-g", "-tls", "-i", "2"))["tls"].switch == 0
+    assert lab4.conf("node1") == "tls_enable_1=1\n"
+    assert lab4.hccn("node1", "-s", "-tls", "-i", "1", "-enable", "2").returncode != 0
+    assert lab4.hccn("node1", "-i", "1", "-tls", "-g").returncode == 2  # the 910 form
+    # the mismatch fault: that card reports the other switch, the others their own
+    state.set_fault(lab4.state_dir, "node1", "tls-mismatch", npu=2)
+    assert hccn.parse_tls(_get(lab4, "-g", "-tls", "-i", "2"))["tls"].switch == 1
+    assert hccn.parse_tls(_get(lab4, "-g", "-tls", "-i", "3"))["tls"].switch == 0
+
+
 def test_port_down_is_that_port_on_that_card_only(lab4):
     state.set_fault(lab4.state_dir, "node1", "ub-port-down", npu=1, port=5)
     connect = ub_connect.parse_ub_connect(_get(lab4, "-g", "-ub_connect", "-i", "1"))
@@ -125,6 +166,27 @@ def test_lane_downgrade_and_a_partial_link_that_recovers(lab4):
     assert ub_connect.parse_ub_connect(_get(lab4, "-g", "-ub_connect", "-i", "0")).status == "UP"
     history = ub_link_stat.parse_link_stat(_get(lab4, "-g", "-link_stat", "-i", "0", "-u", "0", "-p", "4"))
     assert history.down_count == 2 and history.events[0].state == "LINK_UP"
+
+
+def test_a_recent_flap_and_one_long_ago_in_the_link_history(lab4):
+    def history(npu, port):
+        return ub_link_stat.parse_link_stat(_get(lab4, "-g", "-link_stat", "-i", str(npu), "-u", "0", "-p", str(port)))
+
+    state.set_fault(lab4.state_dir, "node1", "ub-link-flap", npu=1, port=5)
+    flapped = history(1, 5)
+    assert (flapped.up_count, flapped.down_count) == (4, 3)
+    assert [e.state for e in flapped.events] == ["LINK_UP", "LINK_DOWN"] * 3
+    when = time.mktime(time.strptime(flapped.events[1].time, "%a %b %d %H:%M:%S %Y"))
+    assert time.time() - 600 < when < time.time()  # minutes ago, local time as the tool prints it
+    assert ub_connect.parse_ub_connect(_get(lab4, "-g", "-ub_connect", "-i", "1")).status == "UP"  # up again
+    assert history(1, 4).events == ()  # another port of the card
+    # unlike variant: one flap three days ago
+    state.clear_faults(lab4.state_dir, "node1")
+    state.set_fault(lab4.state_dir, "node1", "ub-old-flap", npu=1, port=5)
+    old = history(1, 5)
+    assert (old.down_count, len(old.events)) == (1, 2)
+    when = time.mktime(time.strptime(old.events[1].time, "%a %b %d %H:%M:%S %Y"))
+    assert time.time() - 3 * 86400 - 60 < when < time.time() - 3 * 86400 + 60
 
 
 def test_growing_crc_grows_and_a_static_count_does_not(lab4):

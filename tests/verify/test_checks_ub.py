@@ -9,7 +9,17 @@ from dataclasses import replace
 import pytest
 
 from ascendprep.facts.model import ProbeError
-from ascendprep.facts.ub_model import SioInfo, UbConnect, UbCounterRead, UbFacts, UbPortFacts, UbPortInfo, UbSpeed
+from ascendprep.facts.ub_model import (
+    SioInfo,
+    UbConnect,
+    UbCounterRead,
+    UbFacts,
+    UbLinkEvent,
+    UbLinkStat,
+    UbPortFacts,
+    UbPortInfo,
+    UbSpeed,
+)
 from ascendprep.verify.checks import registry
 from ascendprep.verify.checks.registry import Selection
 
@@ -20,6 +30,7 @@ def _port(port: int, width: int = 4, tx: int = 4, crc: tuple = (0, 0)) -> UbPort
         port=port,
         speed=UbSpeed(speed_gbps=400, cap_lanes=4, width_lanes=width, status="normal" if width == 4 else "downgraded"),
         port_info=UbPortInfo(lane_num=4, cur_tx_lane_num=tx, cur_rx_lane_num=4, lstm_state="LINK_ACTIVE"),
+        link_stat=UbLinkStat(up_count=1, down_count=0, current_time="2026-02-09T22:00:00"),  # never flapped
         stat_samples=(
             UbCounterRead(1, 10.0, {"port_id": port, "crc_error_sum": crc[0], "retry_req_sum": 0}),
             UbCounterRead(2, 15.0, {"port_id": port, "crc_error_sum": crc[1], "retry_req_sum": 0}),
@@ -99,7 +110,14 @@ def test_a_failed_ub_probe_is_could_not_check(verify_cluster):
 def test_on_a_910_inventory_each_ub_check_is_skipped_once(verify_cluster, monkeypatch):
     monkeypatch.undo()
     results = [r for r in verify_cluster.judge(selection=Selection.parse(only=["ub"])) if r.check.startswith("ub.")]
-    assert sorted(r.check for r in results) == ["ub.counters", "ub.lanes", "ub.link", "ub.ping", "ub.sio"]
+    assert sorted(r.check for r in results) == [
+        "ub.counters",
+        "ub.lanes",
+        "ub.link",
+        "ub.link_flaps",
+        "ub.ping",
+        "ub.sio",
+    ]
     assert {r.message for r in results} == {"atlas-a2 has no UB ports (Ascend 950 only)"}
 
 
@@ -113,3 +131,37 @@ def test_a_port_read_that_failed_is_could_not_check_for_that_port(verify_cluster
     results = _by_check(_judge(verify_cluster, ub, [error]))
     assert results["ub.lanes"].failed
     assert results["ub.lanes"].message == "could not check: hccn_tool -g -speed -i 2 -u 0 -p 5 timed out after 10s"
+
+
+def _history(*events, down_count=None, now="2026-02-09T22:00:00"):
+    """-link_stat of port 0/4: the documented example's rows (``Mon Feb 9 21:45:47 2026``), newest first."""
+    rows = tuple(UbLinkEvent(state, when) for state, when in events)
+    downs = sum(1 for e in rows if e.state == "LINK_DOWN") if down_count is None else down_count
+    return UbFacts(
+        ports={"0/4": replace(_port(4), link_stat=UbLinkStat(1 + downs, downs, rows, current_time=now))},
+    )
+
+
+_FLAP = (("LINK_UP", "Mon Feb 9 21:45:51 2026"), ("LINK_DOWN", "Mon Feb 9 21:45:47 2026"))
+
+
+def test_a_recent_flap_is_named_with_its_port_and_time(verify_cluster):
+    result = _by_check(_judge(verify_cluster, _history(*_FLAP)))["ub.link_flaps"]
+    assert result.failed and result.severity.value == "warning" and result.subject == "0/4"
+    assert result.message == "UB port 0/4 went down and back 1 time in the last 24 h (latest Mon Feb 9 21:45:47 2026)"
+    assert "-down_data -i 2 -u 0 -p 4" in result.fix
+
+
+def test_one_flap_long_ago_passes_and_a_count_beyond_the_history_does_not(verify_cluster):
+    old = _by_check(_judge(verify_cluster, _history(*_FLAP, now="2026-02-13T09:00:00")))["ub.link_flaps"]
+    assert old.status.value == "passed"
+    lost = _judge(verify_cluster, _history(*_FLAP, down_count=12, now="2026-02-13T09:00:00"))
+    result = _by_check(lost)["ub.link_flaps"]
+    assert result.failed and "link down count is 12 but the history lists 1" in result.message
+
+
+def test_a_port_down_now_is_ub_links_and_no_clock_counts_every_flap(verify_cluster):
+    down_now = (("LINK_DOWN", "Mon Feb 9 21:50:00 2026"),)
+    assert _by_check(_judge(verify_cluster, _history(*down_now)))["ub.link_flaps"].status.value == "passed"
+    unclocked = _by_check(_judge(verify_cluster, _history(*_FLAP, now=None)))["ub.link_flaps"]
+    assert unclocked.failed and "in its history (the host's clock was not read)" in unclocked.message

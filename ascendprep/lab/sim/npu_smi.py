@@ -410,7 +410,7 @@ def render(args: list[str], doc: dict, root: str) -> str:
     if driver is None:
         raise UsageError(f"driver not installed: {os.path.join(root, DRIVER_VERSION_FILE)} has no Version=")
     rest = args[1:]
-    if doc["product"] == npu_smi950.PRODUCT and rest:
+    if doc["product"] == npu_smi950.PRODUCT:
         firmware = read_key(os.path.join(root, FIRMWARE_VERSION_FILE), "Version") or "NA"
         try:
             return npu_smi950.render(args, doc, driver, firmware, health_of)

@@ -1,7 +1,10 @@
 """The Ascend 950 (Atlas 350) forms of the simulated ``npu-smi`` (lab product ``atlas-350``).
 
 Forms from the vendor's documented examples (hicann/driver @ ef377e9, ``docs/en/Ascend_950_npu-smi``):
-``info -l`` (``Product Name : A5 PCIe Card``, no ``Chip Count``), ``info -m`` (``Slot ID`` and
+plain ``info`` (querying-basic-information.md: a 99-character box, one row pair per card with
+``NPU ID | Name | Health`` and no ``Chip`` column, then a process table whose first column is
+``NPU ID``; that page shows only the idle line, so a busy card's row, under the ``npu-busy`` lab
+fault, is the 910 row less the chip [I]), ``info -l`` (``Product Name : A5 PCIe Card``, no ``Chip Count``), ``info -m`` (``Slot ID`` and
 ``Chip Phy-ID`` columns), ``info -t board -i N`` (``PCI Device ID : 0xD806``, ``Slot ID``),
 ``info -t health -i N`` (``Health``, ``Error Code``, ``Error Information``) and ``info -t
 sio-info -i N`` (die-to-die error counts). Queries are card level: the 950 tool's help lists ``-i``
@@ -14,7 +17,9 @@ Only stdlib imports: this module is on the start-up path of every simulated tool
 
 from __future__ import annotations
 
+from .npu_procs import BUSY_MEMORY_MB, BUSY_NAME, FAULT, busy_pid
 from .profiles import bus_id, profile
+from .state import faults_for
 
 PRODUCT = "atlas-350"
 
@@ -95,11 +100,65 @@ def info_board(doc: dict, npu: int, driver: str, firmware: str) -> str:
     return "\n".join(_kv(key, value, "              ") for key, value in rows) + "\n"
 
 
+#: Cell widths of the plain ``npu-smi info`` box (between the bars), as on the documented page.
+INFO_CELLS = (8, 18, 15, 53)
+PROCESS_CELLS = (27, 15, 26, 26)
+INFO_WIDTH = sum(INFO_CELLS) + len(INFO_CELLS) - 1
+
+
+def _row(cells: tuple[int, ...], values: list[str]) -> str:
+    return "|" + "|".join((" " + value).ljust(width) for value, width in zip(values, cells)) + "|"
+
+
+def _rule(cells: tuple[int, ...], fill: str) -> str:
+    return "+" + "+".join(fill * width for width in cells) + "+"
+
+
+def info_table(doc: dict, driver: str, health_of) -> str:
+    """Plain ``npu-smi info``: the card rows, then the process table (see the module docstring)."""
+    prof = profile(PRODUCT)
+    chip = doc.get("chip") or prof["chip_name"]
+    hbm_total = prof["chips"].get(chip, prof["hbm_mb"])
+    title = (" " + f"npu-smi {driver}".ljust(40) + f"Version: {driver}").ljust(INFO_WIDTH)
+    top = _rule((27, 15, 53), "-")
+    lines = [
+        "+" + "-" * INFO_WIDTH + "+",
+        "|" + title + "|",
+        top,
+        _row(INFO_CELLS, ["NPU ID", "Name", "Health", "Power(W)    Temp(C)           Hugepages-Usage(page)"]),
+        _row(INFO_CELLS, ["", "", "Bus-Id", "NPU Util(%) Memory-Usage(MB)  HBM-Usage(MB)"]),
+        _rule(INFO_CELLS, "="),
+    ]
+    count = len(doc["devices"])
+    for npu in range(count):
+        power = f"{prof['power_w'] + 0.6 * npu:.1f}"
+        temp = str(38 + (npu * 3) % 9)
+        hbm = f"{prof['hbm_used_mb'] + 7 * npu:<5} / {hbm_total}"
+        lines.append(_row(INFO_CELLS, [str(npu), chip, health_of(doc, npu), f"{power:<12}{temp:<18}0     / 0"]))
+        lines.append(_row(INFO_CELLS, ["", "", bus_id(PRODUCT, npu), f"{'0':<12}{'0    / 0':<18}{hbm}"]))
+        lines.append(_rule(INFO_CELLS, "="))
+    lines += [
+        top,
+        _row(PROCESS_CELLS, ["NPU ID", "Process id", "Process name", "Process memory(MB)"]),
+        _rule((27, 15, 53), "="),
+    ]
+    for npu in range(count):
+        if FAULT in faults_for(doc, npu):
+            values = [str(npu), str(busy_pid(npu)), BUSY_NAME, str(BUSY_MEMORY_MB)]
+            lines.append(_row(PROCESS_CELLS, values))
+        else:
+            lines.append("|" + f" No running processes found in NPU {npu}".ljust(INFO_WIDTH) + "|")
+        lines.append(_rule((27, 15, 53), "="))
+    return "\n".join(lines) + "\n"
+
+
 def render(args: list[str], doc: dict, driver: str, firmware: str, health_of) -> str:
     """The stdout of ``npu-smi <args>`` on a 950 node; :class:`Refused` for a 910 form."""
     if "-c" in args:
         raise Refused(INFO_HELP)
     rest = args[1:]
+    if not rest:
+        return info_table(doc, driver, health_of)
     if rest == ["-l"]:
         return info_list(doc)
     if rest == ["-m"]:

@@ -33,7 +33,15 @@ from .profiles import check_chip, profile
 from .superpod import A3_FAULTS
 
 #: The Ascend 950 UB port faults (lab/sim/ub950.py); a stdlib-only list, like A3_FAULTS.
-UB_FAULTS = ("ub-port-down", "ub-lane-downgrade", "ub-partial-link", "ub-crc-growing", "ub-crc-static")
+UB_FAULTS = (
+    "ub-port-down",
+    "ub-lane-downgrade",
+    "ub-partial-link",
+    "ub-crc-growing",
+    "ub-crc-static",
+    "ub-link-flap",
+    "ub-old-flap",
+)
 
 SCHEMA_VERSION = 1
 LAB_FILE = "lab.json"

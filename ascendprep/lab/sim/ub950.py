@@ -28,11 +28,20 @@ Lab faults (``state.set_fault`` with a ``port``): ``ub-port-down`` (the port has
 ``ub-partial-link`` (the same while the fault is younger than its ``recover_s``; after it the
 port is back on four lanes, with the flap in ``-link_stat``), ``ub-crc-growing``
 (``crc_error_sum`` grows by ``rate`` a second since injection) and ``ub-crc-static`` (a
-``crc_error_sum`` of 5000 that does not grow: counts since boot, not a live fault). Not
+``crc_error_sum`` of 5000 that does not grow: counts since boot, not a live fault),
+``ub-link-flap`` (the port went down and up three times in the minutes before injection: three
+LINK_DOWN/LINK_UP pairs in ``-link_stat``, the port up now) and ``ub-old-flap`` (one such pair
+three days before injection: a flap long past). Not
 documented anywhere, so [I]: the output of a failed ``-ub_ping`` (here the documented summary
 with nothing received, then ``Cmd execute failed!`` on stderr, exit 1). The queries of the bond
 device print what the tool's source prints: ``ipaddr:``/``netmask:``, ``default gateway:`` (no
-``Iface``) and ``netdetect addr:``, ``0.0.0.0`` for a value never set.
+``Iface``) and ``netdetect addr:``, ``0.0.0.0`` for a value never set. ``-g -tls -i N`` prints the
+guide's example (querying-the-tls-certificate-information-of-an-npu-device.md: the switch line, then
+the ``pub cert``, ``ca1 cert`` and ``ca2 cert`` blocks, not preset; its ``crl`` block left out) with the device's
+switch; ``-s -tls -i N -enable 0|1`` sets it and keeps it as ``tls_enable_<slot>`` in
+``/etc/hccn.conf`` (the page says the setting persists; the key is the 910 one [I]). The
+``tls-mismatch`` fault makes the card report the other switch, as on 910. ``-net_health`` and
+``-lldp`` are not simulated: the 950 guide documents neither output.
 
 Only stdlib imports: this module is on the start-up path of every simulated tool call.
 """
@@ -60,7 +69,7 @@ STATIC_CRC = 5000
 UNSET = "0.0.0.0"
 DEFAULT_CRC_RATE = 100.0
 PORT_COMMANDS = ("-speed", "-fec", "-link_stat", "-port_info", "-stat", "-link")
-DEVICE_COMMANDS = ("-ub_connect", "-dev_info", "-netdetect", "-ub_ping", "-ping")
+DEVICE_COMMANDS = ("-ub_connect", "-dev_info", "-netdetect", "-ub_ping", "-ping", "-tls")
 BOND_COMMANDS = ("-ip", "-gateway")
 
 
@@ -258,8 +267,19 @@ def fec(doc: dict, devid: int, port: int) -> str:
     )
 
 
+#: ``ub-link-flap``: seconds before injection of each down (its up follows a second later).
+RECENT_FLAPS_S = (300.0, 200.0, 100.0)
+#: ``ub-old-flap``: how long before injection its one flap was.
+OLD_FLAP_S = 3 * 86400.0
+
+
 def _history(doc: dict, devid: int, port: int, now: float) -> list[tuple[float, str]]:
     events = []
+    for kind, ago in (("ub-link-flap", RECENT_FLAPS_S), ("ub-old-flap", (OLD_FLAP_S,))):
+        fault = _fault(doc, kind, devid, port)
+        if fault and "since" in fault:
+            for seconds in ago:
+                events += [(fault["since"] - seconds, "LINK_DOWN"), (fault["since"] - seconds + 1, "LINK_UP")]
     for kind in ("ub-port-down", "ub-partial-link", "ub-lane-downgrade"):
         fault = _fault(doc, kind, devid, port)
         if fault and "since" in fault:
@@ -281,7 +301,7 @@ def link_stat(doc: dict, devid: int, port: int, now: float) -> str:
         for when, state in events
     ]
     header = ["NPU", "UDie", "Port", "Link_Status", "Time_Stamp"]
-    table = _table(header, rows, [3, 4, 4, 11, 23])
+    table = _table(header, rows, [3, 4, 4, 11, max([23] + [len(row[4]) for row in rows])])
     return f"link up count :    {ups}\nlink down count :  {downs}\n" + "\n".join(table) + "\n"
 
 
@@ -327,6 +347,36 @@ def stat(doc: dict, devid: int, port: int, now: float) -> str:
     values["crc_error_sum"] = crc_count(doc, devid, port, now)
     lines = ["packet statistics:", f"port_id: {port}", "is_uboe_port: 0"]
     return "\n".join(lines + [f"{name}: {value}" for name, value in values.items()]) + "\n"
+
+
+#: The certificate blocks of the guide's ``-tls`` example: (name, subject, issuer, start, end).
+_TLS_CERTS = (
+    ("pub cert", "/C=CN/O=xxx/CN=www.xxx.com", "/C=CN/O=xxx/CN=xxx RSA PSS Sub CA", "Wed Jun 18 03:10:27 2053"),
+    ("ca1 cert", "/C=CN/O=xxx/CN=xxx RSA CA", "/C=CN/O=xxx/CN=xxx RSA CA", "Thu Feb  3 03:10:27 2056"),
+    ("ca2 cert", "/C=CN/O=xxx/CN=xxx RSA PSS Sub CA", "/C=CN/O=xxx/CN=Test RSA CA", "Thu Mar 22 03:10:27 2108"),
+)
+
+
+def tls(doc: dict, devid: int) -> str:
+    """``-g -tls -i N`` in the guide's form, with the device's switch (see the module docstring)."""
+    switch = int(doc["devices"][devid].get("tls_enable", 0))
+    if _fault(doc, "tls-mismatch", devid):
+        switch ^= 1
+    lines = [
+        f"dev_id:{devid}, tls switch[{switch}](0:disable, 1:enable), tls preconfigured[0](0:non-preset, 1:preset),"
+        " tls alarm time threshold[60]days"
+    ]
+    status = "tls expiration status[{}](0:normal, 1:near expiration, 2:has expired)"
+    for name, subject, issuer, end in _TLS_CERTS:
+        lines += [
+            f"dev_id:{devid}, [{name}] info:",
+            f"         subject[{subject}]",
+            f"         issuer[{issuer}]",
+            "         start_time[Sat Jan 31 03:10:27 2026 GMT]",
+            f"         end_time[{end} GMT]",
+            "         " + status.format(0),
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def ub_ping(doc: dict, call: Call, now: float) -> tuple[int, str]:
@@ -428,6 +478,12 @@ def set_values(call: Call, identity, doc: dict) -> None:
                 raise ToolError(DEV_EXE_ERR, "The gateway and the IP address are not in the same network segment.")
             device["gateway"] = str(gateway)
             conf = hccnconf.set_value(conf, "gateway", slot, str(gateway))
+        elif call.cmd == "-tls":
+            enable = call.options.get("-enable", "")
+            if enable not in ("0", "1"):
+                raise ToolError(PRIVATE_ARGS_ERR, "Enter [ hccn_tool -h -tls ] for more details.")
+            device["tls_enable"] = int(enable)
+            conf = hccnconf.set_value(conf, "tls_enable", slot, enable)
         elif call.cmd == "-netdetect":
             detect = _address(call.options.get("-address", ""))
             device["netdetect"] = str(detect)
@@ -456,6 +512,8 @@ def query(call: Call, doc: dict, now: float) -> str:
         return ub_connect(doc, devid, now)
     if call.cmd == "-dev_info":
         return dev_info(doc, devid, now)
+    if call.cmd == "-tls":
+        return tls(doc, devid)
     device = doc["devices"][devid]
     # the tool prints the stored value as a dotted quad, 0.0.0.0 when none is set
     # (ascend950/hccn_tool/tool_shell_ops.c tool_get_ip_exec / tool_get_gateway_exec,

@@ -114,6 +114,12 @@ def compatibility(ctx: ClusterContext) -> List[Verdict]:
     return verdicts
 
 
+def tls_command(is_950: bool, npu: object, value: object) -> str:
+    """The command that sets an NPU's TLS switch: mode first on Ascend 950 (its HCCN Tool guide,
+    configuring-tls-enable-status-of-an-npu-device.md), mode last on 910."""
+    return f"hccn_tool -s -tls -i {npu} -enable {value}" if is_950 else f"hccn_tool -i {npu} -tls -s enable {value}"
+
+
 def tls_consistent(ctx: ClusterContext) -> Verdict:
     states: Dict[Tuple[str, int], str] = {}
     for node, facts in ctx.gathered().items():
@@ -139,7 +145,7 @@ def tls_consistent(ctx: ClusterContext) -> Verdict:
     return failed(
         sentence,
         evidence,
-        fix="set the same TLS switch on every NPU (hccn_tool -i N -tls -s enable 0|1, or device_network.tls in the inventory and apply): TLS and non-TLS ports cannot link (EI0016)",
+        fix=f"set the same TLS switch on every NPU ({tls_command(ctx.desired.inventory.product.is_950, 'N', '0|1')}, or device_network.tls in the inventory and apply): TLS and non-TLS ports cannot link (EI0016)",
         node=blamed_node,
         npu=blamed_npu,
     )

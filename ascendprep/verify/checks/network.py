@@ -15,6 +15,7 @@ from ascendprep.base.paths import HCCN_CONF
 from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import LinkRecord, LinkStat, NpuFacts
 from ascendprep.plan import drift
+from ascendprep.verify.checks.cluster import tls_command
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.verify.checks.text import parse_asctime
@@ -232,7 +233,7 @@ def tls(ctx: NodeContext, npu: int) -> Verdict:
         return failed(
             f"TLS is {words[item.have]}; the plan says {words[item.want]}",
             evidence,
-            fix=f"{_APPLY} (hccn_tool -i {npu} -tls -s enable {item.want})",
+            fix=f"{_APPLY} ({tls_command(ctx.desired.inventory.product.is_950, npu, item.want)})",
         )
     return passed(f"TLS switch {item.want} as planned", evidence)
 
@@ -376,14 +377,14 @@ CHECKS: List[Check] = [
         "net health status is Success",
         net_health,
         ("hccn.net_health",),
-        applies=_not_on_950("the 950 form of -net_health is not read yet"),
+        applies=_not_on_950("the Ascend 950 HCCN Tool guide documents no -net_health output, so it is not read"),
     ),
     _npu_check(
         "network.lldp",
         "a switch is seen over LLDP (the planned one when cabling is given)",
         lldp,
         ("hccn.lldp",),
-        applies=_not_on_950("LLDP of the bond device is not read yet"),
+        applies=_not_on_950("the Ascend 950 HCCN Tool guide documents no -lldp output, so it is not read"),
     ),
     _npu_check(
         "network.tls",
@@ -400,7 +401,7 @@ CHECKS: List[Check] = [
         link_flaps,
         ("hccn.link_stat",),
         severity=Severity.WARNING,
-        applies=_not_on_950("the UB ports' link history is read per port, not judged yet"),
+        applies=_not_on_950("the UB ports' link history is ub.link_flaps'"),
     ),
     _npu_check(
         "network.optical",

@@ -16,6 +16,14 @@ and ``Ascend_950_npu-smi``; copied facts in docs/ascend950.md):
 * ``ub.ping``: ``hccn_tool -t -ub_ping`` from the NPU's first EID to every other card's of the
   host (the gather's matrix; the Atlas 350's UB links join the cards of one server).
 * ``ub.sio``: ``npu-smi info -t sio-info``: errors on the link between the chip's two dies.
+* ``ub.link_flaps``: each port's ``-link_stat`` history (querying-the-historical-link-up-and-down-
+  status-of-a-port.md: the link-up and link-down counts since the driver loaded, then the latest
+  changes, newest first), judged as ``network.link_flaps`` judges a 910 port: a link that went
+  down and came back within the last 24 h of the host's clock at the read is a flap (a warning),
+  as is a down count above the downs the bounded history still lists. A port whose latest change
+  is LINK_DOWN is down now, which is ``ub.link``'s; its earlier downs still count. The 950 answer
+  prints no current time, so the gather records the host's (local, like the tool's [I]); without
+  it every listed flap counts.
 
 The checks apply to Ascend 950 inventories only (elsewhere each is skipped once, saying why). An
 NPU without UB facts could not be checked (the host did not identify as an A5 card, or the probe
@@ -24,14 +32,26 @@ failed); facts of a 910 NPU, which has none, skip it.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ascendprep.base.findings import Severity
-from ascendprep.facts.ub_model import PORT_DOWN, PORT_PARTIAL_UP, PORT_UP, UbCounterRead, UbFacts, port_key
+from ascendprep.facts.ub_model import (
+    PORT_DOWN,
+    PORT_PARTIAL_UP,
+    PORT_UP,
+    UbCounterRead,
+    UbFacts,
+    UbLinkEvent,
+    UbLinkStat,
+    port_key,
+)
 from ascendprep.inventory import thresholds as grey_thresholds
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.counters import counter_rate
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
+from ascendprep.verify.checks.network import FLAP_WINDOW
+from ascendprep.verify.checks.text import parse_asctime
 
 _NEEDS = ("node.reachable", "node.hccn_tool")
 #: The die the Atlas 350's card-level ports are on: ``-ub_connect`` prints ``port N`` only, and
@@ -60,6 +80,10 @@ FIXES = {
     "ub_retries_per_s": "the link retransmits: a marginal lane or cable; read 'hccn_tool -g -port_info -i {npu} -u {udie} -p {port}' and replace the cable if it persists",
     "ub_drops_per_s": "packets are dropped on this UB port: check the peer card's health and the port's credit ('hccn_tool -g -credit')",
     "ping": "NPU {npu} cannot reach NPU {peer} over UB: look at ub.link and ub.lanes of both cards, reseat the UB cables between them, and run 'hccn_tool -g -ub_connect -i {npu}'",
+    "flaps": (
+        "the UB link went down and came back: reseat or replace the UB cable of this port and its peer"
+        " card's; 'hccn_tool -g -down_data -i {npu} -u {udie} -p {port}' shows the lanes at each link-down"
+    ),
     "sio": "the two dies of this NPU report link errors between them: a hardware fault of the card; collect 'npu-smi info -t sio-info -i {npu}' over time and contact the vendor if the count grows",
 }
 
@@ -276,6 +300,88 @@ def ping(ctx: NodeContext, npu: int) -> List[Verdict]:
     return [passed(f"UB ping to {len(pings)} other NPUs of the host answered", evidence)]
 
 
+def _clock(text: Optional[str]) -> Optional[datetime]:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _event_time(event: UbLinkEvent) -> Optional[datetime]:
+    parts = parse_asctime(event.time)
+    if parts is None:
+        return None
+    try:
+        return datetime(*parts)
+    except ValueError:
+        return None
+
+
+def flapped_downs(stat: UbLinkStat) -> Tuple[List[UbLinkEvent], bool]:
+    """The LINK_DOWN events that count as flaps (see the module docstring), and whether they were
+    windowed by the host's clock (False: every listed flap counts)."""
+    events = list(stat.events)
+    if events and events[0].state == "LINK_DOWN":
+        events = events[1:]  # down now: ub.link's
+    downs = [e for e in events if e.state == "LINK_DOWN"]
+    now = _clock(stat.current_time)
+    if now is None:
+        return downs, False
+    recent = []
+    for event in downs:
+        when = _event_time(event)
+        if when is None or now - FLAP_WINDOW <= when <= now + timedelta(minutes=5):
+            recent.append(event)
+    return recent, True
+
+
+def link_flaps(ctx: NodeContext, npu: int) -> List[Verdict]:
+    ub = _ub(ctx, npu, "hccn.ub_link_stat")
+    if isinstance(ub, Verdict):
+        return [ub]
+    if not ub.ports:
+        return [skipped("no UB port listed by -dev_info")]
+    verdicts: List[Verdict] = _port_probe_failures(ctx, npu, ("hccn.ub_link_stat",))
+    judged: Dict[str, Any] = {}
+    for key, port in sorted(ub.ports.items()):
+        stat = port.link_stat
+        if stat is None:
+            continue
+        downs, windowed = flapped_downs(stat)
+        listed = sum(1 for e in stat.events if e.state == "LINK_DOWN")
+        evidence = {
+            "port": key,
+            "current_time": stat.current_time,
+            "up_count": stat.up_count,
+            "down_count": stat.down_count,
+            "flaps": [e.time for e in downs],
+        }
+        judged[key] = evidence
+        fix = FIXES["flaps"].format(npu=npu, udie=port.udie, port=port.port)
+        span = "in the last 24 h" if windowed else "in its history (the host's clock was not read)"
+        if downs:
+            times = "s" if len(downs) != 1 else ""
+            message = f"UB port {key} went down and back {len(downs)} time{times} {span} (latest {downs[0].time})"
+            verdicts.append(failed(message, evidence, fix, subject=key))
+        elif stat.down_count > listed:
+            verdicts.append(
+                failed(
+                    f"UB port {key}: link down count is {stat.down_count} but the history lists {listed}"
+                    " (it keeps the last 10 changes): the link has flapped, when is unknown",
+                    evidence,
+                    fix,
+                    subject=key,
+                )
+            )
+    if verdicts:
+        return verdicts
+    if not judged:
+        return [could_not_check(f"-link_stat was not read for NPU {npu}'s UB ports")]
+    return [passed(f"no UB link flap on {len(judged)} ports in the last 24 h", {"ports": judged})]
+
+
 CHECKS: List[Check] = [
     Check(
         "ub.link",
@@ -322,6 +428,18 @@ CHECKS: List[Check] = [
         "look at ub.link and ub.lanes of both cards; reseat the UB cables between them",
         ping,
         probes=(),
+        requires=_NEEDS,
+        applies=only_950,
+    ),
+    Check(
+        "ub.link_flaps",
+        ("ub", "network"),
+        "npu",
+        Severity.WARNING,
+        "no UB port's link went down and back in the last 24 h (-link_stat history)",
+        "reseat or replace the UB cable of the port named, and its peer's",
+        link_flaps,
+        probes=("hccn.ub_dev_info",),
         requires=_NEEDS,
         applies=only_950,
     ),
