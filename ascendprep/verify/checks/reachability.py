@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ascendprep.base.findings import Severity
+from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import PingResult
 from ascendprep.inventory import thresholds as grey_thresholds
 from ascendprep.verify.checks.context import ClusterContext
@@ -44,7 +45,7 @@ _SLOW_FIX = (
 
 
 @dataclass(frozen=True)
-class _Baseline:
+class Baseline:
     """The mesh's typical round trip (lower quartile) and the thresholds a slow pair is judged by."""
 
     typical_ms: float
@@ -60,16 +61,18 @@ class _Baseline:
         )
 
 
-def _baseline(ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]]) -> Optional[_Baseline]:
-    times = [r.average_ms for index in indexes.values() for r in index.values() if r.ok and r.average_ms is not None]
+def baseline(desired: DesiredState, results: Iterable[PingResult]) -> Optional[Baseline]:
+    """The baseline of the answered pairs among ``results`` (None when fewer than
+    :data:`LATENCY_PAIRS_MIN` answered with times): what a pair's round trip is judged against."""
+    times = [r.average_ms for r in results if r.ok and r.average_ms is not None]
     if len(times) < LATENCY_PAIRS_MIN:
         return None
-    overrides = ctx.desired.inventory.model.thresholds
+    overrides = desired.inventory.model.thresholds
     limits = grey_thresholds.effective(overrides)
     names = ("ping_latency_ratio", "ping_latency_margin_ms")
     shown = {name: grey_thresholds.shown(name, limits[name], overrides) for name in names}
     typical = statistics.quantiles(times, n=4, method="inclusive")[0]
-    return _Baseline(typical, limits[names[0]], limits[names[1]], shown)
+    return Baseline(typical, limits[names[0]], limits[names[1]], shown)
 
 
 def _ms(value: float) -> str:
@@ -93,7 +96,7 @@ def _judge(
     ctx: ClusterContext,
     indexes: Dict[str, Dict[Tuple[int, str], PingResult]],
     ends: _Ends,
-    baseline: Optional[_Baseline] = None,
+    baseline: Optional[Baseline] = None,
 ) -> Verdict:
     subject = pair.subject
     shown_a, shown_b = _end(pair.a, ends), _end(pair.b, ends)
@@ -161,8 +164,8 @@ def reachability(ctx: ClusterContext) -> List[Verdict]:
         return [skipped(f"the {plan.mesh} mesh has no NPU pairs to ping (a single node talks over HCCS)")]
     indexes = {name: _index(host.pings) for name, host in ctx.hosts.items() if host.pings is not None}
     ends: _Ends = {}
-    baseline = _baseline(ctx, indexes)
-    return [_judge(pair, ctx, indexes, ends, baseline) for pair in plan.pairs]
+    typical = baseline(ctx.desired, (r for index in indexes.values() for r in index.values()))
+    return [_judge(pair, ctx, indexes, ends, typical) for pair in plan.pairs]
 
 
 CHECKS: List[Check] = [
