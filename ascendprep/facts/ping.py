@@ -217,7 +217,7 @@ def parse_ping_times(stdout: str) -> Optional[Tuple[float, float]]:
             break
     if not times:
         return None
-    return sum(times) / len(times), max(times)
+    return round(sum(times) / len(times), 6), max(times)  # the tool prints microseconds: 6 decimals of ms
 
 
 def _result(section: Section, npu: int, target: str, timeout_s: Optional[int]) -> PingResult:
