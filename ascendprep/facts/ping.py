@@ -18,6 +18,7 @@ import re
 import shlex
 from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, TypeVar
 
+from ascendprep.base.limits import PING_REPLIES_MAX
 from ascendprep.base.paths import DEFAULT_ASCEND_HOME
 from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.facts.model import PingResult
@@ -52,8 +53,6 @@ _SUMMARY_RE = re.compile(
 #: One reply's line, ``recv seq=0,time=1.418000ms`` (docs/ascend-reference.md, ``-ping``): the
 #: numbers bounded as above, so a hostile line costs one pass.
 _REPLY_RE = re.compile(r"recv seq=\d{1,9},\s*time\s*=\s*(\d{1,9}(?:\.\d{1,15})?)\s*ms", re.IGNORECASE)
-#: Reply lines read at most per ping (the tool sends 3 by default; a hostile output may print millions).
-_REPLIES_MAX = 1000
 
 _PING_FUNCTION = r"""# ap_ping NPU ADDRESS: one hccn_tool ping (exit 127 when hccn_tool is absent).
 ap_ping() {
@@ -209,11 +208,11 @@ def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
 
 def parse_ping_times(stdout: str) -> Optional[Tuple[float, float]]:
     """(average, max) round-trip time in milliseconds of the replies' ``recv seq=N,time=X ms``
-    lines (the first :data:`_REPLIES_MAX`), or None when no reply line is there."""
+    lines (the first :data:`PING_REPLIES_MAX`), or None when no reply line is there."""
     times = []
     for match in _REPLY_RE.finditer(stdout):
         times.append(float(match.group(1)))
-        if len(times) >= _REPLIES_MAX:
+        if len(times) >= PING_REPLIES_MAX:
             break
     if not times:
         return None
