@@ -40,7 +40,7 @@ def _index(results: Tuple[PingResult, ...]) -> Dict[Tuple[int, str], PingResult]
 LATENCY_PAIRS_MIN = 4
 _SLOW_FIX = (
     "compare the slow pairs: one node in all of them is that node's ports or host (tc/qdisc, a renegotiated"
-    " speed: network.speed); one plane is its switch path; ping by hand: hccn_tool -i {npu} -ping -g address {ip}"
+    " speed: ports.speed); one plane is its switch path; ping by hand: hccn_tool -i {npu} -ping -g address {ip}"
 )
 
 
