@@ -176,3 +176,28 @@ def saved_plan():
             SavedHost("node4", "10.0.0.14", False, [], error=f"unreachable: {HOSTILE}"),
         ],
     )
+
+
+#: The node whose every ping is slow in :func:`slow_input`, and the round trips (average, max ms):
+#: a healthy pair's as the vendor's example prints them (~1.4 ms for the first reply, ~0.04 after).
+SLOW_NODE = "node3"
+HEALTHY_RTT, SLOW_RTT = (0.497, 1.418), (40.0, 52.0)
+
+
+def slow_input() -> HtmlInput:
+    """Every pair answered with its round trip; the pairs to and from :data:`SLOW_NODE` are slow
+    (no loss), and node1 NPU 5 to node2 NPU 5 lost everything."""
+    desired = desired_state()
+    target = desired.nodes["node2"].hccn[5].ip
+    hosts, plan = cluster_evidence(desired, lost=(("node1", 5, target),))
+    node_of = {p.target.ip: p.target.node for p in plan.pairs if p.source is not None}
+    for name, host in hosts.items():
+        pings = []
+        for ping in host.pings or ():
+            slow = SLOW_NODE in (name, node_of.get(ping.target))
+            average, slowest = SLOW_RTT if slow else HEALTHY_RTT
+            pings.append(replace(ping, average_ms=average, max_ms=slowest) if ping.ok else ping)
+        hosts[name] = replace(host, pings=tuple(pings))
+    results = run_checks(desired, hosts, plan, today=TODAY)
+    order = [n.name for n in desired.inventory.nodes]
+    return HtmlInput(desired, results, hosts, order, plan, 0 if no_errors(results) else 1, source="unit test")

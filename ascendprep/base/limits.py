@@ -284,3 +284,9 @@ IMPORT_TEXT_MAX_BYTES = 8 * 1024 * 1024
 #: Times the compactor re-plans an imported inventory, making the nodes the plan still places
 #: elsewhere explicit each time, before it gives up (the first plan is nearly always exact).
 IMPORT_ROUND_TRIP_TRIES = 8
+
+# --- ping round trips -----------------------------------------------------------------------------
+
+#: Reply lines (``recv seq=N,time=X ms``) read per ``hccn_tool -ping`` for its round-trip times:
+#: the tool sends 3 echoes by default; a hostile output may print millions of such lines.
+PING_REPLIES_MAX = 1000

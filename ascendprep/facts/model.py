@@ -528,7 +528,8 @@ class PythonEnv:
 
 @dataclass(frozen=True, slots=True)
 class PingResult:
-    """One ``hccn_tool -i N -ping -g address A`` run from this host."""
+    """One ``hccn_tool -i N -ping -g address A`` run from this host: its replies, its loss and
+    the replies' round-trip times (the tool prints one per reply and no summary of them)."""
 
     npu: int
     target: str
@@ -537,6 +538,10 @@ class PingResult:
     received: Optional[int] = None
     loss_percent: Optional[float] = None
     error: Optional[str] = None
+    #: Round-trip time of the replies in milliseconds, average and slowest, from the device's
+    #: ``recv seq=N,time=X ms`` lines (None when no reply came back).
+    average_ms: Optional[float] = None
+    max_ms: Optional[float] = None
 
 
 @dataclass(frozen=True, slots=True)

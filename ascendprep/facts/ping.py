@@ -7,6 +7,8 @@ refused with ``hccn_tool is busy, please try again.``: that answer is retried wi
 (1, 2, 4, 8, 8... s). The results come back in the order the pairs were asked for. The
 device prints ``N packets transmitted, M received, P% packet loss``; any loss makes hccn_tool
 exit 1 with ``Command execute failed!`` on stderr after the stdout block (docs/ascend-reference.md §1.4).
+Each reply has its line ``recv seq=N,time=X.XXXXXXms`` and the tool prints no summary of the
+times, so the average and slowest round trip are computed here from those lines.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 import shlex
 from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, TypeVar
 
+from ascendprep.base.limits import PING_REPLIES_MAX
 from ascendprep.base.paths import DEFAULT_ASCEND_HOME
 from ascendprep.facts.failures import BUSY_TEXT, classify_failure, over_cap_error
 from ascendprep.facts.model import PingResult
@@ -46,6 +49,10 @@ _SUMMARY_RE = re.compile(
     r"(?<!\d)(\d{1,9})\s+packets transmitted,\s*(\d{1,9})\s+received,\s*(\d{1,9}(?:\.\d{0,15})?|\.\d{1,15})%\s+packets?\s+loss",
     re.IGNORECASE,
 )
+
+#: One reply's line, ``recv seq=0,time=1.418000ms`` (docs/ascend-reference.md, ``-ping``): the
+#: numbers bounded as above, so a hostile line costs one pass.
+_REPLY_RE = re.compile(r"recv seq=\d{1,9},\s*time\s*=\s*(\d{1,9}(?:\.\d{1,15})?)\s*ms", re.IGNORECASE)
 
 _PING_FUNCTION = r"""# ap_ping NPU ADDRESS: one hccn_tool ping (exit 127 when hccn_tool is absent).
 ap_ping() {
@@ -199,17 +206,43 @@ def parse_ping_summary(stdout: str) -> Optional[Tuple[int, int, float]]:
     return int(sent), int(received), float(loss)
 
 
+def parse_ping_times(stdout: str) -> Optional[Tuple[float, float]]:
+    """(average, max) round-trip time in milliseconds of the replies' ``recv seq=N,time=X ms``
+    lines (the first :data:`PING_REPLIES_MAX`), or None when no reply line is there."""
+    times = []
+    for match in _REPLY_RE.finditer(stdout):
+        times.append(float(match.group(1)))
+        if len(times) >= PING_REPLIES_MAX:
+            break
+    if not times:
+        return None
+    return round(sum(times) / len(times), 6), max(times)  # the tool prints microseconds: 6 decimals of ms
+
+
 def _result(section: Section, npu: int, target: str, timeout_s: Optional[int]) -> PingResult:
     if "over" in section.attrs:  # (the command is worded only for a cut output: most are not)
         cut = over_cap_error(section, "ping", f"hccn_tool -i {npu} -ping -g address {target}", npu)
         if cut is not None:
             return PingResult(npu=npu, target=target, ok=False, error=cut.message)
     summary = parse_ping_summary(section.stdout)
+    times = parse_ping_times(section.stdout)
+    average, slowest = times if times else (None, None)
     if summary is not None and section.rc == 0 and summary[0] == summary[1] and summary[0] > 0:
-        return PingResult(npu, target, True, *summary)  # every packet came back: the usual pair
+        # every packet came back: the usual pair
+        return PingResult(npu, target, True, *summary, average_ms=average, max_ms=slowest)
     sent, received, loss = summary if summary else (None, None, None)
     error = _error_text(section, summary, npu, target, timeout_s)
-    return PingResult(npu=npu, target=target, ok=False, sent=sent, received=received, loss_percent=loss, error=error)
+    return PingResult(
+        npu=npu,
+        target=target,
+        ok=False,
+        sent=sent,
+        received=received,
+        loss_percent=loss,
+        error=error,
+        average_ms=average,
+        max_ms=slowest,
+    )
 
 
 def _error_text(

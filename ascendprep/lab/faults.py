@@ -249,12 +249,18 @@ def _slow(lab: "RunningLab", record: dict[str, Any], *, rate: Optional[str], ver
     node = lab.node(record["node"])
     network.add_tbf(node.veth, record["rate"])
     network.add_tbf("eth0", record["rate"], netns=node.netns)
+    # The simulated NPU ports share the node's fate: hccn_tool's pings from and to it wait out
+    # the shaper's bucket (lab/sim/hccn_tool.py, cmd_ping).
+    with sim_state.edit_node(lab.state_dir, record["node"]) as doc:
+        doc["shaped_rate"] = record["rate"]
 
 
 def _heal_slow(lab: "RunningLab", record: dict[str, Any]) -> None:
     node = lab.node(record["node"])
     network.remove_root_qdisc(node.veth)
     network.remove_root_qdisc("eth0", netns=node.netns)
+    with sim_state.edit_node(lab.state_dir, record["node"]) as doc:
+        doc.pop("shaped_rate", None)
 
 
 def _hostname_mapping(

@@ -36,6 +36,7 @@ from ascendprep.verify.checks.context import HostEvidence
 from ascendprep.verify.checks.counters import JUDGED
 from ascendprep.verify.checks.hccs import node_pod
 from ascendprep.verify.checks.model import COULD_NOT_CHECK, CheckResult, Status
+from ascendprep.verify.checks.reachability import Baseline, baseline
 from ascendprep.verify.mesh import PingPlan
 
 #: Up to this many nodes every node has its grid row; above, healthy nodes are folded into ranges.
@@ -305,11 +306,14 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
     for name, host in data.hosts.items():
         for ping in host.pings or ():
             answers[(name, ping.npu, ping.target)] = ping
+    typical = baseline(data.desired, answers.values())
     judged: List[Judged] = []
+    latency: List[Optional[int]] = []
     bad: List[Dict[str, Any]] = []
     for pair in data.pings.pairs:
         if pair.a.node not in position or pair.b.node not in position:
             continue  # --hosts: a peer not shown
+        average: Optional[float] = None
         if pair.source is None:
             loss, text = None, f"not pinged: {pair.blocked or 'neither end can ping'}"
         else:
@@ -319,6 +323,11 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
             else:
                 loss = answer.loss_percent if answer.loss_percent is not None else (0.0 if answer.ok else 100.0)
                 text = f"{loss:g}% loss" + (f" ({answer.error})" if answer.error else "")
+                average = answer.average_ms
+                if average is not None:
+                    text += f", round trip avg {average:.3g} ms" + (
+                        f", max {answer.max_ms:.3g} ms" if answer.max_ms is not None else ""
+                    )
         level = 4 if loss is None else 3 if loss >= 100 else 2 if loss > 0 else 0
         if level:
             bad.append({"pair": pair.subject, "text": text, "cls": _LEVEL_CLASS[level]})
@@ -326,8 +335,10 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
         judged.append(
             (plane_index[pair.a.npu], position[pair.a.node], plane_index[pair.b.npu], position[pair.b.node], level, tip)
         )
+        latency.append(_latency_level(average, typical) if level < 3 else None)
     return {
-        **_heat_map(judged, len(nodes), planes, MATRIX_SIDE_MAX, MATRIX_CELLS_MAX),
+        **_heat_map(judged, len(nodes), planes, MATRIX_SIDE_MAX, MATRIX_CELLS_MAX, latency),
+        "latency": _latency_scale(typical),
         "mesh": data.pings.mesh,
         "pairs": len(data.pings.pairs),
         "bad": bad[:PAIRS_LISTED_MAX],
@@ -337,25 +348,69 @@ def _matrix(data: HtmlInput) -> Optional[Dict[str, Any]]:
     }
 
 
+#: The latency view's classes, fastest first: within 2x the mesh's typical round trip, within the
+#: warning ratio, above it (but within the margin), and slow as ``cluster.reachability`` warns.
+_LATENCY_CLASS = {0: "l0", 1: "l1", 2: "l2", 3: "l3"}
+
+
+def _latency_level(average: Optional[float], typical: Optional[Baseline]) -> Optional[int]:
+    """A pair's place on the latency scale; None when it has no round trip or the mesh no baseline."""
+    if average is None or typical is None:
+        return None
+    if typical.slow(average):
+        return 3
+    if average > typical.ratio * typical.typical_ms:
+        return 2
+    return 1 if average > 2 * typical.typical_ms else 0
+
+
+def _latency_scale(typical: Optional[Baseline]) -> Optional[Dict[str, Any]]:
+    """The latency view's legend: each class's round trip in milliseconds."""
+    if typical is None:
+        return None
+    return {
+        "typical": f"{typical.typical_ms:.3g}",
+        "double": f"{2 * typical.typical_ms:.3g}",
+        "ratio": f"{typical.ratio:g}",
+        "above": f"{typical.ratio * typical.typical_ms:.3g}",
+        "margin": f"{typical.margin_ms:g}",
+    }
+
+
 def _heat_map(
-    judged: Sequence[Judged], node_count: int, planes: Sequence[int], side_max: int, cells_max: int
+    judged: Sequence[Judged],
+    node_count: int,
+    planes: Sequence[int],
+    side_max: int,
+    cells_max: int,
+    latency: Optional[Sequence[Optional[int]]] = None,
 ) -> Dict[str, Any]:
     """The cells of a reachability heat map: one band per plane, the nodes in order within it, a
     cell the worst level of its pairs (drawn both ways). Nodes are grouped (2, 4, ... per row and
-    column) until the picture has at most ``side_max`` rows and ``cells_max`` cells."""
+    column) until the picture has at most ``side_max`` rows and ``cells_max`` cells.
+
+    ``latency``: per judged pair its latency level (:func:`_latency_level`; None for a pair that
+    lost everything or has no times). A cell's latency class is its slowest pair's, which the
+    page shows instead of the loss colours when its latency view is chosen; a cell with a pair
+    that lost everything keeps its loss colour there."""
     per_column = max(1, math.ceil(node_count * len(planes) / side_max))
     while True:
         columns = math.ceil(node_count / per_column)
         cells: Dict[Tuple[int, int], Dict[str, Any]] = {}
-        for plane_a, node_a, plane_b, node_b, level, tip in judged:
+        for index, (plane_a, node_a, plane_b, node_b, level, tip) in enumerate(judged):
+            slow = latency[index] if latency is not None else None
             a, b = plane_a * columns + node_a // per_column, plane_b * columns + node_b // per_column
             for key in ((a, b), (b, a)) if a != b else ((a, b),):
-                cell = cells.setdefault(key, {"level": 0, "pairs": 0, "bad": 0, "tip": tip})
+                cell = cells.setdefault(key, {"level": 0, "pairs": 0, "bad": 0, "tip": tip, "slow": None})
                 cell["pairs"] += 1
                 if level:
                     cell["bad"] += 1
                 if level > cell["level"]:
                     cell["level"], cell["tip"] = level, tip
+                if slow is not None and (cell["slow"] is None or slow > cell["slow"]):
+                    cell["slow"] = slow
+                    if cell["level"] == 0:  # an answered cell's tip names its slowest pair
+                        cell["tip"] = tip
         if len(cells) <= cells_max or per_column >= node_count:
             break
         per_column *= 2
@@ -366,7 +421,9 @@ def _heat_map(
             "x": round(x * step, 2),
             "y": round(y * step, 2),
             "cls": _LEVEL_CLASS[c["level"]],
-            "marked": c["level"] > 0,
+            "marked": c["level"] > 0 or bool(c["slow"]),
+            # lost everything or not pinged: the loss colour stays in the latency view too
+            "lat": _LATENCY_CLASS[c["slow"]] if c["slow"] is not None and c["level"] < 3 else "",
             "tip": c["tip"] if c["pairs"] == 1 else f"{c['pairs']} pairs, {c['bad']} failing; e.g. {c['tip']}",
         }
         for (x, y), c in sorted(cells.items())

@@ -14,7 +14,7 @@ from labsupport import skip_or_fail
 from nodescript import run_node_script
 
 from ascendprep.facts.model import PingResult
-from ascendprep.facts.ping import parse_ping_output, parse_ping_summary, render_ping_script
+from ascendprep.facts.ping import parse_ping_output, parse_ping_summary, parse_ping_times, render_ping_script
 from ascendprep.facts.shell import UnsafeValue
 
 
@@ -28,6 +28,26 @@ from ascendprep.facts.shell import UnsafeValue
 )
 def test_summary_line(fixture_text, name, summary):
     assert parse_ping_summary(fixture_text(name)) == summary
+
+
+@pytest.mark.parametrize(
+    "name, times",
+    [
+        # docs/ascend-reference.md, -ping: the real output (3 replies: 1.418, 0.034, 0.040 ms)
+        ("ping/ping_ok.out", (pytest.approx((1.418 + 0.034 + 0.040) / 3), 1.418)),
+        ("ping/ping_partial_loss.out", (pytest.approx((0.512 + 0.047) / 2), 0.512)),  # the lost one has no time
+        ("ping/ping_all_lost.out", None),
+    ],
+)
+def test_reply_times(fixture_text, name, times):
+    assert parse_ping_times(fixture_text(name)) == times
+
+
+def test_reply_times_of_hostile_output_are_bounded():
+    line = "recv seq=1,time=0.5ms\n"
+    assert parse_ping_times(line * 5000 + "recv seq=2,time=900.0ms\n") == (0.5, 0.5)  # the first 1,000 only
+    assert parse_ping_times("recv seq=1,time=" + "9" * 5000 + "ms\n") is None  # not a time the tool prints
+    assert parse_ping_times("recv seq=1,time=1.2.3ms\n") is None
 
 
 def test_results_from_output(fixture_text, transcript):
@@ -49,9 +69,14 @@ def test_results_from_output(fixture_text, transcript):
         done=False,
     )
     results = parse_ping_output(text)
-    assert results[0] == PingResult(3, "29.1.137.205", True, 3, 3, 0.0, None)
-    assert results[1] == PingResult(0, "192.168.100.111", False, 3, 2, 33.33, "1 of 3 packets lost (33.33% loss)")
+    assert results[0] == PingResult(
+        3, "29.1.137.205", True, 3, 3, 0.0, None, average_ms=pytest.approx(1.492 / 3), max_ms=1.418
+    )
+    assert results[1] == PingResult(
+        0, "192.168.100.111", False, 3, 2, 33.33, "1 of 3 packets lost (33.33% loss)", pytest.approx(0.2795), 0.512
+    )
     assert results[2].ok is False
+    assert results[2].average_ms is None and results[2].max_ms is None
     assert results[2].error == "hccn_tool -i 1 -ping -g address 192.168.101.111 timed out after 10s and was killed"
     assert results[3].npu == 2 and not results[3].ok
     assert results[3].error.startswith("not run: output stopped before the script finished")

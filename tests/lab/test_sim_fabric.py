@@ -150,3 +150,25 @@ def test_end_to_end_link_down_breaks_ping_and_health(lab):
     assert lab.ok("node2", "-i", "0", "-net_health", "-g") == "net health status: Fault\n"
     lab.ok("node2", "-i", "0", "-cfg", "recovery")
     assert lab.ok("node1", "-i", "0", "-net_health", "-g") == "net health status: Success\n"
+
+
+def _reply_times(out: str) -> list[float]:
+    import re
+
+    return [float(t) for t in re.findall(r"recv seq=\d+,time=([0-9.]+)ms", out)]
+
+
+def test_end_to_end_a_shaped_node_answers_slowly(lab):
+    """The lab's ``slow`` fault marks the node's document: pings from and to it wait out the bucket."""
+    from ascendprep.lab.sim import state
+    from ascendprep.lab.sim.hccn_tool import SHAPED_WAIT_MS
+
+    lab.set_ip("node1", 0, "10.20.0.10")
+    lab.set_ip("node2", 0, "10.20.0.20")
+    fast = _reply_times(lab.ok("node1", "-i", "0", "-ping", "-g", "address", "10.20.0.20"))
+    assert len(fast) == 3 and max(fast) < 2  # the vendor's example: ~1.4 ms, then ~0.04 ms
+    with state.edit_node(lab.state_dir, "node2") as doc:
+        doc["shaped_rate"] = "8mbit"
+    to_slow = _reply_times(lab.ok("node1", "-i", "0", "-ping", "-g", "address", "10.20.0.20"))
+    from_slow = _reply_times(lab.ok("node2", "-i", "0", "-ping", "-g", "address", "10.20.0.10"))
+    assert all(t >= SHAPED_WAIT_MS for t in to_slow + from_slow) and len(to_slow) == len(from_slow) == 3

@@ -207,3 +207,42 @@ def test_hostile_text_in_an_hccs_result_is_escaped() -> None:
     page = render_html(replace(data, results=results))
     assert HOSTILE not in page and "<script" not in page.lower()
     assert "HCCS &lt;script&gt;alert(1)&lt;/script&gt;" in page and r"\x1b]0;pwn\x07\x00" in page
+
+
+def test_latency_view_marks_the_slow_node_and_keeps_the_lost_pair_as_loss() -> None:
+    from html_evidence import SLOW_NODE, slow_input
+
+    from ascendprep.report import html
+
+    data = slow_input()
+    page = render_html(data)
+    assert 'id="view-latency"' in page and 'class="legend latency-legend"' in page
+    matrix = page[page.index('<svg id="matrix"') : page.index("</svg>", page.index('<svg id="matrix"'))]
+    slow = re.findall(r'<rect class="mcell ok l3"[^>]*><title>([^<]*)</title>', matrix)
+    # every slow cell names a pair with the slow node, and its times
+    assert slow and all(SLOW_NODE in title and "round trip avg 40 ms, max 52 ms" in title for title in slow)
+    # the pair that lost everything stays a loss cell in the latency view: no latency class
+    lost = re.findall(r'<rect class="mcell err bad"[^>]*><title>([^<]*)</title>', matrix)
+    assert lost and all("100% loss" in title for title in lost)
+    # the healthy pairs are on the scale's fast end
+    assert matrix.count('<rect class="mcell ok l0"') > 0
+    # node3's row in every band: each cell of node3's row holding a pair is slow (ring: 8 planes)
+    model = html.page_model(data)["matrix"]
+    assert model["latency"]["typical"] == "0.497"
+    step, columns = model["step"], 4
+    row = [r for r in model["rects"] if round(r["y"] / step) % columns == 2]
+    assert row and all(r["lat"] == "l3" for r in row)
+
+
+def test_aggregated_latency_cell_takes_the_slowest_pair_and_loss_wins() -> None:
+    from ascendprep.report.html import MATRIX_CELLS_MAX, _heat_map
+
+    # two nodes per row and column: pairs (0,1) fast, (0,2) slow, (1,3) lost everything
+    judged = [(0, 0, 0, 1, 0, "fast"), (0, 0, 0, 2, 0, "slow"), (0, 1, 0, 3, 3, "lost"), (0, 2, 0, 3, 0, "fast")]
+    shown = _heat_map(judged, 4, [0], 2, MATRIX_CELLS_MAX, [0, 3, None, 1])
+    assert shown["per_column"] == 2
+    cells = {(round(r["x"] / shown["step"]), round(r["y"] / shown["step"])): r for r in shown["rects"]}
+    assert cells[(0, 0)]["lat"] == "l0"
+    assert cells[(0, 1)]["lat"] == "" and cells[(0, 1)]["cls"] == "err"  # slow and lost: loss wins
+    assert cells[(1, 1)]["lat"] == "l1"
+    assert "lost" in cells[(0, 1)]["tip"]

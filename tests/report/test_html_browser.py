@@ -130,3 +130,35 @@ def test_faulty_hccs_pair_is_marked_in_its_pods_matrix(a3_page) -> None:
     assert js(a3_page, f"getComputedStyle({cell}).backgroundColor") == "rgb(214, 40, 40)"
     browser, _ = a3_page
     assert cdp.console_errors(browser) == []
+
+
+@pytest.fixture(scope="module")
+def slow_page(browser, tmp_path_factory: pytest.TempPathFactory):
+    from html_evidence import slow_input
+
+    path = tmp_path_factory.mktemp("html") / "slow.html"
+    write_file(path, render_html(slow_input()))
+    return browser, cdp.open_page(browser, path.as_uri())
+
+
+def test_latency_switch_colours_the_slow_node_and_keeps_loss_red(slow_page) -> None:
+    from html_evidence import SLOW_NODE
+
+    slow = "document.querySelector('#matrix rect.mcell.l3')"
+    lost = "document.querySelector('#matrix rect.mcell.err.bad')"
+    legend = "getComputedStyle(document.querySelector('.latency-legend')).display"
+    # the loss view first: the slow pairs lost nothing, so they are green; the lost pair red
+    assert js(slow_page, f"getComputedStyle({slow}).fill") == "rgb(82, 183, 136)"
+    assert js(slow_page, legend) == "none"
+    js(slow_page, "document.querySelector('label[for=\"view-latency\"]').click()")
+    assert js(slow_page, "document.querySelector('#view-latency').checked") is True
+    assert js(slow_page, f"getComputedStyle({slow}).fill") == "rgb(123, 44, 191)"
+    assert js(slow_page, f"getComputedStyle({lost}).fill") == "rgb(214, 40, 40)"  # lost everything: still loss
+    assert (
+        js(slow_page, "getComputedStyle(document.querySelector('#matrix rect.mcell.l0')).fill") == "rgb(82, 183, 136)"
+    )
+    assert js(slow_page, legend) == "block"
+    titles = js(slow_page, "[...document.querySelectorAll('#matrix rect.mcell.l3')].map(r => r.textContent)")
+    assert titles and all(SLOW_NODE in title for title in titles)
+    browser, _ = slow_page
+    assert cdp.console_errors(browser) == []

@@ -215,3 +215,49 @@ def test_a_bundle_dir_being_written_is_not_chosen_again(tmp_path):
     partial_dir(first).mkdir()  # another run is writing it
     second = new_bundle_dir(tmp_path)
     assert second != first and second.name.startswith(first.name)
+
+
+def _round_trip_json(hosts, desired, plan, execs, tmp_path):
+    """``verify --from-bundle RUN --format json`` of a bundle saved from ``hosts``: its reachability checks."""
+    results = run_checks(desired, hosts, plan, today=TODAY)
+    bundle = Bundle("/x/inventory.yaml", _inventory_text(), hosts, plan, "ring", {}, TODAY, ssh_execs=execs)
+    target = new_bundle_dir(tmp_path / "runs")
+    document = verify_document(
+        inventory={"path": bundle.inventory_path},
+        results=results,
+        hosts=hosts,
+        ssh_execs=execs,
+        mesh="ring",
+        selection={},
+        exit_code=1,
+    )
+    write_bundle(bundle, target, document, results=results)
+    again = read_bundle(target)
+    outcome = CliRunner().invoke(verify_command, ["--from-bundle", str(target), "--format", "json"])
+    assert outcome.exit_code == 1, outcome.output
+    checks = json.loads(outcome.stdout)["checks"]
+    return again, [c for c in checks if c["check"] == "cluster.reachability"]
+
+
+def test_round_trip_latency_is_in_the_json_and_survives_the_bundle(collected, tmp_path):
+    desired, hosts, plan, execs = collected
+    # the stand-in prints three replies of 0.05 ms each, as hccn_tool's "recv seq=N,time=X ms" lines
+    assert [(r.average_ms, r.max_ms) for r in hosts["node1"].pings or ()] == [(0.05, 0.05)] * 2
+    again, reach = _round_trip_json(hosts, desired, plan, execs, tmp_path)
+    assert again.hosts["node1"].pings == hosts["node1"].pings
+    assert [(c["evidence"]["rtt_avg_ms"], c["evidence"]["rtt_max_ms"]) for c in reach] == [(0.05, 0.05)] * 2
+
+
+def test_a_bundle_whose_pings_print_no_times_still_reads(collected, tmp_path):
+    desired, hosts, plan, execs = collected
+    # a bundle written before round trips were kept holds the same transcript; one whose tool
+    # printed no reply times (or an older reader's view) reads with the times unknown
+    stripped = "".join(
+        line for line in hosts["node1"].ping_stdout.splitlines(keepends=True) if not line.startswith("recv seq=")
+    )
+    assert stripped != hosts["node1"].ping_stdout
+    old = {**hosts, "node1": replace(hosts["node1"], ping_stdout=stripped)}
+    again, reach = _round_trip_json(old, desired, plan, execs, tmp_path)
+    assert [(r.ok, r.average_ms, r.max_ms) for r in again.hosts["node1"].pings or ()] == [(True, None, None)] * 2
+    assert [c["status"] for c in reach] == ["passed", "passed"]
+    assert [(c["evidence"]["rtt_avg_ms"], c["evidence"]["rtt_max_ms"]) for c in reach] == [(None, None)] * 2

@@ -84,6 +84,8 @@ MAX_ARGV_LEN = 128
 
 HANG_SECONDS = 3600
 PING_COUNT = 3
+#: Milliseconds an echo waits on a node under the ``slow`` fault: the tbf bucket's 10 ms of traffic.
+SHAPED_WAIT_MS = 10.0
 VNIC_HOST_ADDRESS = "192.168.1.199"
 VNIC_HOST_NETMASK = "255.255.255.0"
 
@@ -492,6 +494,9 @@ def cmd_ping(inv: Invocation, args: list[str]) -> int:
 
     [I] With the local link down the driver refuses before sending (``Execute failed: Link
     status is down.``, exit 22); every other failure shows as lost packets, ``recv time out``.
+    A node under the lab's ``slow`` fault (tc tbf, its bucket 10 ms of traffic: lab/network.py)
+    has its NPU ports modelled as that link under load: each echo from or to it waits out a
+    full bucket, :data:`SHAPED_WAIT_MS` more.
     """
     if not args:
         return PARAM_CMD_COUNT_ERR
@@ -518,9 +523,12 @@ def cmd_ping(inv: Invocation, args: list[str]) -> int:
     reachable = fabric.can_reach(nodes, inv.identity.node, inv.devid, address)
     inv.print(f"device {inv.devid} PING {address}")
     jitter = (time.perf_counter_ns() // 1000) % 1000
+    target = fabric.locate(nodes, address)
+    shaped = inv.doc.get("shaped_rate") or (target is not None and nodes[target[0]].get("shaped_rate"))
+    wait = SHAPED_WAIT_MS if shaped else 0.0
     for seq in range(PING_COUNT):
         if reachable:
-            millis = (1.2 + jitter / 2500) if seq == 0 else (0.030 + ((jitter * (seq + 7)) % 20) / 1000)
+            millis = wait + ((1.2 + jitter / 2500) if seq == 0 else (0.030 + ((jitter * (seq + 7)) % 20) / 1000))
             inv.print(f"recv seq={seq},time={millis:f}ms")
         else:
             inv.print(f"recv time out seq={seq}")

@@ -3,14 +3,26 @@
 A pair passes when its ping got every reply. Lost packets, or a port that refuses to send (link
 down), break the pair; a ping that could not be run (its node's ping script failed, hccn_tool
 hung or stayed busy) fails as "could not check", naming the pair.
+
+Each answered pair also keeps its replies' round trip (``rtt_avg_ms``, ``rtt_max_ms``: hccn_tool
+prints one ``time=`` per reply). A pair that lost nothing but whose replies average more than
+``ping_latency_ratio`` times the mesh's typical round trip, and at least ``ping_latency_margin_ms``
+above it (data/grey_thresholds.yaml, overridable in the inventory),
+is a warning: a slow rail, leaf or node lets a job start and then drags every collective. The
+typical round trip is the lower quartile of the answered pairs, not their median: in the ring mesh
+the master is in about half of all pairs, so a slow master would move the median with it.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+import statistics
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ascendprep.base.findings import Severity
+from ascendprep.desired.state import DesiredState
 from ascendprep.facts.model import PingResult
+from ascendprep.inventory import thresholds as grey_thresholds
 from ascendprep.verify.checks.context import ClusterContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.verify.mesh import Endpoint, PingPair
@@ -22,6 +34,49 @@ _NOT_RUN_MARKS = ("timed out", "still busy", "not run:", "not installed")
 
 def _index(results: Tuple[PingResult, ...]) -> Dict[Tuple[int, str], PingResult]:
     return {(result.npu, result.target): result for result in results}
+
+
+#: Answered pairs needed before their typical round trip is a baseline to judge a pair against.
+LATENCY_PAIRS_MIN = 4
+_SLOW_FIX = (
+    "compare the slow pairs: one node in all of them is that node's ports or host (tc/qdisc, a renegotiated"
+    " speed: ports.speed); one plane is its switch path; ping by hand: hccn_tool -i {npu} -ping -g address {ip}"
+)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The mesh's typical round trip (lower quartile) and the thresholds a slow pair is judged by."""
+
+    typical_ms: float
+    ratio: float
+    margin_ms: float
+    shown: Dict[str, Any]
+
+    def slow(self, average_ms: Optional[float]) -> bool:
+        return (
+            average_ms is not None
+            and average_ms > self.ratio * self.typical_ms
+            and average_ms - self.typical_ms >= self.margin_ms
+        )
+
+
+def baseline(desired: DesiredState, results: Iterable[PingResult]) -> Optional[Baseline]:
+    """The baseline of the answered pairs among ``results`` (None when fewer than
+    :data:`LATENCY_PAIRS_MIN` answered with times): what a pair's round trip is judged against."""
+    times = [r.average_ms for r in results if r.ok and r.average_ms is not None]
+    if len(times) < LATENCY_PAIRS_MIN:
+        return None
+    overrides = desired.inventory.model.thresholds
+    limits = grey_thresholds.effective(overrides)
+    names = ("ping_latency_ratio", "ping_latency_margin_ms")
+    shown = {name: grey_thresholds.shown(name, limits[name], overrides) for name in names}
+    typical = statistics.quantiles(times, n=4, method="inclusive")[0]
+    return Baseline(typical, limits[names[0]], limits[names[1]], shown)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3g} ms" if value < 100 else f"{value:,.0f} ms"
 
 
 #: Per endpoint of the run: its evidence dict (shared by every pair naming it: "a" and "from"
@@ -37,7 +92,11 @@ def _end(end: Endpoint, ends: _Ends) -> Tuple[Dict[str, object], str]:
 
 
 def _judge(
-    pair: PingPair, ctx: ClusterContext, indexes: Dict[str, Dict[Tuple[int, str], PingResult]], ends: _Ends
+    pair: PingPair,
+    ctx: ClusterContext,
+    indexes: Dict[str, Dict[Tuple[int, str], PingResult]],
+    ends: _Ends,
+    baseline: Optional[Baseline] = None,
 ) -> Verdict:
     subject = pair.subject
     shown_a, shown_b = _end(pair.a, ends), _end(pair.b, ends)
@@ -65,8 +124,29 @@ def _judge(
     if result is None:
         return could_not_check(f"{arrow}: the ping script did not report this ping", evidence, subject=subject)
     evidence.update(
-        {"sent": result.sent, "received": result.received, "loss_percent": result.loss_percent, "error": result.error}
+        {
+            "sent": result.sent,
+            "received": result.received,
+            "loss_percent": result.loss_percent,
+            "error": result.error,
+            "rtt_avg_ms": result.average_ms,
+            "rtt_max_ms": result.max_ms,
+        }
     )
+    if result.ok and baseline is not None and baseline.slow(result.average_ms):
+        average = result.average_ms or 0.0
+        evidence.update({"typical_rtt_ms": round(baseline.typical_ms, 6), "thresholds": baseline.shown})
+        slowest = f", max {_ms(result.max_ms)}" if result.max_ms is not None else ""
+        times = f"{average / baseline.typical_ms:.0f}x" if baseline.typical_ms > 0 else "far above"
+        return failed(
+            f"{arrow}: no loss but the replies average {_ms(average)}{slowest}, {times}"
+            f" the mesh's typical {_ms(baseline.typical_ms)} (ping_latency_ratio {baseline.ratio:g},"
+            f" ping_latency_margin_ms {baseline.margin_ms:g})",
+            evidence,
+            severity=Severity.WARNING,
+            fix=_SLOW_FIX.format(npu=source.npu, ip=target.ip),
+            subject=subject,
+        )
     if result.ok:
         return passed(f"{arrow}: {result.received}/{result.sent} replies", evidence, subject=subject)
     error = result.error or "failed"
@@ -84,7 +164,8 @@ def reachability(ctx: ClusterContext) -> List[Verdict]:
         return [skipped(f"the {plan.mesh} mesh has no NPU pairs to ping (a single node talks over HCCS)")]
     indexes = {name: _index(host.pings) for name, host in ctx.hosts.items() if host.pings is not None}
     ends: _Ends = {}
-    return [_judge(pair, ctx, indexes, ends) for pair in plan.pairs]
+    typical = baseline(ctx.desired, (r for index in indexes.values() for r in index.values()))
+    return [_judge(pair, ctx, indexes, ends, typical) for pair in plan.pairs]
 
 
 CHECKS: List[Check] = [
@@ -93,7 +174,7 @@ CHECKS: List[Check] = [
         ("cluster", "network"),
         "cluster",
         Severity.ERROR,
-        "every NPU pair of the mesh reaches each other",
+        "every NPU pair of the mesh reaches each other (a pair far slower than the mesh's typical round trip: a warning)",
         "",
         reachability,
     ),
