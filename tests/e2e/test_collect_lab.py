@@ -36,6 +36,8 @@ def collect_lab() -> Iterator[Lab]:
 def healed(collect_lab: Lab) -> Iterator[Lab]:
     yield collect_lab
     collect_lab.heal()
+    for node in collect_lab.nodes:  # the next test's job starts with no logs of this one
+        collect_lab.run_in_node(node.name, ["rm", "-rf", "/root/ascend/log", "/root/jobs"])
 
 
 def collect(lab: Lab, out: Path, job: Dict[str, Any], *extra: str) -> Tuple[int, str, Dict[str, Any]]:
@@ -103,3 +105,34 @@ def test_collect_local_inside_a_node_as_a_slurm_epilog_would(healed: Lab):
     assert list(manifest["nodes"]) == ["node2"]
     assert "EL0004: Failed to allocate memory." in node_text(out, "node2", "plog")
     assert "NPU out of memory" in node_text(out, "node2", "console")
+
+
+#: Per lab job fault: the line the faulty rank's own files hold (plog, device or console).
+OWN_LINE = {
+    "port-down": ("device", "event_id=0x81078603"),
+    "port-taken": ("plog", "is already bound"),
+    "wrong-if-ip": ("plog", "is not found in the nic list"),
+    "tls-mismatch": ("plog", "tlsStatus are inconsistent"),
+    "stale-ranktable": ("plog", "[check][ip]fail"),
+    "hbm-ecc": ("device", "Event id=0x80e01801"),
+    "npu-oom": ("console", "NPU out of memory"),
+}
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [[f"{kind}:node{1 + i % 3}:{i % 4}"] for i, kind in enumerate(OWN_LINE)]
+    + [["port-down:node1:0", "hbm-ecc:node3:2"], ["port-taken:node2:1", "wrong-if-ip:node3:3"]],
+    ids=lambda faults: "+".join(f.split(":")[0] for f in faults),
+)
+def test_each_fault_lands_on_its_node_and_no_other(healed: Lab, tmp_path: Path, faults):
+    job = run_job(healed, "each", faults)
+    code, output, manifest = collect(healed, tmp_path / "run", job)
+    assert code == 0, output
+    for fault in job["faults"]:
+        folder, line = OWN_LINE[fault["kind"]]
+        assert line in node_text(tmp_path / "run", fault["node"], folder)
+        others = {"node1", "node2", "node3"} - {f["node"] for f in job["faults"] if f["kind"] == fault["kind"]}
+        assert all(line not in node_text(tmp_path / "run", node, folder) for node in others)
+        console = node_text(tmp_path / "run", fault["node"], "console")
+        assert f"rank {fault['rank']} of 12 starting on {fault['node']}" in console
