@@ -51,6 +51,7 @@ from ascendprep.facts.model import HostFacts
 from ascendprep.facts.sections import new_nonce
 from ascendprep.inventory.load import Inventory, load_inventory
 from ascendprep.remote.access import HostAccess
+from ascendprep.remote.errors import CommandTimeout
 from ascendprep.remote.transport import Transport
 from ascendprep.report import console as report_console
 from ascendprep.run.common import hosts_deadline, open_session, select_nodes
@@ -447,6 +448,9 @@ def collect_hosts(
             error = f"{access.name}: the collect program did not start (exit {result.rc}): {_last_line(result.stderr)}"
         elif not logs.complete:
             error = f"{access.name}: the collect program stopped early (exit {logs.rc}): {_last_line(result.stderr)}"
+        if session.deadline is not None and session.deadline.passed:
+            # the node is reported as timed out: nothing of it lands in the bundle after that
+            raise CommandTimeout(access.name, f"{access.name}: its logs came after the deadline and were dropped")
         files = write_node(request.out, access.name, logs, facts)
         return NodeResult(
             {

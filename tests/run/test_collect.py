@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -322,3 +323,91 @@ def test_collect_refuses_an_existing_folder_and_remote_options_with_local(fake_c
     assert code == 2 and "--hosts" in output
     code, output = _collect(str(fake_cluster), "--log-dir", "relative")
     assert code == 2 and "absolute" in output
+
+
+# -- a hostile node, end to end through the fan-out ---------------------------------------------
+
+
+class ScriptedNode:
+    """A transport whose node answers the collect script with ``answer(nonce)`` (what a
+    compromised or broken node could print)."""
+
+    exec_count = 0
+
+    def __init__(self, name: str, answer, timed_out: bool = False) -> None:
+        self.name = name
+        self.answer = answer
+        self.timed_out = timed_out
+
+    def run_script(self, script: str, timeout=None):
+        from ascendprep.remote.result import ExecResult
+
+        nonce = re.search(r"@@collect-([0-9a-f]{32})", script).group(1)
+        return ExecResult(124 if self.timed_out else 0, self.answer(nonce), "", 1.0, self.timed_out)
+
+    def close(self) -> None:
+        pass
+
+
+def hostile_answer(nonce: str) -> str:
+    mark = f"@@collect-{nonce}"
+
+    def rec(kind, name, data):
+        return f"{mark} file {kind} {len(data)} {len(data)} 0 1.0 {b64(name)}\n{b64(data)}\n"
+
+    return (
+        f"\n{mark} begin\n"
+        + rec("plog", b"../../../../escaped.txt", b"x")
+        + rec("plog", b"/tmp/escaped-abs.txt", b"x")
+        + rec("plog", b"run/plog/a", b"a file")
+        + rec("plog", b"run/plog/a/b.log", b"under a file")  # a folder where a file lies
+        + rec("console", b"/x/../../rank-0.txt", b"console")
+        + rec("plog", b"run/plog/ok.log", b"fine")
+        + f"{mark} end\n"
+    )
+
+
+def test_a_hostile_node_writes_nothing_outside_its_folder_and_each_refusal_is_named(fake_cluster, tmp_path):
+    inventory = inventory_from_text(fake_cluster.read_text(), file=str(fake_cluster))
+    out = tmp_path / "deep" / "bundle"
+    make_out_dir(out)
+    request = CollectRequest(None, (), (), out)
+    with Session(
+        host_accesses(inventory), 2, transport_factory=lambda access: ScriptedNode(access.name, hostile_answer)
+    ) as session:
+        nodes = collect_hosts(session, inventory, request)
+    entry = nodes["n1"]
+    assert entry["status"] == "ok"
+    assert sorted(f["path"] for f in entry["files"]) == [
+        "console/rank-0.txt",
+        "plog/run/plog/a",
+        "plog/run/plog/ok.log",
+    ]
+    assert len(entry["problems"]) == 3, entry["problems"]
+    assert any("not stored" in p for p in entry["problems"])
+    written = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert written == {
+        f"nodes/{n}/{f}"
+        for n in ("n1", "n2", "n3")
+        for f in ("console/rank-0.txt", "plog/run/plog/a", "plog/run/plog/ok.log")
+    }
+    assert not (tmp_path / "escaped.txt").exists() and not Path("/tmp/escaped-abs.txt").exists()
+
+
+def test_a_node_that_times_out_is_failed_and_keeps_what_came(fake_cluster, tmp_path):
+    inventory = inventory_from_text(fake_cluster.read_text(), file=str(fake_cluster))
+    out = tmp_path / "bundle"
+    make_out_dir(out)
+
+    def partial(nonce: str) -> str:
+        return (
+            f"\n@@collect-{nonce} begin\n@@collect-{nonce} file plog 4 4 0 1.0 {b64('run/plog/p.log')}\n{b64('tail')}\n"
+        )
+
+    with Session(
+        host_accesses(inventory), 2, transport_factory=lambda access: ScriptedNode(access.name, partial, timed_out=True)
+    ) as session:
+        nodes = collect_hosts(session, inventory, CollectRequest(None, (), (), out))
+    assert nodes["n1"]["status"] == "failed" and "timed out" in nodes["n1"]["error"]
+    assert [f["path"] for f in nodes["n1"]["files"]] == ["plog/run/plog/p.log"]
+    assert "state" not in {f["kind"] for f in nodes["n1"]["files"]}  # no gather transcript came
