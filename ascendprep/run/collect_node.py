@@ -173,11 +173,20 @@ def main():
     for root in log_roots(config):
         walk_root(root, config, found, mark, budget)
     for pattern in config["console_globs"]:
-        matched = sorted(glob.glob(pattern))
+        matched = 0
+        for path in glob.iglob(pattern):
+            budget[0] -= 1
+            if budget[0] < 0:
+                emit(
+                    mark,
+                    "problem",
+                    b64("more than %d entries: --console %s not read further" % (config["max_entries"], pattern)),
+                )
+                break
+            matched += 1
+            add_file(found, "console", path, path, config)
         if not matched:
             emit(mark, "problem", b64("no file matches --console %s on this node" % pattern))
-        for path in matched:
-            add_file(found, "console", path, path, config)
     found.sort(key=lambda item: item[0], reverse=True)
     sent = 0
     skipped = 0

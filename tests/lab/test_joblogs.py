@@ -78,7 +78,7 @@ def test_port_down_cqe_links_point_at_the_faulty_device_and_every_rank_times_out
         r for r in logs if "cqe err status[12]" in logs[r]["plog"] and "remoteIP:[192.168.101.12]" in logs[r]["plog"]
     ]
     assert sorted(pointing) == [1, 9]  # NPU 1 of node1 and node3: the ring neighbours
-    assert logs[5]["plog"].count("cqe err status[12]") == 2
+    assert "cqe err status" not in logs[5]["plog"]  # its own queue pairs are flushed, not retried out
     for r in logs:
         assert "taskType[Notify Wait]" in logs[r]["plog"] and "EI0002" in logs[r]["console"]
 

@@ -411,3 +411,15 @@ def test_a_node_that_times_out_is_failed_and_keeps_what_came(fake_cluster, tmp_p
     assert nodes["n1"]["status"] == "failed" and "timed out" in nodes["n1"]["error"]
     assert [f["path"] for f in nodes["n1"]["files"]] == ["plog/run/plog/p.log"]
     assert "state" not in {f["kind"] for f in nodes["n1"]["files"]}  # no gather transcript came
+
+
+def test_a_console_glob_that_matches_too_much_is_cut_at_the_entry_budget(tmp_path):
+    for index in range(30):
+        (tmp_path / f"rank-{index}.txt").write_text(str(index))
+    out = run_node_program(
+        config(log_dirs=[str(tmp_path / "none")], console_globs=[str(tmp_path / "rank-*.txt")], max_entries=10)
+    )
+    logs = parse_records(out, NONCE)
+    assert logs.complete
+    assert len([f for f in logs.files if f.kind == "console"]) == 10
+    assert any("more than 10 entries" in p for p in logs.problems)

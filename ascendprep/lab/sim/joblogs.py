@@ -219,8 +219,9 @@ def _train(logs: Dict[int, _Log], ranks: Sequence[Rank], faulty: Dict[int, List[
                 log.line(
                     "ERROR", "DRV", strike, "dev_mon.c:512", "port link up->down, event_id=0x81078603", device=True
                 )
+                # Its ring peers' RDMA retries run out (CQE status 12, retry exceeded) toward it; its
+                # own queue pairs are flushed with the port, so no retry count runs out there.
                 for peer in _ring_peers(ranks, r):
-                    _cqe(log, strike + 8, r.device_ip, peer.device_ip)
                     _cqe(logs[peer.rank], strike + 8 + peer.rank * 0.001, peer.device_ip, r.device_ip)
             elif kind == "hbm-ecc":
                 log.line(
