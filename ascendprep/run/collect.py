@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import json
 import os
 import re
@@ -54,6 +55,7 @@ from ascendprep.remote.access import HostAccess
 from ascendprep.remote.errors import CommandTimeout
 from ascendprep.remote.transport import Transport
 from ascendprep.report import console as report_console
+from ascendprep.run.bundle import check_free_space
 from ascendprep.run.common import hosts_deadline, open_session, select_nodes
 from ascendprep.run.fanout import HostOutcome, Session
 from ascendprep.run.node_local import local_session, machine_identity, match_node
@@ -348,8 +350,13 @@ def write_node(out: Path, node: str, logs: Optional[NodeLogs], facts: Optional[H
     """Write one node's files under ``out/nodes/<node>/``; the manifest's ``files`` of it.
 
     A file that cannot be stored (a name that clashes with a folder of another file) is named in
-    ``logs.problems`` and left out; the others are stored.
+    ``logs.problems`` and left out; the others are stored. A node whose files do not fit on the
+    disk is not stored at all (OSError, ENOSPC): the node is failed, the others go on.
     """
+    needed = sum(len(f.data) for f in logs.files) if logs is not None else 0
+    disk = check_free_space(out, needed)
+    if not disk.write:
+        raise OSError(errno.ENOSPC, f"{node}'s logs were not stored: {disk.warning}")
     folder = out / "nodes" / node
     make_dir(folder)
     entries: List[Dict[str, Any]] = []

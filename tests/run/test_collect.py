@@ -423,3 +423,22 @@ def test_a_console_glob_that_matches_too_much_is_cut_at_the_entry_budget(tmp_pat
     assert logs.complete
     assert len([f for f in logs.files if f.kind == "console"]) == 10
     assert any("more than 10 entries" in p for p in logs.problems)
+
+
+def test_a_node_whose_logs_do_not_fit_on_the_disk_is_failed_and_the_bundle_not_filled(
+    fake_cluster, tmp_path, monkeypatch
+):
+    import shutil as shutil_module
+    from collections import namedtuple
+
+    inventory = inventory_from_text(fake_cluster.read_text(), file=str(fake_cluster))
+    out = tmp_path / "bundle"
+    make_out_dir(out)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil_module, "disk_usage", lambda path: usage(10**9, 10**9, 10))
+    with Session(
+        host_accesses(inventory), 1, transport_factory=lambda access: ScriptedNode(access.name, hostile_answer)
+    ) as session:
+        nodes = collect_hosts(session, inventory, CollectRequest(None, (), (), out))
+    assert all(entry["status"] == "failed" and "not stored" in entry["error"] for entry in nodes.values())
+    assert not any(p.is_file() for p in out.rglob("*"))
