@@ -77,6 +77,14 @@ from ascendprep.run.node_local import refuse_remote_options
     metavar="NAME",
     help="--local: the inventory node this machine is (default: the node whose name or host is this machine's).",
 )
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="A summary for people (text), or the manifest with schema_version and the bundle's path (json).",
+)
 @accept_new_host_keys_option
 @forks_option
 @timeout_option()
@@ -90,6 +98,7 @@ def collect_command(
     out: Optional[Path],
     local: bool,
     node: Optional[str],
+    output_format: str,
     accept_new_host_keys: bool,
     forks: Optional[int],
     timeout: Optional[float],
@@ -132,6 +141,7 @@ def collect_command(
             sudo_password=prompt_sudo_password(ask_sudo_password),
             timeout=timeout,
             hosts_pattern=hosts_pattern,
+            output_format=output_format,
         )
     except InputError as error:
         fail_input(error)

@@ -28,6 +28,7 @@ import os
 import re
 import secrets
 import shlex
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -493,9 +494,13 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "no message"
 
 
-def write_manifest(out: Path, request: CollectRequest, created: datetime, nodes: Dict[str, Dict[str, Any]]) -> None:
+def write_manifest(
+    out: Path, request: CollectRequest, created: datetime, nodes: Dict[str, Dict[str, Any]]
+) -> Dict[str, Any]:
+    """Write ``manifest.json`` (last: a bundle without it did not finish); the document."""
     document = manifest(created, request.since, request.log_dirs, request.console_globs, nodes)
     write_file(out / "manifest.json", json.dumps(document, indent=2, sort_keys=False) + "\n")
+    return document
 
 
 def summary_lines(out: Path, nodes: Dict[str, Dict[str, Any]]) -> List[str]:
@@ -537,8 +542,12 @@ def run_collect(
     sudo_password: Optional[Any] = None,
     timeout: Optional[float] = None,
     hosts_pattern: Optional[str] = None,
+    output_format: str = "text",
 ) -> int:
     """``collect``: every selected node over SSH, or (``local``) this machine only; the exit code.
+
+    ``output_format`` json prints the manifest (with ``schema_version``) and the bundle's path on
+    stdout instead of the summary.
 
     Raises InputError for a bad inventory, click's usage errors for ``--hosts``/``--node``, and
     OSError when the output folder cannot be made (before any host is contacted).
@@ -558,7 +567,10 @@ def run_collect(
     else:
         with open_session(inventory, accept_new_host_keys, forks, sudo_password, deadline, chosen) as session:
             nodes = collect_hosts(session, inventory, request, progress)
-    write_manifest(request.out, request, created, nodes)
+    document = write_manifest(request.out, request, created, nodes)
+    if output_format == "json":
+        sys.stdout.write(json.dumps({**document, "bundle": os.fspath(request.out)}, indent=2) + "\n")
+        return exit_code(nodes)
     out = report_console()
     for line in summary_lines(request.out, nodes):
         out.print(line, soft_wrap=True)

@@ -442,3 +442,15 @@ def test_a_node_whose_logs_do_not_fit_on_the_disk_is_failed_and_the_bundle_not_f
         nodes = collect_hosts(session, inventory, CollectRequest(None, (), (), out))
     assert all(entry["status"] == "failed" and "not stored" in entry["error"] for entry in nodes.values())
     assert not any(p.is_file() for p in out.rglob("*"))
+
+
+def test_collect_json_prints_the_manifest_with_its_schema_version(fake_cluster, tmp_path):
+    outcome = CliRunner().invoke(
+        collect_command,
+        [str(fake_cluster), "--local", "--node", "n2", "--out", str(tmp_path / "r"), "--format", "json"],
+    )
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.stdout)
+    assert document["schema_version"] == 1 and document["bundle"] == str(tmp_path / "r")
+    assert document["nodes"]["n2"]["status"] == "ok"
+    assert document["nodes"] == json.loads((tmp_path / "r" / "manifest.json").read_text())["nodes"]
