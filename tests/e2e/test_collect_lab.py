@@ -62,7 +62,7 @@ def test_a_port_down_job_is_collected_with_its_cqe_lines_and_the_link_down_state
     assert manifest["kind"] == "ascendprep-collect" and set(manifest["nodes"]) == {"node1", "node2", "node3"}
     assert all(entry["status"] == "ok" for entry in manifest["nodes"].values())
     plogs = node_text(tmp_path / "run", "node2", "plog")
-    assert f"cqe err status[12], deviceIp[{fault['device_ip']}]" in plogs
+    assert f"rank[{fault['rank']}], server[" in plogs and f"deviceIp[{fault['device_ip']}]" in plogs
     assert "event_id=0x81078603" in node_text(tmp_path / "run", "node2", "device")
     assert f"(PID:{fault['pid']}, Device:1, RankID:{fault['rank']}) ERR02200" in node_text(
         tmp_path / "run", "node2", "console"
