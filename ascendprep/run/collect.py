@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import errno
+import functools
 import json
 import os
 import re
@@ -135,8 +136,9 @@ class Caps:
 # -- the script sent to a node ---------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1)
 def node_program() -> str:
-    """The source of the node program (sent as ``python -c``)."""
+    """The source of the node program (sent as ``python -c``), read once."""
     return (Path(__file__).parent / "collect_node.py").read_text()
 
 
