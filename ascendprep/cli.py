@@ -45,6 +45,11 @@ COMMANDS = {
         "collect_command",
         "Fetch a failed job's logs and each node's NPU state into one folder, for 'ascendprep diagnose'.",
     ),
+    "diagnose": LazyCommand(
+        "ascendprep.commands.diagnose",
+        "diagnose_command",
+        "Name the root-cause rank, its node and NPU, the fault and the fix from a failed job's logs.",
+    ),
     "lab": LazyCommand(
         "ascendprep.lab.cli",
         "lab_group",

@@ -7,3 +7,6 @@ FAILED = 1
 INVALID = 2
 #: ``plan --detailed-exitcode``: the plan has changes pending.
 CHANGES = 3
+#: ``diagnose``: the root-cause rank was named (OK), or no rule decided it (the suspects are listed).
+ROOT_NAMED = OK
+NO_ROOT_DECIDED = FAILED

@@ -265,3 +265,36 @@ COLLECT_PATH_MAX_CHARS = 1024
 
 #: Seconds ``journalctl -k`` (or ``dmesg``) may take on a node before collect goes on without it.
 COLLECT_KERNEL_TIMEOUT_S = 30
+
+# --- diagnose: reading a failed job's logs ------------------------------------------------------
+
+#: Characters of one log line that diagnose reads; the rest of a longer line is skipped and the
+#: line counted as truncated (real plog lines are under 4 KB; a binary blob without newlines is not
+#: a line to keep whole).
+DIAGNOSE_LINE_MAX_CHARS = 64 * 1024
+
+#: Bytes diagnose reads from a log file at a time: memory stays at a few of these however large
+#: the file is (multi-GB plogs are streamed, never loaded).
+DIAGNOSE_READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+#: Bytes of logs from which diagnose reads its files in several processes (one per core, at most
+#: :data:`DIAGNOSE_MAX_WORKERS`); a smaller tree is read in one, which starts faster.
+DIAGNOSE_PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+#: Processes diagnose reads files with at most, however many cores the machine has (each holds
+#: its own chunk buffer, so memory grows with it).
+DIAGNOSE_MAX_WORKERS = 16
+
+#: Files diagnose reads from one tree; a tree with more is refused with the count (a job of
+#: 64 nodes x 16 ranks has a few thousand plogs, console and device logs).
+DIAGNOSE_MAX_FILES = 200_000
+
+#: Events diagnose keeps per knowledge-base entry and file (every occurrence is counted; the
+#: first ones are kept as evidence): a rank that prints the same error a million times costs no
+#: more memory than one that prints it twenty times.
+DIAGNOSE_EVENTS_PER_ENTRY = 20
+
+#: Seconds of clock difference between nodes that diagnose allows for when it compares the
+#: times two nodes printed (the last-reporter rule): a spread of reports must exceed the HCCL
+#: timeout by more than this before a late rank is named, since node clocks may differ.
+DIAGNOSE_CLOCK_SKEW_S = 60

@@ -1242,3 +1242,9 @@ def _bundle_from(folder: Path, run: Dict[str, Any], budget: Optional[ReadBudget]
     if bundle.inventory_sha256 != inventory.get("sha256"):
         raise BundleError(f"{folder / INVENTORY_COPY}: its sha256 is not the one recorded in {RUN_FILE} (edited?)")
     return bundle
+
+
+def read_saved_verdict(folder: Path) -> Any:
+    """The verdict a bundle saved (``results.json``: verify's ``--format json`` document, without
+    the passed results), as written then; :class:`BundleError` when it cannot be read."""
+    return _read_json(folder, RESULTS_FILE)

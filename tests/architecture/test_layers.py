@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ascendprep"
 
-PURE = ("base", "inventory", "compat", "facts", "desired", "plan", "apply", "verify")
+PURE = ("base", "inventory", "compat", "facts", "desired", "plan", "apply", "verify", "diagnose")
 
 #: layer -> the layers it may import (its own always allowed).
 ALLOWED: dict[str, set[str]] = {
@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "plan": {"base", "inventory", "compat", "facts", "desired"},
     "apply": {"base", "inventory", "compat", "facts", "desired", "plan"},
     "verify": {"base", "inventory", "compat", "facts", "desired", "plan"},
+    "diagnose": {"base", "inventory", "compat", "facts", "desired", "plan", "verify"},
     "report": {*PURE},
     "remote": {"base"},
     "run": {*PURE, "report", "remote"},

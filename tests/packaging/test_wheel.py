@@ -42,6 +42,7 @@ def test_wheel_carries_worker_and_data_and_plans_offline_from_a_fresh_venv(tmp_p
     assert "ascendprep/verify/allreduce/worker.py" in names
     assert "ascendprep/data/compat.yaml" in names
     assert "ascendprep/report/templates/verify.html.j2" in names  # verify --html
+    assert "ascendprep/data/diagnose/knowledge.yaml" in names  # diagnose, and the all-reduce verdict
     assert not any(name.startswith("tests/") for name in names)
 
     env_dir = tmp_path / "venv"

@@ -1,0 +1,1 @@
+"""Reading a failed job's logs: events, the root rank, the faults (docs/when-a-job-fails.md)."""
