@@ -40,6 +40,11 @@ COMMANDS = {
         "verify_command",
         "Check every node and the cluster against INVENTORY, and exit 0 only when nothing breaks HCCL.",
     ),
+    "collect": LazyCommand(
+        "ascendprep.commands.collect",
+        "collect_command",
+        "Fetch a failed job's logs and each node's NPU state into one folder, for 'ascendprep diagnose'.",
+    ),
     "diagnose": LazyCommand(
         "ascendprep.commands.diagnose",
         "diagnose_command",

@@ -242,6 +242,30 @@ TOOL_LATENCY_MAX_MS = 5000
 #: and without the sharing a 4,096-host verify's facts pass 1 GB.
 SHARED_COUNTER_LAYOUTS = 64
 
+# --- collect: the logs of a failed job ----------------------------------------------------------
+
+#: Bytes ``collect`` keeps of one log file (plog, device log, console log, the kernel messages):
+#: its newest bytes, the file marked ``cut`` in the manifest. A CANN plog rotates at 20 MB; the
+#: error lines a diagnosis needs are at the end of the files the failed job wrote last.
+COLLECT_FILE_MAX_BYTES = 2 * 1024 * 1024
+
+#: Bytes of log files ``collect`` fetches from one node in all, newest files first (the kernel
+#: messages before them); the rest are counted in the manifest as not fetched. Sent base64 in the
+#: node's one script output, so 4/3 of it plus the NPU state must stay under HOST_OUTPUT_CAP.
+COLLECT_NODE_MAX_BYTES = 10 * 1024 * 1024
+
+#: Log files ``collect`` considers per node (directory entries walked, and files fetched): a
+#: log folder of a million files is walked this far, not to its end.
+COLLECT_MAX_ENTRIES = 100_000
+COLLECT_MAX_FILES = 2_000
+
+#: ``--log-dir`` and ``--console`` values one collect accepts, and the characters of each.
+COLLECT_MAX_PATHS = 32
+COLLECT_PATH_MAX_CHARS = 1024
+
+#: Seconds ``journalctl -k`` (or ``dmesg``) may take on a node before collect goes on without it.
+COLLECT_KERNEL_TIMEOUT_S = 30
+
 # --- diagnose: reading a failed job's logs ------------------------------------------------------
 
 #: Characters of one log line that diagnose reads; the rest of a longer line is skipped and the

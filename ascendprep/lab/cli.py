@@ -18,9 +18,11 @@ from ascendprep.base.limits import TOOL_LATENCY_MAX_MS
 from ascendprep.base.text import visible
 from ascendprep.inventory.products import PRODUCTS
 from ascendprep.lab.faults import FAULT_KINDS
+from ascendprep.lab.job import run_job
 from ascendprep.lab.lab import Lab, LabNotUp, not_up_status
 from ascendprep.lab.paths import LabPaths
 from ascendprep.lab.sim.driver_profiles import DEFAULT_DRIVER_PROFILE, DRIVER_PROFILES
+from ascendprep.lab.sim.joblogs import JOB_FAULTS
 from ascendprep.lab.spec import (
     DEFAULT_CANN,
     DEFAULT_CANN_950,
@@ -249,6 +251,34 @@ def fault_command(
         )
     )
     click.echo(f"fault in force: {_describe(record)}")
+
+
+@lab_group.command("job")
+@name_option
+@click.option(
+    "--job", "job", default="job", show_default=True, help="The job's name (its console logs: /root/jobs/JOB/)."
+)
+@click.option(
+    "--fault",
+    "fault_texts",
+    multiple=True,
+    metavar="KIND[:NODE[:NPU]]",
+    help=f"What makes the job fail, repeatable (two at once: give two); KIND one of {', '.join(JOB_FAULTS)}; default place: the second node, NPU 1.",
+)
+@click.option("--format", "output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def job_command(name: str, job: str, fault_texts: tuple[str, ...], output: str) -> None:
+    """Run a training-like job on every node whose logs (plogs, device logs, console) show how it failed."""
+    record = _guarded(lambda: run_job(Lab.open(name), job, fault_texts))
+    if output == "json":
+        click.echo(json.dumps(record, indent=2))
+        return
+    click.echo(
+        f"job {record['job']}: {record['ranks']} ranks, {record['files']} files; logs under {record['log_root']}, console {record['console_glob']}"
+    )
+    for fault in record["faults"]:
+        click.echo(
+            f"fault: {fault['kind']} on {fault['node']} NPU {fault['npu']} (rank {fault['rank']}, device IP {fault['device_ip']})"
+        )
 
 
 @lab_group.command("heal")

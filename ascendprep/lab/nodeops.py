@@ -40,6 +40,13 @@ def write_file(path: str, text: str, mode: Optional[int] = None) -> dict[str, An
     return {}
 
 
+def write_tree(files: dict[str, str]) -> dict[str, Any]:
+    """Write many files at once (a lab job's logs: absolute path -> text), 0644, folders made."""
+    for path, text in files.items():
+        write_file(path, text, 0o644)
+    return {"written": len(files)}
+
+
 def remove_file(path: str) -> dict[str, Any]:
     Path(path).unlink(missing_ok=True)
     return {}
@@ -63,6 +70,7 @@ def install_torch_npu(purelib: str, version: str, torch_version: str) -> dict[st
 OPERATIONS: dict[str, Callable[..., dict[str, Any]]] = {
     "read": read_file,
     "write": write_file,
+    "write-tree": write_tree,
     "remove": remove_file,
     "install-cann": install_cann,
     "install-torch-npu": install_torch_npu,
