@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Capture what README.md's walkthrough shows: a small inventory and the actual output of
 # `ascendprep plan`, `apply` and `verify` against a 2-node lab, written to docs/output/.
-# tests/packaging/test_docs.py holds the README's quoted blocks equal to these files, so after a
-# change to what the commands print: run this (as root: it brings a lab up), then copy the new
-# blocks into the README. Settings: PYTHON (default: .venv/bin/python of this checkout, else the
-# interpreter of the `ascendprep` on PATH), LAB (default readme), OUT (default docs/output).
+# tests/packaging/test_docs.py holds the README's quoted blocks equal to these files: after a
+# change to what the commands print, run this as root (it brings a lab up); with the default OUT
+# it also puts the new blocks into README.md (scripts/quote_output_in_readme.py). Settings: PYTHON
+# (default: .venv/bin/python of this checkout, else the interpreter of the `ascendprep` on PATH),
+# LAB (default readme), OUT (default docs/output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -94,3 +95,7 @@ if grep -q "not in this plan\|connection refused\|timed out in connect" "$OUT/pl
 fi
 run apply apply
 run verify verify "$inventory"
+# The README quotes these files: put the new ones in (only for the checkout's own docs/output).
+if [ "$OUT" = "$REPO/docs/output" ]; then
+  "$PYTHON" "$REPO/scripts/quote_output_in_readme.py"
+fi
