@@ -52,8 +52,8 @@ def test_the_readme_quotes_the_captured_output() -> None:
     assert {path.name for path in captured} >= {"inventory.yaml", "plan.txt", "apply.txt", "verify.txt"}
     for path in captured:
         assert path.read_text(encoding="utf-8").rstrip("\n") in blocks, (
-            f"README.md does not quote {path.relative_to(REPO)} as one fenced block: copy it in "
-            "(after scripts/capture-readme-output.sh)"
+            f"README.md does not quote {path.relative_to(REPO)} as one fenced block: run "
+            "python scripts/quote_output_in_readme.py"
         )
 
 
@@ -140,5 +140,5 @@ def test_the_captured_output_is_what_the_commands_print_now(tmp_path: Path) -> N
         fresh = (tmp_path / path.name).read_text(encoding="utf-8")
         assert _normalised(fresh) == _normalised(path.read_text(encoding="utf-8")), (
             f"{path.relative_to(REPO)} is out of date: run scripts/capture-readme-output.sh as root "
-            "and copy the new blocks into README.md"
+            "(it also puts the new blocks into README.md)"
         )
