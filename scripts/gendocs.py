@@ -208,7 +208,7 @@ KEY_MEANINGS: dict[str, str] = {
     "software.torchvision": "expected torchvision version",
     "software.python": "expected Python version",
     "software.python_path": "the interpreter on the nodes (jobs, `--allreduce`, the torch_npu import check)",
-    "env": "extra variables for `env.sh`; the A3 HCCL variables are checked at load ([rules](rules.md#atlas-a3-super-pods)). Names: `HCCL_*`, `ASCEND_*`, `TORCH_*`, `NPU_*`, `PYTORCH_NPU_*` and those the reference names (`MASTER_ADDR`, `RANK_TABLE_FILE`, `TASK_QUEUE_ENABLE`, `OMP_NUM_THREADS`, …); others, and where CANN loads its code from (`ASCEND_OPP_PATH`, `ASCEND_HOME_PATH`, …), only when in `env_opt_in`; `LD_*`, `PYTHON*`, `PATH`, `BASH_ENV`, `HOME` and the like never ([security](security.md))",
+    "env": "extra variables for `env.sh`; the A3 HCCL variables are checked at load ([rules](rules.md#atlas-a3-super-pods)), and the Ascend 950's ([Ascend 950](ascend950.md#hccl-variables-on-the-950)). Names: `HCCL_*`, `ASCEND_*`, `TORCH_*`, `NPU_*`, `PYTORCH_NPU_*`, `HCOMM_*` and those the reference names (`MASTER_ADDR`, `RANK_TABLE_FILE`, `TASK_QUEUE_ENABLE`, `OMP_NUM_THREADS`, …); others, and where CANN loads its code from (`ASCEND_OPP_PATH`, `ASCEND_HOME_PATH`, …), only when in `env_opt_in`; `LD_*`, `PYTHON*`, `PATH`, `BASH_ENV`, `HOME` and the like never ([security](security.md))",
     "env_opt_in": "`env` variables outside those names that you export on purpose, e.g. `[HTTPS_PROXY]`",
     "training": "the training job's rendezvous and host NIC",
     "training.master": "rendezvous node (a node name); default: the first node",

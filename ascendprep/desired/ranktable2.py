@@ -16,13 +16,15 @@ built here is held to :mod:`ascendprep.inventory.ranktable2_rules` before it is 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from ascendprep.inventory.ranktable2_rules import HOST_PORT_NAME, LAYER0_NET_TYPE, VERSION
 
 if TYPE_CHECKING:
+    from ascendprep.facts.model import HostFacts
     from ascendprep.inventory.load import Inventory
 
 #: The layer-1 instance every server of a multi-server table shares (the guide's example name).
@@ -153,3 +155,50 @@ def topology_files(inventory: "Inventory") -> Sequence[str]:
     product = inventory.product
     paths = {product.topology_file(node.npus) for node in inventory.nodes}
     return sorted(path for path in paths if path)
+
+
+def rank_table_v2_from_facts(
+    inventory: "Inventory", facts: Mapping[str, "HostFacts"]
+) -> tuple[Optional[dict[str, Any]], list[str]]:
+    """The 2.0 table from what the hosts report: each NPU's UB ports and EIDs (``-dev_info``),
+    its physical id (``npu-smi info -m`` ``Chip Phy-ID``, else the NPU id) and the node's host
+    address; or None and why not (a node not read, an NPU without UB ports or EIDs)."""
+    ub: dict[str, dict[int, NpuUb]] = {}
+    missing: list[str] = []
+    for node in inventory.nodes:
+        host = facts.get(node.name)
+        if host is None:
+            missing.append(f"{node.name}: not read")
+            continue
+        physical = {c.npu_id: c.chip_phy_id for c in host.npu_chips or () if c.chip_phy_id is not None}
+        for npu in range(node.npus):
+            npu_facts = host.npus.get(npu)
+            dev_info = npu_facts.ub.dev_info if npu_facts is not None and npu_facts.ub is not None else None
+            if dev_info is None:
+                missing.append(f"{node.name} NPU {npu}: -dev_info not read")
+                continue
+            ports = [(p.udie, p.port) for p in dev_info.ports if p.port_type.upper() == "UB"]
+            if not ports:
+                missing.append(f"{node.name} NPU {npu}: -dev_info lists no UB port")
+                continue
+            try:
+                addresses = addresses_from_dev_info(ports, dev_info.eids)
+            except RankTableInputError as exc:
+                missing.append(f"{node.name} NPU {npu}: {exc}")
+                continue
+            ub.setdefault(node.name, {})[npu] = NpuUb(physical.get(npu, npu), addresses)
+    if missing:
+        return None, missing
+    hosts = {node.name: node.host for node in inventory.nodes if _is_ipv4(node.host)}
+    try:
+        return build_rank_table_v2(inventory, ub, hosts), []
+    except RankTableInputError as exc:
+        return None, [str(exc)]
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True

@@ -141,11 +141,6 @@ class _NpuChange(Change):
             return f"npu {self.npu_id} bond{self.bond_slot}"
         return f"npu {self.npu_id}"
 
-    @property
-    def who(self) -> str:
-        """The NPU as messages name it: ``npu 3``, or on the Ascend 950 ``npu 3 (bond2)``."""
-        return f"npu {self.npu_id}" if self.bond_slot is None else f"npu {self.npu_id} (bond{self.bond_slot})"
-
     def _arguments(self) -> str:
         raise NotImplementedError
 
@@ -202,7 +197,7 @@ class SetNpuAddress(_NpuChange):
             note = f" (not in {HCCN_CONF})"
         else:
             note = ""
-        return f"{self.who}: ip {shown}{note} → {self.after}"
+        return f"npu {self.npu}: ip {shown}{note} → {self.after}"
 
     def _arguments(self) -> str:
         return f"-ip -s address {_q(self.address)} netmask {_q(self.netmask)}"
@@ -241,15 +236,17 @@ class SetNpuGateway(_NpuChange):
     def describe(self) -> str:
         device = _seen(self.before, "device")
         if not self.removes:
-            return f"{self.who}: gateway {device or 'none'} → {self.after}"
+            return f"npu {self.npu}: gateway {device or 'none'} → {self.after}"
         file = _seen(self.before, "file")
         if device is None:
-            return f"{self.who}: gateway none ({HCCN_CONF} says {file}) → none: the line is taken out of {HCCN_CONF}"
+            return (
+                f"npu {self.npu}: gateway none ({HCCN_CONF} says {file}) → none: the line is taken out of {HCCN_CONF}"
+            )
         kept = "the device keeps it until its driver restarts (hccn_tool cannot remove a gateway)"
         if file is None:
-            return f"{self.who}: gateway {device} (not in {HCCN_CONF}) → none: {kept}"
+            return f"npu {self.npu}: gateway {device} (not in {HCCN_CONF}) → none: {kept}"
         note = f" ({HCCN_CONF} says {file})" if file != device else ""
-        return f"{self.who}: gateway {device}{note} → none: taken out of {HCCN_CONF}; {kept}"
+        return f"npu {self.npu}: gateway {device}{note} → none: taken out of {HCCN_CONF}; {kept}"
 
     def _arguments(self) -> str:
         return f"-gateway -s gateway {_q(self.gateway)}"
@@ -277,7 +274,7 @@ class SetNpuNetdetect(_NpuChange):
         return self.address
 
     def describe(self) -> str:
-        return f"{self.who}: netdetect {_seen(self.before, 'device') or 'none'} → {self.after}"
+        return f"npu {self.npu}: netdetect {_seen(self.before, 'device') or 'none'} → {self.after}"
 
     def _arguments(self) -> str:
         return f"-netdetect -s address {_q(self.address)}"

@@ -235,3 +235,29 @@ def test_addresses_from_the_vendor_dev_info_example_match_the_hccl_guide():
     assert [(a.eid, list(a.ports)) for a in addresses] == [(g["addr"], g["ports"]) for g in guide]
     with pytest.raises(RankTableInputError, match="3 UB ports but only 2 EIDs"):
         addresses_from_dev_info([(0, 4), (0, 5), (0, 6)], eids[:2])
+
+
+def test_a_table_from_the_hosts_dev_info_passes_the_rules():
+    """Facts as the gather fills them: each NPU's -dev_info (the vendor's example form) parsed."""
+    from ascendprep.desired.ranktable2 import rank_table_v2_from_facts
+    from ascendprep.facts.model import HostFacts, NpuFacts, NpuSmiChip
+    from ascendprep.facts.ub_dev_info import parse_dev_info
+    from ascendprep.facts.ub_model import UbFacts
+
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn" / "a5_dev_info.out").read_text()
+    dev_info = parse_dev_info(text)
+    inv = inventory(nodes=2, npus=2)
+    facts = {
+        node.name: HostFacts(
+            npus={n: NpuFacts(devid=n, ub=UbFacts(dev_info=dev_info)) for n in range(2)},
+            npu_chips=tuple(NpuSmiChip(n, 0, "950PR", slot_id=n, chip_phy_id=10 + n) for n in range(2)),
+        )
+        for node in inv.nodes
+    }
+    table, problems = rank_table_v2_from_facts(inv, facts)
+    assert problems == [] and table is not None
+    assert check_rank_table_v2(table) == []
+    assert [r["device_id"] for r in table["rank_list"]] == [10, 11, 10, 11]
+    assert [a["ports"] for a in table["rank_list"][0]["level_list"][0]["rank_addr_list"]] == [["0/4"], ["0/5"], ["0/6"]]
+    del facts["n2"]
+    assert rank_table_v2_from_facts(inv, facts) == (None, ["n2: not read"])

@@ -77,7 +77,7 @@ def test_variables_of_other_shapes_need_an_opt_in_and_then_load():
     assert problems == [
         (
             f"inventory.yaml:{_line(text, 'HTTPS_PROXY')}: env.HTTPS_PROXY: HTTPS_PROXY is not a variable HCCL, CANN or torch_npu reads "
-            "(HCCL_*, ASCEND_*, TORCH_*, NPU_*, PYTORCH_NPU_*, MASTER_ADDR, …); to export it anyway, list it under env_opt_in"
+            "(HCCL_*, ASCEND_*, TORCH_*, NPU_*, PYTORCH_NPU_*, HCOMM_*, MASTER_ADDR, …); to export it anyway, list it under env_opt_in"
         )
     ]
     inventory = inventory_from_text(_inventory(env={"HTTPS_PROXY": "http://proxy:3128"}, env_opt_in=["HTTPS_PROXY"]))

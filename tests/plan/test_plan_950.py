@@ -206,13 +206,6 @@ def test_a_950_script_sends_no_910_form_per_npu_query():
     assert "-tls -g" not in body and "-stat -g" not in body
 
 
-def test_a_950_change_names_the_bond_device_for_people():
-    change = SetNpuAddress("n1", {"device": None, "file": None}, 1, "10.20.0.3", "255.255.255.0", bond_slot=7)
-    assert change.describe() == "npu 1 (bond7): ip none → 10.20.0.3/255.255.255.0"
-    a2 = SetNpuAddress("n1", {"device": None, "file": None}, 1, "10.20.0.3", "255.255.255.0")
-    assert a2.describe() == "npu 1: ip none → 10.20.0.3/255.255.255.0"
-
-
 def test_within_the_910_family_the_pci_id_is_not_held_against_the_product():
     """d802/d803 are not confirmed ids (docs/ascend-reference.md §4.5): an A3 inventory on a host
     showing d802 is not refused for it; only the 950 boundary is."""
