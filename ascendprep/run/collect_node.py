@@ -104,7 +104,7 @@ def add_file(found, kind, name, path, config):
 
 def read_tail(path, take):
     """The last ``take`` bytes of ``path`` (a regular file, opened without following a link)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # not inherited: PEP 446
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -202,8 +202,9 @@ def test_a_950_script_sends_no_910_form_per_npu_query():
     script = render_gather_script(2, "python3", phase="verify", generation="950")
     body = script[script.index("ap_npu_probes() {") : script.index("ap_each_npu ap_npu_probes")]
     runs = [line.split()[1] for line in body.splitlines() if line.strip().startswith("ap_run")]
-    assert runs == ["hccn.ip", "hccn.gateway", "hccn.netdetect"]
-    assert "-tls -g" not in body and "-stat -g" not in body
+    assert runs == ["hccn.ip", "hccn.gateway", "hccn.netdetect", "hccn.tls"]
+    # every query mode first (the 950 guide's form); the 910 forms put the mode last
+    assert "-tls -g" not in body and "-stat -g" not in body and "ap_hccn -g -tls -i" in body
 
 
 def test_within_the_910_family_the_pci_id_is_not_held_against_the_product():
