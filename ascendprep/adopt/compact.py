@@ -946,12 +946,7 @@ def compact(
         )
     rule = _rule_of(groups, count)
     form = "flat" if len(groups) == 1 else ("rule" if rule else "groups")
-    mgmt = set()
-    for node in nodes:
-        try:
-            mgmt.add(int(ipaddress.IPv4Address(node.seen.host)))
-        except ValueError:
-            pass
+    mgmt = {address for address in (_ipv4_value(node.seen.host) for node in nodes) if address is not None}
     layout = "dense"
     if product.subnet_rule is SubnetRule.FOUR_PLANES:
         _choose_explicit(nodes, groups, product, count, "conventional", mgmt)
@@ -1076,3 +1071,11 @@ def compact(
         f"the imported inventory does not give back what was read (addresses of {sorted(address)[:8]}, "
         f"detect IPs of {sorted(detect)[:8]})"
     )
+
+
+def _ipv4_value(host: str) -> Optional[int]:
+    """A management address as a number, or None for a host given by name (not an address)."""
+    try:
+        return int(ipaddress.IPv4Address(host))
+    except ValueError:
+        return None

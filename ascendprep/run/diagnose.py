@@ -253,16 +253,19 @@ def _batches(files: List[Tuple[Path, LogFile]], count: int) -> List[List[Tuple[P
     return batches
 
 
+def _size(path: Path) -> int:
+    """Bytes of ``path``; 0 when it cannot be looked at (the scan names it when it opens it)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def scan_tree(tree: Tree, workers: Optional[int] = None) -> Tuple[List[Event], Dict[str, FileStats]]:
     """Every event of every file, in file order; a file that cannot be read is named, not fatal.
     A tree over :data:`~ascendprep.base.limits.DIAGNOSE_PARALLEL_MIN_BYTES` is read by one
     process per core (each file by one process, start to end)."""
-    total = 0
-    for path, _log in tree.files:
-        try:
-            total += path.stat().st_size
-        except OSError:
-            pass
+    total = sum(_size(path) for path, _log in tree.files)
     count = workers if workers is not None else min(os.cpu_count() or 1, DIAGNOSE_MAX_WORKERS)
     if count <= 1 or total < DIAGNOSE_PARALLEL_MIN_BYTES or len(tree.files) < 2:
         events, stats, unread = _scan_files(tree.files)
