@@ -187,6 +187,17 @@ def plan_rank_table_v2(desired: DesiredState, facts: Mapping[str, Optional["Host
     table (``/usr/local/Ascend/driver/topo/950/<product>.json``: the job needs it visible, a
     container that mounts only ``driver/lib64`` fails with EI0014)."""
     inventory = desired.inventory
+    single = [node.name for node in inventory.nodes if node.npus < 2]
+    if single:
+        # A one-card server has no UB port (950 guide): there is no EID to build the table from.
+        return [
+            Finding(
+                "ranktable.v2_single_card",
+                Severity.INFO,
+                f"{inventory.product.title}: no rank table 2.0 is planned: {', '.join(single[:5])}{' …' if len(single) > 5 else ''} has one card, which has no UB port and so no EID for the table",
+                "launch with root-info (no RANK_TABLE_FILE)",
+            )
+        ]
     read = {name: host for name, host in facts.items() if host is not None}
     table, problems = rank_table_v2_from_facts(inventory, read)
     if table is None:

@@ -94,3 +94,10 @@ def test_planning_again_replaces_the_table_instead_of_adding_a_second():
     plan_rank_table_v2(state, {"n1": host(phy_base=20), "n2": host()})
     [again] = table_files(state)["n1"]
     assert [r["device_id"] for r in json.loads(again.content)["rank_list"]][:2] == [20, 21]
+
+
+def test_one_card_servers_have_no_ub_port_so_no_table_and_no_error():
+    state = desired(npus=1)
+    [finding] = plan_rank_table_v2(state, {"n1": host(npus=1), "n2": host(npus=1)})
+    assert finding.id == "ranktable.v2_single_card" and finding.severity is Severity.INFO
+    assert table_files(state) == {"n1": [], "n2": []}
