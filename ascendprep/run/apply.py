@@ -86,7 +86,7 @@ class Refused(Exception):
         self.heading, self.lines, self.footer = heading, lines, footer
 
 
-def _plan_rank_table_v2(desired: "DesiredState", gathered: dict, local: bool) -> None:
+def rebuild_rank_table_v2(desired: "DesiredState", gathered: dict, local: bool) -> None:
     """Recompute the rank table 2.0 from every node's fresh EIDs into ``desired`` (the fresh diff
     then confirms it by digest against the plan's); refused when it cannot be built."""
     if local:
@@ -322,7 +322,7 @@ def _apply(
             units=units,
         )
         if table_v2:
-            _plan_rank_table_v2(desired, gathered, this is not None)
+            rebuild_rank_table_v2(desired, gathered, this is not None)
         to_apply: dict[str, list[Change]] = {}
         stale: list[str] = []
         tampered: list[str] = []
