@@ -9,19 +9,23 @@ from __future__ import annotations
 import ipaddress
 import shlex
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from ascendprep import compat
 from ascendprep.base.findings import Finding, Severity
 from ascendprep.base.paths import ENV_SH, RANK_TABLE, SET_ENV_SH
 from ascendprep.desired import envfiles
 from ascendprep.desired.ranktable import build_rank_table, render_rank_table
-from ascendprep.desired.ranktable2 import topology_files
+from ascendprep.desired.ranktable2 import rank_table_v2_from_facts, topology_files
 from ascendprep.inventory import sysctl
 from ascendprep.inventory.addressing import IpPlan, plan_device_ips
 from ascendprep.inventory.load import Inventory
 from ascendprep.inventory.model import Node
+from ascendprep.inventory.ranktable2_rules import check_rank_table_v2
 from ascendprep.inventory.ranktable_rules import RANK_TABLE_MAX_BYTES, check_path, check_rank_table
+
+if TYPE_CHECKING:
+    from ascendprep.facts.model import HostFacts
 
 SOFTWARE_KEYS = ("cann", "driver", "firmware", "python", "torch", "torch_npu", "torchvision")
 
@@ -156,17 +160,87 @@ def rank_table_findings(table: dict, inventory: Inventory, rendered_bytes: Optio
 
 
 def v2_rank_table_pending(inventory: Inventory) -> Finding:
-    """Ascend 950: why plan writes no rank table. HCCL there accepts only version 2.0 (EI0014
+    """Ascend 950: where the rank table comes from. HCCL there accepts only version 2.0 (EI0014
     otherwise), whose addresses are the NPUs' UB EIDs, read from the hosts (``hccn_tool -g
-    -dev_info``); :func:`ascendprep.desired.ranktable2.build_rank_table_v2` builds and checks it
-    from them. A 1.0 table, which the earlier generations get here, would only make HCCL fail."""
+    -dev_info``): the table is planned once every host is read (:func:`plan_rank_table_v2`), never
+    from the inventory alone, and never as 1.0, which would only make HCCL fail."""
     files = ", ".join(topology_files(inventory)) or "none documented"
     return Finding(
         "ranktable.v2_from_hosts",
         Severity.INFO,
-        f"{inventory.product.title}: HCCL reads only rank table 2.0, whose addresses are each NPU's EIDs read on the hosts; plan writes no 1.0 table for it. HCCL also reads the factory topology file ({files})",
-        "launch with root-info (no RANK_TABLE_FILE), or build the 2.0 table from the EIDs of 'hccn_tool -g -dev_info -i N' (docs/ascend950.md)",
+        f"{inventory.product.title}: HCCL reads only rank table 2.0, whose addresses are each NPU's EIDs read on the hosts; the live plan builds it from every host's 'hccn_tool -g -dev_info' and writes it to {RANK_TABLE}. HCCL also reads the factory topology file ({files})",
+        "run 'ascendprep plan' against the hosts to plan the table (docs/ascend950.md)",
     )
+
+
+def plan_rank_table_v2(desired: DesiredState, facts: Mapping[str, Optional["HostFacts"]]) -> list[Finding]:
+    """Ascend 950: plan the rank table 2.0 built from every node's ``-dev_info`` (its EIDs and UB
+    ports) as the managed file ``RANK_TABLE`` on every node, the same bytes everywhere.
+
+    ``facts``: per node name, what plan (or apply's re-read) gathered; None or absent for a node
+    not read. The table is all or nothing: a node whose EIDs were not read gets an error finding
+    naming it and no node gets a table (a table missing ranks makes HCCL fail on every server,
+    EI0014, or hang waiting for them). A table that breaks one of HCCL's 2.0 rules (V1-V9,
+    :mod:`ascendprep.inventory.ranktable2_rules`) is not planned either: an error per rule.
+    Returns the findings: errors, and none of the desired state's nodes gains the file; or one
+    INFO finding saying what was planned and the factory topology file HCCL reads beside the
+    table (``/usr/local/Ascend/driver/topo/950/<product>.json``: the job needs it visible, a
+    container that mounts only ``driver/lib64`` fails with EI0014)."""
+    inventory = desired.inventory
+    single = [node.name for node in inventory.nodes if node.npus < 2]
+    if single:
+        # A one-card server has no UB port (950 guide): there is no EID to build the table from.
+        return [
+            Finding(
+                "ranktable.v2_single_card",
+                Severity.INFO,
+                f"{inventory.product.title}: no rank table 2.0 is planned: {', '.join(single[:5])}{' …' if len(single) > 5 else ''} has one card, which has no UB port and so no EID for the table",
+                "launch with root-info (no RANK_TABLE_FILE)",
+            )
+        ]
+    read = {name: host for name, host in facts.items() if host is not None}
+    table, problems = rank_table_v2_from_facts(inventory, read)
+    if table is None:
+        by_node: dict[str, list[str]] = {}
+        for problem in problems:
+            name = problem.split(" ", 1)[0].rstrip(":")
+            by_node.setdefault(name if name in desired.nodes else "", []).append(problem)
+        return [
+            Finding(
+                "ranktable.v2_eids",
+                Severity.ERROR,
+                f"{name or 'the cluster'}: no rank table 2.0 is planned for any node: the UB EIDs it needs were not all read ({'; '.join(lines)})",
+                "make 'hccn_tool -g -dev_info -i N' answer on every NPU of every node (docs/ascend950.md), then plan again",
+                node=name or None,
+            )
+            for name, lines in by_node.items()
+        ]
+    content = render_rank_table(table)
+    violations = check_rank_table_v2(table, compact_bytes=len(content.encode()))
+    if violations:
+        return [
+            Finding(
+                f"ranktable.{v.rule}",
+                Severity.ERROR,
+                f"the rank table 2.0 built from the hosts' EIDs breaks rule {v}; it is not planned",
+                "see docs/ascend950.md (rank table 2.0 rules V1-V9); fix what the hosts report or the inventory",
+                evidence={"rule": v.rule},
+            )
+            for v in violations
+        ]
+    for node in desired.nodes.values():
+        node.files = [f for f in node.files if f.path != RANK_TABLE]
+        node.files.append(FileToWrite(RANK_TABLE, content, scope="cluster"))
+    files = ", ".join(topology_files(inventory)) or "none documented"
+    return [
+        Finding(
+            "ranktable.v2_planned",
+            Severity.INFO,
+            f"rank table 2.0 ({table['rank_count']} ranks, from every node's EIDs) planned as {RANK_TABLE} on every node; HCCL reads the factory topology file {files} beside it",
+            f"point the job at the table with RANK_TABLE_FILE={RANK_TABLE} (training.rank_table: true writes it to set_env.sh), and keep all of /usr/local/Ascend/driver visible in containers",
+            evidence={"topology_files": list(topology_files(inventory))},
+        )
+    ]
 
 
 def build_desired(inventory: Inventory) -> DesiredState:

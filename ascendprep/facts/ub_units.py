@@ -41,7 +41,7 @@ from ascendprep.facts.port_stats import FIRST, sample_time
 from ascendprep.facts.sections import Section, id_number
 from ascendprep.facts.text import UnexpectedOutput
 from ascendprep.facts.ub_model import UbCounterRead, UbFacts, UbLinkStat, UbPing, UbPortFacts, port_key
-from ascendprep.facts.unit import HOST, VERIFY_ONLY, Draft, Given, ProbeUnit, RenderContext, Where
+from ascendprep.facts.unit import BOTH, HOST, VERIFY_ONLY, Draft, Given, ProbeUnit, RenderContext, Where
 
 #: The shell test that holds on a 950 host (``AP_A5`` is set from ``npu-smi info -l``).
 IS_A5 = '[ -n "$AP_A5" ]'
@@ -230,6 +230,7 @@ def _render_probes(ctx: RenderContext) -> List[str]:
     return [
         SHELL_FUNCTIONS,
         "# Ascend 950 (A5): the UB ports, per device then per port (the 910 per-NPU loop did not run).",
+        "AP_UB_PROBED=1",
         _a5_guard(ctx),
         "\tap_each_npu ap_ub_probes",
         "\tap_each_npu ap_ub_pings",
@@ -245,6 +246,22 @@ def _render_second(ctx: RenderContext) -> List[str]:
         f"# UB port counters, second read: {interval}s after each device's first (their growth is a rate).",
         _a5_guard(ctx),
         f"\tap_ub_stat_second {int(interval)}",
+        "fi",
+    ]
+
+
+def _render_dev_info(ctx: RenderContext) -> List[str]:
+    """``-dev_info`` alone, where the full UB block (which reads it too) does not run: plan reads
+    the EIDs of a 950 inventory's NPUs for its rank table 2.0 and nothing else of the UB ports."""
+    if not ctx.is_950:
+        return []
+    return [
+        "# Ascend 950: each device's UB ports and EIDs (hccn_tool -g -dev_info), for the rank table 2.0.",
+        "ap_ub_dev_info() {",
+        '\tap_run hccn.ub_dev_info " npu=$ap_dev" ap_hccn -g -dev_info -i "$ap_dev"',
+        "}",
+        'if [ -z "${AP_UB_PROBED-}" ] && [ -n "$AP_HCCN" ]; then',
+        "\tap_each_npu ap_ub_dev_info",
         "fi",
     ]
 
@@ -269,12 +286,13 @@ UB_DEV_INFO = _UbUnit(
     section="hccn.ub_dev_info",
     scope=HOST,
     command=lambda ctx: 'ap_hccn -g -dev_info -i "$ap_dev"',
-    render=_nothing,
+    render=_render_dev_info,
     describe=lambda where: f"hccn_tool -g -dev_info -i {where.npu}",
     parse=lambda stdout, where: ub_dev_info.parse_dev_info(stdout),
     fill=_fill_device("dev_info"),
     fact="npus[devid].ub.dev_info",
-    phases=VERIFY_ONLY,
+    # plan reads it too on a 950 inventory: the rank table 2.0's addresses are these EIDs
+    phases=BOTH,
 )
 
 SIO_INFO = _UbUnit(

@@ -230,13 +230,6 @@ def _cross_checks(doc: YamlDocument, model: InventoryModel, nodes: list[Node], p
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         problems.append(doc.problem(("training", "master"), f"'{master}' is not a node of this inventory{hint}"))
     net = model.device_network
-    if product.is_950 and model.training.rank_table:
-        problems.append(
-            doc.problem(
-                ("training", "rank_table"),
-                f"{product.title}: HCCL there reads only rank table 2.0, built from the NPUs' EIDs on the hosts, which plan does not write yet; leave rank_table out (root-info)",
-            )
-        )
     if product.is_950 and net.tls is not None:
         problems.append(
             doc.problem(

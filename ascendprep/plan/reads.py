@@ -7,7 +7,8 @@ settings and the sysctl file, not its NPUs. Within the NPU area only the queries
 kinds run (a fresh node's detect IPs need ``-netdetect -g`` and the address, not ``-gateway -g``
 or ``-tls -g``: 16 hccn_tool calls instead of 32 on 8 NPUs). Plan, likewise, reads a TLS switch
 only where the inventory plans one (:func:`units_for_plan`); the gateway always, since one the
-inventory no longer plans is removed. Pure: names in, units out.
+inventory no longer plans is removed; each NPU's ``-dev_info`` only for an Ascend 950 inventory,
+whose rank table 2.0 is built from the EIDs of every node (:data:`RANK_TABLE_V2_SECTIONS`). Pure: names in, units out.
 """
 
 from __future__ import annotations
@@ -47,6 +48,27 @@ AREA_SECTIONS: Dict[str, Tuple[str, ...]] = {
     "files": ("managed", "file.env"),
     "firewall": ("firewall.ufw", "firewall.firewalld", "firewall.nftables"),
 }
+
+
+#: What the rank table 2.0 (Ascend 950) is built from, on every node: npu-smi's chips (each
+#: NPU's physical id) and each NPU's ``hccn_tool -g -dev_info`` (its UB ports and EIDs).
+RANK_TABLE_V2_SECTIONS: Tuple[str, ...] = (
+    "tool.npu_smi",
+    "npu_smi.list",
+    "npu_smi.map",
+    "npus",
+    "tool.hccn_tool",
+    "hccn.ub_dev_info",
+)
+
+
+def with_rank_table_v2_reads(
+    chosen: Optional[Sequence[ProbeUnit]], units: Sequence[ProbeUnit] = UNITS
+) -> Tuple[ProbeUnit, ...]:
+    """``chosen`` (None: none) plus what the rank table 2.0 is built from, in registry order:
+    apply recomputes the table from every node's EIDs to confirm the one the plan showed."""
+    sections = set(ALWAYS) | set(RANK_TABLE_V2_SECTIONS) | {unit.section for unit in chosen or ()}
+    return tuple(unit for unit in units if unit.section in sections)
 
 
 def units_for_areas(areas: Collection[str], units: Sequence[ProbeUnit] = UNITS) -> Tuple[ProbeUnit, ...]:
@@ -135,6 +157,9 @@ def units_for_plan(
     if product.is_950:
         # A3's spod-info passes npu-smi -c, which the 950 npu-smi rejects (card-level queries only).
         chosen = tuple(unit for unit in chosen if unit.section != "npu_smi.spod")
+    else:
+        # only the 950's rank table (2.0) is built from the EIDs of -dev_info
+        chosen = tuple(unit for unit in chosen if unit.section != "hccn.ub_dev_info")
     if desired.firewall == "leave":
         chosen = tuple(unit for unit in chosen if unit.section not in AREA_SECTIONS["firewall"])
     return chosen

@@ -15,16 +15,18 @@ from rich.console import Console
 
 from ascendprep.apply.journal import ApplyJournal, public_change
 from ascendprep.base import exitcodes
+from ascendprep.base.findings import Severity
 from ascendprep.base.hostrange import compressed
+from ascendprep.base.paths import RANK_TABLE
 from ascendprep.base.text import markup_safe
 from ascendprep.base.yamlsource import InputError, Located
-from ascendprep.desired.state import build_desired
+from ascendprep.desired.state import build_desired, plan_rank_table_v2
 from ascendprep.facts.shell import checked_output_cap_override
 from ascendprep.facts.unit import PLAN
 from ascendprep.inventory.load import inventory_from_text
 from ascendprep.plan.diff import area_of, diff_host, managed_keys, reconcile
 from ascendprep.plan.planfile import DEFAULT_PLAN, NotTrusted, read_inventory_bytes, read_plan, write_plan
-from ascendprep.plan.reads import npu_kinds_for, units_for_changes
+from ascendprep.plan.reads import npu_kinds_for, units_for_changes, with_rank_table_v2_reads
 from ascendprep.remote.sudo import SudoPassword
 from ascendprep.report import console as report_console
 from ascendprep.report.changes import apply_table
@@ -82,6 +84,25 @@ class Refused(Exception):
     def __init__(self, heading: str, lines: list[str], footer: str) -> None:
         super().__init__(heading)
         self.heading, self.lines, self.footer = heading, lines, footer
+
+
+def rebuild_rank_table_v2(desired: "DesiredState", gathered: dict, local: bool) -> None:
+    """Recompute the rank table 2.0 from every node's fresh EIDs into ``desired`` (the fresh diff
+    then confirms it by digest against the plan's); refused when it cannot be built."""
+    if local:
+        raise Refused(
+            f"The plan writes the rank table 2.0 ({RANK_TABLE}), built from every node's EIDs; --local reads only this machine, so it cannot be confirmed. Nothing was changed.",
+            [],
+            "Run 'ascendprep apply' without --local, from a machine that reaches every node.",
+        )
+    facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in gathered.items()}
+    problems = [f for f in plan_rank_table_v2(desired, facts) if f.severity is Severity.ERROR]
+    if problems:
+        raise Refused(
+            "The rank table 2.0 the plan writes cannot be rebuilt from the nodes now; nothing was changed:",
+            [finding.message for finding in problems],
+            "Run 'ascendprep plan' again, review, then apply the new plan.",
+        )
 
 
 def _load_inventory(path: Path, saved: "PlanFile", given: Optional[Path]) -> "Inventory":
@@ -274,7 +295,12 @@ def _apply(
         out.print("No changes in this plan. Nothing to do.")
         return exitcodes.FAILED if skipped else exitcodes.OK
 
-    nodes = [n for n in inventory.nodes if n.name in planned]
+    # Ascend 950: the rank table 2.0 is built from every node's EIDs, so writing it anywhere
+    # means reading them all again and confirming the table is the one the plan showed.
+    table_v2 = inventory.product.is_950 and any(
+        change.key == f"file:{RANK_TABLE}" for changes in planned.values() for change in changes
+    )
+    nodes = [n for n in inventory.nodes if n.name in planned or (table_v2 and this is None)]
     deadline = hosts_deadline(inventory, timeout, forks, APPLY_PHASES, hosts=len(nodes))
     with _session(inventory, this, accept_new_host_keys, forks, sudo_password, deadline, nodes) as session:
         # Re-read only what the planned changes depend on: the areas (NPUs, kernel settings,
@@ -285,9 +311,18 @@ def _apply(
         npu_kinds = {name: npu_kinds_for(changes) for name, changes in planned.items()}
         npus_of = {node.name: node.npus for node in nodes}
         units = {name: units_for_changes(changes, npus_of.get(name)) for name, changes in planned.items()}
+        if table_v2:
+            units = {node.name: with_rank_table_v2_reads(units.get(node.name)) for node in nodes}
         gathered = gather_facts(
-            session, inventory, progress_for_terminal("re-reading hosts"), only=set(planned), phase=PLAN, units=units
+            session,
+            inventory,
+            progress_for_terminal("re-reading hosts"),
+            only={node.name for node in nodes},
+            phase=PLAN,
+            units=units,
         )
+        if table_v2:
+            rebuild_rank_table_v2(desired, gathered, this is not None)
         to_apply: dict[str, list[Change]] = {}
         stale: list[str] = []
         tampered: list[str] = []

@@ -14,7 +14,7 @@ from ascendprep.base.findings import Severity
 from ascendprep.base.hostrange import compressed
 from ascendprep.base.text import markup_safe
 from ascendprep.base.yamlsource import InputError
-from ascendprep.desired.state import build_desired
+from ascendprep.desired.state import build_desired, plan_rank_table_v2
 from ascendprep.facts.shell import checked_output_cap_override, remote_call_output_cap
 from ascendprep.facts.unit import PLAN
 from ascendprep.inventory.load import load_inventory
@@ -131,6 +131,13 @@ def plan_hosts(
     if limits_hit is not None:
         facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in outcomes.items()}
         limits_hit.extend(collect_limits_hit(session.limits_hit, facts, remote_call_output_cap()))
+    if inventory.product.is_950:
+        # The rank table 2.0 is one file built from every node's EIDs: planned before any node's
+        # diff, so each node's plan writes it, or (a node's EIDs unread) none does.
+        facts = {name: o.value.facts if o.ok and o.value is not None else None for name, o in outcomes.items()}
+        # what the offline plan says in its place ("the live plan builds it") is replaced by the outcome
+        desired.findings[:] = [f for f in desired.findings if f.id != "ranktable.v2_from_hosts"]
+        desired.findings.extend(plan_rank_table_v2(desired, facts))
     plans = []
     for node in chosen:
         outcome = outcomes[node.name]

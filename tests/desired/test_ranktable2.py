@@ -210,8 +210,9 @@ def test_a_950_plan_writes_no_1x_rank_table_and_says_why():
     assert "atlas_350_2.json" in pending.message and "2.0" in pending.message
 
 
-def test_a_950_inventory_asking_for_a_rank_table_launch_is_refused_at_load():
-    from ascendprep.base.yamlsource import InputError
+def test_a_950_launch_from_the_rank_table_points_set_env_at_the_planned_file():
+    from ascendprep.base.paths import RANK_TABLE, SET_ENV_SH
+    from ascendprep.desired.state import build_desired
 
     data = {
         "name": "t",
@@ -220,8 +221,9 @@ def test_a_950_inventory_asking_for_a_rank_table_launch_is_refused_at_load():
         "nodes": [{"name": "n1", "host": "10.0.0.11"}],
         "training": {"rank_table": True},
     }
-    with pytest.raises(InputError, match=r"inv.yaml:\d+: training.rank_table: .*rank table 2.0"):
-        inventory_from_text(yaml.safe_dump(data, sort_keys=False), file="inv.yaml")
+    state = build_desired(inventory_from_text(yaml.safe_dump(data, sort_keys=False), file="inv.yaml"))
+    [set_env] = [f for f in state.nodes["n1"].files if f.path == SET_ENV_SH]
+    assert f"RANK_TABLE_FILE={RANK_TABLE}" in set_env.content
 
 
 def test_addresses_from_the_vendor_dev_info_example_match_the_hccl_guide():

@@ -32,6 +32,10 @@ case "$*" in
 esac
 """
 
+#: The vendor's -dev_info example (hicann/driver docs/en/Ascend_950_HCCN_Tool, querying the NPU
+#: device information), which the fake prints for every device.
+DEV_INFO = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn" / "a5_dev_info.out"
+
 # hccn_tool: only the 950's mode-first forms, and only on the NPU's own bond device (the driver's
 # CHECK_BOND_DEV_RETURN message otherwise).
 HCCN_TOOL = r"""#!/bin/sh
@@ -47,6 +51,7 @@ case "$1 $2 $3" in
 	-gateway) echo 'default gateway:10.20.0.1' ;;
 	esac ;;
 "-g -netdetect -i") echo 'netdetect addr: 10.20.0.1' ;;
+"-g -dev_info -i") [ "$#" -eq 4 ] || { echo 'Get invalid major cmd type.' >&2; exit 1; }; cat "$FAKE_DEV_INFO" ;;
 "-g -tls -i")
 	# the first line of the 950 guide's example (querying-the-tls-certificate-information-of-an-npu-device.md)
 	[ "$#" -eq 4 ] || { echo 'Get invalid major cmd type.' >&2; exit 1; }
@@ -80,6 +85,7 @@ def test_the_950_plan_script_reads_bond_slots_from_npu_smi_map(tmp_path, shell):
         **os.environ,
         "PATH": f"{tmp_path / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "FAKE_LOG": str(log),
+        "FAKE_DEV_INFO": str(DEV_INFO),
         "TMPDIR": str(tmp_path),
     }
     script = render_gather_script(
@@ -102,6 +108,10 @@ def test_the_950_plan_script_reads_bond_slots_from_npu_smi_map(tmp_path, shell):
     calls = log.read_text().splitlines()
     assert "-g -ip -i 1 -d bond7" in calls and "-g -gateway -i 0 -d bond3" in calls
     assert not any("-tls" in call for call in calls)  # the inventory plans no TLS switch
+    # each NPU's UB ports and EIDs, for the rank table 2.0 (and none of verify's other UB reads)
+    assert "-g -dev_info -i 0" in calls and "-g -dev_info -i 1" in calls
+    assert not any("-ub_connect" in call or " -u " in f" {call} " for call in calls)
+    assert [p.port for p in facts.npus[1].ub.dev_info.ports if p.port_type.upper() == "UB"] == [4, 5, 6]
     assert not any(" -c " in f" {call} " for call in calls)  # npu-smi is never given -c on a 950
 
     plan = diff_host(desired, "n1", facts, areas=("npu",))

@@ -220,3 +220,87 @@ def test_within_the_910_family_the_pci_id_is_not_held_against_the_product():
     desired = build_desired(inventory_from_text(yaml.safe_dump(a3)))
     plan = diff_host(desired, "n1", HostFacts(npu_pci_ids=("d802",)))
     assert GENERATION_MISMATCH not in [f.id for f in plan.findings]
+
+
+# --------------------------------------------------------------------------------------------
+# The rank table 2.0, planned from every host's -dev_info
+
+
+def _dev_info_host(managed=None):
+    from pathlib import Path
+
+    from ascendprep.facts.ub_dev_info import parse_dev_info
+    from ascendprep.facts.ub_model import UbFacts
+
+    # the vendor's -dev_info example (hicann/driver docs/en/Ascend_950_HCCN_Tool)
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "hccn" / "a5_dev_info.out").read_text()
+    dev_info = parse_dev_info(text)
+    return HostFacts(
+        npus={n: NpuFacts(devid=n, ub=UbFacts(dev_info=dev_info)) for n in range(2)},
+        npu_chips=chips(0, 1),
+        managed_files=managed or {},
+    )
+
+
+def _table_changes(plan):
+    from ascendprep.base.paths import RANK_TABLE
+
+    return [c for c in plan.changes if c.key == f"file:{RANK_TABLE}"]
+
+
+def test_the_950_plan_script_reads_dev_info_per_npu_in_the_mode_first_form():
+    desired = build_desired(inventory())
+    script = render_gather_script(2, "python3", units=units_for_plan(desired, "n1"), phase="plan", generation="950")
+    assert 'ap_run hccn.ub_dev_info " npu=$ap_dev" ap_hccn -g -dev_info -i "$ap_dev"' in script
+    assert "ap_each_npu ap_ub_dev_info" in script
+    # none of verify's other UB queries at plan, and no -dev_info on an earlier generation
+    assert "-ub_connect" not in script and "-ub_ping" not in script
+    a2 = render_gather_script(2, "python3", phase="plan", generation="910b")
+    assert "-dev_info" not in a2
+
+
+def test_a_950_plan_writes_the_2_0_table_to_every_node_and_a_converged_host_plans_nothing():
+    from ascendprep.base.paths import MANAGED_FILES, RANK_TABLE
+    from ascendprep.desired.state import plan_rank_table_v2
+    from ascendprep.facts.model import ManagedFile
+    from ascendprep.plan.drift import sha256_text
+
+    desired = build_desired(inventory())
+    facts = {"n1": _dev_info_host(), "n2": _dev_info_host()}
+    absent = {path: ManagedFile(path, False) for path in MANAGED_FILES}
+    assert [f.id for f in plan_rank_table_v2(desired, facts)] == ["ranktable.v2_planned"]
+    for name in ("n1", "n2"):
+        [change] = _table_changes(diff_host(desired, name, _dev_info_host(absent), areas=("files",)))
+        assert change.before is None and change.content is not None and json_version(change.content) == "2.0"
+    content = next(f.content for f in desired.nodes["n1"].files if f.path == RANK_TABLE)
+    there = dict(absent, **{RANK_TABLE: ManagedFile(RANK_TABLE, True, sha256_text(content))})
+    assert _table_changes(diff_host(desired, "n1", _dev_info_host(there), areas=("files",))) == []
+
+
+def json_version(content):
+    import json
+
+    return json.loads(content)["version"]
+
+
+def test_a_950_host_whose_eids_were_not_read_means_no_table_and_a_finding_naming_it():
+    from ascendprep.base.paths import MANAGED_FILES
+    from ascendprep.desired.state import plan_rank_table_v2
+    from ascendprep.facts.model import ManagedFile
+
+    desired = build_desired(inventory())
+    [finding] = plan_rank_table_v2(desired, {"n1": _dev_info_host(), "n2": HostFacts(npu_chips=chips(0, 1))})
+    assert finding.id == "ranktable.v2_eids" and finding.severity is Severity.ERROR and finding.node == "n2"
+    absent = {path: ManagedFile(path, False) for path in MANAGED_FILES}
+    assert _table_changes(diff_host(desired, "n1", _dev_info_host(absent), areas=("files",))) == []
+
+
+def test_apply_rereads_every_nodes_eids_for_the_2_0_table():
+    from ascendprep.plan.reads import with_rank_table_v2_reads
+
+    sections = [u.section for u in with_rank_table_v2_reads(None)]
+    assert {"hccn.ub_dev_info", "npu_smi.map", "tool.hccn_tool"} <= set(sections)
+    assert "managed" not in sections  # a node without changes is only read for the table
+    change = SetNpuAddress("n1", None, 0, "10.20.0.1", "255.255.255.0", bond_slot=0)
+    both = [u.section for u in with_rank_table_v2_reads(units_for_changes([change], npus=2))]
+    assert "hccn.ip" in both and "hccn.ub_dev_info" in both
