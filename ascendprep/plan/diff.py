@@ -348,7 +348,8 @@ def reconcile(planned: list[Change], current: list[Change], managed: Optional[se
             stale.append(f"{change.describe()} (not in the plan)")
         elif saved.after != change.after:
             stale.append(
-                f"{change.key}: the plan sets {_shown(saved.after)}, the inventory now wants {_shown(change.after)}"
+                f"{change.key}: the plan sets {_shown(saved.after)}, but {_shown(change.after)} is wanted now "
+                "(the inventory, or what the hosts report for it, changed since the plan)"
             )
         elif saved.before != change.before and not _explained_by_plan(saved, planned):
             stale.append(f"{change.key}: was {_shown(saved.before)} at planning, is now {_shown(change.before)}")
