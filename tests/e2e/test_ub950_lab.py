@@ -130,3 +130,23 @@ def test_the_factory_topology_file_is_checked_and_each_fault_named_its_own_way(u
 
     code, doc = verify_json(ub_lab, tmp_path, "--only", "job.topology_file")
     assert {status for status, _ in _topology(doc).values()} == {"passed"}
+
+
+def test_a_container_without_the_driver_fails_it_where_the_full_one_passes(ub_lab: Lab, tmp_path: Path) -> None:
+    from ascendprep.lab.sim import jobenv as sim
+
+    plan = tmp_path / "plan.json"  # applied: the hiding container covers /etc/ascendprep, which apply makes
+    assert run_plan(ub_lab.inventory_path, plan, "text", False, False, None) == 0
+    assert run_apply(plan, False, None) == 0
+    for node in ("node1", "node2"):
+        ub_lab.fault(node, "container-hides")
+    try:
+        code, hiding = verify_json(ub_lab, tmp_path, "--only", "job.topology_file", "--exec-via", sim.CONTAINER_HIDING)
+        _, full = verify_json(ub_lab, tmp_path, "--only", "job.topology_file", "--exec-via", sim.CONTAINER)
+    finally:
+        ub_lab.heal()
+    (status, message) = _topology(hiding)["node1"]
+    assert code == 1 and status == "failed" and sim.CONTAINER_HIDING in message, message
+    fix = next(c["fix"] for c in hiding["checks"] if c["check"] == "job.topology_file" and c["node"] == "node1")
+    assert "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver:ro" in fix
+    assert {status for status, _ in _topology(full).values()} == {"passed"}
