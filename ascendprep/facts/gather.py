@@ -73,6 +73,7 @@ def render_gather_script(
     parallel: Optional[int] = None,
     nonce: Optional[str] = None,
     generation: Optional[str] = None,
+    topology_file: Optional[str] = None,
 ) -> str:
     """The POSIX sh script that gathers a host's facts.
 
@@ -97,6 +98,8 @@ def render_gather_script(
     (:func:`ascendprep.run.hosts.gather_facts`).
     ``generation``: the inventory product's chip generation; "950" renders the Ascend 950 forms
     (``npu-smi info -m`` for the slots, mode-first hccn_tool on ``bond<slot>``).
+    ``topology_file``: on 950, the factory topology file name the product needs for ``npus``
+    cards (``atlas_350_3.json``), which ``job.topology`` looks for.
     """
     if generation is not None and generation not in GENERATIONS:
         raise UnsafeValue(f"generation {generation!r} is not one of {', '.join(GENERATIONS)}")
@@ -114,6 +117,7 @@ def render_gather_script(
         job_probes=job_probes,
         sample_interval=sample_interval,
         generation=generation,
+        topology_file=topology_file,
     )
     if nonce is None:
         nonce = new_nonce()

@@ -10,6 +10,11 @@ The ``job.*`` sections of the gather script read what the files ascendprep manag
 * ``job.visible`` (and ``job.host_visible``, only through ``--exec-via``): the device nodes,
   ``hccn_tool``, ``/etc/hccn.conf``, the driver libraries and the env files, present or absent.
 * ``job.nnal``: the NNAL/ATB ``version.info`` next to CANN.
+* ``job.topology`` (Ascend 950 inventories only): the driver's factory topology folder
+  ``/usr/local/Ascend/driver/topo/950`` and its ``*.json`` files, readable or not, with the file
+  the product needs for the node's card count. HCCL's rank table 2.0 loader reads that file
+  (HCCL user guide ``rank_table_config_a5.md``; HCOMM ``topo.c``), so it must be readable where
+  the job runs: through ``--exec-via``, inside the container.
 * ``job.torch_npu``: a real ``import torch_npu`` under the job's environment, bounded by
   :data:`ascendprep.base.limits.JOB_IMPORT_TIMEOUT_S` and the script's output cap; its error text is
   kept (an undefined-symbol mismatch between torch, torch_npu and CANN shows only there).
@@ -29,10 +34,29 @@ from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ascendprep.base import limits, paths
-from ascendprep.facts.jobenv_model import JobEnv, NnalVersion, ShellEnv, TorchNpuImport, Visibility
+from ascendprep.facts.jobenv_model import (
+    JobEnv,
+    NnalVersion,
+    ShellEnv,
+    TopologyFile,
+    TopologyFolder,
+    TorchNpuImport,
+    Visibility,
+)
 from ascendprep.facts.sections import Section
 from ascendprep.facts.text import first_line
-from ascendprep.facts.unit import VERIFY_ONLY, Draft, Given, ProbeUnit, Where, fixed, nothing_if_absent, text_only
+from ascendprep.facts.unit import (
+    VERIFY_ONLY,
+    Draft,
+    Given,
+    ProbeUnit,
+    RenderContext,
+    Where,
+    fixed,
+    nothing_if_absent,
+    text_only,
+)
+from ascendprep.inventory.products import TOPO_DIR_950
 
 #: Variables read from the login shell: the job checks judge the first two, checks/a3env.py the
 #: A3 HCCL settings (docs/a3-superpod.md §3).
@@ -67,7 +91,13 @@ _SECTION_PROBES = {
     "job.host_visible": ("job.host_visible", "the host's view (--exec-via)"),
     "job.nnal": ("job.nnal", f"cat <ascend home>/{NNAL_VERSION_FILE}"),
     "job.torch_npu": ("job.torch_npu", "import torch_npu"),
+    "job.topology": ("job.topology", f"ls -l {TOPO_DIR_950}/*.json"),
 }
+#: Topology files listed at most (the factory folder holds a handful; more is not a driver tree).
+MAX_TOPOLOGY_FILES = 64
+#: What a topology file name may be when rendered into the probe (``atlas_350_3.json``).
+TOPOLOGY_NAME = re.compile(r"[a-z0-9_]{1,64}\.json")
+TOPOLOGY_STATES = ("readable", "unreadable", "not_a_file")
 
 # Run in the login shell with $1 = a file to source first ('' for none). Each variable on one
 # marked line (the profile may print banners): name, 1/0 for set, the value.
@@ -117,12 +147,41 @@ def visibility_function() -> str:
     )
 
 
+def topology_function() -> str:
+    """``ap_job_topology WANTED``: the 950 factory topology folder as this place sees it (POSIX sh).
+
+    Prints ``want NAME``, then ``folder present|absent PATH`` and, per ``*.json`` there, ``file
+    STATE SIZE NAME`` (``SIZE`` is ``-`` unless readable). A file counts as readable when its
+    first byte can be read: ``[ -r ]`` alone says yes to root for any mode.
+    """
+    return (
+        "# ap_job_topology WANTED: the 950 driver's factory topology files (HCCL reads one at communicator init).\n"
+        "ap_job_topology() {\n"
+        f"\tap_t={shlex.quote(TOPO_DIR_950)}\n"
+        "\tprintf 'want %s\\n' \"$1\"\n"
+        '\tif [ ! -d "$ap_t" ]; then printf \'folder absent %s\\n\' "$ap_t"; return 0; fi\n'
+        "\tprintf 'folder present %s\\n' \"$ap_t\"\n"
+        "\tset +f\n"
+        '\tfor ap_p in "$ap_t"/*.json; do\n'
+        '\t\tif [ ! -e "$ap_p" ] && [ ! -L "$ap_p" ]; then continue; fi\n'
+        '\t\tif [ ! -f "$ap_p" ]; then printf \'file not_a_file - %s\\n\' "${ap_p##*/}"\n'
+        '\t\telif head -c 1 "$ap_p" >/dev/null 2>&1; then\n'
+        '\t\t\tprintf \'file readable %s %s\\n\' "$(wc -c <"$ap_p" | tr -d \' \')" "${ap_p##*/}"\n'
+        "\t\telse printf 'file unreadable - %s\\n' \"${ap_p##*/}\"; fi\n"
+        "\tdone\n"
+        "\tset -f\n"
+        "}\n"
+    )
+
+
 def shell_functions() -> str:
     """The functions the ``job.*`` lines call (defined once, before the gather's main block)."""
     q = shlex.quote
     patterns = " | ".join(RANK_TABLE_PATTERNS)
     return (
         visibility_function()
+        + "\n"
+        + topology_function()
         + "\n# ap_job_sh: the login shell jobs get: bash -l (profile, profile.d, ~/.profile), else sh -l.\n"
         "ap_job_sh() {\n"
         "\tif command -v bash >/dev/null 2>&1; then ap_sh=bash; else ap_sh=sh; fi\n"
@@ -191,6 +250,42 @@ def parse_visibility(text: str) -> Visibility:
     if not present and not absent:
         raise ValueError("no item lines")
     return Visibility(present=tuple(present), absent=tuple(absent), via=via)
+
+
+def parse_topology(text: str) -> TopologyFolder:
+    """The lines of :func:`topology_function` → TopologyFolder.
+
+    Raises ValueError when the folder line is missing (the function did not run to its test).
+    """
+    wanted: Optional[str] = None
+    folder: Optional[Tuple[str, bool]] = None
+    files: List[TopologyFile] = []
+    for line in text.splitlines():
+        if line.startswith("want "):
+            name = line[5:].strip()
+            wanted = name if TOPOLOGY_NAME.fullmatch(name) else None
+            continue
+        parts = line.split(" ", 3)
+        if len(parts) == 3 and parts[0] == "folder" and parts[1] in ("present", "absent"):
+            folder = (parts[2][:256], parts[1] == "present")
+        elif len(parts) == 4 and parts[0] == "file" and parts[1] in TOPOLOGY_STATES:
+            if len(files) >= MAX_TOPOLOGY_FILES:
+                raise ValueError(f"more than {MAX_TOPOLOGY_FILES} topology files: not a driver's topology folder")
+            size = int(parts[2]) if parts[1] == "readable" and re.fullmatch(r"[0-9]{1,15}", parts[2]) else None
+            files.append(TopologyFile(name=parts[3][:256], state=parts[1], size=size))
+    if folder is None:
+        raise ValueError("no 'folder present|absent' line")
+    return TopologyFolder(folder=folder[0], present=folder[1], wanted=wanted, files=tuple(files))
+
+
+def _render_topology(ctx: RenderContext) -> List[str]:
+    """Only a 950 inventory's script reads the topology folder (earlier generations have none)."""
+    if not ctx.is_950:
+        return []
+    wanted = ctx.topology_file or ""
+    if wanted and not TOPOLOGY_NAME.fullmatch(wanted):
+        raise ValueError(f"topology file name {wanted!r} is not of the form atlas_350_3.json")
+    return [f"ap_run job.topology '' ap_job_topology {shlex.quote(wanted)}"]
 
 
 _ATB_RE = re.compile(r"^\s*Ascend-cann-atb\s*:\s*(\S+)\s*$", re.MULTILINE)
@@ -307,6 +402,16 @@ JOBENV_UNITS: Tuple[ProbeUnit, ...] = (
         settle=nothing_if_absent,
         fill=_fill_part("nnal"),
         fact="job.nnal",
+        phases=VERIFY_ONLY,
+    ),
+    ProbeUnit(
+        section="job.topology",
+        command=lambda ctx: "ap_job_topology",
+        render=_render_topology,
+        describe=fixed(_SECTION_PROBES["job.topology"][1]),
+        parse=text_only(parse_topology),
+        fill=_fill_part("topology"),
+        fact="job.topology (Ascend 950 only)",
         phases=VERIFY_ONLY,
     ),
     ProbeUnit(

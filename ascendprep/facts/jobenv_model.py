@@ -66,6 +66,35 @@ class TorchNpuImport:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyFile:
+    """One ``*.json`` file of the 950 driver's factory topology folder as the job's side reads it.
+
+    ``state``: ``readable`` (a regular file whose first byte could be read), ``unreadable`` (a
+    regular file that could not be read) or ``not_a_file`` (a directory, a dangling link ...).
+    ``size``: its size in bytes when readable (an empty file gives HCCL nothing to parse).
+    """
+
+    name: str
+    state: str
+    size: Optional[int] = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyFolder:
+    """``<ascend home>/driver/topo/950`` as the place the job runs in sees it.
+
+    ``folder``: the path read; ``present``: whether it is a directory there; ``wanted``: the file
+    the inventory's product needs for the node's card count (rendered into the probe; None when
+    the inventory does not say it); ``files``: every ``*.json`` found there.
+    """
+
+    folder: str
+    present: bool
+    wanted: Optional[str] = None
+    files: Tuple[TopologyFile, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class JobEnv:
     """Everything the ``job.*`` checks read on one node; each part None when it was not read."""
 
@@ -76,3 +105,4 @@ class JobEnv:
     host_visible: Optional[Visibility] = None
     nnal: Optional[NnalVersion] = None
     torch_npu: Optional[TorchNpuImport] = None
+    topology: Optional[TopologyFolder] = None

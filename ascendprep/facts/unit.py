@@ -70,6 +70,9 @@ class RenderContext:
     #: renders the Ascend 950 tool syntax (mode-first hccn_tool, bond devices by slot); None or
     #: an earlier generation renders the 910/910B/910_93 syntax.
     generation: Optional[str] = None
+    #: The factory topology file (a name such as ``atlas_350_3.json``) the inventory's 950 product
+    #: needs for this script's card count; None when there is none or the count is not known.
+    topology_file: Optional[str] = None
 
     @property
     def is_950(self) -> bool:

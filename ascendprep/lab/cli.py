@@ -147,11 +147,7 @@ def up_command(
     pod_servers: Optional[int],
 ) -> None:
     """Bring a lab up (needs root). The last line printed is the inventory path."""
-    on_950 = product in PRODUCTS and PRODUCTS[product].is_950
-    if cann is None:
-        cann = DEFAULT_CANN_950 if on_950 else DEFAULT_CANN
-    if driver is None:
-        driver = DEFAULT_DRIVER_950 if on_950 else DEFAULT_DRIVER
+    # CANN and driver left unset take the product's defaults in LabSpec.validated()
     versions = Versions(cann=cann, driver=driver, firmware=firmware, torch_npu=torch_npu or default_torch_npu())
     pairs = _guarded(lambda: _node_profiles(node_driver_profiles))
     spec = LabSpec(

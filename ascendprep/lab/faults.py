@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from ascendprep.lab import blockerfaults, jobenvfaults, network
+from ascendprep.lab import blockerfaults, jobenvfaults, network, topofaults
 from ascendprep.lab.nodefs import HCCN_CONF
 from ascendprep.lab.sim import state as sim_state
 from ascendprep.lab.spec import VERSION_RE, drifted_version
@@ -28,16 +28,20 @@ if TYPE_CHECKING:
 #: Faults that live in the simulated devices (the simulator defines and applies them).
 DEVICE_FAULTS = sim_state.FAULT_KINDS
 NODE_FAULTS = (
-    "stale-hccn-conf",
-    "cann-drift",
-    "torch-npu-drift",
-    "sshd-down",
-    "slow",
-    "hostname-loopback",
-    "hostname-missing",
-    "port-listener",
-    "nic-no-address",
-) + jobenvfaults.JOBENV_FAULTS
+    (
+        "stale-hccn-conf",
+        "cann-drift",
+        "torch-npu-drift",
+        "sshd-down",
+        "slow",
+        "hostname-loopback",
+        "hostname-missing",
+        "port-listener",
+        "nic-no-address",
+    )
+    + jobenvfaults.JOBENV_FAULTS
+    + topofaults.TOPO_FAULTS
+)
 FAULT_KINDS = DEVICE_FAULTS + NODE_FAULTS
 DEFAULT_SLOW_RATE = "8mbit"
 HOSTS_FILE = "/etc/hosts"
@@ -295,6 +299,7 @@ _INJECT = {
     "port-listener": blockerfaults.start_listener,
     "nic-no-address": blockerfaults.move_address,
     **{kind: jobenvfaults.inject for kind in jobenvfaults.JOBENV_FAULTS},
+    **{kind: topofaults.inject for kind in topofaults.TOPO_FAULTS},
 }
 _HEAL = {
     "stale-hccn-conf": _heal_stale_hccn_conf,
@@ -307,6 +312,7 @@ _HEAL = {
     "port-listener": blockerfaults.stop_listener,
     "nic-no-address": blockerfaults.restore_address,
     **{kind: jobenvfaults.heal for kind in jobenvfaults.JOBENV_FAULTS},
+    **{kind: topofaults.heal for kind in topofaults.TOPO_FAULTS},
 }
 
 

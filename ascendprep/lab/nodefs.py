@@ -192,7 +192,7 @@ def populate_upper(
     versions: Versions,
 ) -> None:
     """Write a fresh node's own files into its upper layers (before they are mounted)."""
-    from ascendprep.lab.sim import cann, jobenv, tools  # the simulator half of the lab
+    from ascendprep.lab.sim import cann, jobenv, tools, topo950  # the simulator half of the lab
 
     upper_root = paths.upper_root(node.name)
     for overlay in node_overlays(paths, node.name, python.purelib):
@@ -203,6 +203,7 @@ def populate_upper(
 
     _write(upper_root, Path("/etc/hosts"), render_node_hosts(spec.node_list(), node.name, spec.hostnames))
     cann.install_cann_tree(upper_root, versions.cann_tree(), platform.machine())
+    topo950.install_topology_files(upper_root, spec.product)  # Ascend 950 only: the driver's factory files
     purelib_upper = upper_root / python.purelib.relative_to("/")
     cann.install_torch_npu_metadata(purelib_upper, versions.torch_npu, python.torch or versions.torch_npu)
     jobenv.install_torch_npu_standin(upper_root)

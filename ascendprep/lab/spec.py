@@ -61,16 +61,34 @@ class LabSpecError(ValueError):
 
 @dataclass(frozen=True)
 class Versions:
-    """Software versions installed in every node (the inventory's ``software`` section)."""
+    """Software versions installed in every node (the inventory's ``software`` section).
 
-    cann: str = DEFAULT_CANN
-    driver: str = DEFAULT_DRIVER
+    ``cann`` and ``driver`` left None take the product's defaults in :meth:`LabSpec.validated`
+    (:func:`default_stack`): ``lab up`` and a :class:`LabSpec` built in code get the same stack.
+    """
+
+    cann: Optional[str] = None
+    driver: Optional[str] = None
     firmware: str = DEFAULT_FIRMWARE
     torch_npu: str = field(default_factory=default_torch_npu)
 
     def cann_tree(self) -> dict[str, str]:
-        """The keys ``cann.install_cann_tree`` expects."""
+        """The keys ``cann.install_cann_tree`` expects (of a validated spec's versions)."""
+        if self.cann is None or self.driver is None:
+            raise LabSpecError(
+                "the CANN and driver versions are filled by LabSpec.validated(); validate the spec first"
+            )
         return {"cann": self.cann, "driver": self.driver, "firmware": self.firmware}
+
+
+def default_stack(product_id: str) -> tuple[str, str]:
+    """(CANN, driver) a lab of ``product_id`` installs when not told: the 950 line for an
+    Ascend 950 product (the Atlas 350 needs CANN 9.0.0 and driver 25.7.rc1 or later), else the
+    A2/A3 defaults."""
+    product = PRODUCTS.get(product_id)
+    if product is not None and product.is_950:
+        return DEFAULT_CANN_950, DEFAULT_DRIVER_950
+    return DEFAULT_CANN, DEFAULT_DRIVER
 
 
 @dataclass(frozen=True)
@@ -136,7 +154,9 @@ class LabSpec:
         _check_subnet(self.subnet, self.nodes)
         if self.hostnames not in HOSTNAME_MAPPINGS:
             raise LabSpecError(f"--hostnames {self.hostnames!r}: choose one of {', '.join(HOSTNAME_MAPPINGS)}")
-        for option, value in asdict(self.versions).items():
+        cann, driver = default_stack(product.id)
+        versions = replace(self.versions, cann=self.versions.cann or cann, driver=self.versions.driver or driver)
+        for option, value in asdict(versions).items():
             if not VERSION_RE.match(value):
                 raise LabSpecError(f"--{option.replace('_', '-')} {value!r} is not a version")
         self._check_driver_profiles()
@@ -154,7 +174,9 @@ class LabSpec:
             except ValueError as exc:
                 raise LabSpecError(str(exc)) from None
         pod_servers = self._checked_pod_servers(product.id)
-        return replace(self, npus=npus, subnet=str(ipaddress.IPv4Network(self.subnet)), pod_servers=pod_servers)
+        return replace(
+            self, npus=npus, subnet=str(ipaddress.IPv4Network(self.subnet)), pod_servers=pod_servers, versions=versions
+        )
 
     def _checked_pod_servers(self, product: str) -> int:
         value = self.pod_servers

@@ -95,6 +95,12 @@ class Gathered:
     seconds: float
 
 
+def _topology_name(inventory: Inventory, npus: Optional[int]) -> Optional[str]:
+    """The factory topology file name a 950 node with ``npus`` cards needs (None: none known)."""
+    path = inventory.product.topology_file(npus) if npus is not None else None
+    return path.rsplit("/", 1)[1] if path else None
+
+
 def gather_facts(
     session: Session,
     inventory: Inventory,
@@ -143,6 +149,7 @@ def gather_facts(
                         phase=phase,
                         nonce=nonce,
                         generation=inventory.product.generation.value,
+                        topology_file=_topology_name(inventory, npus_of[name]),
                     )
                 ),
             )

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture(scope="module")
 def ub_lab() -> Iterator[Lab]:
-    # a stack the Atlas 350 needs (CANN 9.0.0, HDK 25.7: docs/ascend950.md#versions)
-    versions = Versions(cann="9.0.0", driver="25.7.rc1", firmware="7.8.0.1.201")
+    # CANN and driver left to the spec: an atlas-350 spec defaults to the stack the card needs
+    # (CANN 9.0.0, HDK 25.7: docs/ascend950.md#versions)
+    versions = Versions(firmware="7.8.0.1.201")
     lab = start_test_lab(nodes=2, product="atlas-350", suffix="ub950", npus=4, versions=versions)
     try:
         yield lab
@@ -104,3 +105,48 @@ def test_tls_is_read_on_950_and_a_card_that_differs_is_named(ub_lab: Lab, tmp_pa
     assert code == 1 and result["status"] == "failed", result
     assert (result["node"], result["npu"]) == ("node2", 3)
     assert len(result["evidence"]["tls"]) == 8  # every card of both nodes was read
+
+
+def _topology(doc: Dict[str, Any]) -> Dict[str, Tuple[str, str]]:
+    return {c["node"]: (c["status"], c["message"]) for c in doc["checks"] if c["check"] == "job.topology_file"}
+
+
+def test_the_factory_topology_file_is_checked_and_each_fault_named_its_own_way(ub_lab: Lab, tmp_path: Path) -> None:
+    assert ub_lab.spec.versions.cann == "9.0.0" and ub_lab.spec.versions.driver == "25.7.rc1"
+    code, doc = verify_json(ub_lab, tmp_path, "--only", "job.topology_file")
+    assert {node: status for node, (status, _) in _topology(doc).items()} == {"node1": "passed", "node2": "passed"}
+    assert "atlas_350_3.json is readable" in _topology(doc)["node1"][1]
+
+    ub_lab.fault("node1", "topo-missing")
+    ub_lab.fault("node2", "topo-wrong-file")  # only the 2-card file on a 4-card node
+    try:
+        code, doc = verify_json(ub_lab, tmp_path, "--only", "job.topology_file")
+    finally:
+        ub_lab.heal()
+    found = _topology(doc)
+    assert code == 1 and {status for status, _ in found.values()} == {"failed"}
+    assert "holds no topology file (atlas_350_3.json is missing)" in found["node1"][1]
+    assert "holds only atlas_350_2.json" in found["node2"][1]
+
+    code, doc = verify_json(ub_lab, tmp_path, "--only", "job.topology_file")
+    assert {status for status, _ in _topology(doc).values()} == {"passed"}
+
+
+def test_a_container_without_the_driver_fails_it_where_the_full_one_passes(ub_lab: Lab, tmp_path: Path) -> None:
+    from ascendprep.lab.sim import jobenv as sim
+
+    plan = tmp_path / "plan.json"  # applied: the hiding container covers /etc/ascendprep, which apply makes
+    assert run_plan(ub_lab.inventory_path, plan, "text", False, False, None) == 0
+    assert run_apply(plan, False, None) == 0
+    for node in ("node1", "node2"):
+        ub_lab.fault(node, "container-hides")
+    try:
+        code, hiding = verify_json(ub_lab, tmp_path, "--only", "job.topology_file", "--exec-via", sim.CONTAINER_HIDING)
+        _, full = verify_json(ub_lab, tmp_path, "--only", "job.topology_file", "--exec-via", sim.CONTAINER)
+    finally:
+        ub_lab.heal()
+    (status, message) = _topology(hiding)["node1"]
+    assert code == 1 and status == "failed" and sim.CONTAINER_HIDING in message, message
+    fix = next(c["fix"] for c in hiding["checks"] if c["check"] == "job.topology_file" and c["node"] == "node1")
+    assert "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver:ro" in fix
+    assert {status for status, _ in _topology(full).values()} == {"passed"}

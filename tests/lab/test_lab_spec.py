@@ -122,3 +122,29 @@ def test_lab_torch_npu_metadata_follows_the_installed_torch(monkeypatch):
 
     monkeypatch.setattr(importlib.metadata, "version", no_torch)
     assert Versions().torch_npu == DEFAULT_TORCH_NPU
+
+
+def test_an_atlas_350_spec_built_in_code_gets_the_950_stack_and_a2_a3_keep_theirs() -> None:
+    # lab up and LabSpec/start_test_lab agree: the default is the spec's, not the CLI's
+    assert LabSpec(product="atlas-350", nodes=1).validated().versions.cann_tree()["cann"] == "9.0.0"
+    assert LabSpec(product="atlas-350", nodes=1).validated().versions.driver == "25.7.rc1"
+    for product in ("atlas-a2", "atlas-a3"):
+        versions = LabSpec(product=product, nodes=2).validated().versions
+        assert (versions.cann, versions.driver) == ("8.0.RC3", "24.1.rc2")
+    chosen = LabSpec(product="atlas-350", nodes=1, versions=Versions(cann="9.1.0")).validated().versions
+    assert (chosen.cann, chosen.driver) == ("9.1.0", "25.7.rc1")
+    with pytest.raises(LabSpecError, match="validate the spec first"):
+        Versions().cann_tree()
+
+
+def test_the_default_atlas_350_lab_stack_passes_the_950_compat_rules() -> None:
+    from datetime import date
+
+    from ascendprep.compat.stack import check_stack
+
+    versions = LabSpec(product="atlas-350", nodes=1).validated().versions
+    issues = check_stack({"cann": versions.cann, "driver": versions.driver}, chip="atlas-350", today=date(2026, 11, 1))
+    assert not [i.id for i in issues if i.id in ("compat.chip_cann", "compat.chip_driver")]
+    # what the A2 defaults gave a 950 lab before: refused
+    issues = check_stack({"cann": "8.0.RC3", "driver": "24.1.rc2"}, chip="atlas-350", today=date(2026, 11, 1))
+    assert {"compat.chip_cann", "compat.chip_driver"} <= {i.id for i in issues}

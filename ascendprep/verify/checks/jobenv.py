@@ -8,6 +8,13 @@
   can export a short value that jobs started without ``set_env.sh`` inherit) and after
   ``set_env.sh``, at least :func:`ascendprep.desired.envfiles.required_connect_timeout` of the cluster.
 * ``job.container``: with ``--exec-via``, what the wrapper's container lacks of what the host has.
+* ``job.topology_file``: on Ascend 950, the driver's factory topology file of the product
+  (``/usr/local/Ascend/driver/topo/950/atlas_350_3.json`` for a 4-card Atlas 350) is present,
+  non-empty and readable where the job runs. HCCL's rank table 2.0 loader reads it at
+  communicator init and fails with EI0014 without it (HCCL user guide ``rank_table_config_a5.md``;
+  HCOMM ``topo.c``); a container that mounts only ``driver/lib64`` is the known way to lose it
+  (vllm-project/recipes PR #907). With ``--exec-via`` the gather runs in the container, so the
+  facts are the container's.
 * ``job.nnal``: NNAL/ATB next to CANN is CANN's own release.
 * ``job.torch_npu_import``: ``import torch_npu`` works under the job's environment.
 
@@ -23,7 +30,8 @@ from ascendprep.base.findings import Severity
 from ascendprep.base.paths import RANK_TABLE, SET_ENV_SH
 from ascendprep.desired import envfiles
 from ascendprep.facts.jobenv import import_error_line
-from ascendprep.facts.jobenv_model import JobEnv, ShellEnv, Visibility
+from ascendprep.facts.jobenv_model import JobEnv, ShellEnv, TopologyFolder, Visibility
+from ascendprep.inventory.products import TOPO_DIR_950
 from ascendprep.verify.checks.context import NodeContext
 from ascendprep.verify.checks.model import Check, Verdict, could_not_check, failed, passed, skipped
 from ascendprep.verify.checks.software import installed_version
@@ -207,6 +215,83 @@ def container(ctx: NodeContext) -> Verdict:
     )
 
 
+# --- job.topology_file ------------------------------------------------------------------------
+
+
+def only_950(desired: object) -> Optional[str]:
+    """Only Ascend 950 reads a factory topology file (rank table 2.0); A2/A3 use rank table 1.0/1.2."""
+    product = desired.inventory.product  # type: ignore[attr-defined]
+    if product.is_950:
+        return None
+    return f"{product.id} uses rank table 1.0/1.2, which reads no factory topology file (Ascend 950 only)"
+
+
+def _topology_fix(ctx: NodeContext, wanted: str) -> str:
+    job = _job(ctx)
+    if job is not None and job.host_visible is not None:
+        return (
+            f"mount the whole driver into the container, read-only: -v /usr/local/Ascend/driver:/usr/local/Ascend/driver:ro"
+            f" (mounting only driver/lib64 leaves out {TOPO_DIR_950}); at least -v {TOPO_DIR_950}/{wanted}:{TOPO_DIR_950}/{wanted}:ro"
+        )
+    return (
+        f"{TOPO_DIR_950}/{wanted} comes with the Ascend 950 driver package: reinstall the driver (run its .run package"
+        " with --full), or, inside a container, mount /usr/local/Ascend/driver whole"
+    )
+
+
+def _topology_problem(topo: TopologyFolder, wanted: str) -> Optional[str]:
+    if not topo.present:
+        return f"{topo.folder} is not there"
+    found = {f.name: f for f in topo.files}
+    mine = found.get(wanted)
+    if mine is None:
+        others = sorted(found)
+        if others:
+            return f"{wanted} is not in {topo.folder}, which holds only {', '.join(others)} (another product's or card count's)"
+        return f"{topo.folder} holds no topology file ({wanted} is missing)"
+    if mine.state == "unreadable":
+        return f"{topo.folder}/{wanted} is there but cannot be read"
+    if mine.state != "readable":
+        return f"{topo.folder}/{wanted} is not a regular file"
+    if not mine.size:
+        return f"{topo.folder}/{wanted} is empty"
+    return None
+
+
+def topology_file(ctx: NodeContext) -> Verdict:
+    job = _job(ctx)
+    topo = job.topology if job is not None else None
+    if topo is None:
+        if ctx.desired.inventory.product.is_950:
+            return could_not_check(f"{TOPO_DIR_950} was not read (a gather from an older ascendprep)")
+        return skipped("not an Ascend 950 host: its gather reads no topology folder")
+    evidence = {
+        "folder": topo.folder,
+        "folder_present": topo.present,
+        "wanted": topo.wanted,
+        "files": [{"name": f.name, "state": f.state, "size": f.size} for f in topo.files],
+        "where": (job.host_visible.via or "the --exec-via wrapper")  # type: ignore[union-attr]
+        if job is not None and job.host_visible is not None
+        else "the host",
+    }
+    if topo.wanted is None:
+        return could_not_check(
+            f"the inventory's product names no topology file for this node's card count ({ctx.desired.inventory.product.id}: "
+            "set npus on the node to 1, 2 or 4)",
+            evidence,
+        )
+    problem = _topology_problem(topo, topo.wanted)
+    if problem is not None:
+        return failed(
+            f"{problem} where the job runs ({evidence['where']}): HCCL's rank table 2.0 loader reads it at"
+            " communicator init and fails with EI0014",
+            evidence,
+            fix=_topology_fix(ctx, topo.wanted),
+        )
+    size = next(f.size for f in topo.files if f.name == topo.wanted)
+    return passed(f"{topo.folder}/{topo.wanted} is readable where the job runs ({size} bytes)", evidence)
+
+
 # --- job.nnal ---------------------------------------------------------------------------------
 
 
@@ -296,6 +381,18 @@ CHECKS: List[Check] = [
         container,
         probes=("job.visible", "job.host_visible"),
         requires=("node.reachable",),
+    ),
+    Check(
+        "job.topology_file",
+        ("job", "files"),
+        "node",
+        Severity.ERROR,
+        "Ascend 950: the product's factory topology file is readable where the job runs",
+        "mount /usr/local/Ascend/driver whole into the job's container (or reinstall the driver)",
+        topology_file,
+        probes=("job.topology",),
+        requires=("node.reachable",),
+        applies=only_950,
     ),
     Check(
         "job.nnal",
