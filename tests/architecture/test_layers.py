@@ -179,8 +179,6 @@ def test_the_pure_layers_import_no_rich_nor_click():
     loud = sorted(
         name
         for name, path in modules().items()
-        if layer_of(name) in PURE
-        and name != "ascendprep.base.text"
-        and _third_party_imports(path) & {"rich", "click"}
+        if layer_of(name) in PURE and name != "ascendprep.base.text" and _third_party_imports(path) & {"rich", "click"}
     )
     assert not loud, f"pure modules that import a terminal library: {loud}"
