@@ -87,7 +87,10 @@ def test_healthy_cluster_passes_every_check(desired):
     assert {(r.check, r.status, r.message) for r in results if r.check in ub_only} == {
         (check, Status.SKIPPED, "atlas-a2 has no UB ports (Ascend 950 only)") for check in ub_only
     }
-    assert all(r.status is Status.PASSED for r in results if r.check not in a3_only | ub_only)
+    # nor the 950's factory topology file (rank table 2.0 only)
+    (topology,) = [r for r in results if r.check == "job.topology_file"]
+    assert topology.status is Status.SKIPPED and "reads no factory topology file" in topology.message
+    assert all(r.status is Status.PASSED for r in results if r.check not in a3_only | ub_only | {"job.topology_file"})
 
 
 def _node2(desired: DesiredState) -> HostFacts:
